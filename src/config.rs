@@ -1,0 +1,396 @@
+//! Settings, read from `VCODE_*` environment variables and checked before anything starts: a
+//! bad value stops start-up with a message naming the variable.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crate::domain::{CodeLength, Region};
+use crate::store::ResendPolicy;
+use crate::store::redis::RedisSettings;
+
+#[derive(Clone, Debug)]
+pub struct Settings {
+    pub bind: SocketAddr,
+    pub store: StoreSettings,
+    pub otp: OtpSettings,
+    pub sms: SmsSettings,
+    /// Adds the dev routes (outbox) and lets the log sender print codes. Loopback only.
+    pub dev_mode: bool,
+    pub max_body_bytes: usize,
+    /// How often the embedded store drops expired entries.
+    pub sweep_interval: Duration,
+}
+
+#[derive(Clone, Debug)]
+pub enum StoreSettings {
+    Embedded,
+    Redis(RedisSettings),
+}
+
+#[derive(Clone, Debug)]
+pub struct OtpSettings {
+    pub code_length: CodeLength,
+    pub code_ttl: Duration,
+    pub resend_cooldown: Duration,
+    pub max_attempts: u32,
+    pub resend: ResendPolicy,
+    pub default_region: Region,
+}
+
+#[derive(Clone, Debug)]
+pub enum SmsSettings {
+    /// Prints the SMS to the log: development only.
+    Log,
+    /// POSTs JSON to a gateway; any answer but 2xx, or none within `timeout`, is a failure.
+    Webhook { url: String, timeout: Duration },
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            store: StoreSettings::Embedded,
+            otp: OtpSettings::default(),
+            sms: SmsSettings::Log,
+            dev_mode: false,
+            max_body_bytes: 4096,
+            sweep_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+impl Default for OtpSettings {
+    fn default() -> Self {
+        Self {
+            code_length: CodeLength::default(),
+            code_ttl: Duration::from_secs(300),
+            resend_cooldown: Duration::from_secs(60),
+            max_attempts: 5,
+            resend: ResendPolicy::Reuse,
+            default_region: Region::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{var}={value:?}: {reason}")]
+    Invalid {
+        var: &'static str,
+        value: String,
+        reason: String,
+    },
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+/// Reads one variable through `lookup` and parses it, naming the variable on failure.
+struct Env<F> {
+    lookup: F,
+}
+
+impl<F: Fn(&str) -> Option<String>> Env<F> {
+    fn get(&self, var: &'static str) -> Option<String> {
+        (self.lookup)(var).filter(|value| !value.trim().is_empty())
+    }
+
+    fn parse<T>(
+        &self,
+        var: &'static str,
+        default: T,
+        parse: impl FnOnce(&str) -> Result<T, String>,
+    ) -> Result<T, ConfigError> {
+        match self.get(var) {
+            None => Ok(default),
+            Some(value) => {
+                parse(value.trim()).map_err(|reason| ConfigError::Invalid { var, value, reason })
+            }
+        }
+    }
+
+    fn number(
+        &self,
+        var: &'static str,
+        default: u64,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<u64, ConfigError> {
+        self.parse(var, default, |raw| {
+            raw.parse::<u64>()
+                .ok()
+                .filter(|n| range.contains(n))
+                .ok_or_else(|| {
+                    format!(
+                        "expected a whole number from {} to {}",
+                        range.start(),
+                        range.end()
+                    )
+                })
+        })
+    }
+
+    fn secs(
+        &self,
+        var: &'static str,
+        default: Duration,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Duration, ConfigError> {
+        self.number(var, default.as_secs(), range)
+            .map(Duration::from_secs)
+    }
+
+    fn millis(
+        &self,
+        var: &'static str,
+        default: Duration,
+        range: std::ops::RangeInclusive<u64>,
+    ) -> Result<Duration, ConfigError> {
+        self.number(var, default.as_millis() as u64, range)
+            .map(Duration::from_millis)
+    }
+
+    fn flag(&self, var: &'static str, default: bool) -> Result<bool, ConfigError> {
+        self.parse(var, default, |raw| {
+            match raw.to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => Ok(true),
+                "0" | "false" | "no" | "off" => Ok(false),
+                _ => Err("expected true or false (or 1/0, yes/no, on/off)".to_owned()),
+            }
+        })
+    }
+}
+
+impl Settings {
+    /// Settings from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|var| std::env::var(var).ok())
+    }
+
+    /// Settings from any variable source (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let env = Env { lookup };
+        let defaults = Settings::default();
+        let otp_defaults = OtpSettings::default();
+
+        let bind = env.parse("VCODE_BIND", defaults.bind, |raw| {
+            raw.parse()
+                .map_err(|_| "expected an address such as 127.0.0.1:8080".to_owned())
+        })?;
+
+        let store = match env.get("VCODE_REDIS_URL") {
+            None => StoreSettings::Embedded,
+            Some(url) => {
+                if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
+                    return Err(ConfigError::Invalid {
+                        var: "VCODE_REDIS_URL",
+                        value: url,
+                        reason: "expected redis://host:port[/db]".to_owned(),
+                    });
+                }
+                StoreSettings::Redis(RedisSettings {
+                    url,
+                    connect_timeout: env.millis(
+                        "VCODE_REDIS_CONNECT_TIMEOUT_MS",
+                        Duration::from_millis(1000),
+                        10..=60_000,
+                    )?,
+                    command_timeout: env.millis(
+                        "VCODE_REDIS_COMMAND_TIMEOUT_MS",
+                        Duration::from_millis(500),
+                        10..=60_000,
+                    )?,
+                })
+            }
+        };
+
+        let code_length = env.parse("VCODE_CODE_LENGTH", otp_defaults.code_length, |raw| {
+            raw.parse::<u8>()
+                .ok()
+                .and_then(CodeLength::new)
+                .ok_or_else(|| {
+                    format!(
+                        "expected a length from {} to {}",
+                        CodeLength::MIN,
+                        CodeLength::MAX
+                    )
+                })
+        })?;
+        let otp = OtpSettings {
+            code_length,
+            code_ttl: env.secs("VCODE_CODE_TTL_SECS", otp_defaults.code_ttl, 1..=86_400)?,
+            resend_cooldown: env.secs(
+                "VCODE_RESEND_COOLDOWN_SECS",
+                otp_defaults.resend_cooldown,
+                0..=86_400,
+            )?,
+            max_attempts: env.number(
+                "VCODE_MAX_ATTEMPTS",
+                u64::from(otp_defaults.max_attempts),
+                1..=100,
+            )? as u32,
+            resend: env.parse("VCODE_RESEND", otp_defaults.resend, |raw| match raw {
+                "reuse" => Ok(ResendPolicy::Reuse),
+                "rotate" => Ok(ResendPolicy::Rotate),
+                _ => Err("expected reuse or rotate".to_owned()),
+            })?,
+            default_region: env.parse(
+                "VCODE_DEFAULT_REGION",
+                otp_defaults.default_region,
+                |raw| {
+                    Region::parse(raw).ok_or_else(|| {
+                        "expected an ISO 3166 region code such as CN or US".to_owned()
+                    })
+                },
+            )?,
+        };
+
+        let sms = match env.get("VCODE_SMS").as_deref().unwrap_or("log") {
+            "log" => SmsSettings::Log,
+            "webhook" => {
+                let url = env.get("VCODE_SMS_WEBHOOK_URL").ok_or_else(|| {
+                    ConfigError::Inconsistent(
+                        "VCODE_SMS=webhook needs VCODE_SMS_WEBHOOK_URL".to_owned(),
+                    )
+                })?;
+                if reqwest::Url::parse(&url)
+                    .map(|u| !matches!(u.scheme(), "http" | "https"))
+                    .unwrap_or(true)
+                {
+                    return Err(ConfigError::Invalid {
+                        var: "VCODE_SMS_WEBHOOK_URL",
+                        value: url,
+                        reason: "expected an http:// or https:// URL".to_owned(),
+                    });
+                }
+                SmsSettings::Webhook {
+                    url,
+                    timeout: env.millis(
+                        "VCODE_SMS_WEBHOOK_TIMEOUT_MS",
+                        Duration::from_secs(5),
+                        100..=60_000,
+                    )?,
+                }
+            }
+            other => {
+                return Err(ConfigError::Invalid {
+                    var: "VCODE_SMS",
+                    value: other.to_owned(),
+                    reason: "expected log or webhook".to_owned(),
+                });
+            }
+        };
+
+        let settings = Settings {
+            bind,
+            store,
+            otp,
+            sms,
+            dev_mode: env.flag("VCODE_DEV_MODE", false)?,
+            max_body_bytes: env.number(
+                "VCODE_MAX_BODY_BYTES",
+                defaults.max_body_bytes as u64,
+                256..=1_048_576,
+            )? as usize,
+            sweep_interval: defaults.sweep_interval,
+        };
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Rules that span several settings; `Application::build` checks them too.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.dev_mode && !self.bind.ip().is_loopback() {
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",
+                self.bind
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        let vars: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::from_lookup(|var| vars.get(var).cloned())
+    }
+
+    #[test]
+    fn defaults_match_the_design() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.bind.to_string(), "127.0.0.1:8080");
+        assert!(matches!(s.store, StoreSettings::Embedded));
+        assert!(matches!(s.sms, SmsSettings::Log));
+        assert_eq!(s.otp.code_length.get(), 6);
+        assert_eq!(s.otp.code_ttl, Duration::from_secs(300));
+        assert_eq!(s.otp.resend_cooldown, Duration::from_secs(60));
+        assert_eq!(s.otp.max_attempts, 5);
+        assert_eq!(s.otp.resend, ResendPolicy::Reuse);
+        assert_eq!(s.otp.default_region.as_str(), "CN");
+        assert!(!s.dev_mode);
+    }
+
+    #[test]
+    fn redis_settings_have_timeouts_of_at_most_a_second_by_default() {
+        let s = settings(&[("VCODE_REDIS_URL", "redis://127.0.0.1:6390")]).unwrap();
+        let StoreSettings::Redis(redis) = s.store else {
+            panic!("expected the Redis store")
+        };
+        assert!(redis.connect_timeout <= Duration::from_secs(1));
+        assert!(redis.command_timeout <= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn bad_values_name_their_variable() {
+        for (var, value) in [
+            ("VCODE_BIND", "localhost"),
+            ("VCODE_REDIS_URL", "http://x"),
+            ("VCODE_CODE_LENGTH", "3"),
+            ("VCODE_CODE_LENGTH", "11"),
+            ("VCODE_CODE_TTL_SECS", "0"),
+            ("VCODE_CODE_TTL_SECS", "five"),
+            ("VCODE_RESEND_COOLDOWN_SECS", "-1"),
+            ("VCODE_MAX_ATTEMPTS", "0"),
+            ("VCODE_RESEND", "sometimes"),
+            ("VCODE_DEFAULT_REGION", "XX"),
+            ("VCODE_SMS", "pigeon"),
+            ("VCODE_DEV_MODE", "maybe"),
+        ] {
+            let error = settings(&[(var, value)]).unwrap_err().to_string();
+            assert!(error.contains(var), "{var}={value}: {error}");
+        }
+    }
+
+    #[test]
+    fn webhook_needs_a_valid_url() {
+        let missing = settings(&[("VCODE_SMS", "webhook")]).unwrap_err();
+        assert!(missing.to_string().contains("VCODE_SMS_WEBHOOK_URL"));
+        let bad = settings(&[
+            ("VCODE_SMS", "webhook"),
+            ("VCODE_SMS_WEBHOOK_URL", "ftp://gateway"),
+        ])
+        .unwrap_err();
+        assert!(bad.to_string().contains("VCODE_SMS_WEBHOOK_URL"));
+        let ok = settings(&[
+            ("VCODE_SMS", "webhook"),
+            ("VCODE_SMS_WEBHOOK_URL", "http://127.0.0.1:9000/sms"),
+        ])
+        .unwrap();
+        assert!(matches!(ok.sms, SmsSettings::Webhook { .. }));
+    }
+
+    #[test]
+    fn dev_mode_refuses_a_non_loopback_bind() {
+        let error = settings(&[("VCODE_DEV_MODE", "1"), ("VCODE_BIND", "0.0.0.0:8080")])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("VCODE_DEV_MODE"), "{error}");
+        assert!(settings(&[("VCODE_DEV_MODE", "1"), ("VCODE_BIND", "[::1]:8080")]).is_ok());
+    }
+}

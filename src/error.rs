@@ -1,0 +1,188 @@
+//! The one error type of the HTTP API and its single mapping to the envelope and HTTP status.
+//! Causes of server-side failures go to the log; the client sees a stable code and message.
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, ResponseError};
+use serde_json::json;
+
+use crate::envelope::Envelope;
+use crate::sms::SmsError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("malformed request: {0}")]
+    Malformed(String),
+    #[error("invalid phone number")]
+    InvalidPhone,
+    #[error("invalid code format")]
+    InvalidCode,
+    #[error("invalid purpose")]
+    InvalidPurpose,
+    #[error("wrong code")]
+    WrongCode { remaining_attempts: u32 },
+    #[error("wrong or missing captcha")]
+    WrongCaptcha,
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("code expired or not found")]
+    CodeExpired,
+    #[error("request body too large")]
+    PayloadTooLarge,
+    #[error("a code was sent recently; retry later")]
+    ResendCooldown { retry_after_secs: u64 },
+    #[error("too many failed attempts; the code was destroyed")]
+    TooManyAttempts,
+    #[error("quota exceeded")]
+    QuotaExceeded { retry_after_secs: u64 },
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+    #[error("SMS delivery failed")]
+    SmsDelivery(#[source] SmsError),
+    #[error("store unavailable")]
+    StoreUnavailable(#[source] StoreError),
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Protocol(_) => Self::Internal(error.into()),
+            StoreError::Unavailable(_) | StoreError::Timeout(_) => Self::StoreUnavailable(error),
+        }
+    }
+}
+
+impl ApiError {
+    /// The stable five-digit code; its first three digits are the HTTP status.
+    pub fn code(&self) -> u32 {
+        match self {
+            Self::Malformed(_) => 40000,
+            Self::InvalidPhone => 40001,
+            Self::InvalidCode => 40002,
+            Self::InvalidPurpose => 40003,
+            Self::WrongCode { .. } => 40010,
+            Self::WrongCaptcha => 40020,
+            Self::NotFound => 40400,
+            Self::MethodNotAllowed => 40500,
+            Self::CodeExpired => 41000,
+            Self::PayloadTooLarge => 41300,
+            Self::ResendCooldown { .. } => 42900,
+            Self::TooManyAttempts => 42901,
+            Self::QuotaExceeded { .. } => 42902,
+            Self::Internal(_) => 50000,
+            Self::SmsDelivery(_) => 50200,
+            Self::StoreUnavailable(_) => 50300,
+        }
+    }
+
+    fn data(&self) -> serde_json::Value {
+        match self {
+            Self::WrongCode { remaining_attempts } => {
+                json!({ "remaining_attempts": remaining_attempts })
+            }
+            Self::ResendCooldown { retry_after_secs }
+            | Self::QuotaExceeded { retry_after_secs } => {
+                json!({ "retry_after": retry_after_secs })
+            }
+            _ => serde_json::Value::Null,
+        }
+    }
+
+    fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            Self::ResendCooldown { retry_after_secs }
+            | Self::QuotaExceeded { retry_after_secs } => Some(*retry_after_secs),
+            _ => None,
+        }
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16((self.code() / 100) as u16)
+            .unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let status = self.status_code();
+        if status.is_server_error() {
+            // The chain of causes is for operators only.
+            let cause = std::error::Error::source(self).map(|source| {
+                let mut chain = source.to_string();
+                let mut next = source.source();
+                while let Some(inner) = next {
+                    chain.push_str(": ");
+                    chain.push_str(&inner.to_string());
+                    next = inner.source();
+                }
+                chain
+            });
+            tracing::error!(code = self.code(), cause = cause.as_deref(), "{self}");
+        }
+        let mut response = HttpResponse::build(status);
+        if let Some(secs) = self.retry_after_secs() {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
+        }
+        response.json(Envelope {
+            code: self.code(),
+            message: self.to_string(),
+            data: self.data(),
+        })
+    }
+}
+
+/// Whole seconds for `Retry-After`, rounded up so a client that waits that long is never early.
+pub fn retry_after_secs(wait: std::time::Duration) -> u64 {
+    wait.as_millis().div_ceil(1000).max(1) as u64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn every_code_starts_with_its_http_status() {
+        let errors = [
+            ApiError::Malformed("x".into()),
+            ApiError::InvalidPhone,
+            ApiError::InvalidCode,
+            ApiError::InvalidPurpose,
+            ApiError::WrongCode {
+                remaining_attempts: 1,
+            },
+            ApiError::WrongCaptcha,
+            ApiError::NotFound,
+            ApiError::MethodNotAllowed,
+            ApiError::CodeExpired,
+            ApiError::PayloadTooLarge,
+            ApiError::ResendCooldown {
+                retry_after_secs: 1,
+            },
+            ApiError::TooManyAttempts,
+            ApiError::QuotaExceeded {
+                retry_after_secs: 1,
+            },
+            ApiError::Internal(anyhow::anyhow!("x")),
+            ApiError::StoreUnavailable(StoreError::Timeout(Duration::from_secs(1))),
+        ];
+        for error in errors {
+            assert_eq!(
+                u32::from(error.status_code().as_u16()),
+                error.code() / 100,
+                "{error:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn retry_after_rounds_up() {
+        assert_eq!(retry_after_secs(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after_secs(Duration::from_millis(59_001)), 60);
+        assert_eq!(retry_after_secs(Duration::from_secs(60)), 60);
+        assert_eq!(retry_after_secs(Duration::ZERO), 1);
+    }
+}

@@ -1,0 +1,16 @@
+//! vcode: one-time codes by SMS and image captchas, verified atomically on Redis or an embedded
+//! store. `Application::build` assembles the service from `Settings`.
+
+pub mod config;
+pub mod domain;
+pub mod envelope;
+pub mod error;
+pub mod otp;
+pub mod routes;
+pub mod sms;
+pub mod startup;
+pub mod store;
+pub mod telemetry;
+
+pub use config::Settings;
+pub use startup::Application;

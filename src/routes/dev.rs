@@ -1,0 +1,30 @@
+//! Dev-mode routes (`VCODE_DEV_MODE=1`, loopback only): they let tests and load tests act as a
+//! user who reads the SMS. Outside dev mode they are not registered at all.
+
+use actix_web::{HttpResponse, web};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::domain::Phone;
+use crate::envelope;
+use crate::error::ApiError;
+use crate::startup::AppState;
+
+pub fn config(cfg: &mut web::ServiceConfig) {
+    cfg.service(super::resource("/outbox").route(web::get().to(outbox)));
+}
+
+#[derive(Deserialize)]
+struct OutboxQuery {
+    phone: String,
+}
+
+async fn outbox(
+    state: web::Data<AppState>,
+    query: web::Query<OutboxQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let phone = Phone::parse(&query.phone, state.otp.settings().default_region)
+        .ok_or(ApiError::InvalidPhone)?;
+    let messages = state.store.outbox(&phone).await?;
+    Ok(envelope::ok(json!({ "messages": messages })))
+}

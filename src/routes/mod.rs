@@ -1,0 +1,67 @@
+//! HTTP routes, one file per area, each with its own `config`. This file holds what they share:
+//! extractor settings whose errors answer with the envelope, and the JSON 404/405.
+
+mod dev;
+mod health;
+mod otp;
+
+use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
+use actix_web::{HttpRequest, HttpResponse, Resource, web};
+
+use crate::error::ApiError;
+
+/// Routes for every mode; `dev_mode` adds the dev routes.
+pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool) {
+    cfg.app_data(json_config(max_body_bytes))
+        .app_data(web::PayloadConfig::new(max_body_bytes))
+        .app_data(web::PathConfig::default().error_handler(path_error))
+        .app_data(web::QueryConfig::default().error_handler(query_error))
+        .configure(health::config)
+        .service(web::scope("/api/v1").configure(|api| {
+            otp::config(api);
+            if dev_mode {
+                api.service(web::scope("/dev").configure(dev::config));
+            }
+        }));
+}
+
+/// The JSON answer for a path no route matches.
+pub async fn not_found() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::NotFound)
+}
+
+async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
+    Err(ApiError::MethodNotAllowed)
+}
+
+/// A resource whose wrong-method answer is the envelope too.
+fn resource(path: &str) -> Resource {
+    web::resource(path).default_service(web::to(method_not_allowed))
+}
+
+fn json_config(limit: usize) -> web::JsonConfig {
+    web::JsonConfig::default()
+        .limit(limit)
+        .error_handler(|error, _req: &HttpRequest| json_error(error).into())
+}
+
+fn json_error(error: JsonPayloadError) -> ApiError {
+    match error {
+        JsonPayloadError::OverflowKnownLength { .. }
+        | JsonPayloadError::Overflow { .. }
+        | JsonPayloadError::Payload(PayloadError::Overflow) => ApiError::PayloadTooLarge,
+        JsonPayloadError::ContentType => {
+            ApiError::Malformed("expected Content-Type: application/json".to_owned())
+        }
+        JsonPayloadError::Deserialize(error) => ApiError::Malformed(error.to_string()),
+        other => ApiError::Malformed(other.to_string()),
+    }
+}
+
+fn path_error(error: PathError, _req: &HttpRequest) -> actix_web::Error {
+    ApiError::Malformed(error.to_string()).into()
+}
+
+fn query_error(error: QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
+    ApiError::Malformed(error.to_string()).into()
+}

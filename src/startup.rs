@@ -1,0 +1,101 @@
+//! Builds the application from `Settings`: the store, the SMS sender, the OTP service and the
+//! HTTP server bound to its listener (port 0 in tests).
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::{App, HttpServer, web};
+use anyhow::Context;
+use tracing_actix_web::TracingLogger;
+
+use crate::config::{Settings, SmsSettings, StoreSettings};
+use crate::otp::OtpService;
+use crate::routes;
+use crate::sms::{LogSender, SmsSender, WebhookSender};
+use crate::store::{MemoryStore, RedisStore, Store};
+
+/// What every handler can reach.
+pub struct AppState {
+    pub store: Arc<dyn Store>,
+    pub otp: Arc<OtpService>,
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    store: Arc<dyn Store>,
+}
+
+impl Application {
+    /// Binds the listener and prepares the server; `run_until_stopped` serves.
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        settings.validate()?;
+        let store: Arc<dyn Store> = match &settings.store {
+            StoreSettings::Embedded => MemoryStore::spawn(settings.sweep_interval),
+            StoreSettings::Redis(redis) => {
+                let store = RedisStore::connect(redis).context("Redis store")?;
+                if let Err(error) = store.ping().await {
+                    tracing::warn!(%error, "Redis is not reachable yet: /readyz answers 503 until it is");
+                }
+                Arc::new(store)
+            }
+        };
+        let sender: Arc<dyn SmsSender> = match &settings.sms {
+            SmsSettings::Log => Arc::new(LogSender::new()),
+            SmsSettings::Webhook { url, timeout } => {
+                Arc::new(WebhookSender::new(url.clone(), *timeout).context("SMS webhook sender")?)
+            }
+        };
+        if settings.dev_mode {
+            tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
+        }
+        let otp = Arc::new(OtpService::new(
+            store.clone(),
+            sender,
+            settings.otp.clone(),
+            settings.dev_mode,
+        ));
+        let state = web::Data::new(AppState {
+            store: store.clone(),
+            otp,
+        });
+
+        let listener = TcpListener::bind(settings.bind)
+            .with_context(|| format!("cannot bind {} (VCODE_BIND)", settings.bind))?;
+        let port = listener.local_addr()?.port();
+        let max_body_bytes = settings.max_body_bytes;
+        let dev_mode = settings.dev_mode;
+        let server = HttpServer::new(move || {
+            App::new()
+                .wrap(TracingLogger::default())
+                .app_data(state.clone())
+                .configure(|cfg| routes::config(cfg, max_body_bytes, dev_mode))
+                .default_service(web::to(routes::not_found))
+        })
+        .shutdown_timeout(10)
+        .client_request_timeout(Duration::from_secs(5))
+        .listen(listener)?
+        .run();
+        tracing::info!(address = %settings.bind, port, "vcode listening");
+        Ok(Self {
+            port,
+            server,
+            store,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The store the application uses (tests inspect it directly).
+    pub fn store(&self) -> Arc<dyn Store> {
+        self.store.clone()
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

@@ -1,0 +1,333 @@
+//! The embedded store: pending codes in sharded in-process maps. Each operation is one critical
+//! section on one shard; expiry is enforced on every read and a background sweep frees memory.
+
+use std::collections::{HashMap, VecDeque};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use super::{
+    Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
+    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, VerifyOutcome,
+};
+use crate::domain::{Code, Phone, Purpose};
+
+/// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
+const SHARDS: usize = 64;
+
+#[derive(Debug)]
+struct PendingEntry {
+    code: Code,
+    failed_attempts: u32,
+    deliveries: u32,
+    sent_at_ms: u64,
+    expires_at_ms: u64,
+}
+
+#[derive(Default)]
+struct Outbox {
+    messages: VecDeque<OutboxMessage>,
+    expires_at_ms: u64,
+}
+
+type Shard = Mutex<HashMap<String, PendingEntry>>;
+
+pub struct MemoryStore {
+    shards: Box<[Shard]>,
+    hasher: RandomState,
+    outboxes: Mutex<HashMap<String, Outbox>>,
+    /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
+    /// stretch a TTL.
+    epoch: Instant,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+            outboxes: Mutex::default(),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+fn code_key(phone: &Phone, purpose: &Purpose) -> String {
+    format!("{}:{}", phone.as_e164(), purpose.as_str())
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A poisoned lock only means another request panicked mid-operation; every operation leaves
+/// an entry consistent before it can panic, so the data is still good to use.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl MemoryStore {
+    /// A store with a background task that drops expired entries every `sweep_every`. The task
+    /// ends when the store is dropped.
+    pub fn spawn(sweep_every: Duration) -> Arc<Self> {
+        let store = Arc::new(Self::default());
+        tokio::spawn(sweep_forever(Arc::downgrade(&store), sweep_every));
+        store
+    }
+
+    fn now_ms(&self) -> u64 {
+        duration_ms(self.epoch.elapsed())
+    }
+
+    fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, PendingEntry>> {
+        let index = self.hasher.hash_one(key) as usize % self.shards.len();
+        lock(&self.shards[index])
+    }
+
+    /// Drops every expired entry, one shard at a time so requests wait for one shard at most.
+    pub fn sweep(&self) -> usize {
+        let now = self.now_ms();
+        let mut removed = 0;
+        for shard in self.shards.iter() {
+            let mut map = lock(shard);
+            let before = map.len();
+            map.retain(|_, entry| entry.expires_at_ms > now);
+            removed += before - map.len();
+        }
+        lock(&self.outboxes).retain(|_, outbox| outbox.expires_at_ms > now);
+        removed
+    }
+
+    /// How many entries are held, expired or not (for tests and memory measurements).
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|shard| lock(shard).len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+async fn sweep_forever(store: Weak<MemoryStore>, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        let Some(store) = store.upgrade() else { return };
+        let removed = store.sweep();
+        if removed > 0 {
+            tracing::debug!(removed, "swept expired codes");
+        }
+    }
+}
+
+#[async_trait]
+impl Store for MemoryStore {
+    async fn issue_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: Code,
+        params: IssueParams,
+    ) -> Result<IssueOutcome, StoreError> {
+        let key = code_key(phone, purpose);
+        let now = self.now_ms();
+        let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
+        let mut shard = self.shard(&key);
+        if let Some(entry) = shard.get_mut(&key).filter(|e| e.expires_at_ms > now) {
+            let ready_at = entry
+                .sent_at_ms
+                .saturating_add(duration_ms(params.cooldown));
+            if ready_at > now {
+                return Ok(IssueOutcome::Cooldown {
+                    retry_after: Duration::from_millis(ready_at - now),
+                });
+            }
+            let previous = PreviousIssue {
+                code: entry.code.clone(),
+                sent_at_ms: entry.sent_at_ms,
+                expires_at_ms: entry.expires_at_ms,
+            };
+            let kind = match params.policy {
+                ResendPolicy::Reuse => DeliveryKind::Redelivered,
+                ResendPolicy::Rotate => {
+                    entry.code = candidate;
+                    DeliveryKind::Rotated
+                }
+            };
+            entry.deliveries += 1;
+            entry.sent_at_ms = now;
+            entry.expires_at_ms = expires_at_ms;
+            return Ok(IssueOutcome::Deliver(Delivery {
+                code: entry.code.clone(),
+                kind,
+                undo: IssueUndo {
+                    code: entry.code.clone(),
+                    sent_at_ms: now,
+                    deliveries: entry.deliveries,
+                    previous: Some(previous),
+                },
+            }));
+        }
+        shard.insert(
+            key,
+            PendingEntry {
+                code: candidate.clone(),
+                failed_attempts: 0,
+                deliveries: 1,
+                sent_at_ms: now,
+                expires_at_ms,
+            },
+        );
+        Ok(IssueOutcome::Deliver(Delivery {
+            code: candidate.clone(),
+            kind: DeliveryKind::Created,
+            undo: IssueUndo {
+                code: candidate,
+                sent_at_ms: now,
+                deliveries: 1,
+                previous: None,
+            },
+        }))
+    }
+
+    async fn undo_issue(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        undo: &IssueUndo,
+    ) -> Result<bool, StoreError> {
+        let key = code_key(phone, purpose);
+        let now = self.now_ms();
+        let mut shard = self.shard(&key);
+        let Some(entry) = shard.get_mut(&key) else {
+            return Ok(false);
+        };
+        let unchanged = entry.code == undo.code
+            && entry.sent_at_ms == undo.sent_at_ms
+            && entry.deliveries == undo.deliveries;
+        if !unchanged {
+            return Ok(false);
+        }
+        match &undo.previous {
+            Some(previous) if previous.expires_at_ms > now => {
+                entry.code = previous.code.clone();
+                entry.sent_at_ms = previous.sent_at_ms;
+                entry.expires_at_ms = previous.expires_at_ms;
+                entry.deliveries -= 1;
+            }
+            _ => {
+                shard.remove(&key);
+            }
+        }
+        Ok(true)
+    }
+
+    async fn verify_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        code: &Code,
+        max_attempts: u32,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let key = code_key(phone, purpose);
+        let now = self.now_ms();
+        let mut shard = self.shard(&key);
+        let Some(entry) = shard.get_mut(&key) else {
+            return Ok(VerifyOutcome::Missing);
+        };
+        if entry.expires_at_ms <= now {
+            shard.remove(&key);
+            return Ok(VerifyOutcome::Missing);
+        }
+        if entry.code.matches(code) {
+            shard.remove(&key);
+            return Ok(VerifyOutcome::Verified);
+        }
+        entry.failed_attempts += 1;
+        if entry.failed_attempts >= max_attempts {
+            shard.remove(&key);
+            return Ok(VerifyOutcome::Destroyed);
+        }
+        Ok(VerifyOutcome::Mismatch {
+            remaining_attempts: max_attempts - entry.failed_attempts,
+        })
+    }
+
+    async fn pending_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<Option<PendingCode>, StoreError> {
+        let key = code_key(phone, purpose);
+        let now = self.now_ms();
+        Ok(self
+            .shard(&key)
+            .get(&key)
+            .filter(|entry| entry.expires_at_ms > now)
+            .map(|entry| PendingCode {
+                code: entry.code.clone(),
+                failed_attempts: entry.failed_attempts,
+                deliveries: entry.deliveries,
+            }))
+    }
+
+    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError> {
+        let expires_at_ms = self.now_ms().saturating_add(duration_ms(OUTBOX_TTL));
+        let mut outboxes = lock(&self.outboxes);
+        let outbox = outboxes.entry(message.phone.clone()).or_default();
+        if outbox.messages.len() == OUTBOX_CAPACITY {
+            outbox.messages.pop_front();
+        }
+        outbox.messages.push_back(message.clone());
+        outbox.expires_at_ms = expires_at_ms;
+        Ok(())
+    }
+
+    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
+        let now = self.now_ms();
+        Ok(lock(&self.outboxes)
+            .get(phone.as_e164())
+            .filter(|outbox| outbox.expires_at_ms > now)
+            .map(|outbox| outbox.messages.iter().cloned().collect())
+            .unwrap_or_default())
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{CodeLength, Region};
+
+    #[tokio::test]
+    async fn sweep_drops_only_expired_entries() {
+        let store = MemoryStore::default();
+        let purpose = Purpose::default();
+        let params = |ttl_ms| IssueParams {
+            ttl: Duration::from_millis(ttl_ms),
+            cooldown: Duration::ZERO,
+            policy: ResendPolicy::Reuse,
+        };
+        for (number, ttl_ms) in [("13800138000", 30), ("13800138001", 60_000)] {
+            let phone = Phone::parse(number, Region::default()).unwrap();
+            let code = Code::generate(CodeLength::default());
+            store
+                .issue_code(&phone, &purpose, code, params(ttl_ms))
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.len(), 2);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(store.sweep(), 1);
+        assert_eq!(store.len(), 1);
+    }
+}

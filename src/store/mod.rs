@@ -1,0 +1,167 @@
+//! Where pending codes live. One trait, two implementations with the same semantics: `memory`
+//! (embedded, one process) and `redis` (shared by any number of instances). Every operation
+//! that reads, compares and writes is one atomic step in both.
+
+pub mod memory;
+pub mod redis;
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Serialize;
+
+use crate::domain::{Code, Phone, Purpose};
+
+pub use self::memory::MemoryStore;
+pub use self::redis::RedisStore;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("store unreachable: {0}")]
+    Unavailable(String),
+    #[error("store did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("unexpected reply from the store: {0}")]
+    Protocol(String),
+}
+
+/// What a send does to a code that is still pending once its cooldown has passed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResendPolicy {
+    /// Deliver the pending code again and restart its TTL.
+    #[default]
+    Reuse,
+    /// Replace the pending code with a new one.
+    Rotate,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct IssueParams {
+    pub ttl: Duration,
+    pub cooldown: Duration,
+    pub policy: ResendPolicy,
+}
+
+#[derive(Debug)]
+pub enum IssueOutcome {
+    /// A code to deliver now; the store already holds it.
+    Deliver(Delivery),
+    /// A code is pending and its cooldown is running: nothing changed.
+    Cooldown { retry_after: Duration },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeliveryKind {
+    /// No code was pending: this one is new.
+    Created,
+    /// The pending code, delivered again (`ResendPolicy::Reuse`).
+    Redelivered,
+    /// A new code replaced the pending one (`ResendPolicy::Rotate`).
+    Rotated,
+}
+
+#[derive(Debug)]
+pub struct Delivery {
+    pub code: Code,
+    pub kind: DeliveryKind,
+    /// How to undo this issue if the SMS cannot be delivered.
+    pub undo: IssueUndo,
+}
+
+/// The state an issue wrote and the state it replaced. A roll-back applies only while the store
+/// still holds exactly what this issue wrote, so it never removes a later send's code.
+#[derive(Clone, Debug)]
+pub struct IssueUndo {
+    pub(crate) code: Code,
+    pub(crate) sent_at_ms: u64,
+    pub(crate) deliveries: u32,
+    pub(crate) previous: Option<PreviousIssue>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct PreviousIssue {
+    pub(crate) code: Code,
+    pub(crate) sent_at_ms: u64,
+    pub(crate) expires_at_ms: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerifyOutcome {
+    /// The code matched and is gone.
+    Verified,
+    /// Wrong code; it stays pending with this many attempts left.
+    Mismatch { remaining_attempts: u32 },
+    /// Wrong code and the attempt limit is reached: the code was destroyed.
+    Destroyed,
+    /// No code is pending (never sent, expired, used or destroyed).
+    Missing,
+}
+
+/// A pending code as the store holds it (for tests, the dev routes and operations).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingCode {
+    pub code: Code,
+    pub failed_attempts: u32,
+    pub deliveries: u32,
+}
+
+/// One SMS as the dev outbox shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct OutboxMessage {
+    pub phone: String,
+    pub purpose: String,
+    pub code: String,
+    pub sent_at_ms: u64,
+}
+
+/// How many messages the dev outbox keeps per phone, and for how long.
+pub const OUTBOX_CAPACITY: usize = 100;
+pub const OUTBOX_TTL: Duration = Duration::from_secs(3600);
+
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Stores `candidate` as the pending code for (phone, purpose), or applies the resend
+    /// policy to the code already pending, or refuses while the cooldown runs. One atomic step.
+    async fn issue_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: Code,
+        params: IssueParams,
+    ) -> Result<IssueOutcome, StoreError>;
+
+    /// Undoes an issue whose SMS failed, if the store still holds what it wrote. Returns
+    /// whether anything was rolled back.
+    async fn undo_issue(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        undo: &IssueUndo,
+    ) -> Result<bool, StoreError>;
+
+    /// Compares `code` with the pending one and deletes it on a match; counts a failure
+    /// otherwise and destroys the code at `max_attempts` failures. One atomic step.
+    async fn verify_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        code: &Code,
+        max_attempts: u32,
+    ) -> Result<VerifyOutcome, StoreError>;
+
+    /// The pending code, without changing anything.
+    async fn pending_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<Option<PendingCode>, StoreError>;
+
+    /// Dev mode: remembers a delivered SMS so that tests can read it as the user would.
+    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError>;
+
+    /// Dev mode: the SMS delivered to `phone`, oldest first.
+    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError>;
+
+    /// Whether the store answers (for `/readyz`).
+    async fn ping(&self) -> Result<(), StoreError>;
+}

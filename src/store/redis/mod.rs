@@ -1,0 +1,297 @@
+//! The Redis store: every read-compare-write is one Lua script (the `.lua` files beside this
+//! one), sent over one shared, auto-reconnecting multiplexed connection so that requests never
+//! wait for an exclusive connection. Every call is bounded by the command timeout.
+
+pub mod keys;
+
+use std::future::Future;
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{RedisError, Script, Value};
+
+use super::{
+    Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
+    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, VerifyOutcome,
+};
+use crate::domain::{Code, Phone, Purpose};
+
+/// The scripts, hashed once per process; `Script` sends EVALSHA and loads the body again on
+/// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
+struct Scripts {
+    issue: Script,
+    undo_issue: Script,
+    verify: Script,
+}
+
+static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    issue: Script::new(include_str!("issue.lua")),
+    undo_issue: Script::new(include_str!("undo_issue.lua")),
+    verify: Script::new(include_str!("verify.lua")),
+});
+
+#[derive(Clone, Debug)]
+pub struct RedisSettings {
+    pub url: String,
+    pub connect_timeout: Duration,
+    pub command_timeout: Duration,
+}
+
+#[derive(Clone)]
+pub struct RedisStore {
+    connection: ConnectionManager,
+    command_timeout: Duration,
+}
+
+impl RedisStore {
+    /// Prepares the connection without waiting for Redis: a Redis that is down at start-up
+    /// makes `/readyz` fail until it is up, instead of stopping the service.
+    pub fn connect(settings: &RedisSettings) -> Result<Self, StoreError> {
+        let client = redis::Client::open(settings.url.as_str())
+            .map_err(|e| StoreError::Unavailable(format!("bad Redis URL: {e}")))?;
+        let config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(settings.connect_timeout))
+            .set_response_timeout(Some(settings.command_timeout))
+            // Few, short retries: while Redis is down requests fail fast and every new request
+            // starts a fresh reconnect, so service resumes as soon as Redis is back.
+            .set_number_of_retries(1)
+            .set_min_delay(Duration::from_millis(50))
+            .set_max_delay(Duration::from_millis(200));
+        let connection = ConnectionManager::new_lazy_with_config(client, config)
+            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        LazyLock::force(&SCRIPTS);
+        Ok(Self {
+            connection,
+            command_timeout: settings.command_timeout,
+        })
+    }
+
+    /// Runs one Redis call within the command timeout; a reconnect in progress counts too.
+    async fn bounded<T>(
+        &self,
+        call: impl Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, StoreError> {
+        match tokio::time::timeout(self.command_timeout, call).await {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(error)) => Err(store_error(error)),
+            Err(_) => Err(StoreError::Timeout(self.command_timeout)),
+        }
+    }
+}
+
+fn store_error(error: RedisError) -> StoreError {
+    if error.is_timeout() {
+        StoreError::Unavailable(format!("timed out: {error}"))
+    } else {
+        StoreError::Unavailable(error.to_string())
+    }
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn protocol(what: &str, reply: &[Value]) -> StoreError {
+    StoreError::Protocol(format!("{what}: {reply:?}"))
+}
+
+fn int_at(reply: &[Value], index: usize) -> Option<i64> {
+    match reply.get(index)? {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        _ => None,
+    }
+}
+
+fn u64_at(reply: &[Value], index: usize) -> Option<u64> {
+    int_at(reply, index).and_then(|n| u64::try_from(n).ok())
+}
+
+fn u32_at(reply: &[Value], index: usize) -> Option<u32> {
+    int_at(reply, index).and_then(|n| u32::try_from(n).ok())
+}
+
+fn code_at(reply: &[Value], index: usize) -> Option<Code> {
+    match reply.get(index)? {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok().map(Code::from_stored),
+        _ => None,
+    }
+}
+
+fn parse_issue(reply: &[Value]) -> Option<IssueOutcome> {
+    let kind = match int_at(reply, 0)? {
+        0 => {
+            return Some(IssueOutcome::Cooldown {
+                retry_after: Duration::from_millis(u64_at(reply, 1)?),
+            });
+        }
+        1 => DeliveryKind::Created,
+        2 => DeliveryKind::Redelivered,
+        3 => DeliveryKind::Rotated,
+        _ => return None,
+    };
+    let code = code_at(reply, 1)?;
+    let previous = match kind {
+        DeliveryKind::Created => None,
+        _ => Some(PreviousIssue {
+            code: code_at(reply, 4)?,
+            sent_at_ms: u64_at(reply, 5)?,
+            expires_at_ms: u64_at(reply, 6)?,
+        }),
+    };
+    Some(IssueOutcome::Deliver(Delivery {
+        code: code.clone(),
+        kind,
+        undo: IssueUndo {
+            code,
+            sent_at_ms: u64_at(reply, 2)?,
+            deliveries: u32_at(reply, 3)?,
+            previous,
+        },
+    }))
+}
+
+fn parse_verify(reply: &[Value]) -> Option<VerifyOutcome> {
+    Some(match int_at(reply, 0)? {
+        1 => VerifyOutcome::Verified,
+        0 => VerifyOutcome::Mismatch {
+            remaining_attempts: u32_at(reply, 1)?,
+        },
+        -1 => VerifyOutcome::Missing,
+        -2 => VerifyOutcome::Destroyed,
+        _ => return None,
+    })
+}
+
+#[async_trait]
+impl Store for RedisStore {
+    async fn issue_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: Code,
+        params: IssueParams,
+    ) -> Result<IssueOutcome, StoreError> {
+        let policy = match params.policy {
+            ResendPolicy::Reuse => "reuse",
+            ResendPolicy::Rotate => "rotate",
+        };
+        let mut invocation = SCRIPTS.issue.key(keys::code(phone, purpose));
+        invocation
+            .arg(candidate.expose())
+            .arg(duration_ms(params.ttl))
+            .arg(duration_ms(params.cooldown))
+            .arg(policy);
+        let mut connection = self.connection.clone();
+        let reply: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        parse_issue(&reply).ok_or_else(|| protocol("issue", &reply))
+    }
+
+    async fn undo_issue(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        undo: &IssueUndo,
+    ) -> Result<bool, StoreError> {
+        let mut invocation = SCRIPTS.undo_issue.key(keys::code(phone, purpose));
+        invocation
+            .arg(undo.code.expose())
+            .arg(undo.sent_at_ms)
+            .arg(undo.deliveries);
+        if let Some(previous) = &undo.previous {
+            invocation
+                .arg(previous.code.expose())
+                .arg(previous.sent_at_ms)
+                .arg(previous.expires_at_ms);
+        }
+        let mut connection = self.connection.clone();
+        let undone: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(undone == 1)
+    }
+
+    async fn verify_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        code: &Code,
+        max_attempts: u32,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let mut invocation = SCRIPTS.verify.key(keys::code(phone, purpose));
+        invocation.arg(code.expose()).arg(max_attempts);
+        let mut connection = self.connection.clone();
+        let reply: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        parse_verify(&reply).ok_or_else(|| protocol("verify", &reply))
+    }
+
+    async fn pending_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<Option<PendingCode>, StoreError> {
+        let mut connection = self.connection.clone();
+        let command = redis::cmd("HMGET")
+            .arg(keys::code(phone, purpose))
+            .arg(&["c", "a", "n"])
+            .to_owned();
+        let reply: (Option<String>, Option<u32>, Option<u32>) =
+            self.bounded(command.query_async(&mut connection)).await?;
+        Ok(match reply {
+            (Some(code), failed_attempts, deliveries) => Some(PendingCode {
+                code: Code::from_stored(code),
+                failed_attempts: failed_attempts.unwrap_or(0),
+                deliveries: deliveries.unwrap_or(0),
+            }),
+            (None, ..) => None,
+        })
+    }
+
+    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError> {
+        let key = keys::outbox(&message.phone);
+        let json = serde_json::to_string(message)
+            .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))?;
+        let mut connection = self.connection.clone();
+        let pipeline = redis::pipe()
+            .atomic()
+            .rpush(&key, json)
+            .ignore()
+            .ltrim(&key, -(OUTBOX_CAPACITY as isize), -1)
+            .ignore()
+            .pexpire(&key, duration_ms(OUTBOX_TTL) as i64)
+            .ignore()
+            .to_owned();
+        self.bounded(pipeline.query_async::<()>(&mut connection))
+            .await
+    }
+
+    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
+        let mut connection = self.connection.clone();
+        let command = redis::cmd("LRANGE")
+            .arg(keys::outbox(phone.as_e164()))
+            .arg(0)
+            .arg(-1)
+            .to_owned();
+        let raw: Vec<String> = self.bounded(command.query_async(&mut connection)).await?;
+        raw.iter()
+            .map(|json| {
+                serde_json::from_str(json)
+                    .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))
+            })
+            .collect()
+    }
+
+    async fn ping(&self) -> Result<(), StoreError> {
+        let mut connection = self.connection.clone();
+        let command = redis::cmd("PING");
+        self.bounded(command.query_async::<String>(&mut connection))
+            .await
+            .map(drop)
+    }
+}
