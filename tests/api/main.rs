@@ -1,0 +1,33 @@
+//! Integration tests: the store conformance suite and the HTTP API, each against the embedded
+//! store and a real redis-server started by the harness.
+
+mod support;
+
+/// Generates one `#[tokio::test]` per backend for each listed `async fn name(Backend)`.
+macro_rules! on_both_stores {
+    ($($name:ident),* $(,)?) => {
+        mod memory {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Memory).await
+                }
+            )*
+        }
+        mod redis {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Redis).await
+                }
+            )*
+        }
+    };
+}
+
+mod otp_concurrency;
+mod otp_errors;
+mod otp_flow;
+mod redis_outage;
+mod sms_webhook;
+mod store_conformance;

@@ -1,0 +1,87 @@
+//! The race claims, with real concurrency: many clients, many connections, one phone.
+
+use std::collections::HashMap;
+
+use futures::future::join_all;
+use vcode::domain::Purpose;
+
+use crate::support::{Backend, phone, random_phone, spawn_app};
+
+/// Each request on its own connection, so the server sees them truly in parallel.
+fn fresh_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .expect("client")
+}
+
+async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let number = random_phone();
+    assert_eq!(app.send(&number).await.status, 200);
+    let code = app.last_code(&number).await;
+    let url = app.url("/api/v1/otp/verify");
+    let requests = (0..100).map(|_| {
+        let (url, number, code) = (url.clone(), number.clone(), code.clone());
+        tokio::spawn(async move {
+            let response = fresh_client()
+                .post(url)
+                .json(&serde_json::json!({"phone": number, "code": code}))
+                .send()
+                .await
+                .expect("an answer");
+            let status = response.status().as_u16();
+            let body: serde_json::Value = response.json().await.expect("envelope");
+            (status, body["code"].as_i64().unwrap_or_default())
+        })
+    });
+    let answers = join_all(requests).await;
+    let mut tally: HashMap<(u16, i64), usize> = HashMap::new();
+    for answer in answers {
+        *tally.entry(answer.expect("task")).or_default() += 1;
+    }
+    assert_eq!(tally.get(&(200, 200)), Some(&1), "{tally:?}");
+    assert_eq!(tally.get(&(410, 41000)), Some(&99), "{tally:?}");
+}
+
+async fn fifty_concurrent_sends_make_one_code_and_one_sms(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let number = random_phone();
+    let url = app.url("/api/v1/otp/send");
+    let requests = (0..50).map(|_| {
+        let (url, number) = (url.clone(), number.clone());
+        tokio::spawn(async move {
+            let response = fresh_client()
+                .post(url)
+                .json(&serde_json::json!({"phone": number}))
+                .send()
+                .await
+                .expect("an answer");
+            let status = response.status().as_u16();
+            let body: serde_json::Value = response.json().await.expect("envelope");
+            (status, body["code"].as_i64().unwrap_or_default())
+        })
+    });
+    let answers = join_all(requests).await;
+    let mut tally: HashMap<(u16, i64), usize> = HashMap::new();
+    for answer in answers {
+        *tally.entry(answer.expect("task")).or_default() += 1;
+    }
+    assert_eq!(tally.get(&(200, 200)), Some(&1), "{tally:?}");
+    assert_eq!(tally.get(&(429, 42900)), Some(&49), "{tally:?}");
+    let inbox = app.inbox(&number).await;
+    assert_eq!(inbox.len(), 1, "exactly one SMS");
+    let pending = app
+        .store
+        .pending_code(&phone(&number), &Purpose::default())
+        .await
+        .unwrap()
+        .expect("one pending code");
+    assert_eq!(pending.code.expose(), inbox[0]);
+    assert_eq!(pending.deliveries, 1);
+}
+
+on_both_stores!(
+    hundred_concurrent_verifies_of_one_code_succeed_once,
+    fifty_concurrent_sends_make_one_code_and_one_sms,
+);

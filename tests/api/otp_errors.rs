@@ -1,0 +1,170 @@
+//! Every error the OTP routes can give, with its envelope and status, and proof that bad input
+//! changes nothing in the store.
+
+use serde_json::{Value, json};
+use vcode::domain::Purpose;
+use vcode::store::PendingCode;
+
+use crate::support::{Backend, TestApp, phone, random_phone, spawn_app};
+
+fn assert_envelope(answer: &crate::support::app::Answer, status: u16, code: i64) {
+    assert_eq!((answer.status, answer.code()), (status, code), "{answer:?}");
+    assert!(
+        answer.body["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{answer:?}"
+    );
+    assert!(answer.body.get("data").is_some(), "{answer:?}");
+}
+
+async fn snapshot(app: &TestApp, number: &str) -> Option<PendingCode> {
+    app.store
+        .pending_code(&phone(number), &Purpose::default())
+        .await
+        .unwrap()
+}
+
+/// Posts a raw body with a content type, for malformed requests.
+async fn post_raw(
+    app: &TestApp,
+    path: &str,
+    content_type: &str,
+    body: impl Into<reqwest::Body>,
+) -> crate::support::app::Answer {
+    app.request(
+        app.client
+            .post(app.url(path))
+            .header("content-type", content_type)
+            .body(body),
+    )
+    .await
+}
+
+async fn malformed_requests_answer_40000(backend: Backend) {
+    let app = spawn_app(backend).await;
+    for path in ["/api/v1/otp/send", "/api/v1/otp/verify"] {
+        for body in [
+            "{",
+            "[]",
+            "null",
+            "{\"phone\": 13800138000, \"code\": \"123456\"}",
+            "{}",
+        ] {
+            let answer = post_raw(&app, path, "application/json", body).await;
+            assert_envelope(&answer, 400, 40000);
+        }
+        let answer = post_raw(&app, path, "text/plain", "{\"phone\":\"13800138000\"}").await;
+        assert_envelope(&answer, 400, 40000);
+    }
+    let missing_code = app
+        .post_json("/api/v1/otp/verify", &json!({"phone": "13800138000"}))
+        .await;
+    assert_envelope(&missing_code, 400, 40000);
+    assert!(
+        missing_code.body["message"]
+            .as_str()
+            .unwrap()
+            .contains("code"),
+        "{missing_code:?}"
+    );
+}
+
+async fn invalid_fields_answer_their_own_codes(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let number = random_phone();
+    for bad_phone in ["", "12345", "+999123", "not a phone", "+86 138 0013 800x"] {
+        assert_envelope(&app.send(bad_phone).await, 400, 40001);
+        assert_envelope(&app.verify(bad_phone, "123456").await, 400, 40001);
+    }
+    for bad_purpose in ["", "LOGIN", "log in", "a:b", &"x".repeat(33)] {
+        assert_envelope(&app.send_for(&number, bad_purpose).await, 400, 40003);
+        assert_envelope(
+            &app.verify_for(&number, "123456", bad_purpose).await,
+            400,
+            40003,
+        );
+    }
+    for bad_code in ["", "12345", "1234567", "12345a", "abcdef"] {
+        assert_envelope(&app.verify(&number, bad_code).await, 400, 40002);
+    }
+}
+
+async fn bad_input_changes_nothing(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let number = random_phone();
+    assert_eq!(app.send(&number).await.status, 200);
+    let before = snapshot(&app, &number).await.expect("a pending code");
+    let inbox_before = app.inbox(&number).await;
+
+    // Malformed code, purpose and bodies for this very phone: none of them may count as a
+    // failed attempt, send an SMS or touch the cooldown.
+    for bad_code in ["12345", "abcdef", "1234567", ""] {
+        app.verify(&number, bad_code).await;
+    }
+    app.verify_for(&number, "123456", "NOT VALID").await;
+    app.send_for(&number, "NOT VALID").await;
+    post_raw(
+        &app,
+        "/api/v1/otp/verify",
+        "application/json",
+        format!("{{\"phone\":\"{number}\",\"code\":123456}}"),
+    )
+    .await;
+    post_raw(
+        &app,
+        "/api/v1/otp/send",
+        "application/json",
+        format!("{{\"phone\":\"{number}\""),
+    )
+    .await;
+    let huge = json!({"phone": number, "code": "1".repeat(10_000)});
+    app.post_json("/api/v1/otp/verify", &huge).await;
+
+    assert_eq!(snapshot(&app, &number).await, Some(before));
+    assert_eq!(app.inbox(&number).await, inbox_before);
+}
+
+async fn oversized_bodies_answer_41300(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let padding = "x".repeat(8 * 1024);
+    let answer = app
+        .post_json(
+            "/api/v1/otp/send",
+            &json!({"phone": random_phone(), "padding": padding}),
+        )
+        .await;
+    assert_envelope(&answer, 413, 41300);
+}
+
+async fn unknown_routes_and_methods_answer_with_the_envelope(backend: Backend) {
+    let app = spawn_app(backend).await;
+    for path in [
+        "/",
+        "/api/v1/nothing",
+        "/api/v1/otp/send/extra",
+        "/api/v2/otp/send",
+    ] {
+        assert_envelope(&app.get(path).await, 404, 40400);
+    }
+    assert_envelope(&app.get("/api/v1/otp/send").await, 405, 40500);
+    let delete = app
+        .request(app.client.delete(app.url("/api/v1/otp/verify")))
+        .await;
+    assert_envelope(&delete, 405, 40500);
+    assert_envelope(&app.post_json("/healthz", &Value::Null).await, 405, 40500);
+}
+
+async fn verify_without_a_pending_code_answers_41000(backend: Backend) {
+    let app = spawn_app(backend).await;
+    assert_envelope(&app.verify(&random_phone(), "123456").await, 410, 41000);
+}
+
+on_both_stores!(
+    malformed_requests_answer_40000,
+    invalid_fields_answer_their_own_codes,
+    bad_input_changes_nothing,
+    oversized_bodies_answer_41300,
+    unknown_routes_and_methods_answer_with_the_envelope,
+    verify_without_a_pending_code_answers_41000,
+);

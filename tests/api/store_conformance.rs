@@ -1,0 +1,626 @@
+//! One suite, two stores: the embedded store and the Redis store must behave the same.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use vcode::domain::{Code, CodeLength, Phone, Purpose};
+use vcode::store::redis::RedisSettings;
+use vcode::store::{
+    Delivery, DeliveryKind, IssueOutcome, IssueParams, MemoryStore, OutboxMessage, RedisStore,
+    ResendPolicy, Store, VerifyOutcome,
+};
+
+use crate::support::{Backend, RedisServer, phone, random_phone};
+
+struct StoreUnderTest {
+    store: Arc<dyn Store>,
+    _redis: Option<RedisServer>,
+}
+
+fn open(backend: Backend) -> StoreUnderTest {
+    match backend {
+        Backend::Memory => StoreUnderTest {
+            store: MemoryStore::spawn(Duration::from_millis(100)),
+            _redis: None,
+        },
+        Backend::Redis => {
+            let server = RedisServer::start();
+            let store = RedisStore::connect(&RedisSettings {
+                url: server.url(),
+                connect_timeout: Duration::from_millis(500),
+                command_timeout: Duration::from_millis(500),
+            })
+            .expect("valid settings");
+            StoreUnderTest {
+                store: Arc::new(store),
+                _redis: Some(server),
+            }
+        }
+    }
+}
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn params(ttl: Duration, cooldown: Duration, policy: ResendPolicy) -> IssueParams {
+    IssueParams {
+        ttl,
+        cooldown,
+        policy,
+    }
+}
+
+fn standard() -> IssueParams {
+    params(Duration::from_secs(300), MINUTE, ResendPolicy::Reuse)
+}
+
+fn new_code() -> Code {
+    Code::generate(CodeLength::default())
+}
+
+fn login() -> Purpose {
+    Purpose::default()
+}
+
+fn fresh_phone() -> Phone {
+    phone(&random_phone())
+}
+
+async fn issue(
+    store: &dyn Store,
+    phone: &Phone,
+    purpose: &Purpose,
+    p: IssueParams,
+) -> IssueOutcome {
+    store
+        .issue_code(phone, purpose, new_code(), p)
+        .await
+        .expect("store answers")
+}
+
+async fn deliver(store: &dyn Store, phone: &Phone, p: IssueParams) -> Delivery {
+    match issue(store, phone, &login(), p).await {
+        IssueOutcome::Deliver(delivery) => delivery,
+        other => panic!("expected a delivery, got {other:?}"),
+    }
+}
+
+async fn verify(store: &dyn Store, phone: &Phone, code: &Code) -> VerifyOutcome {
+    store
+        .verify_code(phone, &login(), code, 5)
+        .await
+        .expect("store answers")
+}
+
+fn wrong(code: &Code) -> Code {
+    let digits: String = code
+        .expose()
+        .bytes()
+        .map(|b| char::from(b'0' + (b - b'0' + 1) % 10))
+        .collect();
+    Code::parse(&digits, CodeLength::default()).expect("six digits")
+}
+
+async fn issue_creates_a_pending_code(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let candidate = new_code();
+    let outcome = t
+        .store
+        .issue_code(&phone, &login(), candidate.clone(), standard())
+        .await
+        .unwrap();
+    let IssueOutcome::Deliver(delivery) = outcome else {
+        panic!("expected a delivery, got {outcome:?}")
+    };
+    assert_eq!(delivery.kind, DeliveryKind::Created);
+    assert_eq!(delivery.code, candidate);
+    let pending = t
+        .store
+        .pending_code(&phone, &login())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending.code, candidate);
+    assert_eq!(pending.failed_attempts, 0);
+    assert_eq!(pending.deliveries, 1);
+}
+
+async fn cooldown_refuses_a_second_issue_and_changes_nothing(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let first = deliver(&*t.store, &phone, standard()).await;
+    for _ in 0..3 {
+        match issue(&*t.store, &phone, &login(), standard()).await {
+            IssueOutcome::Cooldown { retry_after } => {
+                assert!(
+                    retry_after > Duration::from_secs(55) && retry_after <= MINUTE,
+                    "{retry_after:?}"
+                )
+            }
+            other => panic!("expected the cooldown, got {other:?}"),
+        }
+    }
+    let pending = t
+        .store
+        .pending_code(&phone, &login())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending.code, first.code);
+    assert_eq!(pending.deliveries, 1);
+}
+
+async fn reuse_redelivers_the_same_code_and_keeps_attempts(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let p = params(
+        Duration::from_secs(300),
+        Duration::from_millis(100),
+        ResendPolicy::Reuse,
+    );
+    let first = deliver(&*t.store, &phone, p).await;
+    assert!(matches!(
+        verify(&*t.store, &phone, &wrong(&first.code)).await,
+        VerifyOutcome::Mismatch {
+            remaining_attempts: 4
+        }
+    ));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let again = deliver(&*t.store, &phone, p).await;
+    assert_eq!(again.kind, DeliveryKind::Redelivered);
+    assert_eq!(again.code, first.code);
+    let pending = t
+        .store
+        .pending_code(&phone, &login())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending.deliveries, 2);
+    assert_eq!(
+        pending.failed_attempts, 1,
+        "a resend never resets failed attempts"
+    );
+}
+
+async fn rotate_replaces_the_code_and_keeps_attempts(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let p = params(
+        Duration::from_secs(300),
+        Duration::ZERO,
+        ResendPolicy::Rotate,
+    );
+    let first = deliver(&*t.store, &phone, p).await;
+    verify(&*t.store, &phone, &wrong(&first.code)).await;
+    let mut second = deliver(&*t.store, &phone, p).await;
+    // One in a million draws repeats the code; rotate again rather than flake.
+    while second.code == first.code {
+        second = deliver(&*t.store, &phone, p).await;
+    }
+    assert_eq!(second.kind, DeliveryKind::Rotated);
+    assert!(matches!(
+        verify(&*t.store, &phone, &first.code).await,
+        VerifyOutcome::Mismatch {
+            remaining_attempts: 3
+        }
+    ));
+    assert_eq!(
+        verify(&*t.store, &phone, &second.code).await,
+        VerifyOutcome::Verified
+    );
+}
+
+async fn verify_consumes_a_matching_code_once(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let delivery = deliver(&*t.store, &phone, standard()).await;
+    assert_eq!(
+        verify(&*t.store, &phone, &delivery.code).await,
+        VerifyOutcome::Verified
+    );
+    assert_eq!(
+        verify(&*t.store, &phone, &delivery.code).await,
+        VerifyOutcome::Missing
+    );
+    assert!(
+        t.store
+            .pending_code(&phone, &login())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // A verified code no longer holds a cooldown: the next send makes a new code.
+    let next = deliver(&*t.store, &phone, standard()).await;
+    assert_eq!(next.kind, DeliveryKind::Created);
+}
+
+async fn wrong_codes_count_down_then_destroy(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let delivery = deliver(&*t.store, &phone, standard()).await;
+    let bad = wrong(&delivery.code);
+    for remaining in (1..=4).rev() {
+        assert_eq!(
+            verify(&*t.store, &phone, &bad).await,
+            VerifyOutcome::Mismatch {
+                remaining_attempts: remaining
+            }
+        );
+        // A wrong guess never removes the pending code.
+        assert!(
+            t.store
+                .pending_code(&phone, &login())
+                .await
+                .unwrap()
+                .is_some()
+        );
+    }
+    assert_eq!(
+        verify(&*t.store, &phone, &bad).await,
+        VerifyOutcome::Destroyed
+    );
+    assert_eq!(
+        verify(&*t.store, &phone, &delivery.code).await,
+        VerifyOutcome::Missing
+    );
+}
+
+async fn resend_does_not_reset_the_attempt_count(backend: Backend) {
+    for policy in [ResendPolicy::Reuse, ResendPolicy::Rotate] {
+        let t = open(backend);
+        let phone = fresh_phone();
+        let p = params(Duration::from_secs(300), Duration::ZERO, policy);
+        let first = deliver(&*t.store, &phone, p).await;
+        let bad = wrong(&first.code);
+        verify(&*t.store, &phone, &bad).await;
+        verify(&*t.store, &phone, &bad).await;
+        let second = deliver(&*t.store, &phone, p).await;
+        let bad = wrong(&second.code);
+        assert_eq!(
+            verify(&*t.store, &phone, &bad).await,
+            VerifyOutcome::Mismatch {
+                remaining_attempts: 2
+            },
+            "{policy:?}"
+        );
+        verify(&*t.store, &phone, &bad).await;
+        assert_eq!(
+            verify(&*t.store, &phone, &bad).await,
+            VerifyOutcome::Destroyed,
+            "{policy:?}"
+        );
+    }
+}
+
+async fn codes_expire(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let p = params(Duration::from_millis(300), MINUTE, ResendPolicy::Reuse);
+    let delivery = deliver(&*t.store, &phone, p).await;
+    assert!(
+        t.store
+            .pending_code(&phone, &login())
+            .await
+            .unwrap()
+            .is_some()
+    );
+    tokio::time::sleep(Duration::from_millis(450)).await;
+    assert!(
+        t.store
+            .pending_code(&phone, &login())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        verify(&*t.store, &phone, &delivery.code).await,
+        VerifyOutcome::Missing
+    );
+    // An expired code holds no cooldown either.
+    assert_eq!(
+        deliver(&*t.store, &phone, p).await.kind,
+        DeliveryKind::Created
+    );
+}
+
+async fn purposes_are_isolated(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let reset = Purpose::parse("reset_password").unwrap();
+    let login_code = deliver(&*t.store, &phone, standard()).await.code;
+    // The login cooldown does not hold back another purpose.
+    let IssueOutcome::Deliver(reset_delivery) = issue(&*t.store, &phone, &reset, standard()).await
+    else {
+        panic!("another purpose has its own cooldown")
+    };
+    let outcome = t
+        .store
+        .verify_code(&phone, &reset, &login_code, 5)
+        .await
+        .unwrap();
+    if reset_delivery.code != login_code {
+        assert_eq!(
+            outcome,
+            VerifyOutcome::Mismatch {
+                remaining_attempts: 4
+            }
+        );
+    }
+    let login_pending = t
+        .store
+        .pending_code(&phone, &login())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        login_pending.failed_attempts, 0,
+        "a wrong reset code never counts against login"
+    );
+    assert_eq!(
+        verify(&*t.store, &phone, &login_code).await,
+        VerifyOutcome::Verified
+    );
+    assert!(
+        t.store
+            .pending_code(&phone, &reset)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+async fn undo_removes_a_created_code(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let delivery = deliver(&*t.store, &phone, standard()).await;
+    assert!(
+        t.store
+            .undo_issue(&phone, &login(), &delivery.undo)
+            .await
+            .unwrap()
+    );
+    assert!(
+        t.store
+            .pending_code(&phone, &login())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Its cooldown went with it.
+    assert_eq!(
+        deliver(&*t.store, &phone, standard()).await.kind,
+        DeliveryKind::Created
+    );
+}
+
+async fn undo_restores_a_redelivered_or_rotated_code(backend: Backend) {
+    for policy in [ResendPolicy::Reuse, ResendPolicy::Rotate] {
+        let t = open(backend);
+        let phone = fresh_phone();
+        let p = params(Duration::from_secs(300), Duration::ZERO, policy);
+        let first = deliver(&*t.store, &phone, p).await;
+        let second = deliver(&*t.store, &phone, p).await;
+        assert!(
+            t.store
+                .undo_issue(&phone, &login(), &second.undo)
+                .await
+                .unwrap()
+        );
+        let pending = t
+            .store
+            .pending_code(&phone, &login())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(pending.code, first.code, "{policy:?}");
+        assert_eq!(pending.deliveries, 1, "{policy:?}");
+        assert_eq!(
+            verify(&*t.store, &phone, &first.code).await,
+            VerifyOutcome::Verified
+        );
+    }
+}
+
+async fn undo_never_touches_a_later_code(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let p = params(
+        Duration::from_secs(300),
+        Duration::ZERO,
+        ResendPolicy::Rotate,
+    );
+    let first = deliver(&*t.store, &phone, p).await;
+    let second = deliver(&*t.store, &phone, p).await;
+    assert!(
+        !t.store
+            .undo_issue(&phone, &login(), &first.undo)
+            .await
+            .unwrap()
+    );
+    let pending = t
+        .store
+        .pending_code(&phone, &login())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending.code, second.code);
+    assert_eq!(pending.deliveries, 2);
+    // Nor a code that was verified and issued anew.
+    assert_eq!(
+        verify(&*t.store, &phone, &second.code).await,
+        VerifyOutcome::Verified
+    );
+    let third = deliver(&*t.store, &phone, p).await;
+    assert!(
+        !t.store
+            .undo_issue(&phone, &login(), &second.undo)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        t.store
+            .pending_code(&phone, &login())
+            .await
+            .unwrap()
+            .unwrap()
+            .code,
+        third.code
+    );
+}
+
+async fn concurrent_verifies_succeed_exactly_once(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let code = deliver(&*t.store, &phone, standard()).await.code;
+    let tasks: Vec<_> = (0..100)
+        .map(|_| {
+            let (store, phone, code) = (t.store.clone(), phone.clone(), code.clone());
+            tokio::spawn(
+                async move { store.verify_code(&phone, &login(), &code, 5).await.unwrap() },
+            )
+        })
+        .collect();
+    let outcomes: Vec<VerifyOutcome> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|o| **o == VerifyOutcome::Verified)
+            .count(),
+        1
+    );
+    assert_eq!(
+        outcomes
+            .iter()
+            .filter(|o| **o == VerifyOutcome::Missing)
+            .count(),
+        99
+    );
+}
+
+async fn concurrent_issues_make_exactly_one_code(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let tasks: Vec<_> = (0..50)
+        .map(|_| {
+            let (store, phone) = (t.store.clone(), phone.clone());
+            tokio::spawn(async move {
+                store
+                    .issue_code(&phone, &login(), new_code(), standard())
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let outcomes: Vec<IssueOutcome> = futures::future::join_all(tasks)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let delivered: Vec<&Delivery> = outcomes
+        .iter()
+        .filter_map(|o| match o {
+            IssueOutcome::Deliver(d) => Some(d),
+            IssueOutcome::Cooldown { .. } => None,
+        })
+        .collect();
+    assert_eq!(delivered.len(), 1);
+    let pending = t
+        .store
+        .pending_code(&phone, &login())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(pending.code, delivered[0].code);
+    assert_eq!(pending.deliveries, 1);
+}
+
+async fn outbox_keeps_messages_in_order_per_phone(backend: Backend) {
+    let t = open(backend);
+    let (a, b) = (fresh_phone(), fresh_phone());
+    let message = |phone: &Phone, code: &str, at: u64| OutboxMessage {
+        phone: phone.as_e164().to_owned(),
+        purpose: "login".to_owned(),
+        code: code.to_owned(),
+        sent_at_ms: at,
+    };
+    for (i, code) in ["111111", "222222", "333333"].iter().enumerate() {
+        t.store
+            .push_outbox(&message(&a, code, i as u64))
+            .await
+            .unwrap();
+    }
+    t.store
+        .push_outbox(&message(&b, "999999", 9))
+        .await
+        .unwrap();
+    let codes: Vec<String> = t
+        .store
+        .outbox(&a)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.code)
+        .collect();
+    assert_eq!(codes, ["111111", "222222", "333333"]);
+    assert_eq!(t.store.outbox(&b).await.unwrap().len(), 1);
+    assert!(t.store.outbox(&fresh_phone()).await.unwrap().is_empty());
+}
+
+async fn ping_answers(backend: Backend) {
+    let t = open(backend);
+    t.store.ping().await.unwrap();
+}
+
+on_both_stores!(
+    issue_creates_a_pending_code,
+    cooldown_refuses_a_second_issue_and_changes_nothing,
+    reuse_redelivers_the_same_code_and_keeps_attempts,
+    rotate_replaces_the_code_and_keeps_attempts,
+    verify_consumes_a_matching_code_once,
+    wrong_codes_count_down_then_destroy,
+    resend_does_not_reset_the_attempt_count,
+    codes_expire,
+    purposes_are_isolated,
+    undo_removes_a_created_code,
+    undo_restores_a_redelivered_or_rotated_code,
+    undo_never_touches_a_later_code,
+    concurrent_verifies_succeed_exactly_once,
+    concurrent_issues_make_exactly_one_code,
+    outbox_keeps_messages_in_order_per_phone,
+    ping_answers,
+);
+
+/// The Redis layout is part of the contract (DESIGN.md): other tools read these keys.
+#[tokio::test]
+async fn redis_keys_follow_the_documented_layout() {
+    let t = open(Backend::Redis);
+    let server = t._redis.as_ref().expect("a Redis backend");
+    let phone = phone("13800138000");
+    let code = deliver(&*t.store, &phone, standard()).await.code;
+    let mut redis = server.connection().await;
+    let key = "verify_code:{+8613800138000}:login";
+    let (stored, attempts, deliveries): (String, u32, u32) = ::redis::cmd("HMGET")
+        .arg(key)
+        .arg(&["c", "a", "n"])
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(stored, code.expose());
+    assert_eq!((attempts, deliveries), (0, 1));
+    let ttl: i64 = ::redis::cmd("TTL")
+        .arg(key)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert!((295..=300).contains(&ttl), "TTL {ttl}");
+    let keys: Vec<String> = ::redis::cmd("KEYS")
+        .arg("*")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(keys, [key], "one key per pending code, nothing else");
+}

@@ -1,0 +1,182 @@
+//! The application on a random port, against either store, with helpers that speak its API.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use vcode::config::{SmsSettings, StoreSettings};
+use vcode::store::Store;
+use vcode::store::redis::RedisSettings;
+use vcode::{Application, Settings};
+
+use super::RedisServer;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    Memory,
+    Redis,
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub store: Arc<dyn Store>,
+    /// The test's own Redis (Redis backend only); it dies with the test.
+    pub redis: Option<RedisServer>,
+}
+
+/// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender.
+pub fn test_settings() -> Settings {
+    Settings {
+        bind: "127.0.0.1:0".parse().expect("valid address"),
+        dev_mode: true,
+        ..Settings::default()
+    }
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, |_| {}).await
+}
+
+pub async fn spawn_app_with(backend: Backend, customise: impl FnOnce(&mut Settings)) -> TestApp {
+    vcode::telemetry::init(false);
+    let mut settings = test_settings();
+    let redis = match backend {
+        Backend::Memory => None,
+        Backend::Redis => {
+            let server = RedisServer::start();
+            settings.store = StoreSettings::Redis(RedisSettings {
+                url: server.url(),
+                connect_timeout: Duration::from_millis(500),
+                command_timeout: Duration::from_millis(500),
+            });
+            Some(server)
+        }
+    };
+    customise(&mut settings);
+    let application = Application::build(settings)
+        .await
+        .expect("the application builds");
+    let address = format!("http://127.0.0.1:{}", application.port());
+    let store = application.store();
+    tokio::spawn(application.run_until_stopped());
+    TestApp {
+        address,
+        client: reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("client"),
+        store,
+        redis,
+    }
+}
+
+/// A webhook SMS sender pointing at `url`.
+pub fn webhook(url: &str) -> SmsSettings {
+    SmsSettings::Webhook {
+        url: url.to_owned(),
+        timeout: Duration::from_millis(500),
+    }
+}
+
+/// An HTTP answer: status, the `Retry-After` header, and the JSON envelope.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub retry_after: Option<String>,
+    pub body: Value,
+}
+
+impl Answer {
+    pub fn code(&self) -> i64 {
+        self.body["code"].as_i64().unwrap_or_default()
+    }
+}
+
+impl TestApp {
+    pub async fn post_json(&self, path: &str, body: &Value) -> Answer {
+        self.request(self.client.post(self.url(path)).json(body))
+            .await
+    }
+
+    pub async fn get(&self, path: &str) -> Answer {
+        self.request(self.client.get(self.url(path))).await
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    pub async fn request(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request.send().await.expect("the app answers");
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let text = response.text().await.expect("a body");
+        let body = serde_json::from_str(&text)
+            .unwrap_or_else(|_| panic!("not a JSON envelope ({status}): {text:?}"));
+        Answer {
+            status,
+            retry_after,
+            body,
+        }
+    }
+
+    pub async fn send(&self, phone: &str) -> Answer {
+        self.post_json("/api/v1/otp/send", &json!({ "phone": phone }))
+            .await
+    }
+
+    pub async fn send_for(&self, phone: &str, purpose: &str) -> Answer {
+        self.post_json(
+            "/api/v1/otp/send",
+            &json!({ "phone": phone, "purpose": purpose }),
+        )
+        .await
+    }
+
+    pub async fn verify(&self, phone: &str, code: &str) -> Answer {
+        self.post_json(
+            "/api/v1/otp/verify",
+            &json!({ "phone": phone, "code": code }),
+        )
+        .await
+    }
+
+    pub async fn verify_for(&self, phone: &str, code: &str, purpose: &str) -> Answer {
+        self.post_json(
+            "/api/v1/otp/verify",
+            &json!({ "phone": phone, "code": code, "purpose": purpose }),
+        )
+        .await
+    }
+
+    /// The codes delivered to `phone`, oldest first, read from the dev outbox as a user reads
+    /// their SMS.
+    pub async fn inbox(&self, phone: &str) -> Vec<String> {
+        let answer = self
+            .get(&format!(
+                "/api/v1/dev/outbox?phone={}",
+                phone.replace('+', "%2B")
+            ))
+            .await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+        answer.body["data"]["messages"]
+            .as_array()
+            .expect("a message list")
+            .iter()
+            .map(|m| m["code"].as_str().expect("a code").to_owned())
+            .collect()
+    }
+
+    /// The latest code delivered to `phone`.
+    pub async fn last_code(&self, phone: &str) -> String {
+        self.inbox(phone)
+            .await
+            .pop()
+            .expect("at least one SMS was delivered")
+    }
+}

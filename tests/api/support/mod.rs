@@ -1,0 +1,40 @@
+//! Test harness: real redis-server processes, the application on port 0, a fake SMS gateway.
+
+pub mod app;
+pub mod redis_server;
+pub mod sms_gateway;
+
+pub use app::{Backend, TestApp, spawn_app, spawn_app_with};
+pub use redis_server::RedisServer;
+pub use sms_gateway::SmsGateway;
+
+use vcode::domain::{Phone, Region};
+
+/// A random valid Chinese mobile number (E.164), so tests sharing a store never collide.
+pub fn random_phone() -> String {
+    use rand::Rng;
+    let mut rng = rand::rng();
+    format!("+86138{:08}", rng.random_range(0..100_000_000u32))
+}
+
+pub fn phone(raw: &str) -> Phone {
+    Phone::parse(raw, Region::default()).expect("test phone numbers are valid")
+}
+
+/// Runs `check` until it returns true or `timeout` passes; true if it ever did.
+pub async fn eventually<F, Fut>(timeout: std::time::Duration, mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if check().await {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -1,0 +1,130 @@
+//! A redis-server process of the test's own, on a free loopback port. Tests may stop, pause
+//! and restart it; it is killed when dropped. A Redis the harness did not start is never used.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct RedisServer {
+    port: u16,
+    child: Option<Child>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free loopback port")
+}
+
+fn answers_ping(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut reply = [0u8; 7];
+    stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut reply).is_ok()
+        && &reply == b"+PONG\r\n"
+}
+
+impl RedisServer {
+    pub fn start() -> Self {
+        for _ in 0..5 {
+            let mut server = Self {
+                port: free_port(),
+                child: None,
+            };
+            if server.launch() {
+                return server;
+            }
+        }
+        panic!("redis-server did not start (is it installed? .ci/run installs it)");
+    }
+
+    /// Starts the process on `self.port` and waits until it answers PING.
+    fn launch(&mut self) -> bool {
+        let child = Command::new("redis-server")
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--protected-mode", "yes", "--daemonize", "no"])
+            .args(["--dir", &std::env::temp_dir().to_string_lossy()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server can be run");
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if answers_ping(self.port) {
+                return true;
+            }
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
+                break; // exited: most likely the port was taken meanwhile
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        self.stop();
+        false
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Kills the process; the data goes with it (nothing is saved).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// A new, empty process on the same port: no data, no cached scripts.
+    pub fn restart(&mut self) {
+        self.stop();
+        assert!(
+            self.launch(),
+            "redis-server did not restart on port {}",
+            self.port
+        );
+    }
+
+    /// Freezes the process (SIGSTOP): connections stay open but nothing answers.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("server is running").id();
+        let status = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .expect("kill can be run");
+        assert!(status.success());
+    }
+
+    /// A synchronous client for assertions straight on the keys.
+    pub fn client(&self) -> redis::Client {
+        redis::Client::open(self.url()).expect("valid URL")
+    }
+
+    pub async fn connection(&self) -> redis::aio::MultiplexedConnection {
+        self.client()
+            .get_multiplexed_async_connection()
+            .await
+            .expect("test Redis answers")
+    }
+}
+
+// SIGKILL ends a paused (SIGSTOPped) process too.
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
