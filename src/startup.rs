@@ -15,6 +15,7 @@ use crate::otp::OtpService;
 use crate::routes;
 use crate::sms::{LogSender, SmsSender, WebhookSender};
 use crate::store::{MemoryStore, RedisStore, Store};
+use crate::telemetry::RequestSpan;
 
 /// What every handler can reach.
 pub struct AppState {
@@ -69,7 +70,7 @@ impl Application {
         let dev_mode = settings.dev_mode;
         let server = HttpServer::new(move || {
             App::new()
-                .wrap(TracingLogger::default())
+                .wrap(TracingLogger::<RequestSpan>::new())
                 .app_data(state.clone())
                 .configure(|cfg| routes::config(cfg, max_body_bytes, dev_mode))
                 .default_service(web::to(routes::not_found))

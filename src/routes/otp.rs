@@ -3,6 +3,7 @@
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
+use tracing::Instrument;
 
 use crate::domain::{Code, Phone, Purpose};
 use crate::envelope;
@@ -46,7 +47,8 @@ async fn send(
     // Runs to the end even if the client goes away, so a code is never left stored without
     // its SMS or its roll-back.
     let otp = state.otp.clone();
-    let receipt = tokio::spawn(async move { otp.send(&phone, &purpose).await })
+    let task = async move { otp.send(&phone, &purpose).await };
+    let receipt = tokio::spawn(task.instrument(tracing::Span::current()))
         .await
         .map_err(|e| ApiError::Internal(e.into()))??;
     Ok(envelope::ok(json!({
