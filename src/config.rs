@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::captcha::{CaptchaSettings, render};
 use crate::domain::{CodeLength, Region};
 use crate::store::ResendPolicy;
 use crate::store::redis::RedisSettings;
@@ -13,6 +14,7 @@ pub struct Settings {
     pub bind: SocketAddr,
     pub store: StoreSettings,
     pub otp: OtpSettings,
+    pub captcha: CaptchaSettings,
     pub sms: SmsSettings,
     /// Adds the dev routes (outbox) and lets the log sender print codes. Loopback only.
     pub dev_mode: bool,
@@ -51,6 +53,7 @@ impl Default for Settings {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
             store: StoreSettings::Embedded,
             otp: OtpSettings::default(),
+            captcha: CaptchaSettings::default(),
             sms: SmsSettings::Log,
             dev_mode: false,
             max_body_bytes: 4096,
@@ -243,6 +246,27 @@ impl Settings {
             )?,
         };
 
+        let captcha_defaults = CaptchaSettings::default();
+        let captcha = CaptchaSettings {
+            ttl: env.secs("VCODE_CAPTCHA_TTL_SECS", captcha_defaults.ttl, 10..=3600)?,
+            length: env.number(
+                "VCODE_CAPTCHA_LENGTH",
+                captcha_defaults.length as u64,
+                render::MIN_LEN as u64..=render::MAX_LEN as u64,
+            )? as usize,
+            width: env.number(
+                "VCODE_CAPTCHA_WIDTH",
+                u64::from(captcha_defaults.width),
+                u64::from(render::MIN_WIDTH)..=u64::from(render::MAX_WIDTH),
+            )? as u32,
+            height: env.number(
+                "VCODE_CAPTCHA_HEIGHT",
+                u64::from(captcha_defaults.height),
+                u64::from(render::MIN_HEIGHT)..=u64::from(render::MAX_HEIGHT),
+            )? as u32,
+            send_requires_captcha: env.flag("VCODE_SEND_REQUIRES_CAPTCHA", false)?,
+        };
+
         let sms = match env.get("VCODE_SMS").as_deref().unwrap_or("log") {
             "log" => SmsSettings::Log,
             "webhook" => {
@@ -283,6 +307,7 @@ impl Settings {
             bind,
             store,
             otp,
+            captcha,
             sms,
             dev_mode: env.flag("VCODE_DEV_MODE", false)?,
             max_body_bytes: env.number(
@@ -334,6 +359,10 @@ mod tests {
         assert_eq!(s.otp.resend, ResendPolicy::Reuse);
         assert_eq!(s.otp.default_region.as_str(), "CN");
         assert!(!s.dev_mode);
+        assert_eq!(s.captcha.ttl, Duration::from_secs(300));
+        assert_eq!(s.captcha.length, 5);
+        assert_eq!((s.captcha.width, s.captcha.height), (160, 60));
+        assert!(!s.captcha.send_requires_captcha);
     }
 
     #[test]
@@ -361,6 +390,12 @@ mod tests {
             ("VCODE_DEFAULT_REGION", "XX"),
             ("VCODE_SMS", "pigeon"),
             ("VCODE_DEV_MODE", "maybe"),
+            ("VCODE_CAPTCHA_LENGTH", "3"),
+            ("VCODE_CAPTCHA_LENGTH", "7"),
+            ("VCODE_CAPTCHA_WIDTH", "20"),
+            ("VCODE_CAPTCHA_HEIGHT", "5000"),
+            ("VCODE_CAPTCHA_TTL_SECS", "0"),
+            ("VCODE_SEND_REQUIRES_CAPTCHA", "sure"),
         ] {
             let error = settings(&[(var, value)]).unwrap_err().to_string();
             assert!(error.contains(var), "{var}={value}: {error}");

@@ -10,6 +10,7 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
+use crate::captcha::CaptchaService;
 use crate::config::{Settings, SmsSettings, StoreSettings};
 use crate::otp::OtpService;
 use crate::routes;
@@ -21,6 +22,7 @@ use crate::telemetry::RequestSpan;
 pub struct AppState {
     pub store: Arc<dyn Store>,
     pub otp: Arc<OtpService>,
+    pub captcha: CaptchaService,
 }
 
 pub struct Application {
@@ -61,6 +63,7 @@ impl Application {
         let state = web::Data::new(AppState {
             store: store.clone(),
             otp,
+            captcha: CaptchaService::new(store.clone(), settings.captcha.clone()),
         });
 
         let listener = TcpListener::bind(settings.bind)

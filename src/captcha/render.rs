@@ -65,7 +65,12 @@ pub fn random_answer<R: Rng + ?Sized>(rng: &mut R, len: usize) -> String {
 /// Renders `answer` to a PNG. Deterministic: the same (answer, seed, width, height) gives the same
 /// bytes with the same build, so the service can store only the answer and a `u64` seed and redraw
 /// the same picture on every fetch.
-pub fn render_png(answer: &str, seed: u64, width: u32, height: u32) -> Result<Vec<u8>, RenderError> {
+pub fn render_png(
+    answer: &str,
+    seed: u64,
+    width: u32,
+    height: u32,
+) -> Result<Vec<u8>, RenderError> {
     if !(MIN_WIDTH..=MAX_WIDTH).contains(&width) || !(MIN_HEIGHT..=MAX_HEIGHT).contains(&height) {
         return Err(RenderError::Size { width, height });
     }
@@ -180,22 +185,25 @@ fn palette(background: [u8; 3], pens: &[[u8; 3]]) -> Vec<[u8; 3]> {
     palette
 }
 
-/// What has been drawn so far: per pixel, how much ink (a coverage step, 0 for none) and whose pen
-/// (a character index).
+/// What has been drawn so far: one byte per pixel, `step << PEN_BITS | pen`, where `step` is how
+/// much ink it has (a coverage step, 0 for none) and `pen` whose ink it is (a character index).
+/// Packing the step above the pen makes "keep the strongest ink" a plain, branch-free `max`.
 struct Canvas {
     width: usize,
     height: usize,
-    step: Vec<u8>,
-    pen: Vec<u8>,
+    ink: Vec<u8>,
 }
+
+/// Bits for the pen (a character index, below `MAX_LEN`) in a canvas byte.
+const PEN_BITS: u32 = 3;
+const _: () = assert!(MAX_LEN <= 1 << PEN_BITS && COVER_STEPS < 1 << (8 - PEN_BITS));
 
 impl Canvas {
     fn new(width: usize, height: usize) -> Self {
         Self {
             width,
             height,
-            step: vec![0; width * height],
-            pen: vec![0; width * height],
+            ink: vec![0; width * height],
         }
     }
 
@@ -203,21 +211,17 @@ impl Canvas {
     fn paint(&mut self, x: usize, y: usize, cover: f32, pen: u8) {
         // Rounds to the nearest step (coverage is never negative); the cast saturates.
         let step = ((cover * COVER_STEPS as f32 + 0.5) as u8).min(COVER_STEPS as u8);
-        let i = y * self.width + x;
-        if step > self.step[i] {
-            self.step[i] = step;
-            self.pen[i] = pen;
-        }
+        let pixel = &mut self.ink[y * self.width + x];
+        *pixel = (*pixel).max(step << PEN_BITS | pen);
     }
 
     /// Each pixel's palette index: 0 for bare background, otherwise its pen's shade.
     fn to_indices(&self) -> Vec<u8> {
-        self.step
+        self.ink
             .iter()
-            .zip(&self.pen)
-            .map(|(&step, &pen)| match step {
+            .map(|&ink| match ink >> PEN_BITS {
                 0 => 0,
-                _ => pen * COVER_STEPS as u8 + step,
+                step => (ink & ((1 << PEN_BITS) - 1)) * COVER_STEPS as u8 + step,
             })
             .collect()
     }
@@ -288,11 +292,14 @@ fn draw_text(
         let shift = rng.random_range(-SHIFT_JITTER..SHIFT_JITTER) * pitch;
         let rise = rng.random_range(-RISE_JITTER..RISE_JITTER) * size;
         let placement = Placement {
-            centre_x: fit(left + pitch * (i as f32 + 0.5) + shift, margin_x + half_w, w - margin_x - half_w),
+            centre_x: fit(
+                left + pitch * (i as f32 + 0.5) + shift,
+                margin_x + half_w,
+                w - margin_x - half_w,
+            ),
             centre_y: fit(h / 2.0 + rise, margin_y + half_h, h - margin_y - half_h),
             sin,
             cos,
-            half_w,
             half_h,
             pen: i as u8,
         };
@@ -303,7 +310,11 @@ fn draw_text(
 
 /// Clamps `v` into `lo..=hi`, or centres it when the range is empty (a glyph wider than its room).
 fn fit(v: f32, lo: f32, hi: f32) -> f32 {
-    if lo > hi { (lo + hi) / 2.0 } else { v.clamp(lo, hi) }
+    if lo > hi {
+        (lo + hi) / 2.0
+    } else {
+        v.clamp(lo, hi)
+    }
 }
 
 /// An upright glyph's coverage, with one texel of zero padding on every side so that sampling
@@ -333,7 +344,9 @@ impl Tile {
     /// Bilinear sample at (u, v), measured from the first texel's centre. Outside the inner area
     /// the result would only blend padding, so it is zero without touching memory.
     fn sample(&self, u: f32, v: f32) -> f32 {
-        if !(0.0..(self.width - 1) as f32).contains(&u) || !(0.0..(self.height - 1) as f32).contains(&v) {
+        if !(0.0..(self.width - 1) as f32).contains(&u)
+            || !(0.0..(self.height - 1) as f32).contains(&v)
+        {
             return 0.0;
         }
         // Non-negative, so truncation is floor.
@@ -352,37 +365,68 @@ impl Tile {
 struct Placement {
     centre_x: f32,
     centre_y: f32,
+    /// Sine and cosine of the tilt; the cosine is positive because `MAX_TILT` < 90 degrees.
     sin: f32,
     cos: f32,
-    /// Half extents of the rotated tile's bounding box.
-    half_w: f32,
+    /// Half height of the rotated tile's bounding box.
     half_h: f32,
     pen: u8,
 }
 
-/// Inverse-maps every output pixel of the glyph's warped, rotated footprint into its upright tile:
-/// only the glyph's own box is resampled, never the whole picture.
-fn stamp_glyph(canvas: &mut Canvas, warp: &Warp, tile: &Tile, at: &Placement) {
-    let span = |centre: f32, half: f32, limit: usize| {
-        let lo = (centre - half).floor().max(0.0) as usize;
-        let hi = ((centre + half).ceil().max(0.0) as usize).min(limit);
-        lo..hi
-    };
-    let rows = span(at.centre_y, at.half_h + warp.reach_y + 1.0, canvas.height);
-    let columns = span(at.centre_x, at.half_w + warp.reach_x + 1.0, canvas.width);
-    let (mid_u, mid_v) = ((tile.width as f32 - 1.0) / 2.0, (tile.height as f32 - 1.0) / 2.0);
-    for y in rows {
-        let tx_origin = 0.5 + warp.dx[y] - at.centre_x;
-        let ty_origin = y as f32 + 0.5 - at.centre_y;
-        for x in columns.clone() {
-            let tx = x as f32 + tx_origin;
-            let ty = ty_origin + warp.dy[x];
-            let u = at.cos * tx + at.sin * ty + mid_u;
-            let v = at.cos * ty - at.sin * tx + mid_v;
-            let cover = tile.sample(u, v);
-            if cover > 0.0 {
-                canvas.paint(x, y, cover, at.pen);
+impl Placement {
+    /// Text-space x offsets from the centre at which a point whose y offset lies in `dy` can fall
+    /// inside the glyph's tile, a rectangle of half extents `half_u` x `half_v` rotated by the
+    /// tilt; `None` if there are none.
+    fn row_span(&self, dy: Range<f32>, half_u: f32, half_v: f32) -> Option<Range<f32>> {
+        let (sin, cos) = (self.sin, self.cos);
+        // |cos * x + sin * y| <= half_u, for some y in dy.
+        let (sin_lo, sin_hi) = (
+            (sin * dy.start).min(sin * dy.end),
+            (sin * dy.start).max(sin * dy.end),
+        );
+        let mut lo = (-half_u - sin_hi) / cos;
+        let mut hi = (half_u - sin_lo) / cos;
+        // |cos * y - sin * x| <= half_v, for some y in dy: sin * x lies in this range.
+        let (sx_lo, sx_hi) = (cos * dy.start - half_v, cos * dy.end + half_v);
+        if sin.abs() < f32::EPSILON {
+            if sx_lo > 0.0 || sx_hi < 0.0 {
+                return None;
             }
+        } else {
+            let (a, b) = (sx_lo / sin, sx_hi / sin);
+            lo = lo.max(a.min(b));
+            hi = hi.min(a.max(b));
+        }
+        (lo < hi).then_some(lo..hi)
+    }
+}
+
+/// Inverse-maps the output pixels of the glyph's warped, rotated footprint into its upright tile.
+/// Each row visits only the span the rotated tile can reach, so no time goes on empty corners.
+fn stamp_glyph(canvas: &mut Canvas, warp: &Warp, tile: &Tile, at: &Placement) {
+    let (half_u, half_v) = (
+        (tile.width as f32 - 1.0) / 2.0,
+        (tile.height as f32 - 1.0) / 2.0,
+    );
+    let reach = at.half_h + warp.reach_y + 1.0;
+    let top = (at.centre_y - reach).floor().max(0.0) as usize;
+    let bottom = ((at.centre_y + reach).ceil().max(0.0) as usize).min(canvas.height);
+    for y in top..bottom {
+        // Text-space offsets from the glyph centre: dy[x] moves ty by at most reach_y.
+        let ty_row = y as f32 + 0.5 - at.centre_y;
+        let tx_origin = 0.5 + warp.dx[y] - at.centre_x;
+        let dy = ty_row - warp.reach_y..ty_row + warp.reach_y;
+        let Some(span) = at.row_span(dy, half_u, half_v) else {
+            continue;
+        };
+        let left = (span.start - tx_origin).floor().max(0.0) as usize;
+        let right = ((span.end - tx_origin).ceil().max(0.0) as usize).min(canvas.width);
+        for x in left..right {
+            let tx = x as f32 + tx_origin;
+            let ty = ty_row + warp.dy[x];
+            let u = at.cos * tx + at.sin * ty + half_u;
+            let v = at.cos * ty - at.sin * tx + half_v;
+            canvas.paint(x, y, tile.sample(u, v), at.pen);
         }
     }
 }
@@ -414,10 +458,7 @@ fn draw_wave(canvas: &mut Canvas, rng: &mut StdRng, pen: u8, size: f32, word: &R
         let hi = ((centre + reach).ceil().max(0.0) as usize).min(canvas.height);
         for y in lo..hi {
             let distance = (y as f32 + 0.5 - centre).abs() * shrink;
-            let cover = (half + 0.5 - distance).clamp(0.0, 1.0);
-            if cover > 0.0 {
-                canvas.paint(x, y, cover, pen);
-            }
+            canvas.paint(x, y, (half + 0.5 - distance).clamp(0.0, 1.0), pen);
         }
     }
 }
@@ -515,7 +556,11 @@ fn crc32(bytes: &[u8]) -> u32 {
             let mut c = n as u32;
             let mut bit = 0;
             while bit < 8 {
-                c = if c & 1 == 1 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+                c = if c & 1 == 1 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
                 bit += 1;
             }
             table[n] = c;
@@ -564,7 +609,10 @@ mod tests {
         let light = rgb.pixels().filter(|p| luma(p) >= 230).count();
         let dark = rgb.pixels().filter(|p| luma(p) <= 110).count();
         let total = rgb.pixels().len();
-        assert!(light > total / 2, "{light} of {total} pixels are background");
+        assert!(
+            light > total / 2,
+            "{light} of {total} pixels are background"
+        );
         assert!(dark > total / 20, "{dark} of {total} pixels are ink");
         Ok(())
     }
@@ -594,9 +642,17 @@ mod tests {
     #[test]
     fn alphabet_has_no_look_alikes() {
         for look_alike in b"0OQ1IL" {
-            assert!(!ALPHABET.contains(look_alike), "{}", char::from(*look_alike));
+            assert!(
+                !ALPHABET.contains(look_alike),
+                "{}",
+                char::from(*look_alike)
+            );
         }
-        assert!(ALPHABET.iter().all(|b| b.is_ascii_uppercase() || b.is_ascii_digit()));
+        assert!(
+            ALPHABET
+                .iter()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+        );
     }
 
     #[test]

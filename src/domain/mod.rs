@@ -1,10 +1,12 @@
 //! Validated request values: a value of these types has passed its `parse`, so the rest of the
 //! service never re-checks raw strings.
 
+mod captcha;
 mod code;
 mod phone;
 mod purpose;
 
+pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeLength};
 pub use phone::{Phone, Region};
 pub use purpose::Purpose;

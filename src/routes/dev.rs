@@ -1,5 +1,5 @@
 //! Dev-mode routes (`VCODE_DEV_MODE=1`, loopback only): they let tests and load tests act as a
-//! user who reads the SMS. Outside dev mode they are not registered at all.
+//! user who reads the SMS or the picture. Outside dev mode they are not registered at all.
 
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
@@ -11,7 +11,8 @@ use crate::error::ApiError;
 use crate::startup::AppState;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/outbox").route(web::get().to(outbox)));
+    cfg.service(super::resource("/outbox").route(web::get().to(outbox)))
+        .service(super::resource("/captcha/{id}").route(web::get().to(captcha_answer)));
 }
 
 #[derive(Deserialize)]
@@ -27,4 +28,12 @@ async fn outbox(
         .ok_or(ApiError::InvalidPhone)?;
     let messages = state.store.outbox(&phone).await?;
     Ok(envelope::ok(json!({ "messages": messages })))
+}
+
+async fn captcha_answer(
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let answer = state.captcha.peek_answer(&id).await?;
+    Ok(envelope::ok(json!({ "answer": answer })))
 }

@@ -1,6 +1,7 @@
 //! HTTP routes, one file per area, each with its own `config`. This file holds what they share:
 //! extractor settings whose errors answer with the envelope, and the JSON 404/405.
 
+mod captcha;
 mod dev;
 mod health;
 mod otp;
@@ -19,6 +20,7 @@ pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: boo
         .configure(health::config)
         .service(web::scope("/api/v1").configure(|api| {
             otp::config(api);
+            captcha::config(api);
             if dev_mode {
                 api.service(web::scope("/dev").configure(dev::config));
             }

@@ -19,6 +19,8 @@ pub fn config(cfg: &mut web::ServiceConfig) {
 struct SendRequest {
     phone: String,
     purpose: Option<String>,
+    captcha_id: Option<String>,
+    captcha_answer: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -44,6 +46,13 @@ async fn send(
 ) -> Result<HttpResponse, ApiError> {
     let phone = parse_phone(&state, &body.phone)?;
     let purpose = parse_purpose(body.purpose.as_deref())?;
+    if state.captcha.settings().send_requires_captcha {
+        // Consumed before any code or SMS exists: one solved captcha buys one send.
+        state
+            .captcha
+            .verify(body.captcha_id.as_deref(), body.captcha_answer.as_deref())
+            .await?;
+    }
     // Runs to the end even if the client goes away, so a code is never left stored without
     // its SMS or its roll-back.
     let otp = state.otp.clone();

@@ -10,9 +10,10 @@ use async_trait::async_trait;
 
 use super::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
-    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, VerifyOutcome,
+    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, StoredCaptcha,
+    VerifyOutcome,
 };
-use crate::domain::{Code, Phone, Purpose};
+use crate::domain::{CaptchaId, Code, Phone, Purpose};
 
 /// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
 const SHARDS: usize = 64;
@@ -26,18 +27,83 @@ struct PendingEntry {
     expires_at_ms: u64,
 }
 
+#[derive(Debug)]
+struct CaptchaEntry {
+    captcha: StoredCaptcha,
+    expires_at_ms: u64,
+}
+
 #[derive(Default)]
 struct Outbox {
     messages: VecDeque<OutboxMessage>,
     expires_at_ms: u64,
 }
 
-type Shard = Mutex<HashMap<String, PendingEntry>>;
+/// Entries that expire, so the sweep can drop them.
+trait Expiring {
+    fn expires_at_ms(&self) -> u64;
+}
+
+impl Expiring for PendingEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+impl Expiring for CaptchaEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+impl Expiring for Outbox {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+/// A map split into independently locked shards.
+struct Shards<V> {
+    shards: Box<[Mutex<HashMap<String, V>>]>,
+    hasher: RandomState,
+}
+
+impl<V: Expiring> Shards<V> {
+    fn new(count: usize) -> Self {
+        Self {
+            shards: (0..count).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    fn lock(&self, key: &str) -> MutexGuard<'_, HashMap<String, V>> {
+        let index = self.hasher.hash_one(key) as usize % self.shards.len();
+        lock(&self.shards[index])
+    }
+
+    /// Drops expired entries one shard at a time, so a request waits for one shard at most.
+    fn sweep(&self, now_ms: u64) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                let mut map = lock(shard);
+                let before = map.len();
+                map.retain(|_, entry| entry.expires_at_ms() > now_ms);
+                before - map.len()
+            })
+            .sum()
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(|shard| lock(shard).len()).sum()
+    }
+}
 
 pub struct MemoryStore {
-    shards: Box<[Shard]>,
-    hasher: RandomState,
-    outboxes: Mutex<HashMap<String, Outbox>>,
+    codes: Shards<PendingEntry>,
+    captchas: Shards<CaptchaEntry>,
+    /// Dev mode only, so a few shards do.
+    outboxes: Shards<Outbox>,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -46,9 +112,9 @@ pub struct MemoryStore {
 impl Default for MemoryStore {
     fn default() -> Self {
         Self {
-            shards: (0..SHARDS).map(|_| Mutex::default()).collect(),
-            hasher: RandomState::new(),
-            outboxes: Mutex::default(),
+            codes: Shards::new(SHARDS),
+            captchas: Shards::new(SHARDS),
+            outboxes: Shards::new(4),
             epoch: Instant::now(),
         }
     }
@@ -83,28 +149,15 @@ impl MemoryStore {
         duration_ms(self.epoch.elapsed())
     }
 
-    fn shard(&self, key: &str) -> MutexGuard<'_, HashMap<String, PendingEntry>> {
-        let index = self.hasher.hash_one(key) as usize % self.shards.len();
-        lock(&self.shards[index])
-    }
-
-    /// Drops every expired entry, one shard at a time so requests wait for one shard at most.
+    /// Drops every expired entry; returns how many.
     pub fn sweep(&self) -> usize {
         let now = self.now_ms();
-        let mut removed = 0;
-        for shard in self.shards.iter() {
-            let mut map = lock(shard);
-            let before = map.len();
-            map.retain(|_, entry| entry.expires_at_ms > now);
-            removed += before - map.len();
-        }
-        lock(&self.outboxes).retain(|_, outbox| outbox.expires_at_ms > now);
-        removed
+        self.codes.sweep(now) + self.captchas.sweep(now) + self.outboxes.sweep(now)
     }
 
-    /// How many entries are held, expired or not (for tests and memory measurements).
+    /// How many codes and captchas are held, expired or not (for tests and measurements).
     pub fn len(&self) -> usize {
-        self.shards.iter().map(|shard| lock(shard).len()).sum()
+        self.codes.len() + self.captchas.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -138,7 +191,7 @@ impl Store for MemoryStore {
         let key = code_key(phone, purpose);
         let now = self.now_ms();
         let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
-        let mut shard = self.shard(&key);
+        let mut shard = self.codes.lock(&key);
         if let Some(entry) = shard.get_mut(&key).filter(|e| e.expires_at_ms > now) {
             let ready_at = entry
                 .sent_at_ms
@@ -204,7 +257,7 @@ impl Store for MemoryStore {
     ) -> Result<bool, StoreError> {
         let key = code_key(phone, purpose);
         let now = self.now_ms();
-        let mut shard = self.shard(&key);
+        let mut shard = self.codes.lock(&key);
         let Some(entry) = shard.get_mut(&key) else {
             return Ok(false);
         };
@@ -237,7 +290,7 @@ impl Store for MemoryStore {
     ) -> Result<VerifyOutcome, StoreError> {
         let key = code_key(phone, purpose);
         let now = self.now_ms();
-        let mut shard = self.shard(&key);
+        let mut shard = self.codes.lock(&key);
         let Some(entry) = shard.get_mut(&key) else {
             return Ok(VerifyOutcome::Missing);
         };
@@ -267,7 +320,8 @@ impl Store for MemoryStore {
         let key = code_key(phone, purpose);
         let now = self.now_ms();
         Ok(self
-            .shard(&key)
+            .codes
+            .lock(&key)
             .get(&key)
             .filter(|entry| entry.expires_at_ms > now)
             .map(|entry| PendingCode {
@@ -279,7 +333,7 @@ impl Store for MemoryStore {
 
     async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError> {
         let expires_at_ms = self.now_ms().saturating_add(duration_ms(OUTBOX_TTL));
-        let mut outboxes = lock(&self.outboxes);
+        let mut outboxes = self.outboxes.lock(&message.phone);
         let outbox = outboxes.entry(message.phone.clone()).or_default();
         if outbox.messages.len() == OUTBOX_CAPACITY {
             outbox.messages.pop_front();
@@ -291,11 +345,49 @@ impl Store for MemoryStore {
 
     async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
         let now = self.now_ms();
-        Ok(lock(&self.outboxes)
+        Ok(self
+            .outboxes
+            .lock(phone.as_e164())
             .get(phone.as_e164())
             .filter(|outbox| outbox.expires_at_ms > now)
             .map(|outbox| outbox.messages.iter().cloned().collect())
             .unwrap_or_default())
+    }
+
+    async fn put_captcha(
+        &self,
+        id: &CaptchaId,
+        captcha: &StoredCaptcha,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let entry = CaptchaEntry {
+            captcha: captcha.clone(),
+            expires_at_ms: self.now_ms().saturating_add(duration_ms(ttl)),
+        };
+        self.captchas
+            .lock(id.as_str())
+            .insert(id.as_str().to_owned(), entry);
+        Ok(())
+    }
+
+    async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
+        let now = self.now_ms();
+        Ok(self
+            .captchas
+            .lock(id.as_str())
+            .get(id.as_str())
+            .filter(|entry| entry.expires_at_ms > now)
+            .map(|entry| entry.captcha.clone()))
+    }
+
+    async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
+        let now = self.now_ms();
+        Ok(self
+            .captchas
+            .lock(id.as_str())
+            .remove(id.as_str())
+            .filter(|entry| entry.expires_at_ms > now)
+            .map(|entry| entry.captcha))
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::domain::{Code, Phone, Purpose};
+use crate::domain::{CaptchaId, Code, Phone, Purpose};
 
 pub use self::memory::MemoryStore;
 pub use self::redis::RedisStore;
@@ -105,6 +105,14 @@ pub struct PendingCode {
     pub deliveries: u32,
 }
 
+/// A captcha as stored: its answer (upper case) and the seed its picture is drawn from, so
+/// every fetch of one id shows the same picture.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredCaptcha {
+    pub answer: String,
+    pub seed: u64,
+}
+
 /// One SMS as the dev outbox shows it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct OutboxMessage {
@@ -161,6 +169,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// Dev mode: the SMS delivered to `phone`, oldest first.
     async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError>;
+
+    /// Stores a new captcha under `id` for `ttl`.
+    async fn put_captcha(
+        &self,
+        id: &CaptchaId,
+        captcha: &StoredCaptcha,
+        ttl: Duration,
+    ) -> Result<(), StoreError>;
+
+    /// The captcha, left in place (to draw its picture, and for the dev route).
+    async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
+
+    /// Removes and returns the captcha in one step: of concurrent takers only one gets it.
+    async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
 
     /// Whether the store answers (for `/readyz`).
     async fn ping(&self) -> Result<(), StoreError>;

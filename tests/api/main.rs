@@ -25,6 +25,7 @@ macro_rules! on_both_stores {
     };
 }
 
+mod captcha;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;

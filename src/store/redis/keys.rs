@@ -1,7 +1,7 @@
 //! Redis key layout (DESIGN.md). Every key of one phone carries the hash tag `{<E.164>}` so a
 //! script touching several of them stays on one Cluster slot.
 
-use crate::domain::{Phone, Purpose};
+use crate::domain::{CaptchaId, Phone, Purpose};
 
 pub const PREFIX: &str = "verify_code:";
 
@@ -13,6 +13,11 @@ pub fn code(phone: &Phone, purpose: &Purpose) -> String {
 /// `verify_code:dev-outbox:{+8613800138000}`: the dev outbox of one phone.
 pub fn outbox(phone_e164: &str) -> String {
     format!("{PREFIX}dev-outbox:{{{phone_e164}}}")
+}
+
+/// `verify_code:captcha:{<id>}`: a captcha's answer and picture seed.
+pub fn captcha(id: &CaptchaId) -> String {
+    format!("{PREFIX}captcha:{{{}}}", id.as_str())
 }
 
 #[cfg(test)]
@@ -28,6 +33,11 @@ mod tests {
         assert_eq!(
             outbox(phone.as_e164()),
             "verify_code:dev-outbox:{+8613800138000}"
+        );
+        let id = CaptchaId::parse("0123456789abcdef0123456789abcdef").unwrap();
+        assert_eq!(
+            captcha(&id),
+            "verify_code:captcha:{0123456789abcdef0123456789abcdef}"
         );
     }
 }

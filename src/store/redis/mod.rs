@@ -14,9 +14,10 @@ use redis::{RedisError, Script, Value};
 
 use super::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
-    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, VerifyOutcome,
+    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, StoredCaptcha,
+    VerifyOutcome,
 };
-use crate::domain::{Code, Phone, Purpose};
+use crate::domain::{CaptchaId, Code, Phone, Purpose};
 
 /// The scripts, hashed once per process; `Script` sends EVALSHA and loads the body again on
 /// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
@@ -118,6 +119,23 @@ fn code_at(reply: &[Value], index: usize) -> Option<Code> {
         Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok().map(Code::from_stored),
         _ => None,
     }
+}
+
+/// A captcha as one small string, `<seed>:<ANSWER>`: a plain string is the most compact value
+/// Redis has, and GETDEL takes it in one step.
+fn encode_captcha(captcha: &StoredCaptcha) -> String {
+    format!("{}:{}", captcha.seed, captcha.answer)
+}
+
+fn decode_captcha(raw: &str) -> Result<StoredCaptcha, StoreError> {
+    raw.split_once(':')
+        .and_then(|(seed, answer)| {
+            Some(StoredCaptcha {
+                seed: seed.parse().ok()?,
+                answer: answer.to_owned(),
+            })
+        })
+        .ok_or_else(|| StoreError::Protocol(format!("captcha value {raw:?}")))
 }
 
 fn parse_issue(reply: &[Value]) -> Option<IssueOutcome> {
@@ -285,6 +303,38 @@ impl Store for RedisStore {
                     .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))
             })
             .collect()
+    }
+
+    async fn put_captcha(
+        &self,
+        id: &CaptchaId,
+        captcha: &StoredCaptcha,
+        ttl: Duration,
+    ) -> Result<(), StoreError> {
+        let mut connection = self.connection.clone();
+        let command = redis::cmd("SET")
+            .arg(keys::captcha(id))
+            .arg(encode_captcha(captcha))
+            .arg("PX")
+            .arg(duration_ms(ttl))
+            .to_owned();
+        self.bounded(command.query_async::<()>(&mut connection))
+            .await
+    }
+
+    async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
+        let mut connection = self.connection.clone();
+        let command = redis::cmd("GET").arg(keys::captcha(id)).to_owned();
+        let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
+        raw.map(|raw| decode_captcha(&raw)).transpose()
+    }
+
+    async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
+        let mut connection = self.connection.clone();
+        // GETDEL is atomic: of concurrent verifies exactly one receives the value.
+        let command = redis::cmd("GETDEL").arg(keys::captcha(id)).to_owned();
+        let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
+        raw.map(|raw| decode_captcha(&raw)).transpose()
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -1,0 +1,111 @@
+//! Image captchas: create one (answer and picture seed in the store), draw its PNG on every
+//! fetch from that seed, and verify it once — the first verify consumes it, whatever the answer.
+
+pub mod render;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::domain::{CaptchaAnswer, CaptchaId};
+use crate::error::ApiError;
+use crate::store::{Store, StoredCaptcha};
+
+#[derive(Clone, Debug)]
+pub struct CaptchaSettings {
+    pub ttl: Duration,
+    pub length: usize,
+    pub width: u32,
+    pub height: u32,
+    /// `otp/send` needs a solved captcha first (protects the SMS budget).
+    pub send_requires_captcha: bool,
+}
+
+impl Default for CaptchaSettings {
+    fn default() -> Self {
+        Self {
+            ttl: Duration::from_secs(300),
+            length: render::DEFAULT_LEN,
+            width: render::DEFAULT_WIDTH,
+            height: render::DEFAULT_HEIGHT,
+            send_requires_captcha: false,
+        }
+    }
+}
+
+pub struct CaptchaService {
+    store: Arc<dyn Store>,
+    settings: CaptchaSettings,
+}
+
+impl CaptchaService {
+    pub fn new(store: Arc<dyn Store>, settings: CaptchaSettings) -> Self {
+        Self { store, settings }
+    }
+
+    pub fn settings(&self) -> &CaptchaSettings {
+        &self.settings
+    }
+
+    /// A new captcha; its picture is drawn when fetched.
+    pub async fn create(&self) -> Result<CaptchaId, ApiError> {
+        let id = CaptchaId::generate();
+        let captcha = {
+            let mut rng = rand::rng();
+            StoredCaptcha {
+                answer: render::random_answer(&mut rng, self.settings.length),
+                seed: rand::Rng::random(&mut rng),
+            }
+        };
+        self.store
+            .put_captcha(&id, &captcha, self.settings.ttl)
+            .await?;
+        tracing::debug!(%id, "captcha created");
+        Ok(id)
+    }
+
+    /// The PNG of a pending captcha: the same bytes on every fetch.
+    pub async fn png(&self, id: &str) -> Result<Vec<u8>, ApiError> {
+        let captcha = self.pending(id).await?;
+        render::render_png(
+            &captcha.answer,
+            captcha.seed,
+            self.settings.width,
+            self.settings.height,
+        )
+        .map_err(|e| ApiError::Internal(e.into()))
+    }
+
+    /// Dev mode: the answer of a pending captcha, left in place.
+    pub async fn peek_answer(&self, id: &str) -> Result<String, ApiError> {
+        Ok(self.pending(id).await?.answer)
+    }
+
+    async fn pending(&self, id: &str) -> Result<StoredCaptcha, ApiError> {
+        let id = CaptchaId::parse(id).ok_or(ApiError::NotFound)?;
+        self.store.captcha(&id).await?.ok_or(ApiError::NotFound)
+    }
+
+    /// Consumes the captcha and checks the answer. A malformed id is no captcha; an empty
+    /// answer never matches, and still consumes the captcha.
+    pub async fn verify(&self, id: Option<&str>, answer: Option<&str>) -> Result<(), ApiError> {
+        let id = id
+            .and_then(CaptchaId::parse)
+            .ok_or(ApiError::WrongCaptcha)?;
+        let taken = self.store.take_captcha(&id).await?;
+        let answer = answer.and_then(CaptchaAnswer::parse);
+        match (taken, answer) {
+            (Some(captcha), Some(answer)) if answer.matches(&captcha.answer) => {
+                tracing::info!(%id, "captcha solved");
+                Ok(())
+            }
+            (Some(_), _) => {
+                tracing::info!(%id, "captcha wrong: consumed");
+                Err(ApiError::WrongCaptcha)
+            }
+            (None, _) => {
+                tracing::info!(%id, "captcha unknown, used or expired");
+                Err(ApiError::WrongCaptcha)
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Captcha ids and answers. An id is 128 bits from the CSPRNG; an answer is compared
+//! case-insensitively, ignoring surrounding spaces, and an empty answer never matches.
+
+use std::fmt;
+
+use rand::Rng;
+
+/// 32 lower-case hex digits.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct CaptchaId(String);
+
+const ID_LEN: usize = 32;
+
+impl CaptchaId {
+    pub fn generate() -> Self {
+        let bytes: [u8; ID_LEN / 2] = rand::rng().random();
+        Self(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Anything else (empty, too long, other characters) is no captcha at all.
+    pub fn parse(input: &str) -> Option<Self> {
+        (input.len() == ID_LEN
+            && input
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| Self(input.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for CaptchaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "CaptchaId({})", self.0)
+    }
+}
+
+impl fmt::Display for CaptchaId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// What a person typed, normalised for comparison.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CaptchaAnswer(String);
+
+/// Longer than any answer; longer input is refused unnormalised.
+const MAX_ANSWER_INPUT: usize = 64;
+
+impl CaptchaAnswer {
+    /// Trims and upper-cases `input`; an empty (or all-space) answer is refused.
+    pub fn parse(input: &str) -> Option<Self> {
+        let trimmed = input.trim();
+        (!trimmed.is_empty() && trimmed.len() <= MAX_ANSWER_INPUT)
+            .then(|| Self(trimmed.to_ascii_uppercase()))
+    }
+
+    /// Whether this answer is the stored one, compared in time independent of where they
+    /// differ. An empty stored answer never matches (a missing entry must not equal "").
+    pub fn matches(&self, stored: &str) -> bool {
+        let (a, b) = (self.0.as_bytes(), stored.as_bytes());
+        !b.is_empty()
+            && a.len() == b.len()
+            && a.iter()
+                .zip(b)
+                .fold(0u8, |acc, (x, y)| acc | (x ^ y.to_ascii_uppercase()))
+                == 0
+    }
+}
+
+impl fmt::Debug for CaptchaAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CaptchaAnswer(<redacted>)")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn generated_ids_parse_and_differ() {
+        let ids: HashSet<String> = (0..1000)
+            .map(|_| CaptchaId::generate().as_str().to_owned())
+            .collect();
+        assert_eq!(ids.len(), 1000);
+        for id in &ids {
+            assert_eq!(CaptchaId::parse(id).unwrap().as_str(), id);
+        }
+    }
+
+    #[test]
+    fn malformed_ids_are_refused() {
+        for bad in [
+            "",
+            "abc",
+            &"g".repeat(32),
+            &"A".repeat(32),
+            &"a".repeat(33),
+            "../../../../etc/passwd/aaaaaaaaaa",
+        ] {
+            assert!(CaptchaId::parse(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn answers_match_case_insensitively_ignoring_spaces() {
+        let answer = CaptchaAnswer::parse("  a7kp2 ").unwrap();
+        assert!(answer.matches("A7KP2"));
+        assert!(!answer.matches("A7KP3"));
+        assert!(!answer.matches("A7KP"));
+        assert!(!answer.matches("A7KP22"));
+    }
+
+    #[test]
+    fn empty_answers_never_match() {
+        assert!(CaptchaAnswer::parse("").is_none());
+        assert!(CaptchaAnswer::parse("   \t").is_none());
+        assert!(!CaptchaAnswer::parse("X").unwrap().matches(""));
+    }
+}
