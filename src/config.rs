@@ -5,9 +5,11 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use crate::captcha::{CaptchaSettings, render};
+use crate::client_ip::TrustedProxies;
 use crate::domain::{CodeLength, Region};
 use crate::store::ResendPolicy;
 use crate::store::redis::RedisSettings;
+use crate::store::redis::legacy::VerifyStrategy;
 
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -16,11 +18,19 @@ pub struct Settings {
     pub otp: OtpSettings,
     pub captcha: CaptchaSettings,
     pub sms: SmsSettings,
+    pub abuse: AbuseSettings,
+    /// Enables `GET /api/v1/stats` for this bearer token; without one the route does not exist.
+    pub admin_token: Option<String>,
     /// Adds the dev routes (outbox) and lets the log sender print codes. Loopback only.
     pub dev_mode: bool,
     pub max_body_bytes: usize,
     /// How often the embedded store drops expired entries.
     pub sweep_interval: Duration,
+    /// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`). The legacy ones
+    /// reproduce the postmortem; they need dev mode and Redis.
+    pub verify_strategy: VerifyStrategy,
+    /// Legacy strategies only: the pause between a verify's GET and its DEL.
+    pub legacy_gap: Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -39,6 +49,53 @@ pub struct OtpSettings {
     pub default_region: Region,
 }
 
+/// Limits against SMS pumping and guessing. A limit of 0 is off.
+#[derive(Clone, Debug)]
+pub struct AbuseSettings {
+    pub sends_per_phone_hour: u32,
+    pub sends_per_phone_day: u32,
+    pub sends_per_ip_hour: u32,
+    pub failed_verifies_per_phone_day: u32,
+    pub sends_global_minute: u32,
+    /// Regions whose numbers may receive codes; empty allows all.
+    pub allowed_regions: Vec<Region>,
+    pub trusted_proxies: TrustedProxies,
+    /// How long an `Idempotency-Key` answer is kept for repeats.
+    pub idempotency_ttl: Duration,
+    /// How long a repeat waits for the first request with its key before answering 409.
+    pub idempotency_wait: Duration,
+}
+
+impl Default for AbuseSettings {
+    fn default() -> Self {
+        Self {
+            sends_per_phone_hour: 5,
+            sends_per_phone_day: 10,
+            sends_per_ip_hour: 20,
+            failed_verifies_per_phone_day: 20,
+            sends_global_minute: 0,
+            allowed_regions: Vec::new(),
+            trusted_proxies: TrustedProxies::default(),
+            idempotency_ttl: Duration::from_secs(600),
+            idempotency_wait: Duration::from_secs(5),
+        }
+    }
+}
+
+impl AbuseSettings {
+    /// Every limit off: for load tests, which must measure the service, not its brakes.
+    pub fn unlimited() -> Self {
+        Self {
+            sends_per_phone_hour: 0,
+            sends_per_phone_day: 0,
+            sends_per_ip_hour: 0,
+            failed_verifies_per_phone_day: 0,
+            sends_global_minute: 0,
+            ..Self::default()
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum SmsSettings {
     /// Prints the SMS to the log: development only.
@@ -55,9 +112,13 @@ impl Default for Settings {
             otp: OtpSettings::default(),
             captcha: CaptchaSettings::default(),
             sms: SmsSettings::Log,
+            abuse: AbuseSettings::default(),
+            admin_token: None,
             dev_mode: false,
             max_body_bytes: 4096,
             sweep_interval: Duration::from_secs(1),
+            verify_strategy: VerifyStrategy::Atomic,
+            legacy_gap: Duration::ZERO,
         }
     }
 }
@@ -267,6 +328,55 @@ impl Settings {
             send_requires_captcha: env.flag("VCODE_SEND_REQUIRES_CAPTCHA", false)?,
         };
 
+        let abuse_defaults = AbuseSettings::default();
+        let limit = |var, default: u32| -> Result<u32, ConfigError> {
+            env.number(var, u64::from(default), 0..=1_000_000)
+                .map(|n| n as u32)
+        };
+        let abuse = AbuseSettings {
+            sends_per_phone_hour: limit(
+                "VCODE_QUOTA_PHONE_HOUR",
+                abuse_defaults.sends_per_phone_hour,
+            )?,
+            sends_per_phone_day: limit(
+                "VCODE_QUOTA_PHONE_DAY",
+                abuse_defaults.sends_per_phone_day,
+            )?,
+            sends_per_ip_hour: limit("VCODE_QUOTA_IP_HOUR", abuse_defaults.sends_per_ip_hour)?,
+            failed_verifies_per_phone_day: limit(
+                "VCODE_QUOTA_PHONE_FAILS_DAY",
+                abuse_defaults.failed_verifies_per_phone_day,
+            )?,
+            sends_global_minute: limit(
+                "VCODE_QUOTA_GLOBAL_MINUTE",
+                abuse_defaults.sends_global_minute,
+            )?,
+            allowed_regions: env.parse("VCODE_ALLOWED_REGIONS", Vec::new(), |raw| {
+                raw.split(',')
+                    .map(str::trim)
+                    .filter(|item| !item.is_empty())
+                    .map(|item| {
+                        Region::parse(item)
+                            .ok_or(format!("{item:?} is not a region code such as CN"))
+                    })
+                    .collect()
+            })?,
+            trusted_proxies: env.parse(
+                "VCODE_TRUSTED_PROXIES",
+                TrustedProxies::default(),
+                TrustedProxies::parse,
+            )?,
+            ..abuse_defaults
+        };
+        let admin_token = env.get("VCODE_ADMIN_TOKEN");
+        if admin_token.as_ref().is_some_and(|token| token.len() < 16) {
+            return Err(ConfigError::Invalid {
+                var: "VCODE_ADMIN_TOKEN",
+                value: "<hidden>".to_owned(),
+                reason: "use at least 16 characters".to_owned(),
+            });
+        }
+
         let sms = match env.get("VCODE_SMS").as_deref().unwrap_or("log") {
             "log" => SmsSettings::Log,
             "webhook" => {
@@ -309,6 +419,8 @@ impl Settings {
             otp,
             captcha,
             sms,
+            abuse,
+            admin_token,
             dev_mode: env.flag("VCODE_DEV_MODE", false)?,
             max_body_bytes: env.number(
                 "VCODE_MAX_BODY_BYTES",
@@ -316,6 +428,16 @@ impl Settings {
                 256..=1_048_576,
             )? as usize,
             sweep_interval: defaults.sweep_interval,
+            verify_strategy: env.parse(
+                "VCODE_VERIFY_STRATEGY",
+                defaults.verify_strategy,
+                |raw| {
+                    VerifyStrategy::parse(raw).ok_or_else(|| {
+                        "expected atomic, legacy-original or legacy-postmortem-fix".to_owned()
+                    })
+                },
+            )?,
+            legacy_gap: env.millis("VCODE_LEGACY_GAP_MS", defaults.legacy_gap, 0..=10_000)?,
         };
         settings.validate()?;
         Ok(settings)
@@ -328,6 +450,21 @@ impl Settings {
                 "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",
                 self.bind
             )));
+        }
+        if self.verify_strategy.is_legacy() {
+            // The legacy strategies lose codes on purpose: never where real users are.
+            if !self.dev_mode {
+                return Err(ConfigError::Inconsistent(format!(
+                    "VCODE_VERIFY_STRATEGY={} loses codes by design and is refused outside dev mode (VCODE_DEV_MODE)",
+                    self.verify_strategy
+                )));
+            }
+            if !matches!(self.store, StoreSettings::Redis(_)) {
+                return Err(ConfigError::Inconsistent(format!(
+                    "VCODE_VERIFY_STRATEGY={} runs on the Redis store only (VCODE_REDIS_URL)",
+                    self.verify_strategy
+                )));
+            }
         }
         Ok(())
     }
@@ -363,6 +500,32 @@ mod tests {
         assert_eq!(s.captcha.length, 5);
         assert_eq!((s.captcha.width, s.captcha.height), (160, 60));
         assert!(!s.captcha.send_requires_captcha);
+        assert_eq!(s.abuse.sends_per_phone_hour, 5);
+        assert_eq!(s.abuse.sends_per_phone_day, 10);
+        assert_eq!(s.abuse.sends_per_ip_hour, 20);
+        assert_eq!(s.abuse.failed_verifies_per_phone_day, 20);
+        assert_eq!(s.abuse.sends_global_minute, 0);
+        assert!(s.abuse.allowed_regions.is_empty());
+        assert!(s.abuse.trusted_proxies.is_empty());
+        assert!(s.admin_token.is_none());
+    }
+
+    #[test]
+    fn abuse_limits_parse() {
+        let s = settings(&[
+            ("VCODE_QUOTA_PHONE_HOUR", "0"),
+            ("VCODE_QUOTA_GLOBAL_MINUTE", "1000"),
+            ("VCODE_ALLOWED_REGIONS", "cn, HK"),
+            ("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,::1"),
+            ("VCODE_ADMIN_TOKEN", "0123456789abcdef"),
+        ])
+        .unwrap();
+        assert_eq!(s.abuse.sends_per_phone_hour, 0);
+        assert_eq!(s.abuse.sends_global_minute, 1000);
+        let regions: Vec<&str> = s.abuse.allowed_regions.iter().map(Region::as_str).collect();
+        assert_eq!(regions, ["CN", "HK"]);
+        assert!(!s.abuse.trusted_proxies.is_empty());
+        assert_eq!(s.admin_token.as_deref(), Some("0123456789abcdef"));
     }
 
     #[test]
@@ -396,6 +559,12 @@ mod tests {
             ("VCODE_CAPTCHA_HEIGHT", "5000"),
             ("VCODE_CAPTCHA_TTL_SECS", "0"),
             ("VCODE_SEND_REQUIRES_CAPTCHA", "sure"),
+            ("VCODE_QUOTA_PHONE_HOUR", "-1"),
+            ("VCODE_QUOTA_IP_HOUR", "lots"),
+            ("VCODE_QUOTA_PHONE_FAILS_DAY", "1.5"),
+            ("VCODE_ALLOWED_REGIONS", "CN,XX"),
+            ("VCODE_TRUSTED_PROXIES", "10.0.0.0/99"),
+            ("VCODE_ADMIN_TOKEN", "short"),
         ] {
             let error = settings(&[(var, value)]).unwrap_err().to_string();
             assert!(error.contains(var), "{var}={value}: {error}");
@@ -427,5 +596,41 @@ mod tests {
             .to_string();
         assert!(error.contains("VCODE_DEV_MODE"), "{error}");
         assert!(settings(&[("VCODE_DEV_MODE", "1"), ("VCODE_BIND", "[::1]:8080")]).is_ok());
+    }
+
+    #[test]
+    fn verify_strategy_is_atomic_by_default_and_legacy_only_in_dev_mode_on_redis() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.verify_strategy, VerifyStrategy::Atomic);
+        assert_eq!(s.legacy_gap, Duration::ZERO);
+
+        let redis = ("VCODE_REDIS_URL", "redis://127.0.0.1:6390");
+        let dev = ("VCODE_DEV_MODE", "1");
+        for strategy in ["legacy-original", "legacy-postmortem-fix"] {
+            let chosen = ("VCODE_VERIFY_STRATEGY", strategy);
+            let s = settings(&[chosen, dev, redis, ("VCODE_LEGACY_GAP_MS", "25")]).unwrap();
+            assert_eq!(s.verify_strategy.as_str(), strategy);
+            assert_eq!(s.legacy_gap, Duration::from_millis(25));
+            for refused in [vec![chosen, redis], vec![chosen, dev]] {
+                let error = settings(&refused).unwrap_err().to_string();
+                assert!(error.contains("VCODE_VERIFY_STRATEGY"), "{error}");
+            }
+        }
+        let atomic = settings(&[("VCODE_VERIFY_STRATEGY", "atomic")]).unwrap();
+        assert_eq!(atomic.verify_strategy, VerifyStrategy::Atomic);
+    }
+
+    #[test]
+    fn bad_verify_strategy_values_name_their_variable() {
+        for (var, value) in [
+            ("VCODE_VERIFY_STRATEGY", "legacy"),
+            ("VCODE_VERIFY_STRATEGY", "ATOMIC"),
+            ("VCODE_LEGACY_GAP_MS", "-1"),
+            ("VCODE_LEGACY_GAP_MS", "10001"),
+            ("VCODE_LEGACY_GAP_MS", "soon"),
+        ] {
+            let error = settings(&[(var, value)]).unwrap_err().to_string();
+            assert!(error.contains(var), "{var}={value}: {error}");
+        }
     }
 }

@@ -1,7 +1,10 @@
-//! The JSON envelope every API answer uses: `{"code", "message", "data"}`.
+//! The JSON envelope every API answer uses: `{"code", "message", "data"}`, and `Reply`, an
+//! answer as plain data that can cross tasks and be stored (for `Idempotency-Key` repeats).
 
 use actix_web::HttpResponse;
-use serde::Serialize;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderValue};
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Serialize)]
 pub struct Envelope<T: Serialize> {
@@ -12,9 +15,39 @@ pub struct Envelope<T: Serialize> {
 
 /// A 200 answer carrying `data`.
 pub fn ok<T: Serialize>(data: T) -> HttpResponse {
-    HttpResponse::Ok().json(Envelope {
-        code: 200,
-        message: "ok".to_owned(),
-        data,
-    })
+    Reply::ok(data).into_response()
+}
+
+/// An answer: status, JSON body and the `Retry-After` seconds, if any.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reply {
+    pub status: u16,
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<u64>,
+}
+
+impl Reply {
+    pub fn ok<T: Serialize>(data: T) -> Self {
+        let envelope = Envelope {
+            code: 200,
+            message: "ok".to_owned(),
+            data,
+        };
+        Self {
+            status: 200,
+            body: serde_json::to_string(&envelope).unwrap_or_default(),
+            retry_after: None,
+        }
+    }
+
+    pub fn into_response(self) -> HttpResponse {
+        let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut response = HttpResponse::build(status);
+        response.content_type("application/json");
+        if let Some(secs) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
+        }
+        response.body(self.body)
+    }
 }

@@ -2,11 +2,10 @@
 //! Causes of server-side failures go to the log; the client sees a stable code and message.
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, ResponseError};
 use serde_json::json;
 
-use crate::envelope::Envelope;
+use crate::envelope::{Envelope, Reply};
 use crate::sms::SmsError;
 use crate::store::StoreError;
 
@@ -32,6 +31,10 @@ pub enum ApiError {
     CodeExpired,
     #[error("request body too large")]
     PayloadTooLarge,
+    #[error("a request with this Idempotency-Key is still in progress")]
+    IdempotencyInProgress,
+    #[error("this Idempotency-Key was used with a different request")]
+    IdempotencyMismatch,
     #[error("a code was sent recently; retry later")]
     ResendCooldown { retry_after_secs: u64 },
     #[error("too many failed attempts; the code was destroyed")]
@@ -68,7 +71,9 @@ impl ApiError {
             Self::NotFound => 40400,
             Self::MethodNotAllowed => 40500,
             Self::CodeExpired => 41000,
+            Self::IdempotencyInProgress => 40900,
             Self::PayloadTooLarge => 41300,
+            Self::IdempotencyMismatch => 42200,
             Self::ResendCooldown { .. } => 42900,
             Self::TooManyAttempts => 42901,
             Self::QuotaExceeded { .. } => 42902,
@@ -107,8 +112,14 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let status = self.status_code();
-        if status.is_server_error() {
+        self.reply().into_response()
+    }
+}
+
+impl ApiError {
+    /// The answer to send, as plain data; logs the cause of a server-side failure.
+    pub fn reply(&self) -> Reply {
+        if self.status_code().is_server_error() {
             // The chain of causes is for operators only.
             let cause = std::error::Error::source(self).map(|source| {
                 let mut chain = source.to_string();
@@ -122,15 +133,16 @@ impl ResponseError for ApiError {
             });
             tracing::error!(code = self.code(), cause = cause.as_deref(), "{self}");
         }
-        let mut response = HttpResponse::build(status);
-        if let Some(secs) = self.retry_after_secs() {
-            response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
-        }
-        response.json(Envelope {
+        let envelope = Envelope {
             code: self.code(),
             message: self.to_string(),
             data: self.data(),
-        })
+        };
+        Reply {
+            status: self.status_code().as_u16(),
+            body: serde_json::to_string(&envelope).unwrap_or_default(),
+            retry_after: self.retry_after_secs(),
+        }
     }
 }
 
@@ -159,6 +171,8 @@ mod tests {
             ApiError::MethodNotAllowed,
             ApiError::CodeExpired,
             ApiError::PayloadTooLarge,
+            ApiError::IdempotencyInProgress,
+            ApiError::IdempotencyMismatch,
             ApiError::ResendCooldown {
                 retry_after_secs: 1,
             },

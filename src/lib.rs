@@ -2,10 +2,13 @@
 //! store. `Application::build` assembles the service from `Settings`.
 
 pub mod captcha;
+pub mod client_ip;
 pub mod config;
 pub mod domain;
 pub mod envelope;
 pub mod error;
+pub mod idempotency;
+pub mod loadtest;
 pub mod otp;
 pub mod routes;
 pub mod sms;

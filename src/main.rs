@@ -1,8 +1,10 @@
 //! The `vcode` binary: a thin CLI over the library. With no subcommand it serves.
 
+use std::path::PathBuf;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use vcode::{Application, Settings, telemetry};
+use vcode::{Application, Settings, loadtest, telemetry};
 
 #[derive(Parser)]
 #[command(version, about = "Verification codes by SMS and image captchas")]
@@ -17,22 +19,36 @@ enum Command {
     Serve,
     /// Check the VCODE_* environment variables and print the settings they give.
     CheckConfig,
+    /// Play virtual users against running instances (dev mode, one shared Redis) and count
+    /// false rejections and double accepts.
+    Loadtest(loadtest::Options),
+    /// Print `vcode loadtest --json` reports side by side.
+    LoadtestTable {
+        #[arg(required = true, value_name = "REPORT.json")]
+        reports: Vec<PathBuf>,
+    },
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let cli = Cli::parse();
-    let json_logs = std::env::var("VCODE_LOG_FORMAT").is_ok_and(|format| format == "json");
-    telemetry::init(json_logs);
-    let settings = Settings::from_env().context("configuration")?;
-    match cli.command.unwrap_or(Command::Serve) {
+    match Cli::parse().command.unwrap_or(Command::Serve) {
         Command::Serve => {
-            Application::build(settings)
+            Application::build(settings()?)
                 .await?
                 .run_until_stopped()
                 .await?
         }
-        Command::CheckConfig => println!("{settings:#?}"),
+        Command::CheckConfig => println!("{:#?}", settings()?),
+        // The load generator is a client: it reads no VCODE_* settings and logs nothing.
+        Command::Loadtest(options) => loadtest::run_cli(options).await?,
+        Command::LoadtestTable { reports } => loadtest::print_comparison(&reports)?,
     }
     Ok(())
+}
+
+/// Starts the logs and reads the service's settings from the environment.
+fn settings() -> anyhow::Result<Settings> {
+    let json_logs = std::env::var("VCODE_LOG_FORMAT").is_ok_and(|format| format == "json");
+    telemetry::init(json_logs);
+    Settings::from_env().context("configuration")
 }

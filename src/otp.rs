@@ -1,19 +1,33 @@
-//! The OTP use cases: send a code by SMS, verify a code. This is where the store, the SMS
-//! sender and the key's life-cycle log lines meet.
+//! The OTP use cases: send a code by SMS, verify a code. This is where the store, the quotas,
+//! the SMS sender and the key's life-cycle log lines meet.
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::OtpSettings;
+use crate::config::{AbuseSettings, OtpSettings};
 use crate::domain::{Code, Phone, Purpose};
 use crate::error::{ApiError, retry_after_secs};
 use crate::sms::{SmsMessage, SmsSender};
-use crate::store::{DeliveryKind, IssueOutcome, IssueParams, OutboxMessage, Store, VerifyOutcome};
+use crate::store::{
+    Delivery, DeliveryKind, IssueOutcome, IssueParams, OutboxMessage, QuotaDecision, QuotaRule,
+    QuotaScope, QuotaToken, Store, VerifyOutcome, VerifyParams,
+};
+
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
 
 pub struct OtpService {
     store: Arc<dyn Store>,
     sender: Arc<dyn SmsSender>,
     settings: OtpSettings,
+    allowed_regions: Vec<crate::domain::Region>,
+    issue_params: IssueParams,
+    verify_params: VerifyParams,
+    /// Quotas outside the phone's hash tag, reserved after the issue: (scope kind, rules).
+    ip_quota: Vec<QuotaRule>,
+    global_quota: Vec<QuotaRule>,
     /// Dev mode: keep every delivered SMS in the store's outbox.
     record_outbox: bool,
 }
@@ -25,16 +39,45 @@ pub struct SendReceipt {
     pub resend_after: Duration,
 }
 
+/// Quota events reserved for one send, released if its SMS does not go out.
+struct Reservations(Vec<(QuotaScope, QuotaToken)>);
+
 impl OtpService {
     pub fn new(
         store: Arc<dyn Store>,
         sender: Arc<dyn SmsSender>,
         settings: OtpSettings,
+        abuse: &AbuseSettings,
         record_outbox: bool,
     ) -> Self {
+        let issue_params = IssueParams {
+            ttl: settings.code_ttl,
+            cooldown: settings.resend_cooldown,
+            policy: settings.resend,
+            phone_quota: [
+                QuotaRule::new(abuse.sends_per_phone_hour, HOUR),
+                QuotaRule::new(abuse.sends_per_phone_day, DAY),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        };
+        let verify_params = VerifyParams {
+            max_attempts: settings.max_attempts,
+            phone_failures: QuotaRule::new(abuse.failed_verifies_per_phone_day, DAY),
+        };
         Self {
             store,
             sender,
+            allowed_regions: abuse.allowed_regions.clone(),
+            issue_params,
+            verify_params,
+            ip_quota: QuotaRule::new(abuse.sends_per_ip_hour, HOUR)
+                .into_iter()
+                .collect(),
+            global_quota: QuotaRule::new(abuse.sends_global_minute, MINUTE)
+                .into_iter()
+                .collect(),
             settings,
             record_outbox,
         }
@@ -44,18 +87,34 @@ impl OtpService {
         &self.settings
     }
 
-    /// Issues a code (or re-delivers the pending one) and sends it. If the SMS fails, the issue
-    /// is undone, as long as the store still holds exactly what it wrote.
-    pub async fn send(&self, phone: &Phone, purpose: &Purpose) -> Result<SendReceipt, ApiError> {
-        let params = IssueParams {
-            ttl: self.settings.code_ttl,
-            cooldown: self.settings.resend_cooldown,
-            policy: self.settings.resend,
-        };
+    /// Reads a phone as this service accepts it: valid, and from an allowed region.
+    pub fn parse_phone(&self, raw: &str) -> Result<Phone, ApiError> {
+        let phone =
+            Phone::parse(raw, self.settings.default_region).ok_or(ApiError::InvalidPhone)?;
+        let allowed = self.allowed_regions.is_empty()
+            || phone
+                .region()
+                .is_some_and(|region| self.allowed_regions.contains(&region));
+        if allowed {
+            Ok(phone)
+        } else {
+            Err(ApiError::InvalidPhone)
+        }
+    }
+
+    /// Issues a code (or re-delivers the pending one) within the phone's quota, reserves the
+    /// client's and the global SMS budget, and sends it. If anything after the issue fails,
+    /// the issue is undone, as long as the store still holds exactly what it wrote.
+    pub async fn send(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        client_ip: IpAddr,
+    ) -> Result<SendReceipt, ApiError> {
         let candidate = Code::generate(self.settings.code_length);
         let delivery = match self
             .store
-            .issue_code(phone, purpose, candidate, params)
+            .issue_code(phone, purpose, candidate, &self.issue_params)
             .await?
         {
             IssueOutcome::Deliver(delivery) => delivery,
@@ -65,7 +124,22 @@ impl OtpService {
                     retry_after_secs: retry_after_secs(retry_after),
                 });
             }
+            IssueOutcome::QuotaExceeded { retry_after } => {
+                tracing::warn!(%phone, %purpose, quota = "phone", "send refused: quota exceeded");
+                return Err(ApiError::QuotaExceeded {
+                    retry_after_secs: retry_after_secs(retry_after),
+                });
+            }
         };
+
+        let reservations = match self.reserve_budgets(client_ip).await {
+            Ok(reservations) => reservations,
+            Err(error) => {
+                self.undo(phone, purpose, &delivery, &error).await;
+                return Err(error);
+            }
+        };
+
         let deliveries = delivery.undo.deliveries;
         match delivery.kind {
             DeliveryKind::Created => tracing::info!(%phone, %purpose, "code created"),
@@ -82,20 +156,10 @@ impl OtpService {
             expires_in: self.settings.code_ttl,
         };
         if let Err(sms_error) = self.sender.send(&message).await {
-            match self.store.undo_issue(phone, purpose, &delivery.undo).await {
-                Ok(true) => {
-                    tracing::warn!(%phone, %purpose, error = %sms_error, "SMS failed: code rolled back")
-                }
-                Ok(false) => tracing::warn!(
-                    %phone, %purpose, error = %sms_error,
-                    "SMS failed: a later send changed the code, nothing rolled back"
-                ),
-                Err(store_error) => tracing::error!(
-                    %phone, %purpose, error = %sms_error, %store_error,
-                    "SMS failed and the roll-back could not reach the store"
-                ),
-            }
-            return Err(ApiError::SmsDelivery(sms_error));
+            let error = ApiError::SmsDelivery(sms_error);
+            self.undo(phone, purpose, &delivery, &error).await;
+            self.release(reservations).await;
+            return Err(error);
         }
         tracing::info!(%phone, %purpose, "SMS delivered");
 
@@ -108,6 +172,64 @@ impl OtpService {
         })
     }
 
+    /// Reserves one SMS in the client's and the global budget; on refusal releases what it
+    /// took and answers 42902.
+    async fn reserve_budgets(&self, client_ip: IpAddr) -> Result<Reservations, ApiError> {
+        let mut reserved = Reservations(Vec::new());
+        for (scope, rules, name) in [
+            (QuotaScope::ClientIp(client_ip), &self.ip_quota, "client_ip"),
+            (QuotaScope::Global, &self.global_quota, "global"),
+        ] {
+            if rules.is_empty() {
+                continue;
+            }
+            let token = QuotaToken::generate();
+            let decision = match self.store.reserve_quota(scope, rules, token).await {
+                Ok(decision) => decision,
+                Err(error) => {
+                    self.release(reserved).await;
+                    return Err(error.into());
+                }
+            };
+            match decision {
+                QuotaDecision::Granted => reserved.0.push((scope, token)),
+                QuotaDecision::Exceeded { retry_after } => {
+                    tracing::warn!(%client_ip, quota = name, "send refused: quota exceeded");
+                    self.release(reserved).await;
+                    return Err(ApiError::QuotaExceeded {
+                        retry_after_secs: retry_after_secs(retry_after),
+                    });
+                }
+            }
+        }
+        Ok(reserved)
+    }
+
+    async fn release(&self, reservations: Reservations) {
+        for (scope, token) in reservations.0 {
+            if let Err(error) = self.store.release_quota(scope, token).await {
+                tracing::warn!(%error, "quota event not released; it expires with its window");
+            }
+        }
+    }
+
+    /// Rolls back an issue whose SMS will not go out, and says so in the log.
+    async fn undo(&self, phone: &Phone, purpose: &Purpose, delivery: &Delivery, cause: &ApiError) {
+        let cause =
+            std::error::Error::source(cause).map_or_else(|| cause.to_string(), ToString::to_string);
+        match self.store.undo_issue(phone, purpose, &delivery.undo).await {
+            Ok(true) => tracing::warn!(%phone, %purpose, %cause, "code rolled back: SMS not sent"),
+            Ok(false) => tracing::warn!(
+                %phone, %purpose, %cause,
+                "SMS not sent; a later send changed the code, nothing rolled back"
+            ),
+            Err(store_error) => tracing::error!(
+                %phone, %purpose, %cause, %store_error,
+                "SMS not sent and the roll-back could not reach the store"
+            ),
+        }
+    }
+
     /// Checks `code` in one atomic step: it is consumed on a match, counted otherwise.
     pub async fn verify(
         &self,
@@ -117,7 +239,7 @@ impl OtpService {
     ) -> Result<(), ApiError> {
         let outcome = self
             .store
-            .verify_code(phone, purpose, code, self.settings.max_attempts)
+            .verify_code(phone, purpose, code, self.verify_params)
             .await?;
         match outcome {
             VerifyOutcome::Verified => {
@@ -135,6 +257,12 @@ impl OtpService {
             VerifyOutcome::Missing => {
                 tracing::info!(%phone, %purpose, "verify: no pending code");
                 Err(ApiError::CodeExpired)
+            }
+            VerifyOutcome::QuotaExceeded { retry_after } => {
+                tracing::warn!(%phone, %purpose, quota = "phone_failures", "verify refused: quota exceeded");
+                Err(ApiError::QuotaExceeded {
+                    retry_after_secs: retry_after_secs(retry_after),
+                })
             }
         }
     }

@@ -11,10 +11,11 @@ use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
 use crate::captcha::CaptchaService;
-use crate::config::{Settings, SmsSettings, StoreSettings};
+use crate::config::{AbuseSettings, Settings, SmsSettings, StoreSettings};
 use crate::otp::OtpService;
 use crate::routes;
 use crate::sms::{LogSender, SmsSender, WebhookSender};
+use crate::store::redis::legacy;
 use crate::store::{MemoryStore, RedisStore, Store};
 use crate::telemetry::RequestSpan;
 
@@ -23,6 +24,7 @@ pub struct AppState {
     pub store: Arc<dyn Store>,
     pub otp: Arc<OtpService>,
     pub captcha: CaptchaService,
+    pub abuse: AbuseSettings,
 }
 
 pub struct Application {
@@ -42,7 +44,7 @@ impl Application {
                 if let Err(error) = store.ping().await {
                     tracing::warn!(%error, "Redis is not reachable yet: /readyz answers 503 until it is");
                 }
-                Arc::new(store)
+                legacy::store_for(settings.verify_strategy, store, settings.legacy_gap)
             }
         };
         let sender: Arc<dyn SmsSender> = match &settings.sms {
@@ -58,12 +60,14 @@ impl Application {
             store.clone(),
             sender,
             settings.otp.clone(),
+            &settings.abuse,
             settings.dev_mode,
         ));
         let state = web::Data::new(AppState {
             store: store.clone(),
             otp,
             captcha: CaptchaService::new(store.clone(), settings.captcha.clone()),
+            abuse: settings.abuse.clone(),
         });
 
         let listener = TcpListener::bind(settings.bind)

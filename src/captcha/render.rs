@@ -1,13 +1,14 @@
 //! Image captcha renderer: turns an answer and a seed into a distorted, reproducible PNG.
 
-use std::ops::Range;
+use std::ops::{Range, RangeInclusive};
 use std::sync::LazyLock;
 
-use ab_glyph::{Font, FontRef, OutlinedGlyph, PxScale, point};
+use ab_glyph::{Font, FontRef, OutlineCurve, Point, point};
 use image::codecs::png::{CompressionType, FilterType, PngEncoder};
 use image::error::{EncodingError, ImageFormatHint};
 use image::{ExtendedColorType, ImageEncoder, ImageError, ImageFormat};
 use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
 /// Characters a captcha answer is drawn from: upper-case letters and digits without the
@@ -85,8 +86,8 @@ pub fn render_png(
         return Err(RenderError::InvalidChar(bad));
     }
 
-    let (pixels, palette) = draw(answer, seed, width as usize, height as usize);
-    encode_indexed(&pixels, width, height, &palette)
+    let (canvas, palette) = draw(answer, seed, width as usize, height as usize);
+    encode_png(&canvas.packed_indices(), width, height, &palette)
 }
 
 static FONT_BYTES: &[u8] = include_bytes!("../../assets/fonts/DejaVuSansMono-Bold.ttf");
@@ -111,17 +112,19 @@ const INKS: [[u8; 3]; 8] = [
 ];
 
 /// Background channels are drawn from this range: light, and varying slightly between pictures.
-const BACKGROUND: std::ops::RangeInclusive<u8> = 234..=250;
+const BACKGROUND: RangeInclusive<u8> = 234..=250;
 
-/// Coverage is quantised to this many steps per pen: enough for smooth edges, and few enough
-/// colours that the picture fits a small palette, which is what keeps the PNG small and fast.
-const COVER_STEPS: usize = 6;
+/// Inks one picture uses (neighbouring characters always differ). Three inks of `COVER_STEPS`
+/// shades plus the background make 16 colours: a 4-bit palette, which halves what the PNG
+/// compressor has to chew through compared with 8 bits per pixel.
+const PENS: usize = 3;
+/// Coverage is quantised to this many steps per pen: enough for smooth edges.
+const COVER_STEPS: usize = 5;
+/// Palette entries: the background, then `COVER_STEPS` shades of each pen.
+const PALETTE_LEN: usize = 1 + PENS * COVER_STEPS;
+const _: () = assert!(PALETTE_LEN <= 16, "palette indices must fit 4 bits");
 
-/// Palette entries: the background, then `COVER_STEPS` shades of each character's pen.
-const PALETTE_LEN: usize = 1 + MAX_LEN * COVER_STEPS;
-const _: () = assert!(PALETTE_LEN <= 256, "palette indices must fit a byte");
-
-/// Glyph size (`PxScale`) as a share of the picture height, before per-character jitter.
+/// Glyph size (`PxScale`, the font's ascent-to-descent height) as a share of the picture height.
 const HEIGHT_FILL: f32 = 0.78;
 /// Glyph size as a multiple of the width each character gets (DejaVu Sans Mono's advance is about
 /// 0.52 of its `PxScale`), for long answers in narrow pictures.
@@ -137,43 +140,39 @@ const MAX_TILT: f32 = 0.38;
 const SHIFT_JITTER: f32 = 0.12;
 /// Vertical jitter of a character's centre, as a share of the glyph size.
 const RISE_JITTER: f32 = 0.2;
+/// Longest straight piece an outline is cut into before warping, in pixels: short enough that the
+/// warp visibly bends long stems, long enough to keep the piece count low.
+const SEGMENT: f32 = 6.0;
 
-/// Paints the captcha: returns one palette index per pixel, and the palette.
-fn draw(answer: &str, seed: u64, width: usize, height: usize) -> (Vec<u8>, Vec<[u8; 3]>) {
+/// Paints the captcha; returns the canvas and its palette.
+fn draw(answer: &str, seed: u64, width: usize, height: usize) -> (Canvas, Vec<[u8; 3]>) {
     let mut rng = StdRng::seed_from_u64(seed);
     let chars = answer.chars().count();
     let background: [u8; 3] = std::array::from_fn(|_| rng.random_range(BACKGROUND));
-    let mut pens = Vec::with_capacity(chars);
-    let mut last_ink = INKS.len();
-    for _ in 0..chars {
-        // Never the same ink twice in a row, so adjacent characters stay distinguishable.
-        let mut ink = rng.random_range(0..INKS.len() - 1);
-        if ink >= last_ink {
-            ink += 1;
-        }
-        pens.push(INKS[ink]);
-        last_ink = ink;
-    }
+    let mut inks = INKS;
+    let (chosen, _) = inks.partial_shuffle(&mut rng, PENS);
+    let palette = palette(background, chosen);
 
     // Every distortion is scaled by the glyph size, so odd aspect ratios keep the same look.
     let size = (height as f32 * HEIGHT_FILL).min(width as f32 / chars as f32 * WIDTH_FILL);
     let warp = Warp::new(&mut rng, width, height, size);
     let mut canvas = Canvas::new(width, height);
-    let word = draw_text(&mut canvas, &mut rng, &warp, answer, size);
+    let mut raster = Raster::new(width, height);
+    let word = draw_text(&mut canvas, &mut raster, &mut rng, &warp, answer, size);
     for _ in 0..rng.random_range(1..=2) {
-        let pen = rng.random_range(0..chars) as u8;
+        let pen = rng.random_range(0..PENS) as u8;
         draw_wave(&mut canvas, &mut rng, pen, size, &word);
     }
-    sprinkle_dots(&mut canvas, &mut rng, chars);
-    (canvas.to_indices(), palette(background, &pens))
+    sprinkle_dots(&mut canvas, &mut rng);
+    (canvas, palette)
 }
 
 /// The background, then each pen's shades from faint to full: `pen * COVER_STEPS + step` is the
-/// index of `pen` at coverage `step` (1..=COVER_STEPS), as `Canvas::to_indices` writes them.
-fn palette(background: [u8; 3], pens: &[[u8; 3]]) -> Vec<[u8; 3]> {
-    let mut palette = Vec::with_capacity(1 + pens.len() * COVER_STEPS);
+/// index of `pen` at coverage `step` (1..=COVER_STEPS), as `Canvas::packed_indices` writes them.
+fn palette(background: [u8; 3], inks: &[[u8; 3]]) -> Vec<[u8; 3]> {
+    let mut palette = Vec::with_capacity(PALETTE_LEN);
     palette.push(background);
-    for ink in pens {
+    for ink in inks {
         for step in 1..=COVER_STEPS {
             let t = step as f32 / COVER_STEPS as f32;
             palette.push(std::array::from_fn(|c| {
@@ -186,17 +185,28 @@ fn palette(background: [u8; 3], pens: &[[u8; 3]]) -> Vec<[u8; 3]> {
 }
 
 /// What has been drawn so far: one byte per pixel, `step << PEN_BITS | pen`, where `step` is how
-/// much ink it has (a coverage step, 0 for none) and `pen` whose ink it is (a character index).
-/// Packing the step above the pen makes "keep the strongest ink" a plain, branch-free `max`.
+/// much ink it has (a coverage step, 0 for none) and `pen` whose ink it is. Packing the step above
+/// the pen makes "keep the strongest ink" a plain, branch-free `max`.
 struct Canvas {
     width: usize,
     height: usize,
     ink: Vec<u8>,
 }
 
-/// Bits for the pen (a character index, below `MAX_LEN`) in a canvas byte.
-const PEN_BITS: u32 = 3;
-const _: () = assert!(MAX_LEN <= 1 << PEN_BITS && COVER_STEPS < 1 << (8 - PEN_BITS));
+/// Bits for the pen in a canvas byte.
+const PEN_BITS: u32 = 2;
+const _: () = assert!(PENS <= 1 << PEN_BITS && COVER_STEPS < 1 << (8 - PEN_BITS));
+
+/// Lays `cover` (0..=1, or more where shapes overlap) of `pen` onto one canvas byte, keeping the
+/// strongest ink so crossings stay crisp instead of darkening.
+fn blend(pixel: &mut u8, cover: f32, pen: u8) {
+    // Rounds to the nearest step (coverage is never negative). Clamping as a float and taking the
+    // max as a saturating difference keeps this free of data-dependent branches, which otherwise
+    // mispredict along every anti-aliased edge.
+    let step = (cover * COVER_STEPS as f32 + 0.5).min(COVER_STEPS as f32) as u8;
+    let ink = step << PEN_BITS | pen;
+    *pixel += ink.saturating_sub(*pixel);
+}
 
 impl Canvas {
     fn new(width: usize, height: usize) -> Self {
@@ -207,33 +217,43 @@ impl Canvas {
         }
     }
 
-    /// Keeps the strongest ink on each pixel, so crossings stay crisp instead of darkening.
     fn paint(&mut self, x: usize, y: usize, cover: f32, pen: u8) {
-        // Rounds to the nearest step (coverage is never negative); the cast saturates.
-        let step = ((cover * COVER_STEPS as f32 + 0.5) as u8).min(COVER_STEPS as u8);
-        let pixel = &mut self.ink[y * self.width + x];
-        *pixel = (*pixel).max(step << PEN_BITS | pen);
+        blend(&mut self.ink[y * self.width + x], cover, pen);
     }
 
-    /// Each pixel's palette index: 0 for bare background, otherwise its pen's shade.
-    fn to_indices(&self) -> Vec<u8> {
-        self.ink
-            .iter()
-            .map(|&ink| match ink >> PEN_BITS {
+    /// Palette indices (0 for bare background, otherwise the pen's shade), two pixels per byte,
+    /// high nibble first, each row padded to a whole byte: 4-bit PNG scanlines.
+    fn packed_indices(&self) -> Vec<u8> {
+        let index: [u8; 256] = std::array::from_fn(|ink| {
+            let (step, pen) = (ink >> PEN_BITS, ink & ((1 << PEN_BITS) - 1));
+            match step.min(COVER_STEPS) {
                 0 => 0,
-                step => (ink & ((1 << PEN_BITS) - 1)) * COVER_STEPS as u8 + step,
-            })
-            .collect()
+                step => (pen * COVER_STEPS + step) as u8,
+            }
+        });
+        let mut packed = Vec::with_capacity(self.width.div_ceil(2) * self.height);
+        for row in self.ink.chunks_exact(self.width) {
+            let pairs = row.chunks_exact(2);
+            let odd = pairs.remainder();
+            packed.extend(
+                pairs.map(|pair| index[usize::from(pair[0])] << 4 | index[usize::from(pair[1])]),
+            );
+            if let [last] = odd {
+                packed.push(index[usize::from(*last)] << 4);
+            }
+        }
+        packed
     }
 }
 
-/// A sine displacement of the text layer: the output pixel (x, y) shows the text-space point
-/// (x + dx[y], y + dy[x]). It bends the baseline and shears strokes differently along the word,
-/// which defeats template matching against the clean font while staying easy for people.
+/// A sine displacement of the text: the point (x, y) is drawn at (x + dx(y), y + dy(x)). It bends
+/// the baseline and shears strokes differently along the word, which defeats template matching
+/// against the clean font while staying easy for people. Tabulated per whole pixel and
+/// interpolated, so warping an outline point costs no trigonometry.
 struct Warp {
     dx: Vec<f32>,
     dy: Vec<f32>,
-    /// Largest |dx| and |dy|, for bounding boxes and margins.
+    /// Largest |dx| and |dy|, for margins.
     reach_x: f32,
     reach_y: f32,
 }
@@ -247,23 +267,52 @@ impl Warp {
         let wave_y = tau / (rng.random_range(2.0..3.5) * size);
         let (phase_x, phase_y) = (rng.random_range(0.0..tau), rng.random_range(0.0..tau));
         Self {
-            dx: (0..height)
-                .map(|y| reach_x * (y as f32 * wave_x + phase_x).sin())
-                .collect(),
-            dy: (0..width)
-                .map(|x| reach_y * (x as f32 * wave_y + phase_y).sin())
-                .collect(),
+            dx: sine_table(height + 1, reach_x, wave_x, phase_x),
+            dy: sine_table(width + 1, reach_y, wave_y, phase_y),
             reach_x,
             reach_y,
         }
     }
+
+    fn apply(&self, p: Point) -> Point {
+        point(p.x + lookup(&self.dx, p.y), p.y + lookup(&self.dy, p.x))
+    }
+}
+
+/// `amplitude * sin(k * wave + phase)` for k in 0..len. The angle advances by rotating (sin, cos)
+/// one step at a time, so the table costs one `sin_cos` rather than one per entry.
+fn sine_table(len: usize, amplitude: f32, wave: f32, phase: f32) -> Vec<f32> {
+    let (turn_sin, turn_cos) = wave.sin_cos();
+    let (mut sin, mut cos) = phase.sin_cos();
+    (0..len)
+        .map(|_| {
+            let value = amplitude * sin;
+            (sin, cos) = (
+                sin * turn_cos + cos * turn_sin,
+                cos * turn_cos - sin * turn_sin,
+            );
+            value
+        })
+        .collect()
+}
+
+/// Linear interpolation in a table sampled at 0, 1, 2, ... (at least two entries, which every
+/// allowed picture size gives); clamped at both ends.
+fn lookup(table: &[f32], at: f32) -> f32 {
+    let last = table.len() - 1;
+    let at = at.clamp(0.0, last as f32);
+    let i = floor_index(at).min(last - 1);
+    let (a, b) = (table[i], table[i + 1]);
+    a + (b - a) * (at - i as f32)
 }
 
 /// Lays the answer out at an even pitch, centred, and draws each character with its own size,
-/// tilt, offset and pen, keeping every rotated glyph (plus the warp) inside the picture. Returns
-/// the horizontal extent of the word.
+/// tilt, offset and pen, keeping every tilted glyph (plus the warp) inside the picture. The
+/// outline is transformed as vectors and rasterised once, which is sharper and much cheaper than
+/// rasterising upright and resampling the bitmap. Returns the horizontal extent of the word.
 fn draw_text(
     canvas: &mut Canvas,
+    raster: &mut Raster,
     rng: &mut StdRng,
     warp: &Warp,
     answer: &str,
@@ -274,36 +323,62 @@ fn draw_text(
     let chars = answer.chars().count() as f32;
     let pitch = ((w - 2.0 * margin_x) / chars).min(size * PITCH);
     let left = (w - pitch * chars) / 2.0;
-    // One scratch tile reused by every glyph of this picture.
-    let mut tile = Tile::default();
+    let units = size / FONT.height_unscaled();
+    let mut pen = PENS as u8;
     for (i, c) in answer.chars().enumerate() {
-        let scale = PxScale::from(size * rng.random_range(SIZE_JITTER));
-        let glyph = FONT
-            .glyph_id(c)
-            .with_scale_and_position(scale, point(0.0, 0.0));
-        let Some(outline) = FONT.outline_glyph(glyph) else {
+        // Never the same pen twice in a row, so neighbouring characters stay distinguishable.
+        let mut next = rng.random_range(0..PENS as u8 - 1);
+        if next >= pen {
+            next += 1;
+        }
+        pen = next;
+        let Some(outline) = FONT.outline(FONT.glyph_id(c)) else {
             continue;
         };
-        tile.rasterise(&outline);
+        let scale = units * rng.random_range(SIZE_JITTER);
         let (sin, cos) = rng.random_range(-MAX_TILT..MAX_TILT).sin_cos();
-        let (tw, th) = (tile.width as f32, tile.height as f32);
-        let half_w = (cos.abs() * tw + sin.abs() * th) / 2.0;
-        let half_h = (sin.abs() * tw + cos.abs() * th) / 2.0;
+        let ink = outline.bounds;
+        // Font outline bounds are y-up with the top in `min`, so the height comes out negative.
+        let (ink_w, ink_h) = (ink.width() * scale, ink.height().abs() * scale);
+        let half_w = (cos * ink_w + sin.abs() * ink_h) / 2.0;
+        let half_h = (sin.abs() * ink_w + cos * ink_h) / 2.0;
         let shift = rng.random_range(-SHIFT_JITTER..SHIFT_JITTER) * pitch;
         let rise = rng.random_range(-RISE_JITTER..RISE_JITTER) * size;
-        let placement = Placement {
-            centre_x: fit(
-                left + pitch * (i as f32 + 0.5) + shift,
-                margin_x + half_w,
-                w - margin_x - half_w,
-            ),
-            centre_y: fit(h / 2.0 + rise, margin_y + half_h, h - margin_y - half_h),
-            sin,
-            cos,
-            half_h,
-            pen: i as u8,
+        let centre_x = fit(
+            left + pitch * (i as f32 + 0.5) + shift,
+            margin_x + half_w,
+            w - margin_x - half_w,
+        );
+        let centre_y = fit(h / 2.0 + rise, margin_y + half_h, h - margin_y - half_h);
+        let (mid_x, mid_y) = ((ink.min.x + ink.max.x) / 2.0, (ink.min.y + ink.max.y) / 2.0);
+        // Font units (y up) about the ink centre, to tilted, placed and warped pixels (y down).
+        let place = |p: Point| {
+            let (x, y) = ((p.x - mid_x) * scale, (mid_y - p.y) * scale);
+            warp.apply(point(
+                centre_x + x * cos - y * sin,
+                centre_y + x * sin + y * cos,
+            ))
         };
-        stamp_glyph(canvas, warp, &tile, &placement);
+        for curve in &outline.curves {
+            // The control polygon is at least as long as the curve.
+            let (from, length) = match *curve {
+                OutlineCurve::Line(a, b) => (a, distance(a, b)),
+                OutlineCurve::Quad(a, b, c) => (a, distance(a, b) + distance(b, c)),
+                OutlineCurve::Cubic(a, b, c, d) => {
+                    (a, distance(a, b) + distance(b, c) + distance(c, d))
+                }
+            };
+            let pieces = (length * scale / SEGMENT).ceil().max(1.0);
+            let mut start = place(from);
+            for k in 1..pieces as usize {
+                let end = place(bezier(curve, k as f32 / pieces));
+                raster.line(start, end);
+                start = end;
+            }
+            // The exact end point, so that consecutive curves join without a gap.
+            raster.line(start, place(curve_end(curve)));
+        }
+        raster.fill(canvas, pen);
     }
     left..left + pitch * chars
 }
@@ -317,122 +392,35 @@ fn fit(v: f32, lo: f32, hi: f32) -> f32 {
     }
 }
 
-/// An upright glyph's coverage, with one texel of zero padding on every side so that sampling
-/// needs no per-texel bounds checks.
-#[derive(Default)]
-struct Tile {
-    width: usize,
-    height: usize,
-    cover: Vec<f32>,
+fn distance(a: Point, b: Point) -> f32 {
+    ((b.x - a.x) * (b.x - a.x) + (b.y - a.y) * (b.y - a.y)).sqrt()
 }
 
-impl Tile {
-    fn rasterise(&mut self, outline: &OutlinedGlyph) {
-        let bounds = outline.px_bounds();
-        self.width = bounds.width() as usize + 2;
-        self.height = bounds.height() as usize + 2;
-        self.cover.clear();
-        self.cover.resize(self.width * self.height, 0.0);
-        let (cover, width) = (&mut self.cover, self.width);
-        outline.draw(|x, y, c| {
-            if let Some(texel) = cover.get_mut((y as usize + 1) * width + x as usize + 1) {
-                *texel = c.min(1.0);
-            }
-        });
-    }
-
-    /// Bilinear sample at (u, v), measured from the first texel's centre. Outside the inner area
-    /// the result would only blend padding, so it is zero without touching memory.
-    fn sample(&self, u: f32, v: f32) -> f32 {
-        if !(0.0..(self.width - 1) as f32).contains(&u)
-            || !(0.0..(self.height - 1) as f32).contains(&v)
-        {
-            return 0.0;
-        }
-        // Non-negative, so truncation is floor.
-        let (x0, y0) = (u as usize, v as usize);
-        let (fx, fy) = (u - x0 as f32, v - y0 as f32);
-        let i = y0 * self.width + x0;
-        let below = i + self.width;
-        let lerp = |a: f32, b: f32, t: f32| a + (b - a) * t;
-        let top = lerp(self.cover[i], self.cover[i + 1], fx);
-        let bottom = lerp(self.cover[below], self.cover[below + 1], fx);
-        lerp(top, bottom, fy)
+fn curve_end(curve: &OutlineCurve) -> Point {
+    match *curve {
+        OutlineCurve::Line(_, end)
+        | OutlineCurve::Quad(_, _, end)
+        | OutlineCurve::Cubic(_, _, _, end) => end,
     }
 }
 
-/// Where and how one glyph goes, in text space.
-struct Placement {
-    centre_x: f32,
-    centre_y: f32,
-    /// Sine and cosine of the tilt; the cosine is positive because `MAX_TILT` < 90 degrees.
-    sin: f32,
-    cos: f32,
-    /// Half height of the rotated tile's bounding box.
-    half_h: f32,
-    pen: u8,
-}
-
-impl Placement {
-    /// Text-space x offsets from the centre at which a point whose y offset lies in `dy` can fall
-    /// inside the glyph's tile, a rectangle of half extents `half_u` x `half_v` rotated by the
-    /// tilt; `None` if there are none.
-    fn row_span(&self, dy: Range<f32>, half_u: f32, half_v: f32) -> Option<Range<f32>> {
-        let (sin, cos) = (self.sin, self.cos);
-        // |cos * x + sin * y| <= half_u, for some y in dy.
-        let (sin_lo, sin_hi) = (
-            (sin * dy.start).min(sin * dy.end),
-            (sin * dy.start).max(sin * dy.end),
-        );
-        let mut lo = (-half_u - sin_hi) / cos;
-        let mut hi = (half_u - sin_lo) / cos;
-        // |cos * y - sin * x| <= half_v, for some y in dy: sin * x lies in this range.
-        let (sx_lo, sx_hi) = (cos * dy.start - half_v, cos * dy.end + half_v);
-        if sin.abs() < f32::EPSILON {
-            if sx_lo > 0.0 || sx_hi < 0.0 {
-                return None;
-            }
-        } else {
-            let (a, b) = (sx_lo / sin, sx_hi / sin);
-            lo = lo.max(a.min(b));
-            hi = hi.min(a.max(b));
-        }
-        (lo < hi).then_some(lo..hi)
-    }
-}
-
-/// Inverse-maps the output pixels of the glyph's warped, rotated footprint into its upright tile.
-/// Each row visits only the span the rotated tile can reach, so no time goes on empty corners.
-fn stamp_glyph(canvas: &mut Canvas, warp: &Warp, tile: &Tile, at: &Placement) {
-    let (half_u, half_v) = (
-        (tile.width as f32 - 1.0) / 2.0,
-        (tile.height as f32 - 1.0) / 2.0,
-    );
-    let reach = at.half_h + warp.reach_y + 1.0;
-    let top = (at.centre_y - reach).floor().max(0.0) as usize;
-    let bottom = ((at.centre_y + reach).ceil().max(0.0) as usize).min(canvas.height);
-    for y in top..bottom {
-        // Text-space offsets from the glyph centre: dy[x] moves ty by at most reach_y.
-        let ty_row = y as f32 + 0.5 - at.centre_y;
-        let tx_origin = 0.5 + warp.dx[y] - at.centre_x;
-        let dy = ty_row - warp.reach_y..ty_row + warp.reach_y;
-        let Some(span) = at.row_span(dy, half_u, half_v) else {
-            continue;
-        };
-        let left = (span.start - tx_origin).floor().max(0.0) as usize;
-        let right = ((span.end - tx_origin).ceil().max(0.0) as usize).min(canvas.width);
-        for x in left..right {
-            let tx = x as f32 + tx_origin;
-            let ty = ty_row + warp.dy[x];
-            let u = at.cos * tx + at.sin * ty + half_u;
-            let v = at.cos * ty - at.sin * tx + half_v;
-            canvas.paint(x, y, tile.sample(u, v), at.pen);
+/// The point at parameter `t` (0..=1) along a line or Bézier curve (de Casteljau).
+fn bezier(curve: &OutlineCurve, t: f32) -> Point {
+    let lerp = |a: Point, b: Point| point(a.x + (b.x - a.x) * t, a.y + (b.y - a.y) * t);
+    match *curve {
+        OutlineCurve::Line(a, b) => lerp(a, b),
+        OutlineCurve::Quad(a, b, c) => lerp(lerp(a, b), lerp(b, c)),
+        OutlineCurve::Cubic(a, b, c, d) => {
+            let (ab, bc, cd) = (lerp(a, b), lerp(b, c), lerp(c, d));
+            lerp(lerp(ab, bc), lerp(bc, cd))
         }
     }
 }
 
 /// Draws an anti-aliased sine stroke across the word, through the text band and in one of the
-/// characters' pens, so that colour or connected-component segmentation cannot simply peel it off.
+/// pens, so that colour or connected-component segmentation cannot simply peel it off. Drawn
+/// column by column from the distance to the centre line: a thin stroke touches few pixels, where
+/// filling it as a polygon would sweep its whole bounding box.
 fn draw_wave(canvas: &mut Canvas, rng: &mut StdRng, pen: u8, size: f32, word: &Range<f32>) {
     let tau = std::f32::consts::TAU;
     let length = word.end - word.start;
@@ -446,58 +434,205 @@ fn draw_wave(canvas: &mut Canvas, rng: &mut StdRng, pen: u8, size: f32, word: &R
     let half = size * rng.random_range(0.03..0.042);
 
     let centre_x = (word.start + word.end) / 2.0;
-    for x in start as usize..(end as usize).min(canvas.width) {
-        let xf = x as f32 + 0.5;
-        let angle = xf * wave + phase;
-        let centre = mid + slope * (xf - centre_x) + amplitude * angle.sin();
-        // Vertical distance times cos(slope angle) is the distance to the curve's tangent line.
-        let gradient = slope + amplitude * wave * angle.cos();
-        let shrink = (1.0 + gradient * gradient).sqrt().recip();
-        let reach = (half + 1.0) / shrink;
-        let lo = (centre - reach).floor().max(0.0) as usize;
-        let hi = ((centre + reach).ceil().max(0.0) as usize).min(canvas.height);
-        for y in lo..hi {
+    let first = floor_index(start);
+    // sin and cos of the phase advance column by column by rotation: no trigonometry per column.
+    let (turn_sin, turn_cos) = wave.sin_cos();
+    let (mut sin, mut cos) = ((first as f32 + 0.5) * wave + phase).sin_cos();
+    for x in first..floor_index(end).min(canvas.width) {
+        let centre = mid + slope * (x as f32 + 0.5 - centre_x) + amplitude * sin;
+        // Vertical distance over `stretch` (1 / cos of the slope angle) is the distance to the
+        // curve's tangent line.
+        let gradient = slope + amplitude * wave * cos;
+        let stretch = (1.0 + gradient * gradient).sqrt();
+        let shrink = stretch.recip();
+        // Rows farther than this get less than half a step.
+        let reach = (half + 0.5 - 0.5 / COVER_STEPS as f32) * stretch;
+        let top = floor_index((centre - reach).max(0.0));
+        let bottom = floor_index((centre + reach + 1.0).max(0.0)).min(canvas.height);
+        for y in top..bottom {
             let distance = (y as f32 + 0.5 - centre).abs() * shrink;
-            canvas.paint(x, y, (half + 0.5 - distance).clamp(0.0, 1.0), pen);
+            canvas.paint(x, y, (half + 0.5 - distance).max(0.0), pen);
         }
+        (sin, cos) = (
+            sin * turn_cos + cos * turn_sin,
+            cos * turn_cos - sin * turn_sin,
+        );
     }
 }
 
-/// Sparse single-pixel specks in the characters' pens: they break up runs a bot could threshold
-/// on, and are few enough to cost people nothing and the PNG little.
-fn sprinkle_dots(canvas: &mut Canvas, rng: &mut StdRng, chars: usize) {
+/// Sparse single-pixel specks in the pens' inks: they break up runs a bot could threshold on, and
+/// are few enough to cost people nothing and the PNG little.
+fn sprinkle_dots(canvas: &mut Canvas, rng: &mut StdRng) {
     let count = canvas.width * canvas.height / 150;
     for _ in 0..count {
         let x = rng.random_range(0..canvas.width);
         let y = rng.random_range(0..canvas.height);
-        let pen = rng.random_range(0..chars) as u8;
+        let pen = rng.random_range(0..PENS) as u8;
         canvas.paint(x, y, rng.random_range(0.5..1.0), pen);
     }
 }
 
-/// Encodes palette indices as an 8-bit indexed-colour PNG.
+/// Anti-aliased polygon filler by signed-area accumulation (the technique of font-rs and
+/// ab_glyph's rasterizer): every edge adds, to each cell it crosses, the signed share of that
+/// row's coverage it starts there; a running sum along the row then gives each pixel's coverage.
+/// Kept here rather than using ab_glyph's `draw` because that allocates per glyph and divides per
+/// pixel, which was most of the render time; this one spans the canvas, is reused for every shape
+/// and clears only the cells a shape touched.
+struct Raster {
+    width: usize,
+    height: usize,
+    /// `width + 2` cells per row: an edge at x = width still writes its right neighbour.
+    cells: Vec<f32>,
+    /// Rows and columns of the cells touched since the last fill (empty when none).
+    rows: Range<usize>,
+    columns: Range<usize>,
+}
+
+impl Raster {
+    fn new(width: usize, height: usize) -> Self {
+        Self {
+            width,
+            height,
+            cells: vec![0.0; (width + 2) * height],
+            rows: 0..0,
+            columns: 0..0,
+        }
+    }
+
+    /// Adds the edge from `a` to `b`, in pixels. Winding is up to the caller: a shape's edges
+    /// must close, and edges going down add coverage where edges going up remove it. Parts left of
+    /// the canvas count at its left edge; parts above, below or right of it are dropped.
+    fn line(&mut self, a: Point, b: Point) {
+        let (sign, top, bottom) = if a.y < b.y { (1.0, a, b) } else { (-1.0, b, a) };
+        let (y_start, y_end) = (top.y.max(0.0), bottom.y.min(self.height as f32));
+        if y_start >= y_end {
+            return;
+        }
+        let dxdy = (bottom.x - top.x) / (bottom.y - top.y);
+        let width = self.width as f32;
+        let stride = self.width + 2;
+        let (first_row, end_row) = (floor_index(y_start), ceil_index(y_end));
+        let mut x = top.x + (y_start - top.y) * dxdy;
+        for y in first_row..end_row {
+            let dy = ((y + 1) as f32).min(y_end) - (y as f32).max(y_start);
+            let x_next = x + dxdy * dy;
+            let area = dy * sign;
+            let (x0, x1) = (
+                x.min(x_next).clamp(0.0, width),
+                x.max(x_next).clamp(0.0, width),
+            );
+            let row = &mut self.cells[y * stride..(y + 1) * stride];
+            let (i0, i1) = (floor_index(x0), ceil_index(x1));
+            if i1 <= i0 + 1 {
+                // Within one pixel: its share is set by where the edge crosses on average.
+                let right = (x0 + x1) / 2.0 - i0 as f32;
+                row[i0] += area * (1.0 - right);
+                row[i0 + 1] += area * right;
+            } else {
+                // Across pixels: `share(i)` of the row lies right of the edge up to pixel i; a
+                // triangle in the first and last pixel, equal slices in between.
+                let per_pixel = (x1 - x0).recip();
+                let into_first = x0 - i0 as f32;
+                let first = 0.5 * per_pixel * (1.0 - into_first) * (1.0 - into_first);
+                let into_last = x1 - (i1 - 1) as f32;
+                let last = 0.5 * per_pixel * into_last * into_last;
+                row[i0] += area * first;
+                if i1 == i0 + 2 {
+                    row[i0 + 1] += area * (1.0 - first - last);
+                } else {
+                    let second = per_pixel * (1.5 - into_first);
+                    row[i0 + 1] += area * (second - first);
+                    for cell in &mut row[i0 + 2..i1 - 1] {
+                        *cell += area * per_pixel;
+                    }
+                    let before_last = second + (i1 - i0 - 3) as f32 * per_pixel;
+                    row[i1 - 1] += area * (1.0 - before_last - last);
+                }
+                row[i1] += area * last;
+            }
+            x = x_next;
+        }
+        // Cells written lie between the floor of the leftmost x and one past the ceiling of the
+        // rightmost.
+        let left = floor_index(top.x.min(bottom.x).clamp(0.0, width));
+        let right = (ceil_index(top.x.max(bottom.x).clamp(0.0, width)) + 2).min(stride);
+        if self.rows.is_empty() {
+            (self.rows, self.columns) = (first_row..end_row, left..right);
+        } else {
+            self.rows = self.rows.start.min(first_row)..self.rows.end.max(end_row);
+            self.columns = self.columns.start.min(left)..self.columns.end.max(right);
+        }
+    }
+
+    /// Turns the edges added since the last fill into coverage, lays it onto the canvas with
+    /// `pen`, and clears the cells for the next shape.
+    fn fill(&mut self, canvas: &mut Canvas, pen: u8) {
+        let (rows, cols) = (
+            std::mem::replace(&mut self.rows, 0..0),
+            std::mem::replace(&mut self.columns, 0..0),
+        );
+        let stride = self.width + 2;
+        let visible = cols.start.min(self.width)..cols.end.min(self.width);
+        for y in rows {
+            let cells = &mut self.cells[y * stride..(y + 1) * stride];
+            let pixels = &mut canvas.ink[y * self.width..(y + 1) * self.width];
+            let mut cover = 0.0;
+            for (cell, pixel) in cells[visible.clone()]
+                .iter()
+                .zip(&mut pixels[visible.clone()])
+            {
+                cover += cell;
+                blend(pixel, cover.abs(), pen);
+            }
+            cells[cols.clone()].fill(0.0);
+        }
+    }
+}
+
+/// `ceil(v) as usize` for non-negative `v` below 2^32, without a libm call on baseline x86-64
+/// (going through `u32` is also a shorter conversion than straight to `usize`).
+fn ceil_index(v: f32) -> usize {
+    let floor = v as u32;
+    (floor + u32::from(v > floor as f32)) as usize
+}
+
+/// `floor(v) as usize` for non-negative `v` below 2^32.
+fn floor_index(v: f32) -> usize {
+    v as u32 as usize
+}
+
+/// Encodes 4-bit palette indices (`Canvas::packed_indices`) as an indexed-colour PNG.
 ///
-/// `image`'s PNG encoder has no palette mode, but the scanlines of an 8-bit greyscale PNG and an
-/// 8-bit indexed one are byte-for-byte the same; so the indices go through it as greyscale and the
-/// header is then turned into a palette one. One byte per pixel instead of three, and few distinct
-/// values, is what makes the fast deflate setting both quick and small here.
-fn encode_indexed(
-    pixels: &[u8],
+/// `image`'s PNG encoder has no palette mode, but the scanlines of a 4-bit indexed PNG `width`
+/// pixels wide are byte-for-byte those of an 8-bit greyscale PNG `ceil(width / 2)` pixels wide
+/// (filters work on whole bytes for both). So the packed indices go through it as greyscale and
+/// the header is then rewritten: real width, bit depth 4, indexed colour, plus a palette chunk.
+fn encode_png(
+    packed: &[u8],
     width: u32,
     height: u32,
     palette: &[[u8; 3]],
 ) -> Result<Vec<u8>, RenderError> {
-    let mut png = Vec::with_capacity(PNG_CAPACITY);
-    PngEncoder::new_with_quality(&mut png, CompressionType::Fast, FilterType::Sub).write_image(
-        pixels,
-        width,
+    // Deflate's fixed set-up costs more than a small picture's whole render, and a small
+    // picture stored uncompressed is still within the size budget; bigger ones are compressed.
+    let compression = if packed.len() <= STORE_UP_TO {
+        CompressionType::Uncompressed
+    } else {
+        CompressionType::Fast
+    };
+    let mut png = Vec::with_capacity(packed.len() + PNG_OVERHEAD);
+    PngEncoder::new_with_quality(&mut png, compression, FilterType::Sub).write_image(
+        packed,
+        width.div_ceil(2),
         height,
         ExtendedColorType::L8,
     )?;
     if png.get(IHDR_TYPE) != Some(b"IHDR".as_slice()) {
         return Err(unexpected_png("IHDR is not the first chunk"));
     }
-    png[COLOUR_TYPE_AT] = PALETTE_COLOUR_TYPE;
+    png[IHDR_WIDTH].copy_from_slice(&width.to_be_bytes());
+    png[IHDR_BIT_DEPTH] = 4;
+    png[IHDR_COLOUR_TYPE] = INDEXED_COLOUR;
     let crc = crc32(&png[IHDR_TYPE.start..IHDR_CRC.start]);
     png[IHDR_CRC].copy_from_slice(&crc.to_be_bytes());
 
@@ -518,15 +653,19 @@ fn encode_indexed(
     Ok(png)
 }
 
-/// Starting capacity of the PNG buffer: a default-size captcha fits without regrowth.
-const PNG_CAPACITY: usize = 4 * 1024;
-/// Byte ranges of the IHDR chunk's type and CRC, which the PNG format puts right after the 8-byte
-/// signature and the chunk's 4-byte length (its data is always 13 bytes).
+/// Largest packed picture that is stored rather than compressed: the default 160x60 is 4.8 KB.
+const STORE_UP_TO: usize = 8 * 1024;
+/// PNG bytes beyond the pixels: signature, chunk headers, palette, filter bytes of up to
+/// `MAX_HEIGHT` rows, deflate block headers. Enough that the buffer never regrows.
+const PNG_OVERHEAD: usize = 512;
+/// Where the IHDR chunk's fields sit: the PNG format puts it right after the 8-byte signature,
+/// as a 4-byte length, the type, 13 bytes of data and a CRC.
 const IHDR_TYPE: Range<usize> = 12..16;
+const IHDR_WIDTH: Range<usize> = 16..20;
+const IHDR_BIT_DEPTH: usize = 24;
+const IHDR_COLOUR_TYPE: usize = 25;
 const IHDR_CRC: Range<usize> = 29..33;
-/// Offset of IHDR's colour-type byte (data byte 9), and the value meaning "indexed colour".
-const COLOUR_TYPE_AT: usize = 25;
-const PALETTE_COLOUR_TYPE: u8 = 3;
+const INDEXED_COLOUR: u8 = 3;
 
 fn unexpected_png(what: &'static str) -> RenderError {
     RenderError::Encode(ImageError::Encoding(EncodingError::new(
@@ -546,8 +685,8 @@ fn chunk(kind: &[u8; 4], data: &[u8]) -> Vec<u8> {
     chunk
 }
 
-/// CRC-32 (ISO-HDLC, as PNG uses) over `bytes`; only headers go through it, so a byte-wise table
-/// is plenty.
+/// CRC-32 (ISO-HDLC, as PNG uses) over `bytes`; only the rewritten header and the palette go
+/// through it, so a byte-wise table is plenty.
 fn crc32(bytes: &[u8]) -> u32 {
     const TABLE: [u32; 256] = {
         let mut table = [0; 256];

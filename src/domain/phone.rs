@@ -6,7 +6,7 @@ use std::str::FromStr;
 use phonenumber::country;
 
 /// The region a number without a leading `+` is read in (`VCODE_DEFAULT_REGION`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Region(country::Id);
 
 impl Region {
@@ -32,6 +32,8 @@ impl Default for Region {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Phone {
     e164: String,
+    /// The region the number belongs to, where the number plan tells one.
+    region: Option<Region>,
 }
 
 /// Longer than any real number in any national format; longer input is refused unparsed.
@@ -53,11 +55,16 @@ impl Phone {
             return None;
         }
         let e164 = number.format().mode(phonenumber::Mode::E164).to_string();
-        Some(Self { e164 })
+        let region = number.country().id().map(Region);
+        Some(Self { e164, region })
     }
 
     pub fn as_e164(&self) -> &str {
         &self.e164
+    }
+
+    pub fn region(&self) -> Option<Region> {
+        self.region
     }
 
     /// The form used in logs: country code and a few leading digits, the last four digits, and
@@ -152,6 +159,17 @@ mod tests {
         assert_eq!(phone.masked(), "+86138****8000");
         assert!(!format!("{phone:?}").contains("13800138000"));
         assert!(!phone.to_string().contains("0013"));
+    }
+
+    #[test]
+    fn numbers_know_their_region() {
+        let hk = Phone::parse("+85251234567", cn()).unwrap();
+        assert_eq!(
+            hk.region().map(|r| r.as_str().to_owned()).as_deref(),
+            Some("HK")
+        );
+        let cn_phone = Phone::parse("13800138000", cn()).unwrap();
+        assert_eq!(cn_phone.region(), Some(cn()));
     }
 
     #[test]

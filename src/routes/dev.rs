@@ -5,7 +5,6 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::domain::Phone;
 use crate::envelope;
 use crate::error::ApiError;
 use crate::startup::AppState;
@@ -24,8 +23,7 @@ async fn outbox(
     state: web::Data<AppState>,
     query: web::Query<OutboxQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let phone = Phone::parse(&query.phone, state.otp.settings().default_region)
-        .ok_or(ApiError::InvalidPhone)?;
+    let phone = state.otp.parse_phone(&query.phone)?;
     let messages = state.store.outbox(&phone).await?;
     Ok(envelope::ok(json!({ "messages": messages })))
 }

@@ -9,7 +9,10 @@ mod otp;
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
 use actix_web::{HttpRequest, HttpResponse, Resource, web};
 
+use std::net::{IpAddr, Ipv4Addr};
+
 use crate::error::ApiError;
+use crate::startup::AppState;
 
 /// Routes for every mode; `dev_mode` adds the dev routes.
 pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool) {
@@ -25,6 +28,22 @@ pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: boo
                 api.service(web::scope("/dev").configure(dev::config));
             }
         }));
+}
+
+/// The client's address: the socket peer, or what trusted proxies say it is.
+fn client_ip(request: &HttpRequest, state: &AppState) -> IpAddr {
+    let peer = request
+        .peer_addr()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |address| address.ip());
+    let forwarded: Vec<&str> = request
+        .headers()
+        .get_all("x-forwarded-for")
+        .filter_map(|value| value.to_str().ok())
+        .collect();
+    state
+        .abuse
+        .trusted_proxies
+        .client_ip(peer, forwarded.into_iter())
 }
 
 /// The JSON answer for a path no route matches.

@@ -10,10 +10,11 @@ use async_trait::async_trait;
 
 use super::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
-    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, StoredCaptcha,
-    VerifyOutcome,
+    OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
+    ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, Code, Phone, Purpose};
+use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 
 /// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
 const SHARDS: usize = 64;
@@ -31,6 +32,71 @@ struct PendingEntry {
 struct CaptchaEntry {
     captcha: StoredCaptcha,
     expires_at_ms: u64,
+}
+
+#[derive(Debug)]
+struct IdempotencyEntry {
+    record: IdempotencyRecord,
+    expires_at_ms: u64,
+}
+
+impl Expiring for IdempotencyEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+/// A sliding-window log: event times (ms, ascending) with their tokens.
+#[derive(Debug, Default)]
+struct QuotaLog {
+    events: VecDeque<(u64, QuotaToken)>,
+    expires_at_ms: u64,
+}
+
+fn longest_window_ms(rules: &[QuotaRule]) -> u64 {
+    rules
+        .iter()
+        .map(|rule| duration_ms(rule.window))
+        .max()
+        .unwrap_or(0)
+}
+
+impl QuotaLog {
+    /// 0 if every rule has room for one more event at `now`, else the ms until one does.
+    fn wait(&mut self, now: u64, rules: &[QuotaRule]) -> u64 {
+        let horizon = now.saturating_sub(longest_window_ms(rules));
+        while self.events.front().is_some_and(|(at, _)| *at <= horizon) {
+            self.events.pop_front();
+        }
+        rules
+            .iter()
+            .filter_map(|rule| {
+                let window = duration_ms(rule.window);
+                let since = now.saturating_sub(window);
+                let first = self.events.partition_point(|(at, _)| *at <= since);
+                let count = self.events.len() - first;
+                let limit = rule.limit as usize;
+                // The window has room again once this event leaves it.
+                (count >= limit).then(|| self.events[first + count - limit].0 + window - now)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn record(&mut self, now: u64, rules: &[QuotaRule], token: QuotaToken) {
+        let longest = longest_window_ms(rules);
+        if longest == 0 {
+            return;
+        }
+        // Callers read the clock before taking the lock, so keep the log sorted.
+        let at = self.events.partition_point(|(time, _)| *time <= now);
+        self.events.insert(at, (now, token));
+        self.expires_at_ms = self.expires_at_ms.max(now.saturating_add(longest));
+    }
+
+    fn remove(&mut self, token: QuotaToken) {
+        self.events.retain(|(_, t)| *t != token);
+    }
 }
 
 #[derive(Default)]
@@ -51,6 +117,12 @@ impl Expiring for PendingEntry {
 }
 
 impl Expiring for CaptchaEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+impl Expiring for QuotaLog {
     fn expires_at_ms(&self) -> u64 {
         self.expires_at_ms
     }
@@ -102,6 +174,8 @@ impl<V: Expiring> Shards<V> {
 pub struct MemoryStore {
     codes: Shards<PendingEntry>,
     captchas: Shards<CaptchaEntry>,
+    quotas: Shards<QuotaLog>,
+    idempotency: Shards<IdempotencyEntry>,
     /// Dev mode only, so a few shards do.
     outboxes: Shards<Outbox>,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
@@ -114,6 +188,8 @@ impl Default for MemoryStore {
         Self {
             codes: Shards::new(SHARDS),
             captchas: Shards::new(SHARDS),
+            quotas: Shards::new(SHARDS),
+            idempotency: Shards::new(SHARDS),
             outboxes: Shards::new(4),
             epoch: Instant::now(),
         }
@@ -122,6 +198,21 @@ impl Default for MemoryStore {
 
 fn code_key(phone: &Phone, purpose: &Purpose) -> String {
     format!("{}:{}", phone.as_e164(), purpose.as_str())
+}
+
+fn phone_sends_key(phone: &Phone) -> String {
+    format!("sends:{}", phone.as_e164())
+}
+
+fn phone_failures_key(phone: &Phone) -> String {
+    format!("fails:{}", phone.as_e164())
+}
+
+fn scope_key(scope: QuotaScope) -> String {
+    match scope {
+        QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
+        QuotaScope::Global => "global".to_owned(),
+    }
 }
 
 fn duration_ms(duration: Duration) -> u64 {
@@ -152,7 +243,11 @@ impl MemoryStore {
     /// Drops every expired entry; returns how many.
     pub fn sweep(&self) -> usize {
         let now = self.now_ms();
-        self.codes.sweep(now) + self.captchas.sweep(now) + self.outboxes.sweep(now)
+        self.codes.sweep(now)
+            + self.captchas.sweep(now)
+            + self.quotas.sweep(now)
+            + self.idempotency.sweep(now)
+            + self.outboxes.sweep(now)
     }
 
     /// How many codes and captchas are held, expired or not (for tests and measurements).
@@ -186,13 +281,16 @@ impl Store for MemoryStore {
         phone: &Phone,
         purpose: &Purpose,
         candidate: Code,
-        params: IssueParams,
+        params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError> {
         let key = code_key(phone, purpose);
+        let sends_key = phone_sends_key(phone);
         let now = self.now_ms();
         let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
+        // Lock order everywhere: the code's shard, then the quota log's shard.
         let mut shard = self.codes.lock(&key);
-        if let Some(entry) = shard.get_mut(&key).filter(|e| e.expires_at_ms > now) {
+        let pending = shard.get_mut(&key).filter(|e| e.expires_at_ms > now);
+        if let Some(entry) = &pending {
             let ready_at = entry
                 .sent_at_ms
                 .saturating_add(duration_ms(params.cooldown));
@@ -201,6 +299,21 @@ impl Store for MemoryStore {
                     retry_after: Duration::from_millis(ready_at - now),
                 });
             }
+        }
+        let quota_token = QuotaToken::generate();
+        if !params.phone_quota.is_empty() {
+            let mut logs = self.quotas.lock(&sends_key);
+            let log = logs.entry(sends_key.clone()).or_default();
+            let wait = log.wait(now, &params.phone_quota);
+            if wait > 0 {
+                return Ok(IssueOutcome::QuotaExceeded {
+                    retry_after: Duration::from_millis(wait),
+                });
+            }
+            log.record(now, &params.phone_quota, quota_token);
+        }
+
+        if let Some(entry) = pending {
             let previous = PreviousIssue {
                 code: entry.code.clone(),
                 sent_at_ms: entry.sent_at_ms,
@@ -220,6 +333,7 @@ impl Store for MemoryStore {
                 code: entry.code.clone(),
                 kind,
                 undo: IssueUndo {
+                    quota_token,
                     code: entry.code.clone(),
                     sent_at_ms: now,
                     deliveries: entry.deliveries,
@@ -241,6 +355,7 @@ impl Store for MemoryStore {
             code: candidate.clone(),
             kind: DeliveryKind::Created,
             undo: IssueUndo {
+                quota_token,
                 code: candidate,
                 sent_at_ms: now,
                 deliveries: 1,
@@ -256,8 +371,12 @@ impl Store for MemoryStore {
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
         let key = code_key(phone, purpose);
+        let sends_key = phone_sends_key(phone);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
+        if let Some(log) = self.quotas.lock(&sends_key).get_mut(&sends_key) {
+            log.remove(undo.quota_token);
+        }
         let Some(entry) = shard.get_mut(&key) else {
             return Ok(false);
         };
@@ -286,11 +405,23 @@ impl Store for MemoryStore {
         phone: &Phone,
         purpose: &Purpose,
         code: &Code,
-        max_attempts: u32,
+        params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let key = code_key(phone, purpose);
+        let fails_key = phone_failures_key(phone);
+        let rules = params.phone_failures.as_slice();
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
+        let mut logs = self.quotas.lock(&fails_key);
+        let mut log = (!rules.is_empty()).then(|| logs.entry(fails_key.clone()).or_default());
+        if let Some(log) = log.as_deref_mut() {
+            let wait = log.wait(now, rules);
+            if wait > 0 {
+                return Ok(VerifyOutcome::QuotaExceeded {
+                    retry_after: Duration::from_millis(wait),
+                });
+            }
+        }
         let Some(entry) = shard.get_mut(&key) else {
             return Ok(VerifyOutcome::Missing);
         };
@@ -302,14 +433,45 @@ impl Store for MemoryStore {
             shard.remove(&key);
             return Ok(VerifyOutcome::Verified);
         }
+        if let Some(log) = log {
+            log.record(now, rules, QuotaToken::generate());
+        }
         entry.failed_attempts += 1;
-        if entry.failed_attempts >= max_attempts {
+        if entry.failed_attempts >= params.max_attempts {
             shard.remove(&key);
             return Ok(VerifyOutcome::Destroyed);
         }
         Ok(VerifyOutcome::Mismatch {
-            remaining_attempts: max_attempts - entry.failed_attempts,
+            remaining_attempts: params.max_attempts - entry.failed_attempts,
         })
+    }
+
+    async fn reserve_quota(
+        &self,
+        scope: QuotaScope,
+        rules: &[QuotaRule],
+        token: QuotaToken,
+    ) -> Result<QuotaDecision, StoreError> {
+        let key = scope_key(scope);
+        let now = self.now_ms();
+        let mut logs = self.quotas.lock(&key);
+        let log = logs.entry(key.clone()).or_default();
+        let wait = log.wait(now, rules);
+        if wait > 0 {
+            return Ok(QuotaDecision::Exceeded {
+                retry_after: Duration::from_millis(wait),
+            });
+        }
+        log.record(now, rules, token);
+        Ok(QuotaDecision::Granted)
+    }
+
+    async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError> {
+        let key = scope_key(scope);
+        if let Some(log) = self.quotas.lock(&key).get_mut(&key) {
+            log.remove(token);
+        }
+        Ok(())
     }
 
     async fn pending_code(
@@ -390,6 +552,59 @@ impl Store for MemoryStore {
             .map(|entry| entry.captcha))
     }
 
+    async fn begin_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        running: &IdempotencyRecord,
+        lease: Duration,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let now = self.now_ms();
+        let mut shard = self.idempotency.lock(key.as_str());
+        if let Some(entry) = shard
+            .get(key.as_str())
+            .filter(|entry| entry.expires_at_ms > now)
+        {
+            return Ok(Some(entry.record.clone()));
+        }
+        let entry = IdempotencyEntry {
+            record: running.clone(),
+            expires_at_ms: now.saturating_add(duration_ms(lease)),
+        };
+        shard.insert(key.as_str().to_owned(), entry);
+        Ok(None)
+    }
+
+    async fn finish_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        done: &IdempotencyRecord,
+        retention: Duration,
+    ) -> Result<(), StoreError> {
+        let entry = IdempotencyEntry {
+            record: done.clone(),
+            expires_at_ms: self.now_ms().saturating_add(duration_ms(retention)),
+        };
+        self.idempotency
+            .lock(key.as_str())
+            .insert(key.as_str().to_owned(), entry);
+        Ok(())
+    }
+
+    async fn abandon_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        running: &IdempotencyRecord,
+    ) -> Result<(), StoreError> {
+        let mut shard = self.idempotency.lock(key.as_str());
+        if shard
+            .get(key.as_str())
+            .is_some_and(|entry| entry.record == *running)
+        {
+            shard.remove(key.as_str());
+        }
+        Ok(())
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }
@@ -408,12 +623,13 @@ mod tests {
             ttl: Duration::from_millis(ttl_ms),
             cooldown: Duration::ZERO,
             policy: ResendPolicy::Reuse,
+            phone_quota: Vec::new(),
         };
         for (number, ttl_ms) in [("13800138000", 30), ("13800138001", 60_000)] {
             let phone = Phone::parse(number, Region::default()).unwrap();
             let code = Code::generate(CodeLength::default());
             store
-                .issue_code(&phone, &purpose, code, params(ttl_ms))
+                .issue_code(&phone, &purpose, code, &params(ttl_ms))
                 .await
                 .unwrap();
         }

@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::domain::{CaptchaId, Code, Phone, Purpose};
+use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 
 pub use self::memory::MemoryStore;
 pub use self::redis::RedisStore;
@@ -35,11 +36,53 @@ pub enum ResendPolicy {
     Rotate,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct IssueParams {
     pub ttl: Duration,
     pub cooldown: Duration,
     pub policy: ResendPolicy,
+    /// Limits on SMS per phone (all purposes), checked in the same step as the issue.
+    pub phone_quota: Vec<QuotaRule>,
+}
+
+/// "At most `limit` events in any `window`", kept as a sliding-window log of event times, so
+/// the limit holds for every window, not just aligned ones: no burst at a window's edge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuotaRule {
+    pub limit: u32,
+    pub window: Duration,
+}
+
+impl QuotaRule {
+    /// The rule, or none when `limit` is 0 (off).
+    pub fn new(limit: u32, window: Duration) -> Option<Self> {
+        (limit > 0).then_some(Self { limit, window })
+    }
+}
+
+/// Identifies one event in a quota log, so that an event whose SMS was never sent can be taken
+/// back out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct QuotaToken(pub u64);
+
+impl QuotaToken {
+    pub fn generate() -> Self {
+        Self(rand::random())
+    }
+}
+
+/// Quota logs that are not per phone (per-phone logs share the phone's hash tag and are
+/// checked inside the code scripts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaScope {
+    ClientIp(std::net::IpAddr),
+    Global,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuotaDecision {
+    Granted,
+    Exceeded { retry_after: Duration },
 }
 
 #[derive(Debug)]
@@ -48,6 +91,8 @@ pub enum IssueOutcome {
     Deliver(Delivery),
     /// A code is pending and its cooldown is running: nothing changed.
     Cooldown { retry_after: Duration },
+    /// The phone's SMS quota is used up: nothing changed.
+    QuotaExceeded { retry_after: Duration },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -72,6 +117,7 @@ pub struct Delivery {
 /// still holds exactly what this issue wrote, so it never removes a later send's code.
 #[derive(Clone, Debug)]
 pub struct IssueUndo {
+    pub(crate) quota_token: QuotaToken,
     pub(crate) code: Code,
     pub(crate) sent_at_ms: u64,
     pub(crate) deliveries: u32,
@@ -95,6 +141,16 @@ pub enum VerifyOutcome {
     Destroyed,
     /// No code is pending (never sent, expired, used or destroyed).
     Missing,
+    /// The phone's failed-verify quota is used up: nothing was compared.
+    QuotaExceeded { retry_after: Duration },
+}
+
+/// Limits a verify works under.
+#[derive(Clone, Copy, Debug)]
+pub struct VerifyParams {
+    pub max_attempts: u32,
+    /// Failed verifies per phone across all its codes and purposes.
+    pub phone_failures: Option<QuotaRule>,
 }
 
 /// A pending code as the store holds it (for tests, the dev routes and operations).
@@ -135,11 +191,12 @@ pub trait Store: Send + Sync + 'static {
         phone: &Phone,
         purpose: &Purpose,
         candidate: Code,
-        params: IssueParams,
+        params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError>;
 
-    /// Undoes an issue whose SMS failed, if the store still holds what it wrote. Returns
-    /// whether anything was rolled back.
+    /// Undoes an issue whose SMS was not sent: its phone-quota event always, the code and
+    /// cooldown only if the store still holds what it wrote. Returns whether the code was
+    /// rolled back.
     async fn undo_issue(
         &self,
         phone: &Phone,
@@ -148,14 +205,27 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError>;
 
     /// Compares `code` with the pending one and deletes it on a match; counts a failure
-    /// otherwise and destroys the code at `max_attempts` failures. One atomic step.
+    /// otherwise (in the code and in the phone's failure log) and destroys the code at
+    /// `max_attempts` failures. Refuses without comparing while the phone's failure quota is
+    /// used up. One atomic step.
     async fn verify_code(
         &self,
         phone: &Phone,
         purpose: &Purpose,
         code: &Code,
-        max_attempts: u32,
+        params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError>;
+
+    /// Records one event in the `scope` log if every rule has room, atomically.
+    async fn reserve_quota(
+        &self,
+        scope: QuotaScope,
+        rules: &[QuotaRule],
+        token: QuotaToken,
+    ) -> Result<QuotaDecision, StoreError>;
+
+    /// Takes a reserved event back out (its SMS was not sent).
+    async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError>;
 
     /// The pending code, without changing anything.
     async fn pending_code(
@@ -183,6 +253,31 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes and returns the captcha in one step: of concurrent takers only one gets it.
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
+
+    /// Claims `key` for a first request (`None`), or returns the record it already holds.
+    /// One step, so of concurrent first requests exactly one runs.
+    async fn begin_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        running: &IdempotencyRecord,
+        lease: Duration,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+
+    /// Replaces the running record with the finished one, kept for `retention`.
+    async fn finish_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        done: &IdempotencyRecord,
+        retention: Duration,
+    ) -> Result<(), StoreError>;
+
+    /// Frees `key` if it still holds `running` (the first request failed on the server side,
+    /// so a retry should run again).
+    async fn abandon_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        running: &IdempotencyRecord,
+    ) -> Result<(), StoreError>;
 
     /// Whether the store answers (for `/readyz`).
     async fn ping(&self) -> Result<(), StoreError>;

@@ -26,9 +26,11 @@ macro_rules! on_both_stores {
 }
 
 mod captcha;
+mod idempotency;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
+mod quotas;
 mod redis_outage;
 mod sms_webhook;
 mod store_conformance;

@@ -7,7 +7,7 @@ use vcode::domain::{Code, CodeLength, Phone, Purpose};
 use vcode::store::redis::RedisSettings;
 use vcode::store::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, MemoryStore, OutboxMessage, RedisStore,
-    ResendPolicy, Store, VerifyOutcome,
+    ResendPolicy, Store, VerifyOutcome, VerifyParams,
 };
 
 use crate::support::{Backend, RedisServer, phone, random_phone};
@@ -46,6 +46,14 @@ fn params(ttl: Duration, cooldown: Duration, policy: ResendPolicy) -> IssueParam
         ttl,
         cooldown,
         policy,
+        phone_quota: Vec::new(),
+    }
+}
+
+fn five_attempts() -> VerifyParams {
+    VerifyParams {
+        max_attempts: 5,
+        phone_failures: None,
     }
 }
 
@@ -69,7 +77,7 @@ async fn issue(
     store: &dyn Store,
     phone: &Phone,
     purpose: &Purpose,
-    p: IssueParams,
+    p: &IssueParams,
 ) -> IssueOutcome {
     store
         .issue_code(phone, purpose, new_code(), p)
@@ -77,7 +85,7 @@ async fn issue(
         .expect("store answers")
 }
 
-async fn deliver(store: &dyn Store, phone: &Phone, p: IssueParams) -> Delivery {
+async fn deliver(store: &dyn Store, phone: &Phone, p: &IssueParams) -> Delivery {
     match issue(store, phone, &login(), p).await {
         IssueOutcome::Deliver(delivery) => delivery,
         other => panic!("expected a delivery, got {other:?}"),
@@ -86,7 +94,7 @@ async fn deliver(store: &dyn Store, phone: &Phone, p: IssueParams) -> Delivery {
 
 async fn verify(store: &dyn Store, phone: &Phone, code: &Code) -> VerifyOutcome {
     store
-        .verify_code(phone, &login(), code, 5)
+        .verify_code(phone, &login(), code, five_attempts())
         .await
         .expect("store answers")
 }
@@ -106,7 +114,7 @@ async fn issue_creates_a_pending_code(backend: Backend) {
     let candidate = new_code();
     let outcome = t
         .store
-        .issue_code(&phone, &login(), candidate.clone(), standard())
+        .issue_code(&phone, &login(), candidate.clone(), &standard())
         .await
         .unwrap();
     let IssueOutcome::Deliver(delivery) = outcome else {
@@ -128,9 +136,9 @@ async fn issue_creates_a_pending_code(backend: Backend) {
 async fn cooldown_refuses_a_second_issue_and_changes_nothing(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
-    let first = deliver(&*t.store, &phone, standard()).await;
+    let first = deliver(&*t.store, &phone, &standard()).await;
     for _ in 0..3 {
-        match issue(&*t.store, &phone, &login(), standard()).await {
+        match issue(&*t.store, &phone, &login(), &standard()).await {
             IssueOutcome::Cooldown { retry_after } => {
                 assert!(
                     retry_after > Duration::from_secs(55) && retry_after <= MINUTE,
@@ -158,7 +166,7 @@ async fn reuse_redelivers_the_same_code_and_keeps_attempts(backend: Backend) {
         Duration::from_millis(100),
         ResendPolicy::Reuse,
     );
-    let first = deliver(&*t.store, &phone, p).await;
+    let first = deliver(&*t.store, &phone, &p).await;
     assert!(matches!(
         verify(&*t.store, &phone, &wrong(&first.code)).await,
         VerifyOutcome::Mismatch {
@@ -166,7 +174,7 @@ async fn reuse_redelivers_the_same_code_and_keeps_attempts(backend: Backend) {
         }
     ));
     tokio::time::sleep(Duration::from_millis(150)).await;
-    let again = deliver(&*t.store, &phone, p).await;
+    let again = deliver(&*t.store, &phone, &p).await;
     assert_eq!(again.kind, DeliveryKind::Redelivered);
     assert_eq!(again.code, first.code);
     let pending = t
@@ -190,12 +198,12 @@ async fn rotate_replaces_the_code_and_keeps_attempts(backend: Backend) {
         Duration::ZERO,
         ResendPolicy::Rotate,
     );
-    let first = deliver(&*t.store, &phone, p).await;
+    let first = deliver(&*t.store, &phone, &p).await;
     verify(&*t.store, &phone, &wrong(&first.code)).await;
-    let mut second = deliver(&*t.store, &phone, p).await;
+    let mut second = deliver(&*t.store, &phone, &p).await;
     // One in a million draws repeats the code; rotate again rather than flake.
     while second.code == first.code {
-        second = deliver(&*t.store, &phone, p).await;
+        second = deliver(&*t.store, &phone, &p).await;
     }
     assert_eq!(second.kind, DeliveryKind::Rotated);
     assert!(matches!(
@@ -213,7 +221,7 @@ async fn rotate_replaces_the_code_and_keeps_attempts(backend: Backend) {
 async fn verify_consumes_a_matching_code_once(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
-    let delivery = deliver(&*t.store, &phone, standard()).await;
+    let delivery = deliver(&*t.store, &phone, &standard()).await;
     assert_eq!(
         verify(&*t.store, &phone, &delivery.code).await,
         VerifyOutcome::Verified
@@ -230,14 +238,14 @@ async fn verify_consumes_a_matching_code_once(backend: Backend) {
             .is_none()
     );
     // A verified code no longer holds a cooldown: the next send makes a new code.
-    let next = deliver(&*t.store, &phone, standard()).await;
+    let next = deliver(&*t.store, &phone, &standard()).await;
     assert_eq!(next.kind, DeliveryKind::Created);
 }
 
 async fn wrong_codes_count_down_then_destroy(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
-    let delivery = deliver(&*t.store, &phone, standard()).await;
+    let delivery = deliver(&*t.store, &phone, &standard()).await;
     let bad = wrong(&delivery.code);
     for remaining in (1..=4).rev() {
         assert_eq!(
@@ -270,11 +278,11 @@ async fn resend_does_not_reset_the_attempt_count(backend: Backend) {
         let t = open(backend);
         let phone = fresh_phone();
         let p = params(Duration::from_secs(300), Duration::ZERO, policy);
-        let first = deliver(&*t.store, &phone, p).await;
+        let first = deliver(&*t.store, &phone, &p).await;
         let bad = wrong(&first.code);
         verify(&*t.store, &phone, &bad).await;
         verify(&*t.store, &phone, &bad).await;
-        let second = deliver(&*t.store, &phone, p).await;
+        let second = deliver(&*t.store, &phone, &p).await;
         let bad = wrong(&second.code);
         assert_eq!(
             verify(&*t.store, &phone, &bad).await,
@@ -296,7 +304,7 @@ async fn codes_expire(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
     let p = params(Duration::from_millis(300), MINUTE, ResendPolicy::Reuse);
-    let delivery = deliver(&*t.store, &phone, p).await;
+    let delivery = deliver(&*t.store, &phone, &p).await;
     assert!(
         t.store
             .pending_code(&phone, &login())
@@ -318,7 +326,7 @@ async fn codes_expire(backend: Backend) {
     );
     // An expired code holds no cooldown either.
     assert_eq!(
-        deliver(&*t.store, &phone, p).await.kind,
+        deliver(&*t.store, &phone, &p).await.kind,
         DeliveryKind::Created
     );
 }
@@ -327,15 +335,15 @@ async fn purposes_are_isolated(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
     let reset = Purpose::parse("reset_password").unwrap();
-    let login_code = deliver(&*t.store, &phone, standard()).await.code;
+    let login_code = deliver(&*t.store, &phone, &standard()).await.code;
     // The login cooldown does not hold back another purpose.
-    let IssueOutcome::Deliver(reset_delivery) = issue(&*t.store, &phone, &reset, standard()).await
+    let IssueOutcome::Deliver(reset_delivery) = issue(&*t.store, &phone, &reset, &standard()).await
     else {
         panic!("another purpose has its own cooldown")
     };
     let outcome = t
         .store
-        .verify_code(&phone, &reset, &login_code, 5)
+        .verify_code(&phone, &reset, &login_code, five_attempts())
         .await
         .unwrap();
     if reset_delivery.code != login_code {
@@ -372,7 +380,7 @@ async fn purposes_are_isolated(backend: Backend) {
 async fn undo_removes_a_created_code(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
-    let delivery = deliver(&*t.store, &phone, standard()).await;
+    let delivery = deliver(&*t.store, &phone, &standard()).await;
     assert!(
         t.store
             .undo_issue(&phone, &login(), &delivery.undo)
@@ -388,7 +396,7 @@ async fn undo_removes_a_created_code(backend: Backend) {
     );
     // Its cooldown went with it.
     assert_eq!(
-        deliver(&*t.store, &phone, standard()).await.kind,
+        deliver(&*t.store, &phone, &standard()).await.kind,
         DeliveryKind::Created
     );
 }
@@ -398,8 +406,8 @@ async fn undo_restores_a_redelivered_or_rotated_code(backend: Backend) {
         let t = open(backend);
         let phone = fresh_phone();
         let p = params(Duration::from_secs(300), Duration::ZERO, policy);
-        let first = deliver(&*t.store, &phone, p).await;
-        let second = deliver(&*t.store, &phone, p).await;
+        let first = deliver(&*t.store, &phone, &p).await;
+        let second = deliver(&*t.store, &phone, &p).await;
         assert!(
             t.store
                 .undo_issue(&phone, &login(), &second.undo)
@@ -429,8 +437,8 @@ async fn undo_never_touches_a_later_code(backend: Backend) {
         Duration::ZERO,
         ResendPolicy::Rotate,
     );
-    let first = deliver(&*t.store, &phone, p).await;
-    let second = deliver(&*t.store, &phone, p).await;
+    let first = deliver(&*t.store, &phone, &p).await;
+    let second = deliver(&*t.store, &phone, &p).await;
     assert!(
         !t.store
             .undo_issue(&phone, &login(), &first.undo)
@@ -450,7 +458,7 @@ async fn undo_never_touches_a_later_code(backend: Backend) {
         verify(&*t.store, &phone, &second.code).await,
         VerifyOutcome::Verified
     );
-    let third = deliver(&*t.store, &phone, p).await;
+    let third = deliver(&*t.store, &phone, &p).await;
     assert!(
         !t.store
             .undo_issue(&phone, &login(), &second.undo)
@@ -471,13 +479,16 @@ async fn undo_never_touches_a_later_code(backend: Backend) {
 async fn concurrent_verifies_succeed_exactly_once(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
-    let code = deliver(&*t.store, &phone, standard()).await.code;
+    let code = deliver(&*t.store, &phone, &standard()).await.code;
     let tasks: Vec<_> = (0..100)
         .map(|_| {
             let (store, phone, code) = (t.store.clone(), phone.clone(), code.clone());
-            tokio::spawn(
-                async move { store.verify_code(&phone, &login(), &code, 5).await.unwrap() },
-            )
+            tokio::spawn(async move {
+                store
+                    .verify_code(&phone, &login(), &code, five_attempts())
+                    .await
+                    .unwrap()
+            })
         })
         .collect();
     let outcomes: Vec<VerifyOutcome> = futures::future::join_all(tasks)
@@ -509,7 +520,7 @@ async fn concurrent_issues_make_exactly_one_code(backend: Backend) {
             let (store, phone) = (t.store.clone(), phone.clone());
             tokio::spawn(async move {
                 store
-                    .issue_code(&phone, &login(), new_code(), standard())
+                    .issue_code(&phone, &login(), new_code(), &standard())
                     .await
                     .unwrap()
             })
@@ -524,10 +535,15 @@ async fn concurrent_issues_make_exactly_one_code(backend: Backend) {
         .iter()
         .filter_map(|o| match o {
             IssueOutcome::Deliver(d) => Some(d),
-            IssueOutcome::Cooldown { .. } => None,
+            _ => None,
         })
         .collect();
     assert_eq!(delivered.len(), 1);
+    let cooled = outcomes
+        .iter()
+        .filter(|o| matches!(o, IssueOutcome::Cooldown { .. }))
+        .count();
+    assert_eq!(cooled, 49);
     let pending = t
         .store
         .pending_code(&phone, &login())
@@ -600,7 +616,7 @@ async fn redis_keys_follow_the_documented_layout() {
     let t = open(Backend::Redis);
     let server = t._redis.as_ref().expect("a Redis backend");
     let phone = phone("13800138000");
-    let code = deliver(&*t.store, &phone, standard()).await.code;
+    let code = deliver(&*t.store, &phone, &standard()).await.code;
     let mut redis = server.connection().await;
     let key = "verify_code:{+8613800138000}:login";
     let (stored, attempts, deliveries): (String, u32, u32) = ::redis::cmd("HMGET")

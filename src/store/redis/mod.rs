@@ -3,6 +3,7 @@
 //! wait for an exclusive connection. Every call is bounded by the command timeout.
 
 pub mod keys;
+pub mod legacy;
 
 use std::future::Future;
 use std::sync::LazyLock;
@@ -14,10 +15,11 @@ use redis::{RedisError, Script, Value};
 
 use super::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
-    OutboxMessage, PendingCode, PreviousIssue, ResendPolicy, Store, StoreError, StoredCaptcha,
-    VerifyOutcome,
+    OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
+    ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, Code, Phone, Purpose};
+use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 
 /// The scripts, hashed once per process; `Script` sends EVALSHA and loads the body again on
 /// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
@@ -25,13 +27,28 @@ struct Scripts {
     issue: Script,
     undo_issue: Script,
     verify: Script,
+    reserve_quota: Script,
+    abandon_idempotent: Script,
 }
 
+/// The sliding-window functions the quota-enforcing scripts share.
+const QUOTA_PRELUDE: &str = include_str!("quota.lua");
+
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    issue: Script::new(include_str!("issue.lua")),
+    issue: Script::new(&[QUOTA_PRELUDE, include_str!("issue.lua")].concat()),
     undo_issue: Script::new(include_str!("undo_issue.lua")),
-    verify: Script::new(include_str!("verify.lua")),
+    verify: Script::new(&[QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
+    reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),
+    abandon_idempotent: Script::new(include_str!("abandon_idempotent.lua")),
 });
+
+/// Quota rules as the scripts read them: limit, window in ms, ...
+fn rule_args(rules: &[QuotaRule]) -> Vec<u64> {
+    rules
+        .iter()
+        .flat_map(|rule| [u64::from(rule.limit), duration_ms(rule.window)])
+        .collect()
+}
 
 #[derive(Clone, Debug)]
 pub struct RedisSettings {
@@ -138,10 +155,24 @@ fn decode_captcha(raw: &str) -> Result<StoredCaptcha, StoreError> {
         .ok_or_else(|| StoreError::Protocol(format!("captcha value {raw:?}")))
 }
 
-fn parse_issue(reply: &[Value]) -> Option<IssueOutcome> {
+fn encode_record(record: &IdempotencyRecord) -> Result<String, StoreError> {
+    serde_json::to_string(record)
+        .map_err(|e| StoreError::Protocol(format!("idempotency record: {e}")))
+}
+
+fn decode_record(raw: &str) -> Result<IdempotencyRecord, StoreError> {
+    serde_json::from_str(raw).map_err(|e| StoreError::Protocol(format!("idempotency record: {e}")))
+}
+
+fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome> {
     let kind = match int_at(reply, 0)? {
         0 => {
             return Some(IssueOutcome::Cooldown {
+                retry_after: Duration::from_millis(u64_at(reply, 1)?),
+            });
+        }
+        -1 => {
+            return Some(IssueOutcome::QuotaExceeded {
                 retry_after: Duration::from_millis(u64_at(reply, 1)?),
             });
         }
@@ -163,6 +194,7 @@ fn parse_issue(reply: &[Value]) -> Option<IssueOutcome> {
         code: code.clone(),
         kind,
         undo: IssueUndo {
+            quota_token,
             code,
             sent_at_ms: u64_at(reply, 2)?,
             deliveries: u32_at(reply, 3)?,
@@ -179,6 +211,9 @@ fn parse_verify(reply: &[Value]) -> Option<VerifyOutcome> {
         },
         -1 => VerifyOutcome::Missing,
         -2 => VerifyOutcome::Destroyed,
+        -3 => VerifyOutcome::QuotaExceeded {
+            retry_after: Duration::from_millis(u64_at(reply, 1)?),
+        },
         _ => return None,
     })
 }
@@ -190,23 +225,27 @@ impl Store for RedisStore {
         phone: &Phone,
         purpose: &Purpose,
         candidate: Code,
-        params: IssueParams,
+        params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError> {
         let policy = match params.policy {
             ResendPolicy::Reuse => "reuse",
             ResendPolicy::Rotate => "rotate",
         };
+        let quota_token = QuotaToken::generate();
         let mut invocation = SCRIPTS.issue.key(keys::code(phone, purpose));
         invocation
+            .key(keys::phone_sends(phone))
             .arg(candidate.expose())
             .arg(duration_ms(params.ttl))
             .arg(duration_ms(params.cooldown))
-            .arg(policy);
+            .arg(policy)
+            .arg(quota_token.0)
+            .arg(rule_args(&params.phone_quota));
         let mut connection = self.connection.clone();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
-        parse_issue(&reply).ok_or_else(|| protocol("issue", &reply))
+        parse_issue(&reply, quota_token).ok_or_else(|| protocol("issue", &reply))
     }
 
     async fn undo_issue(
@@ -217,9 +256,11 @@ impl Store for RedisStore {
     ) -> Result<bool, StoreError> {
         let mut invocation = SCRIPTS.undo_issue.key(keys::code(phone, purpose));
         invocation
+            .key(keys::phone_sends(phone))
             .arg(undo.code.expose())
             .arg(undo.sent_at_ms)
-            .arg(undo.deliveries);
+            .arg(undo.deliveries)
+            .arg(undo.quota_token.0);
         if let Some(previous) = &undo.previous {
             invocation
                 .arg(previous.code.expose())
@@ -238,15 +279,50 @@ impl Store for RedisStore {
         phone: &Phone,
         purpose: &Purpose,
         code: &Code,
-        max_attempts: u32,
+        params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let mut invocation = SCRIPTS.verify.key(keys::code(phone, purpose));
-        invocation.arg(code.expose()).arg(max_attempts);
+        invocation
+            .key(keys::phone_failures(phone))
+            .arg(code.expose())
+            .arg(params.max_attempts)
+            .arg(QuotaToken::generate().0)
+            .arg(rule_args(params.phone_failures.as_slice()));
         let mut connection = self.connection.clone();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
         parse_verify(&reply).ok_or_else(|| protocol("verify", &reply))
+    }
+
+    async fn reserve_quota(
+        &self,
+        scope: QuotaScope,
+        rules: &[QuotaRule],
+        token: QuotaToken,
+    ) -> Result<QuotaDecision, StoreError> {
+        let mut invocation = SCRIPTS.reserve_quota.key(keys::quota(scope));
+        invocation.arg(token.0).arg(rule_args(rules));
+        let mut connection = self.connection.clone();
+        let wait_ms: u64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(match wait_ms {
+            0 => QuotaDecision::Granted,
+            ms => QuotaDecision::Exceeded {
+                retry_after: Duration::from_millis(ms),
+            },
+        })
+    }
+
+    async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError> {
+        let mut connection = self.connection.clone();
+        let command = redis::cmd("ZREM")
+            .arg(keys::quota(scope))
+            .arg(token.0)
+            .to_owned();
+        self.bounded(command.query_async::<()>(&mut connection))
+            .await
     }
 
     async fn pending_code(
@@ -335,6 +411,56 @@ impl Store for RedisStore {
         let command = redis::cmd("GETDEL").arg(keys::captcha(id)).to_owned();
         let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
         raw.map(|raw| decode_captcha(&raw)).transpose()
+    }
+
+    async fn begin_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        running: &IdempotencyRecord,
+        lease: Duration,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let mut connection = self.connection.clone();
+        // SET NX GET: claims the key, or returns what holds it, in one command.
+        let command = redis::cmd("SET")
+            .arg(keys::idempotency(key))
+            .arg(encode_record(running)?)
+            .arg("NX")
+            .arg("GET")
+            .arg("PX")
+            .arg(duration_ms(lease))
+            .to_owned();
+        let held: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
+        held.map(|raw| decode_record(&raw)).transpose()
+    }
+
+    async fn finish_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        done: &IdempotencyRecord,
+        retention: Duration,
+    ) -> Result<(), StoreError> {
+        let mut connection = self.connection.clone();
+        let command = redis::cmd("SET")
+            .arg(keys::idempotency(key))
+            .arg(encode_record(done)?)
+            .arg("PX")
+            .arg(duration_ms(retention))
+            .to_owned();
+        self.bounded(command.query_async::<()>(&mut connection))
+            .await
+    }
+
+    async fn abandon_idempotent(
+        &self,
+        key: &IdempotencyKey,
+        running: &IdempotencyRecord,
+    ) -> Result<(), StoreError> {
+        let mut invocation = SCRIPTS.abandon_idempotent.key(keys::idempotency(key));
+        invocation.arg(encode_record(running)?);
+        let mut connection = self.connection.clone();
+        self.bounded(invocation.invoke_async::<i64>(&mut connection))
+            .await
+            .map(drop)
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -38,22 +38,49 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, |_| {}).await
 }
 
+fn redis_settings(server: &RedisServer) -> StoreSettings {
+    StoreSettings::Redis(RedisSettings {
+        url: server.url(),
+        connect_timeout: Duration::from_millis(500),
+        command_timeout: Duration::from_millis(500),
+    })
+}
+
 pub async fn spawn_app_with(backend: Backend, customise: impl FnOnce(&mut Settings)) -> TestApp {
-    vcode::telemetry::init(false);
     let mut settings = test_settings();
     let redis = match backend {
         Backend::Memory => None,
         Backend::Redis => {
             let server = RedisServer::start();
-            settings.store = StoreSettings::Redis(RedisSettings {
-                url: server.url(),
-                connect_timeout: Duration::from_millis(500),
-                command_timeout: Duration::from_millis(500),
-            });
+            settings.store = redis_settings(&server);
             Some(server)
         }
     };
     customise(&mut settings);
+    start(settings, redis).await
+}
+
+/// Another instance on the Redis of `first` (which keeps owning it), as a second server of a
+/// deployment would be.
+pub async fn spawn_second_instance(
+    first: &TestApp,
+    customise: impl FnOnce(&mut Settings),
+) -> TestApp {
+    let server = first
+        .redis
+        .as_ref()
+        .expect("the first instance runs on Redis");
+    let mut settings = test_settings();
+    settings.store = redis_settings(server);
+    customise(&mut settings);
+    start(settings, None).await
+}
+
+async fn start(settings: Settings, redis: Option<RedisServer>) -> TestApp {
+    // Server logs only on request: `TEST_LOG=1 cargo test ...`.
+    if std::env::var_os("TEST_LOG").is_some() {
+        vcode::telemetry::init(false);
+    }
     let application = Application::build(settings)
         .await
         .expect("the application builds");

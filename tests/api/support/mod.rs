@@ -4,7 +4,7 @@ pub mod app;
 pub mod redis_server;
 pub mod sms_gateway;
 
-pub use app::{Backend, TestApp, spawn_app, spawn_app_with};
+pub use app::{Backend, TestApp, spawn_app, spawn_app_with, spawn_second_instance};
 pub use redis_server::RedisServer;
 pub use sms_gateway::SmsGateway;
 

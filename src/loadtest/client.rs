@@ -1,0 +1,237 @@
+//! The HTTP side of a load test: the API calls a user makes, spread in turn over the targets,
+//! each timed and classified by its envelope code.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context, bail};
+use reqwest::Url;
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::json;
+
+use crate::store::OutboxMessage;
+
+/// A phone no user gets: the preflight's outbox read.
+const PROBE_PHONE: &str = "+8613800000000";
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What a send came back with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SendAnswer {
+    /// 200: a code was stored and its SMS delivered.
+    Delivered,
+    /// 429/42900: a code is pending and its cooldown runs (vcode's dedup; not an anomaly).
+    Cooldown,
+    /// Anything else: the description says what.
+    Failed(String),
+}
+
+/// What a verify came back with.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VerifyAnswer {
+    /// 200: the code was accepted.
+    Accepted,
+    /// The code was compared and refused: 40010 wrong, 41000 missing, 42901 destroyed.
+    Rejected { api_code: i64 },
+    /// Anything else (including a quota refusal, where nothing was compared).
+    Failed(String),
+}
+
+/// One API call: its answer and when it ran, on the monotonic and on the wall clock (the
+/// outbox's `sent_at_ms` is wall-clock time of the same machine).
+#[derive(Clone, Debug)]
+pub struct Timed<T> {
+    pub answer: T,
+    pub started: Instant,
+    pub started_ms: u64,
+    pub ended: Instant,
+    pub ended_ms: u64,
+    /// Set when the service answered (failed connections have no latency).
+    pub latency: Option<Duration>,
+}
+
+#[derive(Deserialize)]
+struct Envelope<T> {
+    code: i64,
+    data: Option<T>,
+}
+
+#[derive(Deserialize)]
+struct OutboxData {
+    messages: Vec<OutboxMessage>,
+}
+
+/// Milliseconds since the Unix epoch, as the outbox writes them.
+pub fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    targets: Vec<Url>,
+    next: AtomicUsize,
+}
+
+impl Client {
+    pub fn new(targets: Vec<Url>) -> anyhow::Result<Self> {
+        if targets.is_empty() {
+            bail!("no target");
+        }
+        let http = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
+            .build()
+            .context("HTTP client")?;
+        Ok(Self {
+            http,
+            targets,
+            next: AtomicUsize::new(0),
+        })
+    }
+
+    /// Checks every target before the load starts: ready, and in dev mode (the outbox is how
+    /// users read their SMS).
+    pub async fn preflight(&self) -> anyhow::Result<()> {
+        for target in &self.targets {
+            let ready = self
+                .http
+                .get(join(target, "/readyz"))
+                .send()
+                .await
+                .with_context(|| format!("{target} does not answer"))?;
+            if !ready.status().is_success() {
+                bail!(
+                    "{target} is not ready (/readyz answered {})",
+                    ready.status()
+                );
+            }
+            let outbox = self
+                .http
+                .get(join(target, "/api/v1/dev/outbox"))
+                .query(&[("phone", PROBE_PHONE)])
+                .send()
+                .await
+                .with_context(|| format!("{target} does not answer"))?;
+            if !outbox.status().is_success() {
+                bail!(
+                    "{target} has no dev outbox (answered {}): start it with VCODE_DEV_MODE=1",
+                    outbox.status()
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// `POST /api/v1/otp/send`.
+    pub async fn send(&self, phone: &str) -> Timed<SendAnswer> {
+        let body = json!({ "phone": phone });
+        self.timed(async {
+            match self.post("/api/v1/otp/send", &body).await {
+                Ok((200, 200)) => (SendAnswer::Delivered, true),
+                Ok((429, 42900)) => (SendAnswer::Cooldown, true),
+                Ok((status, code)) => (SendAnswer::Failed(format!("send {status}/{code}")), true),
+                Err(error) => (SendAnswer::Failed(transport("send", &error)), false),
+            }
+        })
+        .await
+    }
+
+    /// `POST /api/v1/otp/verify`.
+    pub async fn verify(&self, phone: &str, code: &str) -> Timed<VerifyAnswer> {
+        let body = json!({ "phone": phone, "code": code });
+        self.timed(async {
+            match self.post("/api/v1/otp/verify", &body).await {
+                Ok((200, 200)) => (VerifyAnswer::Accepted, true),
+                // The envelope code's first three digits are the HTTP status.
+                Ok((_, api_code @ (40010 | 41000 | 42901))) => {
+                    (VerifyAnswer::Rejected { api_code }, true)
+                }
+                Ok((status, code)) => (
+                    VerifyAnswer::Failed(format!("verify {status}/{code}")),
+                    true,
+                ),
+                Err(error) => (VerifyAnswer::Failed(transport("verify", &error)), false),
+            }
+        })
+        .await
+    }
+
+    /// `GET /api/v1/dev/outbox?phone=`: every SMS the phone got, oldest first.
+    pub async fn outbox(&self, phone: &str) -> anyhow::Result<Vec<OutboxMessage>> {
+        let target = self.target();
+        let response = self
+            .http
+            .get(join(target, "/api/v1/dev/outbox"))
+            .query(&[("phone", phone)])
+            .send()
+            .await
+            .context("outbox read")?;
+        let status = response.status();
+        let envelope: Envelope<OutboxData> = response.json().await.context("outbox read")?;
+        match envelope.data {
+            Some(data) if status.is_success() => Ok(data.messages),
+            _ => bail!("outbox read answered {status}/{}", envelope.code),
+        }
+    }
+
+    /// The next target in turn.
+    fn target(&self) -> &Url {
+        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.targets.len();
+        &self.targets[index]
+    }
+
+    /// Posts JSON; the HTTP status and the envelope code.
+    async fn post(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<(u16, i64), reqwest::Error> {
+        let response = self
+            .http
+            .post(join(self.target(), path))
+            .json(body)
+            .send()
+            .await?;
+        let status = response.status().as_u16();
+        let envelope: Envelope<IgnoredAny> = response.json().await?;
+        Ok((status, envelope.code))
+    }
+
+    /// Runs one call, noting when it started and ended. The call says whether the service
+    /// answered, which is when a latency is recorded.
+    async fn timed<T>(&self, call: impl Future<Output = (T, bool)>) -> Timed<T> {
+        let (started, started_ms) = (Instant::now(), wall_ms());
+        let (answer, answered) = call.await;
+        let ended = Instant::now();
+        Timed {
+            answer,
+            started,
+            started_ms,
+            ended,
+            ended_ms: wall_ms(),
+            latency: answered.then(|| ended - started),
+        }
+    }
+}
+
+fn join(target: &Url, path: &str) -> Url {
+    let mut url = target.clone();
+    url.set_path(path);
+    url
+}
+
+/// A failure without an HTTP answer, kind only (the details would make every line unique).
+fn transport(call: &str, error: &reqwest::Error) -> String {
+    let kind = if error.is_timeout() {
+        "timeout"
+    } else if error.is_connect() {
+        "connection failed"
+    } else if error.is_decode() {
+        "not a JSON envelope"
+    } else {
+        "transport error"
+    };
+    format!("{call}: {kind}")
+}

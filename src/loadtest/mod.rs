@@ -1,0 +1,59 @@
+//! `vcode loadtest`: virtual users against running instances, counting lost and reused codes.
+//!
+//! Each virtual user has its own phone and reads its SMS from the dev outbox, so it knows
+//! exactly which codes it was sent; the ledger then judges every verify answer against that:
+//! a refused code that was delivered, unexpired, unused and within the attempt limit is a false
+//! rejection, and a code accepted twice is a double accept.
+
+mod client;
+mod ledger;
+mod options;
+mod progress;
+mod report;
+mod runner;
+mod tally;
+mod user;
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+
+pub use self::options::{Options, Scenario, Stop};
+pub use self::report::{Excused, Latency, Report, comparison_table};
+pub use self::runner::run;
+pub use self::tally::{Sends, Verifies};
+
+/// `vcode loadtest`: runs, prints the report (a table, or JSON with `--json`) on stdout, and
+/// with `--expect-clean` fails if the run was not clean.
+pub async fn run_cli(options: Options) -> anyhow::Result<()> {
+    let report = run(&options).await?;
+    if options.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table());
+    }
+    if options.expect_clean && !report.is_clean() {
+        bail!(
+            "--expect-clean: {} false rejections, {} double accepts, {} failed calls",
+            report.false_rejections,
+            report.double_accepts,
+            report.failed_calls()
+        );
+    }
+    Ok(())
+}
+
+/// `vcode loadtest-table`: reads `vcode loadtest --json` reports and prints them side by side.
+pub fn print_comparison(paths: &[PathBuf]) -> anyhow::Result<()> {
+    let reports = paths
+        .iter()
+        .map(|path| {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("{} is not a loadtest --json report", path.display()))
+        })
+        .collect::<anyhow::Result<Vec<Report>>>()?;
+    print!("{}", comparison_table(&reports));
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! What a load test does: targets, scenario, size, when to stop, seed and output (the
+//! `vcode loadtest` flags).
+
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use reqwest::Url;
+use serde::{Deserialize, Serialize};
+
+/// What one virtual user's login looks like.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum, Serialize, Deserialize,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// Tap "send" several times at once (double clicks, retries), then type the code of the
+    /// first SMS received.
+    ResendStorm,
+    /// Send once; then one device verifies that code while a second device of the same user
+    /// asks for a new code and, if one comes, types it.
+    LoginVsResend,
+    /// Send once, then submit the same correct code several times at once.
+    DoubleSubmit,
+    /// Each login picks one of the others at random (seeded).
+    Mixed,
+}
+
+impl Scenario {
+    /// The scenarios `mixed` picks from.
+    pub const CONCRETE: [Self; 3] = [Self::ResendStorm, Self::LoginVsResend, Self::DoubleSubmit];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ResendStorm => "resend-storm",
+            Self::LoginVsResend => "login-vs-resend",
+            Self::DoubleSubmit => "double-submit",
+            Self::Mixed => "mixed",
+        }
+    }
+}
+
+impl std::fmt::Display for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// When the load test stops starting new logins (logins under way finish).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    After(Duration),
+    Requests(u64),
+}
+
+pub const DEFAULT_USERS: usize = 100;
+pub const DEFAULT_CONCURRENCY: usize = 32;
+pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
+pub const DEFAULT_SEED: u64 = 1;
+pub const DEFAULT_TAPS: usize = 3;
+pub const DEFAULT_SUBMITS: usize = 3;
+pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
+pub const DEFAULT_CODE_TTL_SECS: u64 = 300;
+
+/// Plays virtual users against running vcode instances (dev mode, one shared Redis) and counts
+/// what went wrong for them: codes they received that were refused, codes accepted twice.
+#[derive(Clone, Debug, Args)]
+pub struct Options {
+    /// Base URL of a vcode instance in dev mode; repeat for several instances sharing one
+    /// Redis (requests are spread over them in turn).
+    #[arg(long = "target", value_name = "URL", required = true, value_parser = parse_target)]
+    pub targets: Vec<Url>,
+    #[arg(long, value_enum, default_value_t = Scenario::Mixed)]
+    pub scenario: Scenario,
+    /// Virtual users, each with its own phone number.
+    #[arg(long, default_value_t = DEFAULT_USERS)]
+    pub users: usize,
+    /// How many users are logging in at the same time.
+    #[arg(long, default_value_t = DEFAULT_CONCURRENCY)]
+    pub concurrency: usize,
+    /// Stop starting logins after this long (`10s`, `1500ms`, `2m`; 10s unless --requests).
+    #[arg(long, value_parser = parse_duration, conflicts_with = "requests")]
+    pub duration: Option<Duration>,
+    /// Stop starting logins once this many API requests (sends and verifies) were made.
+    #[arg(long)]
+    pub requests: Option<u64>,
+    /// Seed for the phone numbers and the users' choices: the same seed plays the same users.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub seed: u64,
+    /// Sends per login in resend-storm.
+    #[arg(long, default_value_t = DEFAULT_TAPS)]
+    pub taps: usize,
+    /// Simultaneous submissions of the code in double-submit.
+    #[arg(long, default_value_t = DEFAULT_SUBMITS)]
+    pub submits: usize,
+    /// The service's VCODE_MAX_ATTEMPTS: a rejection after that many failed attempts on a code
+    /// is not counted as false.
+    #[arg(long, default_value_t = DEFAULT_MAX_ATTEMPTS)]
+    pub max_attempts: u32,
+    /// The service's VCODE_CODE_TTL_SECS: a rejection of an older code is not counted as false.
+    #[arg(long, default_value_t = DEFAULT_CODE_TTL_SECS)]
+    pub code_ttl_secs: u64,
+    /// A name for this run in reports (e.g. the strategy under test).
+    #[arg(long)]
+    pub label: Option<String>,
+    /// Print the report as JSON on stdout (and no progress bar).
+    #[arg(long)]
+    pub json: bool,
+    /// Exit non-zero if any anomaly was seen (or any request failed, which could hide one).
+    #[arg(long)]
+    pub expect_clean: bool,
+    /// No progress bar.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+impl Options {
+    /// The defaults of `vcode loadtest --target ...`.
+    pub fn new(targets: Vec<Url>) -> Self {
+        Self {
+            targets,
+            scenario: Scenario::Mixed,
+            users: DEFAULT_USERS,
+            concurrency: DEFAULT_CONCURRENCY,
+            duration: None,
+            requests: None,
+            seed: DEFAULT_SEED,
+            taps: DEFAULT_TAPS,
+            submits: DEFAULT_SUBMITS,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            code_ttl_secs: DEFAULT_CODE_TTL_SECS,
+            label: None,
+            json: false,
+            expect_clean: false,
+            quiet: false,
+        }
+    }
+
+    pub fn stop(&self) -> Stop {
+        match (self.requests, self.duration) {
+            (Some(requests), _) => Stop::Requests(requests),
+            (None, duration) => Stop::After(duration.unwrap_or(DEFAULT_DURATION)),
+        }
+    }
+
+    /// Refuses option values that make no load test.
+    pub fn check(&self) -> Result<(), String> {
+        let rules: [(bool, &str); 6] = [
+            (!self.targets.is_empty(), "at least one --target"),
+            (self.users >= 1, "--users of at least 1"),
+            (self.concurrency >= 1, "--concurrency of at least 1"),
+            ((1..=20).contains(&self.taps), "--taps from 1 to 20"),
+            ((2..=20).contains(&self.submits), "--submits from 2 to 20"),
+            (self.max_attempts >= 1, "--max-attempts of at least 1"),
+        ];
+        match rules.into_iter().find(|(ok, _)| !ok) {
+            Some((_, expected)) => Err(format!("expected {expected}")),
+            None => match self.stop() {
+                Stop::After(duration) if duration.is_zero() => {
+                    Err("expected a --duration above 0".to_owned())
+                }
+                Stop::Requests(0) => Err("expected --requests of at least 1".to_owned()),
+                _ => Ok(()),
+            },
+        }
+    }
+}
+
+/// An `http://` or `https://` base URL.
+pub fn parse_target(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw).map_err(|e| format!("{raw:?}: {e}"))?;
+    match url.scheme() {
+        "http" | "https" => Ok(url),
+        _ => Err(format!("{raw:?}: expected an http:// or https:// URL")),
+    }
+}
+
+/// `1500ms`, `10s`, `2m`, or a bare number of seconds.
+pub fn parse_duration(raw: &str) -> Result<Duration, String> {
+    let raw = raw.trim();
+    let split = raw
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(raw.len());
+    let (number, unit) = raw.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{raw:?}: expected a duration such as 10s, 1500ms or 2m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "" | "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("{raw:?}: the unit must be ms, s or m")),
+    };
+    Duration::try_from_secs_f64(seconds).map_err(|e| format!("{raw:?}: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        options: Options,
+    }
+
+    fn parse(args: &[&str]) -> Result<Options, clap::Error> {
+        Cli::try_parse_from(std::iter::once("loadtest").chain(args.iter().copied()))
+            .map(|cli| cli.options)
+    }
+
+    #[test]
+    fn durations_take_ms_s_and_m() {
+        assert_eq!(parse_duration("1500ms"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("0.5s"), Ok(Duration::from_millis(500)));
+        for bad in ["", "s", "10h", "-1s", "ten"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn flags_match_the_library_defaults() {
+        let options = parse(&["--target", "http://127.0.0.1:8080"]).unwrap();
+        let defaults = Options::new(options.targets.clone());
+        assert_eq!(format!("{options:?}"), format!("{defaults:?}"));
+        assert_eq!(options.stop(), Stop::After(DEFAULT_DURATION));
+        assert_eq!(options.check(), Ok(()));
+    }
+
+    #[test]
+    fn targets_repeat_and_requests_replace_the_duration() {
+        let options = parse(&[
+            "--target",
+            "http://127.0.0.1:1",
+            "--target",
+            "http://127.0.0.1:2",
+            "--requests",
+            "500",
+            "--scenario",
+            "double-submit",
+        ])
+        .unwrap();
+        assert_eq!(options.targets.len(), 2);
+        assert_eq!(options.stop(), Stop::Requests(500));
+        assert_eq!(options.scenario, Scenario::DoubleSubmit);
+        assert!(
+            parse(&[
+                "--target",
+                "http://x",
+                "--requests",
+                "1",
+                "--duration",
+                "1s"
+            ])
+            .is_err()
+        );
+        assert!(parse(&["--target", "ftp://x"]).is_err());
+        assert!(parse(&[]).is_err(), "a target is required");
+    }
+
+    #[test]
+    fn check_refuses_empty_loads() {
+        let base = Options::new(vec![parse_target("http://127.0.0.1:1").unwrap()]);
+        let cases: [fn(&mut Options); 5] = [
+            |o| o.users = 0,
+            |o| o.concurrency = 0,
+            |o| o.submits = 1,
+            |o| o.duration = Some(Duration::ZERO),
+            |o| o.requests = Some(0),
+        ];
+        for change in cases {
+            let mut options = base.clone();
+            change(&mut options);
+            assert!(options.check().is_err(), "{options:?}");
+        }
+    }
+
+    #[test]
+    fn scenario_names_are_the_flag_values() {
+        for scenario in Scenario::CONCRETE.into_iter().chain([Scenario::Mixed]) {
+            let parsed = Scenario::from_str(scenario.as_str(), false).unwrap();
+            assert_eq!(parsed, scenario);
+            let json = serde_json::to_string(&scenario).unwrap();
+            assert_eq!(json, format!("\"{}\"", scenario.as_str()));
+        }
+    }
+}

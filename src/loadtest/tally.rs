@@ -1,0 +1,178 @@
+//! What users count while they play: requests and their latencies, answers by kind, SMS, and
+//! the ledger's findings. Each user keeps its own tally; the run adds them up at the end.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::Context;
+use hdrhistogram::Histogram;
+use serde::{Deserialize, Serialize};
+
+use super::client::{SendAnswer, Timed};
+use super::ledger::Findings;
+use super::options::Scenario;
+
+/// Latencies are recorded in microseconds, up to a minute, to three significant digits.
+const LATENCY_MAX_US: u64 = 60_000_000;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sends {
+    /// 200: a code stored and its SMS delivered.
+    pub delivered: u64,
+    /// 429/42900: refused while a code is pending (vcode's dedup, not an anomaly).
+    pub cooldown: u64,
+    pub failed: u64,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Verifies {
+    pub accepted: u64,
+    /// Compared and refused (40010, 41000, 42901), rightly or not.
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct Tally {
+    /// Sends and verifies (outbox reads are counted apart: they are the user's phone).
+    pub requests: u64,
+    pub latency_us: Histogram<u64>,
+    pub sends: Sends,
+    pub verifies: Verifies,
+    pub outbox_reads: u64,
+    pub sms_sent: u64,
+    /// Logins played, by scenario (`mixed` counts under the one it picked).
+    pub played: BTreeMap<Scenario, u64>,
+    /// Logins in which the user had no code to type (no SMS came).
+    pub played_without_code: u64,
+    pub findings: Findings,
+    /// Failed calls by kind, e.g. `send 503/50300`.
+    pub failures: BTreeMap<String, u64>,
+}
+
+impl Tally {
+    pub fn new() -> anyhow::Result<Self> {
+        Ok(Self {
+            requests: 0,
+            latency_us: Histogram::new_with_bounds(1, LATENCY_MAX_US, 3)
+                .context("latency histogram")?,
+            sends: Sends::default(),
+            verifies: Verifies::default(),
+            outbox_reads: 0,
+            sms_sent: 0,
+            played: BTreeMap::new(),
+            played_without_code: 0,
+            findings: Findings::default(),
+            failures: BTreeMap::new(),
+        })
+    }
+
+    /// One API request (send or verify) and its latency, if it was answered.
+    pub fn request<T>(&mut self, call: &Timed<T>) {
+        self.requests += 1;
+        if let Some(latency) = call.latency {
+            let micros = u64::try_from(latency.as_micros()).unwrap_or(u64::MAX);
+            self.latency_us.saturating_record(micros.max(1));
+        }
+    }
+
+    pub fn send(&mut self, answer: &SendAnswer) {
+        match answer {
+            SendAnswer::Delivered => self.sends.delivered += 1,
+            SendAnswer::Cooldown => self.sends.cooldown += 1,
+            SendAnswer::Failed(what) => {
+                self.sends.failed += 1;
+                self.failure(what);
+            }
+        }
+    }
+
+    pub fn failure(&mut self, what: &str) {
+        *self.failures.entry(what.to_owned()).or_default() += 1;
+    }
+
+    /// Adds another user's tally.
+    pub fn merge(&mut self, other: Tally) -> anyhow::Result<()> {
+        self.requests += other.requests;
+        self.latency_us
+            .add(&other.latency_us)
+            .context("merging latencies")?;
+        self.sends.delivered += other.sends.delivered;
+        self.sends.cooldown += other.sends.cooldown;
+        self.sends.failed += other.sends.failed;
+        self.verifies.accepted += other.verifies.accepted;
+        self.verifies.rejected += other.verifies.rejected;
+        self.verifies.failed += other.verifies.failed;
+        self.outbox_reads += other.outbox_reads;
+        self.sms_sent += other.sms_sent;
+        for (scenario, n) in other.played {
+            *self.played.entry(scenario).or_default() += n;
+        }
+        self.played_without_code += other.played_without_code;
+        self.findings += other.findings;
+        for (what, n) in other.failures {
+            *self.failures.entry(what).or_default() += n;
+        }
+        Ok(())
+    }
+
+    /// The latency at quantile `q` (0..=1); zero when nothing was recorded.
+    pub fn latency(&self, q: f64) -> Duration {
+        if self.latency_us.is_empty() {
+            return Duration::ZERO;
+        }
+        Duration::from_micros(self.latency_us.value_at_quantile(q))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn answered<T>(answer: T, latency_ms: u64) -> Timed<T> {
+        let now = Instant::now();
+        Timed {
+            answer,
+            started: now,
+            started_ms: 0,
+            ended: now,
+            ended_ms: 0,
+            latency: Some(Duration::from_millis(latency_ms)),
+        }
+    }
+
+    #[test]
+    fn tallies_add_up_and_percentiles_come_from_all_users() {
+        let mut a = Tally::new().unwrap();
+        let mut b = Tally::new().unwrap();
+        for ms in 1..=99 {
+            let call = answered(SendAnswer::Delivered, ms);
+            a.request(&call);
+            a.send(&call.answer);
+        }
+        let slow = answered(SendAnswer::Failed("send 503/50300".into()), 1000);
+        b.request(&slow);
+        b.send(&slow.answer);
+        *b.played.entry(Scenario::DoubleSubmit).or_default() += 2;
+        b.findings.false_rejections = 3;
+        a.merge(b).unwrap();
+
+        assert_eq!(a.requests, 100);
+        assert_eq!(a.sends.delivered, 99);
+        assert_eq!(a.sends.failed, 1);
+        assert_eq!(a.failures.get("send 503/50300"), Some(&1));
+        assert_eq!(a.played.get(&Scenario::DoubleSubmit), Some(&2));
+        assert_eq!(a.findings.false_rejections, 3);
+        let p50 = a.latency(0.5).as_secs_f64() * 1000.0;
+        assert!((49.0..=51.0).contains(&p50), "p50 {p50} ms");
+        let p99 = a.latency(0.99).as_secs_f64() * 1000.0;
+        assert!((98.0..=100.0).contains(&p99), "p99 {p99} ms");
+        assert!(a.latency(1.0) >= Duration::from_millis(999));
+    }
+
+    #[test]
+    fn an_empty_tally_has_zero_latency() {
+        assert_eq!(Tally::new().unwrap().latency(0.99), Duration::ZERO);
+    }
+}

@@ -1,0 +1,541 @@
+//! Abuse limits: per-phone, per-IP and global SMS quotas, the per-phone failed-verify quota,
+//! the region allow-list and the client address behind proxies — in the store and through
+//! HTTP, on both stores, and across two instances sharing one Redis.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::join_all;
+use serde_json::json;
+use vcode::client_ip::TrustedProxies;
+use vcode::config::AbuseSettings;
+use vcode::domain::{Code, CodeLength, Phone, Purpose, Region};
+use vcode::store::{
+    IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy,
+    Store, VerifyOutcome, VerifyParams,
+};
+
+use crate::support::app::Answer;
+use crate::support::{
+    Backend, TestApp, phone, random_phone, spawn_app_with, spawn_second_instance,
+};
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn rule(limit: u32, window: Duration) -> QuotaRule {
+    QuotaRule::new(limit, window).expect("a limit above 0")
+}
+
+fn no_limits(settings: &mut vcode::Settings) {
+    settings.abuse = AbuseSettings::unlimited();
+}
+
+fn issue_params(phone_quota: Vec<QuotaRule>) -> IssueParams {
+    IssueParams {
+        ttl: Duration::from_secs(300),
+        cooldown: Duration::ZERO,
+        policy: ResendPolicy::Reuse,
+        phone_quota,
+    }
+}
+
+async fn issue(
+    store: &dyn Store,
+    phone: &Phone,
+    purpose: &str,
+    params: &IssueParams,
+) -> IssueOutcome {
+    let purpose = Purpose::parse(purpose).unwrap();
+    store
+        .issue_code(
+            phone,
+            &purpose,
+            Code::generate(CodeLength::default()),
+            params,
+        )
+        .await
+        .unwrap()
+}
+
+/// An app whose store is checked directly (its quotas are set per call).
+async fn store_of(backend: Backend) -> TestApp {
+    spawn_app_with(backend, no_limits).await
+}
+
+async fn phone_quota_counts_sms_across_purposes(backend: Backend) {
+    let app = store_of(backend).await;
+    let phone = phone(&random_phone());
+    let params = issue_params(vec![rule(2, MINUTE)]);
+    assert!(matches!(
+        issue(&*app.store, &phone, "login", &params).await,
+        IssueOutcome::Deliver(_)
+    ));
+    assert!(matches!(
+        issue(&*app.store, &phone, "reset", &params).await,
+        IssueOutcome::Deliver(_)
+    ));
+    match issue(&*app.store, &phone, "signup", &params).await {
+        IssueOutcome::QuotaExceeded { retry_after } => {
+            assert!(
+                retry_after > Duration::from_secs(55) && retry_after <= MINUTE,
+                "{retry_after:?}"
+            )
+        }
+        other => panic!("expected the quota, got {other:?}"),
+    }
+    let signup = Purpose::parse("signup").unwrap();
+    assert!(
+        app.store
+            .pending_code(&phone, &signup)
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing issued"
+    );
+}
+
+async fn cooldown_is_answered_before_the_quota(backend: Backend) {
+    let app = store_of(backend).await;
+    let phone = phone(&random_phone());
+    let params = IssueParams {
+        cooldown: MINUTE,
+        ..issue_params(vec![rule(1, MINUTE)])
+    };
+    assert!(matches!(
+        issue(&*app.store, &phone, "login", &params).await,
+        IssueOutcome::Deliver(_)
+    ));
+    // A duplicate is deduplicated by the cooldown and costs no quota.
+    assert!(matches!(
+        issue(&*app.store, &phone, "login", &params).await,
+        IssueOutcome::Cooldown { .. }
+    ));
+}
+
+async fn an_undone_issue_gives_its_quota_back(backend: Backend) {
+    let app = store_of(backend).await;
+    let phone = phone(&random_phone());
+    let params = issue_params(vec![rule(1, MINUTE)]);
+    let IssueOutcome::Deliver(delivery) = issue(&*app.store, &phone, "login", &params).await else {
+        panic!("expected a delivery")
+    };
+    assert!(
+        app.store
+            .undo_issue(&phone, &Purpose::default(), &delivery.undo)
+            .await
+            .unwrap()
+    );
+    assert!(matches!(
+        issue(&*app.store, &phone, "login", &params).await,
+        IssueOutcome::Deliver(_)
+    ));
+}
+
+async fn the_window_slides(backend: Backend) {
+    let app = store_of(backend).await;
+    let phone = phone(&random_phone());
+    let window = Duration::from_millis(600);
+    let params = issue_params(vec![rule(2, window)]);
+    assert!(matches!(
+        issue(&*app.store, &phone, "a", &params).await,
+        IssueOutcome::Deliver(_)
+    ));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(matches!(
+        issue(&*app.store, &phone, "b", &params).await,
+        IssueOutcome::Deliver(_)
+    ));
+    let IssueOutcome::QuotaExceeded { retry_after } =
+        issue(&*app.store, &phone, "c", &params).await
+    else {
+        panic!("the window is full")
+    };
+    // Room again when the first event leaves, not when an aligned window restarts.
+    assert!(retry_after <= Duration::from_millis(300), "{retry_after:?}");
+    tokio::time::sleep(retry_after + Duration::from_millis(30)).await;
+    assert!(matches!(
+        issue(&*app.store, &phone, "c", &params).await,
+        IssueOutcome::Deliver(_)
+    ));
+    // The second event is still inside its window: no room for a fourth yet.
+    assert!(matches!(
+        issue(&*app.store, &phone, "d", &params).await,
+        IssueOutcome::QuotaExceeded { .. }
+    ));
+}
+
+async fn failed_verifies_are_limited_across_codes(backend: Backend) {
+    let app = store_of(backend).await;
+    let phone = phone(&random_phone());
+    let params = issue_params(Vec::new());
+    let verify = VerifyParams {
+        max_attempts: 5,
+        phone_failures: Some(rule(3, MINUTE)),
+    };
+    let mut codes = HashMap::new();
+    for purpose in ["login", "reset"] {
+        let IssueOutcome::Deliver(d) = issue(&*app.store, &phone, purpose, &params).await else {
+            panic!("expected a delivery")
+        };
+        codes.insert(purpose, d.code);
+    }
+    let wrong = |code: &Code| {
+        let digits: String = code
+            .expose()
+            .chars()
+            .map(|c| if c == '0' { '1' } else { '0' })
+            .collect();
+        Code::parse(&digits, CodeLength::default()).unwrap()
+    };
+    let login = Purpose::default();
+    let reset = Purpose::parse("reset").unwrap();
+    for purpose in [&login, &reset, &login] {
+        let outcome = app
+            .store
+            .verify_code(&phone, purpose, &wrong(&codes[purpose.as_str()]), verify)
+            .await
+            .unwrap();
+        assert!(
+            matches!(outcome, VerifyOutcome::Mismatch { .. }),
+            "{outcome:?}"
+        );
+    }
+    // Even the right code is not compared now, and it stays pending.
+    let outcome = app
+        .store
+        .verify_code(&phone, &reset, &codes["reset"], verify)
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, VerifyOutcome::QuotaExceeded { .. }),
+        "{outcome:?}"
+    );
+    assert!(
+        app.store
+            .pending_code(&phone, &reset)
+            .await
+            .unwrap()
+            .is_some()
+    );
+}
+
+async fn reservations_hold_exactly_the_limit_under_concurrency(backend: Backend) {
+    let app = store_of(backend).await;
+    let scope = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
+    let rules = vec![rule(10, MINUTE)];
+    let attempts = (0..50).map(|_| {
+        let (store, rules) = (app.store.clone(), rules.clone());
+        tokio::spawn(async move {
+            store
+                .reserve_quota(scope, &rules, QuotaToken::generate())
+                .await
+                .unwrap()
+        })
+    });
+    let decisions: Vec<QuotaDecision> = join_all(attempts)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        decisions
+            .iter()
+            .filter(|d| **d == QuotaDecision::Granted)
+            .count(),
+        10
+    );
+    // Other scopes have their own logs; a release makes room again.
+    let other = QuotaScope::ClientIp("203.0.113.8".parse().unwrap());
+    let token = QuotaToken::generate();
+    assert_eq!(
+        app.store.reserve_quota(other, &rules, token).await.unwrap(),
+        QuotaDecision::Granted
+    );
+    assert_eq!(
+        app.store
+            .reserve_quota(QuotaScope::Global, &[rule(1, MINUTE)], token)
+            .await
+            .unwrap(),
+        QuotaDecision::Granted
+    );
+    let full = app
+        .store
+        .reserve_quota(scope, &rules, QuotaToken::generate())
+        .await
+        .unwrap();
+    assert!(matches!(full, QuotaDecision::Exceeded { .. }));
+    let mine = QuotaToken::generate();
+    assert!(matches!(
+        app.store
+            .reserve_quota(other, &[rule(2, MINUTE)], mine)
+            .await
+            .unwrap(),
+        QuotaDecision::Granted
+    ));
+    assert!(matches!(
+        app.store
+            .reserve_quota(other, &[rule(2, MINUTE)], QuotaToken::generate())
+            .await
+            .unwrap(),
+        QuotaDecision::Exceeded { .. }
+    ));
+    app.store.release_quota(other, mine).await.unwrap();
+    assert!(matches!(
+        app.store
+            .reserve_quota(other, &[rule(2, MINUTE)], QuotaToken::generate())
+            .await
+            .unwrap(),
+        QuotaDecision::Granted
+    ));
+}
+
+fn assert_quota_answer(answer: &Answer) {
+    assert_eq!((answer.status, answer.code()), (429, 42902), "{answer:?}");
+    let retry_after: u64 = answer
+        .retry_after
+        .as_deref()
+        .expect("Retry-After")
+        .parse()
+        .unwrap();
+    assert!(retry_after >= 1);
+    assert_eq!(answer.body["data"]["retry_after"], json!(retry_after));
+}
+
+async fn phone_quota_through_http(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse = AbuseSettings {
+            sends_per_phone_hour: 3,
+            ..AbuseSettings::unlimited()
+        };
+        s.otp.resend_cooldown = Duration::ZERO;
+    })
+    .await;
+    let number = random_phone();
+    for _ in 0..3 {
+        assert_eq!(app.send(&number).await.status, 200);
+    }
+    assert_quota_answer(&app.send(&number).await);
+    assert_eq!(
+        app.inbox(&number).await.len(),
+        3,
+        "no SMS for the refused send"
+    );
+}
+
+async fn ip_quota_through_http_leaves_no_code_behind(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse = AbuseSettings {
+            sends_per_ip_hour: 3,
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await;
+    for _ in 0..3 {
+        assert_eq!(app.send(&random_phone()).await.status, 200);
+    }
+    let fourth = random_phone();
+    assert_quota_answer(&app.send(&fourth).await);
+    assert!(app.inbox(&fourth).await.is_empty());
+    let pending = app
+        .store
+        .pending_code(&phone(&fourth), &Purpose::default())
+        .await
+        .unwrap();
+    assert!(pending.is_none(), "the refused send's code was rolled back");
+}
+
+async fn global_budget_through_http(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse = AbuseSettings {
+            sends_global_minute: 2,
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await;
+    assert_eq!(app.send(&random_phone()).await.status, 200);
+    assert_eq!(app.send(&random_phone()).await.status, 200);
+    assert_quota_answer(&app.send(&random_phone()).await);
+}
+
+async fn failed_verify_quota_outlives_fresh_codes(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse = AbuseSettings {
+            failed_verifies_per_phone_day: 3,
+            ..AbuseSettings::unlimited()
+        };
+        s.otp.resend_cooldown = Duration::ZERO;
+        s.otp.resend = ResendPolicy::Rotate;
+    })
+    .await;
+    let number = random_phone();
+    app.send(&number).await;
+    let code = app.last_code(&number).await;
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    for _ in 0..3 {
+        assert_eq!(app.verify(&number, wrong).await.code(), 40010);
+    }
+    assert_quota_answer(&app.verify(&number, &code).await);
+    // A fresh code does not mean fresh guesses.
+    assert_eq!(app.send(&number).await.status, 200);
+    let fresh = app.last_code(&number).await;
+    assert_quota_answer(&app.verify(&number, &fresh).await);
+}
+
+async fn numbers_outside_the_allowed_regions_are_invalid(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse.allowed_regions = vec![Region::parse("HK").unwrap()];
+    })
+    .await;
+    let refused = app.send(&random_phone()).await;
+    assert_eq!((refused.status, refused.code()), (400, 40001));
+    assert_eq!(app.send("+85251234567").await.status, 200);
+}
+
+async fn send_from(app: &TestApp, number: &str, forwarded_for: &str) -> Answer {
+    app.request(
+        app.client
+            .post(app.url("/api/v1/otp/send"))
+            .header("x-forwarded-for", forwarded_for)
+            .json(&json!({ "phone": number })),
+    )
+    .await
+}
+
+async fn spoofed_forwarded_for_changes_nothing(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse = AbuseSettings {
+            sends_per_ip_hour: 2,
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await;
+    // The peer (127.0.0.1) is no trusted proxy: every send counts against it.
+    assert_eq!(
+        send_from(&app, &random_phone(), "198.51.100.1")
+            .await
+            .status,
+        200
+    );
+    assert_eq!(
+        send_from(&app, &random_phone(), "198.51.100.2")
+            .await
+            .status,
+        200
+    );
+    assert_quota_answer(&send_from(&app, &random_phone(), "198.51.100.3").await);
+}
+
+async fn a_trusted_proxy_names_the_client(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse = AbuseSettings {
+            sends_per_ip_hour: 2,
+            trusted_proxies: TrustedProxies::parse("127.0.0.0/8").unwrap(),
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await;
+    for client in ["198.51.100.1", "198.51.100.2", "198.51.100.3"] {
+        assert_eq!(
+            send_from(&app, &random_phone(), client).await.status,
+            200,
+            "{client}"
+        );
+    }
+    // A client-written hop to the left does not help: the right-most untrusted one counts.
+    assert_eq!(
+        send_from(&app, &random_phone(), "6.6.6.6, 198.51.100.1")
+            .await
+            .status,
+        200
+    );
+    assert_quota_answer(&send_from(&app, &random_phone(), "7.7.7.7, 198.51.100.1").await);
+}
+
+on_both_stores!(
+    phone_quota_counts_sms_across_purposes,
+    cooldown_is_answered_before_the_quota,
+    an_undone_issue_gives_its_quota_back,
+    the_window_slides,
+    failed_verifies_are_limited_across_codes,
+    reservations_hold_exactly_the_limit_under_concurrency,
+    phone_quota_through_http,
+    ip_quota_through_http_leaves_no_code_behind,
+    global_budget_through_http,
+    failed_verify_quota_outlives_fresh_codes,
+    numbers_outside_the_allowed_regions_are_invalid,
+    spoofed_forwarded_for_changes_nothing,
+    a_trusted_proxy_names_the_client,
+);
+
+async fn tally(answers: Vec<Answer>) -> HashMap<i64, usize> {
+    let mut tally = HashMap::new();
+    for answer in answers {
+        *tally.entry(answer.code()).or_default() += 1;
+    }
+    tally
+}
+
+/// Two instances sharing one harness-started Redis, as a deployment would run them.
+async fn two_instances(customise: fn(&mut vcode::Settings)) -> (Arc<TestApp>, Arc<TestApp>) {
+    let first = spawn_app_with(Backend::Redis, customise).await;
+    let second = spawn_second_instance(&first, customise).await;
+    (Arc::new(first), Arc::new(second))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn phone_quota_holds_across_two_instances() {
+    let (a, b) = two_instances(|s| {
+        s.abuse = AbuseSettings {
+            sends_per_phone_hour: 5,
+            ..AbuseSettings::unlimited()
+        };
+        s.otp.resend_cooldown = Duration::ZERO;
+    })
+    .await;
+    let number = random_phone();
+    let sends = (0..40).map(|i| {
+        let app = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let number = number.clone();
+        tokio::spawn(async move { app.send(&number).await })
+    });
+    let answers = join_all(sends)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let tally = tally(answers).await;
+    assert_eq!(tally.get(&200), Some(&5), "{tally:?}");
+    assert_eq!(tally.get(&42902), Some(&35), "{tally:?}");
+    assert_eq!(a.inbox(&number).await.len(), 5, "exactly five SMS");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn ip_quota_holds_across_two_instances() {
+    let (a, b) = two_instances(|s| {
+        s.abuse = AbuseSettings {
+            sends_per_ip_hour: 10,
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await;
+    let numbers: Vec<String> = (0..40).map(|_| random_phone()).collect();
+    let sends = numbers.iter().enumerate().map(|(i, number)| {
+        let app = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let number = number.clone();
+        tokio::spawn(async move { app.send(&number).await })
+    });
+    let answers = join_all(sends)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let tally = tally(answers).await;
+    assert_eq!(tally.get(&200), Some(&10), "{tally:?}");
+    assert_eq!(tally.get(&42902), Some(&30), "{tally:?}");
+    let mut delivered = 0;
+    for number in &numbers {
+        delivered += a.inbox(number).await.len();
+    }
+    assert_eq!(delivered, 10, "exactly ten SMS");
+}
