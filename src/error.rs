@@ -23,6 +23,8 @@ pub enum ApiError {
     WrongCode { remaining_attempts: u32 },
     #[error("wrong or missing captcha")]
     WrongCaptcha,
+    #[error("missing or wrong bearer token")]
+    Unauthorized,
     #[error("not found")]
     NotFound,
     #[error("method not allowed")]
@@ -68,6 +70,7 @@ impl ApiError {
             Self::InvalidPurpose => 40003,
             Self::WrongCode { .. } => 40010,
             Self::WrongCaptcha => 40020,
+            Self::Unauthorized => 40100,
             Self::NotFound => 40400,
             Self::MethodNotAllowed => 40500,
             Self::CodeExpired => 41000,
@@ -167,6 +170,7 @@ mod tests {
                 remaining_attempts: 1,
             },
             ApiError::WrongCaptcha,
+            ApiError::Unauthorized,
             ApiError::NotFound,
             ApiError::MethodNotAllowed,
             ApiError::CodeExpired,

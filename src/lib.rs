@@ -9,10 +9,12 @@ pub mod envelope;
 pub mod error;
 pub mod idempotency;
 pub mod loadtest;
+pub mod metrics;
 pub mod otp;
 pub mod routes;
 pub mod sms;
 pub mod startup;
+pub mod stats;
 pub mod store;
 pub mod telemetry;
 

@@ -9,6 +9,7 @@ use crate::config::{AbuseSettings, OtpSettings};
 use crate::domain::{Code, Phone, Purpose};
 use crate::error::{ApiError, retry_after_secs};
 use crate::sms::{SmsMessage, SmsSender};
+use crate::stats::{Event, Stats};
 use crate::store::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, OutboxMessage, QuotaDecision, QuotaRule,
     QuotaScope, QuotaToken, Store, VerifyOutcome, VerifyParams,
@@ -28,6 +29,7 @@ pub struct OtpService {
     /// Quotas outside the phone's hash tag, reserved after the issue: (scope kind, rules).
     ip_quota: Vec<QuotaRule>,
     global_quota: Vec<QuotaRule>,
+    stats: Arc<Stats>,
     /// Dev mode: keep every delivered SMS in the store's outbox.
     record_outbox: bool,
 }
@@ -48,6 +50,7 @@ impl OtpService {
         sender: Arc<dyn SmsSender>,
         settings: OtpSettings,
         abuse: &AbuseSettings,
+        stats: Arc<Stats>,
         record_outbox: bool,
     ) -> Self {
         let issue_params = IssueParams {
@@ -79,6 +82,7 @@ impl OtpService {
                 .into_iter()
                 .collect(),
             settings,
+            stats,
             record_outbox,
         }
     }
@@ -119,12 +123,14 @@ impl OtpService {
         {
             IssueOutcome::Deliver(delivery) => delivery,
             IssueOutcome::Cooldown { retry_after } => {
+                self.stats.record(Event::DedupCooldown);
                 tracing::info!(%phone, %purpose, retry_after_ms = retry_after.as_millis() as u64, "send refused: cooldown running");
                 return Err(ApiError::ResendCooldown {
                     retry_after_secs: retry_after_secs(retry_after),
                 });
             }
             IssueOutcome::QuotaExceeded { retry_after } => {
+                self.stats.record(Event::QuotaPhone);
                 tracing::warn!(%phone, %purpose, quota = "phone", "send refused: quota exceeded");
                 return Err(ApiError::QuotaExceeded {
                     retry_after_secs: retry_after_secs(retry_after),
@@ -156,11 +162,13 @@ impl OtpService {
             expires_in: self.settings.code_ttl,
         };
         if let Err(sms_error) = self.sender.send(&message).await {
+            self.stats.record(Event::SmsFailed);
             let error = ApiError::SmsDelivery(sms_error);
             self.undo(phone, purpose, &delivery, &error).await;
             self.release(reservations).await;
             return Err(error);
         }
+        self.stats.record(Event::SmsSent);
         tracing::info!(%phone, %purpose, "SMS delivered");
 
         if self.record_outbox {
@@ -176,9 +184,13 @@ impl OtpService {
     /// took and answers 42902.
     async fn reserve_budgets(&self, client_ip: IpAddr) -> Result<Reservations, ApiError> {
         let mut reserved = Reservations(Vec::new());
-        for (scope, rules, name) in [
-            (QuotaScope::ClientIp(client_ip), &self.ip_quota, "client_ip"),
-            (QuotaScope::Global, &self.global_quota, "global"),
+        for (scope, rules, event) in [
+            (
+                QuotaScope::ClientIp(client_ip),
+                &self.ip_quota,
+                Event::QuotaIp,
+            ),
+            (QuotaScope::Global, &self.global_quota, Event::QuotaGlobal),
         ] {
             if rules.is_empty() {
                 continue;
@@ -194,7 +206,8 @@ impl OtpService {
             match decision {
                 QuotaDecision::Granted => reserved.0.push((scope, token)),
                 QuotaDecision::Exceeded { retry_after } => {
-                    tracing::warn!(%client_ip, quota = name, "send refused: quota exceeded");
+                    self.stats.record(event);
+                    tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");
                     self.release(reserved).await;
                     return Err(ApiError::QuotaExceeded {
                         retry_after_secs: retry_after_secs(retry_after),
@@ -243,22 +256,27 @@ impl OtpService {
             .await?;
         match outcome {
             VerifyOutcome::Verified => {
+                self.stats.record(Event::VerifyOk);
                 tracing::info!(%phone, %purpose, "code verified");
                 Ok(())
             }
             VerifyOutcome::Mismatch { remaining_attempts } => {
+                self.stats.record(Event::VerifyWrong);
                 tracing::info!(%phone, %purpose, remaining_attempts, "wrong code");
                 Err(ApiError::WrongCode { remaining_attempts })
             }
             VerifyOutcome::Destroyed => {
+                self.stats.record(Event::VerifyLocked);
                 tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed");
                 Err(ApiError::TooManyAttempts)
             }
             VerifyOutcome::Missing => {
+                self.stats.record(Event::VerifyExpired);
                 tracing::info!(%phone, %purpose, "verify: no pending code");
                 Err(ApiError::CodeExpired)
             }
             VerifyOutcome::QuotaExceeded { retry_after } => {
+                self.stats.record(Event::QuotaFailures);
                 tracing::warn!(%phone, %purpose, quota = "phone_failures", "verify refused: quota exceeded");
                 Err(ApiError::QuotaExceeded {
                     retry_after_secs: retry_after_secs(retry_after),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use tracing_actix_web::TracingLogger;
@@ -15,16 +16,22 @@ use crate::config::{AbuseSettings, Settings, SmsSettings, StoreSettings};
 use crate::otp::OtpService;
 use crate::routes;
 use crate::sms::{LogSender, SmsSender, WebhookSender};
+use crate::stats::Stats;
 use crate::store::redis::legacy;
 use crate::store::{MemoryStore, RedisStore, Store};
 use crate::telemetry::RequestSpan;
 
+/// How often the daily counters counted in-process are added to the store.
+const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
+
 /// What every handler can reach.
 pub struct AppState {
     pub store: Arc<dyn Store>,
+    pub stats: Arc<Stats>,
     pub otp: Arc<OtpService>,
     pub captcha: CaptchaService,
     pub abuse: AbuseSettings,
+    pub admin_token: Option<String>,
 }
 
 pub struct Application {
@@ -56,18 +63,22 @@ impl Application {
         if settings.dev_mode {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }
+        let stats = Stats::spawn(store.clone(), STATS_FLUSH_INTERVAL);
         let otp = Arc::new(OtpService::new(
             store.clone(),
             sender,
             settings.otp.clone(),
             &settings.abuse,
+            stats.clone(),
             settings.dev_mode,
         ));
         let state = web::Data::new(AppState {
             store: store.clone(),
+            stats: stats.clone(),
             otp,
-            captcha: CaptchaService::new(store.clone(), settings.captcha.clone()),
+            captcha: CaptchaService::new(store.clone(), settings.captcha.clone(), stats.clone()),
             abuse: settings.abuse.clone(),
+            admin_token: settings.admin_token.clone(),
         });
 
         let listener = TcpListener::bind(settings.bind)
@@ -75,11 +86,14 @@ impl Application {
         let port = listener.local_addr()?.port();
         let max_body_bytes = settings.max_body_bytes;
         let dev_mode = settings.dev_mode;
+        let stats_route = settings.admin_token.is_some();
+        crate::metrics::handle();
         let server = HttpServer::new(move || {
             App::new()
+                .wrap(from_fn(crate::metrics::track_requests))
                 .wrap(TracingLogger::<RequestSpan>::new())
                 .app_data(state.clone())
-                .configure(|cfg| routes::config(cfg, max_body_bytes, dev_mode))
+                .configure(|cfg| routes::config(cfg, max_body_bytes, dev_mode, stats_route))
                 .default_service(web::to(routes::not_found))
         })
         .shutdown_timeout(10)

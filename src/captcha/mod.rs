@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::domain::{CaptchaAnswer, CaptchaId};
 use crate::error::ApiError;
+use crate::stats::{Event, Stats};
 use crate::store::{Store, StoredCaptcha};
 
 #[derive(Clone, Debug)]
@@ -35,11 +36,16 @@ impl Default for CaptchaSettings {
 pub struct CaptchaService {
     store: Arc<dyn Store>,
     settings: CaptchaSettings,
+    stats: Arc<Stats>,
 }
 
 impl CaptchaService {
-    pub fn new(store: Arc<dyn Store>, settings: CaptchaSettings) -> Self {
-        Self { store, settings }
+    pub fn new(store: Arc<dyn Store>, settings: CaptchaSettings, stats: Arc<Stats>) -> Self {
+        Self {
+            store,
+            settings,
+            stats,
+        }
     }
 
     pub fn settings(&self) -> &CaptchaSettings {
@@ -59,6 +65,7 @@ impl CaptchaService {
         self.store
             .put_captcha(&id, &captcha, self.settings.ttl)
             .await?;
+        self.stats.record(Event::CaptchaCreated);
         tracing::debug!(%id, "captcha created");
         Ok(id)
     }
@@ -88,21 +95,25 @@ impl CaptchaService {
     /// Consumes the captcha and checks the answer. A malformed id is no captcha; an empty
     /// answer never matches, and still consumes the captcha.
     pub async fn verify(&self, id: Option<&str>, answer: Option<&str>) -> Result<(), ApiError> {
-        let id = id
-            .and_then(CaptchaId::parse)
-            .ok_or(ApiError::WrongCaptcha)?;
+        let Some(id) = id.and_then(CaptchaId::parse) else {
+            self.stats.record(Event::CaptchaFailed);
+            return Err(ApiError::WrongCaptcha);
+        };
         let taken = self.store.take_captcha(&id).await?;
         let answer = answer.and_then(CaptchaAnswer::parse);
         match (taken, answer) {
             (Some(captcha), Some(answer)) if answer.matches(&captcha.answer) => {
+                self.stats.record(Event::CaptchaSolved);
                 tracing::info!(%id, "captcha solved");
                 Ok(())
             }
             (Some(_), _) => {
+                self.stats.record(Event::CaptchaFailed);
                 tracing::info!(%id, "captcha wrong: consumed");
                 Err(ApiError::WrongCaptcha)
             }
             (None, _) => {
+                self.stats.record(Event::CaptchaFailed);
                 tracing::info!(%id, "captcha unknown, used or expired");
                 Err(ApiError::WrongCaptcha)
             }

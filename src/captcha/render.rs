@@ -28,7 +28,7 @@ pub const DEFAULT_WIDTH: u32 = 160;
 pub const DEFAULT_HEIGHT: u32 = 60;
 /// Narrowest picture: six characters still get glyphs about 20 px tall.
 pub const MIN_WIDTH: u32 = 120;
-/// Widest picture: beyond this the glyphs get no bigger, only the file does.
+/// Widest picture: glyph size follows the height, so more width only adds margin and bytes.
 pub const MAX_WIDTH: u32 = 400;
 /// Lowest picture: glyphs are still about 20 px tall.
 pub const MIN_HEIGHT: u32 = 40;
@@ -81,7 +81,7 @@ pub fn render_png(
     }
     if let Some(bad) = answer
         .chars()
-        .find(|&c| !c.is_ascii() || !ALPHABET.contains(&(c as u8)))
+        .find(|&c| !u8::try_from(c).is_ok_and(|b| ALPHABET.contains(&b)))
     {
         return Err(RenderError::InvalidChar(bad));
     }
@@ -98,15 +98,15 @@ static FONT: LazyLock<FontRef<'static>> = LazyLock::new(|| {
     FontRef::try_from_slice(FONT_BYTES).expect("embedded DejaVu Sans Mono Bold must parse")
 });
 
-/// Ink colours, dark enough for a contrast ratio of at least ~7:1 on every background below, and
-/// different in hue so neighbouring characters do not merge.
+/// Ink colours: a WCAG contrast ratio of at least 7.3:1 on every background below (4.5:1 is the
+/// usual bar for text), and different in hue so neighbouring characters do not merge.
 const INKS: [[u8; 3]; 8] = [
     [24, 52, 140], // navy
     [140, 24, 36], // crimson
-    [18, 96, 44],  // forest green
+    [12, 84, 38],  // forest green
     [92, 30, 124], // purple
-    [120, 64, 8],  // brown
-    [8, 86, 98],   // teal
+    [108, 56, 6],  // brown
+    [6, 78, 90],   // teal
     [48, 48, 60],  // slate
     [138, 24, 96], // magenta
 ];
@@ -115,8 +115,8 @@ const INKS: [[u8; 3]; 8] = [
 const BACKGROUND: RangeInclusive<u8> = 234..=250;
 
 /// Inks one picture uses (neighbouring characters always differ). Three inks of `COVER_STEPS`
-/// shades plus the background make 16 colours: a 4-bit palette, which halves what the PNG
-/// compressor has to chew through compared with 8 bits per pixel.
+/// shades plus the background make 16 colours: a 4-bit palette, half the bytes of 8-bit indices
+/// whether the PNG stores or compresses them.
 const PENS: usize = 3;
 /// Coverage is quantised to this many steps per pen: enough for smooth edges.
 const COVER_STEPS: usize = 5;
@@ -131,7 +131,7 @@ const HEIGHT_FILL: f32 = 0.78;
 const WIDTH_FILL: f32 = 1.6;
 /// Horizontal pitch of the characters as a share of the glyph size: the word stays together in
 /// wide pictures instead of spreading out.
-const PITCH: f32 = 0.62;
+const PITCH: f32 = 0.68;
 /// Per-character size jitter.
 const SIZE_JITTER: Range<f32> = 0.86..1.06;
 /// Largest tilt of one character, in radians (about 22 degrees): more starts to turn N into Z.
@@ -186,7 +186,7 @@ fn palette(background: [u8; 3], inks: &[[u8; 3]]) -> Vec<[u8; 3]> {
 
 /// What has been drawn so far: one byte per pixel, `step << PEN_BITS | pen`, where `step` is how
 /// much ink it has (a coverage step, 0 for none) and `pen` whose ink it is. Packing the step above
-/// the pen makes "keep the strongest ink" a plain, branch-free `max`.
+/// the pen makes "keep the strongest ink" a plain `max` of bytes.
 struct Canvas {
     width: usize,
     height: usize,
@@ -324,14 +324,13 @@ fn draw_text(
     let pitch = ((w - 2.0 * margin_x) / chars).min(size * PITCH);
     let left = (w - pitch * chars) / 2.0;
     let units = size / FONT.height_unscaled();
-    let mut pen = PENS as u8;
+    let mut pen = rng.random_range(0..PENS as u8);
     for (i, c) in answer.chars().enumerate() {
-        // Never the same pen twice in a row, so neighbouring characters stay distinguishable.
-        let mut next = rng.random_range(0..PENS as u8 - 1);
-        if next >= pen {
-            next += 1;
+        if i > 0 {
+            // Never the same pen twice in a row, so neighbouring characters stay distinguishable.
+            let other = rng.random_range(0..PENS as u8 - 1);
+            pen = if other >= pen { other + 1 } else { other };
         }
-        pen = next;
         let Some(outline) = FONT.outline(FONT.glyph_id(c)) else {
             continue;
         };
@@ -360,23 +359,7 @@ fn draw_text(
             ))
         };
         for curve in &outline.curves {
-            // The control polygon is at least as long as the curve.
-            let (from, length) = match *curve {
-                OutlineCurve::Line(a, b) => (a, distance(a, b)),
-                OutlineCurve::Quad(a, b, c) => (a, distance(a, b) + distance(b, c)),
-                OutlineCurve::Cubic(a, b, c, d) => {
-                    (a, distance(a, b) + distance(b, c) + distance(c, d))
-                }
-            };
-            let pieces = (length * scale / SEGMENT).ceil().max(1.0);
-            let mut start = place(from);
-            for k in 1..pieces as usize {
-                let end = place(bezier(curve, k as f32 / pieces));
-                raster.line(start, end);
-                start = end;
-            }
-            // The exact end point, so that consecutive curves join without a gap.
-            raster.line(start, place(curve_end(curve)));
+            trace(raster, curve, scale, place);
         }
         raster.fill(canvas, pen);
     }
@@ -390,6 +373,31 @@ fn fit(v: f32, lo: f32, hi: f32) -> f32 {
     } else {
         v.clamp(lo, hi)
     }
+}
+
+/// Adds a curve given in font units to `raster` as straight pieces of at most about `SEGMENT`
+/// pixels (`pixels_per_unit` apart from the warp), their ends mapped through `place`.
+fn trace(
+    raster: &mut Raster,
+    curve: &OutlineCurve,
+    pixels_per_unit: f32,
+    place: impl Fn(Point) -> Point,
+) {
+    // The control polygon is at least as long as the curve.
+    let (from, length) = match *curve {
+        OutlineCurve::Line(a, b) => (a, distance(a, b)),
+        OutlineCurve::Quad(a, b, c) => (a, distance(a, b) + distance(b, c)),
+        OutlineCurve::Cubic(a, b, c, d) => (a, distance(a, b) + distance(b, c) + distance(c, d)),
+    };
+    let pieces = (length * pixels_per_unit / SEGMENT).ceil().max(1.0);
+    let mut start = place(from);
+    for k in 1..pieces as usize {
+        let end = place(bezier(curve, k as f32 / pieces));
+        raster.line(start, end);
+        start = end;
+    }
+    // The exact end point, so that consecutive curves join without a gap.
+    raster.line(start, place(curve_end(curve)));
 }
 
 fn distance(a: Point, b: Point) -> f32 {
@@ -472,12 +480,12 @@ fn sprinkle_dots(canvas: &mut Canvas, rng: &mut StdRng) {
     }
 }
 
-/// Anti-aliased polygon filler by signed-area accumulation (the technique of font-rs and
-/// ab_glyph's rasterizer): every edge adds, to each cell it crosses, the signed share of that
-/// row's coverage it starts there; a running sum along the row then gives each pixel's coverage.
-/// Kept here rather than using ab_glyph's `draw` because that allocates per glyph and divides per
-/// pixel, which was most of the render time; this one spans the canvas, is reused for every shape
-/// and clears only the cells a shape touched.
+/// Anti-aliased polygon filler by signed-area accumulation: every edge adds, to each cell it
+/// crosses, the signed share of that row's coverage it starts there; a running sum along the row
+/// then gives each pixel's coverage. The edge arithmetic follows ab_glyph_rasterizer's
+/// `draw_line` (Apache-2.0, after font-rs). Kept here rather than calling ab_glyph's `draw`
+/// because that allocates per glyph and divides per pixel, which was most of the render time;
+/// this one spans the canvas, is reused for every shape and clears only the cells a shape touched.
 struct Raster {
     width: usize,
     height: usize,
@@ -567,12 +575,12 @@ impl Raster {
     /// Turns the edges added since the last fill into coverage, lays it onto the canvas with
     /// `pen`, and clears the cells for the next shape.
     fn fill(&mut self, canvas: &mut Canvas, pen: u8) {
-        let (rows, cols) = (
+        let (rows, columns) = (
             std::mem::replace(&mut self.rows, 0..0),
             std::mem::replace(&mut self.columns, 0..0),
         );
         let stride = self.width + 2;
-        let visible = cols.start.min(self.width)..cols.end.min(self.width);
+        let visible = columns.start.min(self.width)..columns.end.min(self.width);
         for y in rows {
             let cells = &mut self.cells[y * stride..(y + 1) * stride];
             let pixels = &mut canvas.ink[y * self.width..(y + 1) * self.width];
@@ -584,7 +592,7 @@ impl Raster {
                 cover += cell;
                 blend(pixel, cover.abs(), pen);
             }
-            cells[cols.clone()].fill(0.0);
+            cells[columns.clone()].fill(0.0);
         }
     }
 }
@@ -627,7 +635,7 @@ fn encode_png(
         height,
         ExtendedColorType::L8,
     )?;
-    if png.get(IHDR_TYPE) != Some(b"IHDR".as_slice()) {
+    if png.len() < IHDR_CRC.end || png[IHDR_TYPE] != *b"IHDR" {
         return Err(unexpected_png("IHDR is not the first chunk"));
     }
     png[IHDR_WIDTH].copy_from_slice(&width.to_be_bytes());
@@ -653,10 +661,11 @@ fn encode_png(
     Ok(png)
 }
 
-/// Largest packed picture that is stored rather than compressed: the default 160x60 is 4.8 KB.
-const STORE_UP_TO: usize = 8 * 1024;
+/// Largest packed picture that is stored rather than compressed (the default 160x60 packs to
+/// 4.8 KB).
+const STORE_UP_TO: usize = 6 * 1024;
 /// PNG bytes beyond the pixels: signature, chunk headers, palette, filter bytes of up to
-/// `MAX_HEIGHT` rows, deflate block headers. Enough that the buffer never regrows.
+/// `MAX_HEIGHT` rows, deflate block headers. Enough that a stored picture's buffer never regrows.
 const PNG_OVERHEAD: usize = 512;
 /// Where the IHDR chunk's fields sit: the PNG format puts it right after the 8-byte signature,
 /// as a 4-byte length, the type, 13 bytes of data and a CRC.
@@ -722,17 +731,19 @@ mod tests {
 
     #[test]
     fn renders_a_png_of_the_requested_size() -> TestResult {
-        for (width, height) in [
+        let sizes = [
             (DEFAULT_WIDTH, DEFAULT_HEIGHT),
             (MIN_WIDTH, MIN_HEIGHT),
             (MAX_WIDTH, MAX_HEIGHT),
             (MIN_WIDTH, MAX_HEIGHT),
             (MAX_WIDTH, MIN_HEIGHT),
-        ] {
+            (MIN_WIDTH + 1, MIN_HEIGHT + 1),
+        ];
+        for (width, height) in sizes {
             for answer in ["ABCD", "7XK9P", "WMWMWM"] {
                 let png = render_png(answer, 42, width, height)?;
                 assert!(png.starts_with(PNG_SIGNATURE));
-                // The decoder checks every chunk CRC, including the rewritten IHDR and PLTE.
+                // The decoder checks every chunk's CRC, the rewritten IHDR and the PLTE included.
                 let decoded = image::load_from_memory(&png)?;
                 assert_eq!((decoded.width(), decoded.height()), (width, height));
             }
@@ -741,18 +752,29 @@ mod tests {
     }
 
     #[test]
+    fn writes_a_4_bit_palette_png() -> TestResult {
+        let png = render_png("H3KP7", 5, DEFAULT_WIDTH, DEFAULT_HEIGHT)?;
+        assert_eq!(png[IHDR_BIT_DEPTH], 4);
+        assert_eq!(png[IHDR_COLOUR_TYPE], INDEXED_COLOUR);
+        assert_eq!(&png[IHDR_CRC.end + 4..IHDR_CRC.end + 8], b"PLTE");
+        Ok(())
+    }
+
+    #[test]
     fn draws_dark_ink_on_a_light_background() -> TestResult {
-        let png = render_png("H3KP7", 3, DEFAULT_WIDTH, DEFAULT_HEIGHT)?;
-        let rgb = image::load_from_memory(&png)?.to_rgb8();
-        let luma = |p: &image::Rgb<u8>| p.0.iter().map(|&c| u32::from(c)).sum::<u32>() / 3;
-        let light = rgb.pixels().filter(|p| luma(p) >= 230).count();
-        let dark = rgb.pixels().filter(|p| luma(p) <= 110).count();
-        let total = rgb.pixels().len();
-        assert!(
-            light > total / 2,
-            "{light} of {total} pixels are background"
-        );
-        assert!(dark > total / 20, "{dark} of {total} pixels are ink");
+        for seed in 0..20 {
+            let png = render_png("H3KP7", seed, DEFAULT_WIDTH, DEFAULT_HEIGHT)?;
+            let rgb = image::load_from_memory(&png)?.to_rgb8();
+            let luma = |p: &image::Rgb<u8>| p.0.iter().map(|&c| u32::from(c)).sum::<u32>() / 3;
+            let light = rgb.pixels().filter(|p| luma(p) >= 230).count();
+            let dark = rgb.pixels().filter(|p| luma(p) <= 110).count();
+            let total = rgb.pixels().len();
+            assert!(
+                light > total / 2,
+                "{light} of {total} pixels are background"
+            );
+            assert!(dark > total / 12, "{dark} of {total} pixels are ink");
+        }
         Ok(())
     }
 
@@ -836,6 +858,75 @@ mod tests {
         let average = total / renders as usize;
         assert!(average < 8 * 1024, "average PNG size {average} bytes");
         Ok(())
+    }
+
+    /// Coverage steps of row `y` of `canvas`, pen bits dropped.
+    fn steps(canvas: &Canvas, y: usize) -> Vec<u8> {
+        canvas.ink[y * canvas.width..(y + 1) * canvas.width]
+            .iter()
+            .map(|ink| ink >> PEN_BITS)
+            .collect()
+    }
+
+    /// Adds the closed polygon through `points` to `raster`.
+    fn polygon(raster: &mut Raster, points: &[(f32, f32)]) {
+        for (i, &(x, y)) in points.iter().enumerate() {
+            let (nx, ny) = points[(i + 1) % points.len()];
+            raster.line(point(x, y), point(nx, ny));
+        }
+    }
+
+    #[test]
+    fn raster_covers_partial_pixels_in_proportion() {
+        let (mut canvas, mut raster) = (Canvas::new(8, 3), Raster::new(8, 3));
+        // Half of pixel 1, all of 2 and 3, a fifth of pixel 4; rows 0 and 1 fully.
+        polygon(
+            &mut raster,
+            &[(1.5, 0.0), (4.2, 0.0), (4.2, 2.0), (1.5, 2.0)],
+        );
+        raster.fill(&mut canvas, 1);
+        let five = COVER_STEPS as u8;
+        for y in 0..2 {
+            // 0.5 of a pixel is 2.5 steps, which rounds up.
+            assert_eq!(steps(&canvas, y), [0, 3, five, five, 1, 0, 0, 0]);
+        }
+        assert_eq!(steps(&canvas, 2), [0; 8]);
+        assert!(canvas.ink.iter().all(|ink| ink & 0b11 == 1 || *ink == 0));
+        assert!(raster.cells.iter().all(|&cell| cell == 0.0), "fill clears");
+    }
+
+    #[test]
+    fn raster_clips_to_the_canvas() {
+        let (mut canvas, mut raster) = (Canvas::new(4, 2), Raster::new(4, 2));
+        // A square from far left and above to far right and below: every pixel fully covered.
+        polygon(
+            &mut raster,
+            &[(-5.0, -5.0), (9.0, -5.0), (9.0, 7.0), (-5.0, 7.0)],
+        );
+        raster.fill(&mut canvas, 0);
+        let full = (COVER_STEPS as u8) << PEN_BITS;
+        assert!(
+            canvas.ink.iter().all(|&ink| ink == full),
+            "{:?}",
+            canvas.ink
+        );
+    }
+
+    #[test]
+    fn raster_fills_a_slanted_shape_with_its_area() {
+        let (mut canvas, mut raster) = (Canvas::new(20, 20), Raster::new(20, 20));
+        // A triangle with sloping edges.
+        polygon(&mut raster, &[(2.3, 1.7), (17.9, 4.1), (6.1, 17.3)]);
+        raster.fill(&mut canvas, 2);
+        let area: f32 = canvas
+            .ink
+            .iter()
+            .map(|ink| f32::from(ink >> PEN_BITS) / COVER_STEPS as f32)
+            .sum();
+        let ((ax, ay), (bx, by), (cx, cy)) = ((2.3_f32, 1.7_f32), (17.9, 4.1), (6.1, 17.3));
+        let exact = ((bx - ax) * (cy - ay) - (cx - ax) * (by - ay)).abs() / 2.0;
+        // Each edge pixel may be off by half a step; there are about 45 of them.
+        assert!((area - exact).abs() < 3.0, "{area} vs {exact}");
     }
 
     #[test]

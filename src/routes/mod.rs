@@ -1,6 +1,7 @@
 //! HTTP routes, one file per area, each with its own `config`. This file holds what they share:
 //! extractor settings whose errors answer with the envelope, and the JSON 404/405.
 
+mod admin;
 mod captcha;
 mod dev;
 mod health;
@@ -14,16 +15,20 @@ use std::net::{IpAddr, Ipv4Addr};
 use crate::error::ApiError;
 use crate::startup::AppState;
 
-/// Routes for every mode; `dev_mode` adds the dev routes.
-pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool) {
+/// Routes for every mode; `dev_mode` adds the dev routes, `stats` the stats route.
+pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool, stats: bool) {
     cfg.app_data(json_config(max_body_bytes))
         .app_data(web::PayloadConfig::new(max_body_bytes))
         .app_data(web::PathConfig::default().error_handler(path_error))
         .app_data(web::QueryConfig::default().error_handler(query_error))
         .configure(health::config)
+        .configure(admin::metrics_config)
         .service(web::scope("/api/v1").configure(|api| {
             otp::config(api);
             captcha::config(api);
+            if stats {
+                admin::stats_config(api);
+            }
             if dev_mode {
                 api.service(web::scope("/dev").configure(dev::config));
             }

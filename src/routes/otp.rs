@@ -12,6 +12,7 @@ use crate::envelope::{self, Reply};
 use crate::error::ApiError;
 use crate::idempotency::{self, IdempotencyKey};
 use crate::startup::AppState;
+use crate::stats::Event;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/otp/send").route(web::post().to(send)))
@@ -51,6 +52,7 @@ async fn send(
     // Runs to the end even if the client goes away, so a code is never left stored without
     // its SMS or its roll-back, nor an idempotency record half-written.
     let task = async move {
+        state.stats.record(Event::SendRequest);
         let Some(key) = key else {
             return Ok::<_, ApiError>(send_once(&state, &body, client_ip).await);
         };
@@ -67,6 +69,7 @@ async fn send(
         )
         .await?;
         if replayed {
+            state.stats.record(Event::DedupIdempotency);
             tracing::info!("send deduplicated: Idempotency-Key repeat answered from the store");
         }
         Ok(response)

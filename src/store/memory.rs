@@ -1,7 +1,7 @@
 //! The embedded store: pending codes in sharded in-process maps. Each operation is one critical
 //! section on one shard; expiry is enforced on every read and a background sweep frees memory.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
@@ -176,6 +176,8 @@ pub struct MemoryStore {
     captchas: Shards<CaptchaEntry>,
     quotas: Shards<QuotaLog>,
     idempotency: Shards<IdempotencyEntry>,
+    /// Daily counters by date; a handful of small maps.
+    stats: Mutex<BTreeMap<String, HashMap<String, u64>>>,
     /// Dev mode only, so a few shards do.
     outboxes: Shards<Outbox>,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
@@ -190,6 +192,7 @@ impl Default for MemoryStore {
             captchas: Shards::new(SHARDS),
             quotas: Shards::new(SHARDS),
             idempotency: Shards::new(SHARDS),
+            stats: Mutex::default(),
             outboxes: Shards::new(4),
             epoch: Instant::now(),
         }
@@ -236,8 +239,12 @@ impl MemoryStore {
         store
     }
 
+    /// Milliseconds on the store's clock. It starts far from zero so that "now minus a
+    /// window" never saturates: a fresh store must not read an event at 0 ms as outside every
+    /// window.
     fn now_ms(&self) -> u64 {
-        duration_ms(self.epoch.elapsed())
+        const ORIGIN_MS: u64 = 1 << 40;
+        ORIGIN_MS + duration_ms(self.epoch.elapsed())
     }
 
     /// Drops every expired entry; returns how many.
@@ -605,6 +612,31 @@ impl Store for MemoryStore {
         Ok(())
     }
 
+    async fn add_stats(
+        &self,
+        date: &str,
+        counts: &[(&'static str, u64)],
+    ) -> Result<(), StoreError> {
+        let mut stats = lock(&self.stats);
+        let day = stats.entry(date.to_owned()).or_default();
+        for (field, n) in counts {
+            *day.entry((*field).to_owned()).or_default() += n;
+        }
+        // Dates sort as strings: drop the oldest beyond the retention (plus today).
+        while stats.len() > 8 {
+            stats.pop_first();
+        }
+        Ok(())
+    }
+
+    async fn stats(&self, dates: &[String]) -> Result<Vec<HashMap<String, u64>>, StoreError> {
+        let stats = lock(&self.stats);
+        Ok(dates
+            .iter()
+            .map(|date| stats.get(date).cloned().unwrap_or_default())
+            .collect())
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         Ok(())
     }
@@ -614,6 +646,22 @@ impl Store for MemoryStore {
 mod tests {
     use super::*;
     use crate::domain::{CodeLength, Region};
+
+    #[tokio::test]
+    async fn a_fresh_store_counts_events_in_its_first_window() {
+        let store = MemoryStore::default();
+        let rules = [QuotaRule::new(1, Duration::from_secs(3600)).unwrap()];
+        let first = store
+            .reserve_quota(QuotaScope::Global, &rules, QuotaToken::generate())
+            .await
+            .unwrap();
+        let second = store
+            .reserve_quota(QuotaScope::Global, &rules, QuotaToken::generate())
+            .await
+            .unwrap();
+        assert_eq!(first, QuotaDecision::Granted);
+        assert!(matches!(second, QuotaDecision::Exceeded { .. }));
+    }
 
     #[tokio::test]
     async fn sweep_drops_only_expired_entries() {

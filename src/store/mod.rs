@@ -279,6 +279,16 @@ pub trait Store: Send + Sync + 'static {
         running: &IdempotencyRecord,
     ) -> Result<(), StoreError>;
 
+    /// Adds `counts` to the daily counters of `date` (`YYYY-MM-DD`), kept for 7 days.
+    async fn add_stats(&self, date: &str, counts: &[(&'static str, u64)])
+    -> Result<(), StoreError>;
+
+    /// The daily counters of each date, in order (empty for a day without any).
+    async fn stats(
+        &self,
+        dates: &[String],
+    ) -> Result<Vec<std::collections::HashMap<String, u64>>, StoreError>;
+
     /// Whether the store answers (for `/readyz`).
     async fn ping(&self) -> Result<(), StoreError>;
 }

@@ -27,10 +27,13 @@ macro_rules! on_both_stores {
 
 mod captcha;
 mod idempotency;
+mod interleavings;
+mod loadtest;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
 mod quotas;
 mod redis_outage;
 mod sms_webhook;
+mod stats;
 mod store_conformance;

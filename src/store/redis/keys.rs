@@ -35,6 +35,11 @@ pub fn idempotency(key: &IdempotencyKey) -> String {
     format!("{PREFIX}idem:{{{}}}", key.as_str())
 }
 
+/// `verify_code:stats:2026-11-29`: one day's counters.
+pub fn stats(date: &str) -> String {
+    format!("{PREFIX}stats:{date}")
+}
+
 /// `verify_code:dev-outbox:{+8613800138000}`: the dev outbox of one phone.
 pub fn outbox(phone_e164: &str) -> String {
     format!("{PREFIX}dev-outbox:{{{phone_e164}}}")

@@ -329,6 +329,21 @@ impl Store for LegacyRedisStore {
         self.inner.abandon_idempotent(key, running).await
     }
 
+    async fn add_stats(
+        &self,
+        date: &str,
+        counts: &[(&'static str, u64)],
+    ) -> Result<(), StoreError> {
+        self.inner.add_stats(date, counts).await
+    }
+
+    async fn stats(
+        &self,
+        dates: &[String],
+    ) -> Result<Vec<std::collections::HashMap<String, u64>>, StoreError> {
+        self.inner.stats(dates).await
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         self.inner.ping().await
     }

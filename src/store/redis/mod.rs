@@ -5,6 +5,7 @@
 pub mod keys;
 pub mod legacy;
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::LazyLock;
 use std::time::Duration;
@@ -91,11 +92,24 @@ impl RedisStore {
         &self,
         call: impl Future<Output = Result<T, RedisError>>,
     ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.command_timeout, call).await {
+        let started = std::time::Instant::now();
+        let result = match tokio::time::timeout(self.command_timeout, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(store_error(error)),
             Err(_) => Err(StoreError::Timeout(self.command_timeout)),
+        };
+        metrics::histogram!("vcode_store_duration_seconds", "store" => "redis")
+            .record(started.elapsed().as_secs_f64());
+        if let Err(error) = &result {
+            let kind = match error {
+                StoreError::Timeout(_) => "timeout",
+                StoreError::Unavailable(_) => "unavailable",
+                StoreError::Protocol(_) => "protocol",
+            };
+            metrics::counter!("vcode_store_errors_total", "store" => "redis", "kind" => kind)
+                .increment(1);
         }
+        result
     }
 }
 
@@ -461,6 +475,32 @@ impl Store for RedisStore {
         self.bounded(invocation.invoke_async::<i64>(&mut connection))
             .await
             .map(drop)
+    }
+
+    async fn add_stats(
+        &self,
+        date: &str,
+        counts: &[(&'static str, u64)],
+    ) -> Result<(), StoreError> {
+        let key = keys::stats(date);
+        let mut pipeline = redis::pipe();
+        for (field, n) in counts {
+            pipeline.hincr(&key, *field, *n).ignore();
+        }
+        // Kept 7 days after the day ends.
+        pipeline.expire(&key, 8 * 86_400).ignore();
+        let mut connection = self.connection.clone();
+        self.bounded(pipeline.query_async::<()>(&mut connection))
+            .await
+    }
+
+    async fn stats(&self, dates: &[String]) -> Result<Vec<HashMap<String, u64>>, StoreError> {
+        let mut pipeline = redis::pipe();
+        for date in dates {
+            pipeline.hgetall(keys::stats(date));
+        }
+        let mut connection = self.connection.clone();
+        self.bounded(pipeline.query_async(&mut connection)).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

@@ -1,0 +1,74 @@
+//! Operator routes: `GET /metrics` (Prometheus text) and `GET /api/v1/stats?days=N` (daily
+//! counters, only when `VCODE_ADMIN_TOKEN` is set, behind that bearer token).
+
+use actix_web::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
+
+use crate::envelope;
+use crate::error::ApiError;
+use crate::startup::AppState;
+use crate::stats::RETENTION_DAYS;
+
+pub fn metrics_config(cfg: &mut web::ServiceConfig) {
+    cfg.service(super::resource("/metrics").route(web::get().to(metrics)));
+}
+
+pub fn stats_config(cfg: &mut web::ServiceConfig) {
+    cfg.service(super::resource("/stats").route(web::get().to(stats)));
+}
+
+async fn metrics() -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8"))
+        .body(crate::metrics::handle().render())
+}
+
+#[derive(Deserialize)]
+struct StatsQuery {
+    days: Option<u32>,
+}
+
+async fn stats(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<StatsQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let Some(token) = state.admin_token.as_deref() else {
+        return Err(ApiError::NotFound);
+    };
+    if !bearer_matches(&request, token) {
+        let mut response = actix_web::ResponseError::error_response(&ApiError::Unauthorized);
+        response.headers_mut().insert(
+            WWW_AUTHENTICATE,
+            actix_web::http::header::HeaderValue::from_static("Bearer"),
+        );
+        return Ok(response);
+    }
+    let days = query.days.unwrap_or(1);
+    if !(1..=RETENTION_DAYS).contains(&days) {
+        return Err(ApiError::Malformed(format!(
+            "days must be from 1 to {RETENTION_DAYS}"
+        )));
+    }
+    let report = state.stats.report(days).await?;
+    Ok(envelope::ok(report))
+}
+
+/// `Authorization: Bearer <token>`, compared in time independent of where it differs.
+fn bearer_matches(request: &HttpRequest, token: &str) -> bool {
+    let presented = request
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .unwrap_or_default()
+        .as_bytes();
+    let expected = token.as_bytes();
+    presented.len() == expected.len()
+        && presented
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}

@@ -1,0 +1,271 @@
+//! Daily counters of what the service did (sends, SMS, deduplications, verify and captcha
+//! outcomes, quota rejections), kept in the store under `verify_code:stats:<YYYY-MM-DD>` for 7
+//! days; every event also feeds the Prometheus metrics. Events are counted in-process and
+//! added to the store once a second, so the hot path never waits for a stats write.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::store::{Store, StoreError};
+
+/// How many days of counters the store keeps (and `GET /api/v1/stats` can show).
+pub const RETENTION_DAYS: u32 = 7;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    SendRequest,
+    SmsSent,
+    SmsFailed,
+    DedupCooldown,
+    DedupIdempotency,
+    VerifyOk,
+    VerifyWrong,
+    VerifyExpired,
+    VerifyLocked,
+    CaptchaCreated,
+    CaptchaSolved,
+    CaptchaFailed,
+    QuotaPhone,
+    QuotaIp,
+    QuotaGlobal,
+    QuotaFailures,
+}
+
+impl Event {
+    pub const ALL: [Event; 16] = [
+        Event::SendRequest,
+        Event::SmsSent,
+        Event::SmsFailed,
+        Event::DedupCooldown,
+        Event::DedupIdempotency,
+        Event::VerifyOk,
+        Event::VerifyWrong,
+        Event::VerifyExpired,
+        Event::VerifyLocked,
+        Event::CaptchaCreated,
+        Event::CaptchaSolved,
+        Event::CaptchaFailed,
+        Event::QuotaPhone,
+        Event::QuotaIp,
+        Event::QuotaGlobal,
+        Event::QuotaFailures,
+    ];
+
+    /// The counter's field name in the store and in `/api/v1/stats`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::SendRequest => "send_requests",
+            Event::SmsSent => "sms_sent",
+            Event::SmsFailed => "sms_failed",
+            Event::DedupCooldown => "dedup_cooldown",
+            Event::DedupIdempotency => "dedup_idempotency",
+            Event::VerifyOk => "verify_ok",
+            Event::VerifyWrong => "verify_wrong",
+            Event::VerifyExpired => "verify_expired",
+            Event::VerifyLocked => "verify_locked",
+            Event::CaptchaCreated => "captcha_created",
+            Event::CaptchaSolved => "captcha_solved",
+            Event::CaptchaFailed => "captcha_failed",
+            Event::QuotaPhone => "quota_phone",
+            Event::QuotaIp => "quota_ip",
+            Event::QuotaGlobal => "quota_global",
+            Event::QuotaFailures => "quota_failures",
+        }
+    }
+
+    /// The Prometheus counter this event increments: family and its one label.
+    fn metric(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Event::SendRequest => ("vcode_otp_send_requests_total", "route", "otp_send"),
+            Event::SmsSent => ("vcode_sms_total", "result", "sent"),
+            Event::SmsFailed => ("vcode_sms_total", "result", "failed"),
+            Event::DedupCooldown => ("vcode_otp_dedup_total", "by", "cooldown"),
+            Event::DedupIdempotency => ("vcode_otp_dedup_total", "by", "idempotency_key"),
+            Event::VerifyOk => ("vcode_otp_verify_total", "outcome", "ok"),
+            Event::VerifyWrong => ("vcode_otp_verify_total", "outcome", "wrong"),
+            Event::VerifyExpired => ("vcode_otp_verify_total", "outcome", "expired"),
+            Event::VerifyLocked => ("vcode_otp_verify_total", "outcome", "locked"),
+            Event::CaptchaCreated => ("vcode_captcha_total", "outcome", "created"),
+            Event::CaptchaSolved => ("vcode_captcha_total", "outcome", "solved"),
+            Event::CaptchaFailed => ("vcode_captcha_total", "outcome", "failed"),
+            Event::QuotaPhone => ("vcode_quota_rejections_total", "quota", "phone"),
+            Event::QuotaIp => ("vcode_quota_rejections_total", "quota", "client_ip"),
+            Event::QuotaGlobal => ("vcode_quota_rejections_total", "quota", "global"),
+            Event::QuotaFailures => ("vcode_quota_rejections_total", "quota", "phone_failures"),
+        }
+    }
+}
+
+pub struct Stats {
+    store: Arc<dyn Store>,
+    pending: [AtomicU64; Event::ALL.len()],
+    /// One flush at a time, so a failed flush can put its counts back without double counting.
+    flushing: tokio::sync::Mutex<()>,
+}
+
+/// Counters of one day.
+pub type DayCounters = BTreeMap<&'static str, u64>;
+
+#[derive(Debug, Serialize)]
+pub struct DayReport {
+    pub date: String,
+    pub counters: DayCounters,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StatsReport {
+    pub days: Vec<DayReport>,
+    pub totals: DayCounters,
+    /// Sends answered without a new SMS (cooldown or Idempotency-Key repeat), per send request.
+    pub dedup_saved_share: f64,
+}
+
+impl Stats {
+    /// A recorder that adds its counts to the store every `flush_every`, until dropped.
+    pub fn spawn(store: Arc<dyn Store>, flush_every: Duration) -> Arc<Self> {
+        let stats = Arc::new(Self {
+            store,
+            pending: std::array::from_fn(|_| AtomicU64::new(0)),
+            flushing: tokio::sync::Mutex::new(()),
+        });
+        tokio::spawn(flush_forever(Arc::downgrade(&stats), flush_every));
+        stats
+    }
+
+    pub fn record(&self, event: Event) {
+        self.pending[event as usize].fetch_add(1, Ordering::Relaxed);
+        let (name, label, value) = event.metric();
+        metrics::counter!(name, label => value).increment(1);
+    }
+
+    /// Adds what was counted since the last flush to today's counters in the store.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        let _one_at_a_time = self.flushing.lock().await;
+        let counts: Vec<(&'static str, u64)> = Event::ALL
+            .iter()
+            .map(|event| {
+                (
+                    event.name(),
+                    self.pending[*event as usize].swap(0, Ordering::Relaxed),
+                )
+            })
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        if counts.is_empty() {
+            return Ok(());
+        }
+        let result = self.store.add_stats(&utc_date(now_secs()), &counts).await;
+        if result.is_err() {
+            // Keep them for the next flush.
+            for (name, n) in &counts {
+                if let Some(event) = Event::ALL.iter().find(|e| e.name() == *name) {
+                    self.pending[*event as usize].fetch_add(*n, Ordering::Relaxed);
+                }
+            }
+        }
+        result
+    }
+
+    /// The last `days` days (today first), with totals and the share deduplication saved.
+    pub async fn report(&self, days: u32) -> Result<StatsReport, StoreError> {
+        self.flush().await?;
+        let today = now_secs() / 86_400;
+        let dates: Vec<String> = (0..u64::from(days.clamp(1, RETENTION_DAYS)))
+            .map(|back| utc_date((today - back) * 86_400))
+            .collect();
+        let stored = self.store.stats(&dates).await?;
+        let mut totals: DayCounters = Event::ALL.iter().map(|e| (e.name(), 0)).collect();
+        let days = dates
+            .into_iter()
+            .zip(stored)
+            .map(|(date, fields)| {
+                let counters: DayCounters = Event::ALL
+                    .iter()
+                    .map(|e| (e.name(), fields.get(e.name()).copied().unwrap_or(0)))
+                    .collect();
+                for (name, n) in &counters {
+                    *totals.entry(name).or_default() += n;
+                }
+                DayReport { date, counters }
+            })
+            .collect();
+        let deduplicated =
+            totals[Event::DedupCooldown.name()] + totals[Event::DedupIdempotency.name()];
+        let requests = totals[Event::SendRequest.name()];
+        let dedup_saved_share = if requests == 0 {
+            0.0
+        } else {
+            deduplicated as f64 / requests as f64
+        };
+        Ok(StatsReport {
+            days,
+            totals,
+            dedup_saved_share,
+        })
+    }
+}
+
+async fn flush_forever(stats: Weak<Stats>, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let Some(stats) = stats.upgrade() else { return };
+        if let Err(error) = stats.flush().await {
+            tracing::warn!(%error, "stats not flushed; retrying with the next flush");
+        }
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// `YYYY-MM-DD` of a Unix time, in UTC (civil-from-days, H. Hinnant's algorithm).
+pub fn utc_date(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64 + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_are_utc_calendar_days() {
+        assert_eq!(utc_date(0), "1970-01-01");
+        assert_eq!(utc_date(86_399), "1970-01-01");
+        assert_eq!(utc_date(86_400), "1970-01-02");
+        assert_eq!(utc_date(951_782_400), "2000-02-29");
+        assert_eq!(utc_date(1_795_964_928), "2026-11-29");
+        assert_eq!(utc_date(4_107_542_400), "2100-03-01");
+    }
+
+    #[test]
+    fn every_event_has_a_distinct_name() {
+        let names: std::collections::HashSet<&str> = Event::ALL.iter().map(|e| e.name()).collect();
+        assert_eq!(names.len(), Event::ALL.len());
+        for (index, event) in Event::ALL.iter().enumerate() {
+            assert_eq!(*event as usize, index, "ALL is in declaration order");
+        }
+    }
+}
