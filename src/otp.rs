@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::{AbuseSettings, OtpSettings};
-use crate::domain::{Code, Phone, Purpose};
+use crate::domain::{Code, Phone, PhoneParser, Purpose};
 use crate::error::{ApiError, retry_after_secs};
 use crate::sms::{SmsMessage, SmsSender};
 use crate::stats::{Event, Stats};
@@ -19,10 +19,14 @@ const MINUTE: Duration = Duration::from_secs(60);
 const HOUR: Duration = Duration::from_secs(3600);
 const DAY: Duration = Duration::from_secs(86_400);
 
+/// Recent phone inputs remembered with their parse (about 100 bytes each).
+const PHONE_CACHE_CAPACITY: usize = 16_384;
+
 pub struct OtpService {
     store: Arc<dyn Store>,
     sender: Arc<dyn SmsSender>,
     settings: OtpSettings,
+    phones: PhoneParser,
     allowed_regions: Vec<crate::domain::Region>,
     issue_params: IssueParams,
     verify_params: VerifyParams,
@@ -72,6 +76,7 @@ impl OtpService {
         Self {
             store,
             sender,
+            phones: PhoneParser::new(settings.default_region, PHONE_CACHE_CAPACITY),
             allowed_regions: abuse.allowed_regions.clone(),
             issue_params,
             verify_params,
@@ -93,8 +98,7 @@ impl OtpService {
 
     /// Reads a phone as this service accepts it: valid, and from an allowed region.
     pub fn parse_phone(&self, raw: &str) -> Result<Phone, ApiError> {
-        let phone =
-            Phone::parse(raw, self.settings.default_region).ok_or(ApiError::InvalidPhone)?;
+        let phone = self.phones.parse(raw).ok_or(ApiError::InvalidPhone)?;
         let allowed = self.allowed_regions.is_empty()
             || phone
                 .region()
@@ -272,7 +276,7 @@ impl OtpService {
             }
             VerifyOutcome::Missing => {
                 self.stats.record(Event::VerifyExpired);
-                tracing::info!(%phone, %purpose, "verify: no pending code");
+                tracing::debug!(%phone, %purpose, "verify: no pending code");
                 Err(ApiError::CodeExpired)
             }
             VerifyOutcome::QuotaExceeded { retry_after } => {

@@ -9,10 +9,15 @@ use tracing_actix_web::{RequestId, RootSpanBuilder};
 use tracing_subscriber::EnvFilter;
 
 pub fn init(json: bool) {
-    // tracing-actix-web would add a WARN line for every 4xx; vcode logs outcomes itself, and
-    // the causes of 5xx answers in `ApiError::error_response`.
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,tracing_actix_web=off"));
+    // tracing-actix-web adds a WARN line for every 4xx answer; vcode logs outcomes itself (and
+    // the causes of 5xx answers in `ApiError::reply`), so it stays quiet unless asked for by name.
+    let directives = std::env::var("RUST_LOG").unwrap_or_else(|_| "info".to_owned());
+    let directives = if directives.contains("tracing_actix_web") {
+        directives
+    } else {
+        format!("{directives},tracing_actix_web=off")
+    };
+    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter);
     // A second call (several apps in one test process) keeps the first subscriber.
     let _ = if json {

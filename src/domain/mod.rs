@@ -8,5 +8,5 @@ mod purpose;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeLength};
-pub use phone::{Phone, Region};
+pub use phone::{Phone, PhoneParser, Region};
 pub use purpose::Purpose;

@@ -1,0 +1,83 @@
+//! The thinnest actix-web handlers, as references for `scripts/bench-http.sh`: `GET /constant`
+//! answers a fixed body; `POST /verify` parses the same JSON as `otp/verify` and runs one
+//! EVALSHA of the same verify script over one shared multiplexed Redis connection. Nothing
+//! else: no phone parsing, no validation, no logging, no metrics.
+//!
+//! `cargo run --release --example thin_verify -- 127.0.0.1:18090 redis://127.0.0.1:6390`
+
+use actix_web::{App, HttpResponse, HttpServer, web};
+use redis::Script;
+use redis::aio::ConnectionManager;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+struct VerifyRequest {
+    phone: String,
+    code: String,
+    purpose: Option<String>,
+}
+
+struct Shared {
+    connection: ConnectionManager,
+    script: Script,
+}
+
+async fn constant() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(r#"{"code":200,"message":"ok","data":null}"#)
+}
+
+async fn verify(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -> HttpResponse {
+    let purpose = body.purpose.as_deref().unwrap_or("login");
+    let mut invocation = shared
+        .script
+        .key(format!("verify_code:{{{}}}:{purpose}", body.phone));
+    invocation
+        .key(format!("verify_code:quota:{{{}}}:fails", body.phone))
+        .arg(&body.code)
+        .arg(5)
+        .arg(1)
+        .arg(20)
+        .arg(86_400_000);
+    let mut connection = shared.connection.clone();
+    match invocation
+        .invoke_async::<Vec<redis::Value>>(&mut connection)
+        .await
+    {
+        Ok(_) => HttpResponse::Ok()
+            .content_type("application/json")
+            .body(r#"{"code":200,"message":"ok","data":null}"#),
+        Err(_) => HttpResponse::ServiceUnavailable().finish(),
+    }
+}
+
+#[actix_web::main]
+async fn main() -> std::io::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let bind = args.next().unwrap_or_else(|| "127.0.0.1:18090".to_owned());
+    let redis_url = args
+        .next()
+        .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
+    let client = redis::Client::open(redis_url).map_err(std::io::Error::other)?;
+    let connection = ConnectionManager::new(client)
+        .await
+        .map_err(std::io::Error::other)?;
+    let script = Script::new(
+        &[
+            include_str!("../src/store/redis/quota.lua"),
+            include_str!("../src/store/redis/verify.lua"),
+        ]
+        .concat(),
+    );
+    let shared = web::Data::new(Shared { connection, script });
+    HttpServer::new(move || {
+        App::new()
+            .app_data(shared.clone())
+            .route("/constant", web::get().to(constant))
+            .route("/verify", web::post().to(verify))
+    })
+    .bind(bind)?
+    .run()
+    .await
+}

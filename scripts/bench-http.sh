@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# HTTP benchmarks as ratios against the thinnest possible handlers, measured in one run (these
+# machines are shared and noisy; only same-run ratios mean anything). Starts its own
+# redis-server, vcode (embedded and Redis, quotas off, warn logs) and examples/thin_verify.rs,
+# drives each with wrk at fixed concurrency after a warm-up, and prints one table. Then measures
+# memory per pending code (Redis MEMORY USAGE, embedded RSS growth).
+#
+#   scripts/bench-http.sh            # full run: 10 s a row, 1,000,000 pending codes
+#   SHORT=1 scripts/bench-http.sh    # CI: 1 s a row, 20,000 pending codes (proves it works)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+SHORT=${SHORT:-0}
+CONNECTIONS=${CONNECTIONS:-64}
+if [ "$SHORT" = 1 ]; then DURATION=1s; WARMUP=1s; MANY=20000; else DURATION=10s; WARMUP=3s; MANY=1000000; fi
+FEW=1000
+
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+cargo build --release --quiet --bin vcode --example thin_verify --example fill_codes
+BIN=target/release
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PIDS=()
+WORK=$(mktemp -d)
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+wait_for() { # url
+  for _ in $(seq 100); do curl -fs -o /dev/null "$1" && return 0; sleep 0.1; done
+  echo "no answer from $1" >&2; return 1
+}
+
+REDIS_PORT=$(free_port)
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+  --logfile "$WORK/redis.log" & PIDS+=($!)
+for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+REDIS_URL=redis://127.0.0.1:$REDIS_PORT
+
+THIN_PORT=$(free_port)
+$BIN/examples/thin_verify "127.0.0.1:$THIN_PORT" "$REDIS_URL" >"$WORK/thin.log" 2>&1 & PIDS+=($!)
+THIN=http://127.0.0.1:$THIN_PORT
+wait_for "$THIN/constant"
+
+declare -A URL PID
+start_vcode() { # name [VAR=value ...]: sets URL[name] and PID[name]
+  local name=$1; shift
+  local port; port=$(free_port)
+  env VCODE_BIND="127.0.0.1:$port" RUST_LOG=warn VCODE_DEV_MODE=0 \
+    VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0 \
+    VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 "$@" \
+    $BIN/vcode >"$WORK/$name.log" 2>&1 &
+  PID[$name]=$!; PIDS+=($!)
+  URL[$name]=http://127.0.0.1:$port
+  wait_for "${URL[$name]}/healthz"
+}
+restart_vcode() { # name [VAR=value ...]
+  kill "${PID[$1]}"; wait "${PID[$1]}" 2>/dev/null || true
+  start_vcode "$@"
+}
+
+start_vcode embedded
+start_vcode redis VCODE_REDIS_URL="$REDIS_URL"
+
+declare -A RPS P50 P99 NON2XX
+ROWS=()
+# measure NAME URL [wrk script] [env]: warm up, then one timed run; keeps req/s, p50, p99 (ms).
+measure() {
+  local name=$1 url=$2 script=${3:-} path=${4:-}
+  local args=(-t1 -c"$CONNECTIONS" --latency)
+  [ -n "$script" ] && args+=(-s "scripts/wrk/$script")
+  VERIFY_PATH=$path wrk "${args[@]}" -d"$WARMUP" "$url" >/dev/null
+  local out; out=$(VERIFY_PATH=$path wrk "${args[@]}" -d"$DURATION" "$url")
+  RPS[$name]=$(awk '/Requests\/sec/ {printf "%.0f", $2}' <<<"$out")
+  P50[$name]=$(awk '$1 == "50%" {print $2}' <<<"$out")
+  P99[$name]=$(awk '$1 == "99%" {print $2}' <<<"$out")
+  NON2XX[$name]=$(awk '/Non-2xx/ {print $NF}' <<<"$out")
+  ROWS+=("$name")
+}
+
+measure "thin GET constant" "$THIN/constant"
+measure "thin POST verify (1 EVALSHA)" "$THIN" verify.lua /verify
+measure "verify, embedded" "${URL[embedded]}" verify.lua
+measure "verify, Redis" "${URL[redis]}" verify.lua
+measure "send, embedded" "${URL[embedded]}" send.lua
+measure "send, Redis" "${URL[redis]}" send.lua
+measure "captcha create+fetch, embedded" "${URL[embedded]}" captcha.lua
+measure "captcha create+fetch, Redis" "${URL[redis]}" captcha.lua
+
+# The same verify load against stores holding few and many pending codes.
+rss_kb() { awk '/VmRSS/ {print $2}' "/proc/${PID[$1]}/status"; }
+for count in $FEW $MANY; do
+  redis-cli -p "$REDIS_PORT" flushall >/dev/null
+  restart_vcode embedded
+  restart_vcode redis VCODE_REDIS_URL="$REDIS_URL"
+  before_kb=$(rss_kb embedded)
+  $BIN/examples/fill_codes "${URL[embedded]}" "$count"
+  $BIN/examples/fill_codes "${URL[redis]}" "$count"
+  after_kb=$(rss_kb embedded)
+  measure "verify, embedded, $count pending" "${URL[embedded]}" verify.lua
+  measure "verify, Redis, $count pending" "${URL[redis]}" verify.lua
+  if [ "$count" = "$MANY" ]; then
+    EMBEDDED_BYTES=$(( (after_kb - before_kb) * 1024 / count ))
+    REDIS_KEYS=$(redis-cli -p "$REDIS_PORT" dbsize)
+    sample=0; total=0
+    for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern 'verify_code:{*}:login' | head -200); do
+      total=$(( total + $(redis-cli -p "$REDIS_PORT" memory usage "$key") )); sample=$((sample + 1))
+    done
+    REDIS_BYTES=$(( total / sample ))
+  fi
+done
+
+ratio() { awk -v a="${RPS[$1]}" -v b="${RPS[$2]}" 'BEGIN { printf "%.2fx", a / b }'; }
+printf '\n%-34s %10s %9s %9s %8s  %s\n' "row ($CONNECTIONS connections, $DURATION)" "req/s" "p50" "p99" "non-2xx" "ratio"
+for name in "${ROWS[@]}"; do
+  case $name in
+    "verify, embedded"*) against="thin GET constant" ;;
+    "send, embedded"|"captcha create+fetch"*) against="thin GET constant" ;;
+    *Redis*) against="thin POST verify (1 EVALSHA)" ;;
+    *) against="" ;;
+  esac
+  r=""; [ -n "$against" ] && r="$(ratio "$name" "$against") of ${against%% (*}"
+  printf '%-34s %10s %9s %9s %8s  %s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "${NON2XX[$name]:-0}" "$r"
+done
+printf '\nverify throughput, %s vs %s pending codes: embedded %s, Redis %s\n' "$MANY" "$FEW" \
+  "$(ratio "verify, embedded, $MANY pending" "verify, embedded, $FEW pending")" \
+  "$(ratio "verify, Redis, $MANY pending" "verify, Redis, $FEW pending")"
+printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), embedded %s bytes (RSS growth / %s codes)\n' \
+  "$REDIS_BYTES" "$REDIS_KEYS" "$EMBEDDED_BYTES" "$MANY"
+printf 'machine: %s, %s cores; %s\n' "$(uname -m)" "$(nproc)" "$(date -u +%Y-%m-%d)"
