@@ -13,15 +13,49 @@ use super::{
     OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
     ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
 };
-use crate::domain::{CaptchaId, Code, Phone, Purpose};
+use crate::domain::{CaptchaId, Code, CodeLength, Phone, Purpose};
 use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 
 /// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
 const SHARDS: usize = 64;
 
+/// A code's digits stored inline: no heap allocation per pending code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Digits {
+    bytes: [u8; CodeLength::MAX as usize],
+    len: u8,
+}
+
+impl Digits {
+    fn of(code: &Code) -> Self {
+        let digits = code.expose().as_bytes();
+        let mut bytes = [0; CodeLength::MAX as usize];
+        let len = digits.len().min(bytes.len());
+        bytes[..len].copy_from_slice(&digits[..len]);
+        Self {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    fn to_code(self) -> Code {
+        Code::from_stored(String::from_utf8_lossy(self.as_slice()).into_owned())
+    }
+
+    /// Compares in time independent of where the first difference is.
+    fn matches(&self, code: &Code) -> bool {
+        let (a, b) = (self.as_slice(), code.expose().as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
 #[derive(Debug)]
 struct PendingEntry {
-    code: Code,
+    code: Digits,
     failed_attempts: u32,
     deliveries: u32,
     sent_at_ms: u64,
@@ -136,7 +170,7 @@ impl Expiring for Outbox {
 
 /// A map split into independently locked shards.
 struct Shards<V> {
-    shards: Box<[Mutex<HashMap<String, V>>]>,
+    shards: Box<[Mutex<HashMap<Box<str>, V>>]>,
     hasher: RandomState,
 }
 
@@ -148,7 +182,7 @@ impl<V: Expiring> Shards<V> {
         }
     }
 
-    fn lock(&self, key: &str) -> MutexGuard<'_, HashMap<String, V>> {
+    fn lock(&self, key: &str) -> MutexGuard<'_, HashMap<Box<str>, V>> {
         let index = self.hasher.hash_one(key) as usize % self.shards.len();
         lock(&self.shards[index])
     }
@@ -296,7 +330,9 @@ impl Store for MemoryStore {
         let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
         // Lock order everywhere: the code's shard, then the quota log's shard.
         let mut shard = self.codes.lock(&key);
-        let pending = shard.get_mut(&key).filter(|e| e.expires_at_ms > now);
+        let pending = shard
+            .get_mut(key.as_str())
+            .filter(|e| e.expires_at_ms > now);
         if let Some(entry) = &pending {
             let ready_at = entry
                 .sent_at_ms
@@ -310,7 +346,7 @@ impl Store for MemoryStore {
         let quota_token = QuotaToken::generate();
         if !params.phone_quota.is_empty() {
             let mut logs = self.quotas.lock(&sends_key);
-            let log = logs.entry(sends_key.clone()).or_default();
+            let log = logs.entry(sends_key.as_str().into()).or_default();
             let wait = log.wait(now, &params.phone_quota);
             if wait > 0 {
                 return Ok(IssueOutcome::QuotaExceeded {
@@ -322,26 +358,27 @@ impl Store for MemoryStore {
 
         if let Some(entry) = pending {
             let previous = PreviousIssue {
-                code: entry.code.clone(),
+                code: entry.code.to_code(),
                 sent_at_ms: entry.sent_at_ms,
                 expires_at_ms: entry.expires_at_ms,
             };
             let kind = match params.policy {
                 ResendPolicy::Reuse => DeliveryKind::Redelivered,
                 ResendPolicy::Rotate => {
-                    entry.code = candidate;
+                    entry.code = Digits::of(&candidate);
                     DeliveryKind::Rotated
                 }
             };
             entry.deliveries += 1;
             entry.sent_at_ms = now;
             entry.expires_at_ms = expires_at_ms;
+            let code = entry.code.to_code();
             return Ok(IssueOutcome::Deliver(Delivery {
-                code: entry.code.clone(),
+                code: code.clone(),
                 kind,
                 undo: IssueUndo {
                     quota_token,
-                    code: entry.code.clone(),
+                    code,
                     sent_at_ms: now,
                     deliveries: entry.deliveries,
                     previous: Some(previous),
@@ -349,9 +386,9 @@ impl Store for MemoryStore {
             }));
         }
         shard.insert(
-            key,
+            key.into_boxed_str(),
             PendingEntry {
-                code: candidate.clone(),
+                code: Digits::of(&candidate),
                 failed_attempts: 0,
                 deliveries: 1,
                 sent_at_ms: now,
@@ -381,13 +418,13 @@ impl Store for MemoryStore {
         let sends_key = phone_sends_key(phone);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
-        if let Some(log) = self.quotas.lock(&sends_key).get_mut(&sends_key) {
+        if let Some(log) = self.quotas.lock(&sends_key).get_mut(sends_key.as_str()) {
             log.remove(undo.quota_token);
         }
-        let Some(entry) = shard.get_mut(&key) else {
+        let Some(entry) = shard.get_mut(key.as_str()) else {
             return Ok(false);
         };
-        let unchanged = entry.code == undo.code
+        let unchanged = entry.code.matches(&undo.code)
             && entry.sent_at_ms == undo.sent_at_ms
             && entry.deliveries == undo.deliveries;
         if !unchanged {
@@ -395,13 +432,13 @@ impl Store for MemoryStore {
         }
         match &undo.previous {
             Some(previous) if previous.expires_at_ms > now => {
-                entry.code = previous.code.clone();
+                entry.code = Digits::of(&previous.code);
                 entry.sent_at_ms = previous.sent_at_ms;
                 entry.expires_at_ms = previous.expires_at_ms;
                 entry.deliveries -= 1;
             }
             _ => {
-                shard.remove(&key);
+                shard.remove(key.as_str());
             }
         }
         Ok(true)
@@ -420,7 +457,8 @@ impl Store for MemoryStore {
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
         let mut logs = self.quotas.lock(&fails_key);
-        let mut log = (!rules.is_empty()).then(|| logs.entry(fails_key.clone()).or_default());
+        let mut log =
+            (!rules.is_empty()).then(|| logs.entry(fails_key.as_str().into()).or_default());
         if let Some(log) = log.as_deref_mut() {
             let wait = log.wait(now, rules);
             if wait > 0 {
@@ -429,15 +467,15 @@ impl Store for MemoryStore {
                 });
             }
         }
-        let Some(entry) = shard.get_mut(&key) else {
+        let Some(entry) = shard.get_mut(key.as_str()) else {
             return Ok(VerifyOutcome::Missing);
         };
         if entry.expires_at_ms <= now {
-            shard.remove(&key);
+            shard.remove(key.as_str());
             return Ok(VerifyOutcome::Missing);
         }
         if entry.code.matches(code) {
-            shard.remove(&key);
+            shard.remove(key.as_str());
             return Ok(VerifyOutcome::Verified);
         }
         if let Some(log) = log {
@@ -445,7 +483,7 @@ impl Store for MemoryStore {
         }
         entry.failed_attempts += 1;
         if entry.failed_attempts >= params.max_attempts {
-            shard.remove(&key);
+            shard.remove(key.as_str());
             return Ok(VerifyOutcome::Destroyed);
         }
         Ok(VerifyOutcome::Mismatch {
@@ -462,7 +500,7 @@ impl Store for MemoryStore {
         let key = scope_key(scope);
         let now = self.now_ms();
         let mut logs = self.quotas.lock(&key);
-        let log = logs.entry(key.clone()).or_default();
+        let log = logs.entry(key.as_str().into()).or_default();
         let wait = log.wait(now, rules);
         if wait > 0 {
             return Ok(QuotaDecision::Exceeded {
@@ -475,7 +513,7 @@ impl Store for MemoryStore {
 
     async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError> {
         let key = scope_key(scope);
-        if let Some(log) = self.quotas.lock(&key).get_mut(&key) {
+        if let Some(log) = self.quotas.lock(&key).get_mut(key.as_str()) {
             log.remove(token);
         }
         Ok(())
@@ -491,10 +529,10 @@ impl Store for MemoryStore {
         Ok(self
             .codes
             .lock(&key)
-            .get(&key)
+            .get(key.as_str())
             .filter(|entry| entry.expires_at_ms > now)
             .map(|entry| PendingCode {
-                code: entry.code.clone(),
+                code: entry.code.to_code(),
                 failed_attempts: entry.failed_attempts,
                 deliveries: entry.deliveries,
             }))
@@ -503,7 +541,7 @@ impl Store for MemoryStore {
     async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError> {
         let expires_at_ms = self.now_ms().saturating_add(duration_ms(OUTBOX_TTL));
         let mut outboxes = self.outboxes.lock(&message.phone);
-        let outbox = outboxes.entry(message.phone.clone()).or_default();
+        let outbox = outboxes.entry(message.phone.as_str().into()).or_default();
         if outbox.messages.len() == OUTBOX_CAPACITY {
             outbox.messages.pop_front();
         }
@@ -535,7 +573,7 @@ impl Store for MemoryStore {
         };
         self.captchas
             .lock(id.as_str())
-            .insert(id.as_str().to_owned(), entry);
+            .insert(id.as_str().into(), entry);
         Ok(())
     }
 
@@ -577,7 +615,7 @@ impl Store for MemoryStore {
             record: running.clone(),
             expires_at_ms: now.saturating_add(duration_ms(lease)),
         };
-        shard.insert(key.as_str().to_owned(), entry);
+        shard.insert(key.as_str().into(), entry);
         Ok(None)
     }
 
@@ -593,7 +631,7 @@ impl Store for MemoryStore {
         };
         self.idempotency
             .lock(key.as_str())
-            .insert(key.as_str().to_owned(), entry);
+            .insert(key.as_str().into(), entry);
         Ok(())
     }
 
