@@ -7,8 +7,10 @@
 #   scripts/reproduce-postmortem.sh [more `vcode loadtest` flags]
 #
 # Settings (environment): DURATION (15s per strategy), USERS (200), CONCURRENCY (32),
-# SEED (42), SCENARIO (mixed), LEGACY_GAP_MS (5: the legacy verifies' pause between GET and
-# DEL, the login's own work), INSTANCES (4, as in the postmortem).
+# SEED (42), SCENARIO (mixed), INSTANCES (4, as in the postmortem), and the legacy verifies'
+# pause between their GET and their DEL (VCODE_LEGACY_GAP_MS): ORIGINAL_GAP_MS (5: the login's
+# own work, which the original did before its DEL) and FIX_GAP_MS (0: the fix DELs right after
+# the compare, so only the round trip itself is left between them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,7 +19,8 @@ USERS=${USERS:-200}
 CONCURRENCY=${CONCURRENCY:-32}
 SEED=${SEED:-42}
 SCENARIO=${SCENARIO:-mixed}
-LEGACY_GAP_MS=${LEGACY_GAP_MS:-5}
+ORIGINAL_GAP_MS=${ORIGINAL_GAP_MS:-5}
+FIX_GAP_MS=${FIX_GAP_MS:-0}
 INSTANCES=${INSTANCES:-4}
 STRATEGIES=(atomic legacy-original legacy-postmortem-fix)
 READY_TIMEOUT_SECS=15
@@ -85,8 +88,8 @@ wait_until() {
 # Runs `launch PORT` on free ports until the process it starts answers `probe PORT`; sets
 # `started_pid` and `started_port`. A process that exits at once (port taken) is retried.
 start_on_free_port() {
-  local what=$1 launch=$2 probe=$3 attempt status
-  for attempt in 1 2 3 4 5; do
+  local what=$1 launch=$2 probe=$3 status
+  for _ in 1 2 3 4 5; do
     free_port
     started_port=$port
     "$launch" "$started_port" >"$work/$what.log" 2>&1 &
@@ -118,10 +121,10 @@ say "redis-server on 127.0.0.1:$redis_port"
 launch_vcode() {
   exec env VCODE_BIND="127.0.0.1:$1" VCODE_DEV_MODE=1 \
     VCODE_REDIS_URL="redis://127.0.0.1:$redis_port" \
-    VCODE_VERIFY_STRATEGY="$strategy" VCODE_LEGACY_GAP_MS="$LEGACY_GAP_MS" \
+    VCODE_VERIFY_STRATEGY="$strategy" VCODE_LEGACY_GAP_MS="$gap_ms" \
     VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0 \
     VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 \
-    RUST_LOG=warn "$bin" serve
+    RUST_LOG=warn,tracing_actix_web=off "$bin" serve
 }
 vcode_ready() { curl -fsS --max-time 1 "http://127.0.0.1:$1/readyz"; }
 
@@ -144,19 +147,35 @@ stop_instances() {
   for pid in "${instance_pids[@]}"; do wait "$pid" 2>/dev/null || true; done
 }
 
+# The legacy pause of a strategy, and its name in the table.
+gap_of() {
+  case $1 in
+    legacy-original) echo "$ORIGINAL_GAP_MS" ;;
+    legacy-postmortem-fix) echo "$FIX_GAP_MS" ;;
+    *) echo 0 ;;
+  esac
+}
+label_of() {
+  case $1 in
+    atomic) echo atomic ;;
+    *) echo "$1 (gap $(gap_of "$1") ms)" ;;
+  esac
+}
+
 for strategy in "${STRATEGIES[@]}"; do
+  gap_ms=$(gap_of "$strategy")
   # Each strategy starts from an empty Redis: no codes, cooldowns or outboxes of the last.
   redis-cli -p "$redis_port" flushall >/dev/null
   start_instances
-  say "$strategy: $INSTANCES instances up, loadtest for $DURATION"
+  say "$(label_of "$strategy"): $INSTANCES instances up, loadtest for $DURATION"
   "$bin" loadtest "${targets[@]}" --scenario "$SCENARIO" --users "$USERS" \
     --concurrency "$CONCURRENCY" --duration "$DURATION" --seed "$SEED" \
-    --label "$strategy" --json "$@" >"$work/$strategy.json"
+    --label "$(label_of "$strategy")" --json "$@" >"$work/$strategy.json"
   stop_instances
 done
 
 echo "SCENARIO=$SCENARIO DURATION=$DURATION USERS=$USERS CONCURRENCY=$CONCURRENCY SEED=$SEED" \
-  "LEGACY_GAP_MS=$LEGACY_GAP_MS INSTANCES=$INSTANCES (per strategy: $INSTANCES instances, one Redis)"
+  "INSTANCES=$INSTANCES ORIGINAL_GAP_MS=$ORIGINAL_GAP_MS FIX_GAP_MS=$FIX_GAP_MS"
 echo
 reports=()
 for strategy in "${STRATEGIES[@]}"; do reports+=("$work/$strategy.json"); done

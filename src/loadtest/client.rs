@@ -167,9 +167,9 @@ impl Client {
             .query(&[("phone", phone)])
             .send()
             .await
-            .context("outbox read")?;
+            .context("outbox read failed")?;
         let status = response.status();
-        let envelope: Envelope<OutboxData> = response.json().await.context("outbox read")?;
+        let envelope: Envelope<OutboxData> = response.json().await.context("outbox read failed")?;
         match envelope.data {
             Some(data) if status.is_success() => Ok(data.messages),
             _ => bail!("outbox read answered {status}/{}", envelope.code),

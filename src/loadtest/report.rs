@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::options::{Options, Scenario};
-use super::tally::{Sends, Tally, Verifies};
+use super::tally::{ScenarioFigures, Sends, Tally, Verifies};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
@@ -40,10 +40,12 @@ pub struct Report {
     pub requests: u64,
     pub throughput_per_sec: f64,
     pub latency_ms: Latency,
-    /// Logins played, by scenario.
-    pub logins: BTreeMap<Scenario, u64>,
+    /// Logins played.
+    pub logins: u64,
     /// Logins in which no SMS came, so there was nothing to type.
     pub logins_without_code: u64,
+    /// The figures of each scenario played.
+    pub scenarios: BTreeMap<Scenario, ScenarioFigures>,
     pub sends: Sends,
     pub verifies: Verifies,
     pub outbox_reads: u64,
@@ -61,8 +63,15 @@ pub struct Report {
     pub failures: BTreeMap<String, u64>,
 }
 
+/// Milliseconds, to the microsecond the histogram records.
 fn millis(duration: Duration) -> f64 {
-    duration.as_secs_f64() * 1000.0
+    round_to(duration.as_secs_f64() * 1000.0, 3)
+}
+
+/// `value` with at most `decimals` decimals, so that JSON shows no float noise.
+fn round_to(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (value * scale).round() / scale
 }
 
 impl Report {
@@ -74,12 +83,13 @@ impl Report {
             scenario: options.scenario,
             targets: options.targets.len(),
             users: options.users,
-            concurrency: options.concurrency,
+            // More slots than users would stay empty.
+            concurrency: options.concurrency.min(options.users),
             seed: options.seed,
-            elapsed_secs,
+            elapsed_secs: round_to(elapsed_secs, 3),
             requests: tally.requests,
             throughput_per_sec: if elapsed_secs > 0.0 {
-                tally.requests as f64 / elapsed_secs
+                round_to(tally.requests as f64 / elapsed_secs, 1)
             } else {
                 0.0
             },
@@ -88,14 +98,20 @@ impl Report {
                 p99: millis(tally.latency(0.99)),
                 max: millis(tally.latency(1.0)),
             },
-            logins: tally.played,
-            logins_without_code: tally.played_without_code,
+            logins: tally.scenarios.values().map(|f| f.logins).sum(),
+            logins_without_code: tally
+                .scenarios
+                .values()
+                .map(|f| f.logins_without_code)
+                .sum(),
+            scenarios: tally.scenarios,
             sends: tally.sends,
             verifies: tally.verifies,
             outbox_reads: tally.outbox_reads,
             sms_sent: tally.sms_sent,
             successful_verifications: verified,
-            sms_per_verification: (verified > 0).then(|| tally.sms_sent as f64 / verified as f64),
+            sms_per_verification: (verified > 0)
+                .then(|| round_to(tally.sms_sent as f64 / verified as f64, 3)),
             false_rejections: tally.findings.false_rejections,
             double_accepts: tally.findings.double_accepts,
             excused_rejections: Excused {
@@ -183,6 +199,9 @@ impl Report {
                 ),
             ),
         ];
+        for (scenario, figures) in &self.scenarios {
+            rows.push((scenario.as_str(), scenario_summary(figures)));
+        }
         if !self.failures.is_empty() {
             let failures: Vec<String> = self
                 .failures
@@ -192,15 +211,13 @@ impl Report {
             rows.push(("failed calls", failures.join(", ")));
         }
         let width = rows.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+        let label = self
+            .label
+            .as_deref()
+            .map_or_else(String::new, |label| format!(" {label}"));
         let mut out = format!(
-            "vcode loadtest: {}, scenario {}, {} target(s), {} users, concurrency {}, seed {}, {:.1} s\n",
-            self.name(),
-            self.scenario,
-            self.targets,
-            self.users,
-            self.concurrency,
-            self.seed,
-            self.elapsed_secs
+            "vcode loadtest{label}: scenario {}, {} target(s), {} users, concurrency {}, seed {}, {:.1} s\n",
+            self.scenario, self.targets, self.users, self.concurrency, self.seed, self.elapsed_secs
         );
         for (key, value) in rows {
             let _ = writeln!(out, "  {key:<width$}  {value}");
@@ -219,25 +236,37 @@ impl Report {
     }
 
     fn logins_summary(&self) -> String {
-        let total: u64 = self.logins.values().sum();
         let by_scenario: Vec<String> = self
-            .logins
+            .scenarios
             .iter()
-            .map(|(scenario, n)| format!("{scenario} {n}"))
+            .map(|(scenario, figures)| format!("{scenario} {}", figures.logins))
             .collect();
         format!(
-            "{total} ({}; {} without a code)",
+            "{} ({}; {} without a code)",
+            self.logins,
             by_scenario.join(", "),
             self.logins_without_code
         )
     }
 }
 
+fn scenario_summary(figures: &ScenarioFigures) -> String {
+    format!(
+        "logins {}, sms_sent {}, verified {}, false_rejections {}, double_accepts {}",
+        figures.logins,
+        figures.sms_sent,
+        figures.verified,
+        figures.false_rejections,
+        figures.double_accepts
+    )
+}
+
 fn ratio(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
 }
 
-/// Reports side by side, one row each, as a Markdown table (readable as is on a terminal).
+/// Reports side by side, one row each, as Markdown tables (readable as is on a terminal): the
+/// figures, then the anomalies by scenario.
 pub fn comparison_table(reports: &[Report]) -> String {
     let header = [
         "run",
@@ -252,35 +281,62 @@ pub fn comparison_table(reports: &[Report]) -> String {
         "double_accepts",
         "failed calls",
     ];
-    let rows: Vec<[String; 11]> = reports
-        .iter()
-        .map(|r| {
-            [
-                r.name(),
-                r.requests.to_string(),
-                format!("{:.0}", r.throughput_per_sec),
-                format!("{:.2}", r.latency_ms.p50),
-                format!("{:.2}", r.latency_ms.p99),
-                r.successful_verifications.to_string(),
-                r.sms_sent.to_string(),
-                ratio(r.sms_per_verification),
-                r.false_rejections.to_string(),
-                r.double_accepts.to_string(),
-                r.failed_calls().to_string(),
-            ]
-        })
+    let rows = reports.iter().map(|r| {
+        vec![
+            r.name(),
+            r.requests.to_string(),
+            format!("{:.0}", r.throughput_per_sec),
+            format!("{:.2}", r.latency_ms.p50),
+            format!("{:.2}", r.latency_ms.p99),
+            r.successful_verifications.to_string(),
+            r.sms_sent.to_string(),
+            ratio(r.sms_per_verification),
+            r.false_rejections.to_string(),
+            r.double_accepts.to_string(),
+            r.failed_calls().to_string(),
+        ]
+    });
+    let mut out = markdown(header.map(str::to_owned).to_vec(), rows.collect());
+
+    let scenarios: Vec<Scenario> = Scenario::CONCRETE
+        .into_iter()
+        .filter(|s| reports.iter().any(|r| r.scenarios.contains_key(s)))
         .collect();
+    if !scenarios.is_empty() {
+        let header = std::iter::once("run".to_owned())
+            .chain(scenarios.iter().map(|s| s.to_string()))
+            .collect();
+        let rows = reports.iter().map(|r| {
+            let cells = scenarios.iter().map(|s| {
+                let f = r.scenarios.get(s).copied().unwrap_or_default();
+                format!(
+                    "{} / {} of {}",
+                    f.false_rejections, f.double_accepts, f.logins
+                )
+            });
+            std::iter::once(r.name()).chain(cells).collect()
+        });
+        out.push_str("\nfalse_rejections / double_accepts of logins, by scenario:\n\n");
+        out.push_str(&markdown(header, rows.collect()));
+    }
+    out
+}
+
+/// A Markdown table, columns padded to their widest cell; the first column left-aligned, the
+/// others right-aligned.
+fn markdown(header: Vec<String>, rows: Vec<Vec<String>>) -> String {
     let widths: Vec<usize> = (0..header.len())
         .map(|i| {
             rows.iter()
-                .map(|row| row[i].len())
-                .chain([header[i].len()])
+                .chain([&header])
+                .map(|row| row.get(i).map_or(0, String::len))
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let line = |cells: &mut dyn Iterator<Item = String>| {
+    let line = |cells: &[String]| {
         let cells: Vec<String> = cells
+            .iter()
             .zip(&widths)
             .enumerate()
             .map(|(i, (cell, &w))| {
@@ -293,7 +349,6 @@ pub fn comparison_table(reports: &[Report]) -> String {
             .collect();
         format!("| {} |\n", cells.join(" | "))
     };
-    let mut out = line(&mut header.iter().map(|h| h.to_string()));
     let rule: Vec<String> = widths
         .iter()
         .enumerate()
@@ -306,9 +361,10 @@ pub fn comparison_table(reports: &[Report]) -> String {
             }
         })
         .collect();
+    let mut out = line(&header);
     let _ = writeln!(out, "| {} |", rule.join(" | "));
-    for row in rows {
-        out.push_str(&line(&mut row.into_iter()));
+    for row in &rows {
+        out.push_str(&line(row));
     }
     out
 }
@@ -327,7 +383,9 @@ mod tests {
         tally.findings.verified = 20;
         tally.findings.false_rejections = false_rejections;
         tally.findings.double_accepts = double_accepts;
-        tally.played.insert(Scenario::ResendStorm, 25);
+        let figures = tally.scenarios.entry(Scenario::ResendStorm).or_default();
+        figures.logins = 25;
+        figures.false_rejections = false_rejections;
         Report::new(&options, tally, Duration::from_secs(2))
     }
 
@@ -351,7 +409,9 @@ mod tests {
         assert_eq!(json["false_rejections"], 7);
         assert_eq!(json["double_accepts"], 2);
         assert_eq!(json["sms_sent"], 30);
-        assert_eq!(json["logins"]["resend-storm"], 25);
+        assert_eq!(json["logins"], 25);
+        assert_eq!(json["scenarios"]["resend-storm"]["logins"], 25);
+        assert_eq!(json["scenarios"]["resend-storm"]["false_rejections"], 7);
         assert!(json["latency_ms"]["p99"].is_number());
         let back: Report = serde_json::from_value(json).unwrap();
         assert_eq!(back, r);
@@ -373,17 +433,18 @@ mod tests {
     }
 
     #[test]
-    fn the_comparison_has_one_aligned_row_per_report() {
+    fn the_comparison_has_one_aligned_row_per_report_in_each_table() {
         let table = comparison_table(&[report("atomic", 0, 0), report("legacy-original", 123, 4)]);
-        let lines: Vec<&str> = table.lines().collect();
+        let (figures, by_scenario) = table.split_once("\n\n").expect("two tables");
+        let lines: Vec<&str> = figures.lines().collect();
         assert_eq!(lines.len(), 4, "{table}");
         assert!(lines[0].starts_with("| run "));
+        assert!(lines[1].starts_with("| ---"));
         assert!(lines[2].starts_with("| atomic "));
-        assert!(
-            lines[3].contains("| 123 |") || lines[3].contains(" 123 |"),
-            "{table}"
-        );
+        assert!(lines[3].contains(" 123 |"), "{table}");
         let width = lines[0].len();
         assert!(lines.iter().all(|l| l.len() == width), "{table}");
+        assert!(by_scenario.contains(" resend-storm |"), "{table}");
+        assert!(by_scenario.contains("123 / 0 of 25"), "{table}");
     }
 }

@@ -32,6 +32,29 @@ pub struct Verifies {
     pub failed: u64,
 }
 
+/// One scenario's share of a run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioFigures {
+    pub logins: u64,
+    /// Logins in which no SMS came, so there was nothing to type.
+    pub logins_without_code: u64,
+    pub sms_sent: u64,
+    pub verified: u64,
+    pub false_rejections: u64,
+    pub double_accepts: u64,
+}
+
+impl std::ops::AddAssign for ScenarioFigures {
+    fn add_assign(&mut self, other: Self) {
+        self.logins += other.logins;
+        self.logins_without_code += other.logins_without_code;
+        self.sms_sent += other.sms_sent;
+        self.verified += other.verified;
+        self.false_rejections += other.false_rejections;
+        self.double_accepts += other.double_accepts;
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Tally {
     /// Sends and verifies (outbox reads are counted apart: they are the user's phone).
@@ -41,10 +64,8 @@ pub struct Tally {
     pub verifies: Verifies,
     pub outbox_reads: u64,
     pub sms_sent: u64,
-    /// Logins played, by scenario (`mixed` counts under the one it picked).
-    pub played: BTreeMap<Scenario, u64>,
-    /// Logins in which the user had no code to type (no SMS came).
-    pub played_without_code: u64,
+    /// Logins by scenario (`mixed` counts each under the one it picked).
+    pub scenarios: BTreeMap<Scenario, ScenarioFigures>,
     pub findings: Findings,
     /// Failed calls by kind, e.g. `send 503/50300`.
     pub failures: BTreeMap<String, u64>,
@@ -60,8 +81,7 @@ impl Tally {
             verifies: Verifies::default(),
             outbox_reads: 0,
             sms_sent: 0,
-            played: BTreeMap::new(),
-            played_without_code: 0,
+            scenarios: BTreeMap::new(),
             findings: Findings::default(),
             failures: BTreeMap::new(),
         })
@@ -105,10 +125,9 @@ impl Tally {
         self.verifies.failed += other.verifies.failed;
         self.outbox_reads += other.outbox_reads;
         self.sms_sent += other.sms_sent;
-        for (scenario, n) in other.played {
-            *self.played.entry(scenario).or_default() += n;
+        for (scenario, figures) in other.scenarios {
+            *self.scenarios.entry(scenario).or_default() += figures;
         }
-        self.played_without_code += other.played_without_code;
         self.findings += other.findings;
         for (what, n) in other.failures {
             *self.failures.entry(what).or_default() += n;
@@ -154,7 +173,14 @@ mod tests {
         let slow = answered(SendAnswer::Failed("send 503/50300".into()), 1000);
         b.request(&slow);
         b.send(&slow.answer);
-        *b.played.entry(Scenario::DoubleSubmit).or_default() += 2;
+        b.scenarios
+            .entry(Scenario::DoubleSubmit)
+            .or_default()
+            .logins += 2;
+        a.scenarios
+            .entry(Scenario::DoubleSubmit)
+            .or_default()
+            .logins += 1;
         b.findings.false_rejections = 3;
         a.merge(b).unwrap();
 
@@ -162,7 +188,7 @@ mod tests {
         assert_eq!(a.sends.delivered, 99);
         assert_eq!(a.sends.failed, 1);
         assert_eq!(a.failures.get("send 503/50300"), Some(&1));
-        assert_eq!(a.played.get(&Scenario::DoubleSubmit), Some(&2));
+        assert_eq!(a.scenarios[&Scenario::DoubleSubmit].logins, 3);
         assert_eq!(a.findings.false_rejections, 3);
         let p50 = a.latency(0.5).as_secs_f64() * 1000.0;
         assert!((49.0..=51.0).contains(&p50), "p50 {p50} ms");

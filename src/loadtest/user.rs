@@ -11,7 +11,7 @@ use super::client::{Client, SendAnswer, Timed, VerifyAnswer};
 use super::ledger::{Attempt, Ledger, Rules, Verdict};
 use super::options::Scenario;
 use super::progress::Live;
-use super::tally::Tally;
+use super::tally::{ScenarioFigures, Tally};
 use crate::store::OutboxMessage;
 
 /// How hard users press: sends per resend storm, simultaneous submissions per double submit.
@@ -75,20 +75,30 @@ impl VirtualUser {
     /// Plays one login and settles its verifies.
     pub async fn login(&mut self, scenario: Scenario) {
         let scenario = self.pick(scenario);
-        *self.tally.played.entry(scenario).or_default() += 1;
+        let sms_before = self.tally.sms_sent;
         let attempts = match scenario {
             Scenario::ResendStorm => self.resend_storm().await,
             Scenario::LoginVsResend => self.login_vs_resend().await,
             // `pick` never returns `Mixed`.
             Scenario::DoubleSubmit | Scenario::Mixed => self.double_submit().await,
         };
-        let Some(attempts) = attempts else {
-            self.tally.played_without_code += 1;
-            return;
+        let mut figures = ScenarioFigures {
+            logins: 1,
+            sms_sent: self.tally.sms_sent - sms_before,
+            ..ScenarioFigures::default()
         };
-        let findings = self.ledger.settle(&attempts);
-        self.live.findings(&findings);
-        self.tally.findings += findings;
+        match attempts {
+            None => figures.logins_without_code = 1,
+            Some(attempts) => {
+                let findings = self.ledger.settle(&attempts);
+                self.live.findings(&findings);
+                self.tally.findings += findings;
+                figures.verified = findings.verified;
+                figures.false_rejections = findings.false_rejections;
+                figures.double_accepts = findings.double_accepts;
+            }
+        }
+        *self.tally.scenarios.entry(scenario).or_default() += figures;
     }
 
     pub fn into_tally(self) -> Tally {
@@ -190,7 +200,7 @@ impl VirtualUser {
         match self.client.outbox(&self.phone).await {
             Ok(messages) => Some(messages),
             Err(error) => {
-                self.tally.failure(&format!("outbox read: {error}"));
+                self.tally.failure(&error.to_string());
                 None
             }
         }

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use vcode::domain::{Code, CodeLength, Phone, Purpose};
-use vcode::store::redis::RedisSettings;
 use vcode::store::redis::legacy::{self, Legacy, LegacyRedisStore};
+use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
     IssueOutcome, IssueParams, RedisStore, ResendPolicy, Store, VerifyOutcome, VerifyParams,
 };
@@ -19,7 +19,7 @@ const FLAVOURS: [Legacy; 2] = [Legacy::Original, Legacy::PostmortemFix];
 
 fn connect(server: &RedisServer) -> RedisStore {
     RedisStore::connect(&RedisSettings {
-        url: server.url(),
+        topology: RedisTopology::Single { url: server.url() },
         connect_timeout: Duration::from_millis(500),
         command_timeout: Duration::from_millis(1000),
     })
@@ -215,7 +215,7 @@ async fn legacy_send_during_the_gap_is_lost() {
     // The same race through `verify_code` itself: the gap sits between its GET and its DEL.
     let server = RedisServer::start();
     for flavour in FLAVOURS {
-        let (a, b) = legacy_pair(&server, flavour, Duration::from_millis(500));
+        let (a, b) = legacy_pair(&server, flavour, Duration::from_secs(1));
         let phone = fresh_phone();
         send(&a, &phone, "111111").await;
         let gets_before = get_calls(&server).await;
@@ -291,7 +291,7 @@ async fn legacy_two_verifies_racing_both_pass() {
 async fn legacy_two_verifies_within_the_gap_both_pass() {
     let server = RedisServer::start();
     for flavour in FLAVOURS {
-        let (a, b) = legacy_pair(&server, flavour, Duration::from_millis(500));
+        let (a, b) = legacy_pair(&server, flavour, Duration::from_secs(1));
         let phone = fresh_phone();
         send(&a, &phone, "111111").await;
         let (first, second) =

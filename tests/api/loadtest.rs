@@ -40,7 +40,7 @@ async fn load(strategy: VerifyStrategy) -> Report {
 fn played_every_scenario(report: &Report) -> bool {
     Scenario::CONCRETE
         .iter()
-        .all(|scenario| report.logins.get(scenario).is_some_and(|n| *n > 0))
+        .all(|scenario| report.scenarios.get(scenario).is_some_and(|f| f.logins > 0))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -12,7 +12,8 @@
 //!   still lost and two concurrent verifies of one code can both pass.
 //!
 //! Neither counts failed attempts (the Go service had no limit) nor takes a phone quota. Every
-//! other operation (outbox, captchas, quotas, ping) is the real `RedisStore`'s.
+//! other operation (outbox, captchas, quotas, idempotency keys, stats, ping) is the real
+//! `RedisStore`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
