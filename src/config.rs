@@ -8,8 +8,8 @@ use crate::captcha::{CaptchaSettings, render};
 use crate::client_ip::TrustedProxies;
 use crate::domain::{CodeLength, Region};
 use crate::store::ResendPolicy;
-use crate::store::redis::RedisSettings;
 use crate::store::redis::legacy::VerifyStrategy;
+use crate::store::redis::{RedisSettings, RedisTopology};
 
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -223,6 +223,85 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
     }
 }
 
+/// The Redis topology: one node, a Cluster or Sentinel, exactly one of them; none of them is
+/// the embedded store.
+fn redis_topology<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Option<RedisTopology>, ConfigError> {
+    let url = env.get("VCODE_REDIS_URL");
+    let nodes = env.get("VCODE_REDIS_CLUSTER_NODES");
+    let sentinels = env.get("VCODE_REDIS_SENTINELS");
+    let master = env.get("VCODE_REDIS_SENTINEL_MASTER");
+    let set: Vec<&str> = [
+        ("VCODE_REDIS_URL", url.is_some()),
+        ("VCODE_REDIS_CLUSTER_NODES", nodes.is_some()),
+        (
+            "VCODE_REDIS_SENTINELS",
+            sentinels.is_some() || master.is_some(),
+        ),
+    ]
+    .into_iter()
+    .filter_map(|(var, is_set)| is_set.then_some(var))
+    .collect();
+    if set.len() > 1 {
+        return Err(ConfigError::Inconsistent(format!(
+            "set one of VCODE_REDIS_URL (one node), VCODE_REDIS_CLUSTER_NODES (Cluster) or \
+             VCODE_REDIS_SENTINELS with VCODE_REDIS_SENTINEL_MASTER (Sentinel), not {}",
+            set.join(" and ")
+        )));
+    }
+    if let Some(url) = url {
+        if !is_redis_url(&url) {
+            return Err(ConfigError::Invalid {
+                var: "VCODE_REDIS_URL",
+                value: url,
+                reason: "expected redis://host:port[/db]".to_owned(),
+            });
+        }
+        return Ok(Some(RedisTopology::Single { url }));
+    }
+    if let Some(nodes) = nodes {
+        let nodes = redis_urls("VCODE_REDIS_CLUSTER_NODES", &nodes)?;
+        return Ok(Some(RedisTopology::Cluster { nodes }));
+    }
+    match (sentinels, master) {
+        (None, None) => Ok(None),
+        (Some(sentinels), Some(master)) => {
+            let sentinels = redis_urls("VCODE_REDIS_SENTINELS", &sentinels)?;
+            let name_char = |c: char| c.is_ascii_alphanumeric() || "._-".contains(c);
+            if !master.chars().all(name_char) {
+                return Err(ConfigError::Invalid {
+                    var: "VCODE_REDIS_SENTINEL_MASTER",
+                    value: master,
+                    reason: "expected the name the sentinels monitor, such as mymaster".to_owned(),
+                });
+            }
+            Ok(Some(RedisTopology::Sentinel { sentinels, master }))
+        }
+        _ => Err(ConfigError::Inconsistent(
+            "VCODE_REDIS_SENTINELS and VCODE_REDIS_SENTINEL_MASTER go together".to_owned(),
+        )),
+    }
+}
+
+fn is_redis_url(url: &str) -> bool {
+    url.starts_with("redis://") || url.starts_with("rediss://")
+}
+
+/// A comma-separated list of one or more `redis://` or `rediss://` URLs.
+fn redis_urls(var: &'static str, raw: &str) -> Result<Vec<String>, ConfigError> {
+    let urls: Vec<String> = raw.split(',').map(|url| url.trim().to_owned()).collect();
+    if urls.iter().all(|url| is_redis_url(url)) {
+        Ok(urls)
+    } else {
+        Err(ConfigError::Invalid {
+            var,
+            value: raw.to_owned(),
+            reason: "expected comma-separated redis://host:port URLs".to_owned(),
+        })
+    }
+}
+
 impl Settings {
     /// Settings from the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
@@ -240,30 +319,21 @@ impl Settings {
                 .map_err(|_| "expected an address such as 127.0.0.1:8080".to_owned())
         })?;
 
-        let store = match env.get("VCODE_REDIS_URL") {
+        let store = match redis_topology(&env)? {
             None => StoreSettings::Embedded,
-            Some(url) => {
-                if !(url.starts_with("redis://") || url.starts_with("rediss://")) {
-                    return Err(ConfigError::Invalid {
-                        var: "VCODE_REDIS_URL",
-                        value: url,
-                        reason: "expected redis://host:port[/db]".to_owned(),
-                    });
-                }
-                StoreSettings::Redis(RedisSettings {
-                    url,
-                    connect_timeout: env.millis(
-                        "VCODE_REDIS_CONNECT_TIMEOUT_MS",
-                        Duration::from_millis(1000),
-                        10..=60_000,
-                    )?,
-                    command_timeout: env.millis(
-                        "VCODE_REDIS_COMMAND_TIMEOUT_MS",
-                        Duration::from_millis(500),
-                        10..=60_000,
-                    )?,
-                })
-            }
+            Some(topology) => StoreSettings::Redis(RedisSettings {
+                topology,
+                connect_timeout: env.millis(
+                    "VCODE_REDIS_CONNECT_TIMEOUT_MS",
+                    Duration::from_millis(1000),
+                    10..=60_000,
+                )?,
+                command_timeout: env.millis(
+                    "VCODE_REDIS_COMMAND_TIMEOUT_MS",
+                    Duration::from_millis(500),
+                    10..=60_000,
+                )?,
+            }),
         };
 
         let code_length = env.parse("VCODE_CODE_LENGTH", otp_defaults.code_length, |raw| {
@@ -539,10 +609,84 @@ mod tests {
     }
 
     #[test]
+    fn redis_is_one_node_a_cluster_or_sentinel() {
+        let topology = |vars: &[(&str, &str)]| match settings(vars).unwrap().store {
+            StoreSettings::Redis(redis) => redis.topology,
+            StoreSettings::Embedded => panic!("expected the Redis store"),
+        };
+        assert_eq!(
+            topology(&[("VCODE_REDIS_URL", "redis://127.0.0.1:6390/2")]),
+            RedisTopology::Single {
+                url: "redis://127.0.0.1:6390/2".to_owned()
+            }
+        );
+        assert_eq!(
+            topology(&[(
+                "VCODE_REDIS_CLUSTER_NODES",
+                "redis://10.0.0.1:7000, redis://10.0.0.2:7000"
+            )]),
+            RedisTopology::Cluster {
+                nodes: vec![
+                    "redis://10.0.0.1:7000".to_owned(),
+                    "redis://10.0.0.2:7000".to_owned()
+                ]
+            }
+        );
+        assert_eq!(
+            topology(&[
+                (
+                    "VCODE_REDIS_SENTINELS",
+                    "redis://10.0.0.1:26379,redis://10.0.0.2:26379"
+                ),
+                ("VCODE_REDIS_SENTINEL_MASTER", "vcode-main"),
+            ]),
+            RedisTopology::Sentinel {
+                sentinels: vec![
+                    "redis://10.0.0.1:26379".to_owned(),
+                    "redis://10.0.0.2:26379".to_owned()
+                ],
+                master: "vcode-main".to_owned(),
+            }
+        );
+    }
+
+    #[test]
+    fn two_redis_topologies_or_half_a_sentinel_setting_are_refused() {
+        let url = ("VCODE_REDIS_URL", "redis://127.0.0.1:6390");
+        let nodes = ("VCODE_REDIS_CLUSTER_NODES", "redis://127.0.0.1:7000");
+        let sentinels = ("VCODE_REDIS_SENTINELS", "redis://127.0.0.1:26379");
+        let master = ("VCODE_REDIS_SENTINEL_MASTER", "mymaster");
+        for vars in [
+            vec![url, nodes],
+            vec![url, sentinels, master],
+            vec![nodes, sentinels, master],
+            vec![url, master],
+        ] {
+            let error = settings(&vars).unwrap_err().to_string();
+            for var in [url.0, nodes.0, sentinels.0, master.0] {
+                assert!(error.contains(var), "{vars:?}: {error}");
+            }
+        }
+        for half in [sentinels, master] {
+            let error = settings(&[half]).unwrap_err().to_string();
+            assert!(
+                error.contains(sentinels.0) && error.contains(master.0),
+                "{error}"
+            );
+        }
+        let bad_sentinel = settings(&[(sentinels.0, "127.0.0.1:26379"), master]).unwrap_err();
+        assert!(bad_sentinel.to_string().contains(sentinels.0));
+        let bad_name = settings(&[sentinels, (master.0, "my master")]).unwrap_err();
+        assert!(bad_name.to_string().contains(master.0));
+    }
+
+    #[test]
     fn bad_values_name_their_variable() {
         for (var, value) in [
             ("VCODE_BIND", "localhost"),
             ("VCODE_REDIS_URL", "http://x"),
+            ("VCODE_REDIS_CLUSTER_NODES", "redis://a:7000,b:7000"),
+            ("VCODE_REDIS_CLUSTER_NODES", ","),
             ("VCODE_CODE_LENGTH", "3"),
             ("VCODE_CODE_LENGTH", "11"),
             ("VCODE_CODE_TTL_SECS", "0"),

@@ -1,49 +1,134 @@
-//! Prometheus metrics (`GET /metrics`): HTTP requests by route, method and status with latency
-//! histograms, plus the counters `stats` feeds and the Redis latency and errors the store
-//! records. One recorder per process, rendered by the `metrics-exporter-prometheus` crate.
+//! Prometheus metrics (`GET /metrics`, OpenMetrics text): HTTP requests by route, method and
+//! status with latency histograms, the outcome counters `stats` feeds, and the Redis store's
+//! latency and errors. One registry per process (several apps in one test process share it),
+//! encoded by the official `prometheus-client` crate.
 
-use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::Method;
 use actix_web::middleware::Next;
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 /// Latency buckets (seconds): from well under a millisecond to the slowest SMS gateway.
 const BUCKETS: [f64; 14] = [
     0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0,
 ];
 
-static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+/// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
+const EVENT_FAMILIES: [(&str, &str); 6] = [
+    ("vcode_otp_send_requests", "otp/send requests"),
+    ("vcode_sms", "SMS by result"),
+    ("vcode_otp_dedup", "sends answered without a new SMS, by what deduplicated them"),
+    ("vcode_otp_verify", "otp/verify outcomes"),
+    ("vcode_captcha", "captcha outcomes"),
+    ("vcode_quota_rejections", "requests refused by a quota"),
+];
 
-/// The process's recorder, installed on first use (several apps in one test process share it).
-pub fn handle() -> PrometheusHandle {
-    HANDLE
-        .get_or_init(|| {
-            let recorder = PrometheusBuilder::new()
-                .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), &BUCKETS)
-                .map(PrometheusBuilder::build_recorder)
-                .unwrap_or_else(|_| PrometheusBuilder::new().build_recorder());
-            let handle = recorder.handle();
-            if metrics::set_global_recorder(recorder).is_err() {
-                tracing::warn!("another metrics recorder is installed: /metrics shows nothing");
-            }
-            // Histograms keep their samples until upkeep folds them in.
-            let upkeep = handle.clone();
-            std::thread::Builder::new()
-                .name("metrics-upkeep".to_owned())
-                .spawn(move || {
-                    loop {
-                        std::thread::sleep(Duration::from_secs(5));
-                        upkeep.run_upkeep();
-                    }
-                })
-                .ok();
-            handle
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct HttpLabels {
+    route: String,
+    method: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    route: String,
+    method: &'static str,
+}
+
+type OneLabel = [(&'static str, &'static str); 1];
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+struct Metrics {
+    registry: Registry,
+    http_requests: Family<HttpLabels, Counter>,
+    http_duration: HistogramFamily<RouteLabels>,
+    events: HashMap<&'static str, Family<OneLabel, Counter>>,
+    store_duration: HistogramFamily<OneLabel>,
+    store_errors: Family<[(&'static str, &'static str); 2], Counter>,
+}
+
+fn latency_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
+    let mut registry = Registry::default();
+    let http_requests = Family::<HttpLabels, Counter>::default();
+    registry.register(
+        "vcode_http_requests",
+        "HTTP requests by route pattern, method and status",
+        http_requests.clone(),
+    );
+    let http_duration: HistogramFamily<RouteLabels> = Family::new_with_constructor(latency_histogram);
+    registry.register(
+        "vcode_http_request_duration_seconds",
+        "HTTP request latency by route pattern and method",
+        http_duration.clone(),
+    );
+    let events = EVENT_FAMILIES
+        .iter()
+        .map(|(name, help)| {
+            let family = Family::<OneLabel, Counter>::default();
+            registry.register(*name, *help, family.clone());
+            (*name, family)
         })
-        .clone()
+        .collect();
+    let store_duration: HistogramFamily<OneLabel> = Family::new_with_constructor(latency_histogram);
+    registry.register(
+        "vcode_store_duration_seconds",
+        "latency of store calls",
+        store_duration.clone(),
+    );
+    let store_errors = Family::<[(&'static str, &'static str); 2], Counter>::default();
+    registry.register("vcode_store_errors", "failed store calls by kind", store_errors.clone());
+    Metrics {
+        registry,
+        http_requests,
+        http_duration,
+        events,
+        store_duration,
+        store_errors,
+    }
+});
+
+/// The metrics in the OpenMetrics text format.
+pub fn render() -> String {
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, &METRICS.registry).is_err() {
+        tracing::error!("metrics could not be encoded");
+    }
+    text
+}
+
+/// Counts one event in a family of `EVENT_FAMILIES` (`name` without `_total`).
+pub fn count_event(name: &'static str, label: &'static str, value: &'static str) {
+    if let Some(family) = METRICS.events.get(name) {
+        family.get_or_create(&[(label, value)]).inc();
+    }
+}
+
+/// Times one call to `store` and counts it as an error of `error_kind`, if any.
+pub fn observe_store_call(store: &'static str, seconds: f64, error_kind: Option<&'static str>) {
+    METRICS
+        .store_duration
+        .get_or_create(&[("store", store)])
+        .observe(seconds);
+    if let Some(kind) = error_kind {
+        METRICS
+            .store_errors
+            .get_or_create(&[("store", store), ("kind", kind)])
+            .inc();
+    }
 }
 
 fn method_label(method: &Method) -> &'static str {
@@ -71,19 +156,21 @@ pub async fn track_requests(
         .unwrap_or_else(|| "unmatched".to_owned());
     let method = method_label(request.method());
     let response = next.call(request).await?;
-    let status = response.status().as_u16().to_string();
-    metrics::counter!(
-        "vcode_http_requests_total",
-        "route" => route.clone(),
-        "method" => method,
-        "status" => status
-    )
-    .increment(1);
-    metrics::histogram!(
-        "vcode_http_request_duration_seconds",
-        "route" => route,
-        "method" => method
-    )
-    .record(started.elapsed().as_secs_f64());
+    let status = response.status().as_u16();
+    METRICS
+        .http_duration
+        .get_or_create(&RouteLabels {
+            route: route.clone(),
+            method,
+        })
+        .observe(started.elapsed().as_secs_f64());
+    METRICS
+        .http_requests
+        .get_or_create(&HttpLabels {
+            route,
+            method,
+            status,
+        })
+        .inc();
     Ok(response)
 }

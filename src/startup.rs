@@ -87,7 +87,6 @@ impl Application {
         let max_body_bytes = settings.max_body_bytes;
         let dev_mode = settings.dev_mode;
         let stats_route = settings.admin_token.is_some();
-        crate::metrics::handle();
         let server = HttpServer::new(move || {
             App::new()
                 .wrap(from_fn(crate::metrics::track_requests))

@@ -77,25 +77,25 @@ impl Event {
         }
     }
 
-    /// The Prometheus counter this event increments: family and its one label.
+    /// The Prometheus counter this event increments: family (without `_total`) and its label.
     fn metric(self) -> (&'static str, &'static str, &'static str) {
         match self {
-            Event::SendRequest => ("vcode_otp_send_requests_total", "route", "otp_send"),
-            Event::SmsSent => ("vcode_sms_total", "result", "sent"),
-            Event::SmsFailed => ("vcode_sms_total", "result", "failed"),
-            Event::DedupCooldown => ("vcode_otp_dedup_total", "by", "cooldown"),
-            Event::DedupIdempotency => ("vcode_otp_dedup_total", "by", "idempotency_key"),
-            Event::VerifyOk => ("vcode_otp_verify_total", "outcome", "ok"),
-            Event::VerifyWrong => ("vcode_otp_verify_total", "outcome", "wrong"),
-            Event::VerifyExpired => ("vcode_otp_verify_total", "outcome", "expired"),
-            Event::VerifyLocked => ("vcode_otp_verify_total", "outcome", "locked"),
-            Event::CaptchaCreated => ("vcode_captcha_total", "outcome", "created"),
-            Event::CaptchaSolved => ("vcode_captcha_total", "outcome", "solved"),
-            Event::CaptchaFailed => ("vcode_captcha_total", "outcome", "failed"),
-            Event::QuotaPhone => ("vcode_quota_rejections_total", "quota", "phone"),
-            Event::QuotaIp => ("vcode_quota_rejections_total", "quota", "client_ip"),
-            Event::QuotaGlobal => ("vcode_quota_rejections_total", "quota", "global"),
-            Event::QuotaFailures => ("vcode_quota_rejections_total", "quota", "phone_failures"),
+            Event::SendRequest => ("vcode_otp_send_requests", "route", "otp_send"),
+            Event::SmsSent => ("vcode_sms", "result", "sent"),
+            Event::SmsFailed => ("vcode_sms", "result", "failed"),
+            Event::DedupCooldown => ("vcode_otp_dedup", "by", "cooldown"),
+            Event::DedupIdempotency => ("vcode_otp_dedup", "by", "idempotency_key"),
+            Event::VerifyOk => ("vcode_otp_verify", "outcome", "ok"),
+            Event::VerifyWrong => ("vcode_otp_verify", "outcome", "wrong"),
+            Event::VerifyExpired => ("vcode_otp_verify", "outcome", "expired"),
+            Event::VerifyLocked => ("vcode_otp_verify", "outcome", "locked"),
+            Event::CaptchaCreated => ("vcode_captcha", "outcome", "created"),
+            Event::CaptchaSolved => ("vcode_captcha", "outcome", "solved"),
+            Event::CaptchaFailed => ("vcode_captcha", "outcome", "failed"),
+            Event::QuotaPhone => ("vcode_quota_rejections", "quota", "phone"),
+            Event::QuotaIp => ("vcode_quota_rejections", "quota", "client_ip"),
+            Event::QuotaGlobal => ("vcode_quota_rejections", "quota", "global"),
+            Event::QuotaFailures => ("vcode_quota_rejections", "quota", "phone_failures"),
         }
     }
 }
@@ -139,7 +139,7 @@ impl Stats {
     pub fn record(&self, event: Event) {
         self.pending[event as usize].fetch_add(1, Ordering::Relaxed);
         let (name, label, value) = event.metric();
-        metrics::counter!(name, label => value).increment(1);
+        crate::metrics::count_event(name, label, value);
     }
 
     /// Adds what was counted since the last flush to today's counters in the store.

@@ -61,7 +61,10 @@ async fn metrics_count_a_scripted_sequence() {
         .to_str()
         .unwrap()
         .to_owned();
-    assert!(content_type.starts_with("text/plain"), "{content_type}");
+    assert!(
+        content_type.starts_with("application/openmetrics-text"),
+        "{content_type}"
+    );
     let samples = parse(&response.text().await.unwrap());
     let value =
         |name: &str, labels: &str| samples.get(&(name.to_owned(), labels.to_owned())).copied();

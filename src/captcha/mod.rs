@@ -59,7 +59,7 @@ impl CaptchaService {
             let mut rng = rand::rng();
             StoredCaptcha {
                 answer: render::random_answer(&mut rng, self.settings.length),
-                seed: rand::Rng::random(&mut rng),
+                seed: rand::RngExt::random(&mut rng),
             }
         };
         self.store

@@ -9,7 +9,7 @@ use image::error::{EncodingError, ImageFormatHint};
 use image::{ExtendedColorType, ImageEncoder, ImageError, ImageFormat};
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
+use rand::{Rng, RngExt, SeedableRng};
 
 /// Characters a captcha answer is drawn from: upper-case letters and digits without the
 /// look-alikes 0/O/Q and 1/I/L (a Q whose tail a stroke crosses reads as O).
@@ -389,10 +389,10 @@ fn trace(
         OutlineCurve::Quad(a, b, c) => (a, distance(a, b) + distance(b, c)),
         OutlineCurve::Cubic(a, b, c, d) => (a, distance(a, b) + distance(b, c) + distance(c, d)),
     };
-    let pieces = (length * pixels_per_unit / SEGMENT).ceil().max(1.0);
+    let pieces = ceil_index(length * pixels_per_unit / SEGMENT).max(1);
     let mut start = place(from);
-    for k in 1..pieces as usize {
-        let end = place(bezier(curve, k as f32 / pieces));
+    for k in 1..pieces {
+        let end = place(bezier(curve, k as f32 / pieces as f32));
         raster.line(start, end);
         start = end;
     }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use rand::Rng;
+use rand::RngExt;
 
 /// 32 lower-case hex digits.
 #[derive(Clone, PartialEq, Eq, Hash)]

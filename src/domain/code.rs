@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use rand::Rng;
+use rand::RngExt;
 
 /// How many digits a code has (`VCODE_CODE_LENGTH`, 4 to 10).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

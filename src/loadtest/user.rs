@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 use tokio::task::JoinHandle;
 
 use super::client::{Client, SendAnswer, Timed, VerifyAnswer};

@@ -20,8 +20,11 @@ pub fn stats_config(cfg: &mut web::ServiceConfig) {
 
 async fn metrics() -> HttpResponse {
     HttpResponse::Ok()
-        .insert_header((CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8"))
-        .body(crate::metrics::handle().render())
+        .insert_header((
+            CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        ))
+        .body(crate::metrics::render())
 }
 
 #[derive(Deserialize)]

@@ -42,7 +42,7 @@ impl WebhookSender {
 }
 
 fn message_id() -> String {
-    use rand::Rng;
+    use rand::RngExt;
     let bytes: [u8; 16] = rand::rng().random();
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

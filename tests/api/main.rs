@@ -1,9 +1,10 @@
 //! Integration tests: the store conformance suite and the HTTP API, each against the embedded
-//! store and a real redis-server started by the harness.
+//! store, a real redis-server, a Redis Cluster and Redis Sentinel started by the harness.
 
 mod support;
 
-/// Generates one `#[tokio::test]` per backend for each listed `async fn name(Backend)`.
+/// Generates one `#[tokio::test]` per backend (`memory`, `redis`, `cluster`, `sentinel`) for
+/// each listed `async fn name(Backend)`.
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         mod memory {
@@ -22,6 +23,22 @@ macro_rules! on_both_stores {
                 }
             )*
         }
+        mod cluster {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Cluster).await
+                }
+            )*
+        }
+        mod sentinel {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Sentinel).await
+                }
+            )*
+        }
     };
 }
 
@@ -33,7 +50,9 @@ mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
 mod quotas;
+mod redis_cluster;
 mod redis_outage;
+mod redis_sentinel;
 mod sms_webhook;
 mod stats;
 mod store_conformance;

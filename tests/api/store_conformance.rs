@@ -4,17 +4,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use vcode::domain::{Code, CodeLength, Phone, Purpose};
-use vcode::store::redis::RedisSettings;
+use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, MemoryStore, OutboxMessage, RedisStore,
     ResendPolicy, Store, VerifyOutcome, VerifyParams,
 };
 
-use crate::support::{Backend, RedisServer, phone, random_phone};
+use crate::support::{Backend, Deployment, RedisServer, phone, random_phone};
 
 struct StoreUnderTest {
     store: Arc<dyn Store>,
     _redis: Option<RedisServer>,
+    _deployment: Option<Deployment>,
 }
 
 fn open(backend: Backend) -> StoreUnderTest {
@@ -22,11 +23,12 @@ fn open(backend: Backend) -> StoreUnderTest {
         Backend::Memory => StoreUnderTest {
             store: MemoryStore::spawn(Duration::from_millis(100)),
             _redis: None,
+            _deployment: None,
         },
         Backend::Redis => {
             let server = RedisServer::start();
             let store = RedisStore::connect(&RedisSettings {
-                url: server.url(),
+                topology: RedisTopology::Single { url: server.url() },
                 connect_timeout: Duration::from_millis(500),
                 command_timeout: Duration::from_millis(500),
             })
@@ -34,6 +36,16 @@ fn open(backend: Backend) -> StoreUnderTest {
             StoreUnderTest {
                 store: Arc::new(store),
                 _redis: Some(server),
+                _deployment: None,
+            }
+        }
+        Backend::Cluster | Backend::Sentinel => {
+            let deployment = Deployment::start(backend).expect("a Cluster or Sentinel backend");
+            let store = RedisStore::connect(&deployment.settings()).expect("valid settings");
+            StoreUnderTest {
+                store: Arc::new(store),
+                _redis: None,
+                _deployment: Some(deployment),
             }
         }
     }

@@ -40,6 +40,16 @@ pub fn stats(date: &str) -> String {
     format!("{PREFIX}stats:{date}")
 }
 
+/// `KEYS` of `issue.lua` and `undo_issue.lua`: the code and the phone's SMS log (one hash tag).
+pub fn issue(phone: &Phone, purpose: &Purpose) -> [String; 2] {
+    [code(phone, purpose), phone_sends(phone)]
+}
+
+/// `KEYS` of `verify.lua`: the code and the phone's failed-verify log (one hash tag).
+pub fn verify(phone: &Phone, purpose: &Purpose) -> [String; 2] {
+    [code(phone, purpose), phone_failures(phone)]
+}
+
 /// `verify_code:dev-outbox:{+8613800138000}`: the dev outbox of one phone.
 pub fn outbox(phone_e164: &str) -> String {
     format!("{PREFIX}dev-outbox:{{{phone_e164}}}")
@@ -80,5 +90,200 @@ mod tests {
             captcha(&id),
             "verify_code:captcha:{0123456789abcdef0123456789abcdef}"
         );
+    }
+
+    /// The part of `key` that Redis Cluster hashes: the text between the first `{` and the next
+    /// `}` when it is not empty, else the whole key.
+    fn hash_tag(key: &str) -> &str {
+        key.split_once('{')
+            .and_then(|(_, rest)| rest.split_once('}'))
+            .map(|(tag, _)| tag)
+            .filter(|tag| !tag.is_empty())
+            .unwrap_or(key)
+    }
+
+    fn sample_phone() -> Phone {
+        Phone::parse("13800138000", Region::default()).unwrap()
+    }
+
+    fn sample_idempotency_key() -> IdempotencyKey {
+        let request = actix_web::test::TestRequest::default()
+            .insert_header((crate::idempotency::HEADER, "retry-7d1c9e"))
+            .to_http_request();
+        IdempotencyKey::from_request(&request).unwrap().unwrap()
+    }
+
+    /// Every script, with the keys the store passes it (in `KEYS` order).
+    fn script_calls() -> Vec<(&'static str, &'static str, Vec<String>)> {
+        let phone = sample_phone();
+        let purpose = Purpose::default();
+        let idem = sample_idempotency_key();
+        let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
+        vec![
+            (
+                "issue",
+                include_str!("issue.lua"),
+                issue(&phone, &purpose).to_vec(),
+            ),
+            (
+                "undo_issue",
+                include_str!("undo_issue.lua"),
+                issue(&phone, &purpose).to_vec(),
+            ),
+            (
+                "verify",
+                include_str!("verify.lua"),
+                verify(&phone, &purpose).to_vec(),
+            ),
+            (
+                "reserve_quota ip",
+                include_str!("reserve_quota.lua"),
+                vec![quota(ip)],
+            ),
+            (
+                "reserve_quota global",
+                include_str!("reserve_quota.lua"),
+                vec![quota(QuotaScope::Global)],
+            ),
+            (
+                "abandon_idempotent",
+                include_str!("abandon_idempotent.lua"),
+                vec![idempotency(&idem)],
+            ),
+        ]
+    }
+
+    /// The highest `KEYS[n]` a script reads.
+    fn keys_used(source: &str) -> usize {
+        source
+            .split("KEYS[")
+            .skip(1)
+            .map(|rest| rest.split(']').next().unwrap().parse::<usize>().unwrap())
+            .max()
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn every_script_call_touches_keys_of_one_hash_tag() {
+        for (name, source, keys) in script_calls() {
+            assert_eq!(keys_used(source), keys.len(), "{name}: KEYS passed vs read");
+            let tags: Vec<&str> = keys.iter().map(|key| hash_tag(key)).collect();
+            assert!(tags.iter().all(|tag| *tag == tags[0]), "{name}: {keys:?}");
+            if keys.len() > 1 {
+                assert_ne!(
+                    tags[0], keys[0],
+                    "{name}: several keys need an explicit tag"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_key_builder_carries_one_hash_tag_or_none() {
+        let phone = sample_phone();
+        let e164 = phone.as_e164();
+        let id = CaptchaId::parse("0123456789abcdef0123456789abcdef").unwrap();
+        let idem = sample_idempotency_key();
+        let tagged = [
+            (code(&phone, &Purpose::default()), e164.to_owned()),
+            (phone_sends(&phone), e164.to_owned()),
+            (phone_failures(&phone), e164.to_owned()),
+            (outbox(e164), e164.to_owned()),
+            (captcha(&id), id.as_str().to_owned()),
+            (idempotency(&idem), idem.as_str().to_owned()),
+            (
+                quota(QuotaScope::ClientIp("2001:db8::7".parse().unwrap())),
+                "2001:db8::7".to_owned(),
+            ),
+        ];
+        for (key, entity) in tagged {
+            assert_eq!(key.matches('{').count(), 1, "{key}");
+            assert_eq!(key.matches('}').count(), 1, "{key}");
+            assert_eq!(hash_tag(&key), entity, "{key}");
+        }
+        // Keys used alone (one command or a one-key script) hash whole.
+        for key in [quota(QuotaScope::Global), stats("2026-11-29")] {
+            assert!(!key.contains(['{', '}']), "{key}");
+        }
+    }
+
+    /// The text between `open` (just after a `(`) and its matching `)`, split at top-level commas.
+    fn call_arguments(open: &str) -> Vec<&str> {
+        let (mut depth, mut start, mut arguments) = (0usize, 0, Vec::new());
+        for (at, c) in open.char_indices() {
+            match c {
+                '(' | '{' | '[' => depth += 1,
+                ')' | '}' | ']' if depth == 0 => {
+                    arguments.push(open[start..at].trim());
+                    return arguments;
+                }
+                ')' | '}' | ']' => depth -= 1,
+                ',' if depth == 0 => {
+                    arguments.push(open[start..at].trim());
+                    start = at + 1;
+                }
+                _ => {}
+            }
+        }
+        panic!("unclosed call: {open}")
+    }
+
+    fn is_keys_element(argument: &str) -> bool {
+        argument
+            .strip_prefix("KEYS[")
+            .and_then(|rest| rest.strip_suffix(']'))
+            .is_some_and(|n| n.parse::<usize>().is_ok())
+    }
+
+    /// The calls in `source` whose key is not a `KEYS` element passed in (or the quota
+    /// helpers' `key` parameter, which their callers fill with one).
+    fn keys_built_in(source: &str) -> Vec<String> {
+        let mut built = Vec::new();
+        if source.contains(PREFIX) {
+            built.push(format!("names a key: {PREFIX}"));
+        }
+        let commands = ["redis.call(", "redis.pcall("]
+            .into_iter()
+            .flat_map(|call| {
+                source.split(call).skip(1).filter_map(|rest| {
+                    let arguments = call_arguments(rest);
+                    // TIME is the only command without a key the scripts use.
+                    (arguments[0] != "'TIME'").then(|| arguments.get(1).copied().unwrap_or(""))
+                })
+            });
+        let helpers = ["quota_wait(", "quota_record("]
+            .into_iter()
+            .flat_map(|helper| {
+                source
+                    .split(helper)
+                    .skip(1)
+                    .map(|rest| call_arguments(rest)[0])
+            });
+        for key in commands.chain(helpers) {
+            if !(is_keys_element(key) || key == "key") {
+                built.push(key.to_owned());
+            }
+        }
+        built
+    }
+
+    #[test]
+    fn no_script_builds_a_key() {
+        let sources = script_calls()
+            .into_iter()
+            .map(|(name, source, _)| (name, source))
+            .chain([("quota prelude", include_str!("quota.lua"))]);
+        for (name, source) in sources {
+            assert_eq!(keys_built_in(source), Vec::<String>::new(), "{name}");
+        }
+        // The check itself catches keys made in Lua.
+        for script in [
+            "return redis.call('GET', 'verify_code:' .. ARGV[1])",
+            "return redis.call('DEL', KEYS[1] .. ':old')",
+            "quota_record(ARGV[2], now, rules, ARGV[5])",
+            "return redis.pcall('HGET', string.format('%s:x', KEYS[1]), 'c')",
+        ] {
+            assert!(!keys_built_in(script).is_empty(), "{script}");
+        }
     }
 }

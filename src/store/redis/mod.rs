@@ -1,9 +1,12 @@
 //! The Redis store: every read-compare-write is one Lua script (the `.lua` files beside this
-//! one), sent over one shared, auto-reconnecting multiplexed connection so that requests never
-//! wait for an exclusive connection. Every call is bounded by the command timeout.
+//! one), sent over one shared, auto-reconnecting multiplexed connection (to one node, a Cluster
+//! or the primary Sentinel names; `connection.rs`) so that requests never wait for an exclusive
+//! connection. Every call is bounded by the command timeout.
 
+mod connection;
 pub mod keys;
 pub mod legacy;
+mod sentinel;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -11,8 +14,9 @@ use std::sync::LazyLock;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{RedisError, Script, Value};
+
+pub use self::connection::RedisConnection;
 
 use super::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
@@ -53,33 +57,39 @@ fn rule_args(rules: &[QuotaRule]) -> Vec<u64> {
 
 #[derive(Clone, Debug)]
 pub struct RedisSettings {
-    pub url: String,
+    pub topology: RedisTopology,
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
 }
 
+/// Where the data lives; the store code and the scripts are the same on all three.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RedisTopology {
+    /// One node (`VCODE_REDIS_URL`).
+    Single { url: String },
+    /// A Redis Cluster, discovered from any of these seed nodes (`VCODE_REDIS_CLUSTER_NODES`).
+    Cluster { nodes: Vec<String> },
+    /// The primary that these sentinels name `master` (`VCODE_REDIS_SENTINELS`,
+    /// `VCODE_REDIS_SENTINEL_MASTER`).
+    Sentinel {
+        sentinels: Vec<String>,
+        master: String,
+    },
+}
+
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: ConnectionManager,
+    connection: RedisConnection,
     command_timeout: Duration,
 }
 
 impl RedisStore {
     /// Prepares the connection without waiting for Redis: a Redis that is down at start-up
-    /// makes `/readyz` fail until it is up, instead of stopping the service.
+    /// makes `/readyz` fail until it is up, instead of stopping the service. Call it inside a
+    /// Tokio runtime (a Cluster connection starts its background task at once).
     pub fn connect(settings: &RedisSettings) -> Result<Self, StoreError> {
-        let client = redis::Client::open(settings.url.as_str())
-            .map_err(|e| StoreError::Unavailable(format!("bad Redis URL: {e}")))?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(settings.connect_timeout))
-            .set_response_timeout(Some(settings.command_timeout))
-            // Few, short retries: while Redis is down requests fail fast and every new request
-            // starts a fresh reconnect, so service resumes as soon as Redis is back.
-            .set_number_of_retries(1)
-            .set_min_delay(Duration::from_millis(50))
-            .set_max_delay(Duration::from_millis(200));
-        let connection = ConnectionManager::new_lazy_with_config(client, config)
-            .map_err(|e| StoreError::Unavailable(e.to_string()))?;
+        let connection = RedisConnection::open(settings)
+            .map_err(|e| StoreError::Unavailable(format!("bad Redis settings: {e}")))?;
         LazyLock::force(&SCRIPTS);
         Ok(Self {
             connection,
@@ -98,17 +108,12 @@ impl RedisStore {
             Ok(Err(error)) => Err(store_error(error)),
             Err(_) => Err(StoreError::Timeout(self.command_timeout)),
         };
-        metrics::histogram!("vcode_store_duration_seconds", "store" => "redis")
-            .record(started.elapsed().as_secs_f64());
-        if let Err(error) = &result {
-            let kind = match error {
-                StoreError::Timeout(_) => "timeout",
-                StoreError::Unavailable(_) => "unavailable",
-                StoreError::Protocol(_) => "protocol",
-            };
-            metrics::counter!("vcode_store_errors_total", "store" => "redis", "kind" => kind)
-                .increment(1);
-        }
+        let error_kind = result.as_ref().err().map(|error| match error {
+            StoreError::Timeout(_) => "timeout",
+            StoreError::Unavailable(_) => "unavailable",
+            StoreError::Protocol(_) => "protocol",
+        });
+        crate::metrics::observe_store_call("redis", started.elapsed().as_secs_f64(), error_kind);
         result
     }
 }
@@ -246,9 +251,9 @@ impl Store for RedisStore {
             ResendPolicy::Rotate => "rotate",
         };
         let quota_token = QuotaToken::generate();
-        let mut invocation = SCRIPTS.issue.key(keys::code(phone, purpose));
+        let mut invocation = SCRIPTS.issue.prepare_invoke();
         invocation
-            .key(keys::phone_sends(phone))
+            .key(&keys::issue(phone, purpose))
             .arg(candidate.expose())
             .arg(duration_ms(params.ttl))
             .arg(duration_ms(params.cooldown))
@@ -268,9 +273,9 @@ impl Store for RedisStore {
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
-        let mut invocation = SCRIPTS.undo_issue.key(keys::code(phone, purpose));
+        let mut invocation = SCRIPTS.undo_issue.prepare_invoke();
         invocation
-            .key(keys::phone_sends(phone))
+            .key(&keys::issue(phone, purpose))
             .arg(undo.code.expose())
             .arg(undo.sent_at_ms)
             .arg(undo.deliveries)
@@ -295,9 +300,9 @@ impl Store for RedisStore {
         code: &Code,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let mut invocation = SCRIPTS.verify.key(keys::code(phone, purpose));
+        let mut invocation = SCRIPTS.verify.prepare_invoke();
         invocation
-            .key(keys::phone_failures(phone))
+            .key(&keys::verify(phone, purpose))
             .arg(code.expose())
             .arg(params.max_attempts)
             .arg(QuotaToken::generate().0)
@@ -495,12 +500,17 @@ impl Store for RedisStore {
     }
 
     async fn stats(&self, dates: &[String]) -> Result<Vec<HashMap<String, u64>>, StoreError> {
-        let mut pipeline = redis::pipe();
-        for date in dates {
-            pipeline.hgetall(keys::stats(date));
-        }
+        // One command per day, not one pipeline: the days' keys lie in different Cluster slots.
         let mut connection = self.connection.clone();
-        self.bounded(pipeline.query_async(&mut connection)).await
+        let days = async {
+            let mut days = Vec::with_capacity(dates.len());
+            for date in dates {
+                let command = redis::cmd("HGETALL").arg(keys::stats(date)).to_owned();
+                days.push(command.query_async(&mut connection).await?);
+            }
+            Ok(days)
+        };
+        self.bounded(days).await
     }
 
     async fn ping(&self) -> Result<(), StoreError> {

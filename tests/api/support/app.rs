@@ -6,15 +6,19 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use vcode::config::{SmsSettings, StoreSettings};
 use vcode::store::Store;
-use vcode::store::redis::RedisSettings;
+use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::{Application, Settings};
 
-use super::RedisServer;
+use super::{Deployment, RedisServer};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Backend {
     Memory,
     Redis,
+    /// A Redis Cluster (three primaries).
+    Cluster,
+    /// A primary found through Redis Sentinel.
+    Sentinel,
 }
 
 pub struct TestApp {
@@ -23,6 +27,8 @@ pub struct TestApp {
     pub store: Arc<dyn Store>,
     /// The test's own Redis (Redis backend only); it dies with the test.
     pub redis: Option<RedisServer>,
+    /// The Cluster or Sentinel deployment (those backends only); it lives as long as the app.
+    pub deployment: Option<Deployment>,
 }
 
 /// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender.
@@ -40,7 +46,7 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
 
 fn redis_settings(server: &RedisServer) -> StoreSettings {
     StoreSettings::Redis(RedisSettings {
-        url: server.url(),
+        topology: RedisTopology::Single { url: server.url() },
         connect_timeout: Duration::from_millis(500),
         command_timeout: Duration::from_millis(500),
     })
@@ -49,15 +55,21 @@ fn redis_settings(server: &RedisServer) -> StoreSettings {
 pub async fn spawn_app_with(backend: Backend, customise: impl FnOnce(&mut Settings)) -> TestApp {
     let mut settings = test_settings();
     let redis = match backend {
-        Backend::Memory => None,
+        Backend::Memory | Backend::Cluster | Backend::Sentinel => None,
         Backend::Redis => {
             let server = RedisServer::start();
             settings.store = redis_settings(&server);
             Some(server)
         }
     };
+    let deployment = Deployment::start(backend);
+    if let Some(deployment) = &deployment {
+        settings.store = StoreSettings::Redis(deployment.settings());
+    }
     customise(&mut settings);
-    start(settings, redis).await
+    let mut app = start(settings, redis).await;
+    app.deployment = deployment;
+    app
 }
 
 /// Another instance on the Redis of `first` (which keeps owning it), as a second server of a
@@ -95,6 +107,7 @@ async fn start(settings: Settings, redis: Option<RedisServer>) -> TestApp {
             .expect("client"),
         store,
         redis,
+        deployment: None,
     }
 }
 

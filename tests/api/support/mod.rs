@@ -1,10 +1,19 @@
-//! Test harness: real redis-server processes, the application on port 0, a fake SMS gateway.
+//! Test harness: real redis-server processes (one node, a Cluster, Sentinel), the application on
+//! port 0, a fake SMS gateway.
 
 pub mod app;
+pub mod deployment;
+pub mod failover;
+pub mod redis_cluster;
+pub mod redis_process;
+pub mod redis_sentinel;
 pub mod redis_server;
 pub mod sms_gateway;
 
 pub use app::{Backend, TestApp, spawn_app, spawn_app_with, spawn_second_instance};
+pub use deployment::Deployment;
+pub use redis_cluster::{ClusterLease, RedisCluster};
+pub use redis_sentinel::RedisSentinel;
 pub use redis_server::RedisServer;
 pub use sms_gateway::SmsGateway;
 
@@ -12,7 +21,7 @@ use vcode::domain::{Phone, Region};
 
 /// A random valid Chinese mobile number (E.164), so tests sharing a store never collide.
 pub fn random_phone() -> String {
-    use rand::Rng;
+    use rand::RngExt;
     let mut rng = rand::rng();
     format!("+86138{:08}", rng.random_range(0..100_000_000u32))
 }

@@ -11,14 +11,14 @@ pub struct RedisServer {
     child: Option<Child>,
 }
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())
         .expect("a free loopback port")
 }
 
-fn answers_ping(port: u16) -> bool {
+pub(super) fn answers_ping(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };

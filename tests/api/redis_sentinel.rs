@@ -1,0 +1,71 @@
+//! vcode on Redis Sentinel: a crashed primary and a demoted one (which still answers PING) are
+//! ridden out within the documented bound without restarting vcode, with requests failing fast
+//! (503) meanwhile. The suites run on Sentinel too (`on_both_stores!`).
+
+use std::time::Duration;
+
+use redis::cmd;
+use vcode::config::StoreSettings;
+
+use crate::support::failover::{FailoverReport, run_through, spawn_app_on};
+use crate::support::{RedisSentinel, random_phone};
+
+const COMMAND_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long a silent primary takes to be failed; short, to keep the test short.
+const DOWN_AFTER: Duration = Duration::from_secs(1);
+/// Documented in the README: after a primary fails, requests succeed again within this.
+const RECOVERY_BOUND: Duration = Duration::from_secs(10);
+/// Scheduling noise on a busy 2-core machine, on top of the command timeout.
+const SLACK: Duration = Duration::from_millis(500);
+
+fn assert_failed_fast_and_recovered(report: &FailoverReport) {
+    assert!(report.unexpected.is_empty(), "{:?}", report.unexpected);
+    assert!(report.recovery < RECOVERY_BOUND, "{report:?}");
+    assert!(
+        report.slowest_failure <= COMMAND_TIMEOUT + SLACK,
+        "a failing request waited past the command timeout: {report:?}"
+    );
+    // A send makes two store calls (the code, the dev outbox), each bounded on its own.
+    assert!(report.slowest <= COMMAND_TIMEOUT * 2 + SLACK, "{report:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_crashed_primary_is_replaced_and_requests_fail_fast_meanwhile() {
+    let deployment = RedisSentinel::start(1, 3, DOWN_AFTER);
+    let app = spawn_app_on(StoreSettings::Redis(deployment.settings(COMMAND_TIMEOUT))).await;
+    let victim = deployment.primary_port();
+
+    let report = run_through(
+        &app,
+        || deployment.node(victim).crash(),
+        || deployment.primary_port() != victim,
+    )
+    .await;
+    report.print("Sentinel, primary crashed");
+    assert_failed_fast_and_recovered(&report);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_demoted_primary_that_still_answers_ping_is_left_for_the_new_one() {
+    let deployment = RedisSentinel::start(1, 3, DOWN_AFTER);
+    let app = spawn_app_on(StoreSettings::Redis(deployment.settings(COMMAND_TIMEOUT))).await;
+    let old = deployment.primary_port();
+
+    let report = run_through(
+        &app,
+        || deployment.failover(),
+        || deployment.primary_port() != old,
+    )
+    .await;
+    report.print("Sentinel, manual failover");
+    assert_failed_fast_and_recovered(&report);
+
+    let new = deployment.primary_port();
+    let pong: String = deployment.node(old).must(&cmd("PING"));
+    assert_eq!(pong, "PONG", "the demoted primary still answers PING");
+    let phone = random_phone();
+    assert_eq!(app.send(&phone).await.status, 200);
+    let key = format!("verify_code:{{{phone}}}:login");
+    let on_new: bool = deployment.node(new).must(cmd("EXISTS").arg(&key));
+    assert!(on_new, "the code was written to the new primary");
+}

@@ -1,0 +1,227 @@
+//! Load that keeps sending and verifying codes while a test fails a Redis primary over, and
+//! what it saw: how long requests failed, how many, how slow the slowest was, and how many
+//! acknowledged codes the failover lost (Redis replication is asynchronous).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use vcode::Settings;
+use vcode::config::{AbuseSettings, StoreSettings};
+
+use super::{Backend, TestApp, random_phone, spawn_app_with};
+
+/// Concurrent virtual users.
+const USERS: usize = 8;
+/// Load before the disruption, so connections and scripts are warm.
+const WARM_UP: Duration = Duration::from_millis(500);
+/// Recovered: the topology changed and no request failed for this long.
+const CALM: Duration = Duration::from_millis(1500);
+/// The load stops this long after the disruption even if it never recovered.
+const GIVE_UP: Duration = Duration::from_secs(30);
+
+/// vcode (dev mode, quotas off: the load measures the store) on `store`.
+pub async fn spawn_app_on(store: StoreSettings) -> TestApp {
+    spawn_app_with(Backend::Memory, |settings: &mut Settings| {
+        settings.store = store;
+        settings.abuse = AbuseSettings::unlimited();
+    })
+    .await
+}
+
+#[derive(Debug, Default)]
+pub struct FailoverReport {
+    pub requests: usize,
+    /// Answered 5xx, or not at all.
+    pub failed: usize,
+    /// From the disruption to the end of the last failed request.
+    pub recovery: Duration,
+    pub slowest: Duration,
+    pub slowest_failure: Duration,
+    /// Sent (200 and in the outbox) but unknown at verify (410): a write the failover lost.
+    pub lost_codes: usize,
+    /// Sent (200) but missing from the dev outbox: its write was lost, or failed (only logged).
+    pub lost_outbox: usize,
+    /// Answers no flow should give (status and body).
+    pub unexpected: Vec<String>,
+}
+
+impl FailoverReport {
+    pub fn print(&self, what: &str) {
+        eprintln!(
+            "{what}: {} requests, {} failed, recovered {:.2} s after the disruption; slowest \
+             request {} ms, slowest failure {} ms; codes lost {}, outbox entries lost {}",
+            self.requests,
+            self.failed,
+            self.recovery.as_secs_f64(),
+            self.slowest.as_millis(),
+            self.slowest_failure.as_millis(),
+            self.lost_codes,
+            self.lost_outbox
+        );
+    }
+}
+
+/// Runs the load, calls `disrupt` after the warm-up, and stops once `failed_over` says the
+/// topology changed and requests have stopped failing for a while.
+pub async fn run_through(
+    app: &TestApp,
+    disrupt: impl FnOnce(),
+    mut failed_over: impl FnMut() -> bool,
+) -> FailoverReport {
+    let shared = Arc::new(Shared::new(app));
+    let users: Vec<_> = (0..USERS)
+        .map(|_| tokio::spawn(user(shared.clone())))
+        .collect();
+    tokio::time::sleep(WARM_UP).await;
+    let disrupted_at = Instant::now();
+    disrupt();
+    let mut topology_changed = false;
+    while disrupted_at.elapsed() < GIVE_UP {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        topology_changed = topology_changed || failed_over();
+        let quiet_since = shared.last_failure().unwrap_or(disrupted_at);
+        if topology_changed && quiet_since.max(disrupted_at).elapsed() >= CALM {
+            break;
+        }
+    }
+    shared.stop.store(true, Ordering::Relaxed);
+    for user in users {
+        user.await.expect("a virtual user");
+    }
+    assert!(topology_changed, "the primary was never replaced");
+    shared.report(disrupted_at)
+}
+
+struct Sample {
+    ended: Instant,
+    latency: Duration,
+    /// 0: no answer.
+    status: u16,
+}
+
+struct Shared {
+    address: String,
+    client: reqwest::Client,
+    stop: AtomicBool,
+    samples: Mutex<Vec<Sample>>,
+    tally: Mutex<FailoverReport>,
+}
+
+impl Shared {
+    fn new(app: &TestApp) -> Self {
+        Self {
+            address: app.address.clone(),
+            client: app.client.clone(),
+            stop: AtomicBool::new(false),
+            samples: Mutex::new(Vec::new()),
+            tally: Mutex::new(FailoverReport::default()),
+        }
+    }
+
+    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+        self.timed(
+            self.client
+                .post(format!("{}{path}", self.address))
+                .json(&body),
+        )
+        .await
+    }
+
+    async fn timed(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
+        let started = Instant::now();
+        let (status, body) = match request.send().await {
+            Ok(response) => {
+                let status = response.status().as_u16();
+                (status, response.json().await.unwrap_or(Value::Null))
+            }
+            Err(_) => (0, Value::Null),
+        };
+        let sample = Sample {
+            ended: Instant::now(),
+            latency: started.elapsed(),
+            status,
+        };
+        self.samples
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(sample);
+        (status, body)
+    }
+
+    fn tally(&self, count: impl FnOnce(&mut FailoverReport)) {
+        count(&mut self.tally.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn last_failure(&self) -> Option<Instant> {
+        let samples = self.samples.lock().unwrap_or_else(PoisonError::into_inner);
+        samples
+            .iter()
+            .filter(|sample| failed(sample.status))
+            .map(|sample| sample.ended)
+            .max()
+    }
+
+    fn report(&self, disrupted_at: Instant) -> FailoverReport {
+        let samples = self.samples.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut report =
+            std::mem::take(&mut *self.tally.lock().unwrap_or_else(PoisonError::into_inner));
+        let failures = samples.iter().filter(|sample| failed(sample.status));
+        report.requests = samples.len();
+        report.failed = failures.clone().count();
+        report.recovery = failures
+            .clone()
+            .map(|sample| sample.ended.saturating_duration_since(disrupted_at))
+            .max()
+            .unwrap_or_default();
+        report.slowest_failure = failures.map(|s| s.latency).max().unwrap_or_default();
+        report.slowest = samples.iter().map(|s| s.latency).max().unwrap_or_default();
+        report
+    }
+}
+
+fn failed(status: u16) -> bool {
+    status == 0 || status >= 500
+}
+
+/// A user who asks for a code, reads it from the outbox and verifies it, again and again.
+async fn user(shared: Arc<Shared>) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        let phone = random_phone();
+        let (status, body) = shared
+            .post("/api/v1/otp/send", json!({ "phone": phone }))
+            .await;
+        if status != 200 {
+            expect_failure(&shared, "send", status, &body);
+            continue;
+        }
+        let outbox = format!("/api/v1/dev/outbox?phone={}", phone.replace('+', "%2B"));
+        let (status, body) = shared
+            .timed(shared.client.get(format!("{}{outbox}", shared.address)))
+            .await;
+        if status != 200 {
+            expect_failure(&shared, "outbox", status, &body);
+            continue;
+        }
+        let Some(code) = body["data"]["messages"][0]["code"].as_str() else {
+            shared.tally(|report| report.lost_outbox += 1);
+            continue;
+        };
+        let verify = json!({ "phone": phone, "code": code });
+        match shared.post("/api/v1/otp/verify", verify).await {
+            (200, _) => {}
+            (410, _) => shared.tally(|report| report.lost_codes += 1),
+            (status, body) => expect_failure(&shared, "verify", status, &body),
+        }
+    }
+}
+
+/// During a failover a request may fail with 503/50300 (or not be answered); anything else
+/// is noted as unexpected.
+fn expect_failure(shared: &Shared, step: &str, status: u16, body: &Value) {
+    let store_unavailable = status == 503 && body["code"] == json!(50300);
+    if !store_unavailable {
+        shared.tally(|report| report.unexpected.push(format!("{step}: {status} {body}")));
+    }
+}
