@@ -26,7 +26,10 @@ const BUCKETS: [f64; 14] = [
 const EVENT_FAMILIES: [(&str, &str); 6] = [
     ("vcode_otp_send_requests", "otp/send requests"),
     ("vcode_sms", "SMS by result"),
-    ("vcode_otp_dedup", "sends answered without a new SMS, by what deduplicated them"),
+    (
+        "vcode_otp_dedup",
+        "sends answered without a new SMS, by what deduplicated them",
+    ),
     ("vcode_otp_verify", "otp/verify outcomes"),
     ("vcode_captcha", "captcha outcomes"),
     ("vcode_quota_rejections", "requests refused by a quota"),
@@ -69,7 +72,8 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "HTTP requests by route pattern, method and status",
         http_requests.clone(),
     );
-    let http_duration: HistogramFamily<RouteLabels> = Family::new_with_constructor(latency_histogram);
+    let http_duration: HistogramFamily<RouteLabels> =
+        Family::new_with_constructor(latency_histogram);
     registry.register(
         "vcode_http_request_duration_seconds",
         "HTTP request latency by route pattern and method",
@@ -90,7 +94,11 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         store_duration.clone(),
     );
     let store_errors = Family::<[(&'static str, &'static str); 2], Counter>::default();
-    registry.register("vcode_store_errors", "failed store calls by kind", store_errors.clone());
+    registry.register(
+        "vcode_store_errors",
+        "failed store calls by kind",
+        store_errors.clone(),
+    );
     Metrics {
         registry,
         http_requests,
