@@ -65,9 +65,11 @@ start_vcode redis VCODE_REDIS_URL="$REDIS_URL"
 
 declare -A RPS P50 P99 NON2XX
 ROWS=()
-# measure NAME URL [wrk script] [env]: warm up, then one timed run; keeps req/s, p50, p99 (ms).
+# measure NAME URL [wrk script] [VERIFY_PATH] [PHONES]: warm up, then one timed run; keeps
+# req/s, p50, p99.
 measure() {
   local name=$1 url=$2 script=${3:-} path=${4:-}
+  export PHONES=${5:-}
   local args=(-t1 -c"$CONNECTIONS" --latency)
   [ -n "$script" ] && args+=(-s "scripts/wrk/$script")
   VERIFY_PATH=$path wrk "${args[@]}" -d"$WARMUP" "$url" >/dev/null
@@ -83,10 +85,23 @@ measure "thin GET constant" "$THIN/constant"
 measure "thin POST verify (1 EVALSHA)" "$THIN" verify.lua /verify
 measure "verify, embedded" "${URL[embedded]}" verify.lua
 measure "verify, Redis" "${URL[redis]}" verify.lua
+measure "verify, embedded, 10k phones" "${URL[embedded]}" verify.lua "" 10000
+measure "verify, Redis, 10k phones" "${URL[redis]}" verify.lua "" 10000
 measure "send, embedded" "${URL[embedded]}" send.lua
 measure "send, Redis" "${URL[redis]}" send.lua
 measure "captcha create+fetch, embedded" "${URL[embedded]}" captcha.lua
 measure "captcha create+fetch, Redis" "${URL[redis]}" captcha.lua
+
+# The cost of the abuse checks: the same sends and verifies with every quota on (client and
+# global limits raised so that nothing is refused; the per-phone logs and checks run as usual).
+QUOTAS_ON=(VCODE_QUOTA_PHONE_HOUR=5 VCODE_QUOTA_PHONE_DAY=10 VCODE_QUOTA_PHONE_FAILS_DAY=20
+  VCODE_QUOTA_IP_HOUR=1000000 VCODE_QUOTA_GLOBAL_MINUTE=1000000)
+restart_vcode embedded "${QUOTAS_ON[@]}"
+restart_vcode redis VCODE_REDIS_URL="$REDIS_URL" "${QUOTAS_ON[@]}"
+measure "verify, embedded, quotas on" "${URL[embedded]}" verify.lua
+measure "verify, Redis, quotas on" "${URL[redis]}" verify.lua
+measure "send, embedded, quotas on" "${URL[embedded]}" send.lua
+measure "send, Redis, quotas on" "${URL[redis]}" send.lua
 
 # The same verify load against stores holding few and many pending codes.
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/${PID[$1]}/status"; }
@@ -116,7 +131,7 @@ printf '\n%-34s %10s %9s %9s %8s  %s\n' "row ($CONNECTIONS connections, $DURATIO
 for name in "${ROWS[@]}"; do
   case $name in
     "verify, embedded"*) against="thin GET constant" ;;
-    "send, embedded"|"captcha create+fetch"*) against="thin GET constant" ;;
+    "send, embedded"*|"captcha create+fetch"*) against="thin GET constant" ;;
     *Redis*) against="thin POST verify (1 EVALSHA)" ;;
     *) against="" ;;
   esac
@@ -126,6 +141,9 @@ done
 printf '\nverify throughput, %s vs %s pending codes: embedded %s, Redis %s\n' "$MANY" "$FEW" \
   "$(ratio "verify, embedded, $MANY pending" "verify, embedded, $FEW pending")" \
   "$(ratio "verify, Redis, $MANY pending" "verify, Redis, $FEW pending")"
+printf 'abuse checks on vs off: send embedded %s, send Redis %s, verify embedded %s, verify Redis %s\n' \
+  "$(ratio "send, embedded, quotas on" "send, embedded")" "$(ratio "send, Redis, quotas on" "send, Redis")" \
+  "$(ratio "verify, embedded, quotas on" "verify, embedded")" "$(ratio "verify, Redis, quotas on" "verify, Redis")"
 printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), embedded %s bytes (RSS growth / %s codes)\n' \
   "$REDIS_BYTES" "$REDIS_KEYS" "$EMBEDDED_BYTES" "$MANY"
 printf 'machine: %s, %s cores; %s\n' "$(uname -m)" "$(nproc)" "$(date -u +%Y-%m-%d)"
