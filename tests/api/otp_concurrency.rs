@@ -7,12 +7,36 @@ use vcode::domain::Purpose;
 
 use crate::support::{Backend, phone, random_phone, spawn_app};
 
-/// Each request on its own connection, so the server sees them truly in parallel.
-fn fresh_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .pool_max_idle_per_host(0)
-        .build()
-        .expect("client")
+/// Posts `body` to `url` `times` times at once, each on its own connection so that the server
+/// sees them truly in parallel; counts the answers by (HTTP status, envelope code).
+async fn post_at_once(
+    url: String,
+    body: serde_json::Value,
+    times: usize,
+) -> HashMap<(u16, i64), usize> {
+    let requests = (0..times).map(|_| {
+        let (url, body) = (url.clone(), body.clone());
+        tokio::spawn(async move {
+            let client = reqwest::Client::builder()
+                .pool_max_idle_per_host(0)
+                .build()
+                .expect("client");
+            let response = client
+                .post(url)
+                .json(&body)
+                .send()
+                .await
+                .expect("an answer");
+            let status = response.status().as_u16();
+            let envelope: serde_json::Value = response.json().await.expect("envelope");
+            (status, envelope["code"].as_i64().unwrap_or_default())
+        })
+    });
+    let mut tally = HashMap::new();
+    for answer in join_all(requests).await {
+        *tally.entry(answer.expect("task")).or_default() += 1;
+    }
+    tally
 }
 
 async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) {
@@ -20,26 +44,8 @@ async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) 
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
     let code = app.last_code(&number).await;
-    let url = app.url("/api/v1/otp/verify");
-    let requests = (0..100).map(|_| {
-        let (url, number, code) = (url.clone(), number.clone(), code.clone());
-        tokio::spawn(async move {
-            let response = fresh_client()
-                .post(url)
-                .json(&serde_json::json!({"phone": number, "code": code}))
-                .send()
-                .await
-                .expect("an answer");
-            let status = response.status().as_u16();
-            let body: serde_json::Value = response.json().await.expect("envelope");
-            (status, body["code"].as_i64().unwrap_or_default())
-        })
-    });
-    let answers = join_all(requests).await;
-    let mut tally: HashMap<(u16, i64), usize> = HashMap::new();
-    for answer in answers {
-        *tally.entry(answer.expect("task")).or_default() += 1;
-    }
+    let body = serde_json::json!({"phone": number, "code": code});
+    let tally = post_at_once(app.url("/api/v1/otp/verify"), body, 100).await;
     assert_eq!(tally.get(&(200, 200)), Some(&1), "{tally:?}");
     assert_eq!(tally.get(&(410, 41000)), Some(&99), "{tally:?}");
 }
@@ -47,26 +53,8 @@ async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) 
 async fn fifty_concurrent_sends_make_one_code_and_one_sms(backend: Backend) {
     let app = spawn_app(backend).await;
     let number = random_phone();
-    let url = app.url("/api/v1/otp/send");
-    let requests = (0..50).map(|_| {
-        let (url, number) = (url.clone(), number.clone());
-        tokio::spawn(async move {
-            let response = fresh_client()
-                .post(url)
-                .json(&serde_json::json!({"phone": number}))
-                .send()
-                .await
-                .expect("an answer");
-            let status = response.status().as_u16();
-            let body: serde_json::Value = response.json().await.expect("envelope");
-            (status, body["code"].as_i64().unwrap_or_default())
-        })
-    });
-    let answers = join_all(requests).await;
-    let mut tally: HashMap<(u16, i64), usize> = HashMap::new();
-    for answer in answers {
-        *tally.entry(answer.expect("task")).or_default() += 1;
-    }
+    let body = serde_json::json!({"phone": number});
+    let tally = post_at_once(app.url("/api/v1/otp/send"), body, 50).await;
     assert_eq!(tally.get(&(200, 200)), Some(&1), "{tally:?}");
     assert_eq!(tally.get(&(429, 42900)), Some(&49), "{tally:?}");
     let inbox = app.inbox(&number).await;
