@@ -112,9 +112,15 @@ stop() {
   for pidfile in "$STATE_DIR"/redis-*.pid; do
     [[ -e "$pidfile" ]] || continue
     pid=$(cat "$pidfile")
+    # A node a failover test paused (SIGSTOP) would never act on SIGTERM: wake it first.
+    kill -CONT "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
-    # Wait for it to exit, so the ports are free when this returns.
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    # Wait for it to exit, so the ports are free when this returns; 5 s, then SIGKILL.
+    local waited=0
+    while kill -0 "$pid" 2>/dev/null; do
+      if ((waited++ == 100)); then kill -KILL "$pid" 2>/dev/null || true; fi
+      sleep 0.05
+    done
   done
   rm -rf "$STATE_DIR"
   echo "Redis Cluster on ports $PORT-$((PORT + NODES - 1)) stopped."

@@ -146,8 +146,15 @@ stop() {
   for pidfile in "$STATE_DIR"/sentinel-*.pid "$STATE_DIR"/redis-*.pid; do
     [[ -e "$pidfile" ]] || continue
     pid=$(cat "$pidfile")
+    # A process a failover test paused (SIGSTOP) would never act on SIGTERM: wake it first.
+    kill -CONT "$pid" 2>/dev/null || true
     kill "$pid" 2>/dev/null || true
-    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    # 5 s to exit, then SIGKILL, so the ports are free when this returns.
+    local waited=0
+    while kill -0 "$pid" 2>/dev/null; do
+      if ((waited++ == 100)); then kill -KILL "$pid" 2>/dev/null || true; fi
+      sleep 0.05
+    done
   done
   rm -rf "$STATE_DIR"
   echo "Redis with Sentinel stopped."

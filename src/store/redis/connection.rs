@@ -9,26 +9,19 @@
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::{ClusterClientBuilder, ClusterConfig};
-use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
 
+use super::cluster::ClusterHandle;
 use super::sentinel::SentinelConnection;
 use super::{RedisSettings, RedisTopology};
-
-/// Redirections (MOVED, ASK, READONLY after a failover) a Cluster call may follow; they are
-/// quick, and the command timeout bounds the whole call anyway.
-const CLUSTER_RETRIES: u32 = 3;
-/// Pauses between Cluster retries (ms): short, so a retry still fits in the command timeout.
-const CLUSTER_RETRY_WAIT_MS: (u64, u64) = (10, 100);
 
 #[derive(Clone)]
 pub enum RedisConnection {
     /// One node, reconnected by the redis crate's `ConnectionManager`.
     Single(ConnectionManager),
-    /// The redis crate's Cluster connection: one multiplexed connection per node; it follows
-    /// MOVED/ASK and refreshes its slot map on redirections, READONLY and lost nodes.
-    Cluster(ClusterConnection),
+    /// The redis crate's Cluster connection (one multiplexed connection per node), renewed
+    /// after a timeout (`cluster.rs`).
+    Cluster(ClusterHandle),
     /// The primary that Sentinel names, followed through failovers (`sentinel.rs`).
     Sentinel(SentinelConnection),
 }
@@ -38,11 +31,20 @@ impl RedisConnection {
     pub fn open(settings: &RedisSettings) -> Result<Self, RedisError> {
         Ok(match &settings.topology {
             RedisTopology::Single { url } => Self::Single(single(url, settings)?),
-            RedisTopology::Cluster { nodes } => Self::Cluster(cluster(nodes, settings)?),
+            RedisTopology::Cluster { nodes } => Self::Cluster(ClusterHandle::new(nodes, settings)?),
             RedisTopology::Sentinel { sentinels, master } => {
                 Self::Sentinel(SentinelConnection::new(sentinels, master, settings)?)
             }
         })
+    }
+
+    /// Told that a call timed out: a Cluster connection may be stuck on a frozen primary that
+    /// the cluster has replaced. (Sentinel's connection checks its primary on its own, and one
+    /// node has nowhere else to go.)
+    pub fn timed_out(&self) {
+        if let Self::Cluster(cluster) = self {
+            cluster.renew_after_timeout();
+        }
     }
 }
 
@@ -57,21 +59,6 @@ fn single(url: &str, settings: &RedisSettings) -> Result<ConnectionManager, Redi
         .set_min_delay(Duration::from_millis(50))
         .set_max_delay(Duration::from_millis(200));
     ConnectionManager::new_lazy_with_config(client, config)
-}
-
-fn cluster(nodes: &[String], settings: &RedisSettings) -> Result<ClusterConnection, RedisError> {
-    let (min_wait, max_wait) = CLUSTER_RETRY_WAIT_MS;
-    let client = ClusterClientBuilder::new(nodes.iter().map(String::as_str))
-        .retries(CLUSTER_RETRIES)
-        .min_retry_wait(min_wait)
-        .max_retry_wait(max_wait)
-        .build()?;
-    let config = ClusterConfig::new()
-        .set_connection_timeout(settings.connect_timeout)
-        .set_response_timeout(settings.command_timeout);
-    // Connects to the seeds in the background: a Cluster that is down at start-up only makes
-    // requests fail (503) until it is up.
-    Ok(client.get_pending_async_connection_with_config(config))
 }
 
 impl ConnectionLike for RedisConnection {
@@ -101,6 +88,57 @@ impl ConnectionLike for RedisConnection {
             Self::Single(connection) => connection.get_db(),
             Self::Cluster(connection) => connection.get_db(),
             Self::Sentinel(connection) => connection.get_db(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn settings(topology: RedisTopology) -> RedisSettings {
+        RedisSettings {
+            topology,
+            connect_timeout: Duration::from_millis(100),
+            command_timeout: Duration::from_millis(100),
+        }
+    }
+
+    #[test]
+    fn cluster_and_sentinel_connections_outside_a_runtime_are_errors_not_panics() {
+        for topology in [
+            RedisTopology::Cluster {
+                nodes: vec!["redis://127.0.0.1:1".to_owned()],
+            },
+            RedisTopology::Sentinel {
+                sentinels: vec!["redis://127.0.0.1:1".to_owned()],
+                master: "vcode".to_owned(),
+            },
+        ] {
+            assert!(RedisConnection::open(&settings(topology)).is_err());
+        }
+    }
+
+    #[tokio::test]
+    async fn connections_open_without_reaching_redis() {
+        for topology in [
+            RedisTopology::Single {
+                url: "redis://127.0.0.1:1".to_owned(),
+            },
+            RedisTopology::Cluster {
+                nodes: vec!["redis://127.0.0.1:1".to_owned()],
+            },
+            RedisTopology::Sentinel {
+                sentinels: vec!["redis://127.0.0.1:1".to_owned()],
+                master: "vcode".to_owned(),
+            },
+        ] {
+            let mut connection = RedisConnection::open(&settings(topology.clone())).unwrap();
+            let command = redis::cmd("PING");
+            let ping = command.query_async::<String>(&mut connection);
+            let answer = tokio::time::timeout(Duration::from_secs(2), ping).await;
+            assert!(matches!(answer, Ok(Err(_))), "{topology:?} fails fast");
         }
     }
 }

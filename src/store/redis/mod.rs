@@ -3,6 +3,7 @@
 //! or the primary Sentinel names; `connection.rs`) so that requests never wait for an exclusive
 //! connection. Every call is bounded by the command timeout.
 
+mod cluster;
 mod connection;
 pub mod keys;
 pub mod legacy;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use redis::{RedisError, Script, Value};
 
-pub use self::connection::RedisConnection;
+use self::connection::RedisConnection;
 
 use super::{
     Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
@@ -85,8 +86,8 @@ pub struct RedisStore {
 
 impl RedisStore {
     /// Prepares the connection without waiting for Redis: a Redis that is down at start-up
-    /// makes `/readyz` fail until it is up, instead of stopping the service. Call it inside a
-    /// Tokio runtime (a Cluster connection starts its background task at once).
+    /// makes `/readyz` fail until it is up, instead of stopping the service. Cluster and
+    /// Sentinel connections are opened inside a Tokio runtime: their tasks run on it.
     pub fn connect(settings: &RedisSettings) -> Result<Self, StoreError> {
         let connection = RedisConnection::open(settings)
             .map_err(|e| StoreError::Unavailable(format!("bad Redis settings: {e}")))?;
@@ -106,7 +107,10 @@ impl RedisStore {
         let result = match tokio::time::timeout(self.command_timeout, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(store_error(error)),
-            Err(_) => Err(StoreError::Timeout(self.command_timeout)),
+            Err(_) => {
+                self.connection.timed_out();
+                Err(StoreError::Timeout(self.command_timeout))
+            }
         };
         let error_kind = result.as_ref().err().map(|error| match error {
             StoreError::Timeout(_) => "timeout",

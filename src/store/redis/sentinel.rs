@@ -36,6 +36,9 @@ pub struct SentinelConnection {
 }
 
 struct Shared {
+    /// The runtime the store was opened in: resolutions, the connections they open and the
+    /// watch run there, not on whichever (actix worker) runtime made the call.
+    runtime: tokio::runtime::Handle,
     /// Resolves the primary; only the resolution task (one at a time) locks it.
     sentinels: tokio::sync::Mutex<SentinelClient>,
     /// The name the sentinels monitor the primary under.
@@ -74,8 +77,15 @@ enum Next {
 }
 
 impl SentinelConnection {
-    /// Prepares the connection; nothing is resolved until the first call.
+    /// Prepares the connection, inside a Tokio runtime; nothing is resolved until the first
+    /// call.
     pub fn new(sentinels: &[String], master: &str, settings: &RedisSettings) -> RedisResult<Self> {
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+            RedisError::from((
+                ErrorKind::Client,
+                "a Redis Sentinel connection is opened inside a Tokio runtime",
+            ))
+        })?;
         let client = SentinelClient::build(
             sentinels.to_vec(),
             master.to_owned(),
@@ -87,6 +97,7 @@ impl SentinelConnection {
             .set_response_timeout(Some(settings.command_timeout));
         Ok(Self {
             shared: Arc::new(Shared {
+                runtime,
                 sentinels: tokio::sync::Mutex::new(client),
                 master: master.to_owned(),
                 config,
@@ -160,7 +171,7 @@ impl Shared {
                 return Next::Fail(error.clone());
             }
             state.resolving = true;
-            tokio::spawn(resolve(self.clone()));
+            self.runtime.spawn(resolve(self.clone()));
         }
         Next::Wait
     }
@@ -285,14 +296,19 @@ async fn resolve(shared: Arc<Shared>) {
                 !std::mem::replace(&mut state.watch_started, true)
             }
             Err(error) => {
-                tracing::warn!(%error, "no Redis primary through Sentinel");
+                // Once per outage at warn level: a call may retry every `RETRY_PAUSE`.
+                if state.last_failure.is_none() {
+                    tracing::warn!(%error, "no Redis primary through Sentinel");
+                } else {
+                    tracing::debug!(%error, "no Redis primary through Sentinel");
+                }
                 state.last_failure = Some((Instant::now(), error));
                 false
             }
         }
     };
     if start_watch {
-        tokio::spawn(watch(Arc::downgrade(&shared)));
+        shared.runtime.spawn(watch(Arc::downgrade(&shared)));
     }
     shared.resolved.send_modify(|finished| *finished += 1);
 }

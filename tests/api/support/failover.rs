@@ -14,7 +14,8 @@ use super::{Backend, TestApp, random_phone, spawn_app_with};
 
 /// Concurrent virtual users.
 const USERS: usize = 8;
-/// Load before the disruption, so connections and scripts are warm.
+/// Load before the disruption, so connections, scripts and lazy statics are warm: every user
+/// has verified a code, and at least this long has passed.
 const WARM_UP: Duration = Duration::from_millis(500);
 /// Recovered: the topology changed and no request failed for this long.
 const CALM: Duration = Duration::from_millis(1500);
@@ -39,6 +40,8 @@ pub struct FailoverReport {
     pub recovery: Duration,
     pub slowest: Duration,
     pub slowest_failure: Duration,
+    /// Which request it was (send, outbox, verify).
+    pub slowest_failure_step: &'static str,
     /// Sent (200 and in the outbox) but unknown at verify (410): a write the failover lost.
     pub lost_codes: usize,
     /// Sent (200) but missing from the dev outbox: its write was lost, or failed (only logged).
@@ -51,12 +54,13 @@ impl FailoverReport {
     pub fn print(&self, what: &str) {
         eprintln!(
             "{what}: {} requests, {} failed, recovered {:.2} s after the disruption; slowest \
-             request {} ms, slowest failure {} ms; codes lost {}, outbox entries lost {}",
+             request {} ms, slowest failure {} ms ({}); codes lost {}, outbox entries lost {}",
             self.requests,
             self.failed,
             self.recovery.as_secs_f64(),
             self.slowest.as_millis(),
             self.slowest_failure.as_millis(),
+            self.slowest_failure_step,
             self.lost_codes,
             self.lost_outbox
         );
@@ -74,13 +78,19 @@ pub async fn run_through(
     let users: Vec<_> = (0..USERS)
         .map(|_| tokio::spawn(user(shared.clone())))
         .collect();
-    tokio::time::sleep(WARM_UP).await;
+    let started = Instant::now();
+    while started.elapsed() < WARM_UP || shared.verified() < USERS {
+        assert!(started.elapsed() < GIVE_UP, "the load never got going");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let disrupted_at = Instant::now();
-    disrupt();
+    // Blocking calls to Redis: the users' tasks move to other workers meanwhile, so their
+    // timings stay true.
+    tokio::task::block_in_place(disrupt);
     let mut topology_changed = false;
     while disrupted_at.elapsed() < GIVE_UP {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        topology_changed = topology_changed || failed_over();
+        topology_changed = topology_changed || tokio::task::block_in_place(&mut failed_over);
         let quiet_since = shared.last_failure().unwrap_or(disrupted_at);
         if topology_changed && quiet_since.max(disrupted_at).elapsed() >= CALM {
             break;
@@ -95,6 +105,7 @@ pub async fn run_through(
 }
 
 struct Sample {
+    step: &'static str,
     ended: Instant,
     latency: Duration,
     /// 0: no answer.
@@ -120,8 +131,9 @@ impl Shared {
         }
     }
 
-    async fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    async fn post(&self, step: &'static str, path: &str, body: Value) -> (u16, Value) {
         self.timed(
+            step,
             self.client
                 .post(format!("{}{path}", self.address))
                 .json(&body),
@@ -129,7 +141,7 @@ impl Shared {
         .await
     }
 
-    async fn timed(&self, request: reqwest::RequestBuilder) -> (u16, Value) {
+    async fn timed(&self, step: &'static str, request: reqwest::RequestBuilder) -> (u16, Value) {
         let started = Instant::now();
         let (status, body) = match request.send().await {
             Ok(response) => {
@@ -139,6 +151,7 @@ impl Shared {
             Err(_) => (0, Value::Null),
         };
         let sample = Sample {
+            step,
             ended: Instant::now(),
             latency: started.elapsed(),
             status,
@@ -152,6 +165,14 @@ impl Shared {
 
     fn tally(&self, count: impl FnOnce(&mut FailoverReport)) {
         count(&mut self.tally.lock().unwrap_or_else(PoisonError::into_inner));
+    }
+
+    fn verified(&self) -> usize {
+        let samples = self.samples.lock().unwrap_or_else(PoisonError::into_inner);
+        samples
+            .iter()
+            .filter(|sample| sample.step == "verify" && sample.status == 200)
+            .count()
     }
 
     fn last_failure(&self) -> Option<Instant> {
@@ -175,7 +196,10 @@ impl Shared {
             .map(|sample| sample.ended.saturating_duration_since(disrupted_at))
             .max()
             .unwrap_or_default();
-        report.slowest_failure = failures.map(|s| s.latency).max().unwrap_or_default();
+        if let Some(slowest) = failures.max_by_key(|sample| sample.latency) {
+            report.slowest_failure = slowest.latency;
+            report.slowest_failure_step = slowest.step;
+        }
         report.slowest = samples.iter().map(|s| s.latency).max().unwrap_or_default();
         report
     }
@@ -190,7 +214,7 @@ async fn user(shared: Arc<Shared>) {
     while !shared.stop.load(Ordering::Relaxed) {
         let phone = random_phone();
         let (status, body) = shared
-            .post("/api/v1/otp/send", json!({ "phone": phone }))
+            .post("send", "/api/v1/otp/send", json!({ "phone": phone }))
             .await;
         if status != 200 {
             expect_failure(&shared, "send", status, &body);
@@ -198,7 +222,10 @@ async fn user(shared: Arc<Shared>) {
         }
         let outbox = format!("/api/v1/dev/outbox?phone={}", phone.replace('+', "%2B"));
         let (status, body) = shared
-            .timed(shared.client.get(format!("{}{outbox}", shared.address)))
+            .timed(
+                "outbox",
+                shared.client.get(format!("{}{outbox}", shared.address)),
+            )
             .await;
         if status != 200 {
             expect_failure(&shared, "outbox", status, &body);
@@ -209,7 +236,7 @@ async fn user(shared: Arc<Shared>) {
             continue;
         };
         let verify = json!({ "phone": phone, "code": code });
-        match shared.post("/api/v1/otp/verify", verify).await {
+        match shared.post("verify", "/api/v1/otp/verify", verify).await {
             (200, _) => {}
             (410, _) => shared.tally(|report| report.lost_codes += 1),
             (status, body) => expect_failure(&shared, "verify", status, &body),

@@ -17,7 +17,7 @@ const SLOTS: usize = 16384;
 const SUITE_NODE_TIMEOUT: Duration = Duration::from_secs(15);
 /// A returned lease rests this long before its next use, so that the finished test's
 /// background tasks are gone before the next test's data goes in.
-const REUSE_AFTER: Duration = Duration::from_millis(200);
+const REUSE_AFTER: Duration = Duration::from_millis(50);
 
 /// Clean clusters waiting for a test; their processes die with the test binary (watchdog).
 static POOL: Mutex<Vec<(RedisCluster, Instant)>> = Mutex::new(Vec::new());
@@ -112,7 +112,7 @@ impl RedisCluster {
     /// A node that answers, to ask about the cluster.
     fn live_node(&self) -> &RedisProcess {
         self.nodes()
-            .find(|node| node.query::<String>(&cmd("PING")).is_ok())
+            .find(|node| node.answers())
             .expect("a node that answers")
     }
 
@@ -161,7 +161,8 @@ impl RedisCluster {
 }
 
 fn node(node_timeout: Duration) -> RedisProcess {
-    RedisProcess::start(|port, dir| {
+    // Each node also listens on its cluster bus port, port + 10000.
+    RedisProcess::start_below(u16::MAX - 10_000, |port, dir| {
         let config_file = dir.join("nodes.conf").to_string_lossy().into_owned();
         let dir = dir.to_string_lossy().into_owned();
         let timeout_ms = node_timeout.as_millis().to_string();
@@ -174,6 +175,9 @@ fn node(node_timeout: Duration) -> RedisProcess {
             "",
             "--appendonly",
             "no",
+            // Replicas sync at once instead of after the default 5 s wait for more of them.
+            "--repl-diskless-sync-delay",
+            "0",
             "--dir",
             &dir,
             "--cluster-enabled",

@@ -4,7 +4,7 @@
 //! live in a static, which is never dropped.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -34,10 +34,21 @@ impl RedisProcess {
     /// Starts `redis-server` with the arguments `args(port, dir)` returns (it may write files
     /// into `dir`, such as a sentinel's config) and waits until it answers PING.
     pub fn start(args: impl Fn(u16, &Path) -> Vec<String>) -> Self {
-        for _ in 0..5 {
-            if let Some(process) = Self::launch(free_port(), &args) {
+        Self::start_below(u16::MAX, args)
+    }
+
+    /// `start` on a port no higher than `max_port` (a Cluster node also takes port + 10000).
+    pub fn start_below(max_port: u16, args: impl Fn(u16, &Path) -> Vec<String>) -> Self {
+        let mut launches = 0;
+        while launches < 5 {
+            let port = free_port();
+            if port > max_port {
+                continue;
+            }
+            if let Some(process) = Self::launch(port, &args) {
                 return process;
             }
+            launches += 1;
         }
         panic!("redis-server did not start (is it installed? .ci/run installs it)");
     }
@@ -81,6 +92,11 @@ impl RedisProcess {
         self.port
     }
 
+    /// PING within 200 ms: false for a frozen or dead node.
+    pub fn answers(&self) -> bool {
+        answers_ping(self.port)
+    }
+
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
@@ -105,6 +121,12 @@ impl RedisProcess {
         self.signal("-KILL");
     }
 
+    /// SIGSTOP: the process keeps its connections open but answers nothing, as a hung or
+    /// cut-off node does. Dropping it still kills it.
+    pub fn freeze(&self) {
+        self.signal("-STOP");
+    }
+
     /// Kills the server and waits for its watchdog to clean up.
     pub fn kill(&mut self) {
         if self.lifeline.is_none() {
@@ -123,13 +145,15 @@ impl RedisProcess {
             .status();
     }
 
-    /// True once the server is gone (or a zombie its watchdog has not reaped yet).
+    /// True once the server is gone (or a zombie its watchdog has not reaped yet). Without
+    /// `/proc` (not Linux) it never says so, and the start waits for PING until its deadline.
     fn exited(&self) -> bool {
-        let stat = PathBuf::from(format!("/proc/{}/stat", self.pid));
-        std::fs::read_to_string(stat).map_or(true, |stat| {
-            stat.rsplit_once(") ")
-                .is_some_and(|(_, rest)| rest.starts_with('Z'))
-        })
+        match std::fs::read_to_string(format!("/proc/{}/stat", self.pid)) {
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, state)| state.starts_with('Z')),
+            Err(_) => Path::new("/proc/self").exists(),
+        }
     }
 }
 

@@ -101,6 +101,9 @@ fn data_node(primary: Option<u16>) -> RedisProcess {
             "",
             "--appendonly",
             "no",
+            // Replicas sync at once instead of after the default 5 s wait for more of them.
+            "--repl-diskless-sync-delay",
+            "0",
             "--dir",
             &dir.to_string_lossy(),
         ]
