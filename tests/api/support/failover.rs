@@ -31,6 +31,24 @@ pub async fn spawn_app_on(store: StoreSettings) -> TestApp {
     .await
 }
 
+/// Documented in the README: after a primary fails, requests succeed again within this.
+const RECOVERY_BOUND: Duration = Duration::from_secs(10);
+/// Scheduling noise on a busy 2-core machine, on top of the command timeout.
+const SLACK: Duration = Duration::from_millis(300);
+
+/// The failover claims: only 503s, recovery within the documented bound, and no request
+/// waiting past the command timeout.
+pub fn assert_failed_fast_and_recovered(command_timeout: Duration, report: &FailoverReport) {
+    assert!(report.unexpected.is_empty(), "{:?}", report.unexpected);
+    assert!(report.recovery < RECOVERY_BOUND, "{report:?}");
+    assert!(
+        report.slowest_failure <= command_timeout + SLACK,
+        "a failing request waited past the command timeout: {report:?}"
+    );
+    // A send makes two store calls (the code, the dev outbox), each bounded on its own.
+    assert!(report.slowest <= command_timeout * 2 + SLACK, "{report:?}");
+}
+
 #[derive(Debug, Default)]
 pub struct FailoverReport {
     pub requests: usize,
