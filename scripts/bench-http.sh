@@ -7,12 +7,15 @@
 #
 #   scripts/bench-http.sh            # full run: 10 s a row, 1,000,000 pending codes
 #   SHORT=1 scripts/bench-http.sh    # CI: 1 s a row, 20,000 pending codes (proves it works)
+#   ONLY='verify, (embedded|Redis)$' scripts/bench-http.sh   # only rows matching (and the
+#                                    # references); the memory section needs its rows
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 SHORT=${SHORT:-0}
+ONLY=${ONLY:-}
 CONNECTIONS=${CONNECTIONS:-64}
-if [ "$SHORT" = 1 ]; then DURATION=1s; WARMUP=1s; MANY=20000; else DURATION=10s; WARMUP=3s; MANY=1000000; fi
+if [ "$SHORT" = 1 ]; then DURATION=${DURATION:-1s}; WARMUP=1s; MANY=20000; else DURATION=${DURATION:-10s}; WARMUP=3s; MANY=1000000; fi
 FEW=1000
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
@@ -69,6 +72,7 @@ ROWS=()
 # req/s, p50, p99.
 measure() {
   local name=$1 url=$2 script=${3:-} path=${4:-}
+  [[ -z $ONLY || $name == thin* || $name =~ $ONLY ]] || return 0
   export PHONES=${5:-}
   local args=(-t1 -c"$CONNECTIONS" --latency)
   [ -n "$script" ] && args+=(-s "scripts/wrk/$script")
@@ -105,7 +109,9 @@ measure "send, Redis, quotas on" "${URL[redis]}" send.lua
 
 # The same verify load against stores holding few and many pending codes.
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/${PID[$1]}/status"; }
+selected() { [[ -z $ONLY || $1 =~ $ONLY ]]; }
 for count in $FEW $MANY; do
+  selected "verify, embedded, $MANY pending" || selected "verify, Redis, $MANY pending" || continue
   redis-cli -p "$REDIS_PORT" flushall >/dev/null
   restart_vcode embedded
   restart_vcode redis VCODE_REDIS_URL="$REDIS_URL"
@@ -126,7 +132,7 @@ for count in $FEW $MANY; do
   fi
 done
 
-ratio() { awk -v a="${RPS[$1]}" -v b="${RPS[$2]}" 'BEGIN { printf "%.2fx", a / b }'; }
+ratio() { awk -v a="${RPS[$1]:-}" -v b="${RPS[$2]:-}" 'BEGIN { if (a && b) printf "%.2fx", a / b; else printf "-" }'; }
 printf '\n%-34s %10s %9s %9s %8s  %s\n' "row ($CONNECTIONS connections, $DURATION)" "req/s" "p50" "p99" "non-2xx" "ratio"
 for name in "${ROWS[@]}"; do
   case $name in
@@ -145,5 +151,5 @@ printf 'abuse checks on vs off: send embedded %s, send Redis %s, verify embedded
   "$(ratio "send, embedded, quotas on" "send, embedded")" "$(ratio "send, Redis, quotas on" "send, Redis")" \
   "$(ratio "verify, embedded, quotas on" "verify, embedded")" "$(ratio "verify, Redis, quotas on" "verify, Redis")"
 printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), embedded %s bytes (RSS growth / %s codes)\n' \
-  "$REDIS_BYTES" "$REDIS_KEYS" "$EMBEDDED_BYTES" "$MANY"
+  "${REDIS_BYTES:--}" "${REDIS_KEYS:--}" "${EMBEDDED_BYTES:--}" "$MANY"
 printf 'machine: %s, %s cores; %s\n' "$(uname -m)" "$(nproc)" "$(date -u +%Y-%m-%d)"

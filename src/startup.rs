@@ -63,9 +63,7 @@ impl Application {
         if settings.dev_mode {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }
-        // libphonenumber loads its metadata on first use (~0.5 s in a debug build): pay it
-        // here rather than in the first request.
-        let _ = crate::domain::Phone::parse("+8613800138000", settings.otp.default_region);
+        crate::domain::Phone::warm_up(settings.otp.default_region);
         let stats = Stats::spawn(store.clone(), STATS_FLUSH_INTERVAL);
         let otp = Arc::new(OtpService::new(
             store.clone(),
