@@ -10,6 +10,10 @@ use redis::Script;
 use redis::aio::ConnectionManager;
 use serde::Deserialize;
 
+/// The same allocator as the `vcode` binary, so that the ratios measure handler work only.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Deserialize)]
 struct VerifyRequest {
     phone: String,

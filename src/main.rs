@@ -6,6 +6,9 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use vcode::{Application, Settings, loadtest, telemetry};
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(version, about = "Verification codes by SMS and image captchas")]
 struct Cli {
