@@ -11,8 +11,8 @@ use crate::error::{ApiError, retry_after_secs};
 use crate::sms::{SmsMessage, SmsSender};
 use crate::stats::{Event, Stats};
 use crate::store::{
-    Delivery, DeliveryKind, IssueOutcome, IssueParams, OutboxMessage, QuotaDecision, QuotaRule,
-    QuotaScope, QuotaToken, Store, VerifyOutcome, VerifyParams,
+    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, OutboxMessage, QuotaDecision,
+    QuotaRule, QuotaScope, QuotaToken, Store, VerifyOutcome, VerifyParams,
 };
 
 const MINUTE: Duration = Duration::from_secs(60);
@@ -45,8 +45,11 @@ pub struct SendReceipt {
     pub resend_after: Duration,
 }
 
-/// Quota events reserved for one send, released if its SMS does not go out.
-struct Reservations(Vec<(QuotaScope, QuotaToken)>);
+/// The quota event reserved for one send, released if its SMS does not go out.
+struct Reservations {
+    scopes: Vec<QuotaScope>,
+    token: QuotaToken,
+}
 
 impl OtpService {
     pub fn new(
@@ -184,49 +187,54 @@ impl OtpService {
         })
     }
 
-    /// Reserves one SMS in the client's and the global budget; on refusal releases what it
-    /// took and answers 42902.
+    /// Reserves one SMS in the client's and the global budget, in one atomic step; on refusal
+    /// nothing is taken and the answer is 42902.
     async fn reserve_budgets(&self, client_ip: IpAddr) -> Result<Reservations, ApiError> {
-        let mut reserved = Reservations(Vec::new());
-        for (scope, rules, event) in [
-            (
-                QuotaScope::ClientIp(client_ip),
-                &self.ip_quota,
-                Event::QuotaIp,
-            ),
-            (QuotaScope::Global, &self.global_quota, Event::QuotaGlobal),
-        ] {
-            if rules.is_empty() {
-                continue;
-            }
-            let token = QuotaToken::generate();
-            let decision = match self.store.reserve_quota(scope, rules, token).await {
-                Ok(decision) => decision,
-                Err(error) => {
-                    self.release(reserved).await;
-                    return Err(error.into());
-                }
-            };
-            match decision {
-                QuotaDecision::Granted => reserved.0.push((scope, token)),
-                QuotaDecision::Exceeded { retry_after } => {
-                    self.stats.record(event);
-                    tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");
-                    self.release(reserved).await;
-                    return Err(ApiError::QuotaExceeded {
-                        retry_after_secs: retry_after_secs(retry_after),
-                    });
-                }
+        let budgets: Vec<Budget<'_>> = [
+            (QuotaScope::ClientIp(client_ip), &self.ip_quota),
+            (QuotaScope::Global, &self.global_quota),
+        ]
+        .into_iter()
+        .filter(|(_, rules)| !rules.is_empty())
+        .map(|(scope, rules)| Budget { scope, rules })
+        .collect();
+        let reservations = Reservations {
+            scopes: budgets.iter().map(|budget| budget.scope).collect(),
+            token: QuotaToken::generate(),
+        };
+        if budgets.is_empty() {
+            return Ok(reservations);
+        }
+        match self
+            .store
+            .reserve_quota(&budgets, reservations.token)
+            .await?
+        {
+            QuotaDecision::Granted => Ok(reservations),
+            QuotaDecision::Exceeded { scope, retry_after } => {
+                let event = match scope {
+                    QuotaScope::ClientIp(_) => Event::QuotaIp,
+                    QuotaScope::Global => Event::QuotaGlobal,
+                };
+                self.stats.record(event);
+                tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");
+                Err(ApiError::QuotaExceeded {
+                    retry_after_secs: retry_after_secs(retry_after),
+                })
             }
         }
-        Ok(reserved)
     }
 
     async fn release(&self, reservations: Reservations) {
-        for (scope, token) in reservations.0 {
-            if let Err(error) = self.store.release_quota(scope, token).await {
-                tracing::warn!(%error, "quota event not released; it expires with its window");
-            }
+        if reservations.scopes.is_empty() {
+            return;
+        }
+        if let Err(error) = self
+            .store
+            .release_quota(&reservations.scopes, reservations.token)
+            .await
+        {
+            tracing::warn!(%error, "quota event not released; it expires with its window");
         }
     }
 

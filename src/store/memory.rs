@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{
-    Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
-    OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
-    ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
+    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
+    OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
+    QuotaToken, ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, Code, CodeLength, Phone, Purpose};
 use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
@@ -212,6 +212,9 @@ pub struct MemoryStore {
     codes: Shards<PendingEntry>,
     captchas: Shards<CaptchaEntry>,
     quotas: Shards<QuotaLog>,
+    /// Client and global budgets, under one lock: a send reserves in all of them at once, and
+    /// every send goes through the global one anyway.
+    budgets: Shards<QuotaLog>,
     idempotency: Shards<IdempotencyEntry>,
     /// Daily counters by date; a handful of small maps.
     stats: Mutex<BTreeMap<String, HashMap<String, u64>>>,
@@ -228,6 +231,7 @@ impl Default for MemoryStore {
             codes: Shards::new(SHARDS),
             captchas: Shards::new(SHARDS),
             quotas: Shards::new(SHARDS),
+            budgets: Shards::new(1),
             idempotency: Shards::new(SHARDS),
             stats: Mutex::default(),
             outboxes: Shards::new(4),
@@ -290,6 +294,7 @@ impl MemoryStore {
         self.codes.sweep(now)
             + self.captchas.sweep(now)
             + self.quotas.sweep(now)
+            + self.budgets.sweep(now)
             + self.idempotency.sweep(now)
             + self.outboxes.sweep(now)
     }
@@ -496,28 +501,48 @@ impl Store for MemoryStore {
 
     async fn reserve_quota(
         &self,
-        scope: QuotaScope,
-        rules: &[QuotaRule],
+        budgets: &[Budget<'_>],
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError> {
-        let key = scope_key(scope);
         let now = self.now_ms();
-        let mut logs = self.quotas.lock(&key);
-        let log = logs.entry(key.as_str().into()).or_default();
-        let wait = log.wait(now, rules);
-        if wait > 0 {
+        // One shard: every budget log is behind this one lock.
+        let mut logs = self.budgets.lock("");
+        let (mut refused, mut wait_ms) = (None, 0);
+        for budget in budgets {
+            let key = scope_key(budget.scope);
+            let wait = logs
+                .get_mut(key.as_str())
+                .map_or(0, |log| log.wait(now, budget.rules));
+            if wait > 0 {
+                refused.get_or_insert(budget.scope);
+                wait_ms = wait_ms.max(wait);
+            }
+        }
+        if let Some(scope) = refused {
             return Ok(QuotaDecision::Exceeded {
-                retry_after: Duration::from_millis(wait),
+                scope,
+                retry_after: Duration::from_millis(wait_ms),
             });
         }
-        log.record(now, rules, token);
+        for budget in budgets {
+            let key = scope_key(budget.scope);
+            logs.entry(key.into_boxed_str())
+                .or_default()
+                .record(now, budget.rules, token);
+        }
         Ok(QuotaDecision::Granted)
     }
 
-    async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError> {
-        let key = scope_key(scope);
-        if let Some(log) = self.quotas.lock(&key).get_mut(key.as_str()) {
-            log.remove(token);
+    async fn release_quota(
+        &self,
+        scopes: &[QuotaScope],
+        token: QuotaToken,
+    ) -> Result<(), StoreError> {
+        let mut logs = self.budgets.lock("");
+        for scope in scopes {
+            if let Some(log) = logs.get_mut(scope_key(*scope).as_str()) {
+                log.remove(token);
+            }
         }
         Ok(())
     }
@@ -692,12 +717,16 @@ mod tests {
     async fn a_fresh_store_counts_events_in_its_first_window() {
         let store = MemoryStore::default();
         let rules = [QuotaRule::new(1, Duration::from_secs(3600)).unwrap()];
+        let budget = [Budget {
+            scope: QuotaScope::Global,
+            rules: &rules,
+        }];
         let first = store
-            .reserve_quota(QuotaScope::Global, &rules, QuotaToken::generate())
+            .reserve_quota(&budget, QuotaToken::generate())
             .await
             .unwrap();
         let second = store
-            .reserve_quota(QuotaScope::Global, &rules, QuotaToken::generate())
+            .reserve_quota(&budget, QuotaToken::generate())
             .await
             .unwrap();
         assert_eq!(first, QuotaDecision::Granted);

@@ -72,17 +72,30 @@ impl QuotaToken {
 }
 
 /// Quota logs that are not per phone (per-phone logs share the phone's hash tag and are
-/// checked inside the code scripts).
+/// checked inside the code scripts). All of them live together (one Redis hash tag, one lock
+/// in memory), so one send's budgets are reserved in one atomic step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuotaScope {
     ClientIp(std::net::IpAddr),
     Global,
 }
 
+/// A budget one send draws on besides its phone's: a quota log and its rules.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget<'a> {
+    pub scope: QuotaScope,
+    pub rules: &'a [QuotaRule],
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuotaDecision {
     Granted,
-    Exceeded { retry_after: Duration },
+    /// Nothing was recorded: `scope` is the first budget without room, and every budget has
+    /// room again after `retry_after`.
+    Exceeded {
+        scope: QuotaScope,
+        retry_after: Duration,
+    },
 }
 
 #[derive(Debug)]
@@ -216,16 +229,20 @@ pub trait Store: Send + Sync + 'static {
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError>;
 
-    /// Records one event in the `scope` log if every rule has room, atomically.
+    /// Records one event (`token`) in every budget's log if each of their rules has room, in
+    /// one atomic step; otherwise records nothing.
     async fn reserve_quota(
         &self,
-        scope: QuotaScope,
-        rules: &[QuotaRule],
+        budgets: &[Budget<'_>],
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError>;
 
-    /// Takes a reserved event back out (its SMS was not sent).
-    async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError>;
+    /// Takes a reserved event back out of the `scopes` logs (its SMS was not sent).
+    async fn release_quota(
+        &self,
+        scopes: &[QuotaScope],
+        token: QuotaToken,
+    ) -> Result<(), StoreError>;
 
     /// The pending code, without changing anything.
     async fn pending_code(

@@ -12,8 +12,8 @@ use vcode::client_ip::TrustedProxies;
 use vcode::config::AbuseSettings;
 use vcode::domain::{Code, CodeLength, Phone, Purpose, Region};
 use vcode::store::{
-    IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy,
-    Store, VerifyOutcome, VerifyParams,
+    Budget, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
+    ResendPolicy, Store, VerifyOutcome, VerifyParams,
 };
 
 use crate::support::app::Answer;
@@ -220,6 +220,19 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     );
 }
 
+/// Reserves `token` in each `(scope, rules)` budget at once.
+async fn reserve(
+    store: &dyn Store,
+    budgets: &[(QuotaScope, &[QuotaRule])],
+    token: QuotaToken,
+) -> QuotaDecision {
+    let budgets: Vec<Budget<'_>> = budgets
+        .iter()
+        .map(|&(scope, rules)| Budget { scope, rules })
+        .collect();
+    store.reserve_quota(&budgets, token).await.unwrap()
+}
+
 async fn reservations_hold_exactly_the_limit_under_concurrency(backend: Backend) {
     let app = store_of(backend).await;
     let scope = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
@@ -227,10 +240,7 @@ async fn reservations_hold_exactly_the_limit_under_concurrency(backend: Backend)
     let attempts = (0..50).map(|_| {
         let (store, rules) = (app.store.clone(), rules.clone());
         tokio::spawn(async move {
-            store
-                .reserve_quota(scope, &rules, QuotaToken::generate())
-                .await
-                .unwrap()
+            reserve(store.as_ref(), &[(scope, &rules)], QuotaToken::generate()).await
         })
     });
     let decisions: Vec<QuotaDecision> = join_all(attempts)
@@ -246,48 +256,103 @@ async fn reservations_hold_exactly_the_limit_under_concurrency(backend: Backend)
         10
     );
     // Other scopes have their own logs; a release makes room again.
+    let store = app.store.as_ref();
     let other = QuotaScope::ClientIp("203.0.113.8".parse().unwrap());
     let token = QuotaToken::generate();
     assert_eq!(
-        app.store.reserve_quota(other, &rules, token).await.unwrap(),
+        reserve(store, &[(other, &rules)], token).await,
         QuotaDecision::Granted
     );
     assert_eq!(
-        app.store
-            .reserve_quota(QuotaScope::Global, &[rule(1, MINUTE)], token)
-            .await
-            .unwrap(),
+        reserve(store, &[(QuotaScope::Global, &[rule(1, MINUTE)])], token).await,
         QuotaDecision::Granted
     );
-    let full = app
-        .store
-        .reserve_quota(scope, &rules, QuotaToken::generate())
-        .await
-        .unwrap();
-    assert!(matches!(full, QuotaDecision::Exceeded { .. }));
+    let full = reserve(store, &[(scope, &rules)], QuotaToken::generate()).await;
+    assert!(
+        matches!(full, QuotaDecision::Exceeded { scope: refused, .. } if refused == scope),
+        "{full:?}"
+    );
     let mine = QuotaToken::generate();
-    assert!(matches!(
-        app.store
-            .reserve_quota(other, &[rule(2, MINUTE)], mine)
-            .await
-            .unwrap(),
+    let two = [rule(2, MINUTE)];
+    assert_eq!(
+        reserve(store, &[(other, &two)], mine).await,
         QuotaDecision::Granted
-    ));
+    );
     assert!(matches!(
-        app.store
-            .reserve_quota(other, &[rule(2, MINUTE)], QuotaToken::generate())
-            .await
-            .unwrap(),
+        reserve(store, &[(other, &two)], QuotaToken::generate()).await,
         QuotaDecision::Exceeded { .. }
     ));
-    app.store.release_quota(other, mine).await.unwrap();
-    assert!(matches!(
-        app.store
-            .reserve_quota(other, &[rule(2, MINUTE)], QuotaToken::generate())
-            .await
-            .unwrap(),
+    store.release_quota(&[other], mine).await.unwrap();
+    assert_eq!(
+        reserve(store, &[(other, &two)], QuotaToken::generate()).await,
         QuotaDecision::Granted
-    ));
+    );
+}
+
+/// A send's client and global budgets are reserved together: when one has no room nothing is
+/// recorded in the other, the refusal names the budget that had none, and a release gives
+/// both back.
+async fn budgets_are_reserved_all_or_nothing(backend: Backend) {
+    let app = store_of(backend).await;
+    let store = app.store.as_ref();
+    let client = QuotaScope::ClientIp("198.51.100.20".parse().unwrap());
+    let one = [rule(1, MINUTE)];
+    let three = [rule(3, MINUTE)];
+    let both: [(QuotaScope, &[QuotaRule]); 2] = [(client, &one), (QuotaScope::Global, &three)];
+
+    let first = QuotaToken::generate();
+    assert_eq!(reserve(store, &both, first).await, QuotaDecision::Granted);
+    // The client is full: refused, and the global budget keeps its two free places.
+    for _ in 0..5 {
+        let refused = reserve(store, &both, QuotaToken::generate()).await;
+        assert!(
+            matches!(refused, QuotaDecision::Exceeded { scope, retry_after }
+                if scope == client && retry_after > Duration::ZERO && retry_after <= MINUTE),
+            "{refused:?}"
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            reserve(
+                store,
+                &[(QuotaScope::Global, &three)],
+                QuotaToken::generate()
+            )
+            .await,
+            QuotaDecision::Granted
+        );
+    }
+    // Now both are full; the first budget without room is named.
+    let refused = reserve(store, &both, QuotaToken::generate()).await;
+    assert!(
+        matches!(refused, QuotaDecision::Exceeded { scope, .. } if scope == client),
+        "{refused:?}"
+    );
+    let global_full = reserve(
+        store,
+        &[(QuotaScope::Global, &three)],
+        QuotaToken::generate(),
+    )
+    .await;
+    assert!(
+        matches!(
+            global_full,
+            QuotaDecision::Exceeded {
+                scope: QuotaScope::Global,
+                ..
+            }
+        ),
+        "{global_full:?}"
+    );
+    // Releasing the first send frees its place in both budgets.
+    store
+        .release_quota(&[client, QuotaScope::Global], first)
+        .await
+        .unwrap();
+    assert_eq!(
+        reserve(store, &both, QuotaToken::generate()).await,
+        QuotaDecision::Granted
+    );
 }
 
 fn assert_quota_answer(answer: &Answer) {
@@ -459,6 +524,7 @@ on_both_stores!(
     the_window_slides,
     failed_verifies_are_limited_across_codes,
     reservations_hold_exactly_the_limit_under_concurrency,
+    budgets_are_reserved_all_or_nothing,
     phone_quota_through_http,
     ip_quota_through_http_leaves_no_code_behind,
     global_budget_through_http,

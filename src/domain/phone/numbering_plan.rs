@@ -174,7 +174,10 @@ mod tests {
         phonenumber::is_valid(&number).then(|| {
             (
                 format!("{}{}", number.country().code(), number.national()),
-                number.country().id().map(|id| Region::parse(id.as_ref()).unwrap()),
+                number
+                    .country()
+                    .id()
+                    .map(|id| Region::parse(id.as_ref()).unwrap()),
             )
         })
     }
@@ -236,10 +239,13 @@ mod tests {
                         (Some(_), None) if starts_with_national_prefix(meta, national) => {
                             prefix_bug += 1
                         }
-                        (Some(_), Some((read, _))) if *read == digits && national.starts_with('0') => {
+                        (Some(_), Some((read, _)))
+                            if *read == digits && national.starts_with('0') =>
+                        {
                             zero_bug += 1
                         }
-                        _ => disagreements.push(format!("+{digits}: ours {ours:?}, crate {theirs:?}")),
+                        _ => disagreements
+                            .push(format!("+{digits}: ours {ours:?}, crate {theirs:?}")),
                     }
                 }
             }
@@ -252,21 +258,37 @@ mod tests {
         );
         // The sample must hold plenty of both answers for the comparison to mean anything, and
         // the two known bugs must be what they were when this was written.
-        assert!(valid > 1000 && checked - valid > 1000, "{valid} valid of {checked}");
-        assert!(prefix_bug < 200 && zero_bug < 100, "{prefix_bug} prefix, {zero_bug} zero");
+        assert!(
+            valid > 1000 && checked - valid > 1000,
+            "{valid} valid of {checked}"
+        );
+        assert!(
+            prefix_bug < 200 && zero_bug < 100,
+            "{prefix_bug} prefix, {zero_bug} zero"
+        );
     }
 
     fn starts_with_national_prefix(meta: &Metadata, national: &str) -> bool {
         meta.national_prefix_for_parsing()
             .map(|pattern| pattern.find(national).is_some_and(|m| m.start() == 0))
-            .or_else(|| meta.national_prefix().map(|prefix| national.starts_with(prefix)))
+            .or_else(|| {
+                meta.national_prefix()
+                    .map(|prefix| national.starts_with(prefix))
+            })
             .unwrap_or(false)
     }
 
     #[test]
     fn refuses_what_is_not_digits_or_too_long() {
         assert!(validate("8613800138000").is_some());
-        for bad in ["", "86", "86 13800138000", "86-13800138000", "8613800138000x", "8613800138000123"] {
+        for bad in [
+            "",
+            "86",
+            "86 13800138000",
+            "86-13800138000",
+            "8613800138000x",
+            "8613800138000123",
+        ] {
             assert_eq!(validate(bad), None, "{bad:?}");
         }
         assert_eq!(validate("99912345678"), None, "no such country code");

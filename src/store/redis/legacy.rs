@@ -24,8 +24,8 @@ use super::{RedisStore, keys};
 use crate::domain::{CaptchaId, Code, Phone, Purpose};
 use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 use crate::store::{
-    Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OutboxMessage, PendingCode,
-    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, Store, StoreError, StoredCaptcha,
+    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OutboxMessage,
+    PendingCode, QuotaDecision, QuotaScope, QuotaToken, Store, StoreError, StoredCaptcha,
     VerifyOutcome, VerifyParams,
 };
 
@@ -249,15 +249,18 @@ impl Store for LegacyRedisStore {
 
     async fn reserve_quota(
         &self,
-        scope: QuotaScope,
-        rules: &[QuotaRule],
+        budgets: &[Budget<'_>],
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError> {
-        self.inner.reserve_quota(scope, rules, token).await
+        self.inner.reserve_quota(budgets, token).await
     }
 
-    async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError> {
-        self.inner.release_quota(scope, token).await
+    async fn release_quota(
+        &self,
+        scopes: &[QuotaScope],
+        token: QuotaToken,
+    ) -> Result<(), StoreError> {
+        self.inner.release_quota(scopes, token).await
     }
 
     /// The legacy key's code; attempts are never counted and each SET is one delivery.

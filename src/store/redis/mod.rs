@@ -20,9 +20,9 @@ use redis::{RedisError, Script, Value};
 use self::connection::RedisConnection;
 
 use super::{
-    Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL,
-    OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
-    ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
+    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
+    OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
+    QuotaToken, ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, Code, Phone, Purpose};
 use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
@@ -320,31 +320,47 @@ impl Store for RedisStore {
 
     async fn reserve_quota(
         &self,
-        scope: QuotaScope,
-        rules: &[QuotaRule],
+        budgets: &[Budget<'_>],
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError> {
-        let mut invocation = SCRIPTS.reserve_quota.key(keys::quota(scope));
-        invocation.arg(token.0).arg(rule_args(rules));
+        let mut invocation = SCRIPTS.reserve_quota.prepare_invoke();
+        invocation.arg(token.0);
+        for budget in budgets {
+            invocation
+                .key(keys::quota(budget.scope))
+                .arg(budget.rules.len())
+                .arg(rule_args(budget.rules));
+        }
         let mut connection = self.connection.clone();
-        let wait_ms: u64 = self
+        let (refused, wait_ms): (usize, u64) = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
-        Ok(match wait_ms {
-            0 => QuotaDecision::Granted,
-            ms => QuotaDecision::Exceeded {
-                retry_after: Duration::from_millis(ms),
+        Ok(
+            match refused.checked_sub(1).and_then(|index| budgets.get(index)) {
+                None => QuotaDecision::Granted,
+                Some(budget) => QuotaDecision::Exceeded {
+                    scope: budget.scope,
+                    retry_after: Duration::from_millis(wait_ms),
+                },
             },
-        })
+        )
     }
 
-    async fn release_quota(&self, scope: QuotaScope, token: QuotaToken) -> Result<(), StoreError> {
+    async fn release_quota(
+        &self,
+        scopes: &[QuotaScope],
+        token: QuotaToken,
+    ) -> Result<(), StoreError> {
+        let mut pipeline = redis::pipe();
+        for scope in scopes {
+            pipeline
+                .cmd("ZREM")
+                .arg(keys::quota(*scope))
+                .arg(token.0)
+                .ignore();
+        }
         let mut connection = self.connection.clone();
-        let command = redis::cmd("ZREM")
-            .arg(keys::quota(scope))
-            .arg(token.0)
-            .to_owned();
-        self.bounded(command.query_async::<()>(&mut connection))
+        self.bounded(pipeline.query_async::<()>(&mut connection))
             .await
     }
 

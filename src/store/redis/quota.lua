@@ -36,10 +36,10 @@ local function quota_record(key, now, rules, token)
   redis.call('PEXPIRE', key, longest)
 end
 
--- Reads rules from ARGV[first..]: pairs of limit, window_ms.
-local function quota_rules(first)
+-- Reads rules from ARGV[first..last] (last: the end of ARGV if nil): pairs of limit, window_ms.
+local function quota_rules(first, last)
   local rules = {}
-  for i = first, #ARGV do rules[#rules + 1] = tonumber(ARGV[i]) end
+  for i = first, last or #ARGV do rules[#rules + 1] = tonumber(ARGV[i]) end
   return rules
 end
 

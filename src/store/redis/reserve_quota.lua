@@ -1,12 +1,28 @@
--- Record one event in a quota log if every rule has room, in one step, so instances sharing
--- this Redis never let one event over the limit.
--- KEYS[1] the log (quota.lua), ARGV[1] token, ARGV[2..] quota rules
--- Returns 0 when recorded, else the ms until there is room.
+-- Record one event in every budget's log (the client's, the global one) if each of their rules
+-- has room, in one step: instances sharing this Redis never let one event over a limit, and a
+-- refusal records nothing anywhere.
+-- KEYS[1..n] the logs (quota.lua), under one hash tag; ARGV[1] token, then for each log the
+-- number of its rules followed by those rules.
+-- Returns {0, 0} when recorded, else {i, ms}: KEYS[i] is the first log without room, and every
+-- log has room again in ms.
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local rules = quota_rules(2)
-local wait = quota_wait(KEYS[1], now, rules)
-if wait == 0 then
-  quota_record(KEYS[1], now, rules, ARGV[1])
+local budgets, at = {}, 2
+for i = 1, #KEYS do
+  local count = tonumber(ARGV[at])
+  budgets[i] = quota_rules(at + 1, at + 2 * count)
+  at = at + 1 + 2 * count
 end
-return wait
+local refused, wait = 0, 0
+for i = 1, #KEYS do
+  local budget_wait = quota_wait(KEYS[i], now, budgets[i])
+  if budget_wait > 0 then
+    if refused == 0 then refused = i end
+    wait = math.max(wait, budget_wait)
+  end
+end
+if refused > 0 then return {refused, wait} end
+for i = 1, #KEYS do
+  quota_record(KEYS[i], now, budgets[i], ARGV[1])
+end
+return {0, 0}
