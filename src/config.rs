@@ -1,6 +1,7 @@
 //! Settings, read from `VCODE_*` environment variables and checked before anything starts: a
 //! bad value stops start-up with a message naming the variable.
 
+use std::fmt;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -11,7 +12,9 @@ use crate::store::ResendPolicy;
 use crate::store::redis::legacy::VerifyStrategy;
 use crate::store::redis::{RedisSettings, RedisTopology};
 
-#[derive(Clone, Debug)]
+/// `Debug` (what `vcode check-config` prints, and what logs may hold) shows `***` for every
+/// password and token: see [`REDACTED`].
+#[derive(Clone)]
 pub struct Settings {
     pub bind: SocketAddr,
     pub store: StoreSettings,
@@ -33,7 +36,8 @@ pub struct Settings {
     pub legacy_gap: Duration,
 }
 
-#[derive(Clone, Debug)]
+/// `Debug` hides the passwords of the Redis URLs.
+#[derive(Clone)]
 pub enum StoreSettings {
     Embedded,
     Redis(RedisSettings),
@@ -96,7 +100,8 @@ impl AbuseSettings {
     }
 }
 
-#[derive(Clone, Debug)]
+/// `Debug` hides the webhook URL's password, query values and fragment.
+#[derive(Clone)]
 pub enum SmsSettings {
     /// Prints the SMS to the log: development only.
     Log,
@@ -254,7 +259,7 @@ fn redis_topology<F: Fn(&str) -> Option<String>>(
         if !is_redis_url(&url) {
             return Err(ConfigError::Invalid {
                 var: "VCODE_REDIS_URL",
-                value: url,
+                value: redact_url_password(&url),
                 reason: "expected redis://host:port[/db]".to_owned(),
             });
         }
@@ -296,9 +301,153 @@ fn redis_urls(var: &'static str, raw: &str) -> Result<Vec<String>, ConfigError> 
     } else {
         Err(ConfigError::Invalid {
             var,
-            value: raw.to_owned(),
+            value: urls
+                .iter()
+                .map(|url| redact_url_password(url))
+                .collect::<Vec<_>>()
+                .join(","),
             reason: "expected comma-separated redis://host:port URLs".to_owned(),
         })
+    }
+}
+
+/// What `Debug` and configuration errors show instead of a password or a token.
+pub const REDACTED: &str = "***";
+
+/// `raw` with the password of its user info (`scheme://user:password@host…`) replaced by
+/// [`REDACTED`]; scheme, user name, host, port and db are kept. Nothing after a Redis URL's host
+/// holds an `@` (port, db, `?protocol=`, `#insecure`), so the user info runs to the last `@`
+/// and the user name to its first `:`, as the `url` crate (which the redis crate parses with)
+/// splits them: a password is hidden whole with `@` or `:` in it (or `/`, `?`, `#`, which the
+/// redis crate refuses unencoded), and a `%`-encoded one is hidden as written. Without
+/// `scheme://` (in an invalid value) the user info starts the text.
+fn redact_url_password(raw: &str) -> String {
+    let Some(at) = raw.rfind('@') else {
+        return raw.to_owned();
+    };
+    let start = raw[..at].find("://").map_or(0, |scheme| scheme + 3);
+    match raw[start..at].split_once(':') {
+        Some((user, password)) if !password.is_empty() => {
+            format!("{}{user}:{REDACTED}{}", &raw[..start], &raw[at..])
+        }
+        // A user name alone, or an empty password: nothing to hide.
+        _ => raw.to_owned(),
+    }
+}
+
+/// An http(s) URL with its password, every query value (`?token=…`, or a bare `?key`) and its
+/// fragment replaced by [`REDACTED`]; scheme, user name, host, port and path are kept. Split
+/// by the parser reqwest sends with, so the host shown is the one the sender will call.
+fn redact_webhook_url(raw: &str) -> String {
+    let Ok(mut url) = reqwest::Url::parse(raw) else {
+        // Not a URL (an invalid value): hide what could be user info, at the least.
+        return redact_url_password(raw);
+    };
+    if url.password().is_some() {
+        // Fails only for URLs without a host, which have no password either.
+        let _ = url.set_password(Some(REDACTED));
+    }
+    if let Some(query) = url.query() {
+        let query: Vec<String> = query
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((name, _)) => format!("{name}={REDACTED}"),
+                None if pair.is_empty() => String::new(),
+                None => REDACTED.to_owned(),
+            })
+            .collect();
+        url.set_query(Some(&query.join("&")));
+    }
+    if url.fragment().is_some() {
+        url.set_fragment(Some(REDACTED));
+    }
+    url.into()
+}
+
+/// The topology with the password of every URL hidden, for `Debug`.
+fn redact_topology(topology: &RedisTopology) -> RedisTopology {
+    let urls = |urls: &[String]| urls.iter().map(|url| redact_url_password(url)).collect();
+    match topology {
+        RedisTopology::Single { url } => RedisTopology::Single {
+            url: redact_url_password(url),
+        },
+        RedisTopology::Cluster { nodes } => RedisTopology::Cluster { nodes: urls(nodes) },
+        RedisTopology::Sentinel { sentinels, master } => RedisTopology::Sentinel {
+            sentinels: urls(sentinels),
+            master: master.clone(),
+        },
+    }
+}
+
+// The `Debug` impls below name every field (destructuring, struct literals): a field added
+// to these settings does not compile until it is printed here, in clear or hidden.
+
+impl fmt::Debug for Settings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Settings {
+            bind,
+            store,
+            otp,
+            captcha,
+            sms,
+            abuse,
+            admin_token,
+            dev_mode,
+            max_body_bytes,
+            sweep_interval,
+            verify_strategy,
+            legacy_gap,
+        } = self;
+        f.debug_struct("Settings")
+            .field("bind", bind)
+            .field("store", store)
+            .field("otp", otp)
+            .field("captcha", captcha)
+            .field("sms", sms)
+            .field("abuse", abuse)
+            // `Some("***")` or `None`: whether the stats route exists, not its token.
+            .field("admin_token", &admin_token.as_ref().map(|_| REDACTED))
+            .field("dev_mode", dev_mode)
+            .field("max_body_bytes", max_body_bytes)
+            .field("sweep_interval", sweep_interval)
+            .field("verify_strategy", verify_strategy)
+            .field("legacy_gap", legacy_gap)
+            .finish()
+    }
+}
+
+impl fmt::Debug for StoreSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreSettings::Embedded => f.write_str("Embedded"),
+            StoreSettings::Redis(redis) => {
+                let RedisSettings {
+                    topology,
+                    connect_timeout,
+                    command_timeout,
+                } = redis;
+                // Printed by `RedisSettings`' own (derived) `Debug`, on a copy without secrets.
+                let redacted = RedisSettings {
+                    topology: redact_topology(topology),
+                    connect_timeout: *connect_timeout,
+                    command_timeout: *command_timeout,
+                };
+                f.debug_tuple("Redis").field(&redacted).finish()
+            }
+        }
+    }
+}
+
+impl fmt::Debug for SmsSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SmsSettings::Log => f.write_str("Log"),
+            SmsSettings::Webhook { url, timeout } => f
+                .debug_struct("Webhook")
+                .field("url", &redact_webhook_url(url))
+                .field("timeout", timeout)
+                .finish(),
+        }
     }
 }
 
@@ -461,7 +610,7 @@ impl Settings {
                 {
                     return Err(ConfigError::Invalid {
                         var: "VCODE_SMS_WEBHOOK_URL",
-                        value: url,
+                        value: redact_webhook_url(&url),
                         reason: "expected an http:// or https:// URL".to_owned(),
                     });
                 }
@@ -551,6 +700,256 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         Settings::from_lookup(|var| vars.get(var).cloned())
+    }
+
+    /// The Redis store's settings, or a panic.
+    fn redis_of(s: &Settings) -> &RedisSettings {
+        match &s.store {
+            StoreSettings::Redis(redis) => redis,
+            StoreSettings::Embedded => panic!("expected the Redis store"),
+        }
+    }
+
+    /// Both `Debug` forms (`{:#?}` is what `vcode check-config` prints): none shows a
+    /// secret, each shows every expected piece.
+    fn assert_debug_hides(s: &Settings, secrets: &[&str], shown: &[&str]) {
+        for debug in [format!("{s:?}"), format!("{s:#?}")] {
+            for secret in secrets {
+                assert!(!debug.contains(secret), "{secret:?} shown in {debug}");
+            }
+            for piece in shown {
+                assert!(debug.contains(piece), "{piece:?} missing from {debug}");
+            }
+        }
+    }
+
+    /// What the redis crate will connect with: `host:port` and the password. This build has
+    /// no TLS: `rediss://` URLs are read as `redis://` ones, which split the same way.
+    fn connection_info(url: &str) -> (String, Option<String>) {
+        let url = url.replacen("rediss://", "redis://", 1);
+        let client = redis::Client::open(url).unwrap();
+        let info = client.get_connection_info();
+        (
+            info.addr().to_string(),
+            info.redis_settings().password().map(str::to_owned),
+        )
+    }
+
+    #[test]
+    fn debug_hides_the_password_of_a_single_redis_url() {
+        for (url, secrets, shown, host, password) in [
+            (
+                "redis://:s3cret@127.0.0.1:6390/0",
+                &["s3cret"][..],
+                &["redis://:***@127.0.0.1:6390/0"][..],
+                "127.0.0.1:6390",
+                "s3cret",
+            ),
+            (
+                "redis://vcode:s3cret@redis.internal:6379/2",
+                &["s3cret"],
+                &["redis://vcode:***@redis.internal:6379/2"],
+                "redis.internal:6379",
+                "s3cret",
+            ),
+            (
+                "rediss://default:s3cret@cache.example.com:6380",
+                &["s3cret"],
+                &["rediss://default:***@cache.example.com:6380"],
+                "cache.example.com:6380",
+                "s3cret",
+            ),
+            // `@` and `:` in the password: the host is after the last `@`.
+            (
+                "redis://vcode:p@ss:w0rd@10.1.2.3:6379/1",
+                &["p@ss", "ss:w0rd", "w0rd", "p%40ss"],
+                &["redis://vcode:***@10.1.2.3:6379/1"],
+                "10.1.2.3:6379",
+                "p@ss:w0rd",
+            ),
+            // Percent-encoded, hidden as written; the redis crate decodes it.
+            (
+                "redis://:s3cr%40t%3A1@10.1.2.3:6379",
+                &["s3cr", "%40t", "t%3A1"],
+                &["redis://:***@10.1.2.3:6379"],
+                "10.1.2.3:6379",
+                "s3cr@t:1",
+            ),
+        ] {
+            let s = settings(&[("VCODE_REDIS_URL", url)]).unwrap();
+            assert_debug_hides(&s, secrets, shown);
+            // The connection still gets the real URL, password included.
+            let real = RedisTopology::Single {
+                url: url.to_owned(),
+            };
+            assert_eq!(redis_of(&s).topology, real);
+            let (addr, real_password) = connection_info(url);
+            assert_eq!(addr, host);
+            assert_eq!(real_password.as_deref(), Some(password));
+        }
+    }
+
+    #[test]
+    fn debug_hides_the_passwords_of_cluster_nodes() {
+        let nodes = "redis://:n0de-s3cret@10.0.0.1:7000, rediss://vcode:other-s3cret@10.0.0.2:7001";
+        let s = settings(&[("VCODE_REDIS_CLUSTER_NODES", nodes)]).unwrap();
+        assert_debug_hides(
+            &s,
+            &["n0de-s3cret", "other-s3cret"],
+            &[
+                "Cluster",
+                "redis://:***@10.0.0.1:7000",
+                "rediss://vcode:***@10.0.0.2:7001",
+            ],
+        );
+        let RedisTopology::Cluster { nodes } = &redis_of(&s).topology else {
+            panic!("expected a Cluster")
+        };
+        assert_eq!(
+            nodes,
+            &[
+                "redis://:n0de-s3cret@10.0.0.1:7000",
+                "rediss://vcode:other-s3cret@10.0.0.2:7001"
+            ]
+        );
+        let real: Vec<Option<String>> = nodes.iter().map(|url| connection_info(url).1).collect();
+        assert_eq!(
+            real,
+            [
+                Some("n0de-s3cret".to_owned()),
+                Some("other-s3cret".to_owned())
+            ]
+        );
+    }
+
+    #[test]
+    fn debug_hides_the_passwords_of_sentinels() {
+        let sentinels = "redis://:sent1nel-s3cret@10.0.0.1:26379,redis://admin:a@b:c@sentinel-2.internal:26379,redis://10.0.0.3:26379";
+        let s = settings(&[
+            ("VCODE_REDIS_SENTINELS", sentinels),
+            ("VCODE_REDIS_SENTINEL_MASTER", "vcode-main"),
+        ])
+        .unwrap();
+        assert_debug_hides(
+            &s,
+            &["sent1nel-s3cret", "a@b", "b:c", "a%40b"],
+            &[
+                "redis://:***@10.0.0.1:26379",
+                "redis://admin:***@sentinel-2.internal:26379",
+                // No password: shown as it is.
+                "redis://10.0.0.3:26379",
+                "vcode-main",
+            ],
+        );
+        let RedisTopology::Sentinel { sentinels, master } = &redis_of(&s).topology else {
+            panic!("expected Sentinel")
+        };
+        assert_eq!(master, "vcode-main");
+        let real: Vec<(String, Option<String>)> =
+            sentinels.iter().map(|url| connection_info(url)).collect();
+        assert_eq!(
+            real,
+            [
+                (
+                    "10.0.0.1:26379".to_owned(),
+                    Some("sent1nel-s3cret".to_owned())
+                ),
+                (
+                    "sentinel-2.internal:26379".to_owned(),
+                    Some("a@b:c".to_owned())
+                ),
+                ("10.0.0.3:26379".to_owned(), None),
+            ]
+        );
+    }
+
+    #[test]
+    fn debug_shows_whether_the_admin_token_is_set_but_never_the_token() {
+        let token = "t0ken-0123456789abcdef";
+        let s = settings(&[("VCODE_ADMIN_TOKEN", token)]).unwrap();
+        assert_debug_hides(
+            &s,
+            &[token, "0123456789abcdef"],
+            &["admin_token: Some(", "\"***\""],
+        );
+        assert_eq!(s.admin_token.as_deref(), Some(token));
+
+        let unset = settings(&[]).unwrap();
+        assert_debug_hides(&unset, &["***"], &["admin_token: None"]);
+    }
+
+    #[test]
+    fn debug_hides_the_webhook_urls_credentials() {
+        let url = "https://sms:hunter2-s3cret@gateway.example:9443/v1/sms?api_key=k3y-s3cret&region=cn&t0ken#frag-s3cret";
+        let s = settings(&[("VCODE_SMS", "webhook"), ("VCODE_SMS_WEBHOOK_URL", url)]).unwrap();
+        assert_debug_hides(
+            &s,
+            &["hunter2", "k3y-s3cret", "t0ken", "frag-s3cret"],
+            &["https://sms:***@gateway.example:9443/v1/sms?api_key=***&region=***&***#***"],
+        );
+        let SmsSettings::Webhook { url: real, .. } = &s.sms else {
+            panic!("expected the webhook sender")
+        };
+        assert_eq!(real, url);
+    }
+
+    #[test]
+    fn invalid_urls_in_errors_do_not_show_their_passwords() {
+        for (var, value, shown) in [
+            (
+                "VCODE_REDIS_URL",
+                "http://:s3cret@10.0.0.1:6379",
+                "http://:***@10.0.0.1:6379",
+            ),
+            (
+                "VCODE_REDIS_URL",
+                "redis:/vcode:s3cret@10.0.0.1:6379",
+                "redis:***@10.0.0.1:6379",
+            ),
+            (
+                "VCODE_REDIS_CLUSTER_NODES",
+                "redis://:s3cret@10.0.0.1:7000, :s3cret@10.0.0.2:7000",
+                "redis://:***@10.0.0.1:7000,:***@10.0.0.2:7000",
+            ),
+            (
+                "VCODE_SMS_WEBHOOK_URL",
+                "ftp://sms:s3cret@gateway.example/?token=s3cret",
+                "ftp://sms:***@gateway.example/?token=***",
+            ),
+        ] {
+            let mut vars = vec![(var, value)];
+            if var == "VCODE_SMS_WEBHOOK_URL" {
+                vars.push(("VCODE_SMS", "webhook"));
+            }
+            let error = settings(&vars).unwrap_err();
+            for text in [error.to_string(), format!("{error:?}")] {
+                assert!(!text.contains("s3cret"), "{text}");
+                assert!(text.contains(var) || text.contains("Invalid"), "{text}");
+                assert!(text.contains(shown), "{shown:?} missing from {text}");
+            }
+        }
+    }
+
+    #[test]
+    fn url_passwords_are_hidden_whatever_they_contain() {
+        for (url, redacted) in [
+            ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+            ("redis://vcode@10.0.0.1", "redis://vcode@10.0.0.1"),
+            ("redis://vcode:@10.0.0.1", "redis://vcode:@10.0.0.1"),
+            ("redis://:a@b@10.0.0.1:6379", "redis://:***@10.0.0.1:6379"),
+            (
+                "redis://:a/b?c#d@10.0.0.1:6379/3",
+                "redis://:***@10.0.0.1:6379/3",
+            ),
+            (
+                "rediss://u:p@10.0.0.1:6380/#insecure",
+                "rediss://u:***@10.0.0.1:6380/#insecure",
+            ),
+            ("redis://[::1]:6379", "redis://[::1]:6379"),
+            ("redis://:p@[::1]:6379", "redis://:***@[::1]:6379"),
+        ] {
+            assert_eq!(redact_url_password(url), redacted, "{url}");
+        }
     }
 
     #[test]
