@@ -36,8 +36,8 @@ pub struct Settings {
     pub legacy_gap: Duration,
 }
 
-/// `Debug` hides the passwords of the Redis URLs.
-#[derive(Clone)]
+/// `Debug` hides the passwords of the Redis URLs (`RedisTopology`'s own `Debug`).
+#[derive(Clone, Debug)]
 pub enum StoreSettings {
     Embedded,
     Redis(RedisSettings),
@@ -321,7 +321,7 @@ pub const REDACTED: &str = "***";
 /// splits them: a password is hidden whole with `@` or `:` in it (or `/`, `?`, `#`, which the
 /// redis crate refuses unencoded), and a `%`-encoded one is hidden as written. Without
 /// `scheme://` (in an invalid value) the user info starts the text.
-fn redact_url_password(raw: &str) -> String {
+pub(crate) fn redact_url_password(raw: &str) -> String {
     let Some(at) = raw.rfind('@') else {
         return raw.to_owned();
     };
@@ -365,20 +365,6 @@ fn redact_webhook_url(raw: &str) -> String {
 }
 
 /// The topology with the password of every URL hidden, for `Debug`.
-fn redact_topology(topology: &RedisTopology) -> RedisTopology {
-    let urls = |urls: &[String]| urls.iter().map(|url| redact_url_password(url)).collect();
-    match topology {
-        RedisTopology::Single { url } => RedisTopology::Single {
-            url: redact_url_password(url),
-        },
-        RedisTopology::Cluster { nodes } => RedisTopology::Cluster { nodes: urls(nodes) },
-        RedisTopology::Sentinel { sentinels, master } => RedisTopology::Sentinel {
-            sentinels: urls(sentinels),
-            master: master.clone(),
-        },
-    }
-}
-
 // The `Debug` impls below name every field (destructuring, struct literals): a field added
 // to these settings does not compile until it is printed here, in clear or hidden.
 
@@ -413,28 +399,6 @@ impl fmt::Debug for Settings {
             .field("verify_strategy", verify_strategy)
             .field("legacy_gap", legacy_gap)
             .finish()
-    }
-}
-
-impl fmt::Debug for StoreSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StoreSettings::Embedded => f.write_str("Embedded"),
-            StoreSettings::Redis(redis) => {
-                let RedisSettings {
-                    topology,
-                    connect_timeout,
-                    command_timeout,
-                } = redis;
-                // Printed by `RedisSettings`' own (derived) `Debug`, on a copy without secrets.
-                let redacted = RedisSettings {
-                    topology: redact_topology(topology),
-                    connect_timeout: *connect_timeout,
-                    command_timeout: *command_timeout,
-                };
-                f.debug_tuple("Redis").field(&redacted).finish()
-            }
-        }
     }
 }
 

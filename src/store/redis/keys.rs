@@ -86,7 +86,10 @@ mod tests {
         );
         let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
         assert_eq!(quota(ip), "verify_code:quota:{budgets}:ip:203.0.113.7");
-        assert_eq!(quota(QuotaScope::Global), "verify_code:quota:{budgets}:global");
+        assert_eq!(
+            quota(QuotaScope::Global),
+            "verify_code:quota:{budgets}:global"
+        );
         let id = CaptchaId::parse("0123456789abcdef0123456789abcdef").unwrap();
         assert_eq!(
             captcha(&id),

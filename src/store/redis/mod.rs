@@ -19,6 +19,8 @@ use redis::{RedisError, Script, Value};
 
 use self::connection::RedisConnection;
 
+use crate::config::redact_url_password;
+
 use super::{
     Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
     OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
@@ -63,8 +65,9 @@ pub struct RedisSettings {
     pub command_timeout: Duration,
 }
 
-/// Where the data lives; the store code and the scripts are the same on all three.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Where the data lives; the store code and the scripts are the same on all three. `Debug`
+/// hides the URLs' passwords, so settings can be printed and logged.
+#[derive(Clone, PartialEq, Eq)]
 pub enum RedisTopology {
     /// One node (`VCODE_REDIS_URL`).
     Single { url: String },
@@ -76,6 +79,29 @@ pub enum RedisTopology {
         sentinels: Vec<String>,
         master: String,
     },
+}
+
+impl std::fmt::Debug for RedisTopology {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let redacted = |urls: &[String]| -> Vec<String> {
+            urls.iter().map(|u| redact_url_password(u)).collect()
+        };
+        match self {
+            Self::Single { url } => f
+                .debug_struct("Single")
+                .field("url", &redact_url_password(url))
+                .finish(),
+            Self::Cluster { nodes } => f
+                .debug_struct("Cluster")
+                .field("nodes", &redacted(nodes))
+                .finish(),
+            Self::Sentinel { sentinels, master } => f
+                .debug_struct("Sentinel")
+                .field("sentinels", &redacted(sentinels))
+                .field("master", master)
+                .finish(),
+        }
+    }
 }
 
 #[derive(Clone)]
