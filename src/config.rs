@@ -364,10 +364,8 @@ fn redact_webhook_url(raw: &str) -> String {
     url.into()
 }
 
-/// The topology with the password of every URL hidden, for `Debug`.
-// The `Debug` impls below name every field (destructuring, struct literals): a field added
-// to these settings does not compile until it is printed here, in clear or hidden.
-
+// The `Debug` impls below name every field (destructuring): a field added to these settings
+// does not compile until it is printed here, in clear or hidden.
 impl fmt::Debug for Settings {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let Settings {
