@@ -121,6 +121,8 @@ for count in $FEW $MANY; do
   after_kb=$(rss_kb embedded)
   measure "verify, embedded, $count pending" "${URL[embedded]}" verify.lua
   measure "verify, Redis, $count pending" "${URL[redis]}" verify.lua
+  # The same script with no vcode around it, on the same Redis: what Redis itself does at this size.
+  measure "thin POST verify, $count pending" "$THIN" verify.lua /verify
   if [ "$count" = "$MANY" ]; then
     EMBEDDED_BYTES=$(( (after_kb - before_kb) * 1024 / count ))
     REDIS_KEYS=$(redis-cli -p "$REDIS_PORT" dbsize)
@@ -137,6 +139,7 @@ printf '\n%-34s %10s %9s %9s %8s  %s\n' "row ($CONNECTIONS connections, $DURATIO
 for name in "${ROWS[@]}"; do
   case $name in
     "verify, embedded"*) against="thin GET constant" ;;
+    "verify, Redis, "*" pending") against="thin POST verify, ${name#verify, Redis, }" ;;
     "send, embedded"*|"captcha create+fetch"*) against="thin GET constant" ;;
     *Redis*) against="thin POST verify (1 EVALSHA)" ;;
     *) against="" ;;
@@ -144,9 +147,11 @@ for name in "${ROWS[@]}"; do
   r=""; [ -n "$against" ] && r="$(ratio "$name" "$against") of ${against%% (*}"
   printf '%-34s %10s %9s %9s %8s  %s\n' "$name" "${RPS[$name]}" "${P50[$name]}" "${P99[$name]}" "${NON2XX[$name]:-0}" "$r"
 done
-printf '\nverify throughput, %s vs %s pending codes: embedded %s, Redis %s\n' "$MANY" "$FEW" \
+printf '\nverify throughput, %s vs %s pending codes: embedded %s, Redis %s (thin EVALSHA on that Redis: %s)\n' \
+  "$MANY" "$FEW" \
   "$(ratio "verify, embedded, $MANY pending" "verify, embedded, $FEW pending")" \
-  "$(ratio "verify, Redis, $MANY pending" "verify, Redis, $FEW pending")"
+  "$(ratio "verify, Redis, $MANY pending" "verify, Redis, $FEW pending")" \
+  "$(ratio "thin POST verify, $MANY pending" "thin POST verify, $FEW pending")"
 printf 'abuse checks on vs off: send embedded %s, send Redis %s, verify embedded %s, verify Redis %s\n' \
   "$(ratio "send, embedded, quotas on" "send, embedded")" "$(ratio "send, Redis, quotas on" "send, Redis")" \
   "$(ratio "verify, embedded, quotas on" "verify, embedded")" "$(ratio "verify, Redis, quotas on" "verify, Redis")"
