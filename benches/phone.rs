@@ -1,6 +1,6 @@
-//! Cost of reading a phone number: vcode's `Phone::parse` (E.164 through its own compiled
-//! numbering plan; national input through the `phonenumber` crate) against the crate's own
-//! parse and validity check, on numbers that are new every time.
+//! Cost of reading a phone number: vcode's `Phone::parse` (plain digits through its own
+//! compiled numbering plan; anything with separators or prefixes through the `phonenumber`
+//! crate) against the crate's own parse and validity check, on numbers new every time.
 
 use std::hint::black_box;
 
@@ -13,8 +13,8 @@ fn number(i: u64, plus: bool) -> String {
     format!("{sign}139{:08}", i % 100_000_000)
 }
 
-fn crate_parse(input: &str) -> Option<String> {
-    let number = phonenumber::parse(None, input).ok()?;
+fn crate_parse(input: &str, region: Option<phonenumber::country::Id>) -> Option<String> {
+    let number = phonenumber::parse(region, input).ok()?;
     phonenumber::is_valid(&number)
         .then(|| format!("+{}{}", number.country().code(), number.national()))
 }
@@ -35,10 +35,25 @@ fn phone(c: &mut Criterion) {
             black_box(Phone::parse(&number(i, false), region))
         })
     });
+    group.bench_function("vcode, with a trunk prefix (crate path)", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(Phone::parse(&format!("0{}", number(i, false)), region))
+        })
+    });
     group.bench_function("phonenumber crate, E.164", |b| {
         b.iter(|| {
             i += 1;
-            black_box(crate_parse(&number(i, true)))
+            black_box(crate_parse(&number(i, true), None))
+        })
+    });
+    group.bench_function("phonenumber crate, national", |b| {
+        b.iter(|| {
+            i += 1;
+            black_box(crate_parse(
+                &number(i, false),
+                Some(phonenumber::country::Id::CN),
+            ))
         })
     });
     group.finish();

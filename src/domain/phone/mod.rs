@@ -49,20 +49,27 @@ impl Phone {
     /// only if libphonenumber's metadata says it is a valid number.
     pub fn parse(input: &str, default_region: Region) -> Option<Self> {
         let input = input.trim();
-        Self::parse_e164(input).or_else(|| Self::parse_with_library(input, default_region))
+        Self::parse_plain(input, default_region)
+            .or_else(|| Self::parse_with_library(input, default_region))
     }
 
-    /// The common case, `+` and digits that are valid as written, in well under a microsecond.
-    fn parse_e164(input: &str) -> Option<Self> {
-        let valid = numbering_plan::validate(input.strip_prefix('+')?)?;
-        Some(Self {
-            e164: input.to_owned(),
-            region: valid.region,
-        })
+    /// The common forms, valid as written: `+` and digits, or the digits of a number dialled
+    /// inside `default_region` with no prefix. Well under a microsecond.
+    fn parse_plain(input: &str, default_region: Region) -> Option<Self> {
+        match input.strip_prefix('+') {
+            Some(digits) => numbering_plan::validate(digits).map(|valid| Self {
+                e164: input.to_owned(),
+                region: valid.region,
+            }),
+            None => numbering_plan::validate_national(input, default_region).map(|valid| Self {
+                e164: format!("+{}{input}", valid.calling_code),
+                region: valid.region,
+            }),
+        }
     }
 
-    /// Everything else (separators, national prefixes, national numbers) through the
-    /// `phonenumber` crate: about 5–12 µs a number.
+    /// Everything else (separators, prefixes) through the `phonenumber` crate: about 5–12 µs
+    /// a number.
     fn parse_with_library(input: &str, default_region: Region) -> Option<Self> {
         if input.is_empty() || input.len() > MAX_INPUT_LEN {
             return None;
@@ -121,9 +128,9 @@ fn mask(e164: &str) -> String {
 }
 
 /// Parses phones, remembering a bounded number of recent inputs that needed the `phonenumber`
-/// crate (national numbers, separators): it costs about 5–12 µs a number, and the same number
-/// usually comes back soon (a send, then its verify, retries). Plain E.164 is cheaper to
-/// check than to look up, so it is never cached.
+/// crate (separators, prefixes): it costs about 5–12 µs a number, and the same number usually
+/// comes back soon (a send, then its verify, retries). Plain digits, with or without `+`, are
+/// cheaper to check than to look up, so they are never cached.
 pub struct PhoneParser {
     default_region: Region,
     shards: Box<[Mutex<ParsedInputs>]>,
@@ -150,7 +157,7 @@ impl PhoneParser {
     /// `Phone::parse` in the default region, remembered.
     pub fn parse(&self, input: &str) -> Option<Phone> {
         let input = input.trim();
-        if let Some(phone) = Phone::parse_e164(input) {
+        if let Some(phone) = Phone::parse_plain(input, self.default_region) {
             return Some(phone);
         }
         if self.per_shard == 0 || input.len() > MAX_INPUT_LEN {

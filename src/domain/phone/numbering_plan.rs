@@ -5,7 +5,9 @@
 //!
 //! It follows the crate's `is_valid` exactly (same region choice, same per-type checks), and
 //! only ever answers "valid": anything else goes back to the crate's full parse, which can
-//! still accept a number written with a national prefix after the country code.
+//! still accept a number written with a national prefix after the country code. National
+//! numbers (no `+`) are answered here only when they carry nothing the crate would strip or
+//! reinterpret first: no national, carrier or international prefix, no country code.
 
 use std::collections::HashMap;
 use std::sync::{LazyLock, OnceLock};
@@ -19,6 +21,7 @@ use super::Region;
 /// (the non-geographic `001` entities have none).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct ValidE164 {
+    pub calling_code: u16,
     pub region: Option<Region>,
 }
 
@@ -37,12 +40,31 @@ pub(super) fn validate(digits: &str) -> Option<ValidE164> {
         let regions = PLAN.get(&code)?;
         let national = &digits[code_len..];
         let rules = regions.get_or_init(|| compile(code)).as_deref()?;
-        source_for(rules, national)
-            .filter(|source| source.is_valid(national))
-            .map(|source| ValidE164 {
-                region: source.region,
-            })
+        validate_in(code, rules, national)
     })
+}
+
+/// Checks `digits` as a number dialled inside `region` (no `+`), if it can be read as it is.
+pub(super) fn validate_national(digits: &str, region: Region) -> Option<ValidE164> {
+    if digits.len() > MAX_DIGITS || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let code = DATABASE.by_id(region.as_str())?.country_code();
+    let rules = PLAN.get(&code)?.get_or_init(|| compile(code)).as_deref()?;
+    let home = rules.iter().find(|rules| rules.region == Some(region))?;
+    if !home.dialling.reads_as_is(digits) {
+        return None;
+    }
+    validate_in(code, rules, digits)
+}
+
+fn validate_in(calling_code: u16, rules: &[RegionRules], national: &str) -> Option<ValidE164> {
+    source_for(rules, national)
+        .filter(|source| source.is_valid(national))
+        .map(|source| ValidE164 {
+            calling_code,
+            region: source.region,
+        })
 }
 
 /// Loads the metadata and compiles the rules of `region`'s calling code now, rather than in
@@ -70,6 +92,7 @@ struct RegionRules {
     /// The crate refuses a code whose one region is neither a known region nor `001`.
     known: bool,
     leading_digits: Option<Regex>,
+    dialling: Dialling,
     general: Pattern,
     /// Every number type: a number is valid when it matches the general pattern and any of
     /// these (the crate's `number_type` is then something other than `Unknown`).
@@ -79,6 +102,50 @@ struct RegionRules {
 struct Pattern {
     possible_lengths: Vec<u16>,
     regex: Regex,
+}
+
+/// What the crate looks for at the start of a number dialled inside the region, before it
+/// reads the rest as the national number.
+struct Dialling {
+    calling_code: String,
+    national_prefix: Option<String>,
+    /// National prefix and carrier codes, as the crate strips them.
+    national_prefix_for_parsing: Option<Regex>,
+    /// The prefix for calling abroad (`00`), after which a country code follows.
+    international_prefix: Option<Regex>,
+}
+
+impl Dialling {
+    fn new(meta: &Metadata) -> Option<Self> {
+        let compiled = |pattern: Option<&str>| match pattern {
+            Some(pattern) => anchored(pattern).map(Some),
+            None => Some(None),
+        };
+        Some(Self {
+            calling_code: meta.country_code().to_string(),
+            national_prefix: meta.national_prefix().map(str::to_owned),
+            national_prefix_for_parsing: compiled(
+                meta.national_prefix_for_parsing()
+                    .map(|regex| regex.as_str()),
+            )?,
+            international_prefix: compiled(
+                meta.international_prefix().map(|regex| regex.as_str()),
+            )?,
+        })
+    }
+
+    /// Whether the crate would take `digits` as the national number unchanged: nothing at
+    /// its start is a prefix it strips or a country code it reads.
+    fn reads_as_is(&self, digits: &str) -> bool {
+        let starts = |regex: &Option<Regex>| regex.as_ref().is_some_and(|r| r.is_match(digits));
+        !digits.starts_with(&self.calling_code)
+            && !self
+                .national_prefix
+                .as_ref()
+                .is_some_and(|prefix| digits.starts_with(prefix.as_str()))
+            && !starts(&self.national_prefix_for_parsing)
+            && !starts(&self.international_prefix)
+    }
 }
 
 impl Pattern {
@@ -121,6 +188,7 @@ impl RegionRules {
                 Some(pattern) => Some(anchored(pattern.as_str())?),
                 None => None,
             },
+            dialling: Dialling::new(meta)?,
             general: Pattern::new(descriptors.general())?,
             types: types
                 .into_iter()
@@ -168,9 +236,10 @@ fn source_for<'a>(rules: &'a [RegionRules], national: &str) -> Option<&'a Region
 mod tests {
     use super::*;
 
-    /// What the `phonenumber` crate itself says of `+digits`: valid as written, with its region.
-    fn crate_answer(digits: &str) -> Option<(String, Option<Region>)> {
-        let number = phonenumber::parse(None, format!("+{digits}")).ok()?;
+    /// What the `phonenumber` crate itself makes of `input` (read in `region`, if given):
+    /// whether it is valid, as E.164 digits, with its region.
+    fn crate_answer(input: &str, region: Option<Region>) -> Option<(String, Option<Region>)> {
+        let number = phonenumber::parse(region.map(|r| r.0), input).ok()?;
         phonenumber::is_valid(&number).then(|| {
             (
                 format!("{}{}", number.country().code(), number.national()),
@@ -182,16 +251,9 @@ mod tests {
         })
     }
 
-    /// Every example number in the metadata, and near misses around each (a digit changed,
-    /// added, dropped, or the tail replaced with pseudo-random digits): wherever one of the two
-    /// reads a number as valid E.164 as written, the other must agree, region included, except
-    /// for two bugs of the crate's, each recognised by its cause and counted:
-    /// - it strips a national prefix from after the country code (`+7 800…` becomes `00…`)
-    ///   and then refuses libphonenumber's own example numbers;
-    /// - it drops a national number's leading zero before choosing the region (`+39 02…` gets
-    ///   none, `+47 07…` becomes Svalbard).
-    #[test]
-    fn agrees_with_the_crate_on_every_region() {
+    /// Every region's example numbers (national significant numbers) and near misses around
+    /// each: a digit added or dropped, the second half replaced with pseudo-random digits.
+    fn samples() -> Vec<(&'static Metadata, String)> {
         let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
         let mut next_digit = move || {
             seed ^= seed << 13;
@@ -199,55 +261,69 @@ mod tests {
             seed ^= seed << 17;
             char::from(b'0' + (seed % 10) as u8)
         };
+        let mut samples = Vec::new();
+        for meta in DATABASE.iter() {
+            let d = meta.descriptors();
+            let types = [
+                Some(d.general()),
+                d.fixed_line(),
+                d.mobile(),
+                d.toll_free(),
+                d.premium_rate(),
+                d.voip(),
+                d.uan(),
+            ];
+            for example in types.into_iter().flatten().filter_map(|d| d.example()) {
+                samples.push((meta, example.to_owned()));
+                samples.push((meta, format!("{example}5")));
+                samples.push((meta, example[..example.len() - 1].to_owned()));
+                let keep = example.len() / 2;
+                for _ in 0..20 {
+                    let tail: String = (keep..example.len()).map(|_| next_digit()).collect();
+                    samples.push((meta, format!("{}{tail}", &example[..keep])));
+                }
+            }
+        }
+        samples
+    }
+
+    fn starts_with_national_prefix(meta: &Metadata, national: &str) -> bool {
+        meta.national_prefix_for_parsing()
+            .map(|pattern| pattern.find(national).is_some_and(|m| m.start() == 0))
+            .or_else(|| {
+                meta.national_prefix()
+                    .map(|prefix| national.starts_with(prefix))
+            })
+            .unwrap_or(false)
+    }
+
+    /// Wherever one of the two reads `+<code><national>` as valid as written, the other must
+    /// agree, region included, except for two bugs of the crate's, each recognised by its
+    /// cause and counted:
+    /// - it strips a national prefix from after the country code (`+7 800…` becomes `00…`)
+    ///   and then refuses libphonenumber's own example numbers;
+    /// - it drops a national number's leading zero before choosing the region (`+39 02…` gets
+    ///   none, `+47 07…` becomes Svalbard).
+    #[test]
+    fn e164_agrees_with_the_crate_on_every_region() {
         let (mut checked, mut valid, mut prefix_bug, mut zero_bug) = (0, 0, 0, 0);
         let mut disagreements = Vec::new();
-        for meta in DATABASE.iter() {
-            let descriptors = meta.descriptors();
-            let examples = [
-                Some(descriptors.general()),
-                descriptors.fixed_line(),
-                descriptors.mobile(),
-                descriptors.toll_free(),
-                descriptors.premium_rate(),
-                descriptors.voip(),
-                descriptors.uan(),
-            ];
-            let code = meta.country_code().to_string();
-            for example in examples.into_iter().flatten().filter_map(|d| d.example()) {
-                let full = format!("{code}{example}");
-                let mut inputs = vec![
-                    full.clone(),
-                    format!("{full}5"),
-                    full[..full.len() - 1].to_owned(),
-                ];
-                for _ in 0..20 {
-                    let keep = full.len() / 2;
-                    let tail: String = (keep..full.len()).map(|_| next_digit()).collect();
-                    inputs.push(format!("{}{tail}", &full[..keep]));
+        for (meta, national) in samples() {
+            let digits = format!("{}{national}", meta.country_code());
+            checked += 1;
+            let ours = validate(&digits);
+            let theirs = crate_answer(&format!("+{digits}"), None);
+            valid += usize::from(ours.is_some());
+            match (&ours, &theirs) {
+                (Some(ours), Some((read, region))) if *read == digits && ours.region == *region => {
                 }
-                for digits in inputs {
-                    checked += 1;
-                    let ours = validate(&digits);
-                    let theirs = crate_answer(&digits);
-                    let national = &digits[code.len()..];
-                    valid += usize::from(ours.is_some());
-                    match (&ours, &theirs) {
-                        (Some(ours), Some((read, region)))
-                            if *read == digits && ours.region == *region => {}
-                        (None, None) => {}
-                        (None, Some((read, _))) if *read != digits => {}
-                        (Some(_), None) if starts_with_national_prefix(meta, national) => {
-                            prefix_bug += 1
-                        }
-                        (Some(_), Some((read, _)))
-                            if *read == digits && national.starts_with('0') =>
-                        {
-                            zero_bug += 1
-                        }
-                        _ => disagreements
-                            .push(format!("+{digits}: ours {ours:?}, crate {theirs:?}")),
-                    }
+                (None, None) => {}
+                (None, Some((read, _))) if *read != digits => {}
+                (Some(_), None) if starts_with_national_prefix(meta, &national) => prefix_bug += 1,
+                (Some(_), Some((read, _))) if *read == digits && national.starts_with('0') => {
+                    zero_bug += 1
                 }
+                _ => disagreements.push(format!("+{digits}: ours {ours:?}, crate {theirs:?}")),
             }
         }
         assert!(
@@ -268,14 +344,59 @@ mod tests {
         );
     }
 
-    fn starts_with_national_prefix(meta: &Metadata, national: &str) -> bool {
-        meta.national_prefix_for_parsing()
-            .map(|pattern| pattern.find(national).is_some_and(|m| m.start() == 0))
-            .or_else(|| {
-                meta.national_prefix()
-                    .map(|prefix| national.starts_with(prefix))
-            })
-            .unwrap_or(false)
+    /// The same samples dialled inside their own region (and behind its national prefix):
+    /// whatever the fast path accepts, the crate reads as the same number; whatever the crate
+    /// reads as written, the fast path accepts unless a prefix the crate would look at starts
+    /// it. Region choices differ only by the crate's leading-zero bug.
+    #[test]
+    fn national_numbers_agree_with_the_crate_on_every_region() {
+        let (mut checked, mut fast, mut left_to_crate, mut zero_bug) = (0, 0, 0, 0);
+        let mut disagreements = Vec::new();
+        for (meta, national) in samples() {
+            let Some(region) = Region::parse(meta.id()) else {
+                continue; // 001: no national dialling
+            };
+            let prefixed = meta.national_prefix().map(|p| format!("{p}{national}"));
+            for input in [Some(national.clone()), prefixed].into_iter().flatten() {
+                checked += 1;
+                let ours = validate_national(&input, region);
+                let theirs = crate_answer(&input, Some(region));
+                let as_written = format!("{}{input}", meta.country_code());
+                fast += usize::from(ours.is_some());
+                match (&ours, &theirs) {
+                    (Some(ours), Some((read, region)))
+                        if *read == as_written && ours.region == *region => {}
+                    (Some(_), Some((read, _))) if *read == as_written && input.starts_with('0') => {
+                        zero_bug += 1
+                    }
+                    (None, Some((read, _))) if *read != as_written => {}
+                    (None, None) => {}
+                    (None, Some(_)) if !reads_as_is(meta, &input) => left_to_crate += 1,
+                    _ => disagreements.push(format!(
+                        "{input} in {}: ours {ours:?}, crate {theirs:?}",
+                        meta.id()
+                    )),
+                }
+            }
+        }
+        assert!(
+            disagreements.is_empty(),
+            "{} of {checked}:\n{}",
+            disagreements.len(),
+            disagreements.join("\n")
+        );
+        assert!(
+            fast > 1000 && checked - fast > 1000,
+            "{fast} fast of {checked}"
+        );
+        assert!(
+            left_to_crate < checked / 10 && zero_bug < 100,
+            "{left_to_crate} left to the crate, {zero_bug} zero"
+        );
+    }
+
+    fn reads_as_is(meta: &Metadata, input: &str) -> bool {
+        Dialling::new(meta).unwrap().reads_as_is(input)
     }
 
     #[test]
@@ -287,10 +408,31 @@ mod tests {
             "86 13800138000",
             "86-13800138000",
             "8613800138000x",
-            "8613800138000123",
+            "8613800138000123456789",
         ] {
             assert_eq!(validate(bad), None, "{bad:?}");
         }
         assert_eq!(validate("99912345678"), None, "no such country code");
+    }
+
+    #[test]
+    fn national_numbers_with_a_prefix_are_left_to_the_crate() {
+        let cn = Region::parse("CN").unwrap();
+        assert_eq!(
+            validate_national("13800138000", cn),
+            Some(ValidE164 {
+                calling_code: 86,
+                region: Some(cn)
+            })
+        );
+        // Trunk prefix, international prefix, country code, carrier code: not read here.
+        for prefixed in [
+            "013800138000",
+            "008613800138000",
+            "8613800138000",
+            "1259313800138000",
+        ] {
+            assert_eq!(validate_national(prefixed, cn), None, "{prefixed}");
+        }
     }
 }
