@@ -19,33 +19,13 @@ MASTER=${MASTER:-vcode}
 DOWN_AFTER_MS=${DOWN_AFTER_MS:-2000}
 STATE_DIR=${STATE_DIR:-${TMPDIR:-/tmp}/vcode-redis-sentinel-$PORT}
 SENTINELS=3
-READY_TIMEOUT_SECS=30
+
+NAME=redis-sentinel
+# shellcheck source-path=SCRIPTDIR source=redis-lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/redis-lib.sh"
 
 data_ports() { echo "$PORT" $((PORT + 1)); }
 sentinel_ports() { seq "$SENTINEL_PORT" $((SENTINEL_PORT + SENTINELS - 1)); }
-
-die() { echo "redis-sentinel: $*" >&2; exit 1; }
-
-answers() { redis-cli -p "$1" ping >/dev/null 2>&1; }
-
-in_use() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-wait_for() {
-  local what=$1; shift
-  local deadline=$((SECONDS + READY_TIMEOUT_SECS))
-  until "$@"; do
-    ((SECONDS < deadline)) || die "timed out waiting until $what"
-    sleep 0.1
-  done
-}
-
-start_data_node() {
-  local port=$1; shift
-  redis-server --port "$port" --bind 127.0.0.1 --protected-mode yes \
-    --save '' --appendonly no --repl-diskless-sync-delay 0 \
-    --daemonize yes --dir "$STATE_DIR" \
-    --pidfile "$STATE_DIR/redis-$port.pid" --logfile "$STATE_DIR/redis-$port.log" "$@"
-}
 
 # A sentinel rewrites its config file as it learns, so each gets its own.
 start_sentinel() {
@@ -77,24 +57,8 @@ sentinels_ready() {
   done
 }
 
-sentinel_urls() {
-  local port urls=()
-  for port in $(sentinel_ports); do urls+=("redis://127.0.0.1:$port"); done
-  (IFS=,; echo "${urls[*]}")
-}
-
-# A failed start shows the last log lines, then stops what it started.
-abort_start() {
-  echo "redis-sentinel: start failed; last log lines:" >&2
-  tail -n 3 "$STATE_DIR"/*.log 2>/dev/null >&2 || true
-  stop >/dev/null
-}
-
 start() {
-  for tool in redis-server redis-cli; do
-    command -v "$tool" >/dev/null || die "$tool is needed (Debian/Ubuntu: apt-get install redis-server)"
-  done
-  [[ -e "$STATE_DIR" ]] && die "$STATE_DIR exists: already running? ($0 stop)"
+  check_can_start
   local port
   for port in $(data_ports) $(sentinel_ports); do
     ((port != 6379)) || die "port 6379 is never used; choose another PORT"
@@ -102,8 +66,8 @@ start() {
   done
   mkdir -p "$STATE_DIR"
   trap abort_start EXIT
-  start_data_node "$PORT"
-  start_data_node $((PORT + 1)) --replicaof 127.0.0.1 "$PORT"
+  start_redis "$PORT"
+  start_redis $((PORT + 1)) --replicaof 127.0.0.1 "$PORT"
   # Sentinels learn the replicas from the primary when they connect: sync first.
   wait_for "the replica is in sync" replica_in_sync
   for port in $(sentinel_ports); do start_sentinel "$port"; done
@@ -111,12 +75,12 @@ start() {
   trap - EXIT
   echo "Redis with Sentinel up: primary 127.0.0.1:$PORT, replica 127.0.0.1:$((PORT + 1)),"
   echo "sentinels on ports $SENTINEL_PORT-$((SENTINEL_PORT + SENTINELS - 1)) (master name $MASTER)."
-  echo "  export VCODE_REDIS_SENTINELS=$(sentinel_urls)"
+  echo "  export VCODE_REDIS_SENTINELS=$(urls sentinel_ports)"
   echo "  export VCODE_REDIS_SENTINEL_MASTER=$MASTER"
 }
 
 status() {
-  [[ -d "$STATE_DIR" ]] || die "not running ($STATE_DIR does not exist)"
+  require_running
   local port
   for port in $(sentinel_ports); do
     if answers "$port"; then
@@ -125,37 +89,18 @@ status() {
       echo "sentinel 127.0.0.1:$port down"
     fi
   done
-  for port in $(data_ports); do
-    if answers "$port"; then
-      echo "127.0.0.1:$port $(redis-cli -p "$port" role | head -1)"
-    else
-      echo "127.0.0.1:$port down"
-    fi
-  done
+  for port in $(data_ports); do node_status "$port"; done
 }
 
 failover() {
-  [[ -d "$STATE_DIR" ]] || die "not running ($STATE_DIR does not exist)"
+  require_running
   redis-cli -p "$SENTINEL_PORT" sentinel failover "$MASTER"
 }
 
 stop() {
-  [[ -d "$STATE_DIR" ]] || { echo "redis-sentinel: not running"; return; }
-  local pidfile pid
+  [[ -d "$STATE_DIR" ]] || { echo "$NAME: not running"; return; }
   # Sentinels first, so that they do not fail over the data nodes being stopped.
-  for pidfile in "$STATE_DIR"/sentinel-*.pid "$STATE_DIR"/redis-*.pid; do
-    [[ -e "$pidfile" ]] || continue
-    pid=$(cat "$pidfile")
-    # A process a failover test paused (SIGSTOP) would never act on SIGTERM: wake it first.
-    kill -CONT "$pid" 2>/dev/null || true
-    kill "$pid" 2>/dev/null || true
-    # 5 s to exit, then SIGKILL, so the ports are free when this returns.
-    local waited=0
-    while kill -0 "$pid" 2>/dev/null; do
-      if ((waited++ == 100)); then kill -KILL "$pid" 2>/dev/null || true; fi
-      sleep 0.05
-    done
-  done
+  stop_pidfiles "$STATE_DIR"/sentinel-*.pid "$STATE_DIR"/redis-*.pid
   rm -rf "$STATE_DIR"
   echo "Redis with Sentinel stopped."
 }

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use redis::{Value, cmd, from_redis_value_ref};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 
-use super::redis_process::RedisProcess;
+use super::redis_process::{RedisProcess, data_node_args};
 
 const SLOTS: usize = 16384;
 /// Suites never fail a node over: a long node timeout keeps a busy machine from doing it.
@@ -164,34 +164,23 @@ fn node(node_timeout: Duration) -> RedisProcess {
     // Each node also listens on its cluster bus port, port + 10000.
     RedisProcess::start_below(u16::MAX - 10_000, |port, dir| {
         let config_file = dir.join("nodes.conf").to_string_lossy().into_owned();
-        let dir = dir.to_string_lossy().into_owned();
         let timeout_ms = node_timeout.as_millis().to_string();
-        [
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            // Replicas sync at once instead of after the default 5 s wait for more of them.
-            "--repl-diskless-sync-delay",
-            "0",
-            "--dir",
-            &dir,
-            "--cluster-enabled",
-            "yes",
-            "--cluster-config-file",
-            &config_file,
-            "--cluster-node-timeout",
-            &timeout_ms,
-            // The slots of healthy primaries stay served while another one fails over.
-            "--cluster-require-full-coverage",
-            "no",
-        ]
-        .map(str::to_owned)
-        .to_vec()
+        let mut args = data_node_args(port, dir);
+        args.extend(
+            [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                &config_file,
+                "--cluster-node-timeout",
+                &timeout_ms,
+                // The slots of healthy primaries stay served while another one fails over.
+                "--cluster-require-full-coverage",
+                "no",
+            ]
+            .map(str::to_owned),
+        );
+        args
     })
 }
 

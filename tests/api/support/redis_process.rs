@@ -157,6 +157,28 @@ impl RedisProcess {
     }
 }
 
+/// The arguments every Cluster node and Sentinel data node starts with: `port` on loopback,
+/// nothing saved, files in `dir`. The caller appends its own (cluster mode, `--replicaof`).
+pub(super) fn data_node_args(port: u16, dir: &Path) -> Vec<String> {
+    [
+        "--port",
+        &port.to_string(),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        // Replicas sync at once instead of after the default 5 s wait for more of them.
+        "--repl-diskless-sync-delay",
+        "0",
+        "--dir",
+        &dir.to_string_lossy(),
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
 impl Drop for RedisProcess {
     fn drop(&mut self) {
         self.kill();

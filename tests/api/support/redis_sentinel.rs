@@ -8,7 +8,7 @@ use redis::cmd;
 use vcode::store::redis::{RedisSettings, RedisTopology};
 
 use super::redis_cluster::{replica_in_sync, wait_until};
-use super::redis_process::RedisProcess;
+use super::redis_process::{RedisProcess, data_node_args};
 
 /// The name the sentinels monitor the primary under (`VCODE_REDIS_SENTINEL_MASTER`).
 pub const MASTER: &str = "vcode";
@@ -92,23 +92,7 @@ impl RedisSentinel {
 
 fn data_node(primary: Option<u16>) -> RedisProcess {
     RedisProcess::start(|port, dir| {
-        let mut args: Vec<String> = [
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            // Replicas sync at once instead of after the default 5 s wait for more of them.
-            "--repl-diskless-sync-delay",
-            "0",
-            "--dir",
-            &dir.to_string_lossy(),
-        ]
-        .map(str::to_owned)
-        .to_vec();
+        let mut args = data_node_args(port, dir);
         if let Some(primary) = primary {
             args.extend([
                 "--replicaof".to_owned(),
