@@ -1,7 +1,8 @@
-//! Validity of E.164 numbers (`+` and digits) against libphonenumber's metadata, with each
-//! region's patterns compiled once into regexes of our own. The `phonenumber` crate matches
-//! every pattern through one locked, 100-entry cache keyed by the pattern text (SipHash of
-//! patterns up to kilobytes long), about 12 µs a number; this answers in about 1 µs.
+//! Validity of plain phone numbers (`+` and digits, or the digits of a number dialled inside
+//! a region) against libphonenumber's metadata, with each region's patterns compiled once into
+//! regexes of our own. The `phonenumber` crate matches every pattern through one locked,
+//! 100-entry cache keyed by the pattern text (SipHash of patterns up to kilobytes long), 4–12
+//! µs a number; this answers in about 0.2 µs.
 //!
 //! It follows the crate's `is_valid` exactly (same region choice, same per-type checks), and
 //! only ever answers "valid": anything else goes back to the crate's full parse, which can
@@ -17,8 +18,8 @@ use regex::{Regex, RegexBuilder};
 
 use super::Region;
 
-/// A number read as E.164 and found valid: its national number's region, where it has one
-/// (the non-geographic `001` entities have none).
+/// A number found valid: its country calling code, and its region where it has one (the
+/// non-geographic `001` entities have none).
 #[derive(Debug, PartialEq, Eq)]
 pub(super) struct ValidE164 {
     pub calling_code: u16,
@@ -117,20 +118,13 @@ struct Dialling {
 
 impl Dialling {
     fn new(meta: &Metadata) -> Option<Self> {
-        let compiled = |pattern: Option<&str>| match pattern {
-            Some(pattern) => anchored(pattern).map(Some),
-            None => Some(None),
-        };
         Some(Self {
             calling_code: meta.country_code().to_string(),
             national_prefix: meta.national_prefix().map(str::to_owned),
-            national_prefix_for_parsing: compiled(
-                meta.national_prefix_for_parsing()
-                    .map(|regex| regex.as_str()),
+            national_prefix_for_parsing: anchored_if_any(
+                meta.national_prefix_for_parsing().map(|r| r.as_str()),
             )?,
-            international_prefix: compiled(
-                meta.international_prefix().map(|regex| regex.as_str()),
-            )?,
+            international_prefix: anchored_if_any(meta.international_prefix().map(|r| r.as_str()))?,
         })
     }
 
@@ -184,10 +178,7 @@ impl RegionRules {
         Some(Self {
             region,
             known: region.is_some() || meta.id() == "001",
-            leading_digits: match meta.leading_digits() {
-                Some(pattern) => Some(anchored(pattern.as_str())?),
-                None => None,
-            },
+            leading_digits: anchored_if_any(meta.leading_digits().map(|r| r.as_str()))?,
             dialling: Dialling::new(meta)?,
             general: Pattern::new(descriptors.general())?,
             types: types
@@ -210,6 +201,14 @@ fn anchored(pattern: &str) -> Option<Regex> {
         .ignore_whitespace(true)
         .build()
         .ok()
+}
+
+/// `Some(None)` without a pattern, `None` if it fails to compile.
+fn anchored_if_any(pattern: Option<&str>) -> Option<Option<Regex>> {
+    match pattern {
+        Some(pattern) => anchored(pattern).map(Some),
+        None => Some(None),
+    }
 }
 
 /// `None` if any pattern fails to compile: the crate then answers for that code.
