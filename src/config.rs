@@ -8,6 +8,8 @@ use std::time::Duration;
 use crate::captcha::{CaptchaSettings, render};
 use crate::client_ip::TrustedProxies;
 use crate::domain::{CodeLength, Region};
+pub use crate::otp::{AbuseSettings, OtpSettings};
+use crate::redact::{REDACTED, redact_url_password};
 use crate::store::ResendPolicy;
 use crate::store::redis::legacy::VerifyStrategy;
 use crate::store::redis::{RedisSettings, RedisTopology};
@@ -43,63 +45,6 @@ pub enum StoreSettings {
     Redis(RedisSettings),
 }
 
-#[derive(Clone, Debug)]
-pub struct OtpSettings {
-    pub code_length: CodeLength,
-    pub code_ttl: Duration,
-    pub resend_cooldown: Duration,
-    pub max_attempts: u32,
-    pub resend: ResendPolicy,
-    pub default_region: Region,
-}
-
-/// Limits against SMS pumping and guessing. A limit of 0 is off.
-#[derive(Clone, Debug)]
-pub struct AbuseSettings {
-    pub sends_per_phone_hour: u32,
-    pub sends_per_phone_day: u32,
-    pub sends_per_ip_hour: u32,
-    pub failed_verifies_per_phone_day: u32,
-    pub sends_global_minute: u32,
-    /// Regions whose numbers may receive codes; empty allows all.
-    pub allowed_regions: Vec<Region>,
-    pub trusted_proxies: TrustedProxies,
-    /// How long an `Idempotency-Key` answer is kept for repeats.
-    pub idempotency_ttl: Duration,
-    /// How long a repeat waits for the first request with its key before answering 409.
-    pub idempotency_wait: Duration,
-}
-
-impl Default for AbuseSettings {
-    fn default() -> Self {
-        Self {
-            sends_per_phone_hour: 5,
-            sends_per_phone_day: 10,
-            sends_per_ip_hour: 20,
-            failed_verifies_per_phone_day: 20,
-            sends_global_minute: 0,
-            allowed_regions: Vec::new(),
-            trusted_proxies: TrustedProxies::default(),
-            idempotency_ttl: Duration::from_secs(600),
-            idempotency_wait: Duration::from_secs(5),
-        }
-    }
-}
-
-impl AbuseSettings {
-    /// Every limit off: for load tests, which must measure the service, not its brakes.
-    pub fn unlimited() -> Self {
-        Self {
-            sends_per_phone_hour: 0,
-            sends_per_phone_day: 0,
-            sends_per_ip_hour: 0,
-            failed_verifies_per_phone_day: 0,
-            sends_global_minute: 0,
-            ..Self::default()
-        }
-    }
-}
-
 /// `Debug` hides the webhook URL's password, query values and fragment.
 #[derive(Clone)]
 pub enum SmsSettings {
@@ -124,19 +69,6 @@ impl Default for Settings {
             sweep_interval: Duration::from_secs(1),
             verify_strategy: VerifyStrategy::Atomic,
             legacy_gap: Duration::ZERO,
-        }
-    }
-}
-
-impl Default for OtpSettings {
-    fn default() -> Self {
-        Self {
-            code_length: CodeLength::default(),
-            code_ttl: Duration::from_secs(300),
-            resend_cooldown: Duration::from_secs(60),
-            max_attempts: 5,
-            resend: ResendPolicy::Reuse,
-            default_region: Region::default(),
         }
     }
 }
@@ -308,30 +240,6 @@ fn redis_urls(var: &'static str, raw: &str) -> Result<Vec<String>, ConfigError> 
                 .join(","),
             reason: "expected comma-separated redis://host:port URLs".to_owned(),
         })
-    }
-}
-
-/// What `Debug` and configuration errors show instead of a password or a token.
-pub const REDACTED: &str = "***";
-
-/// `raw` with the password of its user info (`scheme://user:password@host…`) replaced by
-/// [`REDACTED`]; scheme, user name, host, port and db are kept. Nothing after a Redis URL's host
-/// holds an `@` (port, db, `?protocol=`, `#insecure`), so the user info runs to the last `@`
-/// and the user name to its first `:`, as the `url` crate (which the redis crate parses with)
-/// splits them: a password is hidden whole with `@` or `:` in it (or `/`, `?`, `#`, which the
-/// redis crate refuses unencoded), and a `%`-encoded one is hidden as written. Without
-/// `scheme://` (in an invalid value) the user info starts the text.
-pub(crate) fn redact_url_password(raw: &str) -> String {
-    let Some(at) = raw.rfind('@') else {
-        return raw.to_owned();
-    };
-    let start = raw[..at].find("://").map_or(0, |scheme| scheme + 3);
-    match raw[start..at].split_once(':') {
-        Some((user, password)) if !password.is_empty() => {
-            format!("{}{user}:{REDACTED}{}", &raw[..start], &raw[at..])
-        }
-        // A user name alone, or an empty password: nothing to hide.
-        _ => raw.to_owned(),
     }
 }
 

@@ -1,43 +1,32 @@
-//! `Idempotency-Key` on `otp/send`: the first request with a key runs; a repeat with the same
-//! body gets the stored answer (status and body) without a new code or SMS; a repeat with
-//! another body gets 422; a repeat while the first still runs waits for its answer (bounded,
-//! then 409). Server-side failures (5xx) are not kept, so a client's retry runs again.
+//! Idempotency keys: the first run of an operation under a key runs; a repeat with the same
+//! request gets the kept result without running again; a repeat with another request is refused;
+//! a repeat while the first still runs waits for its result (bounded). Only results worth
+//! keeping are kept (for a send: one that stored a code or sent an SMS); anything else frees
+//! the key, so the client's retry runs again. The store sees the records as opaque bytes.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::HttpRequest;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::envelope::Reply;
-use crate::error::ApiError;
-use crate::store::Store;
-
-pub const HEADER: &str = "idempotency-key";
+use crate::store::{IdempotencyStore, StoreError};
 
 /// How long a running first request keeps its key before a repeat may take over (a crashed
 /// instance must not block a key for its whole retention).
 const LEASE: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(25);
 
-/// The key as stored: a digest, so any header value makes a short, safe store key.
+/// A client's key as stored: a digest, so any header value makes a short, safe store key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
-    /// The request's key, if it sent one: 1 to 255 visible ASCII characters.
-    pub fn from_request(request: &HttpRequest) -> Result<Option<Self>, ApiError> {
-        let Some(value) = request.headers().get(HEADER) else {
-            return Ok(None);
-        };
-        let raw = value.as_bytes();
+    /// The key from its raw value: 1 to 255 visible ASCII characters.
+    pub fn parse(raw: &[u8]) -> Option<Self> {
         let valid = (1..=255).contains(&raw.len()) && raw.iter().all(u8::is_ascii_graphic);
-        if !valid {
-            return Err(ApiError::Malformed(
-                "Idempotency-Key must be 1 to 255 visible ASCII characters".to_owned(),
-            ));
-        }
-        Ok(Some(Self(hex_digest(raw))))
+        valid.then(|| Self(hex_digest(raw)))
     }
 
     pub fn as_str(&self) -> &str {
@@ -45,7 +34,7 @@ impl IdempotencyKey {
     }
 }
 
-/// A digest of the request a key was first used with.
+/// A digest of the (normalised) request a key was first used with.
 pub fn fingerprint(request: &impl Serialize) -> String {
     hex_digest(&serde_json::to_vec(request).unwrap_or_default())
 }
@@ -58,20 +47,25 @@ fn hex_digest(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// What the store holds under a key.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "state", rename_all = "snake_case")]
-pub enum IdempotencyRecord {
-    Running {
-        fingerprint: String,
-    },
-    Done {
-        fingerprint: String,
-        response: Reply,
-    },
+#[derive(Debug, thiserror::Error)]
+pub enum IdempotencyError {
+    #[error("a request with this key is still running")]
+    InProgress,
+    #[error("this key was used with a different request")]
+    Mismatch,
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
-impl IdempotencyRecord {
+/// What the store holds under a key.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+enum Record<R> {
+    Running { fingerprint: String },
+    Done { fingerprint: String, result: R },
+}
+
+impl<R> Record<R> {
     fn fingerprint(&self) -> &str {
         match self {
             Self::Running { fingerprint } | Self::Done { fingerprint, .. } => fingerprint,
@@ -79,53 +73,127 @@ impl IdempotencyRecord {
     }
 }
 
-/// Runs `handler` at most once per key and fingerprint within `retention`, and answers repeats
-/// with its stored reply; says whether the reply is a repeat's.
-pub async fn once<F, Fut>(
-    store: &dyn Store,
-    key: &IdempotencyKey,
-    fingerprint: &str,
+/// The result of `Idempotency::once`, and whether it was a repeat's kept result.
+#[derive(Debug)]
+pub struct Once<R> {
+    pub result: R,
+    pub replayed: bool,
+}
+
+pub struct Idempotency {
+    store: Arc<dyn IdempotencyStore>,
+    /// How long a kept result answers repeats.
     retention: Duration,
+    /// How long a repeat waits for a first request that still runs.
     wait: Duration,
-    handler: F,
-) -> Result<(Reply, bool), ApiError>
-where
-    F: FnOnce() -> Fut,
-    Fut: Future<Output = Reply>,
-{
-    let deadline = tokio::time::Instant::now() + wait;
-    let running = IdempotencyRecord::Running {
-        fingerprint: fingerprint.to_owned(),
-    };
-    loop {
-        match store.begin_idempotent(key, &running, LEASE).await? {
-            None => break,
-            Some(record) if record.fingerprint() != fingerprint => {
-                return Err(ApiError::IdempotencyMismatch);
-            }
-            Some(IdempotencyRecord::Done { response, .. }) => return Ok((response, true)),
-            Some(IdempotencyRecord::Running { .. }) => {
-                if tokio::time::Instant::now() >= deadline {
-                    return Err(ApiError::IdempotencyInProgress);
-                }
-                tokio::time::sleep(POLL).await;
-            }
+}
+
+impl Idempotency {
+    pub fn new(store: Arc<dyn IdempotencyStore>, retention: Duration, wait: Duration) -> Self {
+        Self {
+            store,
+            retention,
+            wait,
         }
     }
 
-    let reply = handler().await;
-    let outcome = if reply.status >= 500 {
-        store.abandon_idempotent(key, &running).await
-    } else {
-        let done = IdempotencyRecord::Done {
+    /// Runs `operation` at most once per key and fingerprint within the retention, and answers
+    /// repeats with its kept result. An error is never kept: the key is freed for a retry.
+    pub async fn once<R, E, F, Fut>(
+        &self,
+        key: &IdempotencyKey,
+        fingerprint: &str,
+        operation: F,
+    ) -> Result<Once<R>, E>
+    where
+        R: Serialize + DeserializeOwned,
+        E: From<IdempotencyError>,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<R, E>>,
+    {
+        let deadline = tokio::time::Instant::now() + self.wait;
+        let running = encode(&Record::<R>::Running {
             fingerprint: fingerprint.to_owned(),
-            response: reply.clone(),
+        })?;
+        loop {
+            let held = self
+                .store
+                .begin_idempotent(key.as_str(), &running, LEASE)
+                .await
+                .map_err(IdempotencyError::from)?;
+            let Some(held) = held else { break };
+            let record: Record<R> = serde_json::from_slice(&held).map_err(|e| {
+                IdempotencyError::Store(StoreError::Protocol(format!("idempotency record: {e}")))
+            })?;
+            if record.fingerprint() != fingerprint {
+                return Err(IdempotencyError::Mismatch.into());
+            }
+            match record {
+                Record::Done { result, .. } => {
+                    return Ok(Once {
+                        result,
+                        replayed: true,
+                    });
+                }
+                Record::Running { .. } if tokio::time::Instant::now() >= deadline => {
+                    return Err(IdempotencyError::InProgress.into());
+                }
+                Record::Running { .. } => tokio::time::sleep(POLL).await,
+            }
+        }
+
+        let outcome = operation().await;
+        let saved = match &outcome {
+            Ok(result) => {
+                let done = Record::Done {
+                    fingerprint: fingerprint.to_owned(),
+                    result,
+                };
+                match encode(&done) {
+                    Ok(done) => self
+                        .store
+                        .finish_idempotent(key.as_str(), &done, self.retention)
+                        .await
+                        .map_err(IdempotencyError::from),
+                    Err(error) => Err(error),
+                }
+            }
+            Err(_) => self
+                .store
+                .abandon_idempotent(key.as_str(), &running)
+                .await
+                .map_err(IdempotencyError::from),
         };
-        store.finish_idempotent(key, &done, retention).await
-    };
-    if let Err(error) = outcome {
-        // The answer itself stands; only a repeat of this key loses its protection.
-        tracing::warn!(%error, "idempotency record not saved");
+        if let Err(error) = saved {
+            // The answer itself stands; only a repeat of this key loses its protection.
+            tracing::warn!(%error, "idempotency record not saved");
+        }
+        outcome.map(|result| Once {
+            result,
+            replayed: false,
+        })
     }
-    Ok((reply, false))
+}
+
+fn encode<R: Serialize>(record: &Record<R>) -> Result<Vec<u8>, IdempotencyError> {
+    serde_json::to_vec(record).map_err(|e| {
+        IdempotencyError::Store(StoreError::Protocol(format!("idempotency record: {e}")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_visible_ascii_of_bounded_length() {
+        assert!(IdempotencyKey::parse(b"signup-7d1c9e").is_some());
+        assert!(IdempotencyKey::parse(b"").is_none());
+        assert!(IdempotencyKey::parse(b"has space").is_none());
+        assert!(IdempotencyKey::parse(&[b'k'; 256]).is_none());
+        assert_eq!(
+            IdempotencyKey::parse(&[b'k'; 255]).unwrap().as_str().len(),
+            32
+        );
+    }
 }

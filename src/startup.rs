@@ -12,46 +12,48 @@ use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
 use crate::captcha::CaptchaService;
-use crate::config::{AbuseSettings, Settings, SmsSettings, StoreSettings};
-use crate::otp::OtpService;
-use crate::routes;
+use crate::config::{Settings, SmsSettings, StoreSettings};
+use crate::health::Readiness;
+use crate::otp::{OtpService, SendGate};
+use crate::routes::{self, AppState};
 use crate::sms::{LogSender, SmsSender, WebhookSender};
 use crate::stats::Stats;
-use crate::store::redis::legacy;
-use crate::store::{MemoryStore, RedisStore, Store};
+use crate::store::redis::{RedisTopology, legacy};
+use crate::store::{HealthCheck, MemoryStore, RedisStore, Stores};
 use crate::telemetry::RequestSpan;
 
 /// How often the daily counters counted in-process are added to the store.
 const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
-/// What every handler can reach.
-pub struct AppState {
-    pub store: Arc<dyn Store>,
-    pub stats: Arc<Stats>,
-    pub otp: Arc<OtpService>,
-    pub captcha: CaptchaService,
-    pub abuse: AbuseSettings,
-    pub admin_token: Option<String>,
-}
-
 pub struct Application {
     port: u16,
     server: Server,
-    store: Arc<dyn Store>,
+    stores: Stores,
 }
 
 impl Application {
     /// Binds the listener and prepares the server; `run_until_stopped` serves.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         settings.validate()?;
-        let store: Arc<dyn Store> = match &settings.store {
-            StoreSettings::Embedded => MemoryStore::spawn(settings.sweep_interval),
+        let stores = match &settings.store {
+            StoreSettings::Embedded => Stores::of(MemoryStore::spawn(settings.sweep_interval)),
             StoreSettings::Redis(redis) => {
                 let store = RedisStore::connect(redis).context("Redis store")?;
-                if let Err(error) = store.ping().await {
+                if let Err(error) = HealthCheck::ping(&store).await {
                     tracing::warn!(%error, "Redis is not reachable yet: /readyz answers 503 until it is");
                 }
-                legacy::store_for(settings.verify_strategy, store, settings.legacy_gap)
+                let url = match &redis.topology {
+                    RedisTopology::Single { url } => Some(url.as_str()),
+                    _ => None,
+                };
+                legacy::stores_for(
+                    settings.verify_strategy,
+                    store,
+                    url,
+                    settings.legacy_gap,
+                    redis.command_timeout,
+                )
+                .context("legacy store")?
             }
         };
         let sender: Arc<dyn SmsSender> = match &settings.sms {
@@ -64,21 +66,33 @@ impl Application {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }
         crate::domain::Phone::warm_up(settings.otp.default_region);
-        let stats = Stats::spawn(store.clone(), STATS_FLUSH_INTERVAL);
+        let stats = Stats::spawn(stores.stats.clone(), STATS_FLUSH_INTERVAL);
+        let captcha = Arc::new(CaptchaService::new(
+            stores.captchas.clone(),
+            settings.captcha.clone(),
+            stats.clone(),
+        ));
+        let gate = SendGate {
+            captcha: settings
+                .captcha
+                .send_requires_captcha
+                .then(|| captcha.clone()),
+        };
         let otp = Arc::new(OtpService::new(
-            store.clone(),
+            &stores,
             sender,
             settings.otp.clone(),
             &settings.abuse,
+            gate,
             stats.clone(),
             settings.dev_mode,
         ));
         let state = web::Data::new(AppState {
-            store: store.clone(),
-            stats: stats.clone(),
             otp,
-            captcha: CaptchaService::new(store.clone(), settings.captcha.clone(), stats.clone()),
-            abuse: settings.abuse.clone(),
+            captcha,
+            stats,
+            readiness: Readiness::new(stores.health.clone()),
+            trusted_proxies: settings.abuse.trusted_proxies.clone(),
             admin_token: settings.admin_token.clone(),
         });
 
@@ -104,7 +118,7 @@ impl Application {
         Ok(Self {
             port,
             server,
-            store,
+            stores,
         })
     }
 
@@ -112,9 +126,9 @@ impl Application {
         self.port
     }
 
-    /// The store the application uses (tests inspect it directly).
-    pub fn store(&self) -> Arc<dyn Store> {
-        self.store.clone()
+    /// The stores the application uses (tests inspect them directly).
+    pub fn stores(&self) -> Stores {
+        self.stores.clone()
     }
 
     pub async fn run_until_stopped(self) -> std::io::Result<()> {

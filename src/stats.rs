@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
-use crate::store::{Store, StoreError};
+use crate::store::{StatsStore, StoreError};
 
 /// How many days of counters the store keeps (and `GET /api/v1/stats` can show).
 pub const RETENTION_DAYS: u32 = 7;
@@ -101,7 +101,7 @@ impl Event {
 }
 
 pub struct Stats {
-    store: Arc<dyn Store>,
+    store: Arc<dyn StatsStore>,
     pending: [AtomicU64; Event::ALL.len()],
     /// One flush at a time, so a failed flush can put its counts back without double counting.
     flushing: tokio::sync::Mutex<()>,
@@ -126,7 +126,7 @@ pub struct StatsReport {
 
 impl Stats {
     /// A recorder that adds its counts to the store every `flush_every`, until dropped.
-    pub fn spawn(store: Arc<dyn Store>, flush_every: Duration) -> Arc<Self> {
+    pub fn spawn(store: Arc<dyn StatsStore>, flush_every: Duration) -> Arc<Self> {
         let stats = Arc::new(Self {
             store,
             pending: std::array::from_fn(|_| AtomicU64::new(0)),

@@ -7,9 +7,22 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::domain::{CaptchaAnswer, CaptchaId};
-use crate::error::ApiError;
 use crate::stats::{Event, Stats};
-use crate::store::{Store, StoredCaptcha};
+use crate::store::{CaptchaStore, StoreError, StoredCaptcha};
+
+#[derive(Debug, thiserror::Error)]
+pub enum CaptchaError {
+    /// Wrong, missing, unknown, used or expired: the client cannot tell which.
+    #[error("wrong or missing captcha")]
+    Wrong,
+    /// No pending captcha has this id (its picture or the dev route).
+    #[error("no such captcha")]
+    NotFound,
+    #[error("captcha picture not drawn")]
+    Render(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
 
 #[derive(Clone, Debug)]
 pub struct CaptchaSettings {
@@ -34,13 +47,13 @@ impl Default for CaptchaSettings {
 }
 
 pub struct CaptchaService {
-    store: Arc<dyn Store>,
+    store: Arc<dyn CaptchaStore>,
     settings: CaptchaSettings,
     stats: Arc<Stats>,
 }
 
 impl CaptchaService {
-    pub fn new(store: Arc<dyn Store>, settings: CaptchaSettings, stats: Arc<Stats>) -> Self {
+    pub fn new(store: Arc<dyn CaptchaStore>, settings: CaptchaSettings, stats: Arc<Stats>) -> Self {
         Self {
             store,
             settings,
@@ -53,7 +66,7 @@ impl CaptchaService {
     }
 
     /// A new captcha; its picture is drawn when fetched.
-    pub async fn create(&self) -> Result<CaptchaId, ApiError> {
+    pub async fn create(&self) -> Result<CaptchaId, CaptchaError> {
         let id = CaptchaId::generate();
         let captcha = {
             let mut rng = rand::rng();
@@ -71,7 +84,7 @@ impl CaptchaService {
     }
 
     /// The PNG of a pending captcha: the same bytes on every fetch.
-    pub async fn png(&self, id: &str) -> Result<Vec<u8>, ApiError> {
+    pub async fn png(&self, id: &str) -> Result<Vec<u8>, CaptchaError> {
         let captcha = self.pending(id).await?;
         render::render_png(
             &captcha.answer,
@@ -79,25 +92,25 @@ impl CaptchaService {
             self.settings.width,
             self.settings.height,
         )
-        .map_err(|e| ApiError::Internal(e.into()))
+        .map_err(|e| CaptchaError::Render(e.into()))
     }
 
     /// Dev mode: the answer of a pending captcha, left in place.
-    pub async fn peek_answer(&self, id: &str) -> Result<String, ApiError> {
+    pub async fn peek_answer(&self, id: &str) -> Result<String, CaptchaError> {
         Ok(self.pending(id).await?.answer)
     }
 
-    async fn pending(&self, id: &str) -> Result<StoredCaptcha, ApiError> {
-        let id = CaptchaId::parse(id).ok_or(ApiError::NotFound)?;
-        self.store.captcha(&id).await?.ok_or(ApiError::NotFound)
+    async fn pending(&self, id: &str) -> Result<StoredCaptcha, CaptchaError> {
+        let id = CaptchaId::parse(id).ok_or(CaptchaError::NotFound)?;
+        self.store.captcha(&id).await?.ok_or(CaptchaError::NotFound)
     }
 
     /// Consumes the captcha and checks the answer. A malformed id is no captcha; an empty
     /// answer never matches, and still consumes the captcha.
-    pub async fn verify(&self, id: Option<&str>, answer: Option<&str>) -> Result<(), ApiError> {
+    pub async fn verify(&self, id: Option<&str>, answer: Option<&str>) -> Result<(), CaptchaError> {
         let Some(id) = id.and_then(CaptchaId::parse) else {
             self.stats.record(Event::CaptchaFailed);
-            return Err(ApiError::WrongCaptcha);
+            return Err(CaptchaError::Wrong);
         };
         let taken = self.store.take_captcha(&id).await?;
         let answer = answer.and_then(CaptchaAnswer::parse);
@@ -110,12 +123,12 @@ impl CaptchaService {
             (Some(_), _) => {
                 self.stats.record(Event::CaptchaFailed);
                 tracing::info!(%id, "captcha wrong: consumed");
-                Err(ApiError::WrongCaptcha)
+                Err(CaptchaError::Wrong)
             }
             (None, _) => {
                 self.stats.record(Event::CaptchaFailed);
                 tracing::info!(%id, "captcha unknown, used or expired");
-                Err(ApiError::WrongCaptcha)
+                Err(CaptchaError::Wrong)
             }
         }
     }

@@ -5,9 +5,9 @@ use actix_web::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
-use crate::envelope;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use super::ApiError;
+use super::AppState;
+use super::envelope;
 use crate::stats::RETENTION_DAYS;
 
 pub fn metrics_config(cfg: &mut web::ServiceConfig) {

@@ -5,9 +5,9 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::envelope;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use super::ApiError;
+use super::AppState;
+use super::envelope;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/captcha").route(web::post().to(create)))

@@ -5,9 +5,9 @@ use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::envelope;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use super::ApiError;
+use super::AppState;
+use super::envelope;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/outbox").route(web::get().to(outbox)))
@@ -23,8 +23,7 @@ async fn outbox(
     state: web::Data<AppState>,
     query: web::Query<OutboxQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let phone = state.otp.parse_phone(&query.phone)?;
-    let messages = state.store.outbox(&phone).await?;
+    let messages = state.otp.outbox(&query.phone).await?;
     Ok(envelope::ok(json!({ "messages": messages })))
 }
 

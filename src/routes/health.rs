@@ -3,9 +3,9 @@
 use actix_web::{HttpResponse, web};
 use serde_json::json;
 
-use crate::envelope;
-use crate::error::ApiError;
-use crate::startup::AppState;
+use super::ApiError;
+use super::AppState;
+use super::envelope;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/healthz").route(web::get().to(healthz)))
@@ -17,6 +17,6 @@ async fn healthz() -> HttpResponse {
 }
 
 async fn readyz(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    state.store.ping().await?;
+    state.readiness.check().await?;
     Ok(envelope::ok(json!({ "status": "ready" })))
 }

@@ -1,19 +1,24 @@
-//! HTTP routes, one file per area, each with its own `config`. This file holds what they share:
-//! extractor settings whose errors answer with the envelope, and the JSON 404/405.
+//! The HTTP layer: routes, one file per area, each with its own `config`; the envelope; the
+//! one mapping of the use cases' errors to the API's codes (`error.rs`); the state handlers
+//! share (`state.rs`). Nothing below this module knows HTTP. This file holds what the routes
+//! share: extractor settings whose errors answer with the envelope, and the JSON 404/405.
 
 mod admin;
 mod captcha;
 mod dev;
+mod envelope;
+mod error;
 mod health;
 mod otp;
+mod state;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
 use actix_web::{HttpRequest, HttpResponse, Resource, web};
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use crate::error::ApiError;
-use crate::startup::AppState;
+pub use self::error::ApiError;
+pub use self::state::AppState;
 
 /// Routes for every mode; `dev_mode` adds the dev routes, `stats` the stats route.
 pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool, stats: bool) {
@@ -45,10 +50,7 @@ fn client_ip(request: &HttpRequest, state: &AppState) -> IpAddr {
         .get_all("x-forwarded-for")
         .filter_map(|value| value.to_str().ok())
         .collect();
-    state
-        .abuse
-        .trusted_proxies
-        .client_ip(peer, forwarded.into_iter())
+    state.trusted_proxies.client_ip(peer, forwarded.into_iter())
 }
 
 /// The JSON answer for a path no route matches.

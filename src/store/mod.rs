@@ -1,17 +1,18 @@
-//! Where pending codes live. One trait, two implementations with the same semantics: `memory`
-//! (embedded, one process) and `redis` (shared by any number of instances). Every operation
-//! that reads, compares and writes is one atomic step in both.
+//! What the use cases keep, as narrow roles (codes, quotas, captchas, idempotency records,
+//! stats, dev outbox, health), and the backends that play them: `memory` (embedded, one
+//! process) and `redis` (shared by any number of instances). Every operation that reads,
+//! compares and writes is one atomic step in both.
 
 pub mod memory;
 pub mod redis;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::domain::{CaptchaId, Code, Phone, Purpose};
-use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 
 pub use self::memory::MemoryStore;
 pub use self::redis::RedisStore;
@@ -153,7 +154,7 @@ pub enum VerifyOutcome {
     /// Wrong code and the attempt limit is reached: the code was destroyed.
     Destroyed,
     /// No code is pending (never sent, expired, used or destroyed).
-    Missing,
+    CodeExpired,
     /// The phone's failed-verify quota is used up: nothing was compared.
     QuotaExceeded { retry_after: Duration },
 }
@@ -195,8 +196,9 @@ pub struct OutboxMessage {
 pub const OUTBOX_CAPACITY: usize = 100;
 pub const OUTBOX_TTL: Duration = Duration::from_secs(3600);
 
+/// Pending codes: issue, roll back, verify, inspect. Every read-compare-write is one step.
 #[async_trait]
-pub trait Store: Send + Sync + 'static {
+pub trait CodeStore: Send + Sync + 'static {
     /// Stores `candidate` as the pending code for (phone, purpose), or applies the resend
     /// policy to the code already pending, or refuses while the cooldown runs. One atomic step.
     async fn issue_code(
@@ -229,6 +231,17 @@ pub trait Store: Send + Sync + 'static {
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError>;
 
+    /// The pending code, without changing anything.
+    async fn pending_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<Option<PendingCode>, StoreError>;
+}
+
+/// Budgets shared by many phones: per client address and global.
+#[async_trait]
+pub trait QuotaStore: Send + Sync + 'static {
     /// Records one event (`token`) in every budget's log if each of their rules has room, in
     /// one atomic step; otherwise records nothing.
     async fn reserve_quota(
@@ -243,20 +256,11 @@ pub trait Store: Send + Sync + 'static {
         scopes: &[QuotaScope],
         token: QuotaToken,
     ) -> Result<(), StoreError>;
+}
 
-    /// The pending code, without changing anything.
-    async fn pending_code(
-        &self,
-        phone: &Phone,
-        purpose: &Purpose,
-    ) -> Result<Option<PendingCode>, StoreError>;
-
-    /// Dev mode: remembers a delivered SMS so that tests can read it as the user would.
-    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError>;
-
-    /// Dev mode: the SMS delivered to `phone`, oldest first.
-    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError>;
-
+/// Image captchas: stored until solved, tried or expired.
+#[async_trait]
+pub trait CaptchaStore: Send + Sync + 'static {
     /// Stores a new captcha under `id` for `ttl`.
     async fn put_captcha(
         &self,
@@ -270,32 +274,36 @@ pub trait Store: Send + Sync + 'static {
 
     /// Removes and returns the captcha in one step: of concurrent takers only one gets it.
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
+}
 
-    /// Claims `key` for a first request (`None`), or returns the record it already holds.
-    /// One step, so of concurrent first requests exactly one runs.
+/// `Idempotency-Key` records. The store keeps them as opaque bytes: what a record means is
+/// the use case's business.
+#[async_trait]
+pub trait IdempotencyStore: Send + Sync + 'static {
+    /// Claims `key` with `running` for `lease` (returns `None`), or returns the record the key
+    /// already holds. One step, so of concurrent first requests exactly one runs.
     async fn begin_idempotent(
         &self,
-        key: &IdempotencyKey,
-        running: &IdempotencyRecord,
+        key: &str,
+        running: &[u8],
         lease: Duration,
-    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+    ) -> Result<Option<Vec<u8>>, StoreError>;
 
     /// Replaces the running record with the finished one, kept for `retention`.
     async fn finish_idempotent(
         &self,
-        key: &IdempotencyKey,
-        done: &IdempotencyRecord,
+        key: &str,
+        done: &[u8],
         retention: Duration,
     ) -> Result<(), StoreError>;
 
-    /// Frees `key` if it still holds `running` (the first request failed on the server side,
-    /// so a retry should run again).
-    async fn abandon_idempotent(
-        &self,
-        key: &IdempotencyKey,
-        running: &IdempotencyRecord,
-    ) -> Result<(), StoreError>;
+    /// Frees `key` if it still holds `running`, so that a retry runs again.
+    async fn abandon_idempotent(&self, key: &str, running: &[u8]) -> Result<(), StoreError>;
+}
 
+/// Daily counters.
+#[async_trait]
+pub trait StatsStore: Send + Sync + 'static {
     /// Adds `counts` to the daily counters of `date` (`YYYY-MM-DD`), kept for 7 days.
     async fn add_stats(&self, date: &str, counts: &[(&'static str, u64)])
     -> Result<(), StoreError>;
@@ -305,7 +313,65 @@ pub trait Store: Send + Sync + 'static {
         &self,
         dates: &[String],
     ) -> Result<Vec<std::collections::HashMap<String, u64>>, StoreError>;
+}
 
-    /// Whether the store answers (for `/readyz`).
+/// Dev mode only: the SMS "sent", so that tests read them as a user would.
+#[async_trait]
+pub trait OutboxStore: Send + Sync + 'static {
+    /// Remembers a delivered SMS.
+    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError>;
+
+    /// The SMS delivered to `phone`, oldest first.
+    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError>;
+}
+
+/// Whether the store answers (for `/readyz`).
+#[async_trait]
+pub trait HealthCheck: Send + Sync + 'static {
     async fn ping(&self) -> Result<(), StoreError>;
+}
+
+/// A backend that plays every role (the embedded store, Redis).
+pub trait Store:
+    CodeStore + QuotaStore + CaptchaStore + IdempotencyStore + StatsStore + OutboxStore + HealthCheck
+{
+}
+
+impl<T> Store for T where
+    T: CodeStore
+        + QuotaStore
+        + CaptchaStore
+        + IdempotencyStore
+        + StatsStore
+        + OutboxStore
+        + HealthCheck
+{
+}
+
+/// One store per role, as the use cases take them. Usually every role is one backend; the
+/// legacy reproduction swaps only the codes.
+#[derive(Clone)]
+pub struct Stores {
+    pub codes: Arc<dyn CodeStore>,
+    pub quotas: Arc<dyn QuotaStore>,
+    pub captchas: Arc<dyn CaptchaStore>,
+    pub idempotency: Arc<dyn IdempotencyStore>,
+    pub stats: Arc<dyn StatsStore>,
+    pub outbox: Arc<dyn OutboxStore>,
+    pub health: Arc<dyn HealthCheck>,
+}
+
+impl Stores {
+    /// Every role played by `backend`.
+    pub fn of<S: Store>(backend: Arc<S>) -> Self {
+        Self {
+            codes: backend.clone(),
+            quotas: backend.clone(),
+            captchas: backend.clone(),
+            idempotency: backend.clone(),
+            stats: backend.clone(),
+            outbox: backend.clone(),
+            health: backend,
+        }
+    }
 }

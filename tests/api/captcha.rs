@@ -244,6 +244,7 @@ async fn assert_nothing_sent(app: &TestApp, number: &str) {
     assert!(app.inbox(number).await.is_empty(), "no SMS");
     let pending = app
         .store
+        .codes
         .pending_code(&phone(number), &Purpose::default())
         .await
         .unwrap();

@@ -10,7 +10,7 @@ use vcode::domain::{Code, CodeLength, Phone, Purpose};
 use vcode::store::redis::legacy::{self, Legacy, LegacyRedisStore};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
-    IssueOutcome, IssueParams, RedisStore, ResendPolicy, Store, VerifyOutcome, VerifyParams,
+    CodeStore, IssueOutcome, IssueParams, RedisStore, ResendPolicy, VerifyOutcome, VerifyParams,
 };
 
 use crate::support::{RedisServer, phone, random_phone};
@@ -26,6 +26,11 @@ fn connect(server: &RedisServer) -> RedisStore {
     .expect("valid settings")
 }
 
+fn legacy_store(server: &RedisServer, flavour: Legacy, gap: Duration) -> LegacyRedisStore {
+    LegacyRedisStore::connect(&server.url(), flavour, gap, Duration::from_millis(1000))
+        .expect("valid settings")
+}
+
 /// Two instances of one legacy strategy on one Redis.
 fn legacy_pair(
     server: &RedisServer,
@@ -33,8 +38,8 @@ fn legacy_pair(
     gap: Duration,
 ) -> (LegacyRedisStore, LegacyRedisStore) {
     (
-        LegacyRedisStore::new(connect(server), flavour, gap),
-        LegacyRedisStore::new(connect(server), flavour, gap),
+        legacy_store(server, flavour, gap),
+        legacy_store(server, flavour, gap),
     )
 }
 
@@ -67,7 +72,7 @@ fn fresh_phone() -> Phone {
 }
 
 /// A send: the code that went out by SMS, or `None` when nothing was sent.
-async fn send(store: &dyn Store, phone: &Phone, candidate: &str) -> Option<String> {
+async fn send(store: &dyn CodeStore, phone: &Phone, candidate: &str) -> Option<String> {
     match store
         .issue_code(phone, &login(), code(candidate), &params())
         .await
@@ -84,7 +89,7 @@ async fn send(store: &dyn Store, phone: &Phone, candidate: &str) -> Option<Strin
     }
 }
 
-async fn verify(store: &dyn Store, phone: &Phone, digits: &str) -> VerifyOutcome {
+async fn verify(store: &dyn CodeStore, phone: &Phone, digits: &str) -> VerifyOutcome {
     store
         .verify_code(phone, &login(), &code(digits), limits())
         .await
@@ -204,17 +209,18 @@ async fn legacy_send_between_get_and_del_is_lost() {
         );
         assert_eq!(
             verify(&b, &phone, "222222").await,
-            VerifyOutcome::Missing,
+            VerifyOutcome::CodeExpired,
             "{flavour:?}: the fresh code should be lost"
         );
     }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn legacy_send_during_the_gap_is_lost() {
-    // The same race through `verify_code` itself: the gap sits between its GET and its DEL.
+async fn legacy_original_loses_a_send_during_the_login_and_the_fix_keeps_it() {
+    // The same race through `verify_code` itself, with the login's own work (the gap): the
+    // original's DEL ends the login, the fix's DEL comes before it.
     let server = RedisServer::start();
-    for flavour in FLAVOURS {
+    for (flavour, lost) in [(Legacy::Original, true), (Legacy::PostmortemFix, false)] {
         let (a, b) = legacy_pair(&server, flavour, Duration::from_secs(1));
         let phone = fresh_phone();
         send(&a, &phone, "111111").await;
@@ -223,18 +229,25 @@ async fn legacy_send_during_the_gap_is_lost() {
             let (a, phone) = (a.clone(), phone.clone());
             tokio::spawn(async move { verify(&a, &phone, "111111").await })
         };
-        // Wait until A's GET has run, then send while A is in its gap.
+        // Wait until A's GET has run, then send while A's login works.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while get_calls(&server).await == gets_before {
             assert!(tokio::time::Instant::now() < deadline, "the GET never ran");
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
+        // The fix's DEL follows its GET at once: let it land before B's send.
+        tokio::time::sleep(Duration::from_millis(100)).await;
         assert_eq!(send(&b, &phone, "222222").await.as_deref(), Some("222222"));
         assert_eq!(device_a.await.unwrap(), VerifyOutcome::Verified);
+        let expected = if lost {
+            VerifyOutcome::CodeExpired
+        } else {
+            VerifyOutcome::Verified
+        };
         assert_eq!(
             verify(&b, &phone, "222222").await,
-            VerifyOutcome::Missing,
-            "{flavour:?}: the code sent during the gap should be lost"
+            expected,
+            "{flavour:?}: the code sent during the login"
         );
     }
 }
@@ -288,19 +301,26 @@ async fn legacy_two_verifies_racing_both_pass() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn legacy_two_verifies_within_the_gap_both_pass() {
+async fn legacy_original_accepts_two_verifies_during_the_login_and_the_fix_one() {
     let server = RedisServer::start();
-    for flavour in FLAVOURS {
+    for (flavour, both) in [(Legacy::Original, true), (Legacy::PostmortemFix, false)] {
         let (a, b) = legacy_pair(&server, flavour, Duration::from_secs(1));
         let phone = fresh_phone();
         send(&a, &phone, "111111").await;
-        let (first, second) =
-            tokio::join!(verify(&a, &phone, "111111"), verify(&b, &phone, "111111"));
-        assert_eq!(
-            (first, second),
-            (VerifyOutcome::Verified, VerifyOutcome::Verified),
-            "{flavour:?}: both verifies should pass"
-        );
+        let first = verify(&a, &phone, "111111");
+        let second = async {
+            // B's verify arrives while A's login works (after A's GET and, for the fix, DEL).
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            verify(&b, &phone, "111111").await
+        };
+        let (first, second) = tokio::join!(first, second);
+        assert_eq!(first, VerifyOutcome::Verified);
+        let expected = if both {
+            VerifyOutcome::Verified
+        } else {
+            VerifyOutcome::CodeExpired
+        };
+        assert_eq!(second, expected, "{flavour:?}: the second verify");
     }
 }
 
@@ -317,7 +337,7 @@ async fn atomic_two_verifies_racing_accept_once() {
         );
         assert_eq!(
             verify(second, &phone, "111111").await,
-            VerifyOutcome::Missing
+            VerifyOutcome::CodeExpired
         );
     }
     let phone = fresh_phone();
@@ -340,11 +360,15 @@ async fn atomic_two_verifies_racing_accept_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_stores_keep_the_go_services_other_habits() {
     let server = RedisServer::start();
-    let store = legacy::store_for(
+    let stores = legacy::stores_for(
         legacy::VerifyStrategy::LegacyOriginal,
         connect(&server),
+        Some(&server.url()),
         Duration::ZERO,
-    );
+        Duration::from_millis(1000),
+    )
+    .expect("a legacy store");
+    let store = stores.codes.clone();
     let phone = fresh_phone();
     // No cooldown, no dedup: every send is a new code and a new SMS.
     for digits in ["111111", "222222", "333333"] {
@@ -364,6 +388,6 @@ async fn legacy_stores_keep_the_go_services_other_habits() {
     let pending = store.pending_code(&phone, &other).await.unwrap().unwrap();
     assert_eq!(pending.code.expose(), "333333");
     // The rest is the real Redis store's: the outbox, and readiness.
-    store.ping().await.expect("ping");
-    assert!(store.outbox(&phone).await.unwrap().is_empty());
+    stores.health.ping().await.expect("ping");
+    assert!(stores.outbox.outbox(&phone).await.unwrap().is_empty());
 }

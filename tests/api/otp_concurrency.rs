@@ -61,6 +61,7 @@ async fn fifty_concurrent_sends_make_one_code_and_one_sms(backend: Backend) {
     assert_eq!(inbox.len(), 1, "exactly one SMS");
     let pending = app
         .store
+        .codes
         .pending_code(&phone(&number), &Purpose::default())
         .await
         .unwrap()

@@ -20,6 +20,7 @@ fn assert_envelope(answer: &crate::support::app::Answer, status: u16, code: i64)
 
 async fn snapshot(app: &TestApp, number: &str) -> Option<PendingCode> {
     app.store
+        .codes
         .pending_code(&phone(number), &Purpose::default())
         .await
         .unwrap()

@@ -165,6 +165,7 @@ async fn purposes_never_touch_each_other(backend: Backend) {
     );
     let pending = app
         .store
+        .codes
         .pending_code(
             &phone(&number),
             &vcode::domain::Purpose::parse("reset_password").unwrap(),

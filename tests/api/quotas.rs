@@ -12,8 +12,8 @@ use vcode::client_ip::TrustedProxies;
 use vcode::config::AbuseSettings;
 use vcode::domain::{Code, CodeLength, Phone, Purpose, Region};
 use vcode::store::{
-    Budget, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
-    ResendPolicy, Store, VerifyOutcome, VerifyParams,
+    Budget, CodeStore, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaStore,
+    QuotaToken, ResendPolicy, VerifyOutcome, VerifyParams,
 };
 
 use crate::support::app::Answer;
@@ -41,7 +41,7 @@ fn issue_params(phone_quota: Vec<QuotaRule>) -> IssueParams {
 }
 
 async fn issue(
-    store: &dyn Store,
+    store: &dyn CodeStore,
     phone: &Phone,
     purpose: &str,
     params: &IssueParams,
@@ -68,14 +68,14 @@ async fn phone_quota_counts_sms_across_purposes(backend: Backend) {
     let phone = phone(&random_phone());
     let params = issue_params(vec![rule(2, MINUTE)]);
     assert!(matches!(
-        issue(&*app.store, &phone, "login", &params).await,
+        issue(&*app.store.codes, &phone, "login", &params).await,
         IssueOutcome::Deliver(_)
     ));
     assert!(matches!(
-        issue(&*app.store, &phone, "reset", &params).await,
+        issue(&*app.store.codes, &phone, "reset", &params).await,
         IssueOutcome::Deliver(_)
     ));
-    match issue(&*app.store, &phone, "signup", &params).await {
+    match issue(&*app.store.codes, &phone, "signup", &params).await {
         IssueOutcome::QuotaExceeded { retry_after } => {
             assert!(
                 retry_after > Duration::from_secs(55) && retry_after <= MINUTE,
@@ -87,6 +87,7 @@ async fn phone_quota_counts_sms_across_purposes(backend: Backend) {
     let signup = Purpose::parse("signup").unwrap();
     assert!(
         app.store
+            .codes
             .pending_code(&phone, &signup)
             .await
             .unwrap()
@@ -103,12 +104,12 @@ async fn cooldown_is_answered_before_the_quota(backend: Backend) {
         ..issue_params(vec![rule(1, MINUTE)])
     };
     assert!(matches!(
-        issue(&*app.store, &phone, "login", &params).await,
+        issue(&*app.store.codes, &phone, "login", &params).await,
         IssueOutcome::Deliver(_)
     ));
     // A duplicate is deduplicated by the cooldown and costs no quota.
     assert!(matches!(
-        issue(&*app.store, &phone, "login", &params).await,
+        issue(&*app.store.codes, &phone, "login", &params).await,
         IssueOutcome::Cooldown { .. }
     ));
 }
@@ -117,17 +118,19 @@ async fn an_undone_issue_gives_its_quota_back(backend: Backend) {
     let app = store_of(backend).await;
     let phone = phone(&random_phone());
     let params = issue_params(vec![rule(1, MINUTE)]);
-    let IssueOutcome::Deliver(delivery) = issue(&*app.store, &phone, "login", &params).await else {
+    let IssueOutcome::Deliver(delivery) = issue(&*app.store.codes, &phone, "login", &params).await
+    else {
         panic!("expected a delivery")
     };
     assert!(
         app.store
+            .codes
             .undo_issue(&phone, &Purpose::default(), &delivery.undo)
             .await
             .unwrap()
     );
     assert!(matches!(
-        issue(&*app.store, &phone, "login", &params).await,
+        issue(&*app.store.codes, &phone, "login", &params).await,
         IssueOutcome::Deliver(_)
     ));
 }
@@ -138,16 +141,16 @@ async fn the_window_slides(backend: Backend) {
     let window = Duration::from_millis(600);
     let params = issue_params(vec![rule(2, window)]);
     assert!(matches!(
-        issue(&*app.store, &phone, "a", &params).await,
+        issue(&*app.store.codes, &phone, "a", &params).await,
         IssueOutcome::Deliver(_)
     ));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(matches!(
-        issue(&*app.store, &phone, "b", &params).await,
+        issue(&*app.store.codes, &phone, "b", &params).await,
         IssueOutcome::Deliver(_)
     ));
     let IssueOutcome::QuotaExceeded { retry_after } =
-        issue(&*app.store, &phone, "c", &params).await
+        issue(&*app.store.codes, &phone, "c", &params).await
     else {
         panic!("the window is full")
     };
@@ -155,12 +158,12 @@ async fn the_window_slides(backend: Backend) {
     assert!(retry_after <= Duration::from_millis(300), "{retry_after:?}");
     tokio::time::sleep(retry_after + Duration::from_millis(30)).await;
     assert!(matches!(
-        issue(&*app.store, &phone, "c", &params).await,
+        issue(&*app.store.codes, &phone, "c", &params).await,
         IssueOutcome::Deliver(_)
     ));
     // The second event is still inside its window: no room for a fourth yet.
     assert!(matches!(
-        issue(&*app.store, &phone, "d", &params).await,
+        issue(&*app.store.codes, &phone, "d", &params).await,
         IssueOutcome::QuotaExceeded { .. }
     ));
 }
@@ -175,7 +178,8 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     };
     let mut codes = HashMap::new();
     for purpose in ["login", "reset"] {
-        let IssueOutcome::Deliver(d) = issue(&*app.store, &phone, purpose, &params).await else {
+        let IssueOutcome::Deliver(d) = issue(&*app.store.codes, &phone, purpose, &params).await
+        else {
             panic!("expected a delivery")
         };
         codes.insert(purpose, d.code);
@@ -193,6 +197,7 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     for purpose in [&login, &reset, &login] {
         let outcome = app
             .store
+            .codes
             .verify_code(&phone, purpose, &wrong(&codes[purpose.as_str()]), verify)
             .await
             .unwrap();
@@ -204,6 +209,7 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     // Even the right code is not compared now, and it stays pending.
     let outcome = app
         .store
+        .codes
         .verify_code(&phone, &reset, &codes["reset"], verify)
         .await
         .unwrap();
@@ -213,6 +219,7 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     );
     assert!(
         app.store
+            .codes
             .pending_code(&phone, &reset)
             .await
             .unwrap()
@@ -222,7 +229,7 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
 
 /// Reserves `token` in each `(scope, rules)` budget at once.
 async fn reserve(
-    store: &dyn Store,
+    store: &dyn QuotaStore,
     budgets: &[(QuotaScope, &[QuotaRule])],
     token: QuotaToken,
 ) -> QuotaDecision {
@@ -238,7 +245,7 @@ async fn reservations_hold_exactly_the_limit_under_concurrency(backend: Backend)
     let scope = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
     let rules = vec![rule(10, MINUTE)];
     let attempts = (0..50).map(|_| {
-        let (store, rules) = (app.store.clone(), rules.clone());
+        let (store, rules) = (app.store.quotas.clone(), rules.clone());
         tokio::spawn(async move {
             reserve(store.as_ref(), &[(scope, &rules)], QuotaToken::generate()).await
         })
@@ -256,7 +263,7 @@ async fn reservations_hold_exactly_the_limit_under_concurrency(backend: Backend)
         10
     );
     // Other scopes have their own logs; a release makes room again.
-    let store = app.store.as_ref();
+    let store = app.store.quotas.as_ref();
     let other = QuotaScope::ClientIp("203.0.113.8".parse().unwrap());
     let token = QuotaToken::generate();
     assert_eq!(
@@ -294,7 +301,7 @@ async fn reservations_hold_exactly_the_limit_under_concurrency(backend: Backend)
 /// both back.
 async fn budgets_are_reserved_all_or_nothing(backend: Backend) {
     let app = store_of(backend).await;
-    let store = app.store.as_ref();
+    let store = app.store.quotas.as_ref();
     let client = QuotaScope::ClientIp("198.51.100.20".parse().unwrap());
     let one = [rule(1, MINUTE)];
     let three = [rule(3, MINUTE)];
@@ -404,6 +411,7 @@ async fn ip_quota_through_http_leaves_no_code_behind(backend: Backend) {
     assert!(app.inbox(&fourth).await.is_empty());
     let pending = app
         .store
+        .codes
         .pending_code(&phone(&fourth), &Purpose::default())
         .await
         .unwrap();

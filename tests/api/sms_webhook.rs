@@ -19,6 +19,7 @@ async fn delivered_sms_carries_the_stored_code(backend: Backend) {
     assert_eq!(received.len(), 1);
     let pending = app
         .store
+        .codes
         .pending_code(&phone(&number), &Purpose::default())
         .await
         .unwrap()
@@ -45,6 +46,7 @@ async fn failed_delivery_rolls_back_the_new_code_and_its_cooldown(backend: Backe
         assert_eq!((answer.status, answer.code()), (502, 50200), "{answer:?}");
         let pending = app
             .store
+            .codes
             .pending_code(&phone(&number), &Purpose::default())
             .await
             .unwrap();
@@ -75,6 +77,7 @@ async fn failed_redelivery_keeps_the_earlier_code(backend: Backend) {
         assert_eq!(app.send(&number).await.code(), 50200);
         let pending = app
             .store
+            .codes
             .pending_code(&phone(&number), &Purpose::default())
             .await
             .unwrap()
@@ -100,6 +103,7 @@ async fn a_stalled_gateway_fails_within_the_timeout(backend: Backend) {
     );
     let pending = app
         .store
+        .codes
         .pending_code(&phone(&number), &Purpose::default())
         .await
         .unwrap();
@@ -119,6 +123,7 @@ async fn an_unreachable_gateway_fails_cleanly(backend: Backend) {
     assert_eq!(app.send(&number).await.code(), 50200);
     let pending = app
         .store
+        .codes
         .pending_code(&phone(&number), &Purpose::default())
         .await
         .unwrap();

@@ -138,7 +138,12 @@ async fn counters_are_flushed_in_the_background(backend: Backend) {
             .as_secs(),
     );
     let reached = crate::support::eventually(Duration::from_secs(3), || async {
-        let days = app.store.stats(std::slice::from_ref(&date)).await.unwrap();
+        let days = app
+            .store
+            .stats
+            .stats(std::slice::from_ref(&date))
+            .await
+            .unwrap();
         days[0].get("sms_sent") == Some(&1)
     })
     .await;

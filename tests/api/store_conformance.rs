@@ -240,7 +240,7 @@ async fn verify_consumes_a_matching_code_once(backend: Backend) {
     );
     assert_eq!(
         verify(&*t.store, &phone, &delivery.code).await,
-        VerifyOutcome::Missing
+        VerifyOutcome::CodeExpired
     );
     assert!(
         t.store
@@ -281,7 +281,7 @@ async fn wrong_codes_count_down_then_destroy(backend: Backend) {
     );
     assert_eq!(
         verify(&*t.store, &phone, &delivery.code).await,
-        VerifyOutcome::Missing
+        VerifyOutcome::CodeExpired
     );
 }
 
@@ -334,7 +334,7 @@ async fn codes_expire(backend: Backend) {
     );
     assert_eq!(
         verify(&*t.store, &phone, &delivery.code).await,
-        VerifyOutcome::Missing
+        VerifyOutcome::CodeExpired
     );
     // An expired code holds no cooldown either.
     assert_eq!(
@@ -518,7 +518,7 @@ async fn concurrent_verifies_succeed_exactly_once(backend: Backend) {
     assert_eq!(
         outcomes
             .iter()
-            .filter(|o| **o == VerifyOutcome::Missing)
+            .filter(|o| **o == VerifyOutcome::CodeExpired)
             .count(),
         99
     );

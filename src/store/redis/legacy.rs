@@ -3,30 +3,28 @@
 //! Both legacy strategies store codes as the Go service did: one plain string per phone,
 //! `verify_code:<E.164>` (no purpose, no hash tag), which every send overwrites with
 //! `SET key code EX <ttl>` — no cooldown, no dedup, so every send is a new code and a new SMS.
-//! A verify is two separate round trips, a `GET` compared in the app and then a `DEL` of the
-//! key, so whatever happens between them is lost:
-//! - `legacy-original`: the login succeeds on the GET; its own work (the gap) follows, and the
-//!   login ends with an unconditional `DEL`, which removes a code sent meanwhile.
-//! - `legacy-postmortem-fix`: the `DEL` comes right after the compare, on a match. It is still
-//!   a second command (the gap stands for the network between them), so a send in between is
-//!   still lost and two concurrent verifies of one code can both pass.
+//! Like go-redis, every command checks a connection out of a pool (`deadpool-redis`). A verify
+//! is two separate round trips, a `GET` compared in the app and then a `DEL`:
+//! - `legacy-original`: the login succeeds on the GET, the login's own work follows (the gap),
+//!   and the login ends with an unconditional `DEL`, which removes a code sent meanwhile.
+//! - `legacy-postmortem-fix`: the `DEL` comes right after the compare, on a match, and the
+//!   login's work follows it. Only the network between GET and DEL is left as a window: a send
+//!   in it is still lost and two concurrent verifies of one code can both pass.
 //!
-//! Neither counts failed attempts (the Go service had no limit) nor takes a phone quota. Every
-//! other operation (outbox, captchas, quotas, idempotency keys, stats, ping) is the real
-//! `RedisStore`'s.
+//! Neither counts failed attempts (the Go service had no limit) nor takes a phone quota. Only
+//! the code role is legacy: every other role stays the real `RedisStore`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use deadpool_redis::{Config, Pool, Runtime};
 
 use super::{RedisStore, keys};
-use crate::domain::{CaptchaId, Code, Phone, Purpose};
-use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
+use crate::domain::{Code, Phone, Purpose};
 use crate::store::{
-    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OutboxMessage,
-    PendingCode, QuotaDecision, QuotaScope, QuotaToken, Store, StoreError, StoredCaptcha,
-    VerifyOutcome, VerifyParams,
+    CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, PendingCode,
+    QuotaToken, StoreError, Stores, VerifyOutcome, VerifyParams,
 };
 
 /// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`).
@@ -72,20 +70,36 @@ impl std::fmt::Display for VerifyStrategy {
     }
 }
 
-/// The store a strategy runs on: `store` itself for `atomic`, a `LegacyRedisStore` around it
-/// otherwise. `gap` is the pause between a legacy verify's GET and its DEL.
-pub fn store_for(strategy: VerifyStrategy, store: RedisStore, gap: Duration) -> Arc<dyn Store> {
+/// The stores a strategy runs on: every role `store`'s for `atomic`; for a legacy strategy the
+/// codes go through a `LegacyRedisStore` on the same Redis node. `gap` is the login's own work.
+pub fn stores_for(
+    strategy: VerifyStrategy,
+    store: RedisStore,
+    url: Option<&str>,
+    gap: Duration,
+    command_timeout: Duration,
+) -> Result<Stores, StoreError> {
+    let mut stores = Stores::of(Arc::new(store));
     let flavour = match strategy {
-        VerifyStrategy::Atomic => return Arc::new(store),
+        VerifyStrategy::Atomic => return Ok(stores),
         VerifyStrategy::LegacyOriginal => Legacy::Original,
         VerifyStrategy::LegacyPostmortemFix => Legacy::PostmortemFix,
     };
+    let url = url.ok_or_else(|| {
+        StoreError::Unavailable("the legacy strategies run on one Redis node".to_owned())
+    })?;
     tracing::warn!(
         strategy = %strategy,
         gap_ms = gap.as_millis() as u64,
         "legacy verify strategy: codes are lost and reused by design (reproduction only)"
     );
-    Arc::new(LegacyRedisStore::new(store, flavour, gap))
+    stores.codes = Arc::new(LegacyRedisStore::connect(
+        url,
+        flavour,
+        gap,
+        command_timeout,
+    )?);
+    Ok(stores)
 }
 
 /// Which of the two legacy verifies.
@@ -123,36 +137,61 @@ impl ReadStep {
     }
 }
 
-/// The Go service's code handling on a real Redis, with real separate round trips.
+/// The Go service's code handling on a real Redis, with real separate round trips, each on a
+/// connection checked out of a pool as go-redis does.
 #[derive(Clone)]
 pub struct LegacyRedisStore {
-    inner: RedisStore,
+    pool: Pool,
     flavour: Legacy,
     gap: Duration,
+    command_timeout: Duration,
 }
 
 impl LegacyRedisStore {
-    pub fn new(inner: RedisStore, flavour: Legacy, gap: Duration) -> Self {
-        Self {
-            inner,
+    /// A pool of connections to the Redis node at `url`, opened as commands need them.
+    pub fn connect(
+        url: &str,
+        flavour: Legacy,
+        gap: Duration,
+        command_timeout: Duration,
+    ) -> Result<Self, StoreError> {
+        let pool = Config::from_url(url)
+            .create_pool(Some(Runtime::Tokio1))
+            .map_err(|e| StoreError::Unavailable(format!("bad Redis settings: {e}")))?;
+        Ok(Self {
+            pool,
             flavour,
             gap,
-        }
+            command_timeout,
+        })
     }
 
     pub fn flavour(&self) -> Legacy {
         self.flavour
     }
 
+    /// One command on a pooled connection, within the command timeout (checkout included).
+    async fn query<T: redis::FromRedisValue>(&self, command: redis::Cmd) -> Result<T, StoreError> {
+        let call = async {
+            let mut connection = self
+                .pool
+                .get()
+                .await
+                .map_err(|e| StoreError::Unavailable(format!("Redis pool: {e}")))?;
+            command
+                .query_async(&mut connection)
+                .await
+                .map_err(|e| StoreError::Unavailable(e.to_string()))
+        };
+        tokio::time::timeout(self.command_timeout, call)
+            .await
+            .map_err(|_| StoreError::Timeout(self.command_timeout))?
+    }
+
     /// First round trip of a verify: `GET`, then compare in the app.
     pub async fn read_step(&self, phone: &Phone, code: &Code) -> Result<ReadStep, StoreError> {
         let key = key(phone);
-        let mut connection = self.inner.connection.clone();
-        let command = redis::cmd("GET").arg(&key).to_owned();
-        let stored: Option<String> = self
-            .inner
-            .bounded(command.query_async(&mut connection))
-            .await?;
+        let stored: Option<String> = self.query(redis::cmd("GET").arg(&key).to_owned()).await?;
         let found = match stored {
             None => Found::Missing,
             Some(stored) if Code::from_stored(stored.clone()).matches(code) => Found::Match,
@@ -170,24 +209,28 @@ impl LegacyRedisStore {
         max_attempts: u32,
     ) -> Result<VerifyOutcome, StoreError> {
         match step.found {
-            Found::Missing => Ok(VerifyOutcome::Missing),
+            Found::Missing => Ok(VerifyOutcome::CodeExpired),
             Found::Mismatch => Ok(VerifyOutcome::Mismatch {
                 remaining_attempts: max_attempts,
             }),
             Found::Match => {
-                let mut connection = self.inner.connection.clone();
-                let command = redis::cmd("DEL").arg(&step.key).to_owned();
-                self.inner
-                    .bounded(command.query_async::<i64>(&mut connection))
+                self.query::<i64>(redis::cmd("DEL").arg(&step.key).to_owned())
                     .await?;
                 Ok(VerifyOutcome::Verified)
             }
         }
     }
+
+    /// The login's own work after a successful GET.
+    async fn login_work(&self) {
+        if !self.gap.is_zero() {
+            tokio::time::sleep(self.gap).await;
+        }
+    }
 }
 
 #[async_trait]
-impl Store for LegacyRedisStore {
+impl CodeStore for LegacyRedisStore {
     /// `SET verify_code:<phone> <code> EX <ttl>`: overwrites any pending code, every time.
     async fn issue_code(
         &self,
@@ -196,16 +239,13 @@ impl Store for LegacyRedisStore {
         candidate: Code,
         params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError> {
-        let mut connection = self.inner.connection.clone();
         let command = redis::cmd("SET")
             .arg(key(phone))
             .arg(candidate.expose())
             .arg("EX")
             .arg(params.ttl.as_secs().max(1))
             .to_owned();
-        self.inner
-            .bounded(command.query_async::<()>(&mut connection))
-            .await?;
+        self.query::<()>(command).await?;
         Ok(IssueOutcome::Deliver(Delivery {
             code: candidate.clone(),
             // The Go service could not tell whether it overwrote a code.
@@ -231,7 +271,7 @@ impl Store for LegacyRedisStore {
         Ok(false)
     }
 
-    /// `GET`, compare, and on a match the gap then `DEL`: two round trips with a window between.
+    /// `GET` and compare, then the flavour's order of the login's work and the `DEL`.
     async fn verify_code(
         &self,
         phone: &Phone,
@@ -240,27 +280,22 @@ impl Store for LegacyRedisStore {
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let step = self.read_step(phone, code).await?;
-        if step.matched() && !self.gap.is_zero() {
-            // `legacy-original`: the login's own work; `legacy-postmortem-fix`: a slow network.
-            tokio::time::sleep(self.gap).await;
+        let matched = step.matched();
+        match self.flavour {
+            Legacy::Original => {
+                if matched {
+                    self.login_work().await;
+                }
+                self.finish_verify(step, params.max_attempts).await
+            }
+            Legacy::PostmortemFix => {
+                let outcome = self.finish_verify(step, params.max_attempts).await?;
+                if matched {
+                    self.login_work().await;
+                }
+                Ok(outcome)
+            }
         }
-        self.finish_verify(step, params.max_attempts).await
-    }
-
-    async fn reserve_quota(
-        &self,
-        budgets: &[Budget<'_>],
-        token: QuotaToken,
-    ) -> Result<QuotaDecision, StoreError> {
-        self.inner.reserve_quota(budgets, token).await
-    }
-
-    async fn release_quota(
-        &self,
-        scopes: &[QuotaScope],
-        token: QuotaToken,
-    ) -> Result<(), StoreError> {
-        self.inner.release_quota(scopes, token).await
     }
 
     /// The legacy key's code; attempts are never counted and each SET is one delivery.
@@ -269,87 +304,14 @@ impl Store for LegacyRedisStore {
         phone: &Phone,
         _purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError> {
-        let mut connection = self.inner.connection.clone();
-        let command = redis::cmd("GET").arg(key(phone)).to_owned();
         let stored: Option<String> = self
-            .inner
-            .bounded(command.query_async(&mut connection))
+            .query(redis::cmd("GET").arg(key(phone)).to_owned())
             .await?;
         Ok(stored.map(|code| PendingCode {
             code: Code::from_stored(code),
             failed_attempts: 0,
             deliveries: 1,
         }))
-    }
-
-    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError> {
-        self.inner.push_outbox(message).await
-    }
-
-    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
-        self.inner.outbox(phone).await
-    }
-
-    async fn put_captcha(
-        &self,
-        id: &CaptchaId,
-        captcha: &StoredCaptcha,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        self.inner.put_captcha(id, captcha, ttl).await
-    }
-
-    async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        self.inner.captcha(id).await
-    }
-
-    async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        self.inner.take_captcha(id).await
-    }
-
-    async fn begin_idempotent(
-        &self,
-        key: &IdempotencyKey,
-        running: &IdempotencyRecord,
-        lease: Duration,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        self.inner.begin_idempotent(key, running, lease).await
-    }
-
-    async fn finish_idempotent(
-        &self,
-        key: &IdempotencyKey,
-        done: &IdempotencyRecord,
-        retention: Duration,
-    ) -> Result<(), StoreError> {
-        self.inner.finish_idempotent(key, done, retention).await
-    }
-
-    async fn abandon_idempotent(
-        &self,
-        key: &IdempotencyKey,
-        running: &IdempotencyRecord,
-    ) -> Result<(), StoreError> {
-        self.inner.abandon_idempotent(key, running).await
-    }
-
-    async fn add_stats(
-        &self,
-        date: &str,
-        counts: &[(&'static str, u64)],
-    ) -> Result<(), StoreError> {
-        self.inner.add_stats(date, counts).await
-    }
-
-    async fn stats(
-        &self,
-        dates: &[String],
-    ) -> Result<Vec<std::collections::HashMap<String, u64>>, StoreError> {
-        self.inner.stats(dates).await
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        self.inner.ping().await
     }
 }
 

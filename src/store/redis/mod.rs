@@ -3,6 +3,9 @@
 //! or the primary Sentinel names; `connection.rs`) so that requests never wait for an exclusive
 //! connection. Every call is bounded by the command timeout.
 
+mod codes;
+mod records;
+
 mod cluster;
 mod connection;
 pub mod keys;
@@ -14,20 +17,18 @@ use std::future::Future;
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use redis::{RedisError, Script, Value};
 
 use self::connection::RedisConnection;
 
-use crate::config::redact_url_password;
+use crate::redact::redact_url_password;
 
 use super::{
     Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
     OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
-    QuotaToken, ResendPolicy, Store, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
+    QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, Code, Phone, Purpose};
-use crate::idempotency::{IdempotencyKey, IdempotencyRecord};
 
 /// The scripts, hashed once per process; `Script` sends EVALSHA and loads the body again on
 /// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
@@ -204,15 +205,6 @@ fn decode_captcha(raw: &str) -> Result<StoredCaptcha, StoreError> {
         .ok_or_else(|| StoreError::Protocol(format!("captcha value {raw:?}")))
 }
 
-fn encode_record(record: &IdempotencyRecord) -> Result<String, StoreError> {
-    serde_json::to_string(record)
-        .map_err(|e| StoreError::Protocol(format!("idempotency record: {e}")))
-}
-
-fn decode_record(raw: &str) -> Result<IdempotencyRecord, StoreError> {
-    serde_json::from_str(raw).map_err(|e| StoreError::Protocol(format!("idempotency record: {e}")))
-}
-
 fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome> {
     let kind = match int_at(reply, 0)? {
         0 => {
@@ -258,312 +250,11 @@ fn parse_verify(reply: &[Value]) -> Option<VerifyOutcome> {
         0 => VerifyOutcome::Mismatch {
             remaining_attempts: u32_at(reply, 1)?,
         },
-        -1 => VerifyOutcome::Missing,
+        -1 => VerifyOutcome::CodeExpired,
         -2 => VerifyOutcome::Destroyed,
         -3 => VerifyOutcome::QuotaExceeded {
             retry_after: Duration::from_millis(u64_at(reply, 1)?),
         },
         _ => return None,
     })
-}
-
-#[async_trait]
-impl Store for RedisStore {
-    async fn issue_code(
-        &self,
-        phone: &Phone,
-        purpose: &Purpose,
-        candidate: Code,
-        params: &IssueParams,
-    ) -> Result<IssueOutcome, StoreError> {
-        let policy = match params.policy {
-            ResendPolicy::Reuse => "reuse",
-            ResendPolicy::Rotate => "rotate",
-        };
-        let quota_token = QuotaToken::generate();
-        let mut invocation = SCRIPTS.issue.prepare_invoke();
-        invocation
-            .key(&keys::issue(phone, purpose))
-            .arg(candidate.expose())
-            .arg(duration_ms(params.ttl))
-            .arg(duration_ms(params.cooldown))
-            .arg(policy)
-            .arg(quota_token.0)
-            .arg(rule_args(&params.phone_quota));
-        let mut connection = self.connection.clone();
-        let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        parse_issue(&reply, quota_token).ok_or_else(|| protocol("issue", &reply))
-    }
-
-    async fn undo_issue(
-        &self,
-        phone: &Phone,
-        purpose: &Purpose,
-        undo: &IssueUndo,
-    ) -> Result<bool, StoreError> {
-        let mut invocation = SCRIPTS.undo_issue.prepare_invoke();
-        invocation
-            .key(&keys::issue(phone, purpose))
-            .arg(undo.code.expose())
-            .arg(undo.sent_at_ms)
-            .arg(undo.deliveries)
-            .arg(undo.quota_token.0);
-        if let Some(previous) = &undo.previous {
-            invocation
-                .arg(previous.code.expose())
-                .arg(previous.sent_at_ms)
-                .arg(previous.expires_at_ms);
-        }
-        let mut connection = self.connection.clone();
-        let undone: i64 = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        Ok(undone == 1)
-    }
-
-    async fn verify_code(
-        &self,
-        phone: &Phone,
-        purpose: &Purpose,
-        code: &Code,
-        params: VerifyParams,
-    ) -> Result<VerifyOutcome, StoreError> {
-        let mut invocation = SCRIPTS.verify.prepare_invoke();
-        invocation
-            .key(&keys::verify(phone, purpose))
-            .arg(code.expose())
-            .arg(params.max_attempts)
-            .arg(QuotaToken::generate().0)
-            .arg(rule_args(params.phone_failures.as_slice()));
-        let mut connection = self.connection.clone();
-        let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        parse_verify(&reply).ok_or_else(|| protocol("verify", &reply))
-    }
-
-    async fn reserve_quota(
-        &self,
-        budgets: &[Budget<'_>],
-        token: QuotaToken,
-    ) -> Result<QuotaDecision, StoreError> {
-        let mut invocation = SCRIPTS.reserve_quota.prepare_invoke();
-        invocation.arg(token.0);
-        for budget in budgets {
-            invocation
-                .key(keys::quota(budget.scope))
-                .arg(budget.rules.len())
-                .arg(rule_args(budget.rules));
-        }
-        let mut connection = self.connection.clone();
-        let (refused, wait_ms): (usize, u64) = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        Ok(
-            match refused.checked_sub(1).and_then(|index| budgets.get(index)) {
-                None => QuotaDecision::Granted,
-                Some(budget) => QuotaDecision::Exceeded {
-                    scope: budget.scope,
-                    retry_after: Duration::from_millis(wait_ms),
-                },
-            },
-        )
-    }
-
-    async fn release_quota(
-        &self,
-        scopes: &[QuotaScope],
-        token: QuotaToken,
-    ) -> Result<(), StoreError> {
-        let mut pipeline = redis::pipe();
-        for scope in scopes {
-            pipeline
-                .cmd("ZREM")
-                .arg(keys::quota(*scope))
-                .arg(token.0)
-                .ignore();
-        }
-        let mut connection = self.connection.clone();
-        self.bounded(pipeline.query_async::<()>(&mut connection))
-            .await
-    }
-
-    async fn pending_code(
-        &self,
-        phone: &Phone,
-        purpose: &Purpose,
-    ) -> Result<Option<PendingCode>, StoreError> {
-        let mut connection = self.connection.clone();
-        let command = redis::cmd("HMGET")
-            .arg(keys::code(phone, purpose))
-            .arg(&["c", "a", "n"])
-            .to_owned();
-        let reply: (Option<String>, Option<u32>, Option<u32>) =
-            self.bounded(command.query_async(&mut connection)).await?;
-        Ok(match reply {
-            (Some(code), failed_attempts, deliveries) => Some(PendingCode {
-                code: Code::from_stored(code),
-                failed_attempts: failed_attempts.unwrap_or(0),
-                deliveries: deliveries.unwrap_or(0),
-            }),
-            (None, ..) => None,
-        })
-    }
-
-    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError> {
-        let key = keys::outbox(&message.phone);
-        let json = serde_json::to_string(message)
-            .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))?;
-        let mut connection = self.connection.clone();
-        let pipeline = redis::pipe()
-            .atomic()
-            .rpush(&key, json)
-            .ignore()
-            .ltrim(&key, -(OUTBOX_CAPACITY as isize), -1)
-            .ignore()
-            .pexpire(&key, duration_ms(OUTBOX_TTL) as i64)
-            .ignore()
-            .to_owned();
-        self.bounded(pipeline.query_async::<()>(&mut connection))
-            .await
-    }
-
-    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
-        let mut connection = self.connection.clone();
-        let command = redis::cmd("LRANGE")
-            .arg(keys::outbox(phone.as_e164()))
-            .arg(0)
-            .arg(-1)
-            .to_owned();
-        let raw: Vec<String> = self.bounded(command.query_async(&mut connection)).await?;
-        raw.iter()
-            .map(|json| {
-                serde_json::from_str(json)
-                    .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))
-            })
-            .collect()
-    }
-
-    async fn put_captcha(
-        &self,
-        id: &CaptchaId,
-        captcha: &StoredCaptcha,
-        ttl: Duration,
-    ) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
-        let command = redis::cmd("SET")
-            .arg(keys::captcha(id))
-            .arg(encode_captcha(captcha))
-            .arg("PX")
-            .arg(duration_ms(ttl))
-            .to_owned();
-        self.bounded(command.query_async::<()>(&mut connection))
-            .await
-    }
-
-    async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        let mut connection = self.connection.clone();
-        let command = redis::cmd("GET").arg(keys::captcha(id)).to_owned();
-        let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
-        raw.map(|raw| decode_captcha(&raw)).transpose()
-    }
-
-    async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        let mut connection = self.connection.clone();
-        // GETDEL is atomic: of concurrent verifies exactly one receives the value.
-        let command = redis::cmd("GETDEL").arg(keys::captcha(id)).to_owned();
-        let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
-        raw.map(|raw| decode_captcha(&raw)).transpose()
-    }
-
-    async fn begin_idempotent(
-        &self,
-        key: &IdempotencyKey,
-        running: &IdempotencyRecord,
-        lease: Duration,
-    ) -> Result<Option<IdempotencyRecord>, StoreError> {
-        let mut connection = self.connection.clone();
-        // SET NX GET: claims the key, or returns what holds it, in one command.
-        let command = redis::cmd("SET")
-            .arg(keys::idempotency(key))
-            .arg(encode_record(running)?)
-            .arg("NX")
-            .arg("GET")
-            .arg("PX")
-            .arg(duration_ms(lease))
-            .to_owned();
-        let held: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
-        held.map(|raw| decode_record(&raw)).transpose()
-    }
-
-    async fn finish_idempotent(
-        &self,
-        key: &IdempotencyKey,
-        done: &IdempotencyRecord,
-        retention: Duration,
-    ) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
-        let command = redis::cmd("SET")
-            .arg(keys::idempotency(key))
-            .arg(encode_record(done)?)
-            .arg("PX")
-            .arg(duration_ms(retention))
-            .to_owned();
-        self.bounded(command.query_async::<()>(&mut connection))
-            .await
-    }
-
-    async fn abandon_idempotent(
-        &self,
-        key: &IdempotencyKey,
-        running: &IdempotencyRecord,
-    ) -> Result<(), StoreError> {
-        let mut invocation = SCRIPTS.abandon_idempotent.key(keys::idempotency(key));
-        invocation.arg(encode_record(running)?);
-        let mut connection = self.connection.clone();
-        self.bounded(invocation.invoke_async::<i64>(&mut connection))
-            .await
-            .map(drop)
-    }
-
-    async fn add_stats(
-        &self,
-        date: &str,
-        counts: &[(&'static str, u64)],
-    ) -> Result<(), StoreError> {
-        let key = keys::stats(date);
-        let mut pipeline = redis::pipe();
-        for (field, n) in counts {
-            pipeline.hincr(&key, *field, *n).ignore();
-        }
-        // Kept 7 days after the day ends.
-        pipeline.expire(&key, 8 * 86_400).ignore();
-        let mut connection = self.connection.clone();
-        self.bounded(pipeline.query_async::<()>(&mut connection))
-            .await
-    }
-
-    async fn stats(&self, dates: &[String]) -> Result<Vec<HashMap<String, u64>>, StoreError> {
-        // One command per day, not one pipeline: the days' keys lie in different Cluster slots.
-        let mut connection = self.connection.clone();
-        let days = async {
-            let mut days = Vec::with_capacity(dates.len());
-            for date in dates {
-                let command = redis::cmd("HGETALL").arg(keys::stats(date)).to_owned();
-                days.push(command.query_async(&mut connection).await?);
-            }
-            Ok(days)
-        };
-        self.bounded(days).await
-    }
-
-    async fn ping(&self) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
-        let command = redis::cmd("PING");
-        self.bounded(command.query_async::<String>(&mut connection))
-            .await
-            .map(drop)
-    }
 }

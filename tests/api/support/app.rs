@@ -1,11 +1,10 @@
 //! The application on a random port, against either store, with helpers that speak its API.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 use vcode::config::{SmsSettings, StoreSettings};
-use vcode::store::Store;
+use vcode::store::Stores;
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::{Application, Settings};
 
@@ -24,7 +23,7 @@ pub enum Backend {
 pub struct TestApp {
     pub address: String,
     pub client: reqwest::Client,
-    pub store: Arc<dyn Store>,
+    pub store: Stores,
     /// The test's own Redis (Redis backend only); it dies with the test.
     pub redis: Option<RedisServer>,
     /// The Cluster or Sentinel deployment (those backends only); it lives as long as the app.
@@ -97,7 +96,7 @@ async fn start(settings: Settings, redis: Option<RedisServer>) -> TestApp {
         .await
         .expect("the application builds");
     let address = format!("http://127.0.0.1:{}", application.port());
-    let store = application.store();
+    let store = application.stores();
     tokio::spawn(application.run_until_stopped());
     TestApp {
         address,

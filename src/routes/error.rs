@@ -1,11 +1,15 @@
-//! The one error type of the HTTP API and its single mapping to the envelope and HTTP status.
-//! Causes of server-side failures go to the log; the client sees a stable code and message.
+//! The one error type of the HTTP API: the single place where the use cases' errors become
+//! stable codes, messages and HTTP statuses. Causes of server-side failures go to the log; the
+//! client sees a stable code and message.
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde_json::json;
 
-use crate::envelope::{Envelope, Reply};
+use super::envelope::{Envelope, Reply};
+use crate::captcha::CaptchaError;
+use crate::idempotency::IdempotencyError;
+use crate::otp::OtpError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
 
@@ -56,6 +60,50 @@ impl From<StoreError> for ApiError {
         match error {
             StoreError::Protocol(_) => Self::Internal(error.into()),
             StoreError::Unavailable(_) | StoreError::Timeout(_) => Self::StoreUnavailable(error),
+        }
+    }
+}
+
+impl From<OtpError> for ApiError {
+    fn from(error: OtpError) -> Self {
+        match error {
+            OtpError::InvalidPhone => Self::InvalidPhone,
+            OtpError::InvalidPurpose => Self::InvalidPurpose,
+            OtpError::InvalidCode => Self::InvalidCode,
+            OtpError::WrongCode { remaining_attempts } => Self::WrongCode { remaining_attempts },
+            OtpError::TooManyAttempts => Self::TooManyAttempts,
+            OtpError::CodeExpired => Self::CodeExpired,
+            OtpError::ResendCooldown { retry_after } => Self::ResendCooldown {
+                retry_after_secs: retry_after_secs(retry_after),
+            },
+            OtpError::QuotaExceeded { retry_after } => Self::QuotaExceeded {
+                retry_after_secs: retry_after_secs(retry_after),
+            },
+            OtpError::Gate(error) => error.into(),
+            OtpError::Idempotency(error) => error.into(),
+            OtpError::SmsDelivery(error) => Self::SmsDelivery(error),
+            OtpError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<CaptchaError> for ApiError {
+    fn from(error: CaptchaError) -> Self {
+        match error {
+            CaptchaError::Wrong => Self::WrongCaptcha,
+            CaptchaError::NotFound => Self::NotFound,
+            CaptchaError::Render(cause) => Self::Internal(anyhow::anyhow!(cause)),
+            CaptchaError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<IdempotencyError> for ApiError {
+    fn from(error: IdempotencyError) -> Self {
+        match error {
+            IdempotencyError::InProgress => Self::IdempotencyInProgress,
+            IdempotencyError::Mismatch => Self::IdempotencyMismatch,
+            IdempotencyError::Store(error) => error.into(),
         }
     }
 }

@@ -1,0 +1,38 @@
+//! Everything an OTP use case can answer besides success, in the domain's words; the routes
+//! map each to the API's envelope in one place.
+
+use std::time::Duration;
+
+use crate::captcha::CaptchaError;
+use crate::idempotency::IdempotencyError;
+use crate::sms::SmsError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum OtpError {
+    #[error("invalid phone number")]
+    InvalidPhone,
+    #[error("invalid purpose")]
+    InvalidPurpose,
+    #[error("invalid code format")]
+    InvalidCode,
+    #[error("wrong code")]
+    WrongCode { remaining_attempts: u32 },
+    #[error("too many failed attempts; the code was destroyed")]
+    TooManyAttempts,
+    #[error("code expired or not found")]
+    CodeExpired,
+    #[error("a code was sent recently")]
+    ResendCooldown { retry_after: Duration },
+    #[error("quota exceeded")]
+    QuotaExceeded { retry_after: Duration },
+    /// The send gate refused: no solved captcha.
+    #[error(transparent)]
+    Gate(#[from] CaptchaError),
+    #[error(transparent)]
+    Idempotency(#[from] IdempotencyError),
+    #[error("SMS delivery failed")]
+    SmsDelivery(#[source] SmsError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

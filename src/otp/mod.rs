@@ -1,0 +1,182 @@
+//! The OTP use cases: send a code by SMS (behind the send gate, the quotas and an optional
+//! idempotency key), verify a code, and (dev mode) read the outbox. This is where the store
+//! roles, the SMS sender, the daily stats and the code's life-cycle log lines meet.
+
+mod error;
+mod send;
+mod settings;
+
+use std::sync::Arc;
+
+use crate::captcha::CaptchaService;
+use crate::domain::{Code, Phone, PhoneParser, Purpose, Region};
+use crate::idempotency::Idempotency;
+use crate::sms::SmsSender;
+use crate::stats::{Event, Stats};
+use crate::store::{
+    CodeStore, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore, Stores,
+    VerifyOutcome, VerifyParams,
+};
+
+pub use self::error::OtpError;
+pub use self::send::{SendReceipt, SendRequest};
+pub use self::settings::{AbuseSettings, OtpSettings};
+
+use self::send::{DAY, HOUR, MINUTE};
+
+/// Recent phone inputs remembered with their parse (about 100 bytes each).
+const PHONE_CACHE_CAPACITY: usize = 16_384;
+
+/// What `otp/send` requires before any code or SMS exists.
+#[derive(Clone, Default)]
+pub struct SendGate {
+    /// A solved image captcha, consumed by the send.
+    pub captcha: Option<Arc<CaptchaService>>,
+}
+
+pub struct OtpService {
+    codes: Arc<dyn CodeStore>,
+    quotas: Arc<dyn QuotaStore>,
+    outbox: Arc<dyn OutboxStore>,
+    sender: Arc<dyn SmsSender>,
+    settings: OtpSettings,
+    phones: PhoneParser,
+    allowed_regions: Vec<Region>,
+    issue_params: IssueParams,
+    verify_params: VerifyParams,
+    /// Budgets outside the phone's hash tag, reserved after the issue.
+    ip_quota: Vec<QuotaRule>,
+    global_quota: Vec<QuotaRule>,
+    gate: SendGate,
+    idempotency: Idempotency,
+    stats: Arc<Stats>,
+    /// Dev mode: keep every delivered SMS in the store's outbox.
+    record_outbox: bool,
+}
+
+impl OtpService {
+    pub fn new(
+        stores: &Stores,
+        sender: Arc<dyn SmsSender>,
+        settings: OtpSettings,
+        abuse: &AbuseSettings,
+        gate: SendGate,
+        stats: Arc<Stats>,
+        record_outbox: bool,
+    ) -> Self {
+        let issue_params = IssueParams {
+            ttl: settings.code_ttl,
+            cooldown: settings.resend_cooldown,
+            policy: settings.resend,
+            phone_quota: [
+                QuotaRule::new(abuse.sends_per_phone_hour, HOUR),
+                QuotaRule::new(abuse.sends_per_phone_day, DAY),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        };
+        let verify_params = VerifyParams {
+            max_attempts: settings.max_attempts,
+            phone_failures: QuotaRule::new(abuse.failed_verifies_per_phone_day, DAY),
+        };
+        Self {
+            codes: stores.codes.clone(),
+            quotas: stores.quotas.clone(),
+            outbox: stores.outbox.clone(),
+            sender,
+            phones: PhoneParser::new(settings.default_region, PHONE_CACHE_CAPACITY),
+            allowed_regions: abuse.allowed_regions.clone(),
+            issue_params,
+            verify_params,
+            ip_quota: QuotaRule::new(abuse.sends_per_ip_hour, HOUR)
+                .into_iter()
+                .collect(),
+            global_quota: QuotaRule::new(abuse.sends_global_minute, MINUTE)
+                .into_iter()
+                .collect(),
+            gate,
+            idempotency: Idempotency::new(
+                stores.idempotency.clone(),
+                abuse.idempotency_ttl,
+                abuse.idempotency_wait,
+            ),
+            settings,
+            stats,
+            record_outbox,
+        }
+    }
+
+    pub fn settings(&self) -> &OtpSettings {
+        &self.settings
+    }
+
+    /// Reads a phone as this service accepts it: valid, and from an allowed region.
+    pub fn parse_phone(&self, raw: &str) -> Result<Phone, OtpError> {
+        let phone = self.phones.parse(raw).ok_or(OtpError::InvalidPhone)?;
+        let allowed = self.allowed_regions.is_empty()
+            || phone
+                .region()
+                .is_some_and(|region| self.allowed_regions.contains(&region));
+        if allowed {
+            Ok(phone)
+        } else {
+            Err(OtpError::InvalidPhone)
+        }
+    }
+
+    fn parse_purpose(raw: Option<&str>) -> Result<Purpose, OtpError> {
+        raw.map_or(Ok(Purpose::default()), |raw| {
+            Purpose::parse(raw).ok_or(OtpError::InvalidPurpose)
+        })
+    }
+
+    /// Checks a code in one atomic step: it is consumed on a match, counted otherwise.
+    pub async fn verify(
+        &self,
+        phone: &str,
+        purpose: Option<&str>,
+        code: &str,
+    ) -> Result<(), OtpError> {
+        let phone = self.parse_phone(phone)?;
+        let purpose = Self::parse_purpose(purpose)?;
+        let code = Code::parse(code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
+        let outcome = self
+            .codes
+            .verify_code(&phone, &purpose, &code, self.verify_params)
+            .await?;
+        match outcome {
+            VerifyOutcome::Verified => {
+                self.stats.record(Event::VerifyOk);
+                tracing::info!(%phone, %purpose, "code verified");
+                Ok(())
+            }
+            VerifyOutcome::Mismatch { remaining_attempts } => {
+                self.stats.record(Event::VerifyWrong);
+                tracing::info!(%phone, %purpose, remaining_attempts, "wrong code");
+                Err(OtpError::WrongCode { remaining_attempts })
+            }
+            VerifyOutcome::Destroyed => {
+                self.stats.record(Event::VerifyLocked);
+                tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed");
+                Err(OtpError::TooManyAttempts)
+            }
+            VerifyOutcome::CodeExpired => {
+                self.stats.record(Event::VerifyExpired);
+                tracing::debug!(%phone, %purpose, "verify: no pending code");
+                Err(OtpError::CodeExpired)
+            }
+            VerifyOutcome::QuotaExceeded { retry_after } => {
+                self.stats.record(Event::QuotaFailures);
+                tracing::warn!(%phone, %purpose, quota = "phone_failures", "verify refused: quota exceeded");
+                Err(OtpError::QuotaExceeded { retry_after })
+            }
+        }
+    }
+
+    /// Dev mode: the SMS delivered to `phone`, oldest first.
+    pub async fn outbox(&self, phone: &str) -> Result<Vec<OutboxMessage>, OtpError> {
+        let phone = self.parse_phone(phone)?;
+        Ok(self.outbox.outbox(&phone).await?)
+    }
+}

@@ -1,0 +1,254 @@
+//! `send`: the gate, the idempotency key, the issue in the store, the client's and global
+//! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
+//! store still holds exactly what this send wrote.
+
+use std::net::IpAddr;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::{OtpError, OtpService};
+use crate::domain::{Code, Phone, Purpose};
+use crate::idempotency::{IdempotencyKey, fingerprint};
+use crate::sms::SmsMessage;
+use crate::stats::Event;
+use crate::store::{
+    Budget, Delivery, DeliveryKind, IssueOutcome, OutboxMessage, QuotaDecision, QuotaScope,
+    QuotaToken,
+};
+
+pub(super) const MINUTE: Duration = Duration::from_secs(60);
+pub(super) const HOUR: Duration = Duration::from_secs(3600);
+pub(super) const DAY: Duration = Duration::from_secs(86_400);
+
+/// One request to send a code, as the client gave it.
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    pub phone: String,
+    pub purpose: Option<String>,
+    pub captcha_id: Option<String>,
+    pub captcha_answer: Option<String>,
+    pub client_ip: IpAddr,
+    pub idempotency_key: Option<IdempotencyKey>,
+}
+
+/// What a successful send tells the client (and what an idempotency key keeps).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SendReceipt {
+    pub expires_in: Duration,
+    pub resend_after: Duration,
+}
+
+/// The request as normalised: what makes two requests under one key "the same request".
+#[derive(Serialize)]
+struct Fingerprint<'a> {
+    phone: &'a str,
+    purpose: &'a str,
+    captcha_id: Option<&'a str>,
+    captcha_answer: Option<&'a str>,
+}
+
+/// The quota event reserved for one send, released if its SMS does not go out.
+struct Reservations {
+    scopes: Vec<QuotaScope>,
+    token: QuotaToken,
+}
+
+impl OtpService {
+    /// Sends a code (or re-delivers the pending one). With an idempotency key, a repeat of a
+    /// send that delivered gets the same receipt and causes nothing.
+    pub async fn send(&self, request: SendRequest) -> Result<SendReceipt, OtpError> {
+        self.stats.record(Event::SendRequest);
+        let phone = self.parse_phone(&request.phone)?;
+        let purpose = Self::parse_purpose(request.purpose.as_deref())?;
+        let Some(key) = &request.idempotency_key else {
+            return self.send_gated(&request, &phone, &purpose).await;
+        };
+        let fingerprint = fingerprint(&Fingerprint {
+            phone: phone.as_e164(),
+            purpose: purpose.as_str(),
+            captcha_id: request.captcha_id.as_deref(),
+            captcha_answer: request.captcha_answer.as_deref(),
+        });
+        let once = self
+            .idempotency
+            .once(key, &fingerprint, || {
+                self.send_gated(&request, &phone, &purpose)
+            })
+            .await?;
+        if once.replayed {
+            self.stats.record(Event::DedupIdempotency);
+            tracing::info!(%phone, %purpose, "send deduplicated: idempotency key repeat answered from the store");
+        }
+        Ok(once.result)
+    }
+
+    async fn send_gated(
+        &self,
+        request: &SendRequest,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<SendReceipt, OtpError> {
+        if let Some(captcha) = &self.gate.captcha {
+            // Consumed before any code or SMS exists: one solved captcha buys one send.
+            captcha
+                .verify(
+                    request.captcha_id.as_deref(),
+                    request.captcha_answer.as_deref(),
+                )
+                .await?;
+        }
+        self.issue_and_deliver(phone, purpose, request.client_ip)
+            .await
+    }
+
+    /// Issues a code within the phone's quota, reserves the client's and the global SMS
+    /// budget, and sends it; undoes the issue if anything after it fails.
+    async fn issue_and_deliver(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        client_ip: IpAddr,
+    ) -> Result<SendReceipt, OtpError> {
+        let candidate = Code::generate(self.settings.code_length);
+        let delivery = match self
+            .codes
+            .issue_code(phone, purpose, candidate, &self.issue_params)
+            .await?
+        {
+            IssueOutcome::Deliver(delivery) => delivery,
+            IssueOutcome::Cooldown { retry_after } => {
+                self.stats.record(Event::DedupCooldown);
+                tracing::info!(%phone, %purpose, retry_after_ms = retry_after.as_millis() as u64, "send refused: cooldown running");
+                return Err(OtpError::ResendCooldown { retry_after });
+            }
+            IssueOutcome::QuotaExceeded { retry_after } => {
+                self.stats.record(Event::QuotaPhone);
+                tracing::warn!(%phone, %purpose, quota = "phone", "send refused: quota exceeded");
+                return Err(OtpError::QuotaExceeded { retry_after });
+            }
+        };
+
+        let reservations = match self.reserve_budgets(client_ip).await {
+            Ok(reservations) => reservations,
+            Err(error) => {
+                self.undo(phone, purpose, &delivery, &error).await;
+                return Err(error);
+            }
+        };
+
+        let deliveries = delivery.undo.deliveries;
+        match delivery.kind {
+            DeliveryKind::Created => tracing::info!(%phone, %purpose, "code created"),
+            DeliveryKind::Redelivered => {
+                tracing::info!(%phone, %purpose, deliveries, "code redelivered")
+            }
+            DeliveryKind::Rotated => tracing::info!(%phone, %purpose, deliveries, "code rotated"),
+        }
+
+        let message = SmsMessage {
+            phone,
+            purpose,
+            code: &delivery.code,
+            expires_in: self.settings.code_ttl,
+        };
+        if let Err(sms_error) = self.sender.send(&message).await {
+            self.stats.record(Event::SmsFailed);
+            let error = OtpError::SmsDelivery(sms_error);
+            self.undo(phone, purpose, &delivery, &error).await;
+            self.release(reservations).await;
+            return Err(error);
+        }
+        self.stats.record(Event::SmsSent);
+        tracing::info!(%phone, %purpose, "SMS delivered");
+
+        if self.record_outbox {
+            self.record(phone, purpose, &delivery.code).await;
+        }
+        Ok(SendReceipt {
+            expires_in: self.settings.code_ttl,
+            resend_after: self.settings.resend_cooldown,
+        })
+    }
+
+    /// Reserves one SMS in the client's and the global budget, in one atomic step; on refusal
+    /// nothing is taken.
+    async fn reserve_budgets(&self, client_ip: IpAddr) -> Result<Reservations, OtpError> {
+        let budgets: Vec<Budget<'_>> = [
+            (QuotaScope::ClientIp(client_ip), &self.ip_quota),
+            (QuotaScope::Global, &self.global_quota),
+        ]
+        .into_iter()
+        .filter(|(_, rules)| !rules.is_empty())
+        .map(|(scope, rules)| Budget { scope, rules })
+        .collect();
+        let reservations = Reservations {
+            scopes: budgets.iter().map(|budget| budget.scope).collect(),
+            token: QuotaToken::generate(),
+        };
+        if budgets.is_empty() {
+            return Ok(reservations);
+        }
+        match self
+            .quotas
+            .reserve_quota(&budgets, reservations.token)
+            .await?
+        {
+            QuotaDecision::Granted => Ok(reservations),
+            QuotaDecision::Exceeded { scope, retry_after } => {
+                let event = match scope {
+                    QuotaScope::ClientIp(_) => Event::QuotaIp,
+                    QuotaScope::Global => Event::QuotaGlobal,
+                };
+                self.stats.record(event);
+                tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");
+                Err(OtpError::QuotaExceeded { retry_after })
+            }
+        }
+    }
+
+    async fn release(&self, reservations: Reservations) {
+        if reservations.scopes.is_empty() {
+            return;
+        }
+        if let Err(error) = self
+            .quotas
+            .release_quota(&reservations.scopes, reservations.token)
+            .await
+        {
+            tracing::warn!(%error, "quota event not released; it expires with its window");
+        }
+    }
+
+    /// Rolls back an issue whose SMS will not go out, and says so in the log.
+    async fn undo(&self, phone: &Phone, purpose: &Purpose, delivery: &Delivery, cause: &OtpError) {
+        let cause =
+            std::error::Error::source(cause).map_or_else(|| cause.to_string(), ToString::to_string);
+        match self.codes.undo_issue(phone, purpose, &delivery.undo).await {
+            Ok(true) => tracing::warn!(%phone, %purpose, %cause, "code rolled back: SMS not sent"),
+            Ok(false) => tracing::warn!(
+                %phone, %purpose, %cause,
+                "SMS not sent; a later send changed the code, nothing rolled back"
+            ),
+            Err(store_error) => tracing::error!(
+                %phone, %purpose, %cause, %store_error,
+                "SMS not sent and the roll-back could not reach the store"
+            ),
+        }
+    }
+
+    async fn record(&self, phone: &Phone, purpose: &Purpose, code: &Code) {
+        let sent_at_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let message = OutboxMessage {
+            phone: phone.as_e164().to_owned(),
+            purpose: purpose.as_str().to_owned(),
+            code: code.expose().to_owned(),
+            sent_at_ms,
+        };
+        if let Err(error) = self.outbox.push_outbox(&message).await {
+            tracing::warn!(%phone, %error, "dev outbox: message not recorded");
+        }
+    }
+}

@@ -1,0 +1,202 @@
+//! The code role of the embedded store: issue, undo, verify, inspect, each one atomic step.
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::store::CodeStore;
+
+#[async_trait]
+impl CodeStore for MemoryStore {
+    async fn issue_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: Code,
+        params: &IssueParams,
+    ) -> Result<IssueOutcome, StoreError> {
+        let key = code_key(phone, purpose);
+        let sends_key = phone_sends_key(phone);
+        let now = self.now_ms();
+        let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
+        // Lock order everywhere: the code's shard, then the quota log's shard.
+        let mut shard = self.codes.lock(&key);
+        let pending = shard
+            .get_mut(key.as_str())
+            .filter(|e| e.expires_at_ms > now);
+        if let Some(entry) = &pending {
+            let ready_at = entry
+                .sent_at_ms
+                .saturating_add(duration_ms(params.cooldown));
+            if ready_at > now {
+                return Ok(IssueOutcome::Cooldown {
+                    retry_after: Duration::from_millis(ready_at - now),
+                });
+            }
+        }
+        let quota_token = QuotaToken::generate();
+        if !params.phone_quota.is_empty() {
+            let mut logs = self.quotas.lock(&sends_key);
+            let log = logs.entry(sends_key.as_str().into()).or_default();
+            let wait = log.wait(now, &params.phone_quota);
+            if wait > 0 {
+                return Ok(IssueOutcome::QuotaExceeded {
+                    retry_after: Duration::from_millis(wait),
+                });
+            }
+            log.record(now, &params.phone_quota, quota_token);
+        }
+
+        if let Some(entry) = pending {
+            let previous = PreviousIssue {
+                code: entry.code.to_code(),
+                sent_at_ms: entry.sent_at_ms,
+                expires_at_ms: entry.expires_at_ms,
+            };
+            let kind = match params.policy {
+                ResendPolicy::Reuse => DeliveryKind::Redelivered,
+                ResendPolicy::Rotate => {
+                    entry.code = Digits::of(&candidate);
+                    DeliveryKind::Rotated
+                }
+            };
+            entry.deliveries += 1;
+            entry.sent_at_ms = now;
+            entry.expires_at_ms = expires_at_ms;
+            let code = entry.code.to_code();
+            return Ok(IssueOutcome::Deliver(Delivery {
+                code: code.clone(),
+                kind,
+                undo: IssueUndo {
+                    quota_token,
+                    code,
+                    sent_at_ms: now,
+                    deliveries: entry.deliveries,
+                    previous: Some(previous),
+                },
+            }));
+        }
+        shard.insert(
+            key.into_boxed_str(),
+            PendingEntry {
+                code: Digits::of(&candidate),
+                failed_attempts: 0,
+                deliveries: 1,
+                sent_at_ms: now,
+                expires_at_ms,
+            },
+        );
+        Ok(IssueOutcome::Deliver(Delivery {
+            code: candidate.clone(),
+            kind: DeliveryKind::Created,
+            undo: IssueUndo {
+                quota_token,
+                code: candidate,
+                sent_at_ms: now,
+                deliveries: 1,
+                previous: None,
+            },
+        }))
+    }
+
+    async fn undo_issue(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        undo: &IssueUndo,
+    ) -> Result<bool, StoreError> {
+        let key = code_key(phone, purpose);
+        let sends_key = phone_sends_key(phone);
+        let now = self.now_ms();
+        let mut shard = self.codes.lock(&key);
+        if let Some(log) = self.quotas.lock(&sends_key).get_mut(sends_key.as_str()) {
+            log.remove(undo.quota_token);
+        }
+        let Some(entry) = shard.get_mut(key.as_str()) else {
+            return Ok(false);
+        };
+        let unchanged = entry.code.matches(&undo.code)
+            && entry.sent_at_ms == undo.sent_at_ms
+            && entry.deliveries == undo.deliveries;
+        if !unchanged {
+            return Ok(false);
+        }
+        match &undo.previous {
+            Some(previous) if previous.expires_at_ms > now => {
+                entry.code = Digits::of(&previous.code);
+                entry.sent_at_ms = previous.sent_at_ms;
+                entry.expires_at_ms = previous.expires_at_ms;
+                entry.deliveries -= 1;
+            }
+            _ => {
+                shard.remove(key.as_str());
+            }
+        }
+        Ok(true)
+    }
+
+    async fn verify_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        code: &Code,
+        params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let key = code_key(phone, purpose);
+        let fails_key = phone_failures_key(phone);
+        let rules = params.phone_failures.as_slice();
+        let now = self.now_ms();
+        let mut shard = self.codes.lock(&key);
+        let mut logs = self.quotas.lock(&fails_key);
+        let mut log =
+            (!rules.is_empty()).then(|| logs.entry(fails_key.as_str().into()).or_default());
+        if let Some(log) = log.as_deref_mut() {
+            let wait = log.wait(now, rules);
+            if wait > 0 {
+                return Ok(VerifyOutcome::QuotaExceeded {
+                    retry_after: Duration::from_millis(wait),
+                });
+            }
+        }
+        let Some(entry) = shard.get_mut(key.as_str()) else {
+            return Ok(VerifyOutcome::CodeExpired);
+        };
+        if entry.expires_at_ms <= now {
+            shard.remove(key.as_str());
+            return Ok(VerifyOutcome::CodeExpired);
+        }
+        if entry.code.matches(code) {
+            shard.remove(key.as_str());
+            return Ok(VerifyOutcome::Verified);
+        }
+        if let Some(log) = log {
+            log.record(now, rules, QuotaToken::generate());
+        }
+        entry.failed_attempts += 1;
+        if entry.failed_attempts >= params.max_attempts {
+            shard.remove(key.as_str());
+            return Ok(VerifyOutcome::Destroyed);
+        }
+        Ok(VerifyOutcome::Mismatch {
+            remaining_attempts: params.max_attempts - entry.failed_attempts,
+        })
+    }
+
+    async fn pending_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<Option<PendingCode>, StoreError> {
+        let key = code_key(phone, purpose);
+        let now = self.now_ms();
+        Ok(self
+            .codes
+            .lock(&key)
+            .get(key.as_str())
+            .filter(|entry| entry.expires_at_ms > now)
+            .map(|entry| PendingCode {
+                code: entry.code.to_code(),
+                failed_attempts: entry.failed_attempts,
+                deliveries: entry.deliveries,
+            }))
+    }
+}

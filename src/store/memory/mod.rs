@@ -1,0 +1,375 @@
+//! The embedded store: pending codes in sharded in-process maps. Each operation is one critical
+//! section on one shard; expiry is enforced on every read and a background sweep frees memory.
+
+mod codes;
+mod records;
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasher, RandomState};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use super::{
+    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
+    OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
+    QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
+};
+use crate::domain::{CaptchaId, Code, CodeLength, Phone, Purpose};
+
+/// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
+const SHARDS: usize = 64;
+
+/// A code's digits stored inline: no heap allocation per pending code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Digits {
+    bytes: [u8; CodeLength::MAX as usize],
+    len: u8,
+}
+
+impl Digits {
+    fn of(code: &Code) -> Self {
+        let digits = code.expose().as_bytes();
+        let mut bytes = [0; CodeLength::MAX as usize];
+        let len = digits.len().min(bytes.len());
+        bytes[..len].copy_from_slice(&digits[..len]);
+        Self {
+            bytes,
+            len: len as u8,
+        }
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+
+    fn to_code(self) -> Code {
+        Code::from_stored(String::from_utf8_lossy(self.as_slice()).into_owned())
+    }
+
+    /// Compares in time independent of where the first difference is.
+    fn matches(&self, code: &Code) -> bool {
+        let (a, b) = (self.as_slice(), code.expose().as_bytes());
+        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+    }
+}
+
+#[derive(Debug)]
+struct PendingEntry {
+    code: Digits,
+    failed_attempts: u32,
+    deliveries: u32,
+    sent_at_ms: u64,
+    expires_at_ms: u64,
+}
+
+#[derive(Debug)]
+struct CaptchaEntry {
+    captcha: StoredCaptcha,
+    expires_at_ms: u64,
+}
+
+#[derive(Debug)]
+struct IdempotencyEntry {
+    record: Box<[u8]>,
+    expires_at_ms: u64,
+}
+
+impl Expiring for IdempotencyEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+/// A sliding-window log: event times (ms, ascending) with their tokens.
+#[derive(Debug, Default)]
+struct QuotaLog {
+    events: VecDeque<(u64, QuotaToken)>,
+    expires_at_ms: u64,
+}
+
+fn longest_window_ms(rules: &[QuotaRule]) -> u64 {
+    rules
+        .iter()
+        .map(|rule| duration_ms(rule.window))
+        .max()
+        .unwrap_or(0)
+}
+
+impl QuotaLog {
+    /// 0 if every rule has room for one more event at `now`, else the ms until one does.
+    fn wait(&mut self, now: u64, rules: &[QuotaRule]) -> u64 {
+        let horizon = now.saturating_sub(longest_window_ms(rules));
+        while self.events.front().is_some_and(|(at, _)| *at <= horizon) {
+            self.events.pop_front();
+        }
+        rules
+            .iter()
+            .filter_map(|rule| {
+                let window = duration_ms(rule.window);
+                let since = now.saturating_sub(window);
+                let first = self.events.partition_point(|(at, _)| *at <= since);
+                let count = self.events.len() - first;
+                let limit = rule.limit as usize;
+                // The window has room again once this event leaves it.
+                (count >= limit).then(|| self.events[first + count - limit].0 + window - now)
+            })
+            .max()
+            .unwrap_or(0)
+    }
+
+    fn record(&mut self, now: u64, rules: &[QuotaRule], token: QuotaToken) {
+        let longest = longest_window_ms(rules);
+        if longest == 0 {
+            return;
+        }
+        // Callers read the clock before taking the lock, so keep the log sorted.
+        let at = self.events.partition_point(|(time, _)| *time <= now);
+        self.events.insert(at, (now, token));
+        self.expires_at_ms = self.expires_at_ms.max(now.saturating_add(longest));
+    }
+
+    fn remove(&mut self, token: QuotaToken) {
+        self.events.retain(|(_, t)| *t != token);
+    }
+}
+
+#[derive(Default)]
+struct Outbox {
+    messages: VecDeque<OutboxMessage>,
+    expires_at_ms: u64,
+}
+
+/// Entries that expire, so the sweep can drop them.
+trait Expiring {
+    fn expires_at_ms(&self) -> u64;
+}
+
+impl Expiring for PendingEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+impl Expiring for CaptchaEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+impl Expiring for QuotaLog {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+impl Expiring for Outbox {
+    fn expires_at_ms(&self) -> u64 {
+        self.expires_at_ms
+    }
+}
+
+/// One shard: keys boxed rather than `String`, 8 bytes less in every bucket.
+type Shard<V> = Mutex<HashMap<Box<str>, V>>;
+
+/// A map split into independently locked shards.
+struct Shards<V> {
+    shards: Box<[Shard<V>]>,
+    hasher: RandomState,
+}
+
+impl<V: Expiring> Shards<V> {
+    fn new(count: usize) -> Self {
+        Self {
+            shards: (0..count).map(|_| Mutex::default()).collect(),
+            hasher: RandomState::new(),
+        }
+    }
+
+    fn lock(&self, key: &str) -> MutexGuard<'_, HashMap<Box<str>, V>> {
+        let index = self.hasher.hash_one(key) as usize % self.shards.len();
+        lock(&self.shards[index])
+    }
+
+    /// Drops expired entries one shard at a time, so a request waits for one shard at most.
+    fn sweep(&self, now_ms: u64) -> usize {
+        self.shards
+            .iter()
+            .map(|shard| {
+                let mut map = lock(shard);
+                let before = map.len();
+                map.retain(|_, entry| entry.expires_at_ms() > now_ms);
+                before - map.len()
+            })
+            .sum()
+    }
+
+    fn len(&self) -> usize {
+        self.shards.iter().map(|shard| lock(shard).len()).sum()
+    }
+}
+
+pub struct MemoryStore {
+    codes: Shards<PendingEntry>,
+    captchas: Shards<CaptchaEntry>,
+    quotas: Shards<QuotaLog>,
+    /// Client and global budgets, under one lock: a send reserves in all of them at once, and
+    /// every send goes through the global one anyway.
+    budgets: Shards<QuotaLog>,
+    idempotency: Shards<IdempotencyEntry>,
+    /// Daily counters by date; a handful of small maps.
+    stats: Mutex<BTreeMap<String, HashMap<String, u64>>>,
+    /// Dev mode only, so a few shards do.
+    outboxes: Shards<Outbox>,
+    /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
+    /// stretch a TTL.
+    epoch: Instant,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self {
+            codes: Shards::new(SHARDS),
+            captchas: Shards::new(SHARDS),
+            quotas: Shards::new(SHARDS),
+            budgets: Shards::new(1),
+            idempotency: Shards::new(SHARDS),
+            stats: Mutex::default(),
+            outboxes: Shards::new(4),
+            epoch: Instant::now(),
+        }
+    }
+}
+
+fn code_key(phone: &Phone, purpose: &Purpose) -> String {
+    format!("{}:{}", phone.as_e164(), purpose.as_str())
+}
+
+fn phone_sends_key(phone: &Phone) -> String {
+    format!("sends:{}", phone.as_e164())
+}
+
+fn phone_failures_key(phone: &Phone) -> String {
+    format!("fails:{}", phone.as_e164())
+}
+
+fn scope_key(scope: QuotaScope) -> String {
+    match scope {
+        QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
+        QuotaScope::Global => "global".to_owned(),
+    }
+}
+
+fn duration_ms(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A poisoned lock only means another request panicked mid-operation; every operation leaves
+/// an entry consistent before it can panic, so the data is still good to use.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl MemoryStore {
+    /// A store with a background task that drops expired entries every `sweep_every`. The task
+    /// ends when the store is dropped.
+    pub fn spawn(sweep_every: Duration) -> Arc<Self> {
+        let store = Arc::new(Self::default());
+        tokio::spawn(sweep_forever(Arc::downgrade(&store), sweep_every));
+        store
+    }
+
+    /// Milliseconds on the store's clock. It starts far from zero so that "now minus a
+    /// window" never saturates: a fresh store must not read an event at 0 ms as outside every
+    /// window.
+    fn now_ms(&self) -> u64 {
+        const ORIGIN_MS: u64 = 1 << 40;
+        ORIGIN_MS + duration_ms(self.epoch.elapsed())
+    }
+
+    /// Drops every expired entry; returns how many.
+    pub fn sweep(&self) -> usize {
+        let now = self.now_ms();
+        self.codes.sweep(now)
+            + self.captchas.sweep(now)
+            + self.quotas.sweep(now)
+            + self.budgets.sweep(now)
+            + self.idempotency.sweep(now)
+            + self.outboxes.sweep(now)
+    }
+
+    /// How many codes and captchas are held, expired or not (for tests and measurements).
+    pub fn len(&self) -> usize {
+        self.codes.len() + self.captchas.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+async fn sweep_forever(store: Weak<MemoryStore>, every: Duration) {
+    let mut ticker = tokio::time::interval(every);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        let Some(store) = store.upgrade() else { return };
+        let removed = store.sweep();
+        if removed > 0 {
+            tracing::debug!(removed, "swept expired codes");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{CodeLength, Region};
+    use crate::store::{CodeStore, QuotaStore};
+
+    #[tokio::test]
+    async fn a_fresh_store_counts_events_in_its_first_window() {
+        let store = MemoryStore::default();
+        let rules = [QuotaRule::new(1, Duration::from_secs(3600)).unwrap()];
+        let budget = [Budget {
+            scope: QuotaScope::Global,
+            rules: &rules,
+        }];
+        let first = store
+            .reserve_quota(&budget, QuotaToken::generate())
+            .await
+            .unwrap();
+        let second = store
+            .reserve_quota(&budget, QuotaToken::generate())
+            .await
+            .unwrap();
+        assert_eq!(first, QuotaDecision::Granted);
+        assert!(matches!(second, QuotaDecision::Exceeded { .. }));
+    }
+
+    #[tokio::test]
+    async fn sweep_drops_only_expired_entries() {
+        let store = MemoryStore::default();
+        let purpose = Purpose::default();
+        let params = |ttl_ms| IssueParams {
+            ttl: Duration::from_millis(ttl_ms),
+            cooldown: Duration::ZERO,
+            policy: ResendPolicy::Reuse,
+            phone_quota: Vec::new(),
+        };
+        for (number, ttl_ms) in [("13800138000", 30), ("13800138001", 60_000)] {
+            let phone = Phone::parse(number, Region::default()).unwrap();
+            let code = Code::generate(CodeLength::default());
+            store
+                .issue_code(&phone, &purpose, code, &params(ttl_ms))
+                .await
+                .unwrap();
+        }
+        assert_eq!(store.len(), 2);
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        assert_eq!(store.sweep(), 1);
+        assert_eq!(store.len(), 1);
+    }
+}
