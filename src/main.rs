@@ -4,7 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use vcode::{Application, Settings, loadtest, telemetry};
+use vcode::config::Settings;
+use vcode::startup::Application;
+use vcode::{loadtest, telemetry};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

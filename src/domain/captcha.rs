@@ -61,13 +61,11 @@ impl CaptchaAnswer {
     /// Whether this answer is the stored one, compared in time independent of where they
     /// differ. An empty stored answer never matches (a missing entry must not equal "").
     pub fn matches(&self, stored: &str) -> bool {
-        let (a, b) = (self.0.as_bytes(), stored.as_bytes());
-        !b.is_empty()
-            && a.len() == b.len()
-            && a.iter()
-                .zip(b)
-                .fold(0u8, |acc, (x, y)| acc | (x ^ y.to_ascii_uppercase()))
-                == 0
+        !stored.is_empty()
+            && super::secret::constant_time_eq(
+                self.0.as_bytes(),
+                stored.to_ascii_uppercase().as_bytes(),
+            )
     }
 }
 

@@ -61,8 +61,7 @@ impl Code {
 
     /// Compares in time independent of where the first difference is.
     pub fn matches(&self, other: &Code) -> bool {
-        let (a, b) = (self.0.as_bytes(), other.0.as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        super::secret::constant_time_eq(self.0.as_bytes(), other.0.as_bytes())
     }
 }
 

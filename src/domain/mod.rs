@@ -5,6 +5,7 @@ mod captcha;
 mod code;
 mod phone;
 mod purpose;
+pub mod secret;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeLength};

@@ -1,13 +1,14 @@
 //! Operator routes: `GET /metrics` (Prometheus text) and `GET /api/v1/stats?days=N` (daily
 //! counters, only when `VCODE_ADMIN_TOKEN` is set, behind that bearer token).
 
-use actix_web::http::header::{AUTHORIZATION, CONTENT_TYPE, WWW_AUTHENTICATE};
+use actix_web::http::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
 
 use super::ApiError;
 use super::AppState;
 use super::envelope;
+use crate::domain::secret::same_secret;
 use crate::stats::RETENTION_DAYS;
 
 pub fn metrics_config(cfg: &mut web::ServiceConfig) {
@@ -58,20 +59,8 @@ async fn stats(
     Ok(envelope::ok(report))
 }
 
-/// `Authorization: Bearer <token>`, compared in time independent of where it differs.
+/// `Authorization: Bearer <token>`, compared in time independent of its content and length.
 fn bearer_matches(request: &HttpRequest, token: &str) -> bool {
-    let presented = request
-        .headers()
-        .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .unwrap_or_default()
-        .as_bytes();
-    let expected = token.as_bytes();
-    presented.len() == expected.len()
-        && presented
-            .iter()
-            .zip(expected)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+    let presented = super::bearer_token(request).unwrap_or_default();
+    same_secret(presented.as_bytes(), token.as_bytes())
 }

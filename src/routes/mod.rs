@@ -13,6 +13,7 @@ mod otp;
 mod state;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
+use actix_web::http::header::AUTHORIZATION;
 use actix_web::{HttpRequest, HttpResponse, Resource, web};
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -51,6 +52,16 @@ fn client_ip(request: &HttpRequest, state: &AppState) -> IpAddr {
         .filter_map(|value| value.to_str().ok())
         .collect();
     state.trusted_proxies.client_ip(peer, forwarded.into_iter())
+}
+
+/// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110).
+fn bearer_token(request: &HttpRequest) -> Option<&str> {
+    let value = request.headers().get(AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim_start())
+        .filter(|token| !token.is_empty())
 }
 
 /// The JSON answer for a path no route matches.

@@ -48,8 +48,7 @@ impl Digits {
 
     /// Compares in time independent of where the first difference is.
     fn matches(&self, code: &Code) -> bool {
-        let (a, b) = (self.as_slice(), code.expose().as_bytes());
-        a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+        crate::domain::secret::constant_time_eq(self.as_slice(), code.expose().as_bytes())
     }
 }
 

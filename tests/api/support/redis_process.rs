@@ -50,7 +50,9 @@ impl RedisProcess {
             }
             launches += 1;
         }
-        panic!("redis-server did not start (is it installed? .ci/run installs it)");
+        panic!(
+            "redis-server did not start: is it installed? `scripts/test` installs what the tests need (or: apt-get install -y redis-server)"
+        );
     }
 
     fn launch(port: u16, args: &impl Fn(u16, &Path) -> Vec<String>) -> Option<Self> {

@@ -40,7 +40,9 @@ impl RedisServer {
                 return server;
             }
         }
-        panic!("redis-server did not start (is it installed? .ci/run installs it)");
+        panic!(
+            "redis-server did not start: is it installed? `scripts/test` installs what the tests need (or: apt-get install -y redis-server)"
+        );
     }
 
     /// Starts the process on `self.port` and waits until it answers PING.
