@@ -69,8 +69,42 @@ fn canonical(address: IpAddr) -> IpAddr {
     }
 }
 
+/// The group a client address counts in for per-client limits: an IPv4 address alone, an IPv6
+/// address with its `/ipv6_prefix` network (one subscriber usually holds a whole /64, so
+/// counting its addresses one by one would give it billions of budgets).
+pub fn client_group(address: IpAddr, ipv6_prefix: u8) -> IpAddr {
+    match canonical(address) {
+        IpAddr::V6(v6) => {
+            let prefix = u32::from(ipv6_prefix.min(128));
+            let mask = u128::MAX.checked_shl(128 - prefix).unwrap_or(0);
+            IpAddr::V6((u128::from(v6) & mask).into())
+        }
+        v4 => v4,
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn ipv6_clients_are_grouped_by_prefix_and_ipv4_clients_alone() {
+        use super::client_group;
+        let a: std::net::IpAddr = "2001:db8:1:2:aaaa::1".parse().unwrap();
+        let b: std::net::IpAddr = "2001:db8:1:2:ffff::9".parse().unwrap();
+        let c: std::net::IpAddr = "2001:db8:1:3::1".parse().unwrap();
+        assert_eq!(client_group(a, 64), client_group(b, 64));
+        assert_ne!(client_group(a, 64), client_group(c, 64));
+        assert_eq!(client_group(a, 48), client_group(c, 48));
+        assert_eq!(client_group(a, 128), a);
+        assert_eq!(
+            client_group(a, 0),
+            "::".parse::<std::net::IpAddr>().unwrap()
+        );
+        let v4: std::net::IpAddr = "203.0.113.7".parse().unwrap();
+        assert_eq!(client_group(v4, 64), v4);
+        let mapped: std::net::IpAddr = "::ffff:203.0.113.7".parse().unwrap();
+        assert_eq!(client_group(mapped, 64), v4);
+    }
+
     use super::*;
 
     fn ip(s: &str) -> IpAddr {

@@ -3,11 +3,13 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::captcha::{CaptchaSettings, render};
 use crate::client_ip::TrustedProxies;
 use crate::domain::{CodeLength, Region};
+use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, OtpSettings};
 use crate::redact::{REDACTED, redact_url_password};
 use crate::store::ResendPolicy;
@@ -34,8 +36,13 @@ pub struct Settings {
     /// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`). The legacy ones
     /// reproduce the postmortem; they need dev mode and Redis.
     pub verify_strategy: VerifyStrategy,
-    /// Legacy strategies only: the pause between a verify's GET and its DEL.
+    /// Legacy strategies only: the login's own work, between a verify's GET and its DEL.
     pub legacy_gap: Duration,
+    /// Keys the digests and seals of codes and captcha answers (`VCODE_SECRET_KEY`); every
+    /// instance sharing a store needs the same. None: a random key per process (embedded only).
+    pub secret_key: Option<Arc<SecretKey>>,
+    /// The key before a rotation, still accepted for what it digested or sealed.
+    pub secret_key_previous: Option<Arc<SecretKey>>,
 }
 
 /// `Debug` hides the passwords of the Redis URLs (`RedisTopology`'s own `Debug`).
@@ -69,6 +76,8 @@ impl Default for Settings {
             sweep_interval: Duration::from_secs(1),
             verify_strategy: VerifyStrategy::Atomic,
             legacy_gap: Duration::ZERO,
+            secret_key: None,
+            secret_key_previous: None,
         }
     }
 }
@@ -158,6 +167,43 @@ impl<F: Fn(&str) -> Option<String>> Env<F> {
             }
         })
     }
+}
+
+/// A secret key from `var`, or from the file `<var>_FILE` names (container secrets); not both.
+fn secret_key<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+    var: &'static str,
+) -> Result<Option<Arc<SecretKey>>, ConfigError> {
+    let file_var: &'static str = match var {
+        "VCODE_SECRET_KEY" => "VCODE_SECRET_KEY_FILE",
+        _ => "VCODE_SECRET_KEY_PREVIOUS_FILE",
+    };
+    let hidden = |reason: String, var: &'static str| ConfigError::Invalid {
+        var,
+        value: REDACTED.to_owned(),
+        reason,
+    };
+    let raw = match (env.get(var), env.get(file_var)) {
+        (Some(_), Some(_)) => {
+            return Err(ConfigError::Inconsistent(format!(
+                "set {var} or {file_var}, not both"
+            )));
+        }
+        (Some(raw), None) => (raw, var),
+        (None, Some(path)) => {
+            let raw =
+                std::fs::read_to_string(path.trim()).map_err(|error| ConfigError::Invalid {
+                    var: file_var,
+                    value: path.clone(),
+                    reason: format!("cannot read it: {error}"),
+                })?;
+            (raw, file_var)
+        }
+        (None, None) => return Ok(None),
+    };
+    SecretKey::parse(&raw.0)
+        .map(|key| Some(Arc::new(key)))
+        .map_err(|reason| hidden(reason, raw.1))
 }
 
 /// The Redis topology: one node, a Cluster or Sentinel, exactly one of them; none of them is
@@ -289,6 +335,8 @@ impl fmt::Debug for Settings {
             sweep_interval,
             verify_strategy,
             legacy_gap,
+            secret_key,
+            secret_key_previous,
         } = self;
         f.debug_struct("Settings")
             .field("bind", bind)
@@ -304,6 +352,11 @@ impl fmt::Debug for Settings {
             .field("sweep_interval", sweep_interval)
             .field("verify_strategy", verify_strategy)
             .field("legacy_gap", legacy_gap)
+            .field("secret_key", &secret_key.as_ref().map(|_| REDACTED))
+            .field(
+                "secret_key_previous",
+                &secret_key_previous.as_ref().map(|_| REDACTED),
+            )
             .finish()
     }
 }
@@ -436,6 +489,15 @@ impl Settings {
                 "VCODE_QUOTA_PHONE_FAILS_DAY",
                 abuse_defaults.failed_verifies_per_phone_day,
             )?,
+            failed_verifies_per_client_day: limit(
+                "VCODE_QUOTA_CLIENT_FAILS_DAY",
+                abuse_defaults.failed_verifies_per_client_day,
+            )?,
+            client_ipv6_prefix: env.number(
+                "VCODE_CLIENT_IPV6_PREFIX",
+                u64::from(abuse_defaults.client_ipv6_prefix),
+                32..=128,
+            )? as u8,
             sends_global_minute: limit(
                 "VCODE_QUOTA_GLOBAL_MINUTE",
                 abuse_defaults.sends_global_minute,
@@ -527,6 +589,8 @@ impl Settings {
                 },
             )?,
             legacy_gap: env.millis("VCODE_LEGACY_GAP_MS", defaults.legacy_gap, 0..=10_000)?,
+            secret_key: secret_key(&env, "VCODE_SECRET_KEY")?,
+            secret_key_previous: secret_key(&env, "VCODE_SECRET_KEY_PREVIOUS")?,
         };
         settings.validate()?;
         Ok(settings)
@@ -534,6 +598,16 @@ impl Settings {
 
     /// Rules that span several settings; `Application::build` checks them too.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.secret_key.is_none() && !matches!(self.store, StoreSettings::Embedded) {
+            return Err(ConfigError::Inconsistent(
+                "a shared store needs VCODE_SECRET_KEY (or VCODE_SECRET_KEY_FILE), the same on every instance: at least 32 random bytes, hex or base64 (`openssl rand -hex 32`)".to_owned(),
+            ));
+        }
+        if self.secret_key.is_none() && self.secret_key_previous.is_some() {
+            return Err(ConfigError::Inconsistent(
+                "VCODE_SECRET_KEY_PREVIOUS is only read beside VCODE_SECRET_KEY".to_owned(),
+            ));
+        }
         if self.dev_mode && !self.bind.ip().is_loopback() {
             return Err(ConfigError::Inconsistent(format!(
                 "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",
@@ -564,12 +638,51 @@ mod tests {
     use super::*;
     use std::collections::HashMap;
 
+    const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+    /// Settings from `vars`; a shared store gets a secret key unless `vars` name one.
     fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
-        let vars: HashMap<String, String> = vars
+        let mut vars: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
+        let shared = vars.keys().any(|var| var.starts_with("VCODE_REDIS_"));
+        let keyed = vars.keys().any(|var| var.starts_with("VCODE_SECRET_KEY"));
+        if shared && !keyed {
+            vars.insert("VCODE_SECRET_KEY".into(), KEY.into());
+        }
         Settings::from_lookup(|var| vars.get(var).cloned())
+    }
+
+    #[test]
+    fn a_shared_store_needs_a_secret_key_and_keys_are_never_shown() {
+        let url = ("VCODE_REDIS_URL", "redis://127.0.0.1:6379");
+        let error = settings(&[url, ("VCODE_SECRET_KEY", "")]).unwrap_err();
+        assert!(error.to_string().contains("VCODE_SECRET_KEY"), "{error}");
+        let error = settings(&[url, ("VCODE_SECRET_KEY", "abcd")]).unwrap_err();
+        assert!(error.to_string().contains("VCODE_SECRET_KEY"), "{error}");
+        assert!(!error.to_string().contains("abcd"), "{error}");
+        let s = settings(&[
+            url,
+            ("VCODE_SECRET_KEY", KEY),
+            ("VCODE_SECRET_KEY_PREVIOUS", KEY),
+        ])
+        .unwrap();
+        assert!(s.secret_key.is_some() && s.secret_key_previous.is_some());
+        assert_debug_hides(&s, &[KEY, "0011223344"], &["secret_key"]);
+        let dir = std::env::temp_dir().join(format!("vcode-key-{}", std::process::id()));
+        std::fs::write(&dir, format!("{KEY}\n")).unwrap();
+        let from_file = settings(&[url, ("VCODE_SECRET_KEY_FILE", dir.to_str().unwrap())]).unwrap();
+        assert!(from_file.secret_key.is_some());
+        let both = settings(&[
+            url,
+            ("VCODE_SECRET_KEY", KEY),
+            ("VCODE_SECRET_KEY_FILE", dir.to_str().unwrap()),
+        ]);
+        assert!(both.is_err());
+        std::fs::remove_file(dir).unwrap();
+        // Embedded: optional (a random key per process).
+        assert!(settings(&[]).unwrap().secret_key.is_none());
     }
 
     /// The Redis store's settings, or a panic.
@@ -842,7 +955,9 @@ mod tests {
         assert_eq!(s.abuse.sends_per_phone_hour, 5);
         assert_eq!(s.abuse.sends_per_phone_day, 10);
         assert_eq!(s.abuse.sends_per_ip_hour, 20);
-        assert_eq!(s.abuse.failed_verifies_per_phone_day, 20);
+        assert_eq!(s.abuse.failed_verifies_per_phone_day, 100);
+        assert_eq!(s.abuse.failed_verifies_per_client_day, 10);
+        assert_eq!(s.abuse.client_ipv6_prefix, 64);
         assert_eq!(s.abuse.sends_global_minute, 0);
         assert!(s.abuse.allowed_regions.is_empty());
         assert!(s.abuse.trusted_proxies.is_empty());

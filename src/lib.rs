@@ -7,6 +7,7 @@ pub mod config;
 pub mod domain;
 pub mod health;
 pub mod idempotency;
+pub mod keyring;
 pub mod loadtest;
 pub mod metrics;
 pub mod otp;

@@ -14,6 +14,7 @@ use tracing_actix_web::TracingLogger;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, SmsSettings, StoreSettings};
 use crate::health::Readiness;
+use crate::keyring::{Keyring, SecretKey};
 use crate::otp::{OtpService, SendGate};
 use crate::routes::{self, AppState};
 use crate::sms::{LogSender, SmsSender, WebhookSender};
@@ -67,8 +68,14 @@ impl Application {
         }
         crate::domain::Phone::warm_up(settings.otp.default_region);
         let stats = Stats::spawn(stores.stats.clone(), STATS_FLUSH_INTERVAL);
+        let keyring = Arc::new(match &settings.secret_key {
+            Some(key) => Keyring::new(key, settings.secret_key_previous.as_deref()),
+            // Embedded store only (validated): codes live and die with this process.
+            None => Keyring::new(&SecretKey::random(), None),
+        });
         let captcha = Arc::new(CaptchaService::new(
             stores.captchas.clone(),
+            keyring.clone(),
             settings.captcha.clone(),
             stats.clone(),
         ));
@@ -80,6 +87,7 @@ impl Application {
         };
         let otp = Arc::new(OtpService::new(
             &stores,
+            keyring.clone(),
             sender,
             settings.otp.clone(),
             &settings.abuse,

@@ -1,5 +1,7 @@
-//! Image captchas: create one (answer and picture seed in the store), draw its PNG on every
-//! fetch from that seed, and verify it once — the first verify consumes it, whatever the answer.
+//! Image captchas: create one (a random seed in the store), draw its PNG on every fetch from
+//! that seed, and verify it once — the first verify consumes it, whatever the answer. The
+//! answer is derived from the seed under the service's secret key, so the store holds nothing
+//! that gives an answer away.
 
 pub mod render;
 
@@ -7,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::domain::{CaptchaAnswer, CaptchaId};
+use crate::keyring::Keyring;
 use crate::stats::{Event, Stats};
 use crate::store::{CaptchaStore, StoreError, StoredCaptcha};
 
@@ -48,17 +51,30 @@ impl Default for CaptchaSettings {
 
 pub struct CaptchaService {
     store: Arc<dyn CaptchaStore>,
+    keyring: Arc<Keyring>,
     settings: CaptchaSettings,
     stats: Arc<Stats>,
 }
 
 impl CaptchaService {
-    pub fn new(store: Arc<dyn CaptchaStore>, settings: CaptchaSettings, stats: Arc<Stats>) -> Self {
+    pub fn new(
+        store: Arc<dyn CaptchaStore>,
+        keyring: Arc<Keyring>,
+        settings: CaptchaSettings,
+        stats: Arc<Stats>,
+    ) -> Self {
         Self {
             store,
+            keyring,
             settings,
             stats,
         }
+    }
+
+    /// The answer of captcha `id` drawn from `seed`, as its picture shows it.
+    fn answer(&self, id: &CaptchaId, seed: u64) -> String {
+        self.keyring
+            .captcha_answer(id.as_str(), seed, render::ALPHABET, self.settings.length)
     }
 
     pub fn settings(&self) -> &CaptchaSettings {
@@ -68,12 +84,8 @@ impl CaptchaService {
     /// A new captcha; its picture is drawn when fetched.
     pub async fn create(&self) -> Result<CaptchaId, CaptchaError> {
         let id = CaptchaId::generate();
-        let captcha = {
-            let mut rng = rand::rng();
-            StoredCaptcha {
-                answer: render::random_answer(&mut rng, self.settings.length),
-                seed: rand::RngExt::random(&mut rng),
-            }
+        let captcha = StoredCaptcha {
+            seed: rand::random(),
         };
         self.store
             .put_captcha(&id, &captcha, self.settings.ttl)
@@ -85,9 +97,9 @@ impl CaptchaService {
 
     /// The PNG of a pending captcha: the same bytes on every fetch.
     pub async fn png(&self, id: &str) -> Result<Vec<u8>, CaptchaError> {
-        let captcha = self.pending(id).await?;
+        let (id, captcha) = self.pending(id).await?;
         render::render_png(
-            &captcha.answer,
+            &self.answer(&id, captcha.seed),
             captcha.seed,
             self.settings.width,
             self.settings.height,
@@ -97,12 +109,18 @@ impl CaptchaService {
 
     /// Dev mode: the answer of a pending captcha, left in place.
     pub async fn peek_answer(&self, id: &str) -> Result<String, CaptchaError> {
-        Ok(self.pending(id).await?.answer)
+        let (id, captcha) = self.pending(id).await?;
+        Ok(self.answer(&id, captcha.seed))
     }
 
-    async fn pending(&self, id: &str) -> Result<StoredCaptcha, CaptchaError> {
+    async fn pending(&self, id: &str) -> Result<(CaptchaId, StoredCaptcha), CaptchaError> {
         let id = CaptchaId::parse(id).ok_or(CaptchaError::NotFound)?;
-        self.store.captcha(&id).await?.ok_or(CaptchaError::NotFound)
+        let captcha = self
+            .store
+            .captcha(&id)
+            .await?
+            .ok_or(CaptchaError::NotFound)?;
+        Ok((id, captcha))
     }
 
     /// Consumes the captcha and checks the answer. A malformed id is no captcha; an empty
@@ -115,7 +133,19 @@ impl CaptchaService {
         let taken = self.store.take_captcha(&id).await?;
         let answer = answer.and_then(CaptchaAnswer::parse);
         match (taken, answer) {
-            (Some(captcha), Some(answer)) if answer.matches(&captcha.answer) => {
+            // Under the current key or, during a rotation, the previous one.
+            (Some(captcha), Some(answer))
+                if self
+                    .keyring
+                    .captcha_answers(
+                        id.as_str(),
+                        captcha.seed,
+                        render::ALPHABET,
+                        self.settings.length,
+                    )
+                    .iter()
+                    .fold(false, |found, expected| found | answer.matches(expected)) =>
+            {
                 self.stats.record(Event::CaptchaSolved);
                 tracing::info!(%id, "captcha solved");
                 Ok(())

@@ -65,6 +65,46 @@ impl Code {
     }
 }
 
+/// A keyed hash of a code, bound to its phone and purpose: what the store keeps instead of the
+/// code. 128 bits: guessing is bounded by the attempt limit, not by the digest's length.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct CodeDigest(pub [u8; 16]);
+
+impl CodeDigest {
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// From stored bytes; `None` unless exactly 16.
+    pub fn from_slice(bytes: &[u8]) -> Option<Self> {
+        bytes.try_into().ok().map(Self)
+    }
+
+    /// Whether this digest is one of `candidates`, each compared in constant time.
+    pub fn is_any_of(&self, candidates: &[CodeDigest]) -> bool {
+        candidates.iter().fold(false, |found, candidate| {
+            found | super::secret::constant_time_eq(&self.0, &candidate.0)
+        })
+    }
+}
+
+impl fmt::Debug for CodeDigest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("CodeDigest(..)")
+    }
+}
+
+/// A code sealed with an AEAD key (nonce and ciphertext): kept only where the resend policy
+/// must deliver the same code again. Opaque to the store.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SealedCode(pub Box<[u8]>);
+
+impl fmt::Debug for SealedCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SealedCode({} bytes)", self.0.len())
+    }
+}
+
 impl fmt::Debug for Code {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("Code(<redacted>)")

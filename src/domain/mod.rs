@@ -8,6 +8,6 @@ mod purpose;
 pub mod secret;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
-pub use code::{Code, CodeLength};
+pub use code::{Code, CodeDigest, CodeLength, SealedCode};
 pub use phone::{Phone, PhoneParser, Region};
 pub use purpose::Purpose;

@@ -31,6 +31,9 @@ pub enum OtpError {
     Gate(#[from] CaptchaError),
     #[error(transparent)]
     Idempotency(#[from] IdempotencyError),
+    /// The pending code was sealed under a key no longer configured: it cannot be sent again.
+    #[error("the pending code cannot be opened with the configured keys")]
+    Unsealable,
     #[error("SMS delivery failed")]
     SmsDelivery(#[source] SmsError),
     #[error(transparent)]

@@ -6,11 +6,14 @@ mod error;
 mod send;
 mod settings;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::captcha::CaptchaService;
+use crate::client_ip::client_group;
 use crate::domain::{Code, Phone, PhoneParser, Purpose, Region};
 use crate::idempotency::Idempotency;
+use crate::keyring::Keyring;
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
@@ -49,14 +52,19 @@ pub struct OtpService {
     global_quota: Vec<QuotaRule>,
     gate: SendGate,
     idempotency: Idempotency,
+    /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
+    keyring: Arc<Keyring>,
+    client_ipv6_prefix: u8,
     stats: Arc<Stats>,
     /// Dev mode: keep every delivered SMS in the store's outbox.
     record_outbox: bool,
 }
 
 impl OtpService {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         stores: &Stores,
+        keyring: Arc<Keyring>,
         sender: Arc<dyn SmsSender>,
         settings: OtpSettings,
         abuse: &AbuseSettings,
@@ -79,6 +87,7 @@ impl OtpService {
         let verify_params = VerifyParams {
             max_attempts: settings.max_attempts,
             phone_failures: QuotaRule::new(abuse.failed_verifies_per_phone_day, DAY),
+            client_failures: QuotaRule::new(abuse.failed_verifies_per_client_day, DAY),
         };
         Self {
             codes: stores.codes.clone(),
@@ -96,6 +105,8 @@ impl OtpService {
                 .into_iter()
                 .collect(),
             gate,
+            keyring,
+            client_ipv6_prefix: abuse.client_ipv6_prefix,
             idempotency: Idempotency::new(
                 stores.idempotency.clone(),
                 abuse.idempotency_ttl,
@@ -131,19 +142,35 @@ impl OtpService {
         })
     }
 
-    /// Checks a code in one atomic step: it is consumed on a match, counted otherwise.
+    /// The group `client` counts in for per-client limits.
+    fn client_group(&self, client: IpAddr) -> IpAddr {
+        client_group(client, self.client_ipv6_prefix)
+    }
+
+    /// Checks a code in one atomic step: it is consumed on a match, counted otherwise (per
+    /// code, per phone and per (phone, client)).
     pub async fn verify(
         &self,
         phone: &str,
         purpose: Option<&str>,
         code: &str,
+        client: IpAddr,
     ) -> Result<(), OtpError> {
         let phone = self.parse_phone(phone)?;
         let purpose = Self::parse_purpose(purpose)?;
         let code = Code::parse(code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
+        let candidates = self
+            .keyring
+            .code_digests(phone.as_e164(), purpose.as_str(), &code);
         let outcome = self
             .codes
-            .verify_code(&phone, &purpose, &code, self.verify_params)
+            .verify_code(
+                &phone,
+                &purpose,
+                &candidates,
+                self.client_group(client),
+                self.verify_params,
+            )
             .await?;
         match outcome {
             VerifyOutcome::Verified => {

@@ -13,8 +13,8 @@ use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::SmsMessage;
 use crate::stats::Event;
 use crate::store::{
-    Budget, Delivery, DeliveryKind, IssueOutcome, OutboxMessage, QuotaDecision, QuotaScope,
-    QuotaToken,
+    Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, OutboxMessage, QuotaDecision,
+    QuotaScope, QuotaToken, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -110,7 +110,14 @@ impl OtpService {
         purpose: &Purpose,
         client_ip: IpAddr,
     ) -> Result<SendReceipt, OtpError> {
-        let candidate = Code::generate(self.settings.code_length);
+        let code = Code::generate(self.settings.code_length);
+        let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
+        let candidate = CodeCandidate {
+            digest: self.keyring.code_digest(e164, purpose_name, &code),
+            // Only a resend of the same code needs it back.
+            sealed: (self.issue_params.policy == ResendPolicy::Reuse)
+                .then(|| self.keyring.seal_code(e164, purpose_name, &code)),
+        };
         let delivery = match self
             .codes
             .issue_code(phone, purpose, candidate, &self.issue_params)
@@ -129,7 +136,25 @@ impl OtpService {
             }
         };
 
-        let reservations = match self.reserve_budgets(client_ip).await {
+        let code = match delivery.kind {
+            DeliveryKind::Redelivered => {
+                let opened = delivery
+                    .sealed
+                    .as_ref()
+                    .and_then(|sealed| self.keyring.open_code(e164, purpose_name, sealed));
+                match opened {
+                    Some(pending) => pending,
+                    None => {
+                        let error = OtpError::Unsealable;
+                        self.undo(phone, purpose, &delivery, &error).await;
+                        return Err(error);
+                    }
+                }
+            }
+            DeliveryKind::Created | DeliveryKind::Rotated => code,
+        };
+
+        let reservations = match self.reserve_budgets(self.client_group(client_ip)).await {
             Ok(reservations) => reservations,
             Err(error) => {
                 self.undo(phone, purpose, &delivery, &error).await;
@@ -149,7 +174,7 @@ impl OtpService {
         let message = SmsMessage {
             phone,
             purpose,
-            code: &delivery.code,
+            code: &code,
             expires_in: self.settings.code_ttl,
         };
         if let Err(sms_error) = self.sender.send(&message).await {
@@ -163,7 +188,7 @@ impl OtpService {
         tracing::info!(%phone, %purpose, "SMS delivered");
 
         if self.record_outbox {
-            self.record(phone, purpose, &delivery.code).await;
+            self.record(phone, purpose, &code).await;
         }
         Ok(SendReceipt {
             expires_in: self.settings.code_ttl,

@@ -22,7 +22,12 @@ pub struct AbuseSettings {
     pub sends_per_phone_hour: u32,
     pub sends_per_phone_day: u32,
     pub sends_per_ip_hour: u32,
+    /// A ceiling per phone that no one client reaches alone.
     pub failed_verifies_per_phone_day: u32,
+    /// Failed verifies per (phone, client): what stops a guesser.
+    pub failed_verifies_per_client_day: u32,
+    /// IPv6 clients count per network of this prefix length (IPv4 ones per address).
+    pub client_ipv6_prefix: u8,
     pub sends_global_minute: u32,
     /// Regions whose numbers may receive codes; empty allows all.
     pub allowed_regions: Vec<Region>,
@@ -39,7 +44,9 @@ impl Default for AbuseSettings {
             sends_per_phone_hour: 5,
             sends_per_phone_day: 10,
             sends_per_ip_hour: 20,
-            failed_verifies_per_phone_day: 20,
+            failed_verifies_per_phone_day: 100,
+            failed_verifies_per_client_day: 10,
+            client_ipv6_prefix: 64,
             sends_global_minute: 0,
             allowed_regions: Vec::new(),
             trusted_proxies: TrustedProxies::default(),
@@ -57,6 +64,7 @@ impl AbuseSettings {
             sends_per_phone_day: 0,
             sends_per_ip_hour: 0,
             failed_verifies_per_phone_day: 0,
+            failed_verifies_per_client_day: 0,
             sends_global_minute: 0,
             ..Self::default()
         }

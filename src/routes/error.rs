@@ -82,6 +82,7 @@ impl From<OtpError> for ApiError {
             OtpError::Gate(error) => error.into(),
             OtpError::Idempotency(error) => error.into(),
             OtpError::SmsDelivery(error) => Self::SmsDelivery(error),
+            error @ OtpError::Unsealable => Self::Internal(error.into()),
             OtpError::Store(error) => error.into(),
         }
     }

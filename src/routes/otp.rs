@@ -74,12 +74,14 @@ async fn send(
 }
 
 async fn verify(
+    request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<VerifyBody>,
 ) -> Result<HttpResponse, ApiError> {
+    let client = super::client_ip(&request, &state);
     state
         .otp
-        .verify(&body.phone, body.purpose.as_deref(), &body.code)
+        .verify(&body.phone, body.purpose.as_deref(), &body.code, client)
         .await?;
     Ok(envelope::ok(json!({ "verified": true })))
 }

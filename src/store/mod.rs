@@ -6,13 +6,14 @@
 pub mod memory;
 pub mod redis;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::domain::{CaptchaId, Code, Phone, Purpose};
+use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
 
 pub use self::memory::MemoryStore;
 pub use self::redis::RedisStore;
@@ -119,9 +120,18 @@ pub enum DeliveryKind {
     Rotated,
 }
 
+/// A new code as the store keeps it: its keyed digest, and (for `ResendPolicy::Reuse`) the code
+/// sealed, so that a resend can deliver the same code. Never the code itself.
+#[derive(Clone, Debug)]
+pub struct CodeCandidate {
+    pub digest: CodeDigest,
+    pub sealed: Option<SealedCode>,
+}
+
 #[derive(Debug)]
 pub struct Delivery {
-    pub code: Code,
+    /// For `Redelivered`: the pending code, sealed (the issuer knows its own candidate).
+    pub sealed: Option<SealedCode>,
     pub kind: DeliveryKind,
     /// How to undo this issue if the SMS cannot be delivered.
     pub undo: IssueUndo,
@@ -132,7 +142,7 @@ pub struct Delivery {
 #[derive(Clone, Debug)]
 pub struct IssueUndo {
     pub(crate) quota_token: QuotaToken,
-    pub(crate) code: Code,
+    pub(crate) digest: CodeDigest,
     pub(crate) sent_at_ms: u64,
     pub(crate) deliveries: u32,
     pub(crate) previous: Option<PreviousIssue>,
@@ -140,7 +150,8 @@ pub struct IssueUndo {
 
 #[derive(Clone, Debug)]
 pub(crate) struct PreviousIssue {
-    pub(crate) code: Code,
+    pub(crate) digest: CodeDigest,
+    pub(crate) sealed: Option<SealedCode>,
     pub(crate) sent_at_ms: u64,
     pub(crate) expires_at_ms: u64,
 }
@@ -163,23 +174,26 @@ pub enum VerifyOutcome {
 #[derive(Clone, Copy, Debug)]
 pub struct VerifyParams {
     pub max_attempts: u32,
-    /// Failed verifies per phone across all its codes and purposes.
+    /// Failed verifies per phone across all its codes, purposes and clients: a ceiling no one
+    /// client reaches alone.
     pub phone_failures: Option<QuotaRule>,
+    /// Failed verifies per (phone, client): stops a guesser without locking the owner out.
+    pub client_failures: Option<QuotaRule>,
 }
 
 /// A pending code as the store holds it (for tests, the dev routes and operations).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PendingCode {
-    pub code: Code,
+    pub digest: CodeDigest,
+    pub sealed: Option<SealedCode>,
     pub failed_attempts: u32,
     pub deliveries: u32,
 }
 
-/// A captcha as stored: its answer (upper case) and the seed its picture is drawn from, so
-/// every fetch of one id shows the same picture.
+/// A captcha as stored: the seed its picture and (under the service's key) its answer are
+/// drawn from, so every fetch of one id shows the same picture. No answer is stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StoredCaptcha {
-    pub answer: String,
     pub seed: u64,
 }
 
@@ -205,7 +219,7 @@ pub trait CodeStore: Send + Sync + 'static {
         &self,
         phone: &Phone,
         purpose: &Purpose,
-        candidate: Code,
+        candidate: CodeCandidate,
         params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError>;
 
@@ -219,15 +233,17 @@ pub trait CodeStore: Send + Sync + 'static {
         undo: &IssueUndo,
     ) -> Result<bool, StoreError>;
 
-    /// Compares `code` with the pending one and deletes it on a match; counts a failure
-    /// otherwise (in the code and in the phone's failure log) and destroys the code at
-    /// `max_attempts` failures. Refuses without comparing while the phone's failure quota is
-    /// used up. One atomic step.
+    /// Compares the pending code's digest with `candidates` (the submitted code's digest under
+    /// each key in use) and deletes it on a match; counts a failure otherwise (in the code, the
+    /// phone's and the (phone, client)'s failure logs) and destroys the code at `max_attempts`
+    /// failures. Refuses without comparing while either failure quota is used up. One atomic
+    /// step.
     async fn verify_code(
         &self,
         phone: &Phone,
         purpose: &Purpose,
-        code: &Code,
+        candidates: &[CodeDigest],
+        client: IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError>;
 

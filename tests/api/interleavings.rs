@@ -13,7 +13,7 @@ use vcode::store::{
     CodeStore, IssueOutcome, IssueParams, RedisStore, ResendPolicy, VerifyOutcome, VerifyParams,
 };
 
-use crate::support::{RedisServer, phone, random_phone};
+use crate::support::{RedisServer, codes, phone, random_phone};
 
 const FLAVOURS: [Legacy; 2] = [Legacy::Original, Legacy::PostmortemFix];
 
@@ -56,6 +56,7 @@ fn limits() -> VerifyParams {
     VerifyParams {
         max_attempts: 5,
         phone_failures: None,
+        client_failures: None,
     }
 }
 
@@ -71,14 +72,28 @@ fn fresh_phone() -> Phone {
     phone(&random_phone())
 }
 
+fn digests(phone: &Phone, digits: &str) -> Vec<vcode::domain::CodeDigest> {
+    codes::digests(phone, &login(), &code(digits))
+}
+
 /// A send: the code that went out by SMS, or `None` when nothing was sent.
 async fn send(store: &dyn CodeStore, phone: &Phone, candidate: &str) -> Option<String> {
+    let candidate = code(candidate);
     match store
-        .issue_code(phone, &login(), code(candidate), &params())
+        .issue_code(
+            phone,
+            &login(),
+            codes::candidate(phone, &login(), &candidate),
+            &params(),
+        )
         .await
         .expect("Redis answers")
     {
-        IssueOutcome::Deliver(delivery) => Some(delivery.code.expose().to_owned()),
+        IssueOutcome::Deliver(delivery) => Some(
+            codes::delivered(phone, &login(), &delivery, &candidate)
+                .expose()
+                .to_owned(),
+        ),
         other => {
             assert!(
                 matches!(other, IssueOutcome::Cooldown { .. }),
@@ -91,7 +106,13 @@ async fn send(store: &dyn CodeStore, phone: &Phone, candidate: &str) -> Option<S
 
 async fn verify(store: &dyn CodeStore, phone: &Phone, digits: &str) -> VerifyOutcome {
     store
-        .verify_code(phone, &login(), &code(digits), limits())
+        .verify_code(
+            phone,
+            &login(),
+            &codes::digests(phone, &login(), &code(digits)),
+            codes::CLIENT,
+            limits(),
+        )
         .await
         .expect("Redis answers")
 }
@@ -124,7 +145,7 @@ async fn legacy_two_sends_racing_lose_the_first_code() {
         assert_eq!(send(&a, &phone, "111111").await.as_deref(), Some("111111"));
         assert_eq!(send(&b, &phone, "222222").await.as_deref(), Some("222222"));
 
-        // The Go layout: one plain string per phone, overwritten, TTL 300 s.
+        // The Go layout: one string per phone (here the code's digest), overwritten, TTL 300 s.
         let mut redis = server.connection().await;
         let key = legacy::key(&phone);
         let stored: Option<String> = redis::cmd("GET")
@@ -132,7 +153,8 @@ async fn legacy_two_sends_racing_lose_the_first_code() {
             .query_async(&mut redis)
             .await
             .unwrap();
-        assert_eq!(stored.as_deref(), Some("222222"), "{flavour:?}");
+        let expected = hex::encode(digests(&phone, "222222")[0].as_bytes());
+        assert_eq!(stored.as_deref(), Some(expected.as_str()), "{flavour:?}");
         let ttl: i64 = redis::cmd("TTL")
             .arg(&key)
             .query_async(&mut redis)
@@ -196,7 +218,7 @@ async fn legacy_send_between_get_and_del_is_lost() {
 
         // Device A's verify: the GET matches ...
         let read = a
-            .read_step(&phone, &code("111111"))
+            .read_step(&phone, &digests(&phone, "111111"))
             .await
             .expect("Redis answers");
         assert!(read.matched());
@@ -285,8 +307,14 @@ async fn legacy_two_verifies_racing_both_pass() {
         let phone = fresh_phone();
         send(&a, &phone, "111111").await;
         // Both GETs before either DEL.
-        let read_a = a.read_step(&phone, &code("111111")).await.unwrap();
-        let read_b = b.read_step(&phone, &code("111111")).await.unwrap();
+        let read_a = a
+            .read_step(&phone, &digests(&phone, "111111"))
+            .await
+            .unwrap();
+        let read_b = b
+            .read_step(&phone, &digests(&phone, "111111"))
+            .await
+            .unwrap();
         assert!(read_a.matched() && read_b.matched());
         assert_eq!(
             a.finish_verify(read_a, 5).await.unwrap(),
@@ -386,7 +414,7 @@ async fn legacy_stores_keep_the_go_services_other_habits() {
     // One key per phone, whatever the purpose.
     let other = Purpose::parse("reset_password").unwrap();
     let pending = store.pending_code(&phone, &other).await.unwrap().unwrap();
-    assert_eq!(pending.code.expose(), "333333");
+    assert_eq!(pending.digest, digests(&phone, "333333")[0]);
     // The rest is the real Redis store's: the outbox, and readiness.
     stores.health.ping().await.expect("ping");
     assert!(stores.outbox.outbox(&phone).await.unwrap().is_empty());

@@ -17,6 +17,7 @@ use vcode::store::{
 };
 
 use crate::support::app::Answer;
+use crate::support::codes as support_codes;
 use crate::support::{
     Backend, TestApp, phone, random_phone, spawn_app_with, spawn_second_instance,
 };
@@ -47,11 +48,12 @@ async fn issue(
     params: &IssueParams,
 ) -> IssueOutcome {
     let purpose = Purpose::parse(purpose).unwrap();
+    let code = Code::generate(CodeLength::default());
     store
         .issue_code(
             phone,
             &purpose,
-            Code::generate(CodeLength::default()),
+            support_codes::candidate(phone, &purpose, &code),
             params,
         )
         .await
@@ -175,6 +177,7 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     let verify = VerifyParams {
         max_attempts: 5,
         phone_failures: Some(rule(3, MINUTE)),
+        client_failures: None,
     };
     let mut codes = HashMap::new();
     for purpose in ["login", "reset"] {
@@ -182,7 +185,19 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
         else {
             panic!("expected a delivery")
         };
-        codes.insert(purpose, d.code);
+        let purpose = Purpose::parse(purpose).unwrap();
+        let pending = app
+            .store
+            .codes
+            .pending_code(&phone, &purpose)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(d.kind, vcode::store::DeliveryKind::Created);
+        codes.insert(
+            purpose.as_str().to_owned(),
+            support_codes::pending(&phone, &purpose, &pending),
+        );
     }
     let wrong = |code: &Code| {
         let digits: String = code
@@ -198,7 +213,13 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
         let outcome = app
             .store
             .codes
-            .verify_code(&phone, purpose, &wrong(&codes[purpose.as_str()]), verify)
+            .verify_code(
+                &phone,
+                purpose,
+                &support_codes::digests(&phone, purpose, &wrong(&codes[purpose.as_str()])),
+                support_codes::CLIENT,
+                verify,
+            )
             .await
             .unwrap();
         assert!(
@@ -210,7 +231,13 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     let outcome = app
         .store
         .codes
-        .verify_code(&phone, &reset, &codes["reset"], verify)
+        .verify_code(
+            &phone,
+            &reset,
+            &support_codes::digests(&phone, &reset, &codes["reset"]),
+            support_codes::CLIENT,
+            verify,
+        )
         .await
         .unwrap();
     assert!(

@@ -6,11 +6,11 @@ use std::time::Duration;
 use vcode::domain::{Code, CodeLength, Phone, Purpose};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
-    Delivery, DeliveryKind, IssueOutcome, IssueParams, MemoryStore, OutboxMessage, RedisStore,
-    ResendPolicy, Store, VerifyOutcome, VerifyParams,
+    DeliveryKind, IssueOutcome, IssueParams, IssueUndo, MemoryStore, OutboxMessage, PendingCode,
+    RedisStore, ResendPolicy, Store, VerifyOutcome, VerifyParams,
 };
 
-use crate::support::{Backend, Deployment, RedisServer, phone, random_phone};
+use crate::support::{Backend, Deployment, RedisServer, codes, phone, random_phone};
 
 struct StoreUnderTest {
     store: Arc<dyn Store>,
@@ -66,6 +66,7 @@ fn five_attempts() -> VerifyParams {
     VerifyParams {
         max_attempts: 5,
         phone_failures: None,
+        client_failures: None,
     }
 }
 
@@ -85,30 +86,86 @@ fn fresh_phone() -> Phone {
     phone(&random_phone())
 }
 
+/// An issue of a new code, as a use case would make it: the outcome, and the code it delivers
+/// if it delivers one.
 async fn issue(
     store: &dyn Store,
     phone: &Phone,
     purpose: &Purpose,
     p: &IssueParams,
-) -> IssueOutcome {
-    store
-        .issue_code(phone, purpose, new_code(), p)
+) -> (IssueOutcome, Option<Code>) {
+    let code = new_code();
+    let outcome = store
+        .issue_code(phone, purpose, codes::candidate(phone, purpose, &code), p)
         .await
-        .expect("store answers")
+        .expect("store answers");
+    let sent = match &outcome {
+        IssueOutcome::Deliver(delivery) => Some(codes::delivered(phone, purpose, delivery, &code)),
+        _ => None,
+    };
+    (outcome, sent)
 }
 
-async fn deliver(store: &dyn Store, phone: &Phone, p: &IssueParams) -> Delivery {
-    match issue(store, phone, &login(), p).await {
-        IssueOutcome::Deliver(delivery) => delivery,
-        other => panic!("expected a delivery, got {other:?}"),
+/// A delivery and the code it sends.
+struct Delivered {
+    code: Code,
+    kind: DeliveryKind,
+    undo: IssueUndo,
+}
+
+async fn deliver_for(
+    store: &dyn Store,
+    phone: &Phone,
+    purpose: &Purpose,
+    p: &IssueParams,
+) -> Delivered {
+    match issue(store, phone, purpose, p).await {
+        (IssueOutcome::Deliver(delivery), Some(code)) => Delivered {
+            code,
+            kind: delivery.kind,
+            undo: delivery.undo,
+        },
+        (other, _) => panic!("expected a delivery, got {other:?}"),
     }
 }
 
-async fn verify(store: &dyn Store, phone: &Phone, code: &Code) -> VerifyOutcome {
+async fn deliver(store: &dyn Store, phone: &Phone, p: &IssueParams) -> Delivered {
+    deliver_for(store, phone, &login(), p).await
+}
+
+async fn verify_for(
+    store: &dyn Store,
+    phone: &Phone,
+    purpose: &Purpose,
+    code: &Code,
+) -> VerifyOutcome {
     store
-        .verify_code(phone, &login(), code, five_attempts())
+        .verify_code(
+            phone,
+            purpose,
+            &codes::digests(phone, purpose, code),
+            codes::CLIENT,
+            five_attempts(),
+        )
         .await
         .expect("store answers")
+}
+
+async fn verify(store: &dyn Store, phone: &Phone, code: &Code) -> VerifyOutcome {
+    verify_for(store, phone, &login(), code).await
+}
+
+/// The pending code of (phone, login), opened, with its counters.
+async fn pending_of(
+    store: &dyn Store,
+    phone: &Phone,
+    purpose: &Purpose,
+) -> Option<(Code, PendingCode)> {
+    let pending = store
+        .pending_code(phone, purpose)
+        .await
+        .expect("store answers")?;
+    Some((codes::pending(phone, purpose, &pending), pending))
 }
 
 fn wrong(code: &Code) -> Code {
@@ -126,21 +183,20 @@ async fn issue_creates_a_pending_code(backend: Backend) {
     let candidate = new_code();
     let outcome = t
         .store
-        .issue_code(&phone, &login(), candidate.clone(), &standard())
+        .issue_code(
+            &phone,
+            &login(),
+            codes::candidate(&phone, &login(), &candidate),
+            &standard(),
+        )
         .await
         .unwrap();
     let IssueOutcome::Deliver(delivery) = outcome else {
         panic!("expected a delivery, got {outcome:?}")
     };
     assert_eq!(delivery.kind, DeliveryKind::Created);
-    assert_eq!(delivery.code, candidate);
-    let pending = t
-        .store
-        .pending_code(&phone, &login())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(pending.code, candidate);
+    let (code, pending) = pending_of(&*t.store, &phone, &login()).await.unwrap();
+    assert_eq!(code, candidate);
     assert_eq!(pending.failed_attempts, 0);
     assert_eq!(pending.deliveries, 1);
 }
@@ -150,7 +206,7 @@ async fn cooldown_refuses_a_second_issue_and_changes_nothing(backend: Backend) {
     let phone = fresh_phone();
     let first = deliver(&*t.store, &phone, &standard()).await;
     for _ in 0..3 {
-        match issue(&*t.store, &phone, &login(), &standard()).await {
+        match issue(&*t.store, &phone, &login(), &standard()).await.0 {
             IssueOutcome::Cooldown { retry_after } => {
                 assert!(
                     retry_after > Duration::from_secs(55) && retry_after <= MINUTE,
@@ -166,7 +222,7 @@ async fn cooldown_refuses_a_second_issue_and_changes_nothing(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(pending.code, first.code);
+    assert_eq!(codes::pending(&phone, &login(), &pending), first.code);
     assert_eq!(pending.deliveries, 1);
 }
 
@@ -349,16 +405,13 @@ async fn purposes_are_isolated(backend: Backend) {
     let reset = Purpose::parse("reset_password").unwrap();
     let login_code = deliver(&*t.store, &phone, &standard()).await.code;
     // The login cooldown does not hold back another purpose.
-    let IssueOutcome::Deliver(reset_delivery) = issue(&*t.store, &phone, &reset, &standard()).await
+    let (IssueOutcome::Deliver(_), Some(reset_code)) =
+        issue(&*t.store, &phone, &reset, &standard()).await
     else {
         panic!("another purpose has its own cooldown")
     };
-    let outcome = t
-        .store
-        .verify_code(&phone, &reset, &login_code, five_attempts())
-        .await
-        .unwrap();
-    if reset_delivery.code != login_code {
+    let outcome = verify_for(&*t.store, &phone, &reset, &login_code).await;
+    if reset_code != login_code {
         assert_eq!(
             outcome,
             VerifyOutcome::Mismatch {
@@ -432,7 +485,11 @@ async fn undo_restores_a_redelivered_or_rotated_code(backend: Backend) {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(pending.code, first.code, "{policy:?}");
+        assert_eq!(
+            codes::pending(&phone, &login(), &pending),
+            first.code,
+            "{policy:?}"
+        );
         assert_eq!(pending.deliveries, 1, "{policy:?}");
         assert_eq!(
             verify(&*t.store, &phone, &first.code).await,
@@ -463,7 +520,7 @@ async fn undo_never_touches_a_later_code(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(pending.code, second.code);
+    assert_eq!(codes::pending(&phone, &login(), &pending), second.code);
     assert_eq!(pending.deliveries, 2);
     // Nor a code that was verified and issued anew.
     assert_eq!(
@@ -478,12 +535,7 @@ async fn undo_never_touches_a_later_code(backend: Backend) {
             .unwrap()
     );
     assert_eq!(
-        t.store
-            .pending_code(&phone, &login())
-            .await
-            .unwrap()
-            .unwrap()
-            .code,
+        pending_of(&*t.store, &phone, &login()).await.unwrap().0,
         third.code
     );
 }
@@ -495,12 +547,7 @@ async fn concurrent_verifies_succeed_exactly_once(backend: Backend) {
     let tasks: Vec<_> = (0..100)
         .map(|_| {
             let (store, phone, code) = (t.store.clone(), phone.clone(), code.clone());
-            tokio::spawn(async move {
-                store
-                    .verify_code(&phone, &login(), &code, five_attempts())
-                    .await
-                    .unwrap()
-            })
+            tokio::spawn(async move { verify(&*store, &phone, &code).await })
         })
         .collect();
     let outcomes: Vec<VerifyOutcome> = futures::future::join_all(tasks)
@@ -530,30 +577,22 @@ async fn concurrent_issues_make_exactly_one_code(backend: Backend) {
     let tasks: Vec<_> = (0..50)
         .map(|_| {
             let (store, phone) = (t.store.clone(), phone.clone());
-            tokio::spawn(async move {
-                store
-                    .issue_code(&phone, &login(), new_code(), &standard())
-                    .await
-                    .unwrap()
-            })
+            tokio::spawn(async move { issue(&*store, &phone, &login(), &standard()).await })
         })
         .collect();
-    let outcomes: Vec<IssueOutcome> = futures::future::join_all(tasks)
+    let outcomes: Vec<(IssueOutcome, Option<Code>)> = futures::future::join_all(tasks)
         .await
         .into_iter()
         .map(Result::unwrap)
         .collect();
-    let delivered: Vec<&Delivery> = outcomes
+    let delivered: Vec<&Code> = outcomes
         .iter()
-        .filter_map(|o| match o {
-            IssueOutcome::Deliver(d) => Some(d),
-            _ => None,
-        })
+        .filter_map(|(_, code)| code.as_ref())
         .collect();
     assert_eq!(delivered.len(), 1);
     let cooled = outcomes
         .iter()
-        .filter(|o| matches!(o, IssueOutcome::Cooldown { .. }))
+        .filter(|(o, _)| matches!(o, IssueOutcome::Cooldown { .. }))
         .count();
     assert_eq!(cooled, 49);
     let pending = t
@@ -562,7 +601,7 @@ async fn concurrent_issues_make_exactly_one_code(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(pending.code, delivered[0].code);
+    assert_eq!(codes::pending(&phone, &login(), &pending), *delivered[0]);
     assert_eq!(pending.deliveries, 1);
 }
 
@@ -631,13 +670,18 @@ async fn redis_keys_follow_the_documented_layout() {
     let code = deliver(&*t.store, &phone, &standard()).await.code;
     let mut redis = server.connection().await;
     let key = "verify_code:{+8613800138000}:login";
-    let (stored, attempts, deliveries): (String, u32, u32) = ::redis::cmd("HMGET")
-        .arg(key)
-        .arg(&["c", "a", "n"])
-        .query_async(&mut redis)
-        .await
-        .unwrap();
-    assert_eq!(stored, code.expose());
+    let (digest, sealed, attempts, deliveries): (Vec<u8>, Vec<u8>, u32, u32) =
+        ::redis::cmd("HMGET")
+            .arg(key)
+            .arg(&["h", "s", "a", "n"])
+            .query_async(&mut redis)
+            .await
+            .unwrap();
+    assert_eq!(
+        digest,
+        codes::digests(&phone, &login(), &code)[0].as_bytes()
+    );
+    assert!(!sealed.windows(6).any(|w| w == code.expose().as_bytes()));
     assert_eq!((attempts, deliveries), (0, 1));
     let ttl: i64 = ::redis::cmd("TTL")
         .arg(key)
@@ -659,10 +703,7 @@ mod captchas {
     use vcode::store::StoredCaptcha;
 
     fn sample() -> StoredCaptcha {
-        StoredCaptcha {
-            answer: "K7PXM".to_owned(),
-            seed: u64::MAX - 7,
-        }
+        StoredCaptcha { seed: u64::MAX - 7 }
     }
 
     async fn stored_captchas_read_back_and_are_taken_once(backend: Backend) {

@@ -11,7 +11,7 @@ impl CodeStore for MemoryStore {
         &self,
         phone: &Phone,
         purpose: &Purpose,
-        candidate: Code,
+        candidate: CodeCandidate,
         params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError> {
         let key = code_key(phone, purpose);
@@ -48,27 +48,28 @@ impl CodeStore for MemoryStore {
 
         if let Some(entry) = pending {
             let previous = PreviousIssue {
-                code: entry.code.to_code(),
+                digest: entry.digest,
+                sealed: entry.sealed.clone(),
                 sent_at_ms: entry.sent_at_ms,
                 expires_at_ms: entry.expires_at_ms,
             };
-            let kind = match params.policy {
-                ResendPolicy::Reuse => DeliveryKind::Redelivered,
+            let (kind, sealed) = match params.policy {
+                ResendPolicy::Reuse => (DeliveryKind::Redelivered, entry.sealed.clone()),
                 ResendPolicy::Rotate => {
-                    entry.code = Digits::of(&candidate);
-                    DeliveryKind::Rotated
+                    entry.digest = candidate.digest;
+                    entry.sealed = candidate.sealed;
+                    (DeliveryKind::Rotated, None)
                 }
             };
             entry.deliveries += 1;
             entry.sent_at_ms = now;
             entry.expires_at_ms = expires_at_ms;
-            let code = entry.code.to_code();
             return Ok(IssueOutcome::Deliver(Delivery {
-                code: code.clone(),
+                sealed,
                 kind,
                 undo: IssueUndo {
                     quota_token,
-                    code,
+                    digest: entry.digest,
                     sent_at_ms: now,
                     deliveries: entry.deliveries,
                     previous: Some(previous),
@@ -78,7 +79,8 @@ impl CodeStore for MemoryStore {
         shard.insert(
             key.into_boxed_str(),
             PendingEntry {
-                code: Digits::of(&candidate),
+                digest: candidate.digest,
+                sealed: candidate.sealed,
                 failed_attempts: 0,
                 deliveries: 1,
                 sent_at_ms: now,
@@ -86,11 +88,11 @@ impl CodeStore for MemoryStore {
             },
         );
         Ok(IssueOutcome::Deliver(Delivery {
-            code: candidate.clone(),
+            sealed: None,
             kind: DeliveryKind::Created,
             undo: IssueUndo {
                 quota_token,
-                code: candidate,
+                digest: candidate.digest,
                 sent_at_ms: now,
                 deliveries: 1,
                 previous: None,
@@ -114,7 +116,7 @@ impl CodeStore for MemoryStore {
         let Some(entry) = shard.get_mut(key.as_str()) else {
             return Ok(false);
         };
-        let unchanged = entry.code.matches(&undo.code)
+        let unchanged = entry.digest.is_any_of(std::slice::from_ref(&undo.digest))
             && entry.sent_at_ms == undo.sent_at_ms
             && entry.deliveries == undo.deliveries;
         if !unchanged {
@@ -122,7 +124,8 @@ impl CodeStore for MemoryStore {
         }
         match &undo.previous {
             Some(previous) if previous.expires_at_ms > now => {
-                entry.code = Digits::of(&previous.code);
+                entry.digest = previous.digest;
+                entry.sealed = previous.sealed.clone();
                 entry.sent_at_ms = previous.sent_at_ms;
                 entry.expires_at_ms = previous.expires_at_ms;
                 entry.deliveries -= 1;
@@ -138,24 +141,31 @@ impl CodeStore for MemoryStore {
         &self,
         phone: &Phone,
         purpose: &Purpose,
-        code: &Code,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let key = code_key(phone, purpose);
-        let fails_key = phone_failures_key(phone);
-        let rules = params.phone_failures.as_slice();
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
-        let mut logs = self.quotas.lock(&fails_key);
-        let mut log =
-            (!rules.is_empty()).then(|| logs.entry(fails_key.as_str().into()).or_default());
-        if let Some(log) = log.as_deref_mut() {
-            let wait = log.wait(now, rules);
-            if wait > 0 {
-                return Ok(VerifyOutcome::QuotaExceeded {
-                    retry_after: Duration::from_millis(wait),
-                });
+        // Both failure logs are the phone's: one shard, chosen by the phone's key.
+        let phone_key = phone_failures_key(phone);
+        let client_key = client_failures_key(phone, client);
+        let mut logs = self.quotas.lock(&phone_key);
+        let limits = [
+            (phone_key, params.phone_failures),
+            (client_key, params.client_failures),
+        ];
+        let mut wait = 0;
+        for (log_key, rule) in &limits {
+            if let (Some(rule), Some(log)) = (rule, logs.get_mut(log_key.as_str())) {
+                wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
             }
+        }
+        if wait > 0 {
+            return Ok(VerifyOutcome::QuotaExceeded {
+                retry_after: Duration::from_millis(wait),
+            });
         }
         let Some(entry) = shard.get_mut(key.as_str()) else {
             return Ok(VerifyOutcome::CodeExpired);
@@ -164,12 +174,19 @@ impl CodeStore for MemoryStore {
             shard.remove(key.as_str());
             return Ok(VerifyOutcome::CodeExpired);
         }
-        if entry.code.matches(code) {
+        if entry.digest.is_any_of(candidates) {
             shard.remove(key.as_str());
             return Ok(VerifyOutcome::Verified);
         }
-        if let Some(log) = log {
-            log.record(now, rules, QuotaToken::generate());
+        let token = QuotaToken::generate();
+        for (log_key, rule) in limits {
+            if let Some(rule) = rule {
+                logs.entry(log_key.into_boxed_str()).or_default().record(
+                    now,
+                    std::slice::from_ref(&rule),
+                    token,
+                );
+            }
         }
         entry.failed_attempts += 1;
         if entry.failed_attempts >= params.max_attempts {
@@ -194,7 +211,8 @@ impl CodeStore for MemoryStore {
             .get(key.as_str())
             .filter(|entry| entry.expires_at_ms > now)
             .map(|entry| PendingCode {
-                code: entry.code.to_code(),
+                digest: entry.digest,
+                sealed: entry.sealed.clone(),
                 failed_attempts: entry.failed_attempts,
                 deliveries: entry.deliveries,
             }))

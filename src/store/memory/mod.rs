@@ -10,51 +10,21 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
-    OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
-    QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
+    Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
+    OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision,
+    QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome,
+    VerifyParams,
 };
-use crate::domain::{CaptchaId, Code, CodeLength, Phone, Purpose};
+use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
 
 /// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
 const SHARDS: usize = 64;
 
-/// A code's digits stored inline: no heap allocation per pending code.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Digits {
-    bytes: [u8; CodeLength::MAX as usize],
-    len: u8,
-}
-
-impl Digits {
-    fn of(code: &Code) -> Self {
-        let digits = code.expose().as_bytes();
-        let mut bytes = [0; CodeLength::MAX as usize];
-        let len = digits.len().min(bytes.len());
-        bytes[..len].copy_from_slice(&digits[..len]);
-        Self {
-            bytes,
-            len: len as u8,
-        }
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        &self.bytes[..usize::from(self.len)]
-    }
-
-    fn to_code(self) -> Code {
-        Code::from_stored(String::from_utf8_lossy(self.as_slice()).into_owned())
-    }
-
-    /// Compares in time independent of where the first difference is.
-    fn matches(&self, code: &Code) -> bool {
-        crate::domain::secret::constant_time_eq(self.as_slice(), code.expose().as_bytes())
-    }
-}
-
 #[derive(Debug)]
 struct PendingEntry {
-    code: Digits,
+    digest: CodeDigest,
+    /// Only with `ResendPolicy::Reuse`.
+    sealed: Option<SealedCode>,
     failed_attempts: u32,
     deliveries: u32,
     sent_at_ms: u64,
@@ -251,6 +221,10 @@ fn phone_failures_key(phone: &Phone) -> String {
     format!("fails:{}", phone.as_e164())
 }
 
+fn client_failures_key(phone: &Phone, client: std::net::IpAddr) -> String {
+    format!("fails:{}:{client}", phone.as_e164())
+}
+
 fn scope_key(scope: QuotaScope) -> String {
     match scope {
         QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
@@ -325,7 +299,7 @@ async fn sweep_forever(store: Weak<MemoryStore>, every: Duration) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{CodeLength, Region};
+    use crate::domain::Region;
     use crate::store::{CodeStore, QuotaStore};
 
     #[tokio::test]
@@ -360,7 +334,10 @@ mod tests {
         };
         for (number, ttl_ms) in [("13800138000", 30), ("13800138001", 60_000)] {
             let phone = Phone::parse(number, Region::default()).unwrap();
-            let code = Code::generate(CodeLength::default());
+            let code = CodeCandidate {
+                digest: CodeDigest([7; 16]),
+                sealed: None,
+            };
             store
                 .issue_code(&phone, &purpose, code, &params(ttl_ms))
                 .await

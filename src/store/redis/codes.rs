@@ -11,7 +11,7 @@ impl CodeStore for RedisStore {
         &self,
         phone: &Phone,
         purpose: &Purpose,
-        candidate: Code,
+        candidate: CodeCandidate,
         params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError> {
         let policy = match params.policy {
@@ -22,7 +22,13 @@ impl CodeStore for RedisStore {
         let mut invocation = SCRIPTS.issue.prepare_invoke();
         invocation
             .key(&keys::issue(phone, purpose))
-            .arg(candidate.expose())
+            .arg(candidate.digest.as_bytes())
+            .arg(
+                candidate
+                    .sealed
+                    .as_ref()
+                    .map_or(&[][..], |sealed| &sealed.0[..]),
+            )
             .arg(duration_ms(params.ttl))
             .arg(duration_ms(params.cooldown))
             .arg(policy)
@@ -44,13 +50,19 @@ impl CodeStore for RedisStore {
         let mut invocation = SCRIPTS.undo_issue.prepare_invoke();
         invocation
             .key(&keys::issue(phone, purpose))
-            .arg(undo.code.expose())
+            .arg(undo.digest.as_bytes())
             .arg(undo.sent_at_ms)
             .arg(undo.deliveries)
             .arg(undo.quota_token.0);
         if let Some(previous) = &undo.previous {
             invocation
-                .arg(previous.code.expose())
+                .arg(previous.digest.as_bytes())
+                .arg(
+                    previous
+                        .sealed
+                        .as_ref()
+                        .map_or(&[][..], |sealed| &sealed.0[..]),
+                )
                 .arg(previous.sent_at_ms)
                 .arg(previous.expires_at_ms);
         }
@@ -65,16 +77,23 @@ impl CodeStore for RedisStore {
         &self,
         phone: &Phone,
         purpose: &Purpose,
-        code: &Code,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
+        let phone_rules = rule_args(params.phone_failures.as_slice());
         let mut invocation = SCRIPTS.verify.prepare_invoke();
         invocation
-            .key(&keys::verify(phone, purpose))
-            .arg(code.expose())
+            .key(&keys::verify(phone, purpose, client))
             .arg(params.max_attempts)
             .arg(QuotaToken::generate().0)
-            .arg(rule_args(params.phone_failures.as_slice()));
+            .arg(phone_rules.len())
+            .arg(phone_rules)
+            .arg(rule_args(params.client_failures.as_slice()))
+            .arg("|");
+        for candidate in candidates {
+            invocation.arg(candidate.as_bytes());
+        }
         let mut connection = self.connection.clone();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
@@ -90,13 +109,15 @@ impl CodeStore for RedisStore {
         let mut connection = self.connection.clone();
         let command = redis::cmd("HMGET")
             .arg(keys::code(phone, purpose))
-            .arg(&["c", "a", "n"])
+            .arg(&["h", "s", "a", "n"])
             .to_owned();
-        let reply: (Option<String>, Option<u32>, Option<u32>) =
-            self.bounded(command.query_async(&mut connection)).await?;
+        type Fields = (Option<Vec<u8>>, Option<Vec<u8>>, Option<u32>, Option<u32>);
+        let reply: Fields = self.bounded(command.query_async(&mut connection)).await?;
         Ok(match reply {
-            (Some(code), failed_attempts, deliveries) => Some(PendingCode {
-                code: Code::from_stored(code),
+            (Some(digest), sealed, failed_attempts, deliveries) => Some(PendingCode {
+                digest: CodeDigest::from_slice(&digest)
+                    .ok_or_else(|| StoreError::Protocol("code digest".to_owned()))?,
+                sealed: sealed.map(|sealed| SealedCode(sealed.into())),
                 failed_attempts: failed_attempts.unwrap_or(0),
                 deliveries: deliveries.unwrap_or(0),
             }),

@@ -1,6 +1,8 @@
 //! Redis key layout (DESIGN.md). Every key of one phone carries the hash tag `{<E.164>}` so a
 //! script touching several of them stays on one Cluster slot.
 
+use std::net::IpAddr;
+
 use crate::domain::{CaptchaId, Phone, Purpose};
 use crate::store::QuotaScope;
 
@@ -46,9 +48,19 @@ pub fn issue(phone: &Phone, purpose: &Purpose) -> [String; 2] {
     [code(phone, purpose), phone_sends(phone)]
 }
 
-/// `KEYS` of `verify.lua`: the code and the phone's failed-verify log (one hash tag).
-pub fn verify(phone: &Phone, purpose: &Purpose) -> [String; 2] {
-    [code(phone, purpose), phone_failures(phone)]
+/// `verify_code:{+8613800138000}:fails:203.0.113.7`: failed verifies of one (phone, client).
+pub fn client_failures(phone: &Phone, client: IpAddr) -> String {
+    format!("{PREFIX}{{{}}}:fails:{client}", phone.as_e164())
+}
+
+/// `KEYS` of `verify.lua`: the code and the phone's and the (phone, client)'s failed-verify
+/// logs (one hash tag).
+pub fn verify(phone: &Phone, purpose: &Purpose, client: IpAddr) -> [String; 3] {
+    [
+        code(phone, purpose),
+        phone_failures(phone),
+        client_failures(phone, client),
+    ]
 }
 
 /// `verify_code:dev-outbox:{+8613800138000}`: the dev outbox of one phone.
@@ -134,7 +146,7 @@ mod tests {
             (
                 "verify",
                 include_str!("verify.lua"),
-                verify(&phone, &purpose).to_vec(),
+                verify(&phone, &purpose, "203.0.113.7".parse().unwrap()).to_vec(),
             ),
             (
                 "reserve_quota",
@@ -190,6 +202,10 @@ mod tests {
             (code(&phone, &Purpose::default()), e164.to_owned()),
             (phone_sends(&phone), e164.to_owned()),
             (phone_failures(&phone), e164.to_owned()),
+            (
+                client_failures(&phone, "2001:db8::".parse().unwrap()),
+                e164.to_owned(),
+            ),
             (outbox(e164), e164.to_owned()),
             (captcha(&id), id.as_str().to_owned()),
             (idempotency(&idem), idem.clone()),

@@ -1,8 +1,10 @@
 //! The postmortem's verify strategies, kept on purpose to reproduce its outage (dev mode only).
 //!
-//! Both legacy strategies store codes as the Go service did: one plain string per phone,
+//! Both legacy strategies store codes as the Go service did: one string per phone,
 //! `verify_code:<E.164>` (no purpose, no hash tag), which every send overwrites with
 //! `SET key code EX <ttl>` — no cooldown, no dedup, so every send is a new code and a new SMS.
+//! The string is the code's keyed digest (hex) rather than the code: the races are the same,
+//! and the store stays unreadable even here.
 //! Like go-redis, every command checks a connection out of a pool (`deadpool-redis`). A verify
 //! is two separate round trips, a `GET` compared in the app and then a `DEL`:
 //! - `legacy-original`: the login succeeds on the GET, the login's own work follows (the gap),
@@ -21,10 +23,10 @@ use async_trait::async_trait;
 use deadpool_redis::{Config, Pool, Runtime};
 
 use super::{RedisStore, keys};
-use crate::domain::{Code, Phone, Purpose};
+use crate::domain::{CodeDigest, Phone, Purpose};
 use crate::store::{
-    CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, PendingCode,
-    QuotaToken, StoreError, Stores, VerifyOutcome, VerifyParams,
+    CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
+    PendingCode, QuotaToken, StoreError, Stores, VerifyOutcome, VerifyParams,
 };
 
 /// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`).
@@ -114,6 +116,10 @@ pub fn key(phone: &Phone) -> String {
     format!("{}{}", keys::PREFIX, phone.as_e164())
 }
 
+fn parse_digest(hex_digest: &str) -> Option<CodeDigest> {
+    CodeDigest::from_slice(&hex::decode(hex_digest).ok()?)
+}
+
 /// What a legacy verify's first round trip found: the GET's value compared with the submitted
 /// code. Nothing is written yet; `LegacyRedisStore::finish_verify` sends the second command.
 #[derive(Debug)]
@@ -189,12 +195,16 @@ impl LegacyRedisStore {
     }
 
     /// First round trip of a verify: `GET`, then compare in the app.
-    pub async fn read_step(&self, phone: &Phone, code: &Code) -> Result<ReadStep, StoreError> {
+    pub async fn read_step(
+        &self,
+        phone: &Phone,
+        candidates: &[CodeDigest],
+    ) -> Result<ReadStep, StoreError> {
         let key = key(phone);
         let stored: Option<String> = self.query(redis::cmd("GET").arg(&key).to_owned()).await?;
-        let found = match stored {
+        let found = match stored.as_deref().and_then(parse_digest) {
             None => Found::Missing,
-            Some(stored) if Code::from_stored(stored.clone()).matches(code) => Found::Match,
+            Some(stored) if stored.is_any_of(candidates) => Found::Match,
             Some(_) => Found::Mismatch,
         };
         Ok(ReadStep { key, found })
@@ -236,23 +246,23 @@ impl CodeStore for LegacyRedisStore {
         &self,
         phone: &Phone,
         _purpose: &Purpose,
-        candidate: Code,
+        candidate: CodeCandidate,
         params: &IssueParams,
     ) -> Result<IssueOutcome, StoreError> {
         let command = redis::cmd("SET")
             .arg(key(phone))
-            .arg(candidate.expose())
+            .arg(hex::encode(candidate.digest.as_bytes()))
             .arg("EX")
             .arg(params.ttl.as_secs().max(1))
             .to_owned();
         self.query::<()>(command).await?;
         Ok(IssueOutcome::Deliver(Delivery {
-            code: candidate.clone(),
+            sealed: None,
             // The Go service could not tell whether it overwrote a code.
             kind: DeliveryKind::Created,
             undo: IssueUndo {
                 quota_token: QuotaToken(0),
-                code: candidate,
+                digest: candidate.digest,
                 sent_at_ms: 0,
                 deliveries: 1,
                 previous: None,
@@ -276,10 +286,11 @@ impl CodeStore for LegacyRedisStore {
         &self,
         phone: &Phone,
         _purpose: &Purpose,
-        code: &Code,
+        candidates: &[CodeDigest],
+        _client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let step = self.read_step(phone, code).await?;
+        let step = self.read_step(phone, candidates).await?;
         let matched = step.matched();
         match self.flavour {
             Legacy::Original => {
@@ -307,11 +318,15 @@ impl CodeStore for LegacyRedisStore {
         let stored: Option<String> = self
             .query(redis::cmd("GET").arg(key(phone)).to_owned())
             .await?;
-        Ok(stored.map(|code| PendingCode {
-            code: Code::from_stored(code),
-            failed_attempts: 0,
-            deliveries: 1,
-        }))
+        Ok(stored
+            .as_deref()
+            .and_then(parse_digest)
+            .map(|digest| PendingCode {
+                digest,
+                sealed: None,
+                failed_attempts: 0,
+                deliveries: 1,
+            }))
     }
 }
 

@@ -24,11 +24,12 @@ use self::connection::RedisConnection;
 use crate::redact::redact_url_password;
 
 use super::{
-    Budget, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
-    OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
-    QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome, VerifyParams,
+    Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
+    OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision,
+    QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome,
+    VerifyParams,
 };
-use crate::domain::{CaptchaId, Code, Phone, Purpose};
+use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
 
 /// The scripts, hashed once per process; `Script` sends EVALSHA and loads the body again on
 /// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
@@ -181,28 +182,33 @@ fn u32_at(reply: &[Value], index: usize) -> Option<u32> {
     int_at(reply, index).and_then(|n| u32::try_from(n).ok())
 }
 
-fn code_at(reply: &[Value], index: usize) -> Option<Code> {
+/// A captcha as one small string, its seed: a plain string is the most compact value Redis
+/// has, and GETDEL takes it in one step.
+fn encode_captcha(captcha: &StoredCaptcha) -> String {
+    captcha.seed.to_string()
+}
+
+fn decode_captcha(raw: &str) -> Result<StoredCaptcha, StoreError> {
+    raw.parse()
+        .map(|seed| StoredCaptcha { seed })
+        .map_err(|_| StoreError::Protocol(format!("captcha value {raw:?}")))
+}
+
+fn bytes_at(reply: &[Value], index: usize) -> Option<&[u8]> {
     match reply.get(index)? {
-        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok().map(Code::from_stored),
+        Value::BulkString(bytes) => Some(bytes),
         _ => None,
     }
 }
 
-/// A captcha as one small string, `<seed>:<ANSWER>`: a plain string is the most compact value
-/// Redis has, and GETDEL takes it in one step.
-fn encode_captcha(captcha: &StoredCaptcha) -> String {
-    format!("{}:{}", captcha.seed, captcha.answer)
+fn digest_at(reply: &[Value], index: usize) -> Option<CodeDigest> {
+    CodeDigest::from_slice(bytes_at(reply, index)?)
 }
 
-fn decode_captcha(raw: &str) -> Result<StoredCaptcha, StoreError> {
-    raw.split_once(':')
-        .and_then(|(seed, answer)| {
-            Some(StoredCaptcha {
-                seed: seed.parse().ok()?,
-                answer: answer.to_owned(),
-            })
-        })
-        .ok_or_else(|| StoreError::Protocol(format!("captcha value {raw:?}")))
+/// An optional sealed code: the scripts answer '' for none.
+fn sealed_at(reply: &[Value], index: usize) -> Option<Option<SealedCode>> {
+    let bytes = bytes_at(reply, index)?;
+    Some((!bytes.is_empty()).then(|| SealedCode(bytes.into())))
 }
 
 fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome> {
@@ -222,23 +228,26 @@ fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome>
         3 => DeliveryKind::Rotated,
         _ => return None,
     };
-    let code = code_at(reply, 1)?;
     let previous = match kind {
         DeliveryKind::Created => None,
         _ => Some(PreviousIssue {
-            code: code_at(reply, 4)?,
-            sent_at_ms: u64_at(reply, 5)?,
-            expires_at_ms: u64_at(reply, 6)?,
+            digest: digest_at(reply, 5)?,
+            sealed: sealed_at(reply, 6)?,
+            sent_at_ms: u64_at(reply, 7)?,
+            expires_at_ms: u64_at(reply, 8)?,
         }),
     };
     Some(IssueOutcome::Deliver(Delivery {
-        code: code.clone(),
+        sealed: match kind {
+            DeliveryKind::Redelivered => sealed_at(reply, 2)?,
+            _ => None,
+        },
         kind,
         undo: IssueUndo {
             quota_token,
-            code,
-            sent_at_ms: u64_at(reply, 2)?,
-            deliveries: u32_at(reply, 3)?,
+            digest: digest_at(reply, 1)?,
+            sent_at_ms: u64_at(reply, 3)?,
+            deliveries: u32_at(reply, 4)?,
             previous,
         },
     }))

@@ -1,12 +1,13 @@
 -- Undo an issue whose SMS was not sent. Its event leaves the phone's SMS log in any case; the
--- code hash is restored only while it still holds exactly what that issue wrote (same code,
+-- code hash is restored only while it still holds exactly what that issue wrote (same digest,
 -- send time and delivery count): a later send's code is never touched.
 -- KEYS[1] code hash, KEYS[2] the phone's SMS log
--- ARGV[1] code, ARGV[2] sent_at_ms, ARGV[3] deliveries written by the issue, ARGV[4] quota token;
--- ARGV[5..7] previous code, sent_at_ms, expires_at_ms (absent when the issue created the hash)
+-- ARGV[1] digest, ARGV[2] sent_at_ms, ARGV[3] deliveries written by the issue, ARGV[4] quota
+-- token; ARGV[5..8] previous digest, sealed ('' if none), sent_at_ms, expires_at_ms (absent
+-- when the issue created the hash)
 -- Returns 1 if the code was rolled back, 0 if the hash had moved on.
 redis.call('ZREM', KEYS[2], ARGV[4])
-local pending = redis.call('HMGET', KEYS[1], 'c', 't', 'n')
+local pending = redis.call('HMGET', KEYS[1], 'h', 't', 'n')
 if pending[1] ~= ARGV[1]
     or tonumber(pending[2]) ~= tonumber(ARGV[2])
     or tonumber(pending[3]) ~= tonumber(ARGV[3]) then
@@ -16,7 +17,12 @@ if not ARGV[5] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-redis.call('HSET', KEYS[1], 'c', ARGV[5], 't', ARGV[6], 'n', tonumber(pending[3]) - 1)
+redis.call('HSET', KEYS[1], 'h', ARGV[5], 't', ARGV[7], 'n', tonumber(pending[3]) - 1)
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 's', ARGV[6])
+else
+  redis.call('HDEL', KEYS[1], 's')
+end
 -- An expiry already in the past deletes the hash, as the old code would have expired.
-redis.call('PEXPIREAT', KEYS[1], ARGV[7])
+redis.call('PEXPIREAT', KEYS[1], ARGV[8])
 return 1

@@ -1,29 +1,38 @@
--- Verify a code: compare and delete on a match, or count a failure (in the code and in the
--- phone's failure log) and destroy the code at the limit. One step, so two verifies of one
--- code never both succeed and only the matching code is ever deleted.
--- KEYS[1] code hash, KEYS[2] the phone's failure log (quota.lua)
--- ARGV[1] submitted code, ARGV[2] max failed attempts, ARGV[3] quota token, ARGV[4..] quota rules
+-- Verify a code: compare digests and delete on a match, or count a failure (in the code, the
+-- phone's and the (phone, client)'s failure logs) and destroy the code at the limit. One step,
+-- so two verifies of one code never both succeed and only the matching code is ever deleted.
+-- KEYS[1] code hash, KEYS[2] the phone's failure log, KEYS[3] the (phone, client)'s (quota.lua)
+-- ARGV[1] max failed attempts, ARGV[2] quota token, ARGV[3] how many phone rule numbers
+-- follow (n), ARGV[4..3+n] the phone's rules, ARGV[4+n..] the client's rules, then the
+-- candidate digests (one per key in use) after a '|' separator.
 -- Returns {1} verified, {0, remaining_attempts} wrong, {-1} missing, {-2} destroyed,
---         {-3, retry_after_ms} failure quota used up (nothing compared).
+--         {-3, retry_after_ms} a failure quota is used up (nothing compared).
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local rules = quota_rules(4)
+local phone_last = 3 + tonumber(ARGV[3])
+local separator = phone_last + 1
+while ARGV[separator] ~= '|' do separator = separator + 1 end
+local phone_rules = quota_rules(4, phone_last)
+local client_rules = quota_rules(phone_last + 1, separator - 1)
 
-local wait = quota_wait(KEYS[2], now, rules)
+local wait = math.max(quota_wait(KEYS[2], now, phone_rules), quota_wait(KEYS[3], now, client_rules))
 if wait > 0 then
   return {-3, wait}
 end
-local stored = redis.call('HGET', KEYS[1], 'c')
+local stored = redis.call('HGET', KEYS[1], 'h')
 if not stored then
   return {-1}
 end
-if stored == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  return {1}
+for i = separator + 1, #ARGV do
+  if stored == ARGV[i] then
+    redis.call('DEL', KEYS[1])
+    return {1}
+  end
 end
-quota_record(KEYS[2], now, rules, ARGV[3])
+quota_record(KEYS[2], now, phone_rules, ARGV[2])
+quota_record(KEYS[3], now, client_rules, ARGV[2])
 local failed = redis.call('HINCRBY', KEYS[1], 'a', 1)
-local limit = tonumber(ARGV[2])
+local limit = tonumber(ARGV[1])
 if failed >= limit then
   redis.call('DEL', KEYS[1])
   return {-2}

@@ -35,6 +35,7 @@ pub fn test_settings() -> Settings {
     Settings {
         bind: "127.0.0.1:0".parse().expect("valid address"),
         dev_mode: true,
+        secret_key: Some(super::codes::test_secret_key()),
         ..Settings::default()
     }
 }

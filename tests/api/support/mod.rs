@@ -2,6 +2,7 @@
 //! port 0, a fake SMS gateway.
 
 pub mod app;
+pub mod codes;
 pub mod deployment;
 pub mod failover;
 pub mod redis_cluster;

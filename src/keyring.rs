@@ -1,0 +1,306 @@
+//! The service's secret key (`VCODE_SECRET_KEY`, and during a rotation the previous one) and
+//! what is derived from it: the keyed hashes of codes, the sealing of codes that must be
+//! delivered again, and the keyed derivation of captcha answers. Nothing readable in the store
+//! gives a code or an answer away without the key.
+
+use std::fmt;
+
+use chacha20poly1305::aead::{Aead, KeyInit, Payload};
+use chacha20poly1305::{ChaCha20Poly1305, Nonce};
+use hmac::{Hmac, Mac};
+use rand::RngExt;
+use secrecy::{ExposeSecret, SecretBox};
+use sha2::Sha256;
+
+use crate::domain::{Code, CodeDigest, SealedCode};
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// HMAC-SHA-256 under `key` (HMAC takes keys of any length).
+fn mac_with(key: &[u8]) -> HmacSha256 {
+    <HmacSha256 as Mac>::new_from_slice(key).expect("HMAC takes any key length")
+}
+
+/// At least this many bytes of key material.
+pub const MIN_KEY_BYTES: usize = 32;
+const NONCE_BYTES: usize = 12;
+
+/// Key material as configured: hex or base64, at least 32 bytes once decoded.
+pub struct SecretKey(SecretBox<Vec<u8>>);
+
+impl SecretKey {
+    /// Reads hex (64+ digits) or base64 (standard or URL-safe, padded or not).
+    pub fn parse(raw: &str) -> Result<Self, String> {
+        use base64::Engine as _;
+        use base64::engine::general_purpose::{
+            STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD,
+        };
+        let raw = raw.trim();
+        let decoded = hex::decode(raw).ok().or_else(|| {
+            [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
+                .iter()
+                .find_map(|engine| engine.decode(raw).ok())
+        });
+        match decoded {
+            Some(bytes) if bytes.len() >= MIN_KEY_BYTES => {
+                Ok(Self(SecretBox::new(Box::new(bytes))))
+            }
+            Some(bytes) => Err(format!(
+                "expected at least {MIN_KEY_BYTES} bytes of key material, got {}",
+                bytes.len()
+            )),
+            None => Err("expected hex or base64 (e.g. `openssl rand -hex 32`)".to_owned()),
+        }
+    }
+
+    /// A random key: for one process with the embedded store.
+    pub fn random() -> Self {
+        let mut bytes = vec![0u8; MIN_KEY_BYTES];
+        rand::rng().fill(&mut bytes[..]);
+        Self(SecretBox::new(Box::new(bytes)))
+    }
+
+    /// A sub-key for one use, so that no two uses share a key.
+    fn derive(&self, label: &str) -> [u8; 32] {
+        let mut mac = mac_with(self.0.expose_secret());
+        mac.update(b"vcode/");
+        mac.update(label.as_bytes());
+        mac.finalize().into_bytes().into()
+    }
+}
+
+impl fmt::Debug for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("SecretKey(***)")
+    }
+}
+
+/// The keys derived from one secret key.
+struct Keys {
+    code_hash: SecretBox<[u8; 32]>,
+    code_seal: ChaCha20Poly1305,
+    captcha: SecretBox<[u8; 32]>,
+}
+
+impl Keys {
+    fn from(secret: &SecretKey) -> Self {
+        Self {
+            code_hash: SecretBox::new(Box::new(secret.derive("code-hash/v1"))),
+            code_seal: ChaCha20Poly1305::new(&secret.derive("code-seal/v1").into()),
+            captcha: SecretBox::new(Box::new(secret.derive("captcha-answer/v1"))),
+        }
+    }
+
+    fn code_digest(&self, phone: &str, purpose: &str, code: &str) -> CodeDigest {
+        let mut mac = mac_with(self.code_hash.expose_secret());
+        // Length-prefixed fields: no two (phone, purpose, code) triples hash the same input.
+        for field in [phone, purpose, code] {
+            mac.update(&(field.len() as u32).to_be_bytes());
+            mac.update(field.as_bytes());
+        }
+        let full = mac.finalize().into_bytes();
+        let mut digest = [0u8; 16];
+        digest.copy_from_slice(&full[..16]);
+        CodeDigest(digest)
+    }
+
+    fn captcha_mac(&self, id: &str, seed: u64) -> [u8; 32] {
+        let mut mac = mac_with(self.captcha.expose_secret());
+        mac.update(id.as_bytes());
+        mac.update(&seed.to_be_bytes());
+        mac.finalize().into_bytes().into()
+    }
+}
+
+/// The current keys, and the previous ones while a rotation settles.
+pub struct Keyring {
+    current: Keys,
+    previous: Option<Keys>,
+}
+
+impl fmt::Debug for Keyring {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyring")
+            .field("previous", &self.previous.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The associated data a sealed code is bound to: it opens only for its phone and purpose.
+fn binding(phone: &str, purpose: &str) -> Vec<u8> {
+    [phone.as_bytes(), b"\0", purpose.as_bytes()].concat()
+}
+
+impl Keyring {
+    pub fn new(current: &SecretKey, previous: Option<&SecretKey>) -> Self {
+        Self {
+            current: Keys::from(current),
+            previous: previous.map(Keys::from),
+        }
+    }
+
+    fn all(&self) -> impl Iterator<Item = &Keys> {
+        std::iter::once(&self.current).chain(self.previous.as_ref())
+    }
+
+    /// The digest a new code is stored under (current key).
+    pub fn code_digest(&self, phone: &str, purpose: &str, code: &Code) -> CodeDigest {
+        self.current.code_digest(phone, purpose, code.expose())
+    }
+
+    /// The digests a submitted code may be stored under: current key, then previous.
+    pub fn code_digests(&self, phone: &str, purpose: &str, code: &Code) -> Vec<CodeDigest> {
+        self.all()
+            .map(|keys| keys.code_digest(phone, purpose, code.expose()))
+            .collect()
+    }
+
+    /// The code sealed under the current key, with a fresh random nonce.
+    pub fn seal_code(&self, phone: &str, purpose: &str, code: &Code) -> SealedCode {
+        let mut nonce = [0u8; NONCE_BYTES];
+        rand::rng().fill(&mut nonce);
+        let aad = binding(phone, purpose);
+        let ciphertext = self
+            .current
+            .code_seal
+            .encrypt(
+                Nonce::from_slice(&nonce),
+                Payload {
+                    msg: code.expose().as_bytes(),
+                    aad: &aad,
+                },
+            )
+            .expect("ChaCha20-Poly1305 seals any short message");
+        SealedCode([&nonce[..], &ciphertext].concat().into_boxed_slice())
+    }
+
+    /// The sealed code, if one of the keys opens it for this phone and purpose.
+    pub fn open_code(&self, phone: &str, purpose: &str, sealed: &SealedCode) -> Option<Code> {
+        if sealed.0.len() <= NONCE_BYTES {
+            return None;
+        }
+        let (nonce, ciphertext) = sealed.0.split_at(NONCE_BYTES);
+        let aad = binding(phone, purpose);
+        self.all().find_map(|keys| {
+            let plain = keys
+                .code_seal
+                .decrypt(
+                    Nonce::from_slice(nonce),
+                    Payload {
+                        msg: ciphertext,
+                        aad: &aad,
+                    },
+                )
+                .ok()?;
+            String::from_utf8(plain).ok().map(Code::from_stored)
+        })
+    }
+
+    /// The answer of captcha `id` drawn from `seed`, `len` characters of `alphabet`, under the
+    /// current key: the store keeps the seed, and the seed alone does not give the answer.
+    pub fn captcha_answer(&self, id: &str, seed: u64, alphabet: &[u8], len: usize) -> String {
+        answer_from(&self.current.captcha_mac(id, seed), alphabet, len)
+    }
+
+    /// Every answer the captcha may have been shown with (current key, then previous).
+    pub fn captcha_answers(&self, id: &str, seed: u64, alphabet: &[u8], len: usize) -> Vec<String> {
+        self.all()
+            .map(|keys| answer_from(&keys.captcha_mac(id, seed), alphabet, len))
+            .collect()
+    }
+}
+
+/// Characters of `alphabet` from MAC bytes; rejection sampling keeps them uniform.
+fn answer_from(mac: &[u8; 32], alphabet: &[u8], len: usize) -> String {
+    let limit = 256 - 256 % alphabet.len();
+    mac.iter()
+        .filter(|&&byte| usize::from(byte) < limit)
+        .take(len)
+        .map(|&byte| char::from(alphabet[usize::from(byte) % alphabet.len()]))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::CodeLength;
+
+    fn key(byte: u8) -> SecretKey {
+        SecretKey::parse(&hex::encode([byte; 32])).unwrap()
+    }
+
+    #[test]
+    fn keys_are_hex_or_base64_of_32_bytes_or_more() {
+        assert!(SecretKey::parse(&"ab".repeat(32)).is_ok());
+        assert!(SecretKey::parse("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=").is_ok());
+        assert!(SecretKey::parse(&"ab".repeat(31)).is_err());
+        assert!(SecretKey::parse("not a key").is_err());
+        assert!(!format!("{:?}", key(1)).contains("01"));
+    }
+
+    #[test]
+    fn digests_bind_the_phone_the_purpose_and_the_key() {
+        let ring = Keyring::new(&key(1), None);
+        let code = Code::generate(CodeLength::default());
+        let digest = ring.code_digest("+8613800138000", "login", &code);
+        assert_eq!(digest, ring.code_digest("+8613800138000", "login", &code));
+        assert_ne!(digest, ring.code_digest("+8613800138001", "login", &code));
+        assert_ne!(
+            digest,
+            ring.code_digest("+8613800138000", "register", &code)
+        );
+        let other = Keyring::new(&key(2), None);
+        assert_ne!(digest, other.code_digest("+8613800138000", "login", &code));
+    }
+
+    #[test]
+    fn a_rotation_keeps_old_digests_and_seals_usable() {
+        let (old, new) = (key(1), key(2));
+        let before = Keyring::new(&old, None);
+        let code = Code::generate(CodeLength::default());
+        let digest = before.code_digest("+1", "login", &code);
+        let sealed = before.seal_code("+1", "login", &code);
+        let during = Keyring::new(&new, Some(&old));
+        assert!(digest.is_any_of(&during.code_digests("+1", "login", &code)));
+        assert_eq!(during.open_code("+1", "login", &sealed), Some(code.clone()));
+        let after = Keyring::new(&new, None);
+        assert!(!digest.is_any_of(&after.code_digests("+1", "login", &code)));
+        assert_eq!(after.open_code("+1", "login", &sealed), None);
+    }
+
+    #[test]
+    fn sealed_codes_open_only_for_their_phone_and_purpose_and_hide_the_digits() {
+        let ring = Keyring::new(&key(1), None);
+        let code = Code::parse("123456", CodeLength::default()).unwrap();
+        let sealed = ring.seal_code("+1", "login", &code);
+        assert!(!sealed.0.windows(6).any(|window| window == b"123456"));
+        assert_ne!(
+            sealed,
+            ring.seal_code("+1", "login", &code),
+            "a nonce per seal"
+        );
+        assert_eq!(ring.open_code("+1", "login", &sealed), Some(code));
+        assert_eq!(ring.open_code("+2", "login", &sealed), None);
+        assert_eq!(ring.open_code("+1", "register", &sealed), None);
+        let mut tampered = sealed.0.to_vec();
+        tampered[NONCE_BYTES] ^= 1;
+        assert_eq!(
+            ring.open_code("+1", "login", &SealedCode(tampered.into())),
+            None
+        );
+    }
+
+    #[test]
+    fn captcha_answers_come_from_the_key_not_the_seed_alone() {
+        let alphabet = b"ACDEFGHJKMNPQRTUVWXY34679";
+        let ring = Keyring::new(&key(1), None);
+        let answer = ring.captcha_answer("id", 7, alphabet, 5);
+        assert_eq!(answer.len(), 5);
+        assert!(answer.bytes().all(|c| alphabet.contains(&c)));
+        assert_eq!(answer, ring.captcha_answer("id", 7, alphabet, 5));
+        assert_ne!(
+            answer,
+            Keyring::new(&key(2), None).captcha_answer("id", 7, alphabet, 5)
+        );
+    }
+}

@@ -1,0 +1,68 @@
+//! The tests' side of codes at rest: the key every test app uses, and what a use case would do
+//! around the store — digest and seal a code before an issue, digest it before a verify, open
+//! what a resend delivers. Store-level tests speak in codes through these.
+
+use std::net::IpAddr;
+use std::sync::{Arc, LazyLock};
+
+use vcode::domain::{Code, CodeDigest, Phone, Purpose};
+use vcode::keyring::{Keyring, SecretKey};
+use vcode::store::{CodeCandidate, Delivery, DeliveryKind, PendingCode};
+
+/// `VCODE_SECRET_KEY` of every test app (hex of 32 bytes).
+pub const TEST_SECRET_KEY: &str =
+    "8f1c0e6a5b2d4c3e9a7f6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e";
+
+pub fn test_secret_key() -> Arc<SecretKey> {
+    Arc::new(SecretKey::parse(TEST_SECRET_KEY).expect("a valid key"))
+}
+
+pub fn keyring() -> &'static Keyring {
+    static KEYRING: LazyLock<Keyring> = LazyLock::new(|| Keyring::new(&test_secret_key(), None));
+    &KEYRING
+}
+
+/// The client address store-level verifies come from.
+pub const CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7));
+
+/// What an issue stores for `code`: its digest, and the code sealed (for a resend).
+pub fn candidate(phone: &Phone, purpose: &Purpose, code: &Code) -> CodeCandidate {
+    CodeCandidate {
+        digest: keyring().code_digest(phone.as_e164(), purpose.as_str(), code),
+        sealed: Some(keyring().seal_code(phone.as_e164(), purpose.as_str(), code)),
+    }
+}
+
+/// What a verify of `code` compares.
+pub fn digests(phone: &Phone, purpose: &Purpose, code: &Code) -> Vec<CodeDigest> {
+    keyring().code_digests(phone.as_e164(), purpose.as_str(), code)
+}
+
+/// The code a delivery sends: the issuer's own candidate, or the pending code opened.
+pub fn delivered(phone: &Phone, purpose: &Purpose, delivery: &Delivery, candidate: &Code) -> Code {
+    match delivery.kind {
+        DeliveryKind::Redelivered => open(phone, purpose, delivery.sealed.as_ref()),
+        DeliveryKind::Created | DeliveryKind::Rotated => candidate.clone(),
+    }
+}
+
+/// Whether `pending` is the code `digits` (by its digest: a rotated code has no sealed copy).
+pub fn holds(phone: &Phone, purpose: &Purpose, pending: &PendingCode, digits: &str) -> bool {
+    let code = Code::parse(digits, vcode::domain::CodeLength::default()).expect("digits");
+    digests(phone, purpose, &code).contains(&pending.digest)
+}
+
+/// The pending code, opened from its sealed copy.
+pub fn pending(phone: &Phone, purpose: &Purpose, pending: &PendingCode) -> Code {
+    open(phone, purpose, pending.sealed.as_ref())
+}
+
+fn open(phone: &Phone, purpose: &Purpose, sealed: Option<&vcode::domain::SealedCode>) -> Code {
+    keyring()
+        .open_code(
+            phone.as_e164(),
+            purpose.as_str(),
+            sealed.expect("a sealed copy"),
+        )
+        .expect("sealed under the test key")
+}
