@@ -8,7 +8,6 @@ pub mod domain;
 pub mod envelope;
 pub mod error;
 pub mod idempotency;
-pub mod loadtest;
 pub mod metrics;
 pub mod otp;
 pub mod routes;

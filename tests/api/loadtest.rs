@@ -1,4 +1,4 @@
-//! A short `vcode loadtest` (the library function) against two in-process instances sharing
+//! A short `vcode loadtest` (the `vcode-loadtest` crate) against two in-process instances sharing
 //! one harness-started redis-server, as the postmortem's servers shared theirs: `atomic` shows
 //! no anomaly, the legacy strategies refuse codes their users were sent.
 
@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use vcode::Settings;
 use vcode::config::AbuseSettings;
-use vcode::loadtest::{Options, Report, Scenario};
 use vcode::store::redis::legacy::VerifyStrategy;
+use vcode_loadtest::{Options, Report, Scenario};
 
 use crate::support::{Backend, spawn_app_with, spawn_second_instance};
 
@@ -32,7 +32,7 @@ async fn load(strategy: VerifyStrategy) -> Report {
     options.seed = 4;
     options.label = Some(strategy.to_string());
     options.quiet = true;
-    vcode::loadtest::run(&options)
+    vcode_loadtest::run(&options)
         .await
         .expect("the load test runs")
 }

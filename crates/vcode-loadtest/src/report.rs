@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{Options, Scenario};
-use super::tally::{ScenarioFigures, Sends, Tally, Verifies};
+use crate::options::{Options, Scenario};
+use crate::tally::{ScenarioFigures, Sends, Tally, Verifies};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
@@ -372,7 +372,7 @@ fn markdown(header: Vec<String>, rows: Vec<Vec<String>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadtest::options::parse_target;
+    use crate::options::parse_target;
 
     fn report(label: &str, false_rejections: u64, double_accepts: u64) -> Report {
         let mut options = Options::new(vec![parse_target("http://127.0.0.1:1").unwrap()]);

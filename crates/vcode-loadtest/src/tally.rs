@@ -8,9 +8,9 @@ use anyhow::Context;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
-use super::client::{SendAnswer, Timed};
-use super::ledger::Findings;
-use super::options::Scenario;
+use crate::client::{SendAnswer, Timed};
+use crate::ledger::Findings;
+use crate::options::Scenario;
 
 /// Latencies are recorded in microseconds, up to a minute, to three significant digits.
 const LATENCY_MAX_US: u64 = 60_000_000;

@@ -6,13 +6,13 @@ use std::sync::Arc;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tokio::task::JoinHandle;
+use vcode_wire::OutboxMessage;
 
-use super::client::{Client, SendAnswer, Timed, VerifyAnswer};
-use super::ledger::{Attempt, Ledger, Rules, Verdict};
-use super::options::Scenario;
-use super::progress::Live;
-use super::tally::{ScenarioFigures, Tally};
-use crate::store::OutboxMessage;
+use crate::client::{Client, SendAnswer, Timed, VerifyAnswer};
+use crate::ledger::{Attempt, Ledger, Rules, Verdict};
+use crate::options::Scenario;
+use crate::progress::Live;
+use crate::tally::{ScenarioFigures, Tally};
 
 /// How hard users press: sends per resend storm, simultaneous submissions per double submit.
 #[derive(Clone, Copy, Debug)]

@@ -6,11 +6,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, bail};
 use reqwest::Url;
-use serde::Deserialize;
+use serde::Serialize;
 use serde::de::IgnoredAny;
-use serde_json::json;
-
-use crate::store::OutboxMessage;
+use vcode_wire::{
+    Envelope, ErrorCode, OutboxData, OutboxMessage, OutboxQuery, SendRequest, VerifyRequest, paths,
+};
 
 /// A phone no user gets: the preflight's outbox read.
 const PROBE_PHONE: &str = "+8613800000000";
@@ -33,7 +33,7 @@ pub enum VerifyAnswer {
     /// 200: the code was accepted.
     Accepted,
     /// The code was compared and refused: 40010 wrong, 41000 missing, 42901 destroyed.
-    Rejected { api_code: i64 },
+    Rejected { api_code: u32 },
     /// Anything else (including a quota refusal, where nothing was compared).
     Failed(String),
 }
@@ -49,17 +49,6 @@ pub struct Timed<T> {
     pub ended_ms: u64,
     /// Set when the service answered (failed connections have no latency).
     pub latency: Option<Duration>,
-}
-
-#[derive(Deserialize)]
-struct Envelope<T> {
-    code: i64,
-    data: Option<T>,
-}
-
-#[derive(Deserialize)]
-struct OutboxData {
-    messages: Vec<OutboxMessage>,
 }
 
 /// Milliseconds since the Unix epoch, as the outbox writes them.
@@ -97,7 +86,7 @@ impl Client {
         for target in &self.targets {
             let ready = self
                 .http
-                .get(join(target, "/readyz"))
+                .get(join(target, paths::READYZ))
                 .send()
                 .await
                 .with_context(|| format!("{target} does not answer"))?;
@@ -109,8 +98,10 @@ impl Client {
             }
             let outbox = self
                 .http
-                .get(join(target, "/api/v1/dev/outbox"))
-                .query(&[("phone", PROBE_PHONE)])
+                .get(join(target, paths::DEV_OUTBOX))
+                .query(&OutboxQuery {
+                    phone: PROBE_PHONE.to_owned(),
+                })
                 .send()
                 .await
                 .with_context(|| format!("{target} does not answer"))?;
@@ -126,11 +117,12 @@ impl Client {
 
     /// `POST /api/v1/otp/send`.
     pub async fn send(&self, phone: &str) -> Timed<SendAnswer> {
-        let body = json!({ "phone": phone });
+        let body = SendRequest::new(phone);
+        let cooldown = ErrorCode::ResendCooldown.code();
         self.timed(async {
-            match self.post("/api/v1/otp/send", &body).await {
+            match self.post(paths::OTP_SEND, &body).await {
                 Ok((200, 200)) => (SendAnswer::Delivered, true),
-                Ok((429, 42900)) => (SendAnswer::Cooldown, true),
+                Ok((429, code)) if code == cooldown => (SendAnswer::Cooldown, true),
                 Ok((status, code)) => (SendAnswer::Failed(format!("send {status}/{code}")), true),
                 Err(error) => (SendAnswer::Failed(transport("send", &error)), false),
             }
@@ -140,12 +132,17 @@ impl Client {
 
     /// `POST /api/v1/otp/verify`.
     pub async fn verify(&self, phone: &str, code: &str) -> Timed<VerifyAnswer> {
-        let body = json!({ "phone": phone, "code": code });
+        let body = VerifyRequest::new(phone, code);
+        let compared = [
+            ErrorCode::WrongCode,
+            ErrorCode::CodeExpired,
+            ErrorCode::TooManyAttempts,
+        ];
         self.timed(async {
-            match self.post("/api/v1/otp/verify", &body).await {
+            match self.post(paths::OTP_VERIFY, &body).await {
                 Ok((200, 200)) => (VerifyAnswer::Accepted, true),
                 // The envelope code's first three digits are the HTTP status.
-                Ok((_, api_code @ (40010 | 41000 | 42901))) => {
+                Ok((_, api_code)) if compared.iter().any(|known| known.code() == api_code) => {
                     (VerifyAnswer::Rejected { api_code }, true)
                 }
                 Ok((status, code)) => (
@@ -163,13 +160,16 @@ impl Client {
         let target = self.target();
         let response = self
             .http
-            .get(join(target, "/api/v1/dev/outbox"))
-            .query(&[("phone", phone)])
+            .get(join(target, paths::DEV_OUTBOX))
+            .query(&OutboxQuery {
+                phone: phone.to_owned(),
+            })
             .send()
             .await
             .context("outbox read failed")?;
         let status = response.status();
-        let envelope: Envelope<OutboxData> = response.json().await.context("outbox read failed")?;
+        let envelope: Envelope<Option<OutboxData>> =
+            response.json().await.context("outbox read failed")?;
         match envelope.data {
             Some(data) if status.is_success() => Ok(data.messages),
             _ => bail!("outbox read answered {status}/{}", envelope.code),
@@ -183,11 +183,7 @@ impl Client {
     }
 
     /// Posts JSON; the HTTP status and the envelope code.
-    async fn post(
-        &self,
-        path: &str,
-        body: &serde_json::Value,
-    ) -> Result<(u16, i64), reqwest::Error> {
+    async fn post(&self, path: &str, body: &impl Serialize) -> Result<(u16, u32), reqwest::Error> {
         let response = self
             .http
             .post(join(self.target(), path))

@@ -1,4 +1,6 @@
-//! `vcode loadtest`: virtual users against running instances, counting lost and reused codes.
+//! `vcode loadtest`: virtual users against running vcode instances, counting lost and reused
+//! codes. A client of the service: it speaks the HTTP API through `vcode-wire` and shares no
+//! code with the server.
 //!
 //! Each virtual user has its own phone and reads its SMS from the dev outbox, so it knows
 //! exactly which codes it was sent; the ledger then judges every verify answer against that:
