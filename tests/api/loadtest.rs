@@ -57,6 +57,14 @@ async fn atomic_has_no_anomaly_and_one_sms_per_login() {
     assert!(report.sends.cooldown > 0, "{table}");
     assert_eq!(report.sms_sent, report.successful_verifications, "{table}");
     assert_eq!(report.logins_without_code, 0, "{table}");
+    // The service's settings came from its answers, not from the load generator's defaults.
+    let otp = Settings::default().otp;
+    let announced = report.announced;
+    assert_eq!(announced.code_ttl_secs, Some(otp.code_ttl.as_secs()));
+    assert_eq!(
+        announced.resend_cooldown_secs,
+        Some(otp.resend_cooldown.as_secs())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

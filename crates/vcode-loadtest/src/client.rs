@@ -1,5 +1,5 @@
 //! The HTTP side of a load test: the API calls a user makes, spread in turn over the targets,
-//! each timed and classified by its envelope code.
+//! each timed and classified by its envelope code, with the data the service answered.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -7,10 +7,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, bail};
 use reqwest::Url;
 use serde::Serialize;
-use serde::de::IgnoredAny;
+use serde::de::DeserializeOwned;
 use vcode_wire::{
-    Envelope, ErrorCode, OutboxData, OutboxMessage, OutboxQuery, SendRequest, VerifyRequest, paths,
+    Envelope, ErrorCode, OutboxData, OutboxMessage, OutboxQuery, SendData, SendRequest,
+    VerifyRequest, WrongCodeData, paths,
 };
+
+use crate::ledger::Refusal;
 
 /// A phone no user gets: the preflight's outbox read.
 const PROBE_PHONE: &str = "+8613800000000";
@@ -19,8 +22,9 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a send came back with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SendAnswer {
-    /// 200: a code was stored and its SMS delivered.
-    Delivered,
+    /// 200: a code was stored and its SMS delivered; how long it lives and when a resend may
+    /// deliver again.
+    Delivered(SendData),
     /// 429/42900: a code is pending and its cooldown runs (vcode's dedup; not an anomaly).
     Cooldown,
     /// Anything else: the description says what.
@@ -33,7 +37,7 @@ pub enum VerifyAnswer {
     /// 200: the code was accepted.
     Accepted,
     /// The code was compared and refused: 40010 wrong, 41000 missing, 42901 destroyed.
-    Rejected { api_code: u32 },
+    Refused(Refusal),
     /// Anything else (including a quota refusal, where nothing was compared).
     Failed(String),
 }
@@ -118,12 +122,9 @@ impl Client {
     /// `POST /api/v1/otp/send`.
     pub async fn send(&self, phone: &str) -> Timed<SendAnswer> {
         let body = SendRequest::new(phone);
-        let cooldown = ErrorCode::ResendCooldown.code();
         self.timed(async {
             match self.post(paths::OTP_SEND, &body).await {
-                Ok((200, 200)) => (SendAnswer::Delivered, true),
-                Ok((429, code)) if code == cooldown => (SendAnswer::Cooldown, true),
-                Ok((status, code)) => (SendAnswer::Failed(format!("send {status}/{code}")), true),
+                Ok(answer) => (answer.into_send(), true),
                 Err(error) => (SendAnswer::Failed(transport("send", &error)), false),
             }
         })
@@ -133,22 +134,9 @@ impl Client {
     /// `POST /api/v1/otp/verify`.
     pub async fn verify(&self, phone: &str, code: &str) -> Timed<VerifyAnswer> {
         let body = VerifyRequest::new(phone, code);
-        let compared = [
-            ErrorCode::WrongCode,
-            ErrorCode::CodeExpired,
-            ErrorCode::TooManyAttempts,
-        ];
         self.timed(async {
             match self.post(paths::OTP_VERIFY, &body).await {
-                Ok((200, 200)) => (VerifyAnswer::Accepted, true),
-                // The envelope code's first three digits are the HTTP status.
-                Ok((_, api_code)) if compared.iter().any(|known| known.code() == api_code) => {
-                    (VerifyAnswer::Rejected { api_code }, true)
-                }
-                Ok((status, code)) => (
-                    VerifyAnswer::Failed(format!("verify {status}/{code}")),
-                    true,
-                ),
+                Ok(answer) => (answer.into_verify(), true),
                 Err(error) => (VerifyAnswer::Failed(transport("verify", &error)), false),
             }
         })
@@ -182,8 +170,8 @@ impl Client {
         &self.targets[index]
     }
 
-    /// Posts JSON; the HTTP status and the envelope code.
-    async fn post(&self, path: &str, body: &impl Serialize) -> Result<(u16, u32), reqwest::Error> {
+    /// Posts JSON; the HTTP status and the envelope.
+    async fn post(&self, path: &str, body: &impl Serialize) -> Result<Answered, reqwest::Error> {
         let response = self
             .http
             .post(join(self.target(), path))
@@ -191,8 +179,8 @@ impl Client {
             .send()
             .await?;
         let status = response.status().as_u16();
-        let envelope: Envelope<IgnoredAny> = response.json().await?;
-        Ok((status, envelope.code))
+        let envelope = response.json().await?;
+        Ok(Answered { status, envelope })
     }
 
     /// Runs one call, noting when it started and ended. The call says whether the service
@@ -209,6 +197,55 @@ impl Client {
             ended_ms: wall_ms(),
             latency: answered.then(|| ended - started),
         }
+    }
+}
+
+/// An answer of the service: the HTTP status and the envelope, its data not read yet.
+struct Answered {
+    status: u16,
+    envelope: Envelope<serde_json::Value>,
+}
+
+impl Answered {
+    /// The answer to a send.
+    fn into_send(self) -> SendAnswer {
+        match (self.status, self.envelope.error_code()) {
+            (200, _) if self.envelope.is_ok() => self
+                .data("send")
+                .map_or_else(SendAnswer::Failed, SendAnswer::Delivered),
+            (429, Some(ErrorCode::ResendCooldown)) => SendAnswer::Cooldown,
+            _ => SendAnswer::Failed(self.describe("send")),
+        }
+    }
+
+    /// The answer to a verify.
+    fn into_verify(self) -> VerifyAnswer {
+        if self.status == 200 && self.envelope.is_ok() {
+            return VerifyAnswer::Accepted;
+        }
+        // The envelope code's first three digits are the HTTP status.
+        match self.envelope.error_code() {
+            Some(ErrorCode::WrongCode) => self.data("verify").map_or_else(
+                VerifyAnswer::Failed,
+                |WrongCodeData { remaining_attempts }| {
+                    VerifyAnswer::Refused(Refusal::Wrong { remaining_attempts })
+                },
+            ),
+            Some(ErrorCode::TooManyAttempts) => VerifyAnswer::Refused(Refusal::Destroyed),
+            Some(ErrorCode::CodeExpired) => VerifyAnswer::Refused(Refusal::Missing),
+            _ => VerifyAnswer::Failed(self.describe("verify")),
+        }
+    }
+
+    /// `send 503/50300`: the call, the status and the envelope code (a failure's kind).
+    fn describe(&self, call: &str) -> String {
+        format!("{call} {}/{}", self.status, self.envelope.code)
+    }
+
+    /// The envelope's data as the contract says it is; a failure's kind if it is not.
+    fn data<T: DeserializeOwned>(self, call: &str) -> Result<T, String> {
+        let kind = self.describe(call);
+        serde_json::from_value(self.envelope.data).map_err(|_| format!("{kind}: unexpected data"))
     }
 }
 
@@ -230,4 +267,82 @@ fn transport(call: &str, error: &reqwest::Error) -> String {
         "transport error"
     };
     format!("{call}: {kind}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An answer as the service would write it: the status and the envelope's JSON.
+    fn answered(status: u16, json: &str) -> Answered {
+        Answered {
+            status,
+            envelope: serde_json::from_str(json).expect("an envelope"),
+        }
+    }
+
+    #[test]
+    fn sends_read_the_lifetime_and_cooldown_from_the_answer() {
+        let sent = r#"{"code":200,"message":"ok","data":{"expires_in":120,"resend_after":30}}"#;
+        assert_eq!(
+            answered(200, sent).into_send(),
+            SendAnswer::Delivered(SendData {
+                expires_in: 120,
+                resend_after: 30
+            })
+        );
+        let cooldown = r#"{"code":42900,"message":"wait","data":{"retry_after":59}}"#;
+        assert_eq!(answered(429, cooldown).into_send(), SendAnswer::Cooldown);
+        let without_data = r#"{"code":200,"message":"ok","data":null}"#;
+        assert_eq!(
+            answered(200, without_data).into_send(),
+            SendAnswer::Failed("send 200/200: unexpected data".into())
+        );
+        let quota = r#"{"code":42902,"message":"quota exceeded","data":{"retry_after":9}}"#;
+        assert_eq!(
+            answered(429, quota).into_send(),
+            SendAnswer::Failed("send 429/42902".into())
+        );
+    }
+
+    #[test]
+    fn verifies_read_the_attempts_left_from_the_answer() {
+        let cases = [
+            (
+                200,
+                r#"{"code":200,"message":"ok","data":{"verified":true}}"#,
+                VerifyAnswer::Accepted,
+            ),
+            (
+                400,
+                r#"{"code":40010,"message":"wrong code","data":{"remaining_attempts":3}}"#,
+                VerifyAnswer::Refused(Refusal::Wrong {
+                    remaining_attempts: 3,
+                }),
+            ),
+            (
+                429,
+                r#"{"code":42901,"message":"too many","data":null}"#,
+                VerifyAnswer::Refused(Refusal::Destroyed),
+            ),
+            (
+                410,
+                r#"{"code":41000,"message":"expired","data":null}"#,
+                VerifyAnswer::Refused(Refusal::Missing),
+            ),
+            (
+                400,
+                r#"{"code":40010,"message":"wrong code","data":null}"#,
+                VerifyAnswer::Failed("verify 400/40010: unexpected data".into()),
+            ),
+            (
+                429,
+                r#"{"code":42902,"message":"quota exceeded","data":{"retry_after":9}}"#,
+                VerifyAnswer::Failed("verify 429/42902".into()),
+            ),
+        ];
+        for (status, json, expected) in cases {
+            assert_eq!(answered(status, json).into_verify(), expected, "{json}");
+        }
+    }
 }

@@ -23,7 +23,7 @@ use anyhow::{Context, bail};
 pub use self::options::{Options, Scenario, Stop};
 pub use self::report::{Excused, Latency, Report, comparison_table};
 pub use self::runner::run;
-pub use self::tally::{Sends, Verifies};
+pub use self::tally::{Announced, Sends, Verifies};
 
 /// `vcode loadtest`: runs, prints the report (a table, or JSON with `--json`) on stdout, and
 /// with `--expect-clean` fails if the run was not clean.

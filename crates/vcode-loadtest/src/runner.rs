@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use anyhow::Context;
 use rand::rngs::StdRng;
@@ -11,7 +11,6 @@ use rand::{RngExt, SeedableRng};
 use tokio::sync::Semaphore;
 
 use crate::client::Client;
-use crate::ledger::Rules;
 use crate::options::{Options, Scenario, Stop};
 use crate::progress::{Live, Progress};
 use crate::report::Report;
@@ -67,10 +66,6 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
         taps: options.taps,
         submits: options.submits,
     };
-    let rules = Rules {
-        max_attempts: options.max_attempts,
-        code_ttl: Duration::from_secs(options.code_ttl_secs),
-    };
 
     let mut rng = StdRng::seed_from_u64(options.seed);
     let template = Tally::new()?;
@@ -82,7 +77,6 @@ pub async fn run(options: &Options) -> anyhow::Result<Report> {
             client.clone(),
             live.clone(),
             shape,
-            rules,
             template.clone(),
         );
         users.push(tokio::spawn(play(
@@ -141,6 +135,7 @@ fn phones(rng: &mut StdRng, count: usize) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn phones_are_valid_distinct_and_follow_the_seed() {
