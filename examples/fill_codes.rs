@@ -7,6 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
+use vcode_wire::{SendRequest, paths};
+
 const CONCURRENCY: u64 = 64;
 
 #[tokio::main]
@@ -14,7 +16,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let base = args.next().ok_or("usage: fill_codes URL COUNT")?;
     let count: u64 = args.next().ok_or("usage: fill_codes URL COUNT")?.parse()?;
-    let url = format!("{base}/api/v1/otp/send");
+    let url = format!("{base}{}", paths::OTP_SEND);
     let client = reqwest::Client::new();
     let next = Arc::new(AtomicU64::new(0));
     let failed = Arc::new(AtomicU64::new(0));
@@ -30,11 +32,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         return;
                     }
                     // Distinct valid Chinese mobile numbers: +86 137 then 8 digits.
-                    let body = format!(r#"{{"phone":"+86137{n:08}"}}"#);
+                    let body = SendRequest::new(format!("+86137{n:08}"));
                     let ok = client
                         .post(&url)
-                        .header("content-type", "application/json")
-                        .body(body)
+                        .json(&body)
                         .send()
                         .await
                         .is_ok_and(|r| r.status().is_success());

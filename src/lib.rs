@@ -8,7 +8,6 @@ pub mod domain;
 pub mod health;
 pub mod idempotency;
 pub mod keyring;
-pub mod loadtest;
 pub mod metrics;
 pub mod otp;
 pub mod redact;

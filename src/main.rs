@@ -6,7 +6,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use vcode::config::Settings;
 use vcode::startup::Application;
-use vcode::{loadtest, telemetry};
+use vcode::telemetry;
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -26,7 +26,7 @@ enum Command {
     CheckConfig,
     /// Play virtual users against running instances (dev mode, one shared Redis) and count
     /// false rejections and double accepts.
-    Loadtest(loadtest::Options),
+    Loadtest(vcode_loadtest::Options),
     /// Print `vcode loadtest --json` reports side by side.
     LoadtestTable {
         #[arg(required = true, value_name = "REPORT.json")]
@@ -45,8 +45,8 @@ async fn main() -> anyhow::Result<()> {
         }
         Command::CheckConfig => println!("{:#?}", settings()?),
         // The load generator is a client: it reads no VCODE_* settings and logs nothing.
-        Command::Loadtest(options) => loadtest::run_cli(options).await?,
-        Command::LoadtestTable { reports } => loadtest::print_comparison(&reports)?,
+        Command::Loadtest(options) => vcode_loadtest::run_cli(options).await?,
+        Command::LoadtestTable { reports } => vcode_loadtest::print_comparison(&reports)?,
     }
     Ok(())
 }

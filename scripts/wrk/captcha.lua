@@ -1,5 +1,6 @@
 -- wrk: a person loading a captcha: POST /api/v1/captcha, then GET its image_url. Requests
 -- alternate per thread between creating one and fetching the last created picture.
+-- Paths and bodies as in crates/vcode-wire, written out: Lua cannot use the Rust crate.
 wrk.headers["Content-Type"] = "application/json"
 local image_url = nil
 request = function()

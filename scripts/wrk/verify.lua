@@ -3,6 +3,7 @@
 --   PHONES=n     draw phones from n numbers (default 10^8: nearly every request a new phone,
 --                the worst case for the phone-parse cache; 10000 models returning users)
 --   VERIFY_PATH  another handler with the same body (the thin reference: /verify)
+-- Paths and bodies as in crates/vcode-wire, written out: Lua cannot use the Rust crate.
 math.randomseed(os.time())
 local path = os.getenv("VERIFY_PATH")
 if path == nil or path == "" then path = "/api/v1/otp/verify" end

@@ -5,8 +5,11 @@ use std::time::Duration;
 use futures::future::join_all;
 use serde_json::{Value, json};
 use vcode::domain::Purpose;
+use vcode_wire::{
+    CaptchaAnswer, CaptchaCreated, CaptchaVerifyRequest, SendRequest, Verified, paths,
+};
 
-use crate::support::app::Answer;
+use crate::support::app::{Answer, ok_body};
 use crate::support::{Backend, TestApp, phone, random_phone, spawn_app, spawn_app_with};
 
 struct Png {
@@ -40,32 +43,25 @@ async fn fetch_png(app: &TestApp, image_url: &str) -> Png {
     }
 }
 
-/// Creates a captcha; returns its id and image URL.
+/// Creates a captcha; returns its id and image URL (reading it checks `expires_in` too).
 async fn create(app: &TestApp) -> (String, String) {
-    let answer = app.post_json("/api/v1/captcha", &Value::Null).await;
+    let answer = app.post_json(paths::CAPTCHA, &Value::Null).await;
     assert_eq!(answer.status, 200, "{answer:?}");
-    let data = &answer.body["data"];
-    assert!(data["expires_in"].as_u64().is_some(), "{answer:?}");
-    (
-        data["captcha_id"].as_str().expect("an id").to_owned(),
-        data["image_url"].as_str().expect("a URL").to_owned(),
-    )
+    let created: CaptchaCreated = answer.data();
+    (created.captcha_id, created.image_url)
 }
 
 /// Reads the answer as the person looking at the picture would (dev route).
 async fn read_answer(app: &TestApp, id: &str) -> String {
-    let answer = app.get(&format!("/api/v1/dev/captcha/{id}")).await;
+    let answer = app.get(&paths::dev_captcha_answer(id)).await;
     assert_eq!(answer.status, 200, "{answer:?}");
-    answer.body["data"]["answer"]
-        .as_str()
-        .expect("an answer")
-        .to_owned()
+    answer.data::<CaptchaAnswer>().answer
 }
 
 async fn verify(app: &TestApp, id: &str, answer: &str) -> Answer {
     app.post_json(
-        "/api/v1/captcha/verify",
-        &json!({"captcha_id": id, "answer": answer}),
+        paths::CAPTCHA_VERIFY,
+        &CaptchaVerifyRequest::new(id, answer),
     )
     .await
 }
@@ -73,7 +69,7 @@ async fn verify(app: &TestApp, id: &str, answer: &str) -> Answer {
 async fn picture_is_a_stable_uncached_png(backend: Backend) {
     let app = spawn_app(backend).await;
     let (id, image_url) = create(&app).await;
-    assert_eq!(image_url, format!("/api/v1/captcha/{id}.png"));
+    assert_eq!(image_url, paths::captcha_image(&id));
     let first = fetch_png(&app, &image_url).await;
     assert_eq!(first.status, 200);
     assert_eq!(first.content_type, "image/png");
@@ -98,15 +94,12 @@ async fn picture_is_gone_once_used(backend: Backend) {
 
 async fn picture_is_gone_once_expired(backend: Backend) {
     let app = spawn_app_with(backend, |s| s.captcha.ttl = Duration::from_millis(500)).await;
-    let answer = app.post_json("/api/v1/captcha", &Value::Null).await;
-    let id = answer.body["data"]["captcha_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let image_url = answer.body["data"]["image_url"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let answer = app.post_json(paths::CAPTCHA, &Value::Null).await;
+    let CaptchaCreated {
+        captcha_id: id,
+        image_url,
+        ..
+    } = answer.data();
     assert_eq!(fetch_png(&app, &image_url).await.status, 200);
     tokio::time::sleep(Duration::from_millis(700)).await;
     let gone = app.get(&image_url).await;
@@ -116,12 +109,9 @@ async fn picture_is_gone_once_expired(backend: Backend) {
 
 async fn unknown_or_malformed_ids_are_404(backend: Backend) {
     let app = spawn_app(backend).await;
-    for path in [
-        "/api/v1/captcha/0123456789abcdef0123456789abcdef.png",
-        "/api/v1/captcha/not-an-id.png",
-        "/api/v1/captcha/.png",
-    ] {
-        let answer = app.get(path).await;
+    for id in ["0123456789abcdef0123456789abcdef", "not-an-id", ""] {
+        let path = paths::captcha_image(id);
+        let answer = app.get(&path).await;
         assert_eq!((answer.status, answer.code()), (404, 40400), "{path}");
     }
 }
@@ -133,10 +123,7 @@ async fn right_answer_in_any_case_verifies_once(backend: Backend) {
     assert_eq!(answer.len(), 5);
     let typed = format!("  {}  ", answer.to_lowercase());
     let ok = verify(&app, &id, &typed).await;
-    assert_eq!(
-        ok.body,
-        json!({"code": 200, "message": "ok", "data": {"verified": true}})
-    );
+    assert_eq!(ok.body, ok_body(Verified { verified: true }));
     let again = verify(&app, &id, &answer).await;
     assert_eq!((again.status, again.code()), (400, 40020));
 }
@@ -162,24 +149,31 @@ async fn empty_answers_and_unknown_ids_never_match(backend: Backend) {
         assert_eq!((result.status, result.code()), (400, 40020), "{answer:?}");
     }
     let (id, _) = create(&app).await;
-    let missing_answer = app
-        .post_json("/api/v1/captcha/verify", &json!({"captcha_id": id}))
-        .await;
+    let without_answer = CaptchaVerifyRequest {
+        captcha_id: Some(id),
+        answer: None,
+    };
+    let missing_answer = app.post_json(paths::CAPTCHA_VERIFY, &without_answer).await;
     assert_eq!(missing_answer.code(), 40020);
+    let unknown = "0123456789abcdef0123456789abcdef";
     for body in [
-        json!({"captcha_id": "", "answer": ""}),
-        json!({"captcha_id": "", "answer": "ABCDE"}),
-        json!({"answer": "ABCDE"}),
-        json!({"captcha_id": "0123456789abcdef0123456789abcdef", "answer": ""}),
-        json!({"captcha_id": "0123456789abcdef0123456789abcdef", "answer": "ABCDE"}),
-        json!({"captcha_id": "../etc", "answer": "ABCDE"}),
+        CaptchaVerifyRequest::new("", ""),
+        CaptchaVerifyRequest::new("", "ABCDE"),
+        CaptchaVerifyRequest {
+            captcha_id: None,
+            answer: Some("ABCDE".to_owned()),
+        },
+        CaptchaVerifyRequest::new(unknown, ""),
+        CaptchaVerifyRequest::new(unknown, "ABCDE"),
+        CaptchaVerifyRequest::new("../etc", "ABCDE"),
     ] {
-        let result = app.post_json("/api/v1/captcha/verify", &body).await;
-        assert_eq!((result.status, result.code()), (400, 40020), "{body}");
+        let result = app.post_json(paths::CAPTCHA_VERIFY, &body).await;
+        assert_eq!((result.status, result.code()), (400, 40020), "{body:?}");
     }
+    // Not the wire type: the id is a number.
     let wrong_type = app
         .post_json(
-            "/api/v1/captcha/verify",
+            paths::CAPTCHA_VERIFY,
             &json!({"captcha_id": 5, "answer": "A"}),
         )
         .await;
@@ -190,7 +184,7 @@ async fn fifty_concurrent_verifies_succeed_once(backend: Backend) {
     let app = spawn_app(backend).await;
     let (id, _) = create(&app).await;
     let answer = read_answer(&app, &id).await;
-    let url = app.url("/api/v1/captcha/verify");
+    let url = app.url(paths::CAPTCHA_VERIFY);
     let attempts = (0..50).map(|_| {
         let (url, id, answer) = (url.clone(), id.clone(), answer.clone());
         tokio::spawn(async move {
@@ -199,7 +193,7 @@ async fn fifty_concurrent_verifies_succeed_once(backend: Backend) {
                 .build()
                 .expect("client")
                 .post(url)
-                .json(&json!({"captcha_id": id, "answer": answer}))
+                .json(&CaptchaVerifyRequest::new(id, answer))
                 .send()
                 .await
                 .expect("an answer")
@@ -230,14 +224,12 @@ async fn send_with_captcha(
     id: Option<&str>,
     answer: Option<&str>,
 ) -> Answer {
-    let mut body = json!({"phone": number});
-    if let Some(id) = id {
-        body["captcha_id"] = json!(id);
-    }
-    if let Some(answer) = answer {
-        body["captcha_answer"] = json!(answer);
-    }
-    app.post_json("/api/v1/otp/send", &body).await
+    let body = SendRequest {
+        captcha_id: id.map(str::to_owned),
+        captcha_answer: answer.map(str::to_owned),
+        ..SendRequest::new(number)
+    };
+    app.post_json(paths::OTP_SEND, &body).await
 }
 
 async fn assert_nothing_sent(app: &TestApp, number: &str) {

@@ -3,17 +3,17 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use serde_json::{Value, json};
 use vcode::config::AbuseSettings;
+use vcode_wire::{SendRequest, headers, paths};
 
 use crate::support::app::{Answer, webhook};
 use crate::support::{Backend, SmsGateway, TestApp, random_phone, spawn_app_with};
 
-async fn send_with_key(app: &TestApp, key: &str, body: &Value) -> Answer {
+async fn send_with_key(app: &TestApp, key: &str, body: &SendRequest) -> Answer {
     app.request(
         app.client
-            .post(app.url("/api/v1/otp/send"))
-            .header("idempotency-key", key)
+            .post(app.url(paths::OTP_SEND))
+            .header(headers::IDEMPOTENCY_KEY, key)
             .json(body),
     )
     .await
@@ -26,7 +26,7 @@ fn unlimited(settings: &mut vcode::Settings) {
 async fn concurrent_repeats_make_one_code_and_identical_answers(backend: Backend) {
     let app = std::sync::Arc::new(spawn_app_with(backend, unlimited).await);
     let number = random_phone();
-    let body = json!({ "phone": number });
+    let body = SendRequest::new(&number);
     let sends = (0..20).map(|_| {
         let (app, body) = (app.clone(), body.clone());
         tokio::spawn(async move { send_with_key(&app, "order-7f3a", &body).await })
@@ -50,9 +50,9 @@ async fn a_repeat_gets_the_stored_answer_even_an_error(backend: Backend) {
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
     // First use of this key answers the cooldown; its repeat answers the same, stored.
-    let first = send_with_key(&app, "k-1", &json!({ "phone": number })).await;
+    let first = send_with_key(&app, "k-1", &SendRequest::new(&number)).await;
     assert_eq!((first.status, first.code()), (429, 42900));
-    let repeat = send_with_key(&app, "k-1", &json!({ "phone": number })).await;
+    let repeat = send_with_key(&app, "k-1", &SendRequest::new(&number)).await;
     assert_eq!(
         (repeat.status, repeat.body.clone()),
         (429, first.body.clone())
@@ -64,13 +64,13 @@ async fn the_same_key_with_another_body_is_422(backend: Backend) {
     let app = spawn_app_with(backend, unlimited).await;
     let key = "signup-42";
     assert_eq!(
-        send_with_key(&app, key, &json!({ "phone": random_phone() }))
+        send_with_key(&app, key, &SendRequest::new(random_phone()))
             .await
             .status,
         200
     );
     let other = random_phone();
-    let answer = send_with_key(&app, key, &json!({ "phone": other })).await;
+    let answer = send_with_key(&app, key, &SendRequest::new(&other)).await;
     assert_eq!((answer.status, answer.code()), (422, 42200), "{answer:?}");
     assert!(app.inbox(&other).await.is_empty());
 }
@@ -82,7 +82,7 @@ async fn server_failures_are_not_kept(backend: Backend) {
         s.sms = webhook(gateway.url());
     })
     .await;
-    let body = json!({ "phone": random_phone() });
+    let body = SendRequest::new(random_phone());
     gateway.fail_with(500);
     assert_eq!(send_with_key(&app, "retry-me", &body).await.code(), 50200);
     gateway.succeed();
@@ -108,7 +108,7 @@ async fn a_repeat_waits_for_the_first_then_gives_up_with_409(backend: Backend) {
         .await,
     );
     gateway.stall_for(Duration::from_millis(1200));
-    let body = json!({ "phone": random_phone() });
+    let body = SendRequest::new(random_phone());
     let first = {
         let (app, body) = (app.clone(), body.clone());
         tokio::spawn(async move { send_with_key(&app, "slow", &body).await })
@@ -134,13 +134,13 @@ async fn a_repeat_waits_for_the_first_then_gives_up_with_409(backend: Backend) {
 
 async fn malformed_keys_are_refused(backend: Backend) {
     let app = spawn_app_with(backend, unlimited).await;
-    let body = json!({ "phone": random_phone() });
+    let body = SendRequest::new(random_phone());
     for key in ["x".repeat(256), "with space".to_owned(), "naïve".to_owned()] {
         let answer = app
             .request(
                 app.client
-                    .post(app.url("/api/v1/otp/send"))
-                    .header("idempotency-key", key.as_bytes())
+                    .post(app.url(paths::OTP_SEND))
+                    .header(headers::IDEMPOTENCY_KEY, key.as_bytes())
                     .json(&body),
             )
             .await;

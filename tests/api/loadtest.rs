@@ -1,4 +1,4 @@
-//! A short `vcode loadtest` (the library function) against two in-process instances sharing
+//! A short `vcode loadtest` (the `vcode-loadtest` crate) against two in-process instances sharing
 //! one harness-started redis-server, as the postmortem's servers shared theirs: `atomic` shows
 //! no anomaly, the legacy strategies refuse codes their users were sent.
 
@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use vcode::Settings;
 use vcode::config::AbuseSettings;
-use vcode::loadtest::{Options, Report, Scenario};
 use vcode::store::redis::legacy::VerifyStrategy;
+use vcode_loadtest::{Options, Report, Scenario};
 
 use crate::support::{Backend, spawn_app_with, spawn_second_instance};
 
@@ -32,7 +32,7 @@ async fn load(strategy: VerifyStrategy) -> Report {
     options.seed = 4;
     options.label = Some(strategy.to_string());
     options.quiet = true;
-    vcode::loadtest::run(&options)
+    vcode_loadtest::run(&options)
         .await
         .expect("the load test runs")
 }
@@ -57,6 +57,14 @@ async fn atomic_has_no_anomaly_and_one_sms_per_login() {
     assert!(report.sends.cooldown > 0, "{table}");
     assert_eq!(report.sms_sent, report.successful_verifications, "{table}");
     assert_eq!(report.logins_without_code, 0, "{table}");
+    // The service's settings came from its answers, not from the load generator's defaults.
+    let otp = Settings::default().otp;
+    let announced = report.announced;
+    assert_eq!(announced.code_ttl_secs, Some(otp.code_ttl.as_secs()));
+    assert_eq!(
+        announced.resend_cooldown_secs,
+        Some(otp.resend_cooldown.as_secs())
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -3,7 +3,9 @@
 use std::collections::HashMap;
 
 use futures::future::join_all;
+use serde::Serialize;
 use vcode::domain::Purpose;
+use vcode_wire::{Envelope, SendRequest, VerifyRequest, paths};
 
 use crate::support::{Backend, codes, phone, random_phone, spawn_app};
 
@@ -11,9 +13,9 @@ use crate::support::{Backend, codes, phone, random_phone, spawn_app};
 /// sees them truly in parallel; counts the answers by (HTTP status, envelope code).
 async fn post_at_once(
     url: String,
-    body: serde_json::Value,
+    body: impl Serialize + Clone + Send + 'static,
     times: usize,
-) -> HashMap<(u16, i64), usize> {
+) -> HashMap<(u16, u32), usize> {
     let requests = (0..times).map(|_| {
         let (url, body) = (url.clone(), body.clone());
         tokio::spawn(async move {
@@ -28,8 +30,8 @@ async fn post_at_once(
                 .await
                 .expect("an answer");
             let status = response.status().as_u16();
-            let envelope: serde_json::Value = response.json().await.expect("envelope");
-            (status, envelope["code"].as_i64().unwrap_or_default())
+            let envelope: Envelope<serde_json::Value> = response.json().await.expect("envelope");
+            (status, envelope.code)
         })
     });
     let mut tally = HashMap::new();
@@ -44,8 +46,8 @@ async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) 
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
     let code = app.last_code(&number).await;
-    let body = serde_json::json!({"phone": number, "code": code});
-    let tally = post_at_once(app.url("/api/v1/otp/verify"), body, 100).await;
+    let body = VerifyRequest::new(&number, code);
+    let tally = post_at_once(app.url(paths::OTP_VERIFY), body, 100).await;
     assert_eq!(tally.get(&(200, 200)), Some(&1), "{tally:?}");
     assert_eq!(tally.get(&(410, 41000)), Some(&99), "{tally:?}");
 }
@@ -53,8 +55,8 @@ async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) 
 async fn fifty_concurrent_sends_make_one_code_and_one_sms(backend: Backend) {
     let app = spawn_app(backend).await;
     let number = random_phone();
-    let body = serde_json::json!({"phone": number});
-    let tally = post_at_once(app.url("/api/v1/otp/send"), body, 50).await;
+    let body = SendRequest::new(&number);
+    let tally = post_at_once(app.url(paths::OTP_SEND), body, 50).await;
     assert_eq!(tally.get(&(200, 200)), Some(&1), "{tally:?}");
     assert_eq!(tally.get(&(429, 42900)), Some(&49), "{tally:?}");
     let inbox = app.inbox(&number).await;

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 use vcode::domain::Purpose;
 use vcode::store::PendingCode;
+use vcode_wire::{SendRequest, VerifyRequest, paths};
 
 use crate::support::{Backend, TestApp, phone, random_phone, spawn_app};
 
@@ -44,7 +45,7 @@ async fn post_raw(
 
 async fn malformed_requests_answer_40000(backend: Backend) {
     let app = spawn_app(backend).await;
-    for path in ["/api/v1/otp/send", "/api/v1/otp/verify"] {
+    for path in [paths::OTP_SEND, paths::OTP_VERIFY] {
         for body in [
             "{",
             "[]",
@@ -58,8 +59,9 @@ async fn malformed_requests_answer_40000(backend: Backend) {
         let answer = post_raw(&app, path, "text/plain", "{\"phone\":\"13800138000\"}").await;
         assert_envelope(&answer, 400, 40000);
     }
+    // Not a VerifyRequest: the code is missing.
     let missing_code = app
-        .post_json("/api/v1/otp/verify", &json!({"phone": "13800138000"}))
+        .post_json(paths::OTP_VERIFY, &json!({"phone": "13800138000"}))
         .await;
     assert_envelope(&missing_code, 400, 40000);
     assert!(
@@ -107,20 +109,20 @@ async fn bad_input_changes_nothing(backend: Backend) {
     app.send_for(&number, "NOT VALID").await;
     post_raw(
         &app,
-        "/api/v1/otp/verify",
+        paths::OTP_VERIFY,
         "application/json",
         format!("{{\"phone\":\"{number}\",\"code\":123456}}"),
     )
     .await;
     post_raw(
         &app,
-        "/api/v1/otp/send",
+        paths::OTP_SEND,
         "application/json",
         format!("{{\"phone\":\"{number}\""),
     )
     .await;
-    let huge = json!({"phone": number, "code": "1".repeat(10_000)});
-    app.post_json("/api/v1/otp/verify", &huge).await;
+    let huge = VerifyRequest::new(&number, "1".repeat(10_000));
+    app.post_json(paths::OTP_VERIFY, &huge).await;
 
     assert_eq!(snapshot(&app, &number).await, Some(before));
     assert_eq!(app.inbox(&number).await, inbox_before);
@@ -129,31 +131,32 @@ async fn bad_input_changes_nothing(backend: Backend) {
 async fn oversized_bodies_answer_41300(backend: Backend) {
     let app = spawn_app(backend).await;
     let padding = "x".repeat(8 * 1024);
-    let answer = app
-        .post_json(
-            "/api/v1/otp/send",
-            &json!({"phone": random_phone(), "padding": padding}),
-        )
-        .await;
+    let mut padded = serde_json::to_value(SendRequest::new(random_phone())).unwrap();
+    padded["padding"] = json!(padding);
+    let answer = app.post_json(paths::OTP_SEND, &padded).await;
     assert_envelope(&answer, 413, 41300);
 }
 
 async fn unknown_routes_and_methods_answer_with_the_envelope(backend: Backend) {
     let app = spawn_app(backend).await;
     for path in [
-        "/",
-        "/api/v1/nothing",
-        "/api/v1/otp/send/extra",
-        "/api/v2/otp/send",
+        "/".to_owned(),
+        format!("{}/nothing", paths::API_PREFIX),
+        format!("{}/extra", paths::OTP_SEND),
+        paths::OTP_SEND.replace("/v1/", "/v2/"),
     ] {
-        assert_envelope(&app.get(path).await, 404, 40400);
+        assert_envelope(&app.get(&path).await, 404, 40400);
     }
-    assert_envelope(&app.get("/api/v1/otp/send").await, 405, 40500);
+    assert_envelope(&app.get(paths::OTP_SEND).await, 405, 40500);
     let delete = app
-        .request(app.client.delete(app.url("/api/v1/otp/verify")))
+        .request(app.client.delete(app.url(paths::OTP_VERIFY)))
         .await;
     assert_envelope(&delete, 405, 40500);
-    assert_envelope(&app.post_json("/healthz", &Value::Null).await, 405, 40500);
+    assert_envelope(
+        &app.post_json(paths::HEALTHZ, &Value::Null).await,
+        405,
+        40500,
+    );
 }
 
 async fn verify_without_a_pending_code_answers_41000(backend: Backend) {

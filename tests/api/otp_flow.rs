@@ -2,9 +2,12 @@
 
 use std::time::Duration;
 
-use serde_json::json;
 use vcode::store::ResendPolicy;
+use vcode_wire::{
+    Health, HealthStatus, RetryAfterData, SendData, VerifyData, WrongCodeData, paths,
+};
 
+use crate::support::app::ok_body;
 use crate::support::{Backend, phone, random_phone, spawn_app, spawn_app_with};
 
 async fn happy_path_send_read_verify(backend: Backend) {
@@ -14,7 +17,10 @@ async fn happy_path_send_read_verify(backend: Backend) {
     assert_eq!(sent.status, 200, "{sent:?}");
     assert_eq!(
         sent.body,
-        json!({"code": 200, "message": "ok", "data": {"expires_in": 300, "resend_after": 60}})
+        ok_body(SendData {
+            expires_in: 300,
+            resend_after: 60
+        })
     );
     let inbox = app.inbox(&number).await;
     assert_eq!(inbox.len(), 1);
@@ -29,7 +35,10 @@ async fn happy_path_send_read_verify(backend: Backend) {
     assert_eq!(verified.status, 200, "{verified:?}");
     assert_eq!(
         verified.body,
-        json!({"code": 200, "message": "ok", "data": {"verified": true}})
+        ok_body(VerifyData {
+            verified: true,
+            token: None
+        })
     );
 
     let again = app.verify(&number, code).await;
@@ -61,7 +70,7 @@ async fn resend_inside_cooldown_is_refused_with_retry_after(backend: Backend) {
         .parse()
         .unwrap();
     assert!((59..=60).contains(&retry_after), "{retry_after}");
-    assert_eq!(refused.body["data"]["retry_after"], json!(retry_after));
+    assert_eq!(refused.data::<RetryAfterData>().retry_after, retry_after);
     assert_eq!(app.inbox(&number).await.len(), 1, "no second SMS");
 }
 
@@ -105,7 +114,7 @@ async fn wrong_codes_up_to_the_limit_destroy_the_code(backend: Backend) {
     for remaining in (1..=4).rev() {
         let answer = app.verify(&number, wrong).await;
         assert_eq!((answer.status, answer.code()), (400, 40010));
-        assert_eq!(answer.body["data"]["remaining_attempts"], json!(remaining));
+        assert_eq!(answer.data::<WrongCodeData>().remaining_attempts, remaining);
     }
     let locked = app.verify(&number, wrong).await;
     assert_eq!((locked.status, locked.code()), (429, 42901));
@@ -128,7 +137,7 @@ async fn a_resend_does_not_reset_failed_attempts(backend: Backend) {
     }
     assert_eq!(app.send(&number).await.status, 200);
     let answer = app.verify(&number, wrong).await;
-    assert_eq!(answer.body["data"]["remaining_attempts"], json!(1));
+    assert_eq!(answer.data::<WrongCodeData>().remaining_attempts, 1);
     assert_eq!(app.verify(&number, wrong).await.code(), 42901);
 }
 
@@ -136,7 +145,7 @@ async fn codes_expire_after_their_ttl(backend: Backend) {
     let app = spawn_app_with(backend, |s| s.otp.code_ttl = Duration::from_secs(1)).await;
     let number = random_phone();
     let sent = app.send(&number).await;
-    assert_eq!(sent.body["data"]["expires_in"], json!(1));
+    assert_eq!(sent.data::<SendData>().expires_in, 1);
     let code = app.last_code(&number).await;
     tokio::time::sleep(Duration::from_millis(1300)).await;
     let expired = app.verify(&number, &code).await;
@@ -186,28 +195,19 @@ async fn purposes_never_touch_each_other(backend: Backend) {
 
 async fn health_and_readiness(backend: Backend) {
     let app = spawn_app(backend).await;
-    let health = app.get("/healthz").await;
-    assert_eq!(
-        (health.status, health.body["data"]["status"].clone()),
-        (200, json!("up"))
-    );
-    let ready = app.get("/readyz").await;
-    assert_eq!(
-        (ready.status, ready.body["data"]["status"].clone()),
-        (200, json!("ready"))
-    );
+    let health = app.get(paths::HEALTHZ).await;
+    assert_eq!(health.status, 200, "{health:?}");
+    assert_eq!(health.data::<Health>().status, HealthStatus::Up);
+    let ready = app.get(paths::READYZ).await;
+    assert_eq!(ready.status, 200, "{ready:?}");
+    assert_eq!(ready.data::<Health>().status, HealthStatus::Ready);
 }
 
 async fn dev_routes_do_not_exist_outside_dev_mode(backend: Backend) {
     let app = spawn_app_with(backend, |s| s.dev_mode = false).await;
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
-    let answer = app
-        .get(&format!(
-            "/api/v1/dev/outbox?phone={}",
-            number.replace('+', "%2B")
-        ))
-        .await;
+    let answer = app.outbox(&number).await;
     assert_eq!((answer.status, answer.code()), (404, 40400));
 }
 

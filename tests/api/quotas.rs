@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use serde_json::json;
 use vcode::client_ip::TrustedProxies;
 use vcode::config::AbuseSettings;
 use vcode::domain::{Code, CodeLength, Phone, Purpose, Region};
@@ -15,6 +14,7 @@ use vcode::store::{
     Budget, CodeStore, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaStore,
     QuotaToken, ResendPolicy, VerifyOutcome, VerifyParams,
 };
+use vcode_wire::{RetryAfterData, SendRequest, paths};
 
 use crate::support::app::Answer;
 use crate::support::codes as support_codes;
@@ -398,7 +398,7 @@ fn assert_quota_answer(answer: &Answer) {
         .parse()
         .unwrap();
     assert!(retry_after >= 1);
-    assert_eq!(answer.body["data"]["retry_after"], json!(retry_after));
+    assert_eq!(answer.data::<RetryAfterData>().retry_after, retry_after);
 }
 
 async fn phone_quota_through_http(backend: Backend) {
@@ -495,9 +495,9 @@ async fn numbers_outside_the_allowed_regions_are_invalid(backend: Backend) {
 async fn send_from(app: &TestApp, number: &str, forwarded_for: &str) -> Answer {
     app.request(
         app.client
-            .post(app.url("/api/v1/otp/send"))
+            .post(app.url(paths::OTP_SEND))
             .header("x-forwarded-for", forwarded_for)
-            .json(&json!({ "phone": number })),
+            .json(&SendRequest::new(number)),
     )
     .await
 }

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use vcode_wire::paths;
+
 use crate::support::app::Answer;
 use crate::support::{Backend, TestApp, eventually, random_phone, spawn_app};
 
@@ -23,11 +25,11 @@ async fn assert_unavailable(app: &TestApp, number: &str) {
         assert_eq!((answer.status, answer.code()), (503, 50300), "{answer:?}");
         assert!(elapsed < BOUND, "answered after {elapsed:?}");
     }
-    let (ready, elapsed) = timed(app.get("/readyz")).await;
+    let (ready, elapsed) = timed(app.get(paths::READYZ)).await;
     assert_eq!((ready.status, ready.code()), (503, 50300), "{ready:?}");
     assert!(elapsed < BOUND, "readyz answered after {elapsed:?}");
     assert_eq!(
-        app.get("/healthz").await.status,
+        app.get(paths::HEALTHZ).await.status,
         200,
         "the process itself is fine"
     );
@@ -57,7 +59,7 @@ async fn stopped_redis_answers_503_quickly_and_service_resumes_after_restart() {
         recovers(&app).await,
         "service did not resume after Redis came back"
     );
-    assert_eq!(app.get("/readyz").await.status, 200);
+    assert_eq!(app.get(paths::READYZ).await.status, 200);
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
     let code = app.last_code(&number).await;

@@ -5,6 +5,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use vcode::config::AbuseSettings;
+use vcode_wire::{
+    CaptchaAnswer, CaptchaCreated, CaptchaVerifyRequest, SendRequest, headers, paths,
+};
 
 use crate::support::app::Answer;
 use crate::support::{Backend, TestApp, random_phone, spawn_app, spawn_app_with};
@@ -14,7 +17,7 @@ const TOKEN: &str = "s3cret-admin-token-0123";
 async fn stats(app: &TestApp, token: Option<&str>, days: &str) -> Answer {
     let mut request = app
         .client
-        .get(app.url(&format!("/api/v1/stats?days={days}")));
+        .get(app.url(&format!("{}?days={days}", paths::STATS)));
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }
@@ -46,9 +49,9 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
     assert_eq!(app.send(&a).await.code(), 42900);
     let keyed = |phone: &str| {
         app.client
-            .post(app.url("/api/v1/otp/send"))
-            .header("idempotency-key", "stats-key")
-            .json(&json!({ "phone": phone }))
+            .post(app.url(paths::OTP_SEND))
+            .header(headers::IDEMPOTENCY_KEY, "stats-key")
+            .json(&SendRequest::new(phone))
     };
     assert_eq!(app.request(keyed(&b)).await.status, 200);
     assert_eq!(app.request(keyed(&b)).await.status, 200);
@@ -66,18 +69,13 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
         "the fourth SMS from one client"
     );
     for solve in [false, true] {
-        let created = app.post_json("/api/v1/captcha", &Value::Null).await;
-        let id = created.body["data"]["captcha_id"]
-            .as_str()
-            .unwrap()
-            .to_owned();
-        let answer = app.get(&format!("/api/v1/dev/captcha/{id}")).await.body["data"]["answer"]
-            .as_str()
-            .unwrap()
-            .to_owned();
+        let created = app.post_json(paths::CAPTCHA, &Value::Null).await;
+        let id = created.data::<CaptchaCreated>().captcha_id;
+        let peeked = app.get(&paths::dev_captcha_answer(&id)).await;
+        let answer = peeked.data::<CaptchaAnswer>().answer;
         let typed = if solve { answer } else { "WRONG".to_owned() };
-        let body = json!({"captcha_id": id, "answer": typed});
-        app.post_json("/api/v1/captcha/verify", &body).await;
+        let body = CaptchaVerifyRequest::new(id, typed);
+        app.post_json(paths::CAPTCHA_VERIFY, &body).await;
     }
 
     let report = stats(&app, Some(TOKEN), "2").await;

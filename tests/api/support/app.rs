@@ -2,11 +2,14 @@
 
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 use vcode::config::{SmsSettings, StoreSettings};
 use vcode::store::Stores;
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::{Application, Settings};
+use vcode_wire::{Envelope, OutboxData, OutboxQuery, SendRequest, VerifyRequest, paths};
 
 use super::{Deployment, RedisServer};
 
@@ -131,10 +134,25 @@ impl Answer {
     pub fn code(&self) -> i64 {
         self.body["code"].as_i64().unwrap_or_default()
     }
+
+    /// The envelope's `data` read as the wire type `T`; panics with the answer if it is not one.
+    pub fn data<T: DeserializeOwned>(&self) -> T {
+        serde_json::from_value(self.body["data"].clone()).unwrap_or_else(|error| {
+            panic!(
+                "data is no {}: {error}: {self:?}",
+                std::any::type_name::<T>()
+            )
+        })
+    }
+}
+
+/// The body of a 200 answer carrying `data`, as JSON to compare answers with.
+pub fn ok_body(data: impl Serialize) -> Value {
+    serde_json::to_value(Envelope::ok(data)).expect("wire types serialise")
 }
 
 impl TestApp {
-    pub async fn post_json(&self, path: &str, body: &Value) -> Answer {
+    pub async fn post_json(&self, path: &str, body: &impl Serialize) -> Answer {
         self.request(self.client.post(self.url(path)).json(body))
             .await
     }
@@ -166,50 +184,47 @@ impl TestApp {
     }
 
     pub async fn send(&self, phone: &str) -> Answer {
-        self.post_json("/api/v1/otp/send", &json!({ "phone": phone }))
+        self.post_json(paths::OTP_SEND, &SendRequest::new(phone))
             .await
     }
 
     pub async fn send_for(&self, phone: &str, purpose: &str) -> Answer {
-        self.post_json(
-            "/api/v1/otp/send",
-            &json!({ "phone": phone, "purpose": purpose }),
-        )
-        .await
+        let body = SendRequest {
+            purpose: Some(purpose.to_owned()),
+            ..SendRequest::new(phone)
+        };
+        self.post_json(paths::OTP_SEND, &body).await
     }
 
     pub async fn verify(&self, phone: &str, code: &str) -> Answer {
-        self.post_json(
-            "/api/v1/otp/verify",
-            &json!({ "phone": phone, "code": code }),
-        )
-        .await
+        self.post_json(paths::OTP_VERIFY, &VerifyRequest::new(phone, code))
+            .await
     }
 
     pub async fn verify_for(&self, phone: &str, code: &str, purpose: &str) -> Answer {
-        self.post_json(
-            "/api/v1/otp/verify",
-            &json!({ "phone": phone, "code": code, "purpose": purpose }),
-        )
-        .await
+        let body = VerifyRequest {
+            purpose: Some(purpose.to_owned()),
+            ..VerifyRequest::new(phone, code)
+        };
+        self.post_json(paths::OTP_VERIFY, &body).await
+    }
+
+    /// The dev outbox's answer for `phone`.
+    pub async fn outbox(&self, phone: &str) -> Answer {
+        let query = OutboxQuery {
+            phone: phone.to_owned(),
+        };
+        self.request(self.client.get(self.url(paths::DEV_OUTBOX)).query(&query))
+            .await
     }
 
     /// The codes delivered to `phone`, oldest first, read from the dev outbox as a user reads
     /// their SMS.
     pub async fn inbox(&self, phone: &str) -> Vec<String> {
-        let answer = self
-            .get(&format!(
-                "/api/v1/dev/outbox?phone={}",
-                phone.replace('+', "%2B")
-            ))
-            .await;
+        let answer = self.outbox(phone).await;
         assert_eq!(answer.status, 200, "{answer:?}");
-        answer.body["data"]["messages"]
-            .as_array()
-            .expect("a message list")
-            .iter()
-            .map(|m| m["code"].as_str().expect("a code").to_owned())
-            .collect()
+        let outbox: OutboxData = answer.data();
+        outbox.messages.into_iter().map(|m| m.code).collect()
     }
 
     /// The latest code delivered to `phone`.

@@ -6,9 +6,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 use vcode::Settings;
 use vcode::config::{AbuseSettings, StoreSettings};
+use vcode_wire::{OutboxData, OutboxQuery, SendRequest, VerifyRequest, paths};
 
 use super::{Backend, TestApp, random_phone, spawn_app_with};
 
@@ -149,7 +151,7 @@ impl Shared {
         }
     }
 
-    async fn post(&self, step: &'static str, path: &str, body: Value) -> (u16, Value) {
+    async fn post(&self, step: &'static str, path: &str, body: impl Serialize) -> (u16, Value) {
         self.timed(
             step,
             self.client
@@ -232,29 +234,32 @@ async fn user(shared: Arc<Shared>) {
     while !shared.stop.load(Ordering::Relaxed) {
         let phone = random_phone();
         let (status, body) = shared
-            .post("send", "/api/v1/otp/send", json!({ "phone": phone }))
+            .post("send", paths::OTP_SEND, SendRequest::new(&phone))
             .await;
         if status != 200 {
             expect_failure(&shared, "send", status, &body);
             continue;
         }
-        let outbox = format!("/api/v1/dev/outbox?phone={}", phone.replace('+', "%2B"));
-        let (status, body) = shared
-            .timed(
-                "outbox",
-                shared.client.get(format!("{}{outbox}", shared.address)),
-            )
-            .await;
+        let outbox = shared
+            .client
+            .get(format!("{}{}", shared.address, paths::DEV_OUTBOX))
+            .query(&OutboxQuery {
+                phone: phone.clone(),
+            });
+        let (status, body) = shared.timed("outbox", outbox).await;
         if status != 200 {
             expect_failure(&shared, "outbox", status, &body);
             continue;
         }
-        let Some(code) = body["data"]["messages"][0]["code"].as_str() else {
+        let first_sms = serde_json::from_value::<OutboxData>(body["data"].clone())
+            .ok()
+            .and_then(|outbox| outbox.messages.into_iter().next());
+        let Some(sms) = first_sms else {
             shared.tally(|report| report.lost_outbox += 1);
             continue;
         };
-        let verify = json!({ "phone": phone, "code": code });
-        match shared.post("verify", "/api/v1/otp/verify", verify).await {
+        let verify = VerifyRequest::new(&phone, sms.code);
+        match shared.post("verify", paths::OTP_VERIFY, verify).await {
             (200, _) => {}
             (410, _) => shared.tally(|report| report.lost_codes += 1),
             (status, body) => expect_failure(&shared, "verify", status, &body),

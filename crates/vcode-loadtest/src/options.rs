@@ -58,11 +58,10 @@ pub const DEFAULT_DURATION: Duration = Duration::from_secs(10);
 pub const DEFAULT_SEED: u64 = 1;
 pub const DEFAULT_TAPS: usize = 3;
 pub const DEFAULT_SUBMITS: usize = 3;
-pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
-pub const DEFAULT_CODE_TTL_SECS: u64 = 300;
 
 /// Plays virtual users against running vcode instances (dev mode, one shared Redis) and counts
-/// what went wrong for them: codes they received that were refused, codes accepted twice.
+/// what went wrong for them: codes they received that were refused, codes accepted twice. The
+/// service's settings (code lifetime, attempt limit) are not options: its answers tell them.
 #[derive(Clone, Debug, Args)]
 pub struct Options {
     /// Base URL of a vcode instance in dev mode; repeat for several instances sharing one
@@ -92,13 +91,6 @@ pub struct Options {
     /// Simultaneous submissions of the code in double-submit.
     #[arg(long, default_value_t = DEFAULT_SUBMITS)]
     pub submits: usize,
-    /// The service's VCODE_MAX_ATTEMPTS: a rejection after that many failed attempts on a code
-    /// is not counted as false.
-    #[arg(long, default_value_t = DEFAULT_MAX_ATTEMPTS)]
-    pub max_attempts: u32,
-    /// The service's VCODE_CODE_TTL_SECS: a rejection of an older code is not counted as false.
-    #[arg(long, default_value_t = DEFAULT_CODE_TTL_SECS)]
-    pub code_ttl_secs: u64,
     /// A name for this run in reports (e.g. the strategy under test).
     #[arg(long)]
     pub label: Option<String>,
@@ -126,8 +118,6 @@ impl Options {
             seed: DEFAULT_SEED,
             taps: DEFAULT_TAPS,
             submits: DEFAULT_SUBMITS,
-            max_attempts: DEFAULT_MAX_ATTEMPTS,
-            code_ttl_secs: DEFAULT_CODE_TTL_SECS,
             label: None,
             json: false,
             expect_clean: false,
@@ -144,13 +134,12 @@ impl Options {
 
     /// Refuses option values that make no load test.
     pub fn check(&self) -> Result<(), String> {
-        let rules: [(bool, &str); 6] = [
+        let rules: [(bool, &str); 5] = [
             (!self.targets.is_empty(), "at least one --target"),
             (self.users >= 1, "--users of at least 1"),
             (self.concurrency >= 1, "--concurrency of at least 1"),
             ((1..=20).contains(&self.taps), "--taps from 1 to 20"),
             ((2..=20).contains(&self.submits), "--submits from 2 to 20"),
-            (self.max_attempts >= 1, "--max-attempts of at least 1"),
         ];
         match rules.into_iter().find(|(ok, _)| !ok) {
             Some((_, expected)) => Err(format!("expected {expected}")),

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::options::{Options, Scenario};
-use super::tally::{ScenarioFigures, Sends, Tally, Verifies};
+use crate::options::{Options, Scenario};
+use crate::tally::{Announced, ScenarioFigures, Sends, Tally, Verifies};
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Latency {
@@ -35,6 +35,9 @@ pub struct Report {
     pub users: usize,
     pub concurrency: usize,
     pub seed: u64,
+    /// The service's settings as its answers gave them (absent from older reports).
+    #[serde(default)]
+    pub announced: Announced,
     pub elapsed_secs: f64,
     /// Sends and verifies.
     pub requests: u64,
@@ -86,6 +89,7 @@ impl Report {
             // More slots than users would stay empty.
             concurrency: options.concurrency.min(options.users),
             seed: options.seed,
+            announced: tally.announced,
             elapsed_secs: round_to(elapsed_secs, 3),
             requests: tally.requests,
             throughput_per_sec: if elapsed_secs > 0.0 {
@@ -146,6 +150,14 @@ impl Report {
     /// The report for a terminal.
     pub fn table(&self) -> String {
         let mut rows: Vec<(&str, String)> = vec![
+            (
+                "service",
+                format!(
+                    "codes live {}, resend cooldown {} (as the send answers said)",
+                    seconds(self.announced.code_ttl_secs),
+                    seconds(self.announced.resend_cooldown_secs)
+                ),
+            ),
             (
                 "requests",
                 format!(
@@ -261,6 +273,10 @@ fn scenario_summary(figures: &ScenarioFigures) -> String {
     )
 }
 
+fn seconds(value: Option<u64>) -> String {
+    value.map_or_else(|| "-".to_owned(), |secs| format!("{secs} s"))
+}
+
 fn ratio(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"))
 }
@@ -372,7 +388,7 @@ fn markdown(header: Vec<String>, rows: Vec<Vec<String>>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::loadtest::options::parse_target;
+    use crate::options::parse_target;
 
     fn report(label: &str, false_rejections: u64, double_accepts: u64) -> Report {
         let mut options = Options::new(vec![parse_target("http://127.0.0.1:1").unwrap()]);
@@ -383,6 +399,10 @@ mod tests {
         tally.findings.verified = 20;
         tally.findings.false_rejections = false_rejections;
         tally.findings.double_accepts = double_accepts;
+        tally.announced = Announced {
+            code_ttl_secs: Some(300),
+            resend_cooldown_secs: Some(60),
+        };
         let figures = tally.scenarios.entry(Scenario::ResendStorm).or_default();
         figures.logins = 25;
         figures.false_rejections = false_rejections;
@@ -413,8 +433,14 @@ mod tests {
         assert_eq!(json["scenarios"]["resend-storm"]["logins"], 25);
         assert_eq!(json["scenarios"]["resend-storm"]["false_rejections"], 7);
         assert!(json["latency_ms"]["p99"].is_number());
-        let back: Report = serde_json::from_value(json).unwrap();
+        assert_eq!(json["announced"]["code_ttl_secs"], 300);
+        let back: Report = serde_json::from_value(json.clone()).unwrap();
         assert_eq!(back, r);
+        // Reports written before the service's settings were read still load.
+        let mut older = json;
+        older.as_object_mut().unwrap().remove("announced");
+        let back: Report = serde_json::from_value(older).unwrap();
+        assert_eq!(back.announced, Announced::default());
     }
 
     #[test]
@@ -425,6 +451,7 @@ mod tests {
             "double_accepts",
             "sms_sent",
             "p99",
+            "codes live 300 s, resend cooldown 60 s",
             "NOT CLEAN",
         ] {
             assert!(table.contains(needle), "{needle:?} missing:\n{table}");

@@ -1,5 +1,6 @@
-//! What users count while they play: requests and their latencies, answers by kind, SMS, and
-//! the ledger's findings. Each user keeps its own tally; the run adds them up at the end.
+//! What users count while they play: requests and their latencies, answers by kind, SMS, what
+//! the service announced of its settings, and the ledger's findings. Each user keeps its own
+//! tally; the run adds them up at the end.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -7,10 +8,11 @@ use std::time::Duration;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
+use vcode_wire::SendData;
 
-use super::client::{SendAnswer, Timed};
-use super::ledger::Findings;
-use super::options::Scenario;
+use crate::client::{SendAnswer, Timed};
+use crate::ledger::Findings;
+use crate::options::Scenario;
 
 /// Latencies are recorded in microseconds, up to a minute, to three significant digits.
 const LATENCY_MAX_US: u64 = 60_000_000;
@@ -30,6 +32,30 @@ pub struct Verifies {
     /// Compared and refused (40010, 41000, 42901), rightly or not.
     pub rejected: u64,
     pub failed: u64,
+}
+
+/// What the send answers said of the service's settings (the load test assumes none).
+/// Targets are meant to share one configuration; should they differ, the largest value is kept.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Announced {
+    /// `expires_in`: how long a code lives.
+    pub code_ttl_secs: Option<u64>,
+    /// `resend_after`: the resend cooldown.
+    pub resend_cooldown_secs: Option<u64>,
+}
+
+impl Announced {
+    fn heard(&mut self, sent: &SendData) {
+        self.merge(Self {
+            code_ttl_secs: Some(sent.expires_in),
+            resend_cooldown_secs: Some(sent.resend_after),
+        });
+    }
+
+    fn merge(&mut self, other: Self) {
+        self.code_ttl_secs = self.code_ttl_secs.max(other.code_ttl_secs);
+        self.resend_cooldown_secs = self.resend_cooldown_secs.max(other.resend_cooldown_secs);
+    }
 }
 
 /// One scenario's share of a run.
@@ -64,6 +90,7 @@ pub struct Tally {
     pub verifies: Verifies,
     pub outbox_reads: u64,
     pub sms_sent: u64,
+    pub announced: Announced,
     /// Logins by scenario (`mixed` counts each under the one it picked).
     pub scenarios: BTreeMap<Scenario, ScenarioFigures>,
     pub findings: Findings,
@@ -81,6 +108,7 @@ impl Tally {
             verifies: Verifies::default(),
             outbox_reads: 0,
             sms_sent: 0,
+            announced: Announced::default(),
             scenarios: BTreeMap::new(),
             findings: Findings::default(),
             failures: BTreeMap::new(),
@@ -98,7 +126,10 @@ impl Tally {
 
     pub fn send(&mut self, answer: &SendAnswer) {
         match answer {
-            SendAnswer::Delivered => self.sends.delivered += 1,
+            SendAnswer::Delivered(sent) => {
+                self.sends.delivered += 1;
+                self.announced.heard(sent);
+            }
             SendAnswer::Cooldown => self.sends.cooldown += 1,
             SendAnswer::Failed(what) => {
                 self.sends.failed += 1;
@@ -125,6 +156,7 @@ impl Tally {
         self.verifies.failed += other.verifies.failed;
         self.outbox_reads += other.outbox_reads;
         self.sms_sent += other.sms_sent;
+        self.announced.merge(other.announced);
         for (scenario, figures) in other.scenarios {
             *self.scenarios.entry(scenario).or_default() += figures;
         }
@@ -165,8 +197,12 @@ mod tests {
     fn tallies_add_up_and_percentiles_come_from_all_users() {
         let mut a = Tally::new().unwrap();
         let mut b = Tally::new().unwrap();
+        let sent = SendData {
+            expires_in: 300,
+            resend_after: 60,
+        };
         for ms in 1..=99 {
-            let call = answered(SendAnswer::Delivered, ms);
+            let call = answered(SendAnswer::Delivered(sent), ms);
             a.request(&call);
             a.send(&call.answer);
         }
@@ -182,10 +218,24 @@ mod tests {
             .or_default()
             .logins += 1;
         b.findings.false_rejections = 3;
+        let mut longer_lived = Tally::new().unwrap();
+        longer_lived.send(&SendAnswer::Delivered(SendData {
+            expires_in: 600,
+            ..sent
+        }));
+        assert_eq!(
+            b.announced,
+            Announced::default(),
+            "no delivery, nothing heard"
+        );
         a.merge(b).unwrap();
+        assert_eq!(a.announced.code_ttl_secs, Some(300));
+        assert_eq!(a.announced.resend_cooldown_secs, Some(60));
+        a.merge(longer_lived).unwrap();
 
         assert_eq!(a.requests, 100);
-        assert_eq!(a.sends.delivered, 99);
+        assert_eq!(a.sends.delivered, 100);
+        assert_eq!(a.announced.code_ttl_secs, Some(600), "the largest is kept");
         assert_eq!(a.sends.failed, 1);
         assert_eq!(a.failures.get("send 503/50300"), Some(&1));
         assert_eq!(a.scenarios[&Scenario::DoubleSubmit].logins, 3);

@@ -5,7 +5,10 @@
 //!
 //! Verifies of one login may overlap, so "unused" is judged as a linearizable service would be:
 //! a rejection is excused if an accept of the same code had started before the rejection's
-//! answer arrived (the accept may have been applied first).
+//! answer arrived (the accept may have been applied first). "Unexpired" and "within the attempt
+//! limit" are judged by what the service itself answered, not by assumed settings: the codes'
+//! lifetime is the send answers' `expires_in`, and the limit was reached when a verify answer
+//! left no attempt (`remaining_attempts` down to zero: the code was destroyed).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -13,22 +16,33 @@ use std::time::{Duration, Instant};
 /// How far before its SMS's `sent_at_ms` a code may have been stored: its TTL started then.
 const EXPIRY_MARGIN_MS: u64 = 1000;
 
-/// The service's limits, which excuse some rejections.
-#[derive(Clone, Copy, Debug)]
-pub struct Rules {
-    pub max_attempts: u32,
-    pub code_ttl: Duration,
-}
-
 /// A verify's answer, as far as the accounting cares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
     Accepted,
-    /// Refused after a compare; `counted` when the service counts it as a failed attempt
-    /// (40010 wrong code, 42901 destroyed), not when the code was missing (41000).
-    Rejected {
-        counted: bool,
-    },
+    Refused(Refusal),
+}
+
+/// Why the service refused a code it compared, in its own words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Refusal {
+    /// 40010: a counted failure; the pending code takes `remaining_attempts` more.
+    Wrong { remaining_attempts: u32 },
+    /// 42901: a counted failure that used the last attempt: the pending code was destroyed.
+    Destroyed,
+    /// 41000: no code was pending (expired, used or destroyed); nothing was counted.
+    Missing,
+}
+
+impl Refusal {
+    /// The attempts the pending code had left after this answer; `None` if none was counted.
+    fn remaining_attempts(self) -> Option<u32> {
+        match self {
+            Self::Wrong { remaining_attempts } => Some(remaining_attempts),
+            Self::Destroyed => Some(0),
+            Self::Missing => None,
+        }
+    }
 }
 
 /// One verify that the service answered.
@@ -91,16 +105,18 @@ impl CodeRecord {
     }
 }
 
-/// A failed attempt the service counted.
+/// A failed attempt the service counted, and the attempts it said were left after it.
 #[derive(Clone, Copy, Debug)]
 struct Failure {
     ended: Instant,
     ended_ms: u64,
+    remaining_attempts: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Ledger {
-    rules: Rules,
+    /// The codes' lifetime as the latest send answer gave it; unknown until one did.
+    code_ttl: Option<Duration>,
     codes: HashMap<String, CodeRecord>,
     /// The most recently delivered code.
     latest: Option<String>,
@@ -110,14 +126,9 @@ pub struct Ledger {
 }
 
 impl Ledger {
-    pub fn new(rules: Rules) -> Self {
-        Self {
-            rules,
-            codes: HashMap::new(),
-            latest: None,
-            failures: Vec::new(),
-            last_accept_end: None,
-        }
+    /// The codes' lifetime a send answer announced (`expires_in`).
+    pub fn code_ttl_announced(&mut self, ttl: Duration) {
+        self.code_ttl = Some(ttl);
     }
 
     /// An SMS the user received. The same digits after an accept are a new code.
@@ -159,16 +170,19 @@ impl Ledger {
 
         let round_failures: Vec<Failure> = attempts
             .iter()
-            .filter(|a| a.verdict == Verdict::Rejected { counted: true })
-            .map(|a| Failure {
-                ended: a.ended,
-                ended_ms: a.ended_ms,
+            .filter_map(|a| match a.verdict {
+                Verdict::Refused(refusal) => Some(Failure {
+                    ended: a.ended,
+                    ended_ms: a.ended_ms,
+                    remaining_attempts: refusal.remaining_attempts()?,
+                }),
+                Verdict::Accepted => None,
             })
             .collect();
         let accept_ends: Vec<Instant> = accepts.iter().map(|a| a.ended).collect();
         for rejection in attempts
             .iter()
-            .filter(|a| matches!(a.verdict, Verdict::Rejected { .. }))
+            .filter(|a| matches!(a.verdict, Verdict::Refused(_)))
         {
             self.judge(rejection, &round_failures, &accept_ends, &mut findings);
         }
@@ -196,17 +210,19 @@ impl Ledger {
             findings.excused_used += 1;
         } else if self.expired(record, rejection) {
             findings.excused_expired += 1;
-        } else if self.failures_against(record, rejection, round_failures, accept_ends)
-            >= self.rules.max_attempts as usize
-        {
+        } else if self.attempts_used_up(record, rejection, round_failures, accept_ends) {
             findings.excused_attempt_limit += 1;
         } else {
             findings.false_rejections += 1;
         }
     }
 
+    /// Without an announced lifetime no code counts as expired: nothing excuses the refusal.
     fn expired(&self, record: &CodeRecord, rejection: &Attempt) -> bool {
-        let ttl_ms = u64::try_from(self.rules.code_ttl.as_millis()).unwrap_or(u64::MAX);
+        let Some(ttl) = self.code_ttl else {
+            return false;
+        };
+        let ttl_ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         record
             .last_sent_before(rejection.started_ms)
             .is_some_and(|sent| {
@@ -214,16 +230,17 @@ impl Ledger {
             })
     }
 
-    /// Failed attempts that may have counted against the code by the time `rejection` was
-    /// sent: answered before it, after the code's first SMS, and after the last accept (an
-    /// accept removes the pending code and its count).
-    fn failures_against(
+    /// Whether the service had answered, before `rejection` was sent, that the pending code had
+    /// no attempt left. Only failures that may have counted against the code are heard: answered
+    /// before the rejection, after the code's first SMS, and after the last accept (an accept
+    /// removes the pending code and its count).
+    fn attempts_used_up(
         &self,
         record: &CodeRecord,
         rejection: &Attempt,
         round_failures: &[Failure],
         accept_ends: &[Instant],
-    ) -> usize {
+    ) -> bool {
         let round_reset = accept_ends
             .iter()
             .copied()
@@ -237,7 +254,7 @@ impl Ledger {
             .filter(|f| f.ended < rejection.started)
             .filter(|f| reset.is_none_or(|t| f.ended > t))
             .filter(|f| f.ended_ms >= first_sent)
-            .count()
+            .any(|f| f.remaining_attempts == 0)
     }
 }
 
@@ -245,10 +262,12 @@ impl Ledger {
 mod tests {
     use super::*;
 
-    const RULES: Rules = Rules {
-        max_attempts: 3,
-        code_ttl: Duration::from_secs(300),
-    };
+    /// A ledger whose codes were announced to live 300 s.
+    fn new_ledger() -> Ledger {
+        let mut ledger = Ledger::default();
+        ledger.code_ttl_announced(Duration::from_secs(300));
+        ledger
+    }
 
     /// A clock for tests: instants and wall-clock ms that advance together.
     struct Clock {
@@ -282,17 +301,22 @@ mod tests {
     }
 
     const ACCEPTED: Verdict = Verdict::Accepted;
-    const WRONG: Verdict = Verdict::Rejected { counted: true };
-    const MISSING: Verdict = Verdict::Rejected { counted: false };
+    const DESTROYED: Verdict = Verdict::Refused(Refusal::Destroyed);
+    const MISSING: Verdict = Verdict::Refused(Refusal::Missing);
+
+    /// 40010 with the attempts the service said were left.
+    fn wrong(remaining_attempts: u32) -> Verdict {
+        Verdict::Refused(Refusal::Wrong { remaining_attempts })
+    }
 
     #[test]
     fn a_delivered_unused_code_refused_is_a_false_rejection() {
         let clock = Clock::new();
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         ledger.delivered("111111", clock.ms(0));
         ledger.delivered("222222", clock.ms(1));
         // The user types the first SMS; the service only knows the second (overwritten).
-        let found = ledger.settle(&[clock.attempt("111111", WRONG, 10, 12)]);
+        let found = ledger.settle(&[clock.attempt("111111", wrong(4), 10, 12)]);
         assert_eq!(found.false_rejections, 1);
         assert_eq!(found.verified, 0);
     }
@@ -300,7 +324,7 @@ mod tests {
     #[test]
     fn a_code_accepted_twice_is_one_login_and_one_double_accept() {
         let clock = Clock::new();
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         ledger.delivered("111111", clock.ms(0));
         let found = ledger.settle(&[
             clock.attempt("111111", ACCEPTED, 10, 15),
@@ -318,7 +342,7 @@ mod tests {
     #[test]
     fn refusals_overlapping_or_after_an_accept_are_excused() {
         let clock = Clock::new();
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         ledger.delivered("111111", clock.ms(0));
         let found = ledger.settle(&[
             clock.attempt("111111", MISSING, 10, 14), // answered before the accept started
@@ -330,7 +354,7 @@ mod tests {
         assert_eq!(found.excused_used, 3, "{found:?}");
         assert_eq!(found.false_rejections, 0);
 
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         ledger.delivered("111111", clock.ms(0));
         let found = ledger.settle(&[
             clock.attempt("111111", MISSING, 10, 11), // answered before the accept started
@@ -342,7 +366,7 @@ mod tests {
     #[test]
     fn refusals_of_expired_codes_are_excused() {
         let clock = Clock::new();
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         ledger.delivered("111111", clock.ms(0));
         let found = ledger.settle(&[clock.attempt("111111", MISSING, 300_000, 300_001)]);
         assert_eq!(found.excused_expired, 1);
@@ -354,41 +378,84 @@ mod tests {
     }
 
     #[test]
+    fn expiry_follows_the_lifetime_the_service_announced() {
+        let clock = Clock::new();
+        let mut ledger = Ledger::default();
+        ledger.delivered("111111", clock.ms(0));
+        let unknown = ledger.settle(&[clock.attempt("111111", MISSING, 300_000, 300_001)]);
+        assert_eq!(
+            unknown.false_rejections, 1,
+            "no lifetime announced, no excuse"
+        );
+
+        ledger.code_ttl_announced(Duration::from_secs(60));
+        ledger.delivered("222222", clock.ms(400_000));
+        let alive = ledger.settle(&[clock.attempt("222222", MISSING, 450_000, 450_001)]);
+        assert_eq!(alive.false_rejections, 1, "{alive:?}");
+        let expired = ledger.settle(&[clock.attempt("222222", MISSING, 460_000, 460_001)]);
+        assert_eq!(expired.excused_expired, 1, "{expired:?}");
+    }
+
+    #[test]
     fn refusals_beyond_the_attempt_limit_are_excused() {
         let clock = Clock::new();
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         ledger.delivered("111111", clock.ms(0));
         ledger.delivered("999999", clock.ms(1));
-        // Three counted failures (typing the lost code), answered before the fourth verify.
+        // The user types the lost code; the service counts each failure against the pending one
+        // and destroys it at the third (42901), before the verify of the pending code is sent.
         let first = ledger.settle(&[
-            clock.attempt("111111", WRONG, 10, 11),
-            clock.attempt("111111", WRONG, 12, 13),
+            clock.attempt("111111", wrong(2), 10, 11),
+            clock.attempt("111111", wrong(1), 12, 13),
         ]);
         assert_eq!(first.false_rejections, 2);
         let found = ledger.settle(&[
-            clock.attempt("111111", WRONG, 20, 21),
-            clock.attempt("999999", WRONG, 30, 31),
+            clock.attempt("111111", DESTROYED, 20, 21),
+            clock.attempt("999999", MISSING, 30, 31),
         ]);
         assert_eq!(found.false_rejections, 1, "{found:?}");
         assert_eq!(found.excused_attempt_limit, 1, "{found:?}");
     }
 
     #[test]
+    fn failures_that_left_attempts_excuse_nothing() {
+        let clock = Clock::new();
+        let mut ledger = new_ledger();
+        ledger.delivered("111111", clock.ms(0));
+        ledger.delivered("999999", clock.ms(1));
+        // A service that never lowers `remaining_attempts` (the legacy strategies) never
+        // destroys the code, however many failures it answered.
+        for at in [10, 20, 30, 40, 50, 60] {
+            ledger.settle(&[clock.attempt("111111", wrong(5), at, at + 1)]);
+        }
+        let found = ledger.settle(&[clock.attempt("999999", MISSING, 70, 71)]);
+        assert_eq!(found.false_rejections, 1, "{found:?}");
+        assert_eq!(found.excused_attempt_limit, 0, "{found:?}");
+        // A destruction answered only after the verify was sent does not excuse it either.
+        ledger.delivered("888888", clock.ms(100));
+        let found = ledger.settle(&[
+            clock.attempt("000000", DESTROYED, 110, 130),
+            clock.attempt("888888", MISSING, 120, 121),
+        ]);
+        assert_eq!(found.excused_attempt_limit, 0, "{found:?}");
+    }
+
+    #[test]
     fn an_accept_resets_the_failure_count_and_failures_before_a_code_do_not_count() {
         let clock = Clock::new();
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         ledger.delivered("111111", clock.ms(0));
-        for at in [10, 20, 30] {
-            ledger.settle(&[clock.attempt("000000", WRONG, at, at + 1)]);
+        for (at, verdict) in [(10, wrong(2)), (20, wrong(1)), (30, DESTROYED)] {
+            ledger.settle(&[clock.attempt("000000", verdict, at, at + 1)]);
         }
         ledger.settle(&[clock.attempt("111111", ACCEPTED, 40, 41)]);
         ledger.delivered("222222", clock.ms(50));
         let found = ledger.settle(&[clock.attempt("222222", MISSING, 60, 61)]);
         assert_eq!(found.false_rejections, 1, "{found:?}");
 
-        let mut ledger = Ledger::new(RULES);
-        for at in [10, 20, 30] {
-            ledger.settle(&[clock.attempt("000000", WRONG, at, at + 1)]);
+        let mut ledger = new_ledger();
+        for (at, verdict) in [(10, wrong(2)), (20, wrong(1)), (30, DESTROYED)] {
+            ledger.settle(&[clock.attempt("000000", verdict, at, at + 1)]);
         }
         ledger.delivered("333333", clock.ms(35));
         let found = ledger.settle(&[clock.attempt("333333", MISSING, 40, 41)]);
@@ -398,7 +465,7 @@ mod tests {
     #[test]
     fn the_latest_unused_code_is_what_a_user_without_new_sms_types() {
         let clock = Clock::new();
-        let mut ledger = Ledger::new(RULES);
+        let mut ledger = new_ledger();
         assert_eq!(ledger.latest_unused(), None);
         ledger.delivered("111111", clock.ms(0));
         assert_eq!(ledger.latest_unused(), Some("111111"));

@@ -1,4 +1,6 @@
-//! `vcode loadtest`: virtual users against running instances, counting lost and reused codes.
+//! `vcode loadtest`: virtual users against running vcode instances, counting lost and reused
+//! codes. A client of the service: it speaks the HTTP API through `vcode-wire` and shares no
+//! code with the server.
 //!
 //! Each virtual user has its own phone and reads its SMS from the dev outbox, so it knows
 //! exactly which codes it was sent; the ledger then judges every verify answer against that:
@@ -21,7 +23,7 @@ use anyhow::{Context, bail};
 pub use self::options::{Options, Scenario, Stop};
 pub use self::report::{Excused, Latency, Report, comparison_table};
 pub use self::runner::run;
-pub use self::tally::{Sends, Verifies};
+pub use self::tally::{Announced, Sends, Verifies};
 
 /// `vcode loadtest`: runs, prints the report (a table, or JSON with `--json`) on stdout, and
 /// with `--expect-clean` fails if the run was not clean.

@@ -2,17 +2,18 @@
 //! logins, played scenario by scenario; each login's verifies are settled in its ledger.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tokio::task::JoinHandle;
+use vcode_wire::OutboxMessage;
 
-use super::client::{Client, SendAnswer, Timed, VerifyAnswer};
-use super::ledger::{Attempt, Ledger, Rules, Verdict};
-use super::options::Scenario;
-use super::progress::Live;
-use super::tally::{ScenarioFigures, Tally};
-use crate::store::OutboxMessage;
+use crate::client::{Client, SendAnswer, Timed, VerifyAnswer};
+use crate::ledger::{Attempt, Ledger, Verdict};
+use crate::options::Scenario;
+use crate::progress::Live;
+use crate::tally::{ScenarioFigures, Tally};
 
 /// How hard users press: sends per resend storm, simultaneous submissions per double submit.
 #[derive(Clone, Copy, Debug)]
@@ -40,7 +41,6 @@ impl VirtualUser {
         client: Arc<Client>,
         live: Arc<Live>,
         shape: Shape,
-        rules: Rules,
         tally: Tally,
     ) -> Self {
         Self {
@@ -49,7 +49,7 @@ impl VirtualUser {
             client,
             live,
             shape,
-            ledger: Ledger::new(rules),
+            ledger: Ledger::default(),
             last_seen: None,
             tally,
         }
@@ -129,7 +129,7 @@ impl VirtualUser {
         let resend = self.client.send(&self.phone).await;
         self.note_send(&resend);
         let mut attempts = Vec::new();
-        if resend.answer == SendAnswer::Delivered {
+        if matches!(resend.answer, SendAnswer::Delivered(_)) {
             // Device B types the newest SMS.
             if let Some(second) = self.read_new_sms().await.pop() {
                 let verify = self.client.verify(&self.phone, &second.code).await;
@@ -206,10 +206,15 @@ impl VirtualUser {
         }
     }
 
+    /// Counts a send; a delivery's answer tells the ledger how long codes live.
     fn note_send(&mut self, send: &Timed<SendAnswer>) {
         self.live.request();
         self.tally.request(send);
         self.tally.send(&send.answer);
+        if let SendAnswer::Delivered(sent) = &send.answer {
+            self.ledger
+                .code_ttl_announced(Duration::from_secs(sent.expires_in));
+        }
     }
 
     /// Counts a verify of `code`; the ledger gets it if the service compared the code.
@@ -221,11 +226,9 @@ impl VirtualUser {
                 self.tally.verifies.accepted += 1;
                 Verdict::Accepted
             }
-            VerifyAnswer::Rejected { api_code } => {
+            VerifyAnswer::Refused(refusal) => {
                 self.tally.verifies.rejected += 1;
-                Verdict::Rejected {
-                    counted: *api_code != 41000,
-                }
+                Verdict::Refused(*refusal)
             }
             VerifyAnswer::Failed(what) => {
                 self.tally.verifies.failed += 1;

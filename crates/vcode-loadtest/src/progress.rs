@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-use super::ledger::Findings;
-use super::options::Stop;
+use crate::ledger::Findings;
+use crate::options::Stop;
 
 const REFRESH: Duration = Duration::from_millis(200);
 

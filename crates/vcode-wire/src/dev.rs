@@ -1,0 +1,34 @@
+//! Dev-mode routes (loopback only), which let tests and load tests act as a user who reads the
+//! SMS or the picture: the outbox query and answer, and a captcha's answer.
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /api/v1/dev/outbox?phone=`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxQuery {
+    pub phone: String,
+}
+
+/// The outbox's answer: the messages "sent" to the phone, oldest first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxData {
+    pub messages: Vec<OutboxMessage>,
+}
+
+/// One SMS as the outbox tells it. The fields are in the order the service has always written
+/// them (alphabetical).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutboxMessage {
+    pub code: String,
+    /// E.164.
+    pub phone: String,
+    pub purpose: String,
+    /// When the SMS went out, in milliseconds since the Unix epoch (the server's clock).
+    pub sent_at_ms: u64,
+}
+
+/// `GET /api/v1/dev/captcha/{id}`'s answer; the captcha stays unused.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaptchaAnswer {
+    pub answer: String,
+}

@@ -1,0 +1,27 @@
+//! vcode's HTTP contract, defined once for the server, its tests and the load generator: route
+//! paths ([`paths`]), the `Idempotency-Key` header name ([`headers`]), the envelope every JSON
+//! answer is wrapped in ([`Envelope`]), the stable error codes ([`ErrorCode`]), and the request
+//! and answer bodies of each area. Only serde: no server or client code lives here.
+//!
+//! Optional fields are left out when they are `None`, so the JSON is what the service has
+//! always written; unknown fields are ignored when reading, so either side can grow first.
+
+mod captcha;
+mod dev;
+mod envelope;
+mod error_code;
+pub mod headers;
+mod health;
+mod otp;
+pub mod paths;
+mod pow;
+mod stats;
+
+pub use captcha::{CaptchaCreated, CaptchaVerifyRequest, Verified};
+pub use dev::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery};
+pub use envelope::{Envelope, OK, OK_MESSAGE};
+pub use error_code::ErrorCode;
+pub use health::{Health, HealthStatus};
+pub use otp::{RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest, WrongCodeData};
+pub use pow::PowVerifyRequest;
+pub use stats::StatsQuery;

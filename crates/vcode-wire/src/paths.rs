@@ -1,0 +1,114 @@
+//! Every route of the HTTP API as a full path, the form clients request and the form the
+//! server's route patterns take (`{id}` is a path parameter). The JSON API lives under
+//! [`API_PREFIX`]; probes, metrics and the well-known keys sit at the root.
+
+/// A path under the JSON API's prefix, written once here as `/api/v1`.
+macro_rules! api_v1 {
+    ($path:literal) => {
+        concat!("/api/v1", $path)
+    };
+}
+
+/// The prefix of the versioned JSON API.
+pub const API_PREFIX: &str = api_v1!("");
+
+/// `GET`/`HEAD`: the process answers.
+pub const HEALTHZ: &str = "/healthz";
+/// `GET`/`HEAD`: the store answers (503 otherwise).
+pub const READYZ: &str = "/readyz";
+/// `GET` on the operator listener: Prometheus text.
+pub const METRICS: &str = "/metrics";
+/// `GET ?days=N` on the operator listener, behind the admin bearer token.
+pub const STATS: &str = api_v1!("/stats");
+
+/// `POST` [`crate::SendRequest`] → [`crate::SendData`].
+pub const OTP_SEND: &str = api_v1!("/otp/send");
+/// `POST` [`crate::VerifyRequest`] → [`crate::VerifyData`].
+pub const OTP_VERIFY: &str = api_v1!("/otp/verify");
+
+/// `POST` (no body) → [`crate::CaptchaCreated`].
+pub const CAPTCHA: &str = api_v1!("/captcha");
+/// `POST` [`crate::CaptchaVerifyRequest`] → [`crate::Verified`].
+pub const CAPTCHA_VERIFY: &str = api_v1!("/captcha/verify");
+/// `GET` → `image/png`; the route pattern of [`captcha_image`].
+pub const CAPTCHA_IMAGE: &str = api_v1!("/captcha/{id}.png");
+
+/// `GET` → the ALTCHA challenge JSON, not enveloped (the widget reads it as is).
+pub const POW_CHALLENGE: &str = api_v1!("/pow/challenge");
+/// `POST` [`crate::PowVerifyRequest`] → [`crate::Verified`].
+pub const POW_VERIFY: &str = api_v1!("/pow/verify");
+
+/// `GET`: the public keys that check a verify's token.
+pub const JWKS: &str = "/.well-known/jwks.json";
+/// `GET`: the API description.
+pub const OPENAPI: &str = api_v1!("/openapi.json");
+/// `GET`: the API documentation page.
+pub const DOCS: &str = "/docs";
+/// `GET`: the demo page (demo or dev mode).
+pub const DEMO: &str = "/demo";
+
+/// Dev mode, loopback peers only: `GET ?phone=` ([`crate::OutboxQuery`]) →
+/// [`crate::OutboxData`].
+pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
+/// Dev mode, loopback peers only: `GET` → [`crate::CaptchaAnswer`], without consuming the
+/// captcha; the route pattern of [`dev_captcha_answer`].
+pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
+
+/// The path parameter in [`CAPTCHA_IMAGE`] and [`DEV_CAPTCHA_ANSWER`].
+const ID: &str = "{id}";
+
+/// Where the picture of captcha `id` is fetched (the `image_url` of its creation).
+pub fn captcha_image(id: &str) -> String {
+    CAPTCHA_IMAGE.replace(ID, id)
+}
+
+/// Where dev mode tells the answer of captcha `id`.
+pub fn dev_captcha_answer(id: &str) -> String {
+    DEV_CAPTCHA_ANSWER.replace(ID, id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_the_documented_ones() {
+        // Spelled out as DESIGN.md's "HTTP API" does, not derived from the constants.
+        let documented = [
+            (HEALTHZ, "/healthz"),
+            (READYZ, "/readyz"),
+            (METRICS, "/metrics"),
+            (STATS, "/api/v1/stats"),
+            (OTP_SEND, "/api/v1/otp/send"),
+            (OTP_VERIFY, "/api/v1/otp/verify"),
+            (CAPTCHA, "/api/v1/captcha"),
+            (CAPTCHA_VERIFY, "/api/v1/captcha/verify"),
+            (CAPTCHA_IMAGE, "/api/v1/captcha/{id}.png"),
+            (POW_CHALLENGE, "/api/v1/pow/challenge"),
+            (POW_VERIFY, "/api/v1/pow/verify"),
+            (JWKS, "/.well-known/jwks.json"),
+            (OPENAPI, "/api/v1/openapi.json"),
+            (DOCS, "/docs"),
+            (DEMO, "/demo"),
+            (DEV_OUTBOX, "/api/v1/dev/outbox"),
+            (DEV_CAPTCHA_ANSWER, "/api/v1/dev/captcha/{id}"),
+            (API_PREFIX, "/api/v1"),
+        ];
+        for (path, expected) in documented {
+            assert_eq!(path, expected);
+        }
+    }
+
+    #[test]
+    fn helpers_fill_the_id_in() {
+        let id = "0123456789abcdef0123456789abcdef";
+        assert_eq!(
+            captcha_image(id),
+            "/api/v1/captcha/0123456789abcdef0123456789abcdef.png"
+        );
+        assert_eq!(
+            dev_captcha_answer(id),
+            "/api/v1/dev/captcha/0123456789abcdef0123456789abcdef"
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! The JSON of the wire types, byte for byte as the service writes it today (the strings below
+//! were taken from its answers), and read back into the same values.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use vcode_wire::{
+    CaptchaCreated, CaptchaVerifyRequest, Envelope, ErrorCode, Health, HealthStatus, OutboxData,
+    OutboxMessage, RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest, WrongCodeData,
+    paths,
+};
+
+/// `value` is written as exactly `json`, and `json` reads back as `value`.
+fn assert_wire<T>(value: &T, json: &str)
+where
+    T: Serialize + DeserializeOwned + PartialEq + std::fmt::Debug,
+{
+    assert_eq!(serde_json::to_string(value).unwrap(), json);
+    assert_eq!(&serde_json::from_str::<T>(json).unwrap(), value);
+}
+
+#[test]
+fn successes_are_enveloped_as_the_service_writes_them() {
+    assert_wire(
+        &Envelope::ok(SendData {
+            expires_in: 300,
+            resend_after: 60,
+        }),
+        r#"{"code":200,"message":"ok","data":{"expires_in":300,"resend_after":60}}"#,
+    );
+    assert_wire(
+        &Envelope::ok(VerifyData {
+            verified: true,
+            token: None,
+        }),
+        r#"{"code":200,"message":"ok","data":{"verified":true}}"#,
+    );
+    let id = "0123456789abcdef0123456789abcdef";
+    assert_wire(
+        &Envelope::ok(CaptchaCreated {
+            captcha_id: id.to_owned(),
+            expires_in: 300,
+            image_url: paths::captcha_image(id),
+        }),
+        concat!(
+            r#"{"code":200,"message":"ok","data":{"captcha_id":"0123456789abcdef0123456789abcdef","#,
+            r#""expires_in":300,"image_url":"/api/v1/captcha/0123456789abcdef0123456789abcdef.png"}}"#
+        ),
+    );
+    assert_wire(
+        &Envelope::ok(Health {
+            status: HealthStatus::Ready,
+        }),
+        r#"{"code":200,"message":"ok","data":{"status":"ready"}}"#,
+    );
+    assert_wire(
+        &Envelope::ok(OutboxData {
+            messages: vec![OutboxMessage {
+                code: "123456".into(),
+                phone: "+8613800138000".into(),
+                purpose: "login".into(),
+                sent_at_ms: 1_700_000_000_000,
+            }],
+        }),
+        concat!(
+            r#"{"code":200,"message":"ok","data":{"messages":[{"code":"123456","#,
+            r#""phone":"+8613800138000","purpose":"login","sent_at_ms":1700000000000}]}}"#
+        ),
+    );
+}
+
+#[test]
+fn errors_carry_their_data_or_null() {
+    assert_wire(
+        &Envelope::error(
+            ErrorCode::WrongCode,
+            "wrong code",
+            Some(WrongCodeData {
+                remaining_attempts: 4,
+            }),
+        ),
+        r#"{"code":40010,"message":"wrong code","data":{"remaining_attempts":4}}"#,
+    );
+    assert_wire(
+        &Envelope::error(
+            ErrorCode::ResendCooldown,
+            "a code was sent recently; retry later",
+            Some(RetryAfterData { retry_after: 60 }),
+        ),
+        r#"{"code":42900,"message":"a code was sent recently; retry later","data":{"retry_after":60}}"#,
+    );
+    let expired: Envelope<Option<RetryAfterData>> =
+        Envelope::error(ErrorCode::CodeExpired, "code expired or not found", None);
+    assert_wire(
+        &expired,
+        r#"{"code":41000,"message":"code expired or not found","data":null}"#,
+    );
+    assert_eq!(expired.error_code(), Some(ErrorCode::CodeExpired));
+    assert!(!expired.is_ok());
+}
+
+#[test]
+fn requests_leave_out_what_is_not_set() {
+    assert_wire(
+        &SendRequest::new("+8613800138000"),
+        r#"{"phone":"+8613800138000"}"#,
+    );
+    assert_wire(
+        &SendRequest {
+            purpose: Some("register".into()),
+            captcha_id: Some("abc".into()),
+            captcha_answer: Some("XYZ12".into()),
+            ..SendRequest::new("+8613800138000")
+        },
+        r#"{"phone":"+8613800138000","purpose":"register","captcha_id":"abc","captcha_answer":"XYZ12"}"#,
+    );
+    assert_wire(
+        &VerifyRequest::new("13800138000", "123456"),
+        r#"{"phone":"13800138000","code":"123456"}"#,
+    );
+    assert_wire(
+        &CaptchaVerifyRequest {
+            captcha_id: None,
+            answer: Some("ABCDE".into()),
+        },
+        r#"{"answer":"ABCDE"}"#,
+    );
+}
+
+#[test]
+fn readers_ignore_fields_they_do_not_know() {
+    let newer = r#"{"expires_in":300,"resend_after":60,"channel":"sms"}"#;
+    let data: SendData = serde_json::from_str(newer).unwrap();
+    assert_eq!(data.expires_in, 300);
+    let token = r#"{"verified":true,"token":"eyJ.x.y"}"#;
+    let data: VerifyData = serde_json::from_str(token).unwrap();
+    assert_eq!(data.token.as_deref(), Some("eyJ.x.y"));
+}
