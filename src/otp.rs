@@ -167,6 +167,8 @@ impl OtpService {
             purpose,
             code: &delivery.code,
             expires_in: self.settings.code_ttl,
+            // The request's locale is not passed yet: the SMS settings' default locale.
+            locale: None,
         };
         if let Err(sms_error) = self.sender.send(&message).await {
             self.stats.record(Event::SmsFailed);

@@ -12,10 +12,9 @@ use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
 use crate::captcha::CaptchaService;
-use crate::config::{AbuseSettings, Settings, SmsSettings, StoreSettings};
+use crate::config::{AbuseSettings, Settings, StoreSettings};
 use crate::otp::OtpService;
 use crate::routes;
-use crate::sms::{LogSender, SmsSender, WebhookSender};
 use crate::stats::Stats;
 use crate::store::redis::legacy;
 use crate::store::{MemoryStore, RedisStore, Store};
@@ -54,12 +53,9 @@ impl Application {
                 legacy::store_for(settings.verify_strategy, store, settings.legacy_gap)
             }
         };
-        let sender: Arc<dyn SmsSender> = match &settings.sms {
-            SmsSettings::Log => Arc::new(LogSender::new()),
-            SmsSettings::Webhook { url, timeout } => {
-                Arc::new(WebhookSender::new(url.clone(), *timeout).context("SMS webhook sender")?)
-            }
-        };
+        // SMS: the sms module builds the routed, observed sender (the stats hook is not wired yet).
+        let sender = crate::sms::build_sender(&settings.sms, Arc::new(crate::sms::NoObserver))
+            .context("SMS sender")?;
         if settings.dev_mode {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }

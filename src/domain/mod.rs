@@ -3,10 +3,12 @@
 
 mod captcha;
 mod code;
+mod locale;
 mod phone;
 mod purpose;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeLength};
+pub use locale::Locale;
 pub use phone::{Phone, PhoneParser, Region};
 pub use purpose::Purpose;
