@@ -4,6 +4,8 @@
 pub mod app;
 pub mod deployment;
 pub mod failover;
+pub mod fake_sms_checks;
+pub mod fake_sms_provider;
 pub mod redis_cluster;
 pub mod redis_process;
 pub mod redis_sentinel;
