@@ -1,7 +1,8 @@
 //! Prometheus metrics (`GET /metrics`, OpenMetrics text): HTTP requests by route, method and
 //! status with latency histograms, the outcome counters `stats` feeds, SMS attempts and their
-//! latency per provider, and the Redis store's latency and errors. One registry per process (several apps in one test process share it),
-//! encoded by the official `prometheus-client` crate.
+//! latency per provider, and the Redis store's latency and errors. One registry per process
+//! (several apps in one test process share it), encoded by the official `prometheus-client`
+//! crate.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;

@@ -161,7 +161,9 @@ fn secrets_come_from_files_and_never_from_the_config_file() {
 
 #[test]
 fn invalid_settings_name_their_variable_or_key() {
-    let cases: Vec<(Vec<(&str, &str)>, Option<&str>, &str)> = vec![
+    /// Variables, config file, what the error must name.
+    type Case<'a> = (Vec<(&'a str, &'a str)>, Option<&'a str>, &'a str);
+    let cases: Vec<Case> = vec![
         (vec![("VCODE_SMS", "pigeon")], None, "VCODE_SMS"),
         (vec![("VCODE_SMS", "log,log")], None, "VCODE_SMS"),
         (
