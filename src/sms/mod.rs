@@ -3,6 +3,8 @@
 //! ([`build_sender`]). What a message says comes only from configured templates.
 
 pub mod aliyun;
+#[cfg(test)]
+mod classify_tests;
 mod error;
 pub mod http;
 mod log;
