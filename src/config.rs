@@ -52,14 +52,8 @@ pub enum StoreSettings {
     Redis(RedisSettings),
 }
 
-/// `Debug` hides the webhook URL's password, query values and fragment.
-#[derive(Clone)]
-pub enum SmsSettings {
-    /// Prints the SMS to the log: development only.
-    Log,
-    /// POSTs JSON to a gateway; any answer but 2xx, or none within `timeout`, is a failure.
-    Webhook { url: String, timeout: Duration },
-}
+// SMS settings (providers, routes, templates) are the sms module's own.
+pub use crate::sms::SmsSettings;
 
 impl Default for Settings {
     fn default() -> Self {
@@ -68,7 +62,7 @@ impl Default for Settings {
             store: StoreSettings::Embedded,
             otp: OtpSettings::default(),
             captcha: CaptchaSettings::default(),
-            sms: SmsSettings::Log,
+            sms: SmsSettings::default(),
             abuse: AbuseSettings::default(),
             admin_token: None,
             dev_mode: false,
@@ -92,6 +86,9 @@ pub enum ConfigError {
     },
     #[error("{0}")]
     Inconsistent(String),
+    /// An SMS setting (the sms module parses them): names its variable or config key.
+    #[error(transparent)]
+    Sms(#[from] crate::sms::SmsSettingsError),
 }
 
 /// Reads one variable through `lookup` and parses it, naming the variable on failure.
@@ -289,35 +286,6 @@ fn redis_urls(var: &'static str, raw: &str) -> Result<Vec<String>, ConfigError> 
     }
 }
 
-/// An http(s) URL with its password, every query value (`?token=…`, or a bare `?key`) and its
-/// fragment replaced by [`REDACTED`]; scheme, user name, host, port and path are kept. Split
-/// by the parser reqwest sends with, so the host shown is the one the sender will call.
-fn redact_webhook_url(raw: &str) -> String {
-    let Ok(mut url) = reqwest::Url::parse(raw) else {
-        // Not a URL (an invalid value): hide what could be user info, at the least.
-        return redact_url_password(raw);
-    };
-    if url.password().is_some() {
-        // Fails only for URLs without a host, which have no password either.
-        let _ = url.set_password(Some(REDACTED));
-    }
-    if let Some(query) = url.query() {
-        let query: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) => format!("{name}={REDACTED}"),
-                None if pair.is_empty() => String::new(),
-                None => REDACTED.to_owned(),
-            })
-            .collect();
-        url.set_query(Some(&query.join("&")));
-    }
-    if url.fragment().is_some() {
-        url.set_fragment(Some(REDACTED));
-    }
-    url.into()
-}
-
 // The `Debug` impls below name every field (destructuring): a field added to these settings
 // does not compile until it is printed here, in clear or hidden.
 impl fmt::Debug for Settings {
@@ -358,19 +326,6 @@ impl fmt::Debug for Settings {
                 &secret_key_previous.as_ref().map(|_| REDACTED),
             )
             .finish()
-    }
-}
-
-impl fmt::Debug for SmsSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SmsSettings::Log => f.write_str("Log"),
-            SmsSettings::Webhook { url, timeout } => f
-                .debug_struct("Webhook")
-                .field("url", &redact_webhook_url(url))
-                .field("timeout", timeout)
-                .finish(),
-        }
     }
 }
 
@@ -528,41 +483,8 @@ impl Settings {
             });
         }
 
-        let sms = match env.get("VCODE_SMS").as_deref().unwrap_or("log") {
-            "log" => SmsSettings::Log,
-            "webhook" => {
-                let url = env.get("VCODE_SMS_WEBHOOK_URL").ok_or_else(|| {
-                    ConfigError::Inconsistent(
-                        "VCODE_SMS=webhook needs VCODE_SMS_WEBHOOK_URL".to_owned(),
-                    )
-                })?;
-                if reqwest::Url::parse(&url)
-                    .map(|u| !matches!(u.scheme(), "http" | "https"))
-                    .unwrap_or(true)
-                {
-                    return Err(ConfigError::Invalid {
-                        var: "VCODE_SMS_WEBHOOK_URL",
-                        value: redact_webhook_url(&url),
-                        reason: "expected an http:// or https:// URL".to_owned(),
-                    });
-                }
-                SmsSettings::Webhook {
-                    url,
-                    timeout: env.millis(
-                        "VCODE_SMS_WEBHOOK_TIMEOUT_MS",
-                        Duration::from_secs(5),
-                        100..=60_000,
-                    )?,
-                }
-            }
-            other => {
-                return Err(ConfigError::Invalid {
-                    var: "VCODE_SMS",
-                    value: other.to_owned(),
-                    reason: "expected log or webhook".to_owned(),
-                });
-            }
-        };
+        // SMS: delegated to the sms module (variables over VCODE_CONFIG_FILE's [sms] table).
+        let sms = SmsSettings::from_lookup(|var| (env.lookup)(var))?;
 
         let settings = Settings {
             bind,
@@ -870,9 +792,7 @@ mod tests {
             &["hunter2", "k3y-s3cret", "t0ken", "frag-s3cret"],
             &["https://sms:***@gateway.example:9443/v1/sms?api_key=***&region=***&***#***"],
         );
-        let SmsSettings::Webhook { url: real, .. } = &s.sms else {
-            panic!("expected the webhook sender")
-        };
+        let real = &s.sms.webhook.as_ref().expect("the webhook sender").url;
         assert_eq!(real, url);
     }
 
@@ -940,7 +860,7 @@ mod tests {
         let s = settings(&[]).unwrap();
         assert_eq!(s.bind.to_string(), "127.0.0.1:8080");
         assert!(matches!(s.store, StoreSettings::Embedded));
-        assert!(matches!(s.sms, SmsSettings::Log));
+        assert_eq!(s.sms.default_route, [crate::sms::ProviderName::Log]);
         assert_eq!(s.otp.code_length.get(), 6);
         assert_eq!(s.otp.code_ttl, Duration::from_secs(300));
         assert_eq!(s.otp.resend_cooldown, Duration::from_secs(60));
@@ -1114,7 +1034,7 @@ mod tests {
             ("VCODE_SMS_WEBHOOK_URL", "http://127.0.0.1:9000/sms"),
         ])
         .unwrap();
-        assert!(matches!(ok.sms, SmsSettings::Webhook { .. }));
+        assert!(ok.sms.webhook.is_some());
     }
 
     #[test]

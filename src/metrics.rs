@@ -1,7 +1,8 @@
 //! Prometheus metrics (`GET /metrics`, OpenMetrics text): HTTP requests by route, method and
-//! status with latency histograms, the outcome counters `stats` feeds, and the Redis store's
-//! latency and errors. One registry per process (several apps in one test process share it),
-//! encoded by the official `prometheus-client` crate.
+//! status with latency histograms, the outcome counters `stats` feeds, SMS attempts and their
+//! latency per provider, and the Redis store's latency and errors. One registry per process
+//! (several apps in one test process share it), encoded by the official `prometheus-client`
+//! crate.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -23,9 +24,9 @@ const BUCKETS: [f64; 14] = [
 ];
 
 /// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
-const EVENT_FAMILIES: [(&str, &str); 6] = [
+/// (`vcode_sms` is not one: the SMS senders count it per provider, see `observe_sms_attempt`.)
+const EVENT_FAMILIES: [(&str, &str); 5] = [
     ("vcode_otp_send_requests", "otp/send requests"),
-    ("vcode_sms", "SMS by result"),
     (
         "vcode_otp_dedup",
         "sends answered without a new SMS, by what deduplicated them",
@@ -58,6 +59,8 @@ struct Metrics {
     events: HashMap<&'static str, Family<OneLabel, Counter>>,
     store_duration: HistogramFamily<OneLabel>,
     store_errors: Family<[(&'static str, &'static str); 2], Counter>,
+    sms_attempts: Family<[(&'static str, &'static str); 2], Counter>,
+    sms_duration: HistogramFamily<OneLabel>,
 }
 
 fn latency_histogram() -> Histogram {
@@ -99,8 +102,23 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "failed store calls by kind",
         store_errors.clone(),
     );
+    // SMS: one count per provider attempt (a failover is two), by provider and result.
+    let sms_attempts = Family::<[(&'static str, &'static str); 2], Counter>::default();
+    registry.register(
+        "vcode_sms",
+        "SMS delivery attempts by provider and result (sent, invalid_number, rejected, retryable, unconfirmed)",
+        sms_attempts.clone(),
+    );
+    let sms_duration: HistogramFamily<OneLabel> = Family::new_with_constructor(latency_histogram);
+    registry.register(
+        "vcode_sms_duration_seconds",
+        "latency of SMS delivery attempts by provider",
+        sms_duration.clone(),
+    );
     Metrics {
         registry,
+        sms_attempts,
+        sms_duration,
         http_requests,
         http_duration,
         events,
@@ -137,6 +155,18 @@ pub fn observe_store_call(store: &'static str, seconds: f64, error_kind: Option<
             .get_or_create(&[("store", store), ("kind", kind)])
             .inc();
     }
+}
+
+/// Counts one SMS delivery attempt of `provider` with its `result` and times it.
+pub fn observe_sms_attempt(provider: &'static str, result: &'static str, seconds: f64) {
+    METRICS
+        .sms_attempts
+        .get_or_create(&[("provider", provider), ("result", result)])
+        .inc();
+    METRICS
+        .sms_duration
+        .get_or_create(&[("provider", provider)])
+        .observe(seconds);
 }
 
 fn method_label(method: &Method) -> &'static str {

@@ -12,12 +12,11 @@ use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
 use crate::captcha::CaptchaService;
-use crate::config::{Settings, SmsSettings, StoreSettings};
+use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
 use crate::otp::{OtpService, SendGate};
 use crate::routes::{self, AppState};
-use crate::sms::{LogSender, SmsSender, WebhookSender};
 use crate::stats::Stats;
 use crate::store::redis::{RedisTopology, legacy};
 use crate::store::{HealthCheck, MemoryStore, RedisStore, Stores};
@@ -57,17 +56,14 @@ impl Application {
                 .context("legacy store")?
             }
         };
-        let sender: Arc<dyn SmsSender> = match &settings.sms {
-            SmsSettings::Log => Arc::new(LogSender::new()),
-            SmsSettings::Webhook { url, timeout } => {
-                Arc::new(WebhookSender::new(url.clone(), *timeout).context("SMS webhook sender")?)
-            }
-        };
         if settings.dev_mode {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }
         crate::domain::Phone::warm_up(settings.otp.default_region);
         let stats = Stats::spawn(stores.stats.clone(), STATS_FLUSH_INTERVAL);
+        // The routed sender; the daily stats count every provider's attempts.
+        let sender =
+            crate::sms::build_sender(&settings.sms, stats.clone()).context("SMS sender")?;
         let keyring = Arc::new(match &settings.secret_key {
             Some(key) => Keyring::new(key, settings.secret_key_previous.as_deref()),
             // Embedded store only (validated): codes live and die with this process.

@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::sms::{SmsAttempt, SmsObserver};
 use crate::store::{StatsStore, StoreError};
 
 /// How many days of counters the store keeps (and `GET /api/v1/stats` can show).
@@ -33,10 +34,21 @@ pub enum Event {
     QuotaIp,
     QuotaGlobal,
     QuotaFailures,
+    // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
+    SmsLogSent,
+    SmsLogFailed,
+    SmsWebhookSent,
+    SmsWebhookFailed,
+    SmsAliyunSent,
+    SmsAliyunFailed,
+    SmsTencentSent,
+    SmsTencentFailed,
+    SmsTwilioSent,
+    SmsTwilioFailed,
 }
 
 impl Event {
-    pub const ALL: [Event; 16] = [
+    pub const ALL: [Event; 26] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -53,6 +65,16 @@ impl Event {
         Event::QuotaIp,
         Event::QuotaGlobal,
         Event::QuotaFailures,
+        Event::SmsLogSent,
+        Event::SmsLogFailed,
+        Event::SmsWebhookSent,
+        Event::SmsWebhookFailed,
+        Event::SmsAliyunSent,
+        Event::SmsAliyunFailed,
+        Event::SmsTencentSent,
+        Event::SmsTencentFailed,
+        Event::SmsTwilioSent,
+        Event::SmsTwilioFailed,
     ];
 
     /// The counter's field name in the store and in `/api/v1/stats`.
@@ -74,15 +96,26 @@ impl Event {
             Event::QuotaIp => "quota_ip",
             Event::QuotaGlobal => "quota_global",
             Event::QuotaFailures => "quota_failures",
+            Event::SmsLogSent => "sms_log_sent",
+            Event::SmsLogFailed => "sms_log_failed",
+            Event::SmsWebhookSent => "sms_webhook_sent",
+            Event::SmsWebhookFailed => "sms_webhook_failed",
+            Event::SmsAliyunSent => "sms_aliyun_sent",
+            Event::SmsAliyunFailed => "sms_aliyun_failed",
+            Event::SmsTencentSent => "sms_tencent_sent",
+            Event::SmsTencentFailed => "sms_tencent_failed",
+            Event::SmsTwilioSent => "sms_twilio_sent",
+            Event::SmsTwilioFailed => "sms_twilio_failed",
         }
     }
 
     /// The Prometheus counter this event increments: family (without `_total`) and its label.
-    fn metric(self) -> (&'static str, &'static str, &'static str) {
-        match self {
+    /// `None` for the SMS events: the sender counts its attempts itself, per provider
+    /// (`vcode_sms_total{provider,result}`).
+    fn metric(self) -> Option<(&'static str, &'static str, &'static str)> {
+        Some(match self {
             Event::SendRequest => ("vcode_otp_send_requests", "route", "otp_send"),
-            Event::SmsSent => ("vcode_sms", "result", "sent"),
-            Event::SmsFailed => ("vcode_sms", "result", "failed"),
+            Event::SmsSent | Event::SmsFailed => return None,
             Event::DedupCooldown => ("vcode_otp_dedup", "by", "cooldown"),
             Event::DedupIdempotency => ("vcode_otp_dedup", "by", "idempotency_key"),
             Event::VerifyOk => ("vcode_otp_verify", "outcome", "ok"),
@@ -96,7 +129,38 @@ impl Event {
             Event::QuotaIp => ("vcode_quota_rejections", "quota", "client_ip"),
             Event::QuotaGlobal => ("vcode_quota_rejections", "quota", "global"),
             Event::QuotaFailures => ("vcode_quota_rejections", "quota", "phone_failures"),
-        }
+            Event::SmsLogSent
+            | Event::SmsLogFailed
+            | Event::SmsWebhookSent
+            | Event::SmsWebhookFailed
+            | Event::SmsAliyunSent
+            | Event::SmsAliyunFailed
+            | Event::SmsTencentSent
+            | Event::SmsTencentFailed
+            | Event::SmsTwilioSent
+            | Event::SmsTwilioFailed => return None,
+        })
+    }
+}
+
+impl Event {
+    /// The per-provider counter of one SMS attempt.
+    pub fn of_sms_attempt(attempt: &SmsAttempt) -> Self {
+        let (sent, failed) = match attempt.provider {
+            "log" => (Event::SmsLogSent, Event::SmsLogFailed),
+            "webhook" => (Event::SmsWebhookSent, Event::SmsWebhookFailed),
+            "aliyun" => (Event::SmsAliyunSent, Event::SmsAliyunFailed),
+            "tencent" => (Event::SmsTencentSent, Event::SmsTencentFailed),
+            _ => (Event::SmsTwilioSent, Event::SmsTwilioFailed),
+        };
+        if attempt.delivered() { sent } else { failed }
+    }
+}
+
+/// The daily stats count every provider's attempts.
+impl SmsObserver for Stats {
+    fn attempt(&self, attempt: SmsAttempt) {
+        self.record(Event::of_sms_attempt(&attempt));
     }
 }
 
@@ -138,8 +202,9 @@ impl Stats {
 
     pub fn record(&self, event: Event) {
         self.pending[event as usize].fetch_add(1, Ordering::Relaxed);
-        let (name, label, value) = event.metric();
-        crate::metrics::count_event(name, label, value);
+        if let Some((name, label, value)) = event.metric() {
+            crate::metrics::count_event(name, label, value);
+        }
     }
 
     /// Adds what was counted since the last flush to today's counters in the store.

@@ -94,7 +94,10 @@ async fn metrics_count_a_scripted_sequence() {
         value("vcode_otp_send_requests_total", "route=otp_send"),
         Some(2.0)
     );
-    assert_eq!(value("vcode_sms_total", "result=sent"), Some(1.0));
+    assert_eq!(
+        value("vcode_sms_total", "provider=log,result=sent"),
+        Some(1.0)
+    );
     assert_eq!(value("vcode_otp_dedup_total", "by=cooldown"), Some(1.0));
     assert_eq!(value("vcode_otp_verify_total", "outcome=ok"), Some(1.0));
     assert_eq!(value("vcode_otp_verify_total", "outcome=wrong"), Some(1.0));

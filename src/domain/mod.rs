@@ -3,11 +3,13 @@
 
 mod captcha;
 mod code;
+mod locale;
 mod phone;
 mod purpose;
 pub mod secret;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
+pub use locale::Locale;
 pub use phone::{Phone, PhoneParser, Region};
 pub use purpose::Purpose;

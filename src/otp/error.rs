@@ -12,6 +12,11 @@ use crate::store::StoreError;
 pub enum OtpError {
     #[error("invalid phone number")]
     InvalidPhone,
+    #[error("invalid locale")]
+    InvalidLocale,
+    /// The SMS provider says this number cannot receive messages.
+    #[error("invalid phone number")]
+    UndeliverablePhone(#[source] SmsError),
     #[error("invalid purpose")]
     InvalidPurpose,
     #[error("invalid code format")]

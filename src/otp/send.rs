@@ -8,9 +8,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{OtpError, OtpService};
-use crate::domain::{Code, Phone, Purpose};
+use crate::domain::{Code, Locale, Phone, Purpose};
 use crate::idempotency::{IdempotencyKey, fingerprint};
-use crate::sms::SmsMessage;
+use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::{
     Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, OutboxMessage, QuotaDecision,
@@ -28,6 +28,8 @@ pub struct SendRequest {
     pub purpose: Option<String>,
     pub captcha_id: Option<String>,
     pub captcha_answer: Option<String>,
+    /// BCP 47; the SMS template's language (the settings' default when absent).
+    pub locale: Option<String>,
     pub client_ip: IpAddr,
     pub idempotency_key: Option<IdempotencyKey>,
 }
@@ -61,8 +63,14 @@ impl OtpService {
         self.stats.record(Event::SendRequest);
         let phone = self.parse_phone(&request.phone)?;
         let purpose = Self::parse_purpose(request.purpose.as_deref())?;
+        let locale = match request.locale.as_deref() {
+            Some(raw) => Some(Locale::parse(raw).ok_or(OtpError::InvalidLocale)?),
+            None => None,
+        };
         let Some(key) = &request.idempotency_key else {
-            return self.send_gated(&request, &phone, &purpose).await;
+            return self
+                .send_gated(&request, &phone, &purpose, locale.as_ref())
+                .await;
         };
         let fingerprint = fingerprint(&Fingerprint {
             phone: phone.as_e164(),
@@ -73,7 +81,7 @@ impl OtpService {
         let once = self
             .idempotency
             .once(key, &fingerprint, || {
-                self.send_gated(&request, &phone, &purpose)
+                self.send_gated(&request, &phone, &purpose, locale.as_ref())
             })
             .await?;
         if once.replayed {
@@ -88,6 +96,7 @@ impl OtpService {
         request: &SendRequest,
         phone: &Phone,
         purpose: &Purpose,
+        locale: Option<&Locale>,
     ) -> Result<SendReceipt, OtpError> {
         if let Some(captcha) = &self.gate.captcha {
             // Consumed before any code or SMS exists: one solved captcha buys one send.
@@ -98,7 +107,7 @@ impl OtpService {
                 )
                 .await?;
         }
-        self.issue_and_deliver(phone, purpose, request.client_ip)
+        self.issue_and_deliver(phone, purpose, locale, request.client_ip)
             .await
     }
 
@@ -108,6 +117,7 @@ impl OtpService {
         &self,
         phone: &Phone,
         purpose: &Purpose,
+        locale: Option<&Locale>,
         client_ip: IpAddr,
     ) -> Result<SendReceipt, OtpError> {
         let code = Code::generate(self.settings.code_length);
@@ -176,10 +186,15 @@ impl OtpService {
             purpose,
             code: &code,
             expires_in: self.settings.code_ttl,
+            locale,
         };
         if let Err(sms_error) = self.sender.send(&message).await {
             self.stats.record(Event::SmsFailed);
-            let error = OtpError::SmsDelivery(sms_error);
+            // A number the provider says cannot receive it is the client's error, not ours.
+            let error = match sms_error.kind() {
+                SmsErrorKind::InvalidNumber => OtpError::UndeliverablePhone(sms_error),
+                _ => OtpError::SmsDelivery(sms_error),
+            };
             self.undo(phone, purpose, &delivery, &error).await;
             self.release(reservations).await;
             return Err(error);

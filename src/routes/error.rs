@@ -69,6 +69,10 @@ impl From<OtpError> for ApiError {
         match error {
             OtpError::InvalidPhone => Self::InvalidPhone,
             OtpError::InvalidPurpose => Self::InvalidPurpose,
+            OtpError::InvalidLocale => {
+                Self::Malformed("locale must be a BCP 47 tag such as zh-CN or en".to_owned())
+            }
+            OtpError::UndeliverablePhone(_) => Self::InvalidPhone,
             OtpError::InvalidCode => Self::InvalidCode,
             OtpError::WrongCode { remaining_attempts } => Self::WrongCode { remaining_attempts },
             OtpError::TooManyAttempts => Self::TooManyAttempts,

@@ -24,6 +24,7 @@ struct SendBody {
     purpose: Option<String>,
     captcha_id: Option<String>,
     captcha_answer: Option<String>,
+    locale: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -57,6 +58,7 @@ async fn send(
         purpose: body.purpose,
         captcha_id: body.captcha_id,
         captcha_answer: body.captcha_answer,
+        locale: body.locale,
         client_ip: super::client_ip(&request, &state),
         idempotency_key: idempotency_key(&request)?,
     };

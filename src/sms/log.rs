@@ -1,32 +1,47 @@
-//! The development sender: writes the SMS (masked phone, the code) to the log instead of
-//! sending it.
+//! The development sender: writes the SMS (masked phone, the text with its code) to the log
+//! instead of sending it.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::{SmsError, SmsMessage, SmsSender};
+use super::templates::TextTemplates;
+use super::{SmsError, SmsMessage, SmsReceipt, SmsSender};
+use crate::domain::Locale;
 
-#[derive(Debug, Default)]
-pub struct LogSender;
+pub const PROVIDER: &str = "log";
+
+pub struct LogSender {
+    texts: Arc<TextTemplates>,
+    default_locale: Locale,
+}
 
 impl LogSender {
-    pub fn new() -> Self {
+    pub fn new(texts: Arc<TextTemplates>, default_locale: Locale) -> Self {
         tracing::warn!(
             "SMS sender 'log' prints codes to the log instead of sending them: for development \
-             only, set VCODE_SMS=webhook in production"
+             only, choose a provider (VCODE_SMS) in production"
         );
-        Self
+        Self {
+            texts,
+            default_locale,
+        }
     }
 }
 
 #[async_trait]
 impl SmsSender for LogSender {
-    async fn send(&self, message: &SmsMessage<'_>) -> Result<(), SmsError> {
+    async fn send(&self, message: &SmsMessage<'_>) -> Result<SmsReceipt, SmsError> {
         tracing::info!(
             phone = %message.phone,
             purpose = %message.purpose,
             code = message.code.expose(),
+            text = %self.texts.render(message, &self.default_locale),
             "SMS (log sender, not delivered)"
         );
-        Ok(())
+        Ok(SmsReceipt {
+            provider: PROVIDER,
+            message_id: None,
+        })
     }
 }

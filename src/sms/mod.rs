@@ -1,16 +1,39 @@
-//! SMS delivery behind one trait: `log` for development and `webhook` for a real gateway.
+//! SMS delivery behind one trait: `log` for development, `webhook` for a team's own gateway,
+//! and the providers `aliyun`, `tencent` and `twilio`, routed by calling code with failover
+//! ([`build_sender`]). What a message says comes only from configured templates.
 
+pub mod aliyun;
+#[cfg(test)]
+mod classify_tests;
+mod error;
+pub mod http;
 mod log;
+mod observe;
+mod provider_settings;
+mod routing;
+pub mod settings;
+mod settings_source;
+#[cfg(test)]
+mod settings_tests;
+pub mod signing;
+pub mod templates;
+pub mod tencent;
+pub mod twilio;
 mod webhook;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 
-use crate::domain::{Code, Phone, Purpose};
+use crate::domain::{Code, Locale, Phone, Purpose};
 
+pub use self::error::{SmsError, SmsErrorKind};
 pub use self::log::LogSender;
-pub use self::webhook::WebhookSender;
+pub use self::observe::{NoObserver, SmsAttempt, SmsObserver};
+pub use self::routing::SmsRouter;
+pub use self::settings::{ProviderName, SmsRoute, SmsSettings, SmsSettingsError};
+pub use self::webhook::{WebhookSender, WebhookSettings};
 
 /// One SMS to deliver.
 #[derive(Debug)]
@@ -19,34 +42,101 @@ pub struct SmsMessage<'a> {
     pub purpose: &'a Purpose,
     pub code: &'a Code,
     pub expires_in: Duration,
+    /// The request's locale; `None` is the settings' default locale.
+    pub locale: Option<&'a Locale>,
 }
 
 impl SmsMessage<'_> {
-    /// The text a person reads on the phone.
-    pub fn text(&self) -> String {
-        let minutes = self.expires_in.as_secs().div_ceil(60).max(1);
-        format!(
-            "Your {} code is {}. It expires in {} minute{}. Do not share it.",
-            self.purpose,
-            self.code.expose(),
-            minutes,
-            if minutes == 1 { "" } else { "s" }
-        )
+    /// Minutes until the code expires, rounded up, at least 1: what the texts say.
+    pub fn minutes(&self) -> u64 {
+        self.expires_in.as_secs().div_ceil(60).max(1)
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum SmsError {
-    #[error("SMS gateway unreachable: {0}")]
-    Unreachable(String),
-    #[error("SMS gateway did not answer within {0:?}")]
-    Timeout(Duration),
-    #[error("SMS gateway answered HTTP {0}")]
-    Rejected(u16),
+/// A message a provider accepted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SmsReceipt {
+    pub provider: &'static str,
+    /// The provider's id for the message (Aliyun's `BizId`, Tencent's `SerialNo`, Twilio's
+    /// `sid`), for support requests.
+    pub message_id: Option<String>,
 }
 
 #[async_trait]
 pub trait SmsSender: Send + Sync + 'static {
-    /// Delivers one message; `Ok` only once the gateway has accepted it.
-    async fn send(&self, message: &SmsMessage<'_>) -> Result<(), SmsError>;
+    /// Delivers one message; `Ok` only once a provider has accepted it.
+    async fn send(&self, message: &SmsMessage<'_>) -> Result<SmsReceipt, SmsError>;
+}
+
+/// The sender `settings` describe: every provider a route names, each observed (metrics, logs,
+/// `observer`), behind the router. Fails only on a client that cannot be built.
+pub fn build_sender(
+    settings: &SmsSettings,
+    observer: Arc<dyn SmsObserver>,
+) -> Result<Arc<dyn SmsSender>, SmsError> {
+    let mut built: Vec<(ProviderName, Arc<dyn SmsSender>)> = Vec::new();
+    for name in settings.providers_in_use() {
+        let inner = provider(settings, name)?;
+        let observed = observe::Observed::new(name.as_str(), inner, observer.clone());
+        built.push((name, Arc::new(observed)));
+    }
+    let providers = |names: &[ProviderName]| -> routing::Providers {
+        names
+            .iter()
+            .map(|name| {
+                let (_, sender) = built
+                    .iter()
+                    .find(|(built_name, _)| built_name == name)
+                    .expect("every provider in use is built");
+                (name.as_str(), sender.clone())
+            })
+            .collect()
+    };
+    let routes = settings
+        .routes
+        .iter()
+        .map(|route| (route.calling_code.clone(), providers(&route.providers)))
+        .collect();
+    Ok(Arc::new(SmsRouter::new(
+        routes,
+        providers(&settings.default_route),
+    )))
+}
+
+fn provider(settings: &SmsSettings, name: ProviderName) -> Result<Box<dyn SmsSender>, SmsError> {
+    let texts = settings.texts.clone();
+    let locale = settings.default_locale.clone();
+    let missing = || SmsError::misconfigured(name.as_str(), "no settings for this provider");
+    Ok(match name {
+        ProviderName::Log => Box::new(LogSender::new(texts, locale)),
+        ProviderName::Webhook => Box::new(WebhookSender::new(
+            settings.webhook.clone().ok_or_else(missing)?,
+            texts,
+            locale,
+        )?),
+        ProviderName::Aliyun => Box::new(aliyun::AliyunSender::new(
+            settings.aliyun.clone().ok_or_else(missing)?,
+        )?),
+        ProviderName::Tencent => Box::new(tencent::TencentSender::new(
+            settings.tencent.clone().ok_or_else(missing)?,
+        )?),
+        ProviderName::Twilio => Box::new(twilio::TwilioSmsSender::new(
+            settings.twilio.clone().ok_or_else(missing)?,
+            texts,
+            locale,
+        )?),
+    })
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// 32 hex digits from the thread-local CSPRNG: signature nonces and webhook message ids.
+fn nonce() -> String {
+    use rand::RngExt;
+    let bytes: [u8; 16] = rand::rng().random();
+    signing::hex(&bytes)
 }

@@ -99,10 +99,7 @@ async fn a_repeat_waits_for_the_first_then_gives_up_with_409(backend: Backend) {
     let app = std::sync::Arc::new(
         spawn_app_with(backend, |s| {
             unlimited(s);
-            s.sms = vcode::config::SmsSettings::Webhook {
-                url: gateway.url().to_owned(),
-                timeout: Duration::from_secs(3),
-            };
+            s.sms = vcode::config::SmsSettings::webhook(gateway.url(), Duration::from_secs(3));
             s.abuse.idempotency_wait = Duration::from_millis(300);
         })
         .await,

@@ -87,6 +87,9 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
         "verify_ok": 1, "verify_wrong": 2, "verify_expired": 1, "verify_locked": 1,
         "captcha_created": 2, "captcha_solved": 1, "captcha_failed": 1,
         "quota_phone": 0, "quota_ip": 1, "quota_global": 0, "quota_failures": 0,
+        "sms_log_sent": 3, "sms_log_failed": 0, "sms_webhook_sent": 0, "sms_webhook_failed": 0,
+        "sms_aliyun_sent": 0, "sms_aliyun_failed": 0, "sms_tencent_sent": 0,
+        "sms_tencent_failed": 0, "sms_twilio_sent": 0, "sms_twilio_failed": 0,
     });
     assert_eq!(data["days"][0]["counters"], expected);
     assert_eq!(data["days"].as_array().unwrap().len(), 2);

@@ -116,10 +116,7 @@ async fn start(settings: Settings, redis: Option<RedisServer>) -> TestApp {
 
 /// A webhook SMS sender pointing at `url`.
 pub fn webhook(url: &str) -> SmsSettings {
-    SmsSettings::Webhook {
-        url: url.to_owned(),
-        timeout: Duration::from_millis(500),
-    }
+    SmsSettings::webhook(url, Duration::from_millis(500))
 }
 
 /// An HTTP answer: status, the `Retry-After` header, and the JSON envelope.

@@ -5,6 +5,8 @@ pub mod app;
 pub mod codes;
 pub mod deployment;
 pub mod failover;
+pub mod fake_sms_checks;
+pub mod fake_sms_provider;
 pub mod redis_cluster;
 pub mod redis_process;
 pub mod redis_sentinel;

@@ -1,0 +1,318 @@
+//! What an SMS says, and nothing from the request: texts per purpose and locale for the text
+//! senders (`log`, `webhook`, `twilio`), and the approved template per purpose (template id,
+//! sign name, parameter names) for the template senders (`aliyun`, `tencent`).
+
+use std::collections::BTreeMap;
+
+use crate::domain::Locale;
+
+use super::SmsMessage;
+
+/// The key of the entry used for purposes without one of their own.
+pub const DEFAULT_PURPOSE: &str = "default";
+
+/// A value a template parameter takes from the message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TemplateValue {
+    /// The one-time code.
+    Code,
+    /// Minutes until the code expires (rounded up, at least 1).
+    Minutes,
+}
+
+impl TemplateValue {
+    pub fn parse(raw: &str) -> Option<Self> {
+        match raw {
+            "code" => Some(Self::Code),
+            "minutes" => Some(Self::Minutes),
+            _ => None,
+        }
+    }
+
+    /// The value for `message`.
+    pub fn value_for(self, message: &SmsMessage<'_>) -> String {
+        match self {
+            Self::Code => message.code.expose().to_owned(),
+            Self::Minutes => message.minutes().to_string(),
+        }
+    }
+}
+
+/// A provider-side template: approved in the provider's console, filled with parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderTemplate {
+    /// Aliyun's `TemplateCode` (`SMS_154950909`) or Tencent's `TemplateId` (`1110`).
+    pub id: String,
+    /// The approved signature (签名) shown before the text.
+    pub sign_name: String,
+    /// Parameters in order: the template's variable name and the value it takes. Aliyun sends
+    /// them as a JSON object by name; Tencent sends the values in this order.
+    pub params: Vec<(String, TemplateValue)>,
+}
+
+/// One entry per purpose, and an optional `default` entry for the others.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ByPurpose<T> {
+    entries: BTreeMap<String, T>,
+}
+
+impl<T> Default for ByPurpose<T> {
+    fn default() -> Self {
+        Self {
+            entries: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T> ByPurpose<T> {
+    pub fn insert(&mut self, purpose: impl Into<String>, entry: T) {
+        self.entries.insert(purpose.into(), entry);
+    }
+
+    /// The purpose's own entry, else the `default` one.
+    pub fn get(&self, purpose: &str) -> Option<&T> {
+        self.entries
+            .get(purpose)
+            .or_else(|| self.entries.get(DEFAULT_PURPOSE))
+    }
+
+    /// The purpose's own entry, without the `default` one.
+    pub fn get_own(&self, purpose: &str) -> Option<&T> {
+        self.entries.get(purpose)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Texts with `{code}` and `{minutes}` placeholders, per purpose and locale.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextTemplates {
+    texts: ByPurpose<BTreeMap<Locale, String>>,
+}
+
+/// Placeholders a text may hold.
+const PLACEHOLDERS: [&str; 2] = ["{code}", "{minutes}"];
+
+/// The built-in texts: every default purpose (and any other) in `zh-CN` and `en`.
+const BUILT_IN: [(&str, &str, &str); 10] = [
+    (
+        "login",
+        "zh-CN",
+        "您的登录验证码是{code}，{minutes}分钟内有效。请勿告诉他人。",
+    ),
+    (
+        "login",
+        "en",
+        "Your login code is {code}. It expires in {minutes} min. Do not share it.",
+    ),
+    (
+        "register",
+        "zh-CN",
+        "您的注册验证码是{code}，{minutes}分钟内有效。请勿告诉他人。",
+    ),
+    (
+        "register",
+        "en",
+        "Your sign-up code is {code}. It expires in {minutes} min. Do not share it.",
+    ),
+    (
+        "reset_password",
+        "zh-CN",
+        "您正在重置密码，验证码是{code}，{minutes}分钟内有效。请勿告诉他人。",
+    ),
+    (
+        "reset_password",
+        "en",
+        "Your password reset code is {code}. It expires in {minutes} min. Do not share it.",
+    ),
+    (
+        "bind_phone",
+        "zh-CN",
+        "您正在绑定手机号，验证码是{code}，{minutes}分钟内有效。请勿告诉他人。",
+    ),
+    (
+        "bind_phone",
+        "en",
+        "Your code to link this phone is {code}. It expires in {minutes} min. Do not share it.",
+    ),
+    (
+        DEFAULT_PURPOSE,
+        "zh-CN",
+        "您的验证码是{code}，{minutes}分钟内有效。请勿告诉他人。",
+    ),
+    (
+        DEFAULT_PURPOSE,
+        "en",
+        "Your verification code is {code}. It expires in {minutes} min. Do not share it.",
+    ),
+];
+
+impl Default for TextTemplates {
+    fn default() -> Self {
+        let mut templates = Self {
+            texts: ByPurpose::default(),
+        };
+        for (purpose, locale, text) in BUILT_IN {
+            let locale = Locale::parse(locale).expect("built-in locales are valid");
+            templates
+                .set(purpose, locale, text.to_owned())
+                .expect("built-in texts are valid");
+        }
+        templates
+    }
+}
+
+impl TextTemplates {
+    /// Sets (or replaces) one text. It must hold `{code}` and no other `{…}` than
+    /// `{code}` and `{minutes}`.
+    pub fn set(&mut self, purpose: &str, locale: Locale, text: String) -> Result<(), String> {
+        check_text(&text)?;
+        match self.texts.entries.get_mut(purpose) {
+            Some(locales) => {
+                locales.insert(locale, text);
+            }
+            None => self.texts.insert(purpose, BTreeMap::from([(locale, text)])),
+        }
+        Ok(())
+    }
+
+    /// The text for `message`: the purpose's own texts (else the `default` ones), in the
+    /// message's locale, else `default_locale`, each looked up from the whole tag to its
+    /// language, then any text in the same language; a purpose has at least one text.
+    pub fn render(&self, message: &SmsMessage<'_>, default_locale: &Locale) -> String {
+        let locales = self
+            .texts
+            .get(message.purpose.as_str())
+            .expect("the built-in default texts are never removed");
+        let requested = message.locale.unwrap_or(default_locale);
+        let text = pick_locale(locales, requested)
+            .or_else(|| pick_locale(locales, default_locale))
+            .or_else(|| locales.values().next())
+            .expect("a purpose has at least one text");
+        fill(text, message)
+    }
+}
+
+fn pick_locale<'a>(locales: &'a BTreeMap<Locale, String>, wanted: &Locale) -> Option<&'a String> {
+    wanted
+        .fallbacks()
+        .find_map(|tag| locales.iter().find(|(l, _)| l.as_str() == tag))
+        .or_else(|| {
+            locales
+                .iter()
+                .find(|(l, _)| l.language() == wanted.language())
+        })
+        .map(|(_, text)| text)
+}
+
+fn check_text(text: &str) -> Result<(), String> {
+    if !text.contains("{code}") {
+        return Err("the text must contain {code}".to_owned());
+    }
+    let mut rest = text;
+    while let Some(start) = rest.find('{') {
+        let end = rest[start..].find('}').ok_or("an unclosed { in the text")?;
+        let placeholder = &rest[start..start + end + 1];
+        if !PLACEHOLDERS.contains(&placeholder) {
+            return Err(format!(
+                "unknown placeholder {placeholder}: use {{code}} and {{minutes}}"
+            ));
+        }
+        rest = &rest[start + end + 1..];
+    }
+    Ok(())
+}
+
+fn fill(text: &str, message: &SmsMessage<'_>) -> String {
+    text.replace("{code}", message.code.expose())
+        .replace("{minutes}", &message.minutes().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::domain::{Code, CodeLength, Phone, Purpose, Region};
+
+    fn render(templates: &TextTemplates, purpose: &str, locale: Option<&str>) -> String {
+        let phone = Phone::parse("+8613800138000", Region::default()).unwrap();
+        let purpose = Purpose::parse(purpose).unwrap();
+        let code = Code::parse("123456", CodeLength::default()).unwrap();
+        let locale = locale.map(|l| Locale::parse(l).unwrap());
+        let message = SmsMessage {
+            phone: &phone,
+            purpose: &purpose,
+            code: &code,
+            expires_in: Duration::from_secs(300),
+            locale: locale.as_ref(),
+        };
+        templates.render(&message, &Locale::default())
+    }
+
+    #[test]
+    fn every_default_purpose_has_chinese_and_english_texts() {
+        let templates = TextTemplates::default();
+        for purpose in ["login", "register", "reset_password", "bind_phone"] {
+            let zh = render(&templates, purpose, Some("zh-CN"));
+            let en = render(&templates, purpose, Some("en"));
+            assert!(zh.contains("123456") && zh.contains("5分钟"), "{zh}");
+            assert!(en.contains("123456") && en.contains("5 min"), "{en}");
+            assert_ne!(zh, en);
+            assert_ne!(
+                en,
+                render(&templates, "default_only_purpose", Some("en")),
+                "{purpose} has its own text"
+            );
+        }
+    }
+
+    #[test]
+    fn locales_fall_back_from_region_to_language_to_the_default() {
+        let templates = TextTemplates::default();
+        let en = render(&templates, "login", Some("en"));
+        assert_eq!(render(&templates, "login", Some("en-GB")), en);
+        assert_eq!(render(&templates, "login", Some("EN-us")), en);
+        // `zh` and `zh-TW` have no text of their own: the Chinese one, not the default locale's.
+        let zh = render(&templates, "login", Some("zh-CN"));
+        assert_eq!(render(&templates, "login", Some("zh-Hant-TW")), zh);
+        // No French text: the default locale's.
+        assert_eq!(render(&templates, "login", Some("fr")), zh);
+        assert_eq!(render(&templates, "login", None), zh);
+    }
+
+    #[test]
+    fn other_purposes_use_the_default_text() {
+        let templates = TextTemplates::default();
+        let text = render(&templates, "2fa", Some("en"));
+        assert!(
+            text.starts_with("Your verification code is 123456"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn configured_texts_replace_built_in_ones_and_are_checked() {
+        let mut templates = TextTemplates::default();
+        let fr = Locale::parse("fr").unwrap();
+        templates
+            .set("login", fr.clone(), "Code {code}, {minutes} min".to_owned())
+            .unwrap();
+        assert_eq!(
+            render(&templates, "login", Some("fr-CA")),
+            "Code 123456, 5 min"
+        );
+        for bad in ["no code here", "{code} {phone}", "{code} {minutes"] {
+            assert!(
+                templates.set("login", fr.clone(), bad.to_owned()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+}
