@@ -127,44 +127,34 @@ impl ClusterHandle {
         self.shared.lock().connection.clone()
     }
 
-    async fn inspect<T>(&self, result: RedisResult<T>) -> RedisResult<T> {
+    fn inspect<T>(&self, result: RedisResult<T>) -> RedisResult<T> {
         match result {
             Err(error) if error.is_timeout() => {
                 self.renew_after_timeout();
                 Err(error)
             }
             Err(error) if error.kind() == ErrorKind::ClusterConnectionNotFound => {
-                Err(self.explain(error).await)
+                Err(self.explain(error))
             }
             result => result,
         }
     }
 
-    /// `error` with the reason the first seed gives for refusing a connection, if it does. The
-    /// seed is asked at most once per `RENEW_PAUSE`, in a task of its own (a call that stops
-    /// waiting does not cut it short); calls meanwhile get the last answer.
-    async fn explain(&self, error: RedisError) -> RedisError {
-        let shared = &self.shared;
-        let probe = {
-            let mut diagnosis = shared.diagnosis();
-            match &*diagnosis {
-                Some((at, _)) if at.elapsed() < RENEW_PAUSE => None,
-                _ => {
-                    // Dated now before asking, so that concurrent calls do not ask too.
-                    let previous = diagnosis.take().and_then(|(_, reason)| reason);
-                    *diagnosis = Some((Instant::now(), previous));
-                    Some(shared.runtime.spawn(probe_seed(shared.clone())))
-                }
-            }
-        };
-        if let Some(probe) = probe {
-            let _ = probe.await;
-        }
-        let reason = shared
-            .diagnosis()
+    /// `error` with the reason the first seed gave for refusing a connection, if it did. The
+    /// seed is asked again at most once per `RENEW_PAUSE`, in the background: a failing call
+    /// still fails at once, with the last answer.
+    fn explain(&self, error: RedisError) -> RedisError {
+        let mut diagnosis = self.shared.diagnosis();
+        if diagnosis
             .as_ref()
-            .and_then(|(_, reason)| reason.clone());
-        match reason {
+            .is_none_or(|(at, _)| at.elapsed() >= RENEW_PAUSE)
+        {
+            // Dated now before asking, so that concurrent calls do not ask too.
+            let previous = diagnosis.take().and_then(|(_, reason)| reason);
+            *diagnosis = Some((Instant::now(), previous));
+            self.shared.runtime.spawn(probe_seed(self.shared.clone()));
+        }
+        match diagnosis.as_ref().and_then(|(_, reason)| reason.clone()) {
             Some(reason) => RedisError::from((
                 ErrorKind::ClusterConnectionNotFound,
                 "no Redis Cluster node could be reached",
@@ -209,7 +199,7 @@ impl ConnectionLike for ClusterHandle {
         let mut connection = self.connection();
         Box::pin(async move {
             let result = connection.req_packed_command(cmd).await;
-            self.inspect(result).await
+            self.inspect(result)
         })
     }
 
@@ -224,7 +214,7 @@ impl ConnectionLike for ClusterHandle {
             let result = connection
                 .req_packed_commands(pipeline, offset, count)
                 .await;
-            self.inspect(result).await
+            self.inspect(result)
         })
     }
 
