@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,7 @@ pub use crate::otp::{AbuseSettings, OtpSettings};
 use crate::redact::{REDACTED, redact_url_password};
 use crate::store::ResendPolicy;
 use crate::store::redis::legacy::VerifyStrategy;
-use crate::store::redis::{RedisSettings, RedisTopology};
+use crate::store::redis::{RedisCredentials, RedisSettings, RedisTopology, read_ca_file};
 
 /// `Debug` (what `vcode check-config` prints, and what logs may hold) shows `***` for every
 /// password and token: see [`REDACTED`].
@@ -230,6 +231,15 @@ fn redis_topology<F: Fn(&str) -> Option<String>>(
             set.join(" and ")
         )));
     }
+    let master_credentials = sentinel_master_credentials(env)?;
+    if master_credentials.is_some() && sentinels.is_none() {
+        return Err(ConfigError::Inconsistent(
+            "VCODE_REDIS_SENTINEL_MASTER_USERNAME and VCODE_REDIS_SENTINEL_MASTER_PASSWORD log \
+             in to the primary that Sentinel names and need VCODE_REDIS_SENTINELS; for one node \
+             or a Cluster, put user and password in the URLs"
+                .to_owned(),
+        ));
+    }
     if let Some(url) = url {
         if !is_redis_url(&url) {
             return Err(ConfigError::Invalid {
@@ -238,6 +248,7 @@ fn redis_topology<F: Fn(&str) -> Option<String>>(
                 reason: "expected redis://host:port[/db]".to_owned(),
             });
         }
+        refuse_insecure("VCODE_REDIS_URL", &url)?;
         return Ok(Some(RedisTopology::Single { url }));
     }
     if let Some(nodes) = nodes {
@@ -256,7 +267,11 @@ fn redis_topology<F: Fn(&str) -> Option<String>>(
                     reason: "expected the name the sentinels monitor, such as mymaster".to_owned(),
                 });
             }
-            Ok(Some(RedisTopology::Sentinel { sentinels, master }))
+            Ok(Some(RedisTopology::Sentinel {
+                sentinels,
+                master,
+                master_credentials,
+            }))
         }
         _ => Err(ConfigError::Inconsistent(
             "VCODE_REDIS_SENTINELS and VCODE_REDIS_SENTINEL_MASTER go together".to_owned(),
@@ -264,26 +279,100 @@ fn redis_topology<F: Fn(&str) -> Option<String>>(
     }
 }
 
+/// The login to the data nodes behind Sentinel; the sentinels' own is in their URLs.
+fn sentinel_master_credentials<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+) -> Result<Option<RedisCredentials>, ConfigError> {
+    let username = env.get("VCODE_REDIS_SENTINEL_MASTER_USERNAME");
+    match (username, env.get("VCODE_REDIS_SENTINEL_MASTER_PASSWORD")) {
+        (None, None) => Ok(None),
+        (username, Some(password)) => Ok(Some(RedisCredentials { username, password })),
+        (Some(_), None) => Err(ConfigError::Inconsistent(
+            "VCODE_REDIS_SENTINEL_MASTER_USERNAME needs VCODE_REDIS_SENTINEL_MASTER_PASSWORD"
+                .to_owned(),
+        )),
+    }
+}
+
+/// `VCODE_REDIS_CA_FILE`: a readable PEM file of CA certificates, for `rediss://` URLs only
+/// (with `redis://` it would protect nothing).
+fn redis_ca_file<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+    topology: &RedisTopology,
+) -> Result<Option<PathBuf>, ConfigError> {
+    const VAR: &str = "VCODE_REDIS_CA_FILE";
+    let Some(raw) = env.get(VAR) else {
+        return Ok(None);
+    };
+    let first_url = match topology {
+        RedisTopology::Single { url } => url,
+        RedisTopology::Cluster { nodes } => &nodes[0],
+        RedisTopology::Sentinel { sentinels, .. } => &sentinels[0],
+    };
+    if !first_url.starts_with("rediss://") {
+        return Err(ConfigError::Inconsistent(format!(
+            "{VAR} verifies rediss:// servers, but the Redis URLs are redis://"
+        )));
+    }
+    let path = PathBuf::from(raw.trim());
+    read_ca_file(&path).map_err(|reason| ConfigError::Invalid {
+        var: VAR,
+        value: raw,
+        reason,
+    })?;
+    Ok(Some(path))
+}
+
 fn is_redis_url(url: &str) -> bool {
     url.starts_with("redis://") || url.starts_with("rediss://")
 }
 
-/// A comma-separated list of one or more `redis://` or `rediss://` URLs.
+/// `#insecure` would make the redis crate accept any certificate: never honoured.
+fn refuse_insecure(var: &'static str, url: &str) -> Result<(), ConfigError> {
+    match url.split_once('#') {
+        Some((_, "insecure")) => Err(ConfigError::Invalid {
+            var,
+            value: redact_url_password(url),
+            reason: "#insecure would skip verifying the server's certificate; vcode always \
+                     verifies it (VCODE_REDIS_CA_FILE trusts a private CA)"
+                .to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A comma-separated list of one or more `redis://` or `rediss://` URLs, all of one scheme:
+/// the nodes found through them are reached the same way.
 fn redis_urls(var: &'static str, raw: &str) -> Result<Vec<String>, ConfigError> {
     let urls: Vec<String> = raw.split(',').map(|url| url.trim().to_owned()).collect();
-    if urls.iter().all(|url| is_redis_url(url)) {
-        Ok(urls)
-    } else {
-        Err(ConfigError::Invalid {
+    let shown = || {
+        urls.iter()
+            .map(|url| redact_url_password(url))
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    if !urls.iter().all(|url| is_redis_url(url)) {
+        return Err(ConfigError::Invalid {
             var,
-            value: urls
-                .iter()
-                .map(|url| redact_url_password(url))
-                .collect::<Vec<_>>()
-                .join(","),
+            value: shown(),
             reason: "expected comma-separated redis://host:port URLs".to_owned(),
-        })
+        });
     }
+    let tls = urls
+        .iter()
+        .filter(|url| url.starts_with("rediss://"))
+        .count();
+    if tls != 0 && tls != urls.len() {
+        return Err(ConfigError::Invalid {
+            var,
+            value: shown(),
+            reason: "mixes redis:// and rediss://; use one scheme for all".to_owned(),
+        });
+    }
+    for url in &urls {
+        refuse_insecure(var, url)?;
+    }
+    Ok(urls)
 }
 
 // The `Debug` impls below name every field (destructuring): a field added to these settings
@@ -349,6 +438,7 @@ impl Settings {
         let store = match redis_topology(&env)? {
             None => StoreSettings::Embedded,
             Some(topology) => StoreSettings::Redis(RedisSettings {
+                ca_file: redis_ca_file(&env, &topology)?,
                 topology,
                 connect_timeout: env.millis(
                     "VCODE_REDIS_CONNECT_TIMEOUT_MS",
@@ -628,10 +718,8 @@ mod tests {
         }
     }
 
-    /// What the redis crate will connect with: `host:port` and the password. This build has
-    /// no TLS: `rediss://` URLs are read as `redis://` ones, which split the same way.
+    /// What the redis crate will connect with: `host:port` and the password.
     fn connection_info(url: &str) -> (String, Option<String>) {
-        let url = url.replacen("rediss://", "redis://", 1);
         let client = redis::Client::open(url).unwrap();
         let info = client.get_connection_info();
         (
@@ -696,14 +784,15 @@ mod tests {
 
     #[test]
     fn debug_hides_the_passwords_of_cluster_nodes() {
-        let nodes = "redis://:n0de-s3cret@10.0.0.1:7000, rediss://vcode:other-s3cret@10.0.0.2:7001";
+        let nodes =
+            "rediss://:n0de-s3cret@10.0.0.1:7000, rediss://vcode:other-s3cret@10.0.0.2:7001";
         let s = settings(&[("VCODE_REDIS_CLUSTER_NODES", nodes)]).unwrap();
         assert_debug_hides(
             &s,
             &["n0de-s3cret", "other-s3cret"],
             &[
                 "Cluster",
-                "redis://:***@10.0.0.1:7000",
+                "rediss://:***@10.0.0.1:7000",
                 "rediss://vcode:***@10.0.0.2:7001",
             ],
         );
@@ -713,7 +802,7 @@ mod tests {
         assert_eq!(
             nodes,
             &[
-                "redis://:n0de-s3cret@10.0.0.1:7000",
+                "rediss://:n0de-s3cret@10.0.0.1:7000",
                 "rediss://vcode:other-s3cret@10.0.0.2:7001"
             ]
         );
@@ -746,7 +835,10 @@ mod tests {
                 "vcode-main",
             ],
         );
-        let RedisTopology::Sentinel { sentinels, master } = &redis_of(&s).topology else {
+        let RedisTopology::Sentinel {
+            sentinels, master, ..
+        } = &redis_of(&s).topology
+        else {
             panic!("expected Sentinel")
         };
         assert_eq!(master, "vcode-main");
@@ -950,6 +1042,7 @@ mod tests {
                     "redis://10.0.0.2:26379".to_owned()
                 ],
                 master: "vcode-main".to_owned(),
+                master_credentials: None,
             }
         );
     }
@@ -982,6 +1075,145 @@ mod tests {
         assert!(bad_sentinel.to_string().contains(sentinels.0));
         let bad_name = settings(&[sentinels, (master.0, "my master")]).unwrap_err();
         assert!(bad_name.to_string().contains(master.0));
+    }
+
+    /// A file holding `text`, named for the test that uses it.
+    fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+        let path = std::env::temp_dir().join(format!("vcode-config-{}-{name}", std::process::id()));
+        std::fs::write(&path, text).expect("a temporary file");
+        path
+    }
+
+    fn ca_pem() -> String {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+        params.self_signed(&key).unwrap().pem()
+    }
+
+    #[test]
+    fn a_private_ca_file_is_read_for_rediss_urls_only() {
+        let ca = temp_file("ca.pem", &ca_pem());
+        let ca_var = ("VCODE_REDIS_CA_FILE", ca.to_str().unwrap());
+        let master = ("VCODE_REDIS_SENTINEL_MASTER", "m");
+        for topology in [
+            vec![("VCODE_REDIS_URL", "rediss://127.0.0.1:6390")],
+            vec![(
+                "VCODE_REDIS_CLUSTER_NODES",
+                "rediss://10.0.0.1:7000,rediss://10.0.0.2:7000",
+            )],
+            vec![("VCODE_REDIS_SENTINELS", "rediss://10.0.0.1:26379"), master],
+        ] {
+            let s = settings(&[&topology[..], &[ca_var]].concat()).unwrap();
+            assert_eq!(redis_of(&s).ca_file.as_deref(), Some(ca.as_path()));
+            assert!(format!("{s:?}").contains(ca_var.1));
+        }
+        let plain = settings(&[("VCODE_REDIS_URL", "redis://127.0.0.1:6390"), ca_var]);
+        assert!(plain.unwrap_err().to_string().contains(ca_var.0));
+
+        let not_pem = temp_file("not-a-ca.pem", "not a certificate\n");
+        let missing = ca.with_extension("missing");
+        for (path, reason) in [(&not_pem, "no PEM certificate"), (&missing, "cannot read")] {
+            let error = settings(&[
+                ("VCODE_REDIS_URL", "rediss://127.0.0.1:6390"),
+                (ca_var.0, path.to_str().unwrap()),
+            ])
+            .unwrap_err()
+            .to_string();
+            assert!(
+                error.contains(ca_var.0) && error.contains(reason),
+                "{error}"
+            );
+        }
+        let _ = std::fs::remove_file(ca);
+        let _ = std::fs::remove_file(not_pem);
+    }
+
+    #[test]
+    fn insecure_tls_and_mixed_schemes_are_refused_without_showing_passwords() {
+        let master = ("VCODE_REDIS_SENTINEL_MASTER", "m");
+        for (vars, reason) in [
+            (
+                vec![(
+                    "VCODE_REDIS_URL",
+                    "rediss://:s3cret@127.0.0.1:6390/#insecure",
+                )],
+                "#insecure",
+            ),
+            (
+                vec![(
+                    "VCODE_REDIS_CLUSTER_NODES",
+                    "rediss://:s3cret@10.0.0.1:7000/#insecure",
+                )],
+                "#insecure",
+            ),
+            (
+                vec![
+                    (
+                        "VCODE_REDIS_SENTINELS",
+                        "rediss://:s3cret@10.0.0.1:26379/#insecure",
+                    ),
+                    master,
+                ],
+                "#insecure",
+            ),
+            (
+                vec![(
+                    "VCODE_REDIS_CLUSTER_NODES",
+                    "rediss://:s3cret@10.0.0.1:7000,redis://:s3cret@10.0.0.2:7000",
+                )],
+                "mixes",
+            ),
+            (
+                vec![
+                    (
+                        "VCODE_REDIS_SENTINELS",
+                        "redis://:s3cret@10.0.0.1:26379,rediss://:s3cret@10.0.0.2:26379",
+                    ),
+                    master,
+                ],
+                "mixes",
+            ),
+        ] {
+            let error = settings(&vars).unwrap_err().to_string();
+            assert!(
+                error.contains(vars[0].0) && error.contains(reason),
+                "{error}"
+            );
+            assert!(!error.contains("s3cret"), "{error}");
+        }
+    }
+
+    #[test]
+    fn sentinel_master_credentials_log_in_to_the_primary_and_stay_hidden() {
+        let sentinel = [
+            ("VCODE_REDIS_SENTINELS", "rediss://:sent1nel@10.0.0.1:26379"),
+            ("VCODE_REDIS_SENTINEL_MASTER", "vcode-main"),
+        ];
+        let user = ("VCODE_REDIS_SENTINEL_MASTER_USERNAME", "vcode");
+        let password = ("VCODE_REDIS_SENTINEL_MASTER_PASSWORD", "d4ta-s3cret");
+        let credentials = |vars: &[(&str, &str)]| {
+            let s = settings(&[&sentinel[..], vars].concat()).unwrap();
+            assert_debug_hides(&s, &["d4ta-s3cret", "sent1nel"], &["master_credentials"]);
+            match &redis_of(&s).topology {
+                RedisTopology::Sentinel {
+                    master_credentials, ..
+                } => master_credentials.clone(),
+                other => panic!("expected Sentinel, not {other:?}"),
+            }
+        };
+        assert_eq!(credentials(&[]), None);
+        let both = credentials(&[user, password]).unwrap();
+        assert_eq!(both.username.as_deref(), Some("vcode"));
+        assert_eq!(both.password, "d4ta-s3cret");
+        assert_eq!(credentials(&[password]).unwrap().username, None);
+
+        let alone = settings(&[&sentinel[..], &[user]].concat()).unwrap_err();
+        assert!(alone.to_string().contains(password.0), "{alone}");
+        let not_sentinel =
+            settings(&[("VCODE_REDIS_URL", "redis://127.0.0.1:6390"), password]).unwrap_err();
+        assert!(not_sentinel.to_string().contains("VCODE_REDIS_SENTINELS"));
+        assert!(!not_sentinel.to_string().contains(password.1));
     }
 
     #[test]

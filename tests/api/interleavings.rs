@@ -22,6 +22,7 @@ fn connect(server: &RedisServer) -> RedisStore {
         topology: RedisTopology::Single { url: server.url() },
         connect_timeout: Duration::from_millis(500),
         command_timeout: Duration::from_millis(1000),
+        ca_file: None,
     })
     .expect("valid settings")
 }

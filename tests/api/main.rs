@@ -53,6 +53,7 @@ mod quotas;
 mod redis_cluster;
 mod redis_outage;
 mod redis_sentinel;
+mod redis_tls;
 mod sms_providers;
 mod sms_providers_config;
 mod sms_providers_sdk;

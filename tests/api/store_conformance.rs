@@ -31,6 +31,7 @@ fn open(backend: Backend) -> StoreUnderTest {
                 topology: RedisTopology::Single { url: server.url() },
                 connect_timeout: Duration::from_millis(500),
                 command_timeout: Duration::from_millis(500),
+                ca_file: None,
             })
             .expect("valid settings");
             StoreUnderTest {

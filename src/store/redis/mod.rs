@@ -14,6 +14,7 @@ mod sentinel;
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -21,7 +22,9 @@ use redis::{RedisError, Script, Value};
 
 use self::connection::RedisConnection;
 
-use crate::redact::redact_url_password;
+use crate::redact::{REDACTED, redact_url_password};
+
+pub use self::connection::read_ca_file;
 
 use super::{
     Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
@@ -65,6 +68,9 @@ pub struct RedisSettings {
     pub topology: RedisTopology,
     pub connect_timeout: Duration,
     pub command_timeout: Duration,
+    /// PEM certificates of the private CA that `rediss://` servers are verified against, in
+    /// place of the public roots (`VCODE_REDIS_CA_FILE`).
+    pub ca_file: Option<PathBuf>,
 }
 
 /// Where the data lives; the store code and the scripts are the same on all three. `Debug`
@@ -76,11 +82,30 @@ pub enum RedisTopology {
     /// A Redis Cluster, discovered from any of these seed nodes (`VCODE_REDIS_CLUSTER_NODES`).
     Cluster { nodes: Vec<String> },
     /// The primary that these sentinels name `master` (`VCODE_REDIS_SENTINELS`,
-    /// `VCODE_REDIS_SENTINEL_MASTER`).
+    /// `VCODE_REDIS_SENTINEL_MASTER`). The sentinel URLs' user and password log in to the
+    /// sentinels; `master_credentials` to the data nodes, which use TLS if the sentinels do.
     Sentinel {
         sentinels: Vec<String>,
         master: String,
+        master_credentials: Option<RedisCredentials>,
     },
+}
+
+/// A Redis login: an ACL user, or `default` (`requirepass`) without one. `Debug` hides the
+/// password.
+#[derive(Clone, PartialEq, Eq)]
+pub struct RedisCredentials {
+    pub username: Option<String>,
+    pub password: String,
+}
+
+impl std::fmt::Debug for RedisCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RedisCredentials")
+            .field("username", &self.username)
+            .field("password", &REDACTED)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for RedisTopology {
@@ -97,10 +122,15 @@ impl std::fmt::Debug for RedisTopology {
                 .debug_struct("Cluster")
                 .field("nodes", &redacted(nodes))
                 .finish(),
-            Self::Sentinel { sentinels, master } => f
+            Self::Sentinel {
+                sentinels,
+                master,
+                master_credentials,
+            } => f
                 .debug_struct("Sentinel")
                 .field("sentinels", &redacted(sentinels))
                 .field("master", master)
+                .field("master_credentials", master_credentials)
                 .finish(),
         }
     }

@@ -7,21 +7,27 @@
 //! sentinels replaced may still accept writes for a while, writes that its demotion discards);
 //! the next call resolves the primary again. One resolution runs at a time, in its own task,
 //! and calls wait for it only within their own command timeout.
+//!
+//! Sentinels and data nodes have logins of their own: the sentinel URLs' user and password
+//! (one for all sentinels) log in to the sentinels, `VCODE_REDIS_SENTINEL_MASTER_USERNAME` and
+//! `_PASSWORD` to the primary. `rediss://` sentinels mean TLS to the data nodes too, each
+//! verified against the address the sentinels announce.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionLike, MultiplexedConnection};
-use redis::sentinel::{SentinelClient, SentinelServerType};
+use redis::sentinel::{SentinelClient, SentinelClientBuilder, SentinelServerType};
 use redis::{
-    AsyncConnectionConfig, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult, Role,
-    ServerErrorKind, Value,
+    AsyncConnectionConfig, Cmd, ConnectionAddr, ConnectionInfo, ErrorKind, IntoConnectionInfo,
+    Pipeline, RedisError, RedisFuture, RedisResult, Role, ServerErrorKind, TlsCertificates,
+    TlsMode, Value,
 };
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
-use super::RedisSettings;
+use super::{RedisCredentials, RedisSettings};
 
 /// How often the connection is checked against the sentinels and the node's role: bounds how
 /// long writes can go to a primary the sentinels have replaced (two small commands a tick).
@@ -79,19 +85,20 @@ enum Next {
 impl SentinelConnection {
     /// Prepares the connection, inside a Tokio runtime; nothing is resolved until the first
     /// call.
-    pub fn new(sentinels: &[String], master: &str, settings: &RedisSettings) -> RedisResult<Self> {
+    pub fn new(
+        sentinels: &[String],
+        master: &str,
+        master_credentials: Option<&RedisCredentials>,
+        certificates: Option<&TlsCertificates>,
+        settings: &RedisSettings,
+    ) -> RedisResult<Self> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
             RedisError::from((
                 ErrorKind::Client,
                 "a Redis Sentinel connection is opened inside a Tokio runtime",
             ))
         })?;
-        let client = SentinelClient::build(
-            sentinels.to_vec(),
-            master.to_owned(),
-            None,
-            SentinelServerType::Master,
-        )?;
+        let client = sentinel_client(sentinels, master, master_credentials, certificates)?;
         let config = AsyncConnectionConfig::new()
             .set_connection_timeout(Some(settings.connect_timeout))
             .set_response_timeout(Some(settings.command_timeout));
@@ -269,6 +276,68 @@ impl Shared {
             .await?;
         Ok(format!("{host}:{port}"))
     }
+}
+
+/// The crate's client for `master`: logs in to the sentinels as their URLs say and to the data
+/// nodes with `master_credentials`, over TLS to both when the sentinel URLs are `rediss://`.
+fn sentinel_client(
+    sentinels: &[String],
+    master: &str,
+    master_credentials: Option<&RedisCredentials>,
+    certificates: Option<&TlsCertificates>,
+) -> RedisResult<SentinelClient> {
+    let infos = sentinels
+        .iter()
+        .map(|url| url.as_str().into_connection_info())
+        .collect::<RedisResult<Vec<ConnectionInfo>>>()?;
+    let Some(first) = infos.first() else {
+        return Err(RedisError::from((
+            ErrorKind::InvalidClientConfig,
+            "at least one sentinel URL is needed",
+        )));
+    };
+    // The crate logs in to every sentinel with one user and password.
+    if infos.iter().any(|info| login(info) != login(first)) {
+        return Err(RedisError::from((
+            ErrorKind::InvalidClientConfig,
+            "every sentinel URL must carry the same user and password",
+        )));
+    }
+    let uses_tls = matches!(first.addr(), ConnectionAddr::TcpTls { .. });
+    let mut builder = SentinelClientBuilder::new(
+        infos.iter().map(|info| info.addr().clone()),
+        master,
+        SentinelServerType::Master,
+    )?
+    .set_client_to_sentinel_protocol(first.redis_settings().protocol());
+    let (username, password) = login(first);
+    if let Some(username) = username {
+        builder = builder.set_client_to_sentinel_username(username);
+    }
+    if let Some(password) = password {
+        builder = builder.set_client_to_sentinel_password(password);
+    }
+    if uses_tls {
+        builder = builder.set_client_to_redis_tls_mode(TlsMode::Secure);
+    }
+    if let Some(certificates) = certificates {
+        builder = builder
+            .set_client_to_sentinel_certificates(certificates.clone())
+            .set_client_to_redis_certificates(certificates.clone());
+    }
+    if let Some(credentials) = master_credentials {
+        if let Some(username) = &credentials.username {
+            builder = builder.set_client_to_redis_username(username);
+        }
+        builder = builder.set_client_to_redis_password(&credentials.password);
+    }
+    builder.build()
+}
+
+/// The user and password a URL logs in with.
+fn login(info: &ConnectionInfo) -> (Option<&str>, Option<&str>) {
+    let settings = info.redis_settings();
+    (settings.username(), settings.password())
 }
 
 /// Resolves the primary and connects to it, then wakes the waiting calls.

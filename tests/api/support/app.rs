@@ -52,6 +52,7 @@ fn redis_settings(server: &RedisServer) -> StoreSettings {
         topology: RedisTopology::Single { url: server.url() },
         connect_timeout: Duration::from_millis(500),
         command_timeout: Duration::from_millis(500),
+        ca_file: None,
     })
 }
 

@@ -91,6 +91,7 @@ impl RedisCluster {
             },
             connect_timeout: Duration::from_millis(500),
             command_timeout,
+            ca_file: None,
         }
     }
 

@@ -56,9 +56,11 @@ impl RedisSentinel {
             topology: RedisTopology::Sentinel {
                 sentinels: self.sentinels.iter().map(RedisProcess::url).collect(),
                 master: MASTER.to_owned(),
+                master_credentials: None,
             },
             connect_timeout: Duration::from_millis(500),
             command_timeout,
+            ca_file: None,
         }
     }
 
