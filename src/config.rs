@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::captcha::{CaptchaSettings, render};
 use crate::client_ip::TrustedProxies;
-use crate::domain::{CodeLength, Region};
+use crate::domain::{CodeLength, Purpose, Region};
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, OtpSettings};
 use crate::redact::{REDACTED, redact_url_password};
@@ -32,6 +32,13 @@ pub struct Settings {
     /// Adds the dev routes (outbox) and lets the log sender print codes. Loopback only.
     pub dev_mode: bool,
     pub max_body_bytes: usize,
+    /// A request body not received within this is cut off (`VCODE_BODY_TIMEOUT_MS`).
+    pub body_timeout: Duration,
+    /// The operator listener: `/metrics`, `/api/v1/stats` (`VCODE_ADMIN_BIND`).
+    pub admin_bind: SocketAddr,
+    /// Whether `VCODE_SMS` was given: the code-printing `log` sender, when not chosen, runs
+    /// only on a loopback bind.
+    pub sms_chosen: bool,
     /// How often the embedded store drops expired entries.
     pub sweep_interval: Duration,
     /// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`). The legacy ones
@@ -68,6 +75,9 @@ impl Default for Settings {
             admin_token: None,
             dev_mode: false,
             max_body_bytes: 4096,
+            body_timeout: Duration::from_secs(10),
+            admin_bind: SocketAddr::from(([127, 0, 0, 1], 9091)),
+            sms_chosen: false,
             sweep_interval: Duration::from_secs(1),
             verify_strategy: VerifyStrategy::Atomic,
             legacy_gap: Duration::ZERO,
@@ -389,6 +399,9 @@ impl fmt::Debug for Settings {
             admin_token,
             dev_mode,
             max_body_bytes,
+            body_timeout,
+            admin_bind,
+            sms_chosen,
             sweep_interval,
             verify_strategy,
             legacy_gap,
@@ -406,6 +419,9 @@ impl fmt::Debug for Settings {
             .field("admin_token", &admin_token.as_ref().map(|_| REDACTED))
             .field("dev_mode", dev_mode)
             .field("max_body_bytes", max_body_bytes)
+            .field("body_timeout", body_timeout)
+            .field("admin_bind", admin_bind)
+            .field("sms_chosen", sms_chosen)
             .field("sweep_interval", sweep_interval)
             .field("verify_strategy", verify_strategy)
             .field("legacy_gap", legacy_gap)
@@ -483,6 +499,20 @@ impl Settings {
                 "rotate" => Ok(ResendPolicy::Rotate),
                 _ => Err("expected reuse or rotate".to_owned()),
             })?,
+            purposes: env.parse("VCODE_PURPOSES", otp_defaults.purposes.clone(), |raw| {
+                let purposes: Vec<Purpose> = raw
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|item| !item.is_empty())
+                    .map(|item| {
+                        Purpose::parse(item).ok_or(format!("{item:?} is not [a-z0-9_-]{{1,32}}"))
+                    })
+                    .collect::<Result<_, _>>()?;
+                if purposes.is_empty() {
+                    return Err("expected at least one purpose".to_owned());
+                }
+                Ok(purposes)
+            })?,
             default_region: env.parse(
                 "VCODE_DEFAULT_REGION",
                 otp_defaults.default_region,
@@ -538,6 +568,10 @@ impl Settings {
                 "VCODE_QUOTA_CLIENT_FAILS_DAY",
                 abuse_defaults.failed_verifies_per_client_day,
             )?,
+            captchas_per_client_minute: limit(
+                "VCODE_QUOTA_CAPTCHA_IP_MINUTE",
+                abuse_defaults.captchas_per_client_minute,
+            )?,
             client_ipv6_prefix: env.number(
                 "VCODE_CLIENT_IPV6_PREFIX",
                 u64::from(abuse_defaults.client_ipv6_prefix),
@@ -585,6 +619,16 @@ impl Settings {
             abuse,
             admin_token,
             dev_mode: env.flag("VCODE_DEV_MODE", false)?,
+            body_timeout: env.millis(
+                "VCODE_BODY_TIMEOUT_MS",
+                defaults.body_timeout,
+                100..=60_000,
+            )?,
+            admin_bind: env.parse("VCODE_ADMIN_BIND", defaults.admin_bind, |raw| {
+                raw.parse()
+                    .map_err(|_| "expected an address such as 127.0.0.1:9091".to_owned())
+            })?,
+            sms_chosen: env.get("VCODE_SMS").is_some(),
             max_body_bytes: env.number(
                 "VCODE_MAX_BODY_BYTES",
                 defaults.max_body_bytes as u64,
@@ -610,6 +654,12 @@ impl Settings {
 
     /// Rules that span several settings; `Application::build` checks them too.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.sms_chosen && self.sms.uses_log() && !self.bind.ip().is_loopback() {
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_SMS is not set: the default log sender prints codes and runs only on a loopback address, not {} (VCODE_BIND); choose a sender with VCODE_SMS (VCODE_SMS=log to print codes anyway)",
+                self.bind
+            )));
+        }
         if self.secret_key.is_none() && !matches!(self.store, StoreSettings::Embedded) {
             return Err(ConfigError::Inconsistent(
                 "a shared store needs VCODE_SECRET_KEY (or VCODE_SECRET_KEY_FILE), the same on every instance: at least 32 random bytes, hex or base64 (`openssl rand -hex 32`)".to_owned(),

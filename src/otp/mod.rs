@@ -136,10 +136,22 @@ impl OtpService {
         }
     }
 
-    fn parse_purpose(raw: Option<&str>) -> Result<Purpose, OtpError> {
-        raw.map_or(Ok(Purpose::default()), |raw| {
-            Purpose::parse(raw).ok_or(OtpError::InvalidPurpose)
-        })
+    /// One of the configured purposes; none given is `login` (or the first configured).
+    fn parse_purpose(&self, raw: Option<&str>) -> Result<Purpose, OtpError> {
+        let purposes = &self.settings.purposes;
+        let Some(raw) = raw else {
+            let login = Purpose::default();
+            return Ok(if purposes.contains(&login) || purposes.is_empty() {
+                login
+            } else {
+                purposes[0].clone()
+            });
+        };
+        purposes
+            .iter()
+            .find(|purpose| purpose.as_str() == raw)
+            .cloned()
+            .ok_or(OtpError::InvalidPurpose)
     }
 
     /// The group `client` counts in for per-client limits.
@@ -157,7 +169,7 @@ impl OtpService {
         client: IpAddr,
     ) -> Result<(), OtpError> {
         let phone = self.parse_phone(phone)?;
-        let purpose = Self::parse_purpose(purpose)?;
+        let purpose = self.parse_purpose(purpose)?;
         let code = Code::parse(code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
         let candidates = self
             .keyring

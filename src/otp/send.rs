@@ -62,7 +62,7 @@ impl OtpService {
     pub async fn send(&self, request: SendRequest) -> Result<SendReceipt, OtpError> {
         self.stats.record(Event::SendRequest);
         let phone = self.parse_phone(&request.phone)?;
-        let purpose = Self::parse_purpose(request.purpose.as_deref())?;
+        let purpose = self.parse_purpose(request.purpose.as_deref())?;
         let locale = match request.locale.as_deref() {
             Some(raw) => Some(Locale::parse(raw).ok_or(OtpError::InvalidLocale)?),
             None => None,

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::client_ip::TrustedProxies;
-use crate::domain::{CodeLength, Region};
+use crate::domain::{CodeLength, Purpose, Region};
 use crate::store::ResendPolicy;
 
 #[derive(Clone, Debug)]
@@ -14,6 +14,9 @@ pub struct OtpSettings {
     pub max_attempts: u32,
     pub resend: ResendPolicy,
     pub default_region: Region,
+    /// The purposes a code may be for (`VCODE_PURPOSES`); any other is refused. The first is
+    /// the default unless `login` is listed.
+    pub purposes: Vec<Purpose>,
 }
 
 /// Limits against SMS pumping and guessing. A limit of 0 is off.
@@ -28,6 +31,8 @@ pub struct AbuseSettings {
     pub failed_verifies_per_client_day: u32,
     /// IPv6 clients count per network of this prefix length (IPv4 ones per address).
     pub client_ipv6_prefix: u8,
+    /// Captchas one client may create per minute (`VCODE_QUOTA_CAPTCHA_IP_MINUTE`).
+    pub captchas_per_client_minute: u32,
     pub sends_global_minute: u32,
     /// Regions whose numbers may receive codes; empty allows all.
     pub allowed_regions: Vec<Region>,
@@ -47,6 +52,7 @@ impl Default for AbuseSettings {
             failed_verifies_per_phone_day: 100,
             failed_verifies_per_client_day: 10,
             client_ipv6_prefix: 64,
+            captchas_per_client_minute: 30,
             sends_global_minute: 0,
             allowed_regions: Vec::new(),
             trusted_proxies: TrustedProxies::default(),
@@ -65,6 +71,7 @@ impl AbuseSettings {
             sends_per_ip_hour: 0,
             failed_verifies_per_phone_day: 0,
             failed_verifies_per_client_day: 0,
+            captchas_per_client_minute: 0,
             sends_global_minute: 0,
             ..Self::default()
         }
@@ -80,6 +87,10 @@ impl Default for OtpSettings {
             max_attempts: 5,
             resend: ResendPolicy::Reuse,
             default_region: Region::default(),
+            purposes: ["login", "register", "reset_password", "bind_phone"]
+                .into_iter()
+                .filter_map(Purpose::parse)
+                .collect(),
         }
     }
 }

@@ -105,6 +105,14 @@ const VARIABLES: [&str; 5] = [
 ];
 
 impl SmsSettings {
+    /// Whether any number may go through the code-printing `log` sender.
+    pub fn uses_log(&self) -> bool {
+        self.default_route
+            .iter()
+            .chain(self.routes.iter().flat_map(|route| &route.providers))
+            .any(|provider| *provider == ProviderName::Log)
+    }
+
     /// The `webhook` sender for every number.
     pub fn webhook(url: impl Into<String>, timeout: Duration) -> Self {
         Self {
