@@ -654,12 +654,6 @@ impl Settings {
 
     /// Rules that span several settings; `Application::build` checks them too.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !self.sms_chosen && self.sms.uses_log() && !self.bind.ip().is_loopback() {
-            return Err(ConfigError::Inconsistent(format!(
-                "VCODE_SMS is not set: the default log sender prints codes and runs only on a loopback address, not {} (VCODE_BIND); choose a sender with VCODE_SMS (VCODE_SMS=log to print codes anyway)",
-                self.bind
-            )));
-        }
         if self.secret_key.is_none() && !matches!(self.store, StoreSettings::Embedded) {
             return Err(ConfigError::Inconsistent(
                 "a shared store needs VCODE_SECRET_KEY (or VCODE_SECRET_KEY_FILE), the same on every instance: at least 32 random bytes, hex or base64 (`openssl rand -hex 32`)".to_owned(),
@@ -690,6 +684,12 @@ impl Settings {
                     self.verify_strategy
                 )));
             }
+        }
+        if !self.sms_chosen && self.sms.uses_log() && !self.bind.ip().is_loopback() {
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_SMS is not set: the default log sender prints codes and runs only on a loopback address, not {} (VCODE_BIND); choose a sender with VCODE_SMS (VCODE_SMS=log to print codes anyway)",
+                self.bind
+            )));
         }
         Ok(())
     }
@@ -1317,6 +1317,21 @@ mod tests {
         ])
         .unwrap();
         assert!(ok.sms.webhook.is_some());
+    }
+
+    #[test]
+    fn the_code_printing_log_sender_needs_a_loopback_bind_or_an_explicit_choice() {
+        let public = ("VCODE_BIND", "0.0.0.0:8080");
+        let error = settings(&[public]).unwrap_err().to_string();
+        assert!(error.contains("VCODE_SMS"), "{error}");
+        assert!(settings(&[public, ("VCODE_SMS", "log")]).is_ok());
+        assert!(settings(&[("VCODE_BIND", "127.0.0.1:8080")]).is_ok());
+        let webhook = settings(&[
+            public,
+            ("VCODE_SMS", "webhook"),
+            ("VCODE_SMS_WEBHOOK_URL", "https://sms.example.com/send"),
+        ]);
+        assert!(webhook.is_ok(), "{webhook:?}");
     }
 
     #[test]

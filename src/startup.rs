@@ -16,7 +16,7 @@ use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
 use crate::otp::{OtpService, SendGate};
-use crate::routes::{self, AppState};
+use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
 use crate::store::redis::{RedisTopology, legacy};
 use crate::store::{HealthCheck, MemoryStore, RedisStore, Stores};
@@ -27,7 +27,10 @@ const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
 
 pub struct Application {
     port: u16,
+    admin_port: u16,
     server: Server,
+    /// The operator listener: metrics and stats, apart from the public API.
+    admin: Server,
     stores: Stores,
 }
 
@@ -70,9 +73,10 @@ impl Application {
             None => Keyring::new(&SecretKey::random(), None),
         });
         let captcha = Arc::new(CaptchaService::new(
-            stores.captchas.clone(),
+            &stores,
             keyring.clone(),
             settings.captcha.clone(),
+            settings.abuse.captchas_per_client_minute,
             stats.clone(),
         ));
         let gate = SendGate {
@@ -97,21 +101,29 @@ impl Application {
             stats,
             readiness: Readiness::new(stores.health.clone()),
             trusted_proxies: settings.abuse.trusted_proxies.clone(),
+            client_ipv6_prefix: settings.abuse.client_ipv6_prefix,
             admin_token: settings.admin_token.clone(),
         });
 
         let listener = TcpListener::bind(settings.bind)
             .with_context(|| format!("cannot bind {} (VCODE_BIND)", settings.bind))?;
         let port = listener.local_addr()?.port();
-        let max_body_bytes = settings.max_body_bytes;
+        let limits = BodyLimits {
+            max_bytes: settings.max_body_bytes,
+            deadline: settings.body_timeout,
+        };
         let dev_mode = settings.dev_mode;
-        let stats_route = settings.admin_token.is_some();
+        let public_state = state.clone();
         let server = HttpServer::new(move || {
             App::new()
+                .wrap(from_fn(move |request, next| {
+                    routes::bounded_body(limits, request, next)
+                }))
+                .wrap(routes::default_headers())
                 .wrap(from_fn(crate::metrics::track_requests))
                 .wrap(TracingLogger::<RequestSpan>::new())
-                .app_data(state.clone())
-                .configure(|cfg| routes::config(cfg, max_body_bytes, dev_mode, stats_route))
+                .app_data(public_state.clone())
+                .configure(|cfg| routes::public(cfg, limits.max_bytes, dev_mode))
                 .default_service(web::to(routes::not_found))
         })
         .shutdown_timeout(10)
@@ -119,9 +131,29 @@ impl Application {
         .listen(listener)?
         .run();
         tracing::info!(address = %settings.bind, port, "vcode listening");
+
+        let admin_listener = TcpListener::bind(settings.admin_bind)
+            .with_context(|| format!("cannot bind {} (VCODE_ADMIN_BIND)", settings.admin_bind))?;
+        let admin_port = admin_listener.local_addr()?.port();
+        let stats_route = settings.admin_token.is_some();
+        let admin = HttpServer::new(move || {
+            App::new()
+                .wrap(routes::default_headers())
+                .app_data(state.clone())
+                .configure(|cfg| routes::operator(cfg, stats_route))
+                .default_service(web::to(routes::not_found))
+        })
+        .workers(1)
+        .shutdown_timeout(5)
+        .client_request_timeout(Duration::from_secs(5))
+        .listen(admin_listener)?
+        .run();
+        tracing::info!(address = %settings.admin_bind, port = admin_port, "operator routes listening");
         Ok(Self {
             port,
+            admin_port,
             server,
+            admin,
             stores,
         })
     }
@@ -130,12 +162,24 @@ impl Application {
         self.port
     }
 
+    /// The operator listener's port.
+    pub fn admin_port(&self) -> u16 {
+        self.admin_port
+    }
+
     /// The stores the application uses (tests inspect them directly).
     pub fn stores(&self) -> Stores {
         self.stores.clone()
     }
 
+    /// Serves until the public server stops (a signal stops both).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let admin = self.admin.handle();
+        let served = tokio::select! {
+            served = self.server => served,
+            served = self.admin => served,
+        };
+        admin.stop(true).await;
+        served
     }
 }

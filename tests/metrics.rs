@@ -55,7 +55,12 @@ async fn metrics_count_a_scripted_sequence() {
     assert_eq!(app.get("/no/such/route").await.status, 404);
     app.post_json("/api/v1/captcha", &json!(null)).await;
 
-    let response = app.client.get(app.url("/metrics")).send().await.unwrap();
+    let response = app
+        .client
+        .get(app.admin_url("/metrics"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"]
         .to_str()

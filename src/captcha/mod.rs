@@ -5,13 +5,17 @@
 
 pub mod render;
 
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::domain::{CaptchaAnswer, CaptchaId};
 use crate::keyring::Keyring;
 use crate::stats::{Event, Stats};
-use crate::store::{CaptchaStore, StoreError, StoredCaptcha};
+use crate::store::{
+    Budget, CaptchaStore, QuotaDecision, QuotaRule, QuotaScope, QuotaStore, QuotaToken, StoreError,
+    StoredCaptcha, Stores,
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CaptchaError {
@@ -23,6 +27,9 @@ pub enum CaptchaError {
     NotFound,
     #[error("captcha picture not drawn")]
     Render(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// This client created its captchas' worth for now.
+    #[error("captcha quota exceeded")]
+    QuotaExceeded { retry_after: Duration },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -51,6 +58,9 @@ impl Default for CaptchaSettings {
 
 pub struct CaptchaService {
     store: Arc<dyn CaptchaStore>,
+    quotas: Arc<dyn QuotaStore>,
+    /// Captchas per client and minute (none: unlimited); the client already grouped.
+    per_client: Option<QuotaRule>,
     keyring: Arc<Keyring>,
     settings: CaptchaSettings,
     stats: Arc<Stats>,
@@ -58,13 +68,16 @@ pub struct CaptchaService {
 
 impl CaptchaService {
     pub fn new(
-        store: Arc<dyn CaptchaStore>,
+        stores: &Stores,
         keyring: Arc<Keyring>,
         settings: CaptchaSettings,
+        per_client_minute: u32,
         stats: Arc<Stats>,
     ) -> Self {
         Self {
-            store,
+            store: stores.captchas.clone(),
+            quotas: stores.quotas.clone(),
+            per_client: QuotaRule::new(per_client_minute, Duration::from_secs(60)),
             keyring,
             settings,
             stats,
@@ -81,8 +94,24 @@ impl CaptchaService {
         &self.settings
     }
 
-    /// A new captcha; its picture is drawn when fetched.
-    pub async fn create(&self) -> Result<CaptchaId, CaptchaError> {
+    /// A new captcha for `client` (its group), within the client's captcha quota: anonymous
+    /// requests must not grow the store without bound. Its picture is drawn when fetched.
+    pub async fn create(&self, client: IpAddr) -> Result<CaptchaId, CaptchaError> {
+        if let Some(rule) = self.per_client {
+            let budget = Budget {
+                scope: QuotaScope::CaptchaClient(client),
+                rules: std::slice::from_ref(&rule),
+            };
+            let decision = self
+                .quotas
+                .reserve_quota(&[budget], QuotaToken::generate())
+                .await?;
+            if let QuotaDecision::Exceeded { retry_after, .. } = decision {
+                self.stats.record(Event::QuotaIp);
+                tracing::warn!(%client, quota = "captcha_client", "captcha refused: quota exceeded");
+                return Err(CaptchaError::QuotaExceeded { retry_after });
+            }
+        }
         let id = CaptchaId::generate();
         let captcha = StoredCaptcha {
             seed: rand::random(),

@@ -10,7 +10,6 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::captcha::CaptchaService;
-use crate::client_ip::client_group;
 use crate::domain::{Code, Phone, PhoneParser, Purpose, Region};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
@@ -54,7 +53,6 @@ pub struct OtpService {
     idempotency: Idempotency,
     /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
     keyring: Arc<Keyring>,
-    client_ipv6_prefix: u8,
     stats: Arc<Stats>,
     /// Dev mode: keep every delivered SMS in the store's outbox.
     record_outbox: bool,
@@ -106,7 +104,6 @@ impl OtpService {
                 .collect(),
             gate,
             keyring,
-            client_ipv6_prefix: abuse.client_ipv6_prefix,
             idempotency: Idempotency::new(
                 stores.idempotency.clone(),
                 abuse.idempotency_ttl,
@@ -154,13 +151,8 @@ impl OtpService {
             .ok_or(OtpError::InvalidPurpose)
     }
 
-    /// The group `client` counts in for per-client limits.
-    fn client_group(&self, client: IpAddr) -> IpAddr {
-        client_group(client, self.client_ipv6_prefix)
-    }
-
     /// Checks a code in one atomic step: it is consumed on a match, counted otherwise (per
-    /// code, per phone and per (phone, client)).
+    /// code, per phone and per (phone, client); `client` as the routes group it).
     pub async fn verify(
         &self,
         phone: &str,
@@ -176,13 +168,7 @@ impl OtpService {
             .code_digests(phone.as_e164(), purpose.as_str(), &code);
         let outcome = self
             .codes
-            .verify_code(
-                &phone,
-                &purpose,
-                &candidates,
-                self.client_group(client),
-                self.verify_params,
-            )
+            .verify_code(&phone, &purpose, &candidates, client, self.verify_params)
             .await?;
         match outcome {
             VerifyOutcome::Verified => {

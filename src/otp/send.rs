@@ -164,7 +164,7 @@ impl OtpService {
             DeliveryKind::Created | DeliveryKind::Rotated => code,
         };
 
-        let reservations = match self.reserve_budgets(self.client_group(client_ip)).await {
+        let reservations = match self.reserve_budgets(client_ip).await {
             Ok(reservations) => reservations,
             Err(error) => {
                 self.undo(phone, purpose, &delivery, &error).await;
@@ -237,8 +237,8 @@ impl OtpService {
             QuotaDecision::Granted => Ok(reservations),
             QuotaDecision::Exceeded { scope, retry_after } => {
                 let event = match scope {
-                    QuotaScope::ClientIp(_) => Event::QuotaIp,
                     QuotaScope::Global => Event::QuotaGlobal,
+                    QuotaScope::ClientIp(_) | QuotaScope::CaptchaClient(_) => Event::QuotaIp,
                 };
                 self.stats.record(event);
                 tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");

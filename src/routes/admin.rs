@@ -12,11 +12,11 @@ use crate::domain::secret::same_secret;
 use crate::stats::RETENTION_DAYS;
 
 pub fn metrics_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/metrics").route(web::get().to(metrics)));
+    cfg.service(super::resource("/metrics").route(super::get().to(metrics)));
 }
 
 pub fn stats_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/stats").route(web::get().to(stats)));
+    cfg.service(super::resource("/stats").route(super::get().to(stats)));
 }
 
 async fn metrics() -> HttpResponse {

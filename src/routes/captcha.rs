@@ -12,7 +12,7 @@ use super::envelope;
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::resource("/captcha").route(web::post().to(create)))
         .service(super::resource("/captcha/verify").route(web::post().to(verify)))
-        .service(super::resource("/captcha/{id}.png").route(web::get().to(image)));
+        .service(super::resource("/captcha/{id}.png").route(super::get().to(image)));
 }
 
 #[derive(Deserialize)]
@@ -21,8 +21,14 @@ struct VerifyRequest {
     answer: Option<String>,
 }
 
-async fn create(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let id = state.captcha.create().await?;
+async fn create(
+    request: actix_web::HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let id = state
+        .captcha
+        .create(super::client_ip(&request, &state))
+        .await?;
     Ok(envelope::ok(json!({
         "captcha_id": id.as_str(),
         "image_url": format!("/api/v1/captcha/{id}.png"),

@@ -9,9 +9,19 @@ use super::ApiError;
 use super::AppState;
 use super::envelope;
 
+/// Whether the request comes straight from this host: a loopback peer carrying no forwarding
+/// header. A same-host reverse proxy is a loopback peer too, so its headers disqualify it.
+pub fn is_direct_local(head: &actix_web::dev::RequestHead) -> bool {
+    let loopback = head.peer_addr.is_some_and(|peer| peer.ip().is_loopback());
+    let forwarded = ["forwarded", "x-forwarded-for", "x-real-ip"]
+        .iter()
+        .any(|name| head.headers().contains_key(*name));
+    loopback && !forwarded
+}
+
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/outbox").route(web::get().to(outbox)))
-        .service(super::resource("/captcha/{id}").route(web::get().to(captcha_answer)));
+    cfg.service(super::resource("/outbox").route(super::get().to(outbox)))
+        .service(super::resource("/captcha/{id}").route(super::get().to(captcha_answer)));
 }
 
 #[derive(Deserialize)]

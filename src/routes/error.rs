@@ -35,6 +35,8 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("code expired or not found")]
     CodeExpired,
+    #[error("request body not received in time")]
+    BodyTimeout,
     #[error("request body too large")]
     PayloadTooLarge,
     #[error("a request with this Idempotency-Key is still in progress")]
@@ -98,6 +100,9 @@ impl From<CaptchaError> for ApiError {
             CaptchaError::Wrong => Self::WrongCaptcha,
             CaptchaError::NotFound => Self::NotFound,
             CaptchaError::Render(cause) => Self::Internal(anyhow::anyhow!(cause)),
+            CaptchaError::QuotaExceeded { retry_after } => Self::QuotaExceeded {
+                retry_after_secs: retry_after_secs(retry_after),
+            },
             CaptchaError::Store(error) => error.into(),
         }
     }
@@ -128,6 +133,7 @@ impl ApiError {
             Self::MethodNotAllowed => 40500,
             Self::CodeExpired => 41000,
             Self::IdempotencyInProgress => 40900,
+            Self::BodyTimeout => 40800,
             Self::PayloadTooLarge => 41300,
             Self::IdempotencyMismatch => 42200,
             Self::ResendCooldown { .. } => 42900,
@@ -228,6 +234,7 @@ mod tests {
             ApiError::MethodNotAllowed,
             ApiError::CodeExpired,
             ApiError::PayloadTooLarge,
+            ApiError::BodyTimeout,
             ApiError::IdempotencyInProgress,
             ApiError::IdempotencyMismatch,
             ApiError::ResendCooldown {

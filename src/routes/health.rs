@@ -8,8 +8,8 @@ use super::AppState;
 use super::envelope;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/healthz").route(web::get().to(healthz)))
-        .service(super::resource("/readyz").route(web::get().to(readyz)));
+    cfg.service(super::resource("/healthz").route(super::get().to(healthz)))
+        .service(super::resource("/readyz").route(super::get().to(readyz)));
 }
 
 async fn healthz() -> HttpResponse {

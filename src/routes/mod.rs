@@ -8,40 +8,64 @@ mod captcha;
 mod dev;
 mod envelope;
 mod error;
+mod hardening;
 mod health;
 mod otp;
 mod state;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
 use actix_web::http::header::AUTHORIZATION;
-use actix_web::{HttpRequest, HttpResponse, Resource, web};
+use actix_web::{HttpRequest, HttpResponse, Resource, guard, web};
 
 use std::net::{IpAddr, Ipv4Addr};
 
 pub use self::error::ApiError;
+pub use self::hardening::{BodyLimits, bounded_body, default_headers};
 pub use self::state::AppState;
 
-/// Routes for every mode; `dev_mode` adds the dev routes, `stats` the stats route.
-pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool, stats: bool) {
-    cfg.app_data(json_config(max_body_bytes))
-        .app_data(web::PayloadConfig::new(max_body_bytes))
-        .app_data(web::PathConfig::default().error_handler(path_error))
-        .app_data(web::QueryConfig::default().error_handler(query_error))
-        .configure(health::config)
-        .configure(admin::metrics_config)
+/// The public API: health, OTP, captchas and, in dev mode, the dev routes (answering loopback
+/// peers only, never through a proxy).
+pub fn public(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool) {
+    extractors(cfg, max_body_bytes);
+    cfg.configure(health::config)
         .service(web::scope("/api/v1").configure(|api| {
             otp::config(api);
             captcha::config(api);
-            if stats {
-                admin::stats_config(api);
-            }
             if dev_mode {
-                api.service(web::scope("/dev").configure(dev::config));
+                api.service(
+                    web::scope("/dev")
+                        .guard(guard::fn_guard(|ctx| dev::is_direct_local(ctx.head())))
+                        .configure(dev::config),
+                );
             }
         }));
 }
 
-/// The client's address: the socket peer, or what trusted proxies say it is.
+/// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, and `/api/v1/stats` when a token
+/// is set.
+pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
+    extractors(cfg, 256);
+    cfg.configure(admin::metrics_config);
+    if stats {
+        cfg.service(web::scope("/api/v1").configure(admin::stats_config));
+    }
+}
+
+/// Extractor settings whose errors answer with the envelope.
+fn extractors(cfg: &mut web::ServiceConfig, max_body_bytes: usize) {
+    cfg.app_data(json_config(max_body_bytes))
+        .app_data(web::PayloadConfig::new(max_body_bytes))
+        .app_data(web::PathConfig::default().error_handler(path_error))
+        .app_data(web::QueryConfig::default().error_handler(query_error));
+}
+
+/// A GET route that answers HEAD too (same headers, no body).
+fn get() -> actix_web::Route {
+    web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+}
+
+/// The client as every per-client limit counts it: the socket peer, or what trusted proxies say
+/// it is; an IPv6 address as its network (`VCODE_CLIENT_IPV6_PREFIX`).
 fn client_ip(request: &HttpRequest, state: &AppState) -> IpAddr {
     let peer = request
         .peer_addr()
@@ -51,7 +75,8 @@ fn client_ip(request: &HttpRequest, state: &AppState) -> IpAddr {
         .get_all("x-forwarded-for")
         .filter_map(|value| value.to_str().ok())
         .collect();
-    state.trusted_proxies.client_ip(peer, forwarded.into_iter())
+    let client = state.trusted_proxies.client_ip(peer, forwarded.into_iter());
+    crate::client_ip::client_group(client, state.client_ipv6_prefix)
 }
 
 /// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110).
@@ -92,15 +117,38 @@ fn json_error(error: JsonPayloadError) -> ApiError {
         JsonPayloadError::ContentType => {
             ApiError::Malformed("expected Content-Type: application/json".to_owned())
         }
-        JsonPayloadError::Deserialize(error) => ApiError::Malformed(error.to_string()),
-        other => ApiError::Malformed(other.to_string()),
+        JsonPayloadError::Deserialize(error) => ApiError::Malformed(describe_json_error(&error)),
+        _ => ApiError::Malformed("unreadable body".to_owned()),
     }
 }
 
-fn path_error(error: PathError, _req: &HttpRequest) -> actix_web::Error {
-    ApiError::Malformed(error.to_string()).into()
+/// What was wrong with a JSON body, naming at most a field, never a value the client sent
+/// (serde's own messages quote values, which an error must not echo).
+fn describe_json_error(error: &serde_json::Error) -> String {
+    use serde_json::error::Category;
+    match error.classify() {
+        Category::Syntax | Category::Eof | Category::Io => "the body is not valid JSON".to_owned(),
+        Category::Data => {
+            let message = error.to_string();
+            let field = |prefix: &str| {
+                message
+                    .strip_prefix(prefix)
+                    .and_then(|rest| rest.split('`').next())
+                    .filter(|name| name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+                    .map(str::to_owned)
+            };
+            match field("missing field `") {
+                Some(name) => format!("missing field `{name}`"),
+                None => "a field is missing or of the wrong type".to_owned(),
+            }
+        }
+    }
 }
 
-fn query_error(error: QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
-    ApiError::Malformed(error.to_string()).into()
+fn path_error(_error: PathError, _req: &HttpRequest) -> actix_web::Error {
+    ApiError::Malformed("malformed path".to_owned()).into()
+}
+
+fn query_error(_error: QueryPayloadError, _req: &HttpRequest) -> actix_web::Error {
+    ApiError::Malformed("missing or malformed query parameters".to_owned()).into()
 }

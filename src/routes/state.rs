@@ -15,5 +15,7 @@ pub struct AppState {
     pub stats: Arc<Stats>,
     pub readiness: Readiness,
     pub trusted_proxies: TrustedProxies,
+    /// IPv6 clients count per network of this length.
+    pub client_ipv6_prefix: u8,
     pub admin_token: Option<String>,
 }

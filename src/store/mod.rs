@@ -78,7 +78,10 @@ impl QuotaToken {
 /// in memory), so one send's budgets are reserved in one atomic step.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuotaScope {
+    /// SMS sends of one client (address or IPv6 network).
     ClientIp(std::net::IpAddr),
+    /// Captchas created by one client.
+    CaptchaClient(std::net::IpAddr),
     Global,
 }
 

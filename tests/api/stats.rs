@@ -17,7 +17,7 @@ const TOKEN: &str = "s3cret-admin-token-0123";
 async fn stats(app: &TestApp, token: Option<&str>, days: &str) -> Answer {
     let mut request = app
         .client
-        .get(app.url(&format!("{}?days={days}", paths::STATS)));
+        .get(app.admin_url(&format!("{}?days={days}", paths::STATS)));
     if let Some(token) = token {
         request = request.bearer_auth(token);
     }

@@ -33,6 +33,15 @@ impl Default for Region {
     }
 }
 
+/// Digits, a leading `+` and the separators people write (` -.()`): the library would read
+/// keypad letters as digits (`1380013800a`) and drop extensions (`x12`, `;ext=12`, `#12`),
+/// making one number out of many inputs, so anything else is refused.
+fn only_dialling_characters(input: &str) -> bool {
+    input
+        .bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'+' | b' ' | b'-' | b'.' | b'(' | b')'))
+}
+
 /// A valid phone number in E.164 form, e.g. `+8613800138000`.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Phone {
@@ -71,7 +80,7 @@ impl Phone {
     /// Everything else (separators, prefixes) through the `phonenumber` crate: about 5–12 µs
     /// a number.
     fn parse_with_library(input: &str, default_region: Region) -> Option<Self> {
-        if input.is_empty() || input.len() > MAX_INPUT_LEN {
+        if input.is_empty() || input.len() > MAX_INPUT_LEN || !only_dialling_characters(input) {
             return None;
         }
         // With a `+` the region must not be passed: phonenumber 0.3 then strips the region's
@@ -201,6 +210,21 @@ impl fmt::Display for Phone {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn letters_and_extensions_are_refused() {
+        use super::{Phone, Region};
+        for input in [
+            "1380013800a",
+            "+86 138 0013 8000 x12",
+            "+8613800138000;ext=12",
+            "+8613800138000#12",
+            "+86 138-0013-80OO",
+        ] {
+            assert!(Phone::parse(input, Region::default()).is_none(), "{input}");
+        }
+        assert!(Phone::parse("+86 (138) 0013-8000", Region::default()).is_some());
+    }
+
     use super::*;
 
     fn cn() -> Region {

@@ -228,6 +228,7 @@ fn client_failures_key(phone: &Phone, client: std::net::IpAddr) -> String {
 fn scope_key(scope: QuotaScope) -> String {
     match scope {
         QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
+        QuotaScope::CaptchaClient(ip) => format!("captcha:{ip}"),
         QuotaScope::Global => "global".to_owned(),
     }
 }

@@ -33,11 +33,15 @@ impl CodeStore for RedisStore {
             .arg(duration_ms(params.cooldown))
             .arg(policy)
             .arg(quota_token.0)
+            .arg(self.give_up_at_ms())
             .arg(rule_args(&params.phone_quota));
         let mut connection = self.connection.clone();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
+        if int_at(&reply, 0) == Some(-2) {
+            return Err(self.ran_too_late());
+        }
         parse_issue(&reply, quota_token).ok_or_else(|| protocol("issue", &reply))
     }
 

@@ -6,15 +6,21 @@
 --         t = last sent (ms)}
 -- KEYS[2] the phone's SMS log (quota.lua)
 -- ARGV[1] candidate digest, ARGV[2] candidate sealed ('' if none), ARGV[3] TTL ms,
--- ARGV[4] cooldown ms, ARGV[5] 'reuse' | 'rotate', ARGV[6] quota token, ARGV[7..] quota rules
--- Returns {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota, or
+-- ARGV[4] cooldown ms, ARGV[5] 'reuse' | 'rotate', ARGV[6] quota token, ARGV[7] not after (unix
+-- ms: the caller has given up by then), ARGV[8..] quota rules
+-- Returns {-2} when run too late (nothing written: a send its caller already answered with a
+--         timeout must leave no code, cooldown or quota event behind),
+--         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota, or
 --         {kind, digest, sealed, sent_at_ms, deliveries[, previous_digest, previous_sealed,
 --          previous_sent_at_ms, previous_expires_at_ms]}
 --         with kind 1 created, 2 redelivered, 3 rotated.
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+if now > tonumber(ARGV[7]) then
+  return {-2}
+end
 local ttl = tonumber(ARGV[3])
-local rules = quota_rules(7)
+local rules = quota_rules(8)
 
 local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't', 's')
 if pending[1] then

@@ -29,6 +29,7 @@ pub fn phone_failures(phone: &Phone) -> String {
 pub fn quota(scope: QuotaScope) -> String {
     match scope {
         QuotaScope::ClientIp(ip) => format!("{PREFIX}quota:{{budgets}}:ip:{ip}"),
+        QuotaScope::CaptchaClient(ip) => format!("{PREFIX}quota:{{budgets}}:captcha:{ip}"),
         QuotaScope::Global => format!("{PREFIX}quota:{{budgets}}:global"),
     }
 }

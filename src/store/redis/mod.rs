@@ -156,6 +156,24 @@ impl RedisStore {
         })
     }
 
+    /// When a write this instance sends now must no longer apply: the moment its caller gives
+    /// up waiting (unix ms). A script that Redis runs later (it was stalled, the reply timed
+    /// out and the client was told 503) does nothing, so its retry finds no ghost code,
+    /// cooldown or quota event. Assumes this host's and Redis's clocks agree (NTP) within the
+    /// command timeout.
+    fn give_up_at_ms(&self) -> u64 {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        duration_ms(now + self.command_timeout)
+    }
+
+    /// A script that refused to run past its caller's deadline: only seen when Redis's clock
+    /// is ahead of this host's by more than the command timeout.
+    fn ran_too_late(&self) -> StoreError {
+        StoreError::Timeout(self.command_timeout)
+    }
+
     /// Runs one Redis call within the command timeout; a reconnect in progress counts too.
     async fn bounded<T>(
         &self,

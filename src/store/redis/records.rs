@@ -16,7 +16,7 @@ impl QuotaStore for RedisStore {
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError> {
         let mut invocation = SCRIPTS.reserve_quota.prepare_invoke();
-        invocation.arg(token.0);
+        invocation.arg(self.give_up_at_ms()).arg(token.0);
         for budget in budgets {
             invocation
                 .key(keys::quota(budget.scope))
@@ -24,11 +24,17 @@ impl QuotaStore for RedisStore {
                 .arg(rule_args(budget.rules));
         }
         let mut connection = self.connection.clone();
-        let (refused, wait_ms): (usize, u64) = self
+        let (refused, wait_ms): (i64, u64) = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
+        if refused < 0 {
+            return Err(self.ran_too_late());
+        }
         Ok(
-            match refused.checked_sub(1).and_then(|index| budgets.get(index)) {
+            match (refused as usize)
+                .checked_sub(1)
+                .and_then(|index| budgets.get(index))
+            {
                 None => QuotaDecision::Granted,
                 Some(budget) => QuotaDecision::Exceeded {
                     scope: budget.scope,

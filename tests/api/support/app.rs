@@ -25,6 +25,8 @@ pub enum Backend {
 
 pub struct TestApp {
     pub address: String,
+    /// The operator listener (metrics, stats).
+    pub admin_address: String,
     pub client: reqwest::Client,
     pub store: Stores,
     /// The test's own Redis (Redis backend only); it dies with the test.
@@ -37,6 +39,7 @@ pub struct TestApp {
 pub fn test_settings() -> Settings {
     Settings {
         bind: "127.0.0.1:0".parse().expect("valid address"),
+        admin_bind: "127.0.0.1:0".parse().expect("valid address"),
         dev_mode: true,
         secret_key: Some(super::codes::test_secret_key()),
         ..Settings::default()
@@ -101,10 +104,12 @@ async fn start(settings: Settings, redis: Option<RedisServer>) -> TestApp {
         .await
         .expect("the application builds");
     let address = format!("http://127.0.0.1:{}", application.port());
+    let admin_address = format!("http://127.0.0.1:{}", application.admin_port());
     let store = application.stores();
     tokio::spawn(application.run_until_stopped());
     TestApp {
         address,
+        admin_address,
         client: reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
@@ -157,6 +162,11 @@ impl TestApp {
 
     pub async fn get(&self, path: &str) -> Answer {
         self.request(self.client.get(self.url(path))).await
+    }
+
+    /// A URL of the operator listener.
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("{}{}", self.admin_address, path)
     }
 
     pub fn url(&self, path: &str) -> String {

@@ -1,0 +1,80 @@
+//! What every HTTP answer and request body goes through before a handler: a body must arrive
+//! whole within its deadline and size (a stalled or oversized body is cut off before anyone
+//! waits on it — an `Expect: 100-continue` with a too large `Content-Length` is refused before
+//! the body is sent), and every answer carries `nosniff` and, unless a route says otherwise,
+//! `Cache-Control: no-store`.
+
+use std::time::Duration;
+
+use actix_web::HttpMessage;
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{CONTENT_LENGTH, HeaderValue};
+use actix_web::middleware::{DefaultHeaders, Next};
+use actix_web::web::{Bytes, BytesMut};
+use futures_util::StreamExt;
+
+use super::ApiError;
+
+/// The body limits every request is held to.
+#[derive(Clone, Copy, Debug)]
+pub struct BodyLimits {
+    pub max_bytes: usize,
+    pub deadline: Duration,
+}
+
+/// `X-Content-Type-Options: nosniff` on every answer; `Cache-Control: no-store` where the
+/// route set none (codes, captchas, tokens and errors must never sit in a cache).
+pub fn default_headers() -> DefaultHeaders {
+    DefaultHeaders::new()
+        .add(("x-content-type-options", "nosniff"))
+        .add(("cache-control", "no-store"))
+}
+
+/// Reads the whole body within `limits` before the handler runs, so no handler and no worker
+/// waits on a client that stalls; answers 413 at once for a declared length over the limit.
+/// Refusals are answers (not errors), so the outer middleware still adds its headers.
+pub async fn bounded_body<B: MessageBody + 'static>(
+    limits: BodyLimits,
+    mut request: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    match read_body(limits, &mut request).await {
+        Ok(()) => next
+            .call(request)
+            .await
+            .map(ServiceResponse::map_into_left_body),
+        Err(refusal) => Ok(request.error_response(refusal).map_into_right_body()),
+    }
+}
+
+async fn read_body(limits: BodyLimits, request: &mut ServiceRequest) -> Result<(), ApiError> {
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|value: &HeaderValue| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if declared.is_some_and(|length| length > limits.max_bytes as u64) {
+        return Err(ApiError::PayloadTooLarge);
+    }
+    if declared == Some(0) {
+        return Ok(());
+    }
+    let mut payload = request.take_payload();
+    let read = async {
+        let mut body = BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|_| ApiError::Malformed("unreadable body".to_owned()))?;
+            if body.len() + chunk.len() > limits.max_bytes {
+                return Err(ApiError::PayloadTooLarge);
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok::<Bytes, ApiError>(body.freeze())
+    };
+    let body = tokio::time::timeout(limits.deadline, read)
+        .await
+        .map_err(|_| ApiError::BodyTimeout)??;
+    request.set_payload(body.into());
+    Ok(())
+}
