@@ -15,6 +15,7 @@ use crate::captcha::CaptchaService;
 use crate::config::{Settings, SmsSettings, StoreSettings};
 use crate::health::Readiness;
 use crate::otp::{OtpService, SendGate};
+use crate::pow::{self, PowService};
 use crate::routes::{self, AppState};
 use crate::sms::{LogSender, SmsSender, WebhookSender};
 use crate::stats::Stats;
@@ -72,11 +73,17 @@ impl Application {
             settings.captcha.clone(),
             stats.clone(),
         ));
+        let pow = Arc::new(PowService::new(
+            stores.pow_replays.clone(),
+            settings.pow.clone(),
+            &pow_key(&settings),
+        ));
         let gate = SendGate {
             captcha: settings
                 .captcha
                 .send_requires_captcha
                 .then(|| captcha.clone()),
+            pow: settings.pow.send_requires_pow.then(|| pow.clone()),
         };
         let otp = Arc::new(OtpService::new(
             &stores,
@@ -90,6 +97,7 @@ impl Application {
         let state = web::Data::new(AppState {
             otp,
             captcha,
+            pow,
             stats,
             readiness: Readiness::new(stores.health.clone()),
             trusted_proxies: settings.abuse.trusted_proxies.clone(),
@@ -134,4 +142,18 @@ impl Application {
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         self.server.await
     }
+}
+
+/// The key that signs proof-of-work challenges: `VCODE_POW_HMAC_KEY`, or one of this process's
+/// own, which other instances refuse.
+fn pow_key(settings: &Settings) -> Vec<u8> {
+    if let Some(key) = &settings.pow.hmac_key {
+        return key.as_bytes().to_vec();
+    }
+    if matches!(settings.store, StoreSettings::Redis(_)) {
+        tracing::warn!(
+            "VCODE_POW_HMAC_KEY is not set: a proof-of-work challenge works only on the instance that issued it"
+        );
+    }
+    pow::random_key().to_vec()
 }

@@ -28,6 +28,8 @@ pub struct SendRequest {
     pub purpose: Option<String>,
     pub captcha_id: Option<String>,
     pub captcha_answer: Option<String>,
+    /// A solved ALTCHA challenge: the base64 payload the widget produces.
+    pub altcha: Option<String>,
     pub client_ip: IpAddr,
     pub idempotency_key: Option<IdempotencyKey>,
 }
@@ -46,6 +48,9 @@ struct Fingerprint<'a> {
     purpose: &'a str,
     captcha_id: Option<&'a str>,
     captcha_answer: Option<&'a str>,
+    // Left out when absent, so requests without it keep the fingerprints they had before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    altcha: Option<&'a str>,
 }
 
 /// The quota event reserved for one send, released if its SMS does not go out.
@@ -69,6 +74,7 @@ impl OtpService {
             purpose: purpose.as_str(),
             captcha_id: request.captcha_id.as_deref(),
             captcha_answer: request.captcha_answer.as_deref(),
+            altcha: request.altcha.as_deref(),
         });
         let once = self
             .idempotency
@@ -89,6 +95,10 @@ impl OtpService {
         phone: &Phone,
         purpose: &Purpose,
     ) -> Result<SendReceipt, OtpError> {
+        if let Some(pow) = &self.gate.pow {
+            // First, as it costs a refusal nothing: one solved challenge buys one send attempt.
+            pow.verify(request.altcha.as_deref()).await?;
+        }
         if let Some(captcha) = &self.gate.captcha {
             // Consumed before any code or SMS exists: one solved captcha buys one send.
             captcha

@@ -10,6 +10,7 @@ mod envelope;
 mod error;
 mod health;
 mod otp;
+mod pow;
 mod state;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
@@ -32,6 +33,7 @@ pub fn config(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: boo
         .service(web::scope("/api/v1").configure(|api| {
             otp::config(api);
             captcha::config(api);
+            pow::config(api);
             if stats {
                 admin::stats_config(api);
             }

@@ -24,6 +24,8 @@ struct SendBody {
     purpose: Option<String>,
     captcha_id: Option<String>,
     captcha_answer: Option<String>,
+    /// The ALTCHA widget's payload, for the proof-of-work gate.
+    altcha: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -57,6 +59,7 @@ async fn send(
         purpose: body.purpose,
         captcha_id: body.captcha_id,
         captcha_answer: body.captcha_answer,
+        altcha: body.altcha,
         client_ip: super::client_ip(&request, &state),
         idempotency_key: idempotency_key(&request)?,
     };
