@@ -12,6 +12,7 @@ use crate::client_ip::TrustedProxies;
 use crate::domain::{CodeLength, Purpose, Region};
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, OtpSettings};
+pub use crate::pow::{PowAlgorithm, PowSettings};
 use crate::redact::{REDACTED, redact_url_password};
 use crate::store::ResendPolicy;
 use crate::store::redis::legacy::VerifyStrategy;
@@ -25,6 +26,7 @@ pub struct Settings {
     pub store: StoreSettings,
     pub otp: OtpSettings,
     pub captcha: CaptchaSettings,
+    pub pow: PowSettings,
     pub sms: SmsSettings,
     pub abuse: AbuseSettings,
     /// Enables `GET /api/v1/stats` for this bearer token; without one the route does not exist.
@@ -70,6 +72,7 @@ impl Default for Settings {
             store: StoreSettings::Embedded,
             otp: OtpSettings::default(),
             captcha: CaptchaSettings::default(),
+            pow: PowSettings::default(),
             sms: SmsSettings::default(),
             abuse: AbuseSettings::default(),
             admin_token: None,
@@ -333,6 +336,82 @@ fn redis_ca_file<F: Fn(&str) -> Option<String>>(
     Ok(Some(path))
 }
 
+/// What `otp/send` requires first (`VCODE_SEND_GATE`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct SendGateChoice {
+    captcha: bool,
+    pow: bool,
+}
+
+/// `VCODE_SEND_GATE`: `none` (default), `captcha`, `pow` or `captcha,pow`.
+/// `VCODE_SEND_REQUIRES_CAPTCHA=true` is the older way to say `captcha`; both may be set only
+/// if they agree.
+fn send_gate<F: Fn(&str) -> Option<String>>(env: &Env<F>) -> Result<SendGateChoice, ConfigError> {
+    let gate = env.parse("VCODE_SEND_GATE", None, |raw| {
+        let mut items: Vec<String> = raw
+            .split(',')
+            .map(|item| item.trim().to_ascii_lowercase())
+            .collect();
+        items.sort();
+        let choice = |captcha, pow| Ok(Some(SendGateChoice { captcha, pow }));
+        match items.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+            ["none"] => choice(false, false),
+            ["captcha"] => choice(true, false),
+            ["pow"] => choice(false, true),
+            ["captcha", "pow"] => choice(true, true),
+            _ => Err("expected none, captcha, pow or captcha,pow".to_owned()),
+        }
+    })?;
+    const ALIAS: &str = "VCODE_SEND_REQUIRES_CAPTCHA";
+    let alias = match env.get(ALIAS) {
+        None => None,
+        Some(_) => Some(env.flag(ALIAS, false)?),
+    };
+    match (gate, alias) {
+        (None, alias) => Ok(SendGateChoice {
+            captcha: alias.unwrap_or(false),
+            pow: false,
+        }),
+        (Some(gate), Some(captcha)) if captcha != gate.captcha => Err(ConfigError::Inconsistent(
+            format!("{ALIAS}={captcha} disagrees with VCODE_SEND_GATE; set VCODE_SEND_GATE alone"),
+        )),
+        (Some(gate), _) => Ok(gate),
+    }
+}
+
+/// `VCODE_POW_*`: the proof-of-work challenges' algorithm, cost, difficulty, lifetime and key.
+fn pow_settings<F: Fn(&str) -> Option<String>>(
+    env: &Env<F>,
+    send_requires_pow: bool,
+) -> Result<PowSettings, ConfigError> {
+    let defaults = PowSettings::default();
+    let hmac_key = env.get("VCODE_POW_HMAC_KEY");
+    if hmac_key
+        .as_ref()
+        .is_some_and(|key| key.len() < PowSettings::MIN_KEY_LEN)
+    {
+        return Err(ConfigError::Invalid {
+            var: "VCODE_POW_HMAC_KEY",
+            value: REDACTED.to_owned(),
+            reason: format!("use at least {} characters", PowSettings::MIN_KEY_LEN),
+        });
+    }
+    Ok(PowSettings {
+        algorithm: env.parse("VCODE_POW_ALGORITHM", defaults.algorithm, |raw| {
+            PowAlgorithm::parse(raw).ok_or_else(|| "expected PBKDF2/SHA-256 or SHA-256".to_owned())
+        })?,
+        cost: env.number("VCODE_POW_COST", u64::from(defaults.cost), 1..=1_000_000)? as u32,
+        max_counter: env.number(
+            "VCODE_POW_MAX_COUNTER",
+            u64::from(defaults.max_counter),
+            2..=100_000_000,
+        )? as u32,
+        ttl: env.secs("VCODE_POW_TTL_SECS", defaults.ttl, 10..=3600)?,
+        hmac_key,
+        send_requires_pow,
+    })
+}
+
 fn is_redis_url(url: &str) -> bool {
     url.starts_with("redis://") || url.starts_with("rediss://")
 }
@@ -394,6 +473,7 @@ impl fmt::Debug for Settings {
             store,
             otp,
             captcha,
+            pow,
             sms,
             abuse,
             admin_token,
@@ -413,6 +493,8 @@ impl fmt::Debug for Settings {
             .field("store", store)
             .field("otp", otp)
             .field("captcha", captcha)
+            // `PowSettings`' own `Debug` hides its key.
+            .field("pow", pow)
             .field("sms", sms)
             .field("abuse", abuse)
             // `Some("***")` or `None`: whether the stats route exists, not its token.
@@ -524,6 +606,7 @@ impl Settings {
             )?,
         };
 
+        let gate = send_gate(&env)?;
         let captcha_defaults = CaptchaSettings::default();
         let captcha = CaptchaSettings {
             ttl: env.secs("VCODE_CAPTCHA_TTL_SECS", captcha_defaults.ttl, 10..=3600)?,
@@ -542,8 +625,9 @@ impl Settings {
                 u64::from(captcha_defaults.height),
                 u64::from(render::MIN_HEIGHT)..=u64::from(render::MAX_HEIGHT),
             )? as u32,
-            send_requires_captcha: env.flag("VCODE_SEND_REQUIRES_CAPTCHA", false)?,
+            send_requires_captcha: gate.captcha,
         };
+        let pow = pow_settings(&env, gate.pow)?;
 
         let abuse_defaults = AbuseSettings::default();
         let limit = |var, default: u32| -> Result<u32, ConfigError> {
@@ -615,6 +699,7 @@ impl Settings {
             store,
             otp,
             captcha,
+            pow,
             sms,
             abuse,
             admin_token,
@@ -1363,6 +1448,107 @@ mod tests {
         }
         let atomic = settings(&[("VCODE_VERIFY_STRATEGY", "atomic")]).unwrap();
         assert_eq!(atomic.verify_strategy, VerifyStrategy::Atomic);
+    }
+
+    #[test]
+    fn send_gate_is_captcha_pow_or_both_and_the_old_flag_is_an_alias() {
+        let gate = |vars: &[(&str, &str)]| {
+            settings(vars).map(|s| (s.captcha.send_requires_captcha, s.pow.send_requires_pow))
+        };
+        assert_eq!(gate(&[]).unwrap(), (false, false));
+        for (value, expected) in [
+            ("none", (false, false)),
+            ("captcha", (true, false)),
+            ("pow", (false, true)),
+            ("captcha,pow", (true, true)),
+            (" POW , captcha ", (true, true)),
+        ] {
+            assert_eq!(
+                gate(&[("VCODE_SEND_GATE", value)]).unwrap(),
+                expected,
+                "{value}"
+            );
+        }
+        let alias = "VCODE_SEND_REQUIRES_CAPTCHA";
+        assert_eq!(gate(&[(alias, "true")]).unwrap(), (true, false));
+        assert_eq!(gate(&[(alias, "false")]).unwrap(), (false, false));
+        assert_eq!(
+            gate(&[(alias, "true"), ("VCODE_SEND_GATE", "captcha,pow")]).unwrap(),
+            (true, true)
+        );
+        for (flag, gate_value) in [("true", "pow"), ("true", "none"), ("false", "captcha")] {
+            let error = gate(&[(alias, flag), ("VCODE_SEND_GATE", gate_value)])
+                .unwrap_err()
+                .to_string();
+            assert!(
+                error.contains(alias) && error.contains("VCODE_SEND_GATE"),
+                "{error}"
+            );
+        }
+    }
+
+    #[test]
+    fn pow_settings_have_the_documented_defaults_and_parse() {
+        let s = settings(&[]).unwrap();
+        assert_eq!(s.pow.algorithm.as_str(), "PBKDF2/SHA-256");
+        assert_eq!(s.pow.cost, 5_000);
+        assert_eq!(s.pow.max_counter, 5_000);
+        assert_eq!(s.pow.ttl, Duration::from_secs(300));
+        assert!(s.pow.hmac_key.is_none());
+        assert!(!s.pow.send_requires_pow);
+
+        let key = "k3y-0123456789abcdef0123456789abcdef";
+        let s = settings(&[
+            ("VCODE_POW_ALGORITHM", "SHA-256"),
+            ("VCODE_POW_COST", "1000"),
+            ("VCODE_POW_MAX_COUNTER", "20000"),
+            ("VCODE_POW_TTL_SECS", "120"),
+            ("VCODE_POW_HMAC_KEY", key),
+        ])
+        .unwrap();
+        assert_eq!(s.pow.algorithm, PowAlgorithm::Sha256);
+        assert_eq!((s.pow.cost, s.pow.max_counter), (1000, 20_000));
+        assert_eq!(s.pow.ttl, Duration::from_secs(120));
+        assert_eq!(s.pow.hmac_key.as_deref(), Some(key));
+        assert_debug_hides(
+            &s,
+            &[key, "0123456789abcdef"],
+            &["hmac_key: Some(", "\"***\""],
+        );
+    }
+
+    #[test]
+    fn bad_pow_values_name_their_variable() {
+        for (var, value) in [
+            ("VCODE_SEND_GATE", "both"),
+            ("VCODE_SEND_GATE", "none,pow"),
+            ("VCODE_SEND_GATE", "captcha,captcha"),
+            ("VCODE_POW_ALGORITHM", "SCRYPT"),
+            ("VCODE_POW_COST", "0"),
+            ("VCODE_POW_MAX_COUNTER", "1"),
+            ("VCODE_POW_TTL_SECS", "5"),
+            ("VCODE_POW_HMAC_KEY", "short"),
+        ] {
+            let error = settings(&[(var, value)]).unwrap_err().to_string();
+            assert!(error.contains(var), "{var}={value}: {error}");
+        }
+        let error = settings(&[("VCODE_POW_HMAC_KEY", "sh0rt-s3cret")]).unwrap_err();
+        assert!(!format!("{error} {error:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn a_pow_gate_on_a_shared_store_signs_with_the_shared_secret_key() {
+        // A shared store needs VCODE_SECRET_KEY, which the PoW signatures derive from.
+        let redis = ("VCODE_REDIS_URL", "redis://127.0.0.1:6390");
+        let gate = ("VCODE_SEND_GATE", "pow");
+        let error = settings(&[redis, gate, ("VCODE_SECRET_KEY", "")])
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("VCODE_SECRET_KEY"), "{error}");
+        assert!(settings(&[redis, gate]).is_ok());
+        let key = ("VCODE_POW_HMAC_KEY", "0123456789abcdef0123456789abcdef");
+        assert!(settings(&[redis, gate, key]).is_ok());
+        assert!(settings(&[gate]).is_ok());
     }
 
     #[test]

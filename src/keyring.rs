@@ -80,11 +80,13 @@ struct Keys {
     code_hash: SecretBox<[u8; 32]>,
     code_seal: ChaCha20Poly1305,
     captcha: SecretBox<[u8; 32]>,
+    pow: SecretBox<[u8; 32]>,
 }
 
 impl Keys {
     fn from(secret: &SecretKey) -> Self {
         Self {
+            pow: SecretBox::new(Box::new(secret.derive("pow-challenge/v1"))),
             code_hash: SecretBox::new(Box::new(secret.derive("code-hash/v1"))),
             code_seal: ChaCha20Poly1305::new(&secret.derive("code-seal/v1").into()),
             captcha: SecretBox::new(Box::new(secret.derive("captcha-answer/v1"))),
@@ -153,6 +155,12 @@ impl Keyring {
         self.all()
             .map(|keys| keys.code_digest(phone, purpose, code.expose()))
             .collect()
+    }
+
+    /// The key proof-of-work challenges are signed with (current key only: a challenge lives
+    /// minutes, a rotation's old key is not needed for it).
+    pub fn pow_key(&self) -> [u8; 32] {
+        *self.current.pow.expose_secret()
     }
 
     /// The code sealed under the current key, with a fresh random nonce.

@@ -10,6 +10,7 @@ pub mod idempotency;
 pub mod keyring;
 pub mod metrics;
 pub mod otp;
+pub mod pow;
 pub mod redact;
 pub mod routes;
 pub mod sms;

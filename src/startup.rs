@@ -16,6 +16,7 @@ use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
 use crate::otp::{OtpService, SendGate};
+use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
 use crate::store::redis::{RedisTopology, legacy};
@@ -79,11 +80,17 @@ impl Application {
             settings.abuse.captchas_per_client_minute,
             stats.clone(),
         ));
+        let pow = Arc::new(PowService::new(
+            stores.pow_replays.clone(),
+            settings.pow.clone(),
+            &pow_key(&settings, &keyring),
+        ));
         let gate = SendGate {
             captcha: settings
                 .captcha
                 .send_requires_captcha
                 .then(|| captcha.clone()),
+            pow: settings.pow.send_requires_pow.then(|| pow.clone()),
         };
         let otp = Arc::new(OtpService::new(
             &stores,
@@ -98,6 +105,7 @@ impl Application {
         let state = web::Data::new(AppState {
             otp,
             captcha,
+            pow,
             stats,
             readiness: Readiness::new(stores.health.clone()),
             trusted_proxies: settings.abuse.trusted_proxies.clone(),
@@ -181,5 +189,16 @@ impl Application {
         };
         admin.stop(true).await;
         served
+    }
+}
+
+/// The key that signs proof-of-work challenges: `VCODE_POW_HMAC_KEY`, or one of this process's
+/// own, which other instances refuse.
+/// The proof-of-work signing key: `VCODE_POW_HMAC_KEY`, else derived from the secret key,
+/// which every instance sharing a store has (a per-process one with the embedded store).
+fn pow_key(settings: &Settings, keyring: &Keyring) -> Vec<u8> {
+    match &settings.pow.hmac_key {
+        Some(key) => key.as_bytes().to_vec(),
+        None => keyring.pow_key().to_vec(),
     }
 }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use crate::captcha::CaptchaError;
 use crate::idempotency::IdempotencyError;
+use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
 
@@ -34,6 +35,9 @@ pub enum OtpError {
     /// The send gate refused: no solved captcha.
     #[error(transparent)]
     Gate(#[from] CaptchaError),
+    /// The send gate refused: no solved proof-of-work challenge.
+    #[error(transparent)]
+    PowGate(#[from] PowError),
     #[error(transparent)]
     Idempotency(#[from] IdempotencyError),
     /// The pending code was sealed under a key no longer configured: it cannot be sent again.

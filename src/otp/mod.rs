@@ -13,6 +13,7 @@ use crate::captcha::CaptchaService;
 use crate::domain::{Code, Phone, PhoneParser, Purpose, Region};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
+use crate::pow::PowService;
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
@@ -34,6 +35,8 @@ const PHONE_CACHE_CAPACITY: usize = 16_384;
 pub struct SendGate {
     /// A solved image captcha, consumed by the send.
     pub captcha: Option<Arc<CaptchaService>>,
+    /// A solved proof-of-work challenge (`altcha`), consumed by the send.
+    pub pow: Option<Arc<PowService>>,
 }
 
 pub struct OtpService {

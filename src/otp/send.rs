@@ -30,6 +30,8 @@ pub struct SendRequest {
     pub captcha_answer: Option<String>,
     /// BCP 47; the SMS template's language (the settings' default when absent).
     pub locale: Option<String>,
+    /// A solved ALTCHA challenge: the base64 payload the widget produces.
+    pub altcha: Option<String>,
     pub client_ip: IpAddr,
     pub idempotency_key: Option<IdempotencyKey>,
 }
@@ -48,6 +50,9 @@ struct Fingerprint<'a> {
     purpose: &'a str,
     captcha_id: Option<&'a str>,
     captcha_answer: Option<&'a str>,
+    // Left out when absent, so requests without it keep the fingerprints they had before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    altcha: Option<&'a str>,
 }
 
 /// The quota event reserved for one send, released if its SMS does not go out.
@@ -77,6 +82,7 @@ impl OtpService {
             purpose: purpose.as_str(),
             captcha_id: request.captcha_id.as_deref(),
             captcha_answer: request.captcha_answer.as_deref(),
+            altcha: request.altcha.as_deref(),
         });
         let once = self
             .idempotency
@@ -98,6 +104,10 @@ impl OtpService {
         purpose: &Purpose,
         locale: Option<&Locale>,
     ) -> Result<SendReceipt, OtpError> {
+        if let Some(pow) = &self.gate.pow {
+            // First, as it costs a refusal nothing: one solved challenge buys one send attempt.
+            pow.verify(request.altcha.as_deref()).await?;
+        }
         if let Some(captcha) = &self.gate.captcha {
             // Consumed before any code or SMS exists: one solved captcha buys one send.
             captcha

@@ -10,6 +10,7 @@ use super::envelope::{Envelope, Reply};
 use crate::captcha::CaptchaError;
 use crate::idempotency::IdempotencyError;
 use crate::otp::OtpError;
+use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
 
@@ -27,6 +28,8 @@ pub enum ApiError {
     WrongCode { remaining_attempts: u32 },
     #[error("wrong or missing captcha")]
     WrongCaptcha,
+    #[error("proof of work missing, wrong, expired or used")]
+    PowFailed,
     #[error("missing or wrong bearer token")]
     Unauthorized,
     #[error("not found")]
@@ -86,6 +89,7 @@ impl From<OtpError> for ApiError {
                 retry_after_secs: retry_after_secs(retry_after),
             },
             OtpError::Gate(error) => error.into(),
+            OtpError::PowGate(error) => error.into(),
             OtpError::Idempotency(error) => error.into(),
             OtpError::SmsDelivery(error) => Self::SmsDelivery(error),
             error @ OtpError::Unsealable => Self::Internal(error.into()),
@@ -104,6 +108,16 @@ impl From<CaptchaError> for ApiError {
                 retry_after_secs: retry_after_secs(retry_after),
             },
             CaptchaError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<PowError> for ApiError {
+    fn from(error: PowError) -> Self {
+        match error {
+            PowError::Refused(_) => Self::PowFailed,
+            PowError::Challenge(cause) => Self::Internal(cause.into()),
+            PowError::Store(error) => error.into(),
         }
     }
 }
@@ -128,6 +142,7 @@ impl ApiError {
             Self::InvalidPurpose => 40003,
             Self::WrongCode { .. } => 40010,
             Self::WrongCaptcha => 40020,
+            Self::PowFailed => 40021,
             Self::Unauthorized => 40100,
             Self::NotFound => 40400,
             Self::MethodNotAllowed => 40500,
@@ -229,6 +244,7 @@ mod tests {
                 remaining_attempts: 1,
             },
             ApiError::WrongCaptcha,
+            ApiError::PowFailed,
             ApiError::Unauthorized,
             ApiError::NotFound,
             ApiError::MethodNotAllowed,

@@ -11,6 +11,7 @@ mod error;
 mod hardening;
 mod health;
 mod otp;
+mod pow;
 mod state;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
@@ -31,6 +32,7 @@ pub fn public(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: boo
         .service(web::scope("/api/v1").configure(|api| {
             otp::config(api);
             captcha::config(api);
+            pow::config(api);
             if dev_mode {
                 api.service(
                     web::scope("/dev")

@@ -25,6 +25,8 @@ struct SendBody {
     captcha_id: Option<String>,
     captcha_answer: Option<String>,
     locale: Option<String>,
+    /// The ALTCHA widget's payload, for the proof-of-work gate.
+    altcha: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -59,6 +61,7 @@ async fn send(
         captcha_id: body.captcha_id,
         captcha_answer: body.captcha_answer,
         locale: body.locale,
+        altcha: body.altcha,
         client_ip: super::client_ip(&request, &state),
         idempotency_key: idempotency_key(&request)?,
     };

@@ -7,11 +7,13 @@ use crate::captcha::CaptchaService;
 use crate::client_ip::TrustedProxies;
 use crate::health::Readiness;
 use crate::otp::OtpService;
+use crate::pow::PowService;
 use crate::stats::Stats;
 
 pub struct AppState {
     pub otp: Arc<OtpService>,
     pub captcha: Arc<CaptchaService>,
+    pub pow: Arc<PowService>,
     pub stats: Arc<Stats>,
     pub readiness: Readiness,
     pub trusted_proxies: TrustedProxies,

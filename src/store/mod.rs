@@ -1,7 +1,7 @@
 //! What the use cases keep, as narrow roles (codes, quotas, captchas, idempotency records,
-//! stats, dev outbox, health), and the backends that play them: `memory` (embedded, one
-//! process) and `redis` (shared by any number of instances). Every operation that reads,
-//! compares and writes is one atomic step in both.
+//! stats, dev outbox, health, used proof-of-work challenges), and the backends that play them:
+//! `memory` (embedded, one process) and `redis` (shared by any number of instances). Every
+//! operation that reads, compares and writes is one atomic step in both.
 
 pub mod memory;
 pub mod redis;
@@ -344,6 +344,15 @@ pub trait OutboxStore: Send + Sync + 'static {
     async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError>;
 }
 
+/// Solved proof-of-work challenges, remembered until they expire, so that each is accepted
+/// once, by every instance sharing the store.
+#[async_trait]
+pub trait PowReplayStore: Send + Sync + 'static {
+    /// Records the challenge `digest` for `ttl` unless it is recorded already, in one atomic
+    /// step; true if it was new. Of concurrent recorders of one digest exactly one gets true.
+    async fn record_solved_pow(&self, digest: &str, ttl: Duration) -> Result<bool, StoreError>;
+}
+
 /// Whether the store answers (for `/readyz`).
 #[async_trait]
 pub trait HealthCheck: Send + Sync + 'static {
@@ -352,7 +361,14 @@ pub trait HealthCheck: Send + Sync + 'static {
 
 /// A backend that plays every role (the embedded store, Redis).
 pub trait Store:
-    CodeStore + QuotaStore + CaptchaStore + IdempotencyStore + StatsStore + OutboxStore + HealthCheck
+    CodeStore
+    + QuotaStore
+    + CaptchaStore
+    + IdempotencyStore
+    + StatsStore
+    + OutboxStore
+    + HealthCheck
+    + PowReplayStore
 {
 }
 
@@ -364,6 +380,7 @@ impl<T> Store for T where
         + StatsStore
         + OutboxStore
         + HealthCheck
+        + PowReplayStore
 {
 }
 
@@ -378,6 +395,7 @@ pub struct Stores {
     pub stats: Arc<dyn StatsStore>,
     pub outbox: Arc<dyn OutboxStore>,
     pub health: Arc<dyn HealthCheck>,
+    pub pow_replays: Arc<dyn PowReplayStore>,
 }
 
 impl Stores {
@@ -390,6 +408,7 @@ impl Stores {
             idempotency: backend.clone(),
             stats: backend.clone(),
             outbox: backend.clone(),
+            pow_replays: backend.clone(),
             health: backend,
         }
     }

@@ -49,6 +49,7 @@ mod loadtest;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
+mod pow;
 mod quotas;
 mod redis_cluster;
 mod redis_outage;

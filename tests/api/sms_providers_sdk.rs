@@ -3,8 +3,8 @@
 //! (`tests/sdk/reference_signatures.py`) send the same parameters and sign the same bytes to
 //! the same `Authorization`. The recorded SDK answers are checked on every run; the SDKs
 //! themselves run when `python3` has them (`python3 -m pip install -r tests/sdk/requirements.txt`),
-//! and a missing SDK is skipped loudly, or fails with `VCODE_REQUIRE_SDK_TESTS=1` (CI).
-//! `VCODE_UPDATE_SDK_FIXTURES=1` rewrites the fixtures from a live run.
+//! and a missing SDK is skipped loudly, or fails with `TEST_REQUIRE_SDK=1` (CI).
+//! `TEST_UPDATE_SDK_FIXTURES=1` rewrites the fixtures from a live run.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -281,7 +281,7 @@ fn our_requests_match_the_recorded_official_sdk_requests_and_signatures() {
         assert_eq!(
             case["ours"],
             request_json(&ours),
-            "{}: vcode's request changed; rerun with VCODE_UPDATE_SDK_FIXTURES=1",
+            "{}: vcode's request changed; rerun with TEST_UPDATE_SDK_FIXTURES=1",
             text(case, "name")
         );
         assert!(
@@ -297,7 +297,7 @@ fn our_requests_match_the_recorded_official_sdk_requests_and_signatures() {
 
 /// The SDKs' answers for `cases` now, or why they cannot be had.
 fn run_official_sdks(cases: &[Value]) -> Result<Value, String> {
-    let python = std::env::var("VCODE_SDK_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+    let python = std::env::var("TEST_SDK_PYTHON").unwrap_or_else(|_| "python3".to_owned());
     let script =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/reference_signatures.py");
     let mut child = Command::new(&python)
@@ -339,7 +339,7 @@ fn the_official_sdks_send_and_sign_as_we_do() {
         .collect();
     let live = match run_official_sdks(&cases) {
         Ok(live) => live,
-        Err(why) if std::env::var_os("VCODE_REQUIRE_SDK_TESTS").is_none() => {
+        Err(why) if std::env::var_os("TEST_REQUIRE_SDK").is_none() => {
             eprintln!(
                 "\n*** SKIPPED the_official_sdks_send_and_sign_as_we_do: {why}\n*** install the \
                  SDKs: python3 -m pip install -r tests/sdk/requirements.txt (the recorded SDK \
@@ -347,7 +347,7 @@ fn the_official_sdks_send_and_sign_as_we_do() {
             );
             return;
         }
-        Err(why) => panic!("VCODE_REQUIRE_SDK_TESTS is set but the SDKs cannot run: {why}"),
+        Err(why) => panic!("TEST_REQUIRE_SDK is set but the SDKs cannot run: {why}"),
     };
     let live_cases = live["cases"].as_array().unwrap();
     assert_eq!(live_cases.len(), cases.len());
@@ -355,7 +355,7 @@ fn the_official_sdks_send_and_sign_as_we_do() {
         let ours = our_request(&text(case, "provider"), &case["inputs"]);
         check_case(case, &ours, sdk);
     }
-    if std::env::var_os("VCODE_UPDATE_SDK_FIXTURES").is_some() {
+    if std::env::var_os("TEST_UPDATE_SDK_FIXTURES").is_some() {
         for (case, sdk) in cases.iter().zip(live_cases) {
             let mut recorded = case.clone();
             let mut sdk = sdk.clone();

@@ -2,6 +2,7 @@
 //! section on one shard; expiry is enforced on every read and a background sweep frees memory.
 
 mod codes;
+mod pow;
 mod records;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -189,6 +190,8 @@ pub struct MemoryStore {
     stats: Mutex<BTreeMap<String, HashMap<String, u64>>>,
     /// Dev mode only, so a few shards do.
     outboxes: Shards<Outbox>,
+    /// Used proof-of-work challenges, by digest.
+    pow_replays: Shards<pow::SolvedPow>,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -204,6 +207,7 @@ impl Default for MemoryStore {
             idempotency: Shards::new(SHARDS),
             stats: Mutex::default(),
             outboxes: Shards::new(4),
+            pow_replays: Shards::new(SHARDS),
             epoch: Instant::now(),
         }
     }
@@ -271,6 +275,7 @@ impl MemoryStore {
             + self.budgets.sweep(now)
             + self.idempotency.sweep(now)
             + self.outboxes.sweep(now)
+            + self.pow_replays.sweep(now)
     }
 
     /// How many codes and captchas are held, expired or not (for tests and measurements).

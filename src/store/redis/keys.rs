@@ -39,6 +39,11 @@ pub fn idempotency(key: &str) -> String {
     format!("{PREFIX}idem:{{{key}}}")
 }
 
+/// `verify_code:pow:{<digest of a solved challenge>}`: a used proof-of-work challenge.
+pub fn pow(digest: &str) -> String {
+    format!("{PREFIX}pow:{{{digest}}}")
+}
+
 /// `verify_code:stats:2026-11-29`: one day's counters.
 pub fn stats(date: &str) -> String {
     format!("{PREFIX}stats:{date}")
@@ -106,6 +111,10 @@ mod tests {
         assert_eq!(
             captcha(&id),
             "verify_code:captcha:{0123456789abcdef0123456789abcdef}"
+        );
+        assert_eq!(
+            pow("5d41402abc4b2a76b9719d911017c592"),
+            "verify_code:pow:{5d41402abc4b2a76b9719d911017c592}"
         );
     }
 
@@ -210,6 +219,7 @@ mod tests {
             (outbox(e164), e164.to_owned()),
             (captcha(&id), id.as_str().to_owned()),
             (idempotency(&idem), idem.clone()),
+            (pow(&idem), idem.clone()),
             (
                 quota(QuotaScope::ClientIp("2001:db8::7".parse().unwrap())),
                 "budgets".to_owned(),

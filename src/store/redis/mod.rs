@@ -4,6 +4,7 @@
 //! connection. Every call is bounded by the command timeout.
 
 mod codes;
+mod pow;
 mod records;
 
 mod cluster;
