@@ -55,6 +55,7 @@ mod redis_cluster;
 mod redis_outage;
 mod redis_sentinel;
 mod redis_tls;
+mod security;
 mod sms_providers;
 mod sms_providers_config;
 mod sms_providers_sdk;
