@@ -49,7 +49,7 @@ async fn sms_pumping_through_one_ipv6_network_is_one_client(backend: Backend) {
     let mut delivered = 0;
     for host in 1..=30 {
         let client = format!("2001:db8:7:7::{host:x}");
-        let answer = send_from(&app, &client, &SendRequest::new(&random_phone())).await;
+        let answer = send_from(&app, &client, &SendRequest::new(random_phone())).await;
         match answer.code() {
             200 => delivered += 1,
             42902 => assert!(answer.retry_after.is_some(), "{answer:?}"),
@@ -58,7 +58,7 @@ async fn sms_pumping_through_one_ipv6_network_is_one_client(backend: Backend) {
     }
     assert_eq!(delivered, 20, "one /64, one budget");
     let other_network =
-        send_from(&app, "2001:db8:7:8::1", &SendRequest::new(&random_phone())).await;
+        send_from(&app, "2001:db8:7:8::1", &SendRequest::new(random_phone())).await;
     assert_eq!(other_network.status, 200, "{other_network:?}");
 }
 
@@ -299,7 +299,7 @@ async fn http_edges_are_closed(backend: Backend) {
     let response = app
         .client
         .post(app.url(paths::OTP_SEND))
-        .json(&SendRequest::new(&random_phone()))
+        .json(&SendRequest::new(random_phone()))
         .send()
         .await
         .unwrap();
