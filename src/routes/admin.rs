@@ -10,13 +10,14 @@ use super::AppState;
 use super::envelope;
 use crate::domain::secret::same_secret;
 use crate::stats::RETENTION_DAYS;
+use vcode_wire::paths;
 
 pub fn metrics_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/metrics").route(super::get().to(metrics)));
+    cfg.service(super::resource(paths::METRICS).route(super::get().to(metrics)));
 }
 
 pub fn stats_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/stats").route(super::get().to(stats)));
+    cfg.service(super::resource(paths::STATS).route(super::get().to(stats)));
 }
 
 async fn metrics() -> HttpResponse {

@@ -2,23 +2,16 @@
 
 use actix_web::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use actix_web::{HttpResponse, web};
-use serde::Deserialize;
-use serde_json::json;
+use vcode_wire::{CaptchaCreated, CaptchaVerifyRequest, Verified, paths};
 
 use super::ApiError;
 use super::AppState;
 use super::envelope;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/captcha").route(web::post().to(create)))
-        .service(super::resource("/captcha/verify").route(web::post().to(verify)))
-        .service(super::resource("/captcha/{id}.png").route(super::get().to(image)));
-}
-
-#[derive(Deserialize)]
-struct VerifyRequest {
-    captcha_id: Option<String>,
-    answer: Option<String>,
+    cfg.service(super::resource(paths::CAPTCHA).route(web::post().to(create)))
+        .service(super::resource(paths::CAPTCHA_VERIFY).route(web::post().to(verify)))
+        .service(super::resource(paths::CAPTCHA_IMAGE).route(super::get().to(image)));
 }
 
 async fn create(
@@ -29,11 +22,11 @@ async fn create(
         .captcha
         .create(super::client_ip(&request, &state))
         .await?;
-    Ok(envelope::ok(json!({
-        "captcha_id": id.as_str(),
-        "image_url": format!("/api/v1/captcha/{id}.png"),
-        "expires_in": state.captcha.settings().ttl.as_secs(),
-    })))
+    Ok(envelope::ok(CaptchaCreated {
+        captcha_id: id.as_str().to_owned(),
+        image_url: paths::captcha_image(id.as_str()),
+        expires_in: state.captcha.settings().ttl.as_secs(),
+    }))
 }
 
 async fn image(
@@ -50,11 +43,11 @@ async fn image(
 
 async fn verify(
     state: web::Data<AppState>,
-    body: web::Json<VerifyRequest>,
+    body: web::Json<CaptchaVerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     state
         .captcha
         .verify(body.captcha_id.as_deref(), body.answer.as_deref())
         .await?;
-    Ok(envelope::ok(json!({ "verified": true })))
+    Ok(envelope::ok(Verified { verified: true }))
 }

@@ -1,9 +1,8 @@
 //! Dev-mode routes (`VCODE_DEV_MODE=1`, loopback only): they let tests and load tests act as a
 //! user who reads the SMS or the picture. Outside dev mode they are not registered at all.
 
-use actix_web::{HttpResponse, web};
-use serde::Deserialize;
-use serde_json::json;
+use actix_web::{HttpResponse, guard, web};
+use vcode_wire::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery, paths};
 
 use super::ApiError;
 use super::AppState;
@@ -20,13 +19,17 @@ pub fn is_direct_local(head: &actix_web::dev::RequestHead) -> bool {
 }
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/outbox").route(super::get().to(outbox)))
-        .service(super::resource("/captcha/{id}").route(super::get().to(captcha_answer)));
-}
-
-#[derive(Deserialize)]
-struct OutboxQuery {
-    phone: String,
+    let direct_local = || guard::fn_guard(|ctx| is_direct_local(ctx.head()));
+    cfg.service(
+        super::resource(paths::DEV_OUTBOX)
+            .guard(direct_local())
+            .route(super::get().to(outbox)),
+    )
+    .service(
+        super::resource(paths::DEV_CAPTCHA_ANSWER)
+            .guard(direct_local())
+            .route(super::get().to(captcha_answer)),
+    );
 }
 
 async fn outbox(
@@ -34,7 +37,16 @@ async fn outbox(
     query: web::Query<OutboxQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let messages = state.otp.outbox(&query.phone).await?;
-    Ok(envelope::ok(json!({ "messages": messages })))
+    let messages = messages
+        .into_iter()
+        .map(|message| OutboxMessage {
+            code: message.code,
+            phone: message.phone,
+            purpose: message.purpose,
+            sent_at_ms: message.sent_at_ms,
+        })
+        .collect();
+    Ok(envelope::ok(OutboxData { messages }))
 }
 
 async fn captcha_answer(
@@ -42,5 +54,5 @@ async fn captcha_answer(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let answer = state.captcha.peek_answer(&id).await?;
-    Ok(envelope::ok(json!({ "answer": answer })))
+    Ok(envelope::ok(CaptchaAnswer { answer }))
 }

@@ -6,12 +6,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Serialize)]
-pub struct Envelope<T: Serialize> {
-    pub code: u32,
-    pub message: String,
-    pub data: T,
-}
+pub use vcode_wire::Envelope;
 
 /// A 200 answer carrying `data`.
 pub fn ok<T: Serialize>(data: T) -> HttpResponse {
@@ -29,11 +24,7 @@ pub struct Reply {
 
 impl Reply {
     pub fn ok<T: Serialize>(data: T) -> Self {
-        let envelope = Envelope {
-            code: 200,
-            message: "ok".to_owned(),
-            data,
-        };
+        let envelope = Envelope::ok(data);
         Self {
             status: 200,
             body: serde_json::to_string(&envelope).unwrap_or_default(),

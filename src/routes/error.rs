@@ -13,6 +13,7 @@ use crate::otp::OtpError;
 use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
+use vcode_wire::{ErrorCode, RetryAfterData, WrongCodeData};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -135,39 +136,46 @@ impl From<IdempotencyError> for ApiError {
 impl ApiError {
     /// The stable five-digit code; its first three digits are the HTTP status.
     pub fn code(&self) -> u32 {
+        self.error_code().code()
+    }
+
+    /// The stable code, as the wire contract names it.
+    pub fn error_code(&self) -> ErrorCode {
         match self {
-            Self::Malformed(_) => 40000,
-            Self::InvalidPhone => 40001,
-            Self::InvalidCode => 40002,
-            Self::InvalidPurpose => 40003,
-            Self::WrongCode { .. } => 40010,
-            Self::WrongCaptcha => 40020,
-            Self::PowFailed => 40021,
-            Self::Unauthorized => 40100,
-            Self::NotFound => 40400,
-            Self::MethodNotAllowed => 40500,
-            Self::CodeExpired => 41000,
-            Self::IdempotencyInProgress => 40900,
-            Self::BodyTimeout => 40800,
-            Self::PayloadTooLarge => 41300,
-            Self::IdempotencyMismatch => 42200,
-            Self::ResendCooldown { .. } => 42900,
-            Self::TooManyAttempts => 42901,
-            Self::QuotaExceeded { .. } => 42902,
-            Self::Internal(_) => 50000,
-            Self::SmsDelivery(_) => 50200,
-            Self::StoreUnavailable(_) => 50300,
+            Self::Malformed(_) => ErrorCode::Malformed,
+            Self::InvalidPhone => ErrorCode::InvalidPhone,
+            Self::InvalidCode => ErrorCode::InvalidCode,
+            Self::InvalidPurpose => ErrorCode::InvalidPurpose,
+            Self::WrongCode { .. } => ErrorCode::WrongCode,
+            Self::WrongCaptcha => ErrorCode::WrongCaptcha,
+            Self::PowFailed => ErrorCode::PowRejected,
+            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::NotFound => ErrorCode::NotFound,
+            Self::MethodNotAllowed => ErrorCode::MethodNotAllowed,
+            Self::CodeExpired => ErrorCode::CodeExpired,
+            Self::IdempotencyInProgress => ErrorCode::IdempotencyInProgress,
+            Self::BodyTimeout => ErrorCode::BodyTimeout,
+            Self::PayloadTooLarge => ErrorCode::PayloadTooLarge,
+            Self::IdempotencyMismatch => ErrorCode::IdempotencyMismatch,
+            Self::ResendCooldown { .. } => ErrorCode::ResendCooldown,
+            Self::TooManyAttempts => ErrorCode::TooManyAttempts,
+            Self::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
+            Self::Internal(_) => ErrorCode::Internal,
+            Self::SmsDelivery(_) => ErrorCode::SmsDelivery,
+            Self::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
         }
     }
 
     fn data(&self) -> serde_json::Value {
         match self {
-            Self::WrongCode { remaining_attempts } => {
-                json!({ "remaining_attempts": remaining_attempts })
-            }
+            Self::WrongCode { remaining_attempts } => json!(WrongCodeData {
+                remaining_attempts: *remaining_attempts
+            }),
             Self::ResendCooldown { retry_after_secs }
             | Self::QuotaExceeded { retry_after_secs } => {
-                json!({ "retry_after": retry_after_secs })
+                json!(RetryAfterData {
+                    retry_after: *retry_after_secs
+                })
             }
             _ => serde_json::Value::Null,
         }

@@ -29,18 +29,12 @@ pub use self::state::AppState;
 pub fn public(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool) {
     extractors(cfg, max_body_bytes);
     cfg.configure(health::config)
-        .service(web::scope("/api/v1").configure(|api| {
-            otp::config(api);
-            captcha::config(api);
-            pow::config(api);
-            if dev_mode {
-                api.service(
-                    web::scope("/dev")
-                        .guard(guard::fn_guard(|ctx| dev::is_direct_local(ctx.head())))
-                        .configure(dev::config),
-                );
-            }
-        }));
+        .configure(otp::config)
+        .configure(captcha::config)
+        .configure(pow::config);
+    if dev_mode {
+        cfg.configure(dev::config);
+    }
 }
 
 /// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, and `/api/v1/stats` when a token
@@ -49,7 +43,7 @@ pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     extractors(cfg, 256);
     cfg.configure(admin::metrics_config);
     if stats {
-        cfg.service(web::scope("/api/v1").configure(admin::stats_config));
+        cfg.configure(admin::stats_config);
     }
 }
 

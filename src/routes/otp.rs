@@ -1,43 +1,23 @@
 //! `POST /api/v1/otp/send` and `POST /api/v1/otp/verify`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
-use serde::Deserialize;
-use serde_json::json;
 use tracing::Instrument;
+use vcode_wire::{
+    SendData, SendRequest as WireSendRequest, VerifyData, VerifyRequest, headers, paths,
+};
 
 use super::envelope;
 use super::{ApiError, AppState};
 use crate::idempotency::IdempotencyKey;
 use crate::otp::SendRequest;
 
-/// The request header that makes retries of one logical send one send.
-const IDEMPOTENCY_KEY: &str = "idempotency-key";
-
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/otp/send").route(web::post().to(send)))
-        .service(super::resource("/otp/verify").route(web::post().to(verify)));
-}
-
-#[derive(Deserialize)]
-struct SendBody {
-    phone: String,
-    purpose: Option<String>,
-    captcha_id: Option<String>,
-    captcha_answer: Option<String>,
-    locale: Option<String>,
-    /// The ALTCHA widget's payload, for the proof-of-work gate.
-    altcha: Option<String>,
-}
-
-#[derive(Deserialize)]
-struct VerifyBody {
-    phone: String,
-    code: String,
-    purpose: Option<String>,
+    cfg.service(super::resource(paths::OTP_SEND).route(web::post().to(send)))
+        .service(super::resource(paths::OTP_VERIFY).route(web::post().to(verify)));
 }
 
 fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
-    let Some(value) = request.headers().get(IDEMPOTENCY_KEY) else {
+    let Some(value) = request.headers().get(headers::IDEMPOTENCY_KEY) else {
         return Ok(None);
     };
     IdempotencyKey::parse(value.as_bytes())
@@ -52,7 +32,7 @@ fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiE
 async fn send(
     request: HttpRequest,
     state: web::Data<AppState>,
-    body: web::Json<SendBody>,
+    body: web::Json<WireSendRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
     let send = SendRequest {
@@ -72,21 +52,24 @@ async fn send(
     let receipt = tokio::spawn(task.instrument(tracing::Span::current()))
         .await
         .map_err(|e| ApiError::Internal(e.into()))??;
-    Ok(envelope::ok(json!({
-        "expires_in": receipt.expires_in.as_secs(),
-        "resend_after": receipt.resend_after.as_secs(),
-    })))
+    Ok(envelope::ok(SendData {
+        expires_in: receipt.expires_in.as_secs(),
+        resend_after: receipt.resend_after.as_secs(),
+    }))
 }
 
 async fn verify(
     request: HttpRequest,
     state: web::Data<AppState>,
-    body: web::Json<VerifyBody>,
+    body: web::Json<VerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let client = super::client_ip(&request, &state);
     state
         .otp
         .verify(&body.phone, body.purpose.as_deref(), &body.code, client)
         .await?;
-    Ok(envelope::ok(json!({ "verified": true })))
+    Ok(envelope::ok(VerifyData {
+        verified: true,
+        token: None,
+    }))
 }

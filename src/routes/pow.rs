@@ -3,20 +3,14 @@
 
 use actix_web::http::header::CACHE_CONTROL;
 use actix_web::{HttpResponse, web};
-use serde::Deserialize;
-use serde_json::json;
+use vcode_wire::{PowVerifyRequest, Verified, paths};
 
 use super::envelope;
 use super::{ApiError, AppState};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource("/pow/challenge").route(web::get().to(challenge)))
-        .service(super::resource("/pow/verify").route(web::post().to(verify)));
-}
-
-#[derive(Deserialize)]
-struct VerifyBody {
-    payload: Option<String>,
+    cfg.service(super::resource(paths::POW_CHALLENGE).route(super::get().to(challenge)))
+        .service(super::resource(paths::POW_VERIFY).route(web::post().to(verify)));
 }
 
 async fn challenge(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -29,8 +23,8 @@ async fn challenge(state: web::Data<AppState>) -> Result<HttpResponse, ApiError>
 
 async fn verify(
     state: web::Data<AppState>,
-    body: web::Json<VerifyBody>,
+    body: web::Json<PowVerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     state.pow.verify(body.payload.as_deref()).await?;
-    Ok(envelope::ok(json!({ "verified": true })))
+    Ok(envelope::ok(Verified { verified: true }))
 }

@@ -57,8 +57,7 @@ async fn sms_pumping_through_one_ipv6_network_is_one_client(backend: Backend) {
         }
     }
     assert_eq!(delivered, 20, "one /64, one budget");
-    let other_network =
-        send_from(&app, "2001:db8:7:8::1", &SendRequest::new(random_phone())).await;
+    let other_network = send_from(&app, "2001:db8:7:8::1", &SendRequest::new(random_phone())).await;
     assert_eq!(other_network.status, 200, "{other_network:?}");
 }
 

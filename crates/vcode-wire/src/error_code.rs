@@ -24,6 +24,8 @@ pub enum ErrorCode {
     NotFound = 40400,
     /// The route exists, not for this method.
     MethodNotAllowed = 40500,
+    /// The request body did not arrive within the body deadline.
+    BodyTimeout = 40800,
     /// A request with this `Idempotency-Key` is still in progress.
     IdempotencyInProgress = 40900,
     /// Code expired or not found.
@@ -45,7 +47,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in ascending order.
-    pub const ALL: [Self; 20] = [
+    pub const ALL: [Self; 21] = [
         Self::Malformed,
         Self::InvalidPhone,
         Self::InvalidCode,
@@ -56,6 +58,7 @@ impl ErrorCode {
         Self::Unauthorized,
         Self::NotFound,
         Self::MethodNotAllowed,
+        Self::BodyTimeout,
         Self::IdempotencyInProgress,
         Self::CodeExpired,
         Self::PayloadTooLarge,
@@ -109,7 +112,7 @@ mod tests {
     use super::*;
 
     /// DESIGN.md's table, row by row: code and HTTP status written out, not computed.
-    const TABLE: [(ErrorCode, u32, u16); 20] = [
+    const TABLE: [(ErrorCode, u32, u16); 21] = [
         (ErrorCode::Malformed, 40000, 400),
         (ErrorCode::InvalidPhone, 40001, 400),
         (ErrorCode::InvalidCode, 40002, 400),
@@ -120,6 +123,7 @@ mod tests {
         (ErrorCode::Unauthorized, 40100, 401),
         (ErrorCode::NotFound, 40400, 404),
         (ErrorCode::MethodNotAllowed, 40500, 405),
+        (ErrorCode::BodyTimeout, 40800, 408),
         (ErrorCode::IdempotencyInProgress, 40900, 409),
         (ErrorCode::CodeExpired, 41000, 410),
         (ErrorCode::PayloadTooLarge, 41300, 413),
