@@ -4,9 +4,11 @@
 //! that gives an answer away.
 
 pub mod render;
+mod settings;
+
+pub use self::settings::CaptchaSettings;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::domain::{CaptchaAnswer, CaptchaId};
 use crate::keyring::Keyring;
@@ -25,28 +27,6 @@ pub enum CaptchaError {
     Render(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-#[derive(Clone, Debug)]
-pub struct CaptchaSettings {
-    pub ttl: Duration,
-    pub length: usize,
-    pub width: u32,
-    pub height: u32,
-    /// `otp/send` needs a solved captcha first (protects the SMS budget).
-    pub send_requires_captcha: bool,
-}
-
-impl Default for CaptchaSettings {
-    fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(300),
-            length: render::DEFAULT_LEN,
-            width: render::DEFAULT_WIDTH,
-            height: render::DEFAULT_HEIGHT,
-            send_requires_captcha: false,
-        }
-    }
 }
 
 pub struct CaptchaService {

@@ -7,6 +7,7 @@ use crate::captcha::CaptchaService;
 use crate::client_ip::TrustedProxies;
 use crate::health::Readiness;
 use crate::otp::OtpService;
+use crate::setting::Secret;
 use crate::stats::Stats;
 
 pub struct AppState {
@@ -15,5 +16,5 @@ pub struct AppState {
     pub stats: Arc<Stats>,
     pub readiness: Readiness,
     pub trusted_proxies: TrustedProxies,
-    pub admin_token: Option<String>,
+    pub admin_token: Option<Secret>,
 }
