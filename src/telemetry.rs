@@ -1,5 +1,6 @@
-//! Log settings and set-up (`RUST_LOG` filters, `VCODE_LOG_FORMAT=json` for machines) and the per-request
-//! span every log line of a request is nested in.
+//! Logs: their settings (`RUST_LOG` filters, `VCODE_LOG_FORMAT=json` for machines), checked
+//! with the other settings, their set-up, and the per-request span every log line of a request
+//! is nested in.
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};

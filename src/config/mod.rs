@@ -6,6 +6,7 @@
 //! or settings that do not go together stop start-up with a message naming the variable.
 //! How one setting is read is in `crate::setting`; `vcode check-config` prints `table`.
 
+mod secrets;
 mod sources;
 pub mod table;
 #[cfg(test)]
@@ -16,17 +17,16 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use secrecy::ExposeSecret;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use self::secrets::ADMIN_TOKEN;
+use self::secrets::{SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, secret, secret_key};
 use self::sources::Sources;
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, OtpSettings};
 pub use crate::setting::ConfigError;
-use crate::setting::{
-    Flag, Millis, REDACTED, Secret, SecretVariable, Whole, field_names, parse_text, show_text,
-};
+use crate::setting::{Flag, Millis, Secret, Whole, field_names, parse_text, show_text};
 // SMS settings (providers, routes, templates) are the sms module's own.
 pub use crate::sms::SmsSettings;
 use crate::sms::SmsSettingsError;
@@ -96,23 +96,6 @@ pub enum StoreSettings {
     Embedded,
     Redis(RedisSettings),
 }
-
-/// The stats route's bearer token.
-pub const ADMIN_TOKEN: SecretVariable =
-    SecretVariable::new("VCODE_ADMIN_TOKEN", "VCODE_ADMIN_TOKEN_FILE");
-pub const SECRET_KEY: SecretVariable =
-    SecretVariable::new("VCODE_SECRET_KEY", "VCODE_SECRET_KEY_FILE");
-pub const SECRET_KEY_PREVIOUS: SecretVariable = SecretVariable::new(
-    "VCODE_SECRET_KEY_PREVIOUS",
-    "VCODE_SECRET_KEY_PREVIOUS_FILE",
-);
-/// Every secret the settings read (the SMS providers' are the sms module's).
-const SECRETS: [SecretVariable; 4] = [
-    ADMIN_TOKEN,
-    SECRET_KEY,
-    SECRET_KEY_PREVIOUS,
-    SENTINEL_MASTER_PASSWORD,
-];
 
 impl Default for Settings {
     fn default() -> Self {
@@ -269,34 +252,6 @@ fn known_variables() -> Vec<&'static str> {
         .chain(secrets)
         .chain(crate::sms::settings::VARIABLES)
         .collect()
-}
-
-fn secret(
-    lookup: &dyn Fn(&str) -> Option<String>,
-    variable: SecretVariable,
-) -> Result<Option<Secret>, ConfigError> {
-    Ok(variable.read(lookup)?.map(|(secret, _)| secret))
-}
-
-fn admin_token(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Secret>, ConfigError> {
-    match ADMIN_TOKEN.read(lookup)? {
-        Some((token, origin)) if token.expose_secret().chars().count() < 16 => Err(
-            ConfigError::invalid(origin, REDACTED, "use at least 16 characters"),
-        ),
-        found => Ok(found.map(|(token, _)| token)),
-    }
-}
-
-fn secret_key(
-    lookup: &dyn Fn(&str) -> Option<String>,
-    variable: SecretVariable,
-) -> Result<Option<Arc<SecretKey>>, ConfigError> {
-    let Some((raw, origin)) = variable.read(lookup)? else {
-        return Ok(None);
-    };
-    SecretKey::parse(raw.expose_secret())
-        .map(|key| Some(Arc::new(key)))
-        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
 }
 
 /// An address to listen on; `example` is shown when it does not parse.

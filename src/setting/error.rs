@@ -16,7 +16,7 @@ pub enum ConfigError {
     Inconsistent(String),
     /// A `VCODE_*` variable (or a config file key) that no setting reads: a misspelling would
     /// otherwise leave the setting at its default without a word.
-    #[error("unknown {what} {name}{}", nearest.as_ref().map(|n| format!(": did you mean {n}?")).unwrap_or_default())]
+    #[error("unknown {what} {name}{}", did_you_mean(nearest))]
     Unknown {
         what: &'static str,
         name: String,
@@ -39,4 +39,12 @@ impl ConfigError {
             reason: reason.into(),
         }
     }
+}
+
+/// `: did you mean X?`, or nothing when no known name is close.
+fn did_you_mean(nearest: &Option<String>) -> String {
+    nearest
+        .as_ref()
+        .map(|name| format!(": did you mean {name}?"))
+        .unwrap_or_default()
 }

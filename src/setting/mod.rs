@@ -1,15 +1,18 @@
 //! What one setting is, for every module that owns settings: serde adapters from a variable's
 //! text to a typed value with the reason a refusal gives (`text`), secrets that are read from a
 //! variable or its `_FILE` twin and never shown (`secret`), the error that names the variable
-//! (`error`), and the names a settings type reads (`names`). Each module derives serde on its own
+//! (`error`), how passwords in URLs are hidden (`redact`) and the names a settings type reads
+//! (`names`). Each module derives serde on its own
 //! settings struct with these, one field per variable; `config` gathers the sources (figment)
 //! and assembles the whole.
 //!
-//! Why figment and serde: each settings struct is the one definition of its variables (the
-//! field's serde name *is* the variable), so the list of known names, the defaults shown by
-//! `vcode check-config` and the parsing cannot drift apart; figment layers the config file under
-//! the variables and remembers where each value came from, for the error messages and the
-//! "default or set" column. The reasons and ranges stay ours: they are the product's messages.
+//! Why serde and figment (in `config::sources`): each settings struct is the one definition of
+//! its variables (the field's serde name *is* the variable), so the known names, the defaults
+//! that `vcode check-config` shows and the parsing cannot drift apart; figment layers the config
+//! file under the variables, remembers which layer each value came from and points its errors at
+//! the key. `envy` names no field in its errors and is unmaintained; clap's `env` reads only the
+//! process environment, where `Settings::from_lookup` must also read a map. The ranges and
+//! reasons stay ours: they are the product's messages.
 
 pub mod error;
 pub mod names;

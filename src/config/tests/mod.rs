@@ -11,6 +11,8 @@ use super::*;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use secrecy::ExposeSecret;
+
 use crate::domain::Region;
 use crate::store::ResendPolicy;
 use crate::store::redis::RedisTopology;

@@ -102,6 +102,23 @@ fn the_table_is_aligned_under_a_header() {
 }
 
 #[test]
+fn a_value_from_the_config_file_says_so() {
+    let path = temp_file("table.toml", "code_length = 8\ncode_ttl_secs = 600\n");
+    let rows = table(&[
+        ("VCODE_CONFIG_FILE", path.to_str().unwrap()),
+        ("VCODE_CODE_TTL_SECS", "120"),
+    ]);
+    std::fs::remove_file(path).unwrap();
+    let code_length = row(&rows, "VCODE_CODE_LENGTH");
+    assert_eq!(
+        (code_length.value.as_str(), code_length.origin),
+        ("8", "file")
+    );
+    let ttl = row(&rows, "VCODE_CODE_TTL_SECS");
+    assert_eq!((ttl.value.as_str(), ttl.origin), ("120", "set"));
+}
+
+#[test]
 fn a_bad_setting_gives_no_table_but_its_error() {
     let error = rows([("VCODE_CODE_LENTH".to_owned(), "8".to_owned())]).unwrap_err();
     assert!(
