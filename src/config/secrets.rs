@@ -38,9 +38,11 @@ pub fn secret(
 /// `VCODE_ADMIN_TOKEN`: long enough not to be guessed.
 pub fn admin_token(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Secret>, ConfigError> {
     match ADMIN_TOKEN.read(lookup)? {
-        Some((token, origin)) if token.expose_secret().chars().count() < 16 => Err(
-            ConfigError::invalid(origin, REDACTED, "use at least 16 characters"),
-        ),
+        Some((token, origin)) if token.expose_secret().len() < 16 => Err(ConfigError::invalid(
+            origin,
+            REDACTED,
+            "use at least 16 characters",
+        )),
         found => Ok(found.map(|(token, _)| token)),
     }
 }
