@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use vcode::config::Settings;
+use vcode::config::{self, Settings};
 use vcode::startup::Application;
 use vcode::telemetry;
 
@@ -22,7 +22,8 @@ struct Cli {
 enum Command {
     /// Serve the HTTP API (the default). Configured by VCODE_* environment variables.
     Serve,
-    /// Check the VCODE_* environment variables and print the settings they give.
+    /// Check the VCODE_* environment variables (and RUST_LOG) as start-up does, and print every
+    /// setting: variable, value, and whether it is the default or set. Secrets show as ***.
     CheckConfig,
     /// Play virtual users against running instances (dev mode, one shared Redis) and count
     /// false rejections and double accepts.
@@ -43,7 +44,7 @@ async fn main() -> anyhow::Result<()> {
                 .run_until_stopped()
                 .await?
         }
-        Command::CheckConfig => println!("{:#?}", settings()?),
+        Command::CheckConfig => print!("{}", config::table::from_env().context("configuration")?),
         // The load generator is a client: it reads no VCODE_* settings and logs nothing.
         Command::Loadtest(options) => vcode_loadtest::run_cli(options).await?,
         Command::LoadtestTable { reports } => vcode_loadtest::print_comparison(&reports)?,
@@ -51,9 +52,9 @@ async fn main() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Starts the logs and reads the service's settings from the environment.
+/// Reads the service's settings from the environment, then starts the logs as they say.
 fn settings() -> anyhow::Result<Settings> {
-    let json_logs = std::env::var("VCODE_LOG_FORMAT").is_ok_and(|format| format == "json");
-    telemetry::init(json_logs);
-    Settings::from_env().context("configuration")
+    let settings = Settings::from_env().context("configuration")?;
+    telemetry::init(&settings.log);
+    Ok(settings)
 }

@@ -83,7 +83,7 @@ impl Application {
         let pow = Arc::new(PowService::new(
             stores.pow_replays.clone(),
             settings.pow.clone(),
-            &pow_key(&settings, &keyring),
+            &keyring.pow_key(),
         ));
         let gate = SendGate {
             captcha: settings
@@ -189,16 +189,5 @@ impl Application {
         };
         admin.stop(true).await;
         served
-    }
-}
-
-/// The key that signs proof-of-work challenges: `VCODE_POW_HMAC_KEY`, or one of this process's
-/// own, which other instances refuse.
-/// The proof-of-work signing key: `VCODE_POW_HMAC_KEY`, else derived from the secret key,
-/// which every instance sharing a store has (a per-process one with the embedded store).
-fn pow_key(settings: &Settings, keyring: &Keyring) -> Vec<u8> {
-    match &settings.pow.hmac_key {
-        Some(key) => key.as_bytes().to_vec(),
-        None => keyring.pow_key().to_vec(),
     }
 }

@@ -4,6 +4,9 @@
 //! that gives an answer away.
 
 pub mod render;
+mod settings;
+
+pub use self::settings::CaptchaSettings;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -32,28 +35,6 @@ pub enum CaptchaError {
     QuotaExceeded { retry_after: Duration },
     #[error(transparent)]
     Store(#[from] StoreError),
-}
-
-#[derive(Clone, Debug)]
-pub struct CaptchaSettings {
-    pub ttl: Duration,
-    pub length: usize,
-    pub width: u32,
-    pub height: u32,
-    /// `otp/send` needs a solved captcha first (protects the SMS budget).
-    pub send_requires_captcha: bool,
-}
-
-impl Default for CaptchaSettings {
-    fn default() -> Self {
-        Self {
-            ttl: Duration::from_secs(300),
-            length: render::DEFAULT_LEN,
-            width: render::DEFAULT_WIDTH,
-            height: render::DEFAULT_HEIGHT,
-            send_requires_captcha: false,
-        }
-    }
 }
 
 pub struct CaptchaService {

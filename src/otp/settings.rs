@@ -1,47 +1,76 @@
-//! What the OTP use cases are configured with: the codes' life-cycle and the abuse limits.
+//! What the OTP use cases are configured with: the codes' life-cycle (`OtpSettings`) and the
+//! abuse limits (`AbuseSettings`). Each field's serde name is its variable; the defaults are
+//! the `Default` impls.
 
 use std::time::Duration;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 use crate::client_ip::TrustedProxies;
 use crate::domain::{CodeLength, Purpose, Region};
+use crate::setting::{Secs, Whole, list, parse_text, show_text};
 use crate::store::ResendPolicy;
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
 pub struct OtpSettings {
+    #[serde(rename = "VCODE_CODE_LENGTH", with = "code_length")]
     pub code_length: CodeLength,
+    #[serde(rename = "VCODE_CODE_TTL_SECS", with = "Secs::<1, 86_400>")]
     pub code_ttl: Duration,
+    #[serde(rename = "VCODE_RESEND_COOLDOWN_SECS", with = "Secs::<0, 86_400>")]
     pub resend_cooldown: Duration,
+    #[serde(rename = "VCODE_MAX_ATTEMPTS", with = "Whole::<1, 100>")]
     pub max_attempts: u32,
+    #[serde(rename = "VCODE_RESEND", with = "resend_policy")]
     pub resend: ResendPolicy,
+    #[serde(rename = "VCODE_DEFAULT_REGION", with = "region")]
     pub default_region: Region,
     /// The purposes a code may be for (`VCODE_PURPOSES`); any other is refused. The first is
     /// the default unless `login` is listed.
+    #[serde(rename = "VCODE_PURPOSES", with = "purposes")]
     pub purposes: Vec<Purpose>,
 }
 
 /// Limits against SMS pumping and guessing. A limit of 0 is off.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
 pub struct AbuseSettings {
+    #[serde(rename = "VCODE_QUOTA_PHONE_HOUR", with = "Limit")]
     pub sends_per_phone_hour: u32,
+    #[serde(rename = "VCODE_QUOTA_PHONE_DAY", with = "Limit")]
     pub sends_per_phone_day: u32,
+    #[serde(rename = "VCODE_QUOTA_IP_HOUR", with = "Limit")]
     pub sends_per_ip_hour: u32,
     /// A ceiling per phone that no one client reaches alone.
+    #[serde(rename = "VCODE_QUOTA_PHONE_FAILS_DAY", with = "Limit")]
     pub failed_verifies_per_phone_day: u32,
     /// Failed verifies per (phone, client): what stops a guesser.
+    #[serde(rename = "VCODE_QUOTA_CLIENT_FAILS_DAY", with = "Limit")]
     pub failed_verifies_per_client_day: u32,
     /// IPv6 clients count per network of this prefix length (IPv4 ones per address).
+    #[serde(rename = "VCODE_CLIENT_IPV6_PREFIX", with = "Whole::<32, 128>")]
     pub client_ipv6_prefix: u8,
-    /// Captchas one client may create per minute (`VCODE_QUOTA_CAPTCHA_IP_MINUTE`).
+    /// Captchas one client may create per minute.
+    #[serde(rename = "VCODE_QUOTA_CAPTCHA_IP_MINUTE", with = "Limit")]
     pub captchas_per_client_minute: u32,
+    #[serde(rename = "VCODE_QUOTA_GLOBAL_MINUTE", with = "Limit")]
     pub sends_global_minute: u32,
     /// Regions whose numbers may receive codes; empty allows all.
+    #[serde(rename = "VCODE_ALLOWED_REGIONS", with = "regions")]
     pub allowed_regions: Vec<Region>,
+    #[serde(rename = "VCODE_TRUSTED_PROXIES", with = "trusted_proxies")]
     pub trusted_proxies: TrustedProxies,
     /// How long an `Idempotency-Key` answer is kept for repeats.
+    #[serde(skip)]
     pub idempotency_ttl: Duration,
     /// How long a repeat waits for the first request with its key before answering 409.
+    #[serde(skip)]
     pub idempotency_wait: Duration,
 }
+
+/// A quota: 0 (off) up to a million.
+type Limit = Whole<0, 1_000_000>;
 
 impl Default for AbuseSettings {
     fn default() -> Self {
@@ -91,6 +120,121 @@ impl Default for OtpSettings {
                 .into_iter()
                 .filter_map(Purpose::parse)
                 .collect(),
+        }
+    }
+}
+
+mod code_length {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<CodeLength, D::Error> {
+        parse_text(d, |raw| {
+            raw.parse::<u8>()
+                .ok()
+                .and_then(CodeLength::new)
+                .ok_or_else(|| {
+                    format!(
+                        "expected a length from {} to {}",
+                        CodeLength::MIN,
+                        CodeLength::MAX
+                    )
+                })
+        })
+    }
+
+    pub fn serialize<S: Serializer>(length: &CodeLength, s: S) -> Result<S::Ok, S::Error> {
+        show_text(length.get(), s)
+    }
+}
+
+mod resend_policy {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<ResendPolicy, D::Error> {
+        parse_text(d, |raw| match raw {
+            "reuse" => Ok(ResendPolicy::Reuse),
+            "rotate" => Ok(ResendPolicy::Rotate),
+            _ => Err("expected reuse or rotate".to_owned()),
+        })
+    }
+
+    pub fn serialize<S: Serializer>(policy: &ResendPolicy, s: S) -> Result<S::Ok, S::Error> {
+        show_text(
+            match policy {
+                ResendPolicy::Reuse => "reuse",
+                ResendPolicy::Rotate => "rotate",
+            },
+            s,
+        )
+    }
+}
+
+mod region {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Region, D::Error> {
+        parse_text(d, |raw| {
+            Region::parse(raw)
+                .ok_or_else(|| "expected an ISO 3166 region code such as CN or US".to_owned())
+        })
+    }
+
+    pub fn serialize<S: Serializer>(region: &Region, s: S) -> Result<S::Ok, S::Error> {
+        show_text(region.as_str(), s)
+    }
+}
+
+mod regions {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Region>, D::Error> {
+        parse_text(d, |raw| {
+            list(raw, |item| {
+                Region::parse(item).ok_or(format!("{item:?} is not a region code such as CN"))
+            })
+        })
+    }
+
+    pub fn serialize<S: Serializer>(regions: &[Region], s: S) -> Result<S::Ok, S::Error> {
+        let names: Vec<&str> = regions.iter().map(Region::as_str).collect();
+        show_text(names.join(","), s)
+    }
+}
+
+mod purposes {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Purpose>, D::Error> {
+        parse_text(d, |raw| {
+            let purposes = list(raw, |item| {
+                Purpose::parse(item).ok_or(format!("{item:?} is not [a-z0-9_-]{{1,32}}"))
+            })?;
+            if purposes.is_empty() {
+                return Err("expected at least one purpose".to_owned());
+            }
+            Ok(purposes)
+        })
+    }
+
+    pub fn serialize<S: Serializer>(purposes: &[Purpose], s: S) -> Result<S::Ok, S::Error> {
+        let names: Vec<&str> = purposes.iter().map(Purpose::as_str).collect();
+        show_text(names.join(","), s)
+    }
+}
+
+mod trusted_proxies {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<TrustedProxies, D::Error> {
+        parse_text(d, TrustedProxies::parse)
+    }
+
+    /// The default trusts none; a configured list is shown as its variable gave it.
+    pub fn serialize<S: Serializer>(proxies: &TrustedProxies, s: S) -> Result<S::Ok, S::Error> {
+        if proxies.is_empty() {
+            show_text("", s)
+        } else {
+            show_text(format!("{proxies:?}"), s)
         }
     }
 }

@@ -1,9 +1,12 @@
-//! What the proof-of-work gate is configured with (`VCODE_POW_*`, `VCODE_SEND_GATE`).
+//! What the proof-of-work gate is configured with (`VCODE_POW_*`). Each field's serde name is
+//! its variable; the defaults are the `Default` impl. Challenges are signed with a key derived
+//! from `VCODE_SECRET_KEY`, which every instance sharing a store has.
 
-use std::fmt;
 use std::time::Duration;
 
-use crate::redact::REDACTED;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::setting::{Secs, Whole, parse_text, show_text};
 
 /// The key derivation a solver repeats; both are what the widget solves with WebCrypto.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -31,26 +34,23 @@ impl PowAlgorithm {
     }
 }
 
-/// `Debug` hides the key.
-#[derive(Clone)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
 pub struct PowSettings {
+    #[serde(rename = "VCODE_POW_ALGORITHM", with = "algorithm")]
     pub algorithm: PowAlgorithm,
-    /// Iterations (or hashes) per solving step (`VCODE_POW_COST`).
+    /// Iterations (or hashes) per solving step.
+    #[serde(rename = "VCODE_POW_COST", with = "Whole::<1, 1_000_000>")]
     pub cost: u32,
-    /// The difficulty (`VCODE_POW_MAX_COUNTER`): a challenge takes from half of this to this
-    /// many steps to solve.
+    /// The difficulty: a challenge takes from half of this to this many steps to solve.
+    #[serde(rename = "VCODE_POW_MAX_COUNTER", with = "Whole::<2, 100_000_000>")]
     pub max_counter: u32,
-    /// How long a challenge can be solved and used (`VCODE_POW_TTL_SECS`).
+    /// How long a challenge can be solved and used.
+    #[serde(rename = "VCODE_POW_TTL_SECS", with = "Secs::<10, 3600>")]
     pub ttl: Duration,
-    /// Signs challenges (`VCODE_POW_HMAC_KEY`); unset, each process draws its own.
-    pub hmac_key: Option<String>,
     /// `otp/send` needs a solved challenge first (`VCODE_SEND_GATE` with `pow`).
+    #[serde(skip)]
     pub send_requires_pow: bool,
-}
-
-impl PowSettings {
-    /// The shortest `VCODE_POW_HMAC_KEY` accepted.
-    pub const MIN_KEY_LEN: usize = 32;
 }
 
 impl Default for PowSettings {
@@ -60,29 +60,21 @@ impl Default for PowSettings {
             cost: 5_000,
             max_counter: 5_000,
             ttl: Duration::from_secs(300),
-            hmac_key: None,
             send_requires_pow: false,
         }
     }
 }
 
-impl fmt::Debug for PowSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let Self {
-            algorithm,
-            cost,
-            max_counter,
-            ttl,
-            hmac_key,
-            send_requires_pow,
-        } = self;
-        f.debug_struct("PowSettings")
-            .field("algorithm", &algorithm.as_str())
-            .field("cost", cost)
-            .field("max_counter", max_counter)
-            .field("ttl", ttl)
-            .field("hmac_key", &hmac_key.as_ref().map(|_| REDACTED))
-            .field("send_requires_pow", send_requires_pow)
-            .finish()
+mod algorithm {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<PowAlgorithm, D::Error> {
+        parse_text(d, |raw| {
+            PowAlgorithm::parse(raw).ok_or_else(|| "expected PBKDF2/SHA-256 or SHA-256".to_owned())
+        })
+    }
+
+    pub fn serialize<S: Serializer>(algorithm: &PowAlgorithm, s: S) -> Result<S::Ok, S::Error> {
+        show_text(algorithm.as_str(), s)
     }
 }

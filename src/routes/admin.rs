@@ -3,6 +3,7 @@
 
 use actix_web::http::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
 use actix_web::{HttpRequest, HttpResponse, web};
+use secrecy::ExposeSecret;
 use serde::Deserialize;
 
 use super::ApiError;
@@ -39,10 +40,10 @@ async fn stats(
     state: web::Data<AppState>,
     query: web::Query<StatsQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let Some(token) = state.admin_token.as_deref() else {
+    let Some(token) = state.admin_token.as_ref() else {
         return Err(ApiError::NotFound);
     };
-    if !bearer_matches(&request, token) {
+    if !bearer_matches(&request, token.expose_secret()) {
         let mut response = actix_web::ResponseError::error_response(&ApiError::Unauthorized);
         response.headers_mut().insert(
             WWW_AUTHENTICATE,

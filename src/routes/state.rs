@@ -8,6 +8,7 @@ use crate::client_ip::TrustedProxies;
 use crate::health::Readiness;
 use crate::otp::OtpService;
 use crate::pow::PowService;
+use crate::setting::Secret;
 use crate::stats::Stats;
 
 pub struct AppState {
@@ -19,5 +20,5 @@ pub struct AppState {
     pub trusted_proxies: TrustedProxies,
     /// IPv6 clients count per network of this length.
     pub client_ipv6_prefix: u8,
-    pub admin_token: Option<String>,
+    pub admin_token: Option<Secret>,
 }

@@ -95,8 +95,9 @@ impl Default for SmsSettings {
 /// The default purposes; others come from `VCODE_PURPOSES` and the config file.
 const DEFAULT_PURPOSES: [&str; 4] = ["login", "register", "reset_password", "bind_phone"];
 
-/// Variables read here besides the per-provider ones.
-const VARIABLES: [&str; 5] = [
+/// Variables read here besides the per-provider ones (also the candidates `config` suggests for
+/// a misspelt name).
+pub const VARIABLES: [&str; 5] = [
     "VCODE_SMS",
     "VCODE_SMS_ROUTES",
     "VCODE_DEFAULT_LOCALE",

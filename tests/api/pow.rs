@@ -24,7 +24,6 @@ const INSTALL: &str = "python3 -m pip install -r tests/pow/requirements.txt";
 const LIBRARY_MISSING: i32 = 3;
 
 /// One key for every instance of a test deployment.
-const SHARED_KEY: &str = "test-key-0123456789abcdef0123456789abcdef";
 
 /// Generates one multi-threaded test per store (embedded and one Redis node) for each listed
 /// `async fn name(Backend)`.
@@ -54,7 +53,6 @@ use on_memory_and_redis;
 fn easy_pow(settings: &mut Settings) {
     settings.pow.cost = 10;
     settings.pow.max_counter = 50;
-    settings.pow.hmac_key = Some(SHARED_KEY.to_owned());
 }
 
 async fn spawn_pow_app(backend: Backend, customise: impl FnOnce(&mut Settings)) -> TestApp {
@@ -306,7 +304,10 @@ async fn one_use_across_instances_sharing_redis_and_their_key() {
     // An instance with another key refuses what the others signed.
     let stranger = spawn_second_instance(&first, |s| {
         easy_pow(s);
-        s.pow.hmac_key = Some("another-key-0123456789abcdef0123456789".to_owned());
+        // Challenges are signed with a key derived from the secret key.
+        s.secret_key = Some(std::sync::Arc::new(
+            vcode::keyring::SecretKey::parse(&"ab".repeat(32)).unwrap(),
+        ));
     })
     .await;
     assert_refused(

@@ -251,7 +251,7 @@ async fn sentinel_over_tls_with_a_login_for_the_sentinel_and_one_for_the_primary
         master: MASTER.to_owned(),
         master_credentials: Some(RedisCredentials {
             username: Some(VCODE_USER.to_owned()),
-            password: password.to_owned(),
+            password: password.into(),
         }),
     };
     let app = app_on(settings(topology(VCODE_PASSWORD), Some(ca.path()))).await;

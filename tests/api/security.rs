@@ -209,7 +209,7 @@ async fn a_send_answered_503_leaves_no_ghost_once_redis_is_back() {
 /// listener; the stats token is compared whole, with a case-insensitive scheme.
 async fn dev_and_operator_routes_are_not_on_the_public_path(backend: Backend) {
     let token = "operator-token-0123456789";
-    let app = spawn_app_with(backend, |s| s.admin_token = Some(token.to_owned())).await;
+    let app = spawn_app_with(backend, |s| s.admin_token = Some(token.into())).await;
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
     let outbox = format!("{}?phone={}", paths::DEV_OUTBOX, urlencode(&number));

@@ -30,7 +30,7 @@ fn wrong_code(code: &str) -> &'static str {
 
 async fn counters_match_a_scripted_sequence(backend: Backend) {
     let app = spawn_app_with(backend, |s| {
-        s.admin_token = Some(TOKEN.to_owned());
+        s.admin_token = Some(TOKEN.into());
         s.otp.max_attempts = 2;
         s.abuse = AbuseSettings {
             sends_per_ip_hour: 3,
@@ -129,7 +129,7 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
 }
 
 async fn counters_are_flushed_in_the_background(backend: Backend) {
-    let app = spawn_app_with(backend, |s| s.admin_token = Some(TOKEN.to_owned())).await;
+    let app = spawn_app_with(backend, |s| s.admin_token = Some(TOKEN.into())).await;
     app.send(&random_phone()).await;
     // Without asking for a report (which flushes), the counter reaches the store within ~1 s.
     let date = vcode::stats::utc_date(
@@ -152,7 +152,7 @@ async fn counters_are_flushed_in_the_background(backend: Backend) {
 }
 
 async fn the_route_needs_the_token(backend: Backend) {
-    let app = spawn_app_with(backend, |s| s.admin_token = Some(TOKEN.to_owned())).await;
+    let app = spawn_app_with(backend, |s| s.admin_token = Some(TOKEN.into())).await;
     for token in [None, Some("wrong-token-wrong-token"), Some(&TOKEN[1..])] {
         let answer = stats(&app, token, "1").await;
         assert_eq!((answer.status, answer.code()), (401, 40100), "{token:?}");

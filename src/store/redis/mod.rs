@@ -12,10 +12,10 @@ mod connection;
 pub mod keys;
 pub mod legacy;
 mod sentinel;
+mod settings;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::path::PathBuf;
 use std::sync::LazyLock;
 use std::time::Duration;
 
@@ -23,9 +23,10 @@ use redis::{RedisError, Script, Value};
 
 use self::connection::RedisConnection;
 
-use crate::redact::{REDACTED, redact_url_password};
-
 pub use self::connection::read_ca_file;
+pub use self::settings::{
+    RedisCredentials, RedisSettings, RedisTopology, RedisVariables, SENTINEL_MASTER_PASSWORD,
+};
 
 use super::{
     Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
@@ -62,79 +63,6 @@ fn rule_args(rules: &[QuotaRule]) -> Vec<u64> {
         .iter()
         .flat_map(|rule| [u64::from(rule.limit), duration_ms(rule.window)])
         .collect()
-}
-
-#[derive(Clone, Debug)]
-pub struct RedisSettings {
-    pub topology: RedisTopology,
-    pub connect_timeout: Duration,
-    pub command_timeout: Duration,
-    /// PEM certificates of the private CA that `rediss://` servers are verified against, in
-    /// place of the public roots (`VCODE_REDIS_CA_FILE`).
-    pub ca_file: Option<PathBuf>,
-}
-
-/// Where the data lives; the store code and the scripts are the same on all three. `Debug`
-/// hides the URLs' passwords, so settings can be printed and logged.
-#[derive(Clone, PartialEq, Eq)]
-pub enum RedisTopology {
-    /// One node (`VCODE_REDIS_URL`).
-    Single { url: String },
-    /// A Redis Cluster, discovered from any of these seed nodes (`VCODE_REDIS_CLUSTER_NODES`).
-    Cluster { nodes: Vec<String> },
-    /// The primary that these sentinels name `master` (`VCODE_REDIS_SENTINELS`,
-    /// `VCODE_REDIS_SENTINEL_MASTER`). The sentinel URLs' user and password log in to the
-    /// sentinels; `master_credentials` to the data nodes, which use TLS if the sentinels do.
-    Sentinel {
-        sentinels: Vec<String>,
-        master: String,
-        master_credentials: Option<RedisCredentials>,
-    },
-}
-
-/// A Redis login: an ACL user, or `default` (`requirepass`) without one. `Debug` hides the
-/// password.
-#[derive(Clone, PartialEq, Eq)]
-pub struct RedisCredentials {
-    pub username: Option<String>,
-    pub password: String,
-}
-
-impl std::fmt::Debug for RedisCredentials {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("RedisCredentials")
-            .field("username", &self.username)
-            .field("password", &REDACTED)
-            .finish()
-    }
-}
-
-impl std::fmt::Debug for RedisTopology {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let redacted = |urls: &[String]| -> Vec<String> {
-            urls.iter().map(|u| redact_url_password(u)).collect()
-        };
-        match self {
-            Self::Single { url } => f
-                .debug_struct("Single")
-                .field("url", &redact_url_password(url))
-                .finish(),
-            Self::Cluster { nodes } => f
-                .debug_struct("Cluster")
-                .field("nodes", &redacted(nodes))
-                .finish(),
-            Self::Sentinel {
-                sentinels,
-                master,
-                master_credentials,
-            } => f
-                .debug_struct("Sentinel")
-                .field("sentinels", &redacted(sentinels))
-                .field("master", master)
-                .field("master_credentials", master_credentials)
-                .finish(),
-        }
-    }
 }
 
 #[derive(Clone)]

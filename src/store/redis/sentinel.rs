@@ -24,6 +24,7 @@ use redis::{
     Pipeline, RedisError, RedisFuture, RedisResult, Role, ServerErrorKind, TlsCertificates,
     TlsMode, Value,
 };
+use secrecy::ExposeSecret;
 use tokio::sync::watch;
 use tokio::time::MissedTickBehavior;
 
@@ -329,7 +330,7 @@ fn sentinel_client(
         if let Some(username) = &credentials.username {
             builder = builder.set_client_to_redis_username(username);
         }
-        builder = builder.set_client_to_redis_password(&credentials.password);
+        builder = builder.set_client_to_redis_password(credentials.password.expose_secret());
     }
     builder.build()
 }

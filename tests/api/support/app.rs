@@ -98,7 +98,7 @@ pub async fn spawn_second_instance(
 async fn start(settings: Settings, redis: Option<RedisServer>) -> TestApp {
     // Server logs only on request: `TEST_LOG=1 cargo test ...`.
     if std::env::var_os("TEST_LOG").is_some() {
-        vcode::telemetry::init(false);
+        vcode::telemetry::init(&Default::default());
     }
     let application = Application::build(settings)
         .await

@@ -1,0 +1,373 @@
+//! The service's settings, assembled from the parts each module owns (`OtpSettings`,
+//! `AbuseSettings`, `CaptchaSettings`, the Redis variables, `SmsSettings`, `LogSettings`) plus
+//! the few that are the whole service's (addresses, dev mode, secrets), and the rules that span
+//! several of them (`validate`). Read from `VCODE_*` variables over the optional config file
+//! (`sources`) and checked before anything starts: a bad value, an unknown `VCODE_*` variable
+//! or settings that do not go together stop start-up with a message naming the variable.
+//! How one setting is read is in `crate::setting`; `vcode check-config` prints `table`.
+
+mod secrets;
+mod sources;
+pub mod table;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+pub use self::secrets::ADMIN_TOKEN;
+use self::secrets::{SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, secret, secret_key};
+use self::sources::Sources;
+pub use crate::captcha::CaptchaSettings;
+use crate::keyring::SecretKey;
+pub use crate::otp::{AbuseSettings, OtpSettings};
+use crate::pow::PowSettings;
+pub use crate::setting::ConfigError;
+use crate::setting::{Flag, Millis, Secret, Whole, field_names, parse_text, show_text};
+// SMS settings (providers, routes, templates) are the sms module's own.
+pub use crate::sms::SmsSettings;
+use crate::sms::SmsSettingsError;
+use crate::store::redis::legacy::VerifyStrategy;
+use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWORD};
+use crate::telemetry::LogSettings;
+
+/// The fields with a serde name are read here; the others are the parts' own. `Debug` (logs,
+/// tests) shows every secret as `***`: each is a `secrecy` type or hides itself.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
+pub struct Settings {
+    #[serde(rename = "VCODE_BIND", with = "address")]
+    pub bind: SocketAddr,
+    #[serde(skip)]
+    pub store: StoreSettings,
+    #[serde(skip)]
+    pub otp: OtpSettings,
+    #[serde(skip)]
+    pub captcha: CaptchaSettings,
+    #[serde(skip)]
+    pub sms: SmsSettings,
+    #[serde(skip)]
+    pub abuse: AbuseSettings,
+    /// Enables `GET /api/v1/stats` for this bearer token; without one the route does not exist.
+    #[serde(skip)]
+    pub admin_token: Option<Secret>,
+    /// Adds the dev routes (outbox) and lets the log sender print codes. Loopback only.
+    #[serde(rename = "VCODE_DEV_MODE", with = "Flag")]
+    pub dev_mode: bool,
+    #[serde(rename = "VCODE_MAX_BODY_BYTES", with = "Whole::<256, 1_048_576>")]
+    pub max_body_bytes: usize,
+    /// A request body not received within this is cut off.
+    #[serde(rename = "VCODE_BODY_TIMEOUT_MS", with = "Millis::<100, 60_000>")]
+    pub body_timeout: Duration,
+    /// The operator listener: `/metrics`, `/api/v1/stats`.
+    #[serde(rename = "VCODE_ADMIN_BIND", with = "admin_address")]
+    pub admin_bind: SocketAddr,
+    /// Whether `VCODE_SMS` was given: the code-printing `log` sender, when not chosen, runs
+    /// only on a loopback bind.
+    #[serde(skip)]
+    pub sms_chosen: bool,
+    /// How often the embedded store drops expired entries.
+    #[serde(skip)]
+    pub sweep_interval: Duration,
+    /// How verifies read, compare and delete codes. The legacy ones reproduce the postmortem;
+    /// they need dev mode and Redis.
+    #[serde(rename = "VCODE_VERIFY_STRATEGY", with = "verify_strategy")]
+    pub verify_strategy: VerifyStrategy,
+    /// Legacy strategies only: the login's own work, between a verify's GET and its DEL.
+    #[serde(rename = "VCODE_LEGACY_GAP_MS", with = "Millis::<0, 10_000>")]
+    pub legacy_gap: Duration,
+    /// Keys the digests and seals of codes and captcha answers; every instance sharing a store
+    /// needs the same. None: a random key per process (embedded only).
+    #[serde(skip)]
+    pub secret_key: Option<Arc<SecretKey>>,
+    /// The key before a rotation, still accepted for what it digested or sealed.
+    #[serde(skip)]
+    pub secret_key_previous: Option<Arc<SecretKey>>,
+    #[serde(skip)]
+    pub log: LogSettings,
+    #[serde(skip)]
+    pub pow: PowSettings,
+    /// What `otp/send` needs first: `none`, `captcha`, `pow` or `captcha,pow`. Resolved into
+    /// `captcha.send_requires_captcha` (whose `VCODE_SEND_REQUIRES_CAPTCHA` is its older alias)
+    /// and `pow.send_requires_pow`.
+    #[serde(rename = "VCODE_SEND_GATE", with = "send_gate")]
+    pub send_gate: SendGate,
+}
+
+/// The gates `otp/send` passes before any code or SMS exists.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SendGate {
+    pub captcha: bool,
+    pub pow: bool,
+}
+
+#[derive(Clone, Debug, Default)]
+pub enum StoreSettings {
+    #[default]
+    Embedded,
+    Redis(RedisSettings),
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            store: StoreSettings::Embedded,
+            otp: OtpSettings::default(),
+            captcha: CaptchaSettings::default(),
+            sms: SmsSettings::default(),
+            abuse: AbuseSettings::default(),
+            admin_token: None,
+            dev_mode: false,
+            max_body_bytes: 4096,
+            body_timeout: Duration::from_secs(10),
+            admin_bind: SocketAddr::from(([127, 0, 0, 1], 9091)),
+            sms_chosen: false,
+            sweep_interval: Duration::from_secs(1),
+            verify_strategy: VerifyStrategy::Atomic,
+            legacy_gap: Duration::ZERO,
+            secret_key: None,
+            secret_key_previous: None,
+            log: LogSettings::default(),
+            pow: PowSettings::default(),
+            send_gate: SendGate::default(),
+        }
+    }
+}
+
+/// Every setting read through the sources (not secrets, not SMS), in the order `check-config`
+/// shows them, with its default as text (`None`: unset by default). The names are the settings
+/// types' serde names: this is the list of known variables.
+fn defaults() -> Vec<(&'static str, Option<String>)> {
+    fn of<T: Serialize + Default + for<'de> Deserialize<'de>>()
+    -> Vec<(&'static str, Option<String>)> {
+        let defaults = serde_json::to_value(T::default()).expect("settings serialize to JSON");
+        field_names::<T>()
+            .iter()
+            .map(|name| {
+                let text = defaults.get(name).and_then(|value| value.as_str());
+                (*name, text.map(str::to_owned))
+            })
+            .collect()
+    }
+    [
+        of::<Settings>(),
+        of::<RedisVariables>(),
+        of::<OtpSettings>(),
+        of::<AbuseSettings>(),
+        of::<CaptchaSettings>(),
+        of::<LogSettings>(),
+        of::<PowSettings>(),
+    ]
+    .concat()
+}
+
+impl Settings {
+    /// Settings from the process environment; unknown `VCODE_*` variables are refused.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_vars(sources::environment()?)
+    }
+
+    /// Settings from all the variables set (the environment, or a map in tests): like
+    /// [`Settings::from_lookup`], and a `VCODE_*` variable that no setting reads is refused.
+    pub fn from_vars(
+        vars: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Self, ConfigError> {
+        let vars: HashMap<String, String> = vars.into_iter().collect();
+        sources::refuse_unknown(vars.keys(), &known_variables())?;
+        Self::from_lookup(|var| vars.get(var).cloned())
+    }
+
+    /// Settings from any variable source (the environment, or a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let lookup: &dyn Fn(&str) -> Option<String> = &lookup;
+        let names: Vec<&'static str> = defaults().into_iter().map(|(name, _)| name).collect();
+        let sources = Sources::read(lookup, &names, &SECRETS)?;
+        let master_password = secret(lookup, SENTINEL_MASTER_PASSWORD)?;
+        let settings = Settings {
+            store: match sources
+                .extract::<RedisVariables>()?
+                .settings(master_password)?
+            {
+                None => StoreSettings::Embedded,
+                Some(redis) => StoreSettings::Redis(redis),
+            },
+            otp: sources.extract()?,
+            captcha: sources.extract()?,
+            abuse: sources.extract()?,
+            log: sources.extract()?,
+            pow: sources.extract()?,
+            admin_token: admin_token(lookup)?,
+            secret_key: secret_key(lookup, SECRET_KEY)?,
+            secret_key_previous: secret_key(lookup, SECRET_KEY_PREVIOUS)?,
+            // Variables over the config file's `[sms]` table: the sms module reads both.
+            sms: SmsSettings::parse(lookup, sources.file())?,
+            sms_chosen: lookup("VCODE_SMS").is_some_and(|value| !value.trim().is_empty()),
+            ..sources.extract()?
+        };
+        let settings = settings.with_send_gate(lookup)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Resolves `VCODE_SEND_GATE` and its older alias `VCODE_SEND_REQUIRES_CAPTCHA`: either
+    /// alone decides; both set must agree.
+    fn with_send_gate(
+        mut self,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
+        let set = |var: &str| lookup(var).is_some_and(|value| !value.trim().is_empty());
+        let alias = self.captcha.send_requires_captcha;
+        if set("VCODE_SEND_GATE") {
+            if set("VCODE_SEND_REQUIRES_CAPTCHA") && alias != self.send_gate.captcha {
+                return Err(ConfigError::Inconsistent(format!(
+                    "VCODE_SEND_REQUIRES_CAPTCHA={alias} disagrees with VCODE_SEND_GATE; set VCODE_SEND_GATE alone"
+                )));
+            }
+        } else {
+            self.send_gate.captcha = alias;
+        }
+        self.captcha.send_requires_captcha = self.send_gate.captcha;
+        self.pow.send_requires_pow = self.send_gate.pow;
+        Ok(self)
+    }
+
+    /// Rules that span several settings; `Application::build` checks them too.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if !self.sms_chosen && self.sms.uses_log() && !self.bind.ip().is_loopback() {
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_SMS is not set: the default log sender prints codes and runs only on a loopback address, not {} (VCODE_BIND); choose a sender with VCODE_SMS (VCODE_SMS=log to print codes anyway)",
+                self.bind
+            )));
+        }
+        if self.secret_key.is_none() && !matches!(self.store, StoreSettings::Embedded) {
+            return Err(ConfigError::Inconsistent(
+                "a shared store needs VCODE_SECRET_KEY (or VCODE_SECRET_KEY_FILE), the same on every instance: at least 32 random bytes, hex or base64 (`openssl rand -hex 32`)".to_owned(),
+            ));
+        }
+        if self.secret_key.is_none() && self.secret_key_previous.is_some() {
+            return Err(ConfigError::Inconsistent(
+                "VCODE_SECRET_KEY_PREVIOUS is only read beside VCODE_SECRET_KEY".to_owned(),
+            ));
+        }
+        if self.dev_mode && !self.bind.ip().is_loopback() {
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",
+                self.bind
+            )));
+        }
+        if self.verify_strategy.is_legacy() {
+            // The legacy strategies lose codes on purpose: never where real users are.
+            if !self.dev_mode {
+                return Err(ConfigError::Inconsistent(format!(
+                    "VCODE_VERIFY_STRATEGY={} loses codes by design and is refused outside dev mode (VCODE_DEV_MODE)",
+                    self.verify_strategy
+                )));
+            }
+            if !matches!(self.store, StoreSettings::Redis(_)) {
+                return Err(ConfigError::Inconsistent(format!(
+                    "VCODE_VERIFY_STRATEGY={} runs on the Redis store only (VCODE_REDIS_URL)",
+                    self.verify_strategy
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<SmsSettingsError> for ConfigError {
+    fn from(SmsSettingsError { setting, reason }: SmsSettingsError) -> Self {
+        Self::Sms { setting, reason }
+    }
+}
+
+/// What a `VCODE_*` variable may be named: the settings' own, the secrets (and their `_FILE`
+/// twins) and the SMS module's.
+fn known_variables() -> Vec<&'static str> {
+    let names = defaults().into_iter().map(|(name, _)| name);
+    let secrets = SECRETS.iter().flat_map(|secret| [secret.name, secret.file]);
+    names
+        .chain(secrets)
+        .chain(crate::sms::settings::VARIABLES)
+        .collect()
+}
+
+/// An address to listen on; `example` is shown when it does not parse.
+fn parse_address(raw: &str, example: &str) -> Result<SocketAddr, String> {
+    raw.parse()
+        .map_err(|_| format!("expected an address such as {example}"))
+}
+
+mod address {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+        parse_text(d, |raw| parse_address(raw, "127.0.0.1:8080"))
+    }
+
+    pub fn serialize<S: Serializer>(address: &SocketAddr, s: S) -> Result<S::Ok, S::Error> {
+        show_text(address, s)
+    }
+}
+
+mod admin_address {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+        parse_text(d, |raw| parse_address(raw, "127.0.0.1:9091"))
+    }
+
+    pub use super::address::serialize;
+}
+
+mod verify_strategy {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VerifyStrategy, D::Error> {
+        parse_text(d, |raw| {
+            VerifyStrategy::parse(raw).ok_or_else(|| {
+                "expected atomic, legacy-original or legacy-postmortem-fix".to_owned()
+            })
+        })
+    }
+
+    pub fn serialize<S: Serializer>(strategy: &VerifyStrategy, s: S) -> Result<S::Ok, S::Error> {
+        show_text(strategy.as_str(), s)
+    }
+}
+
+mod send_gate {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SendGate, D::Error> {
+        parse_text(d, |raw| {
+            let mut items: Vec<String> = raw
+                .split(',')
+                .map(|item| item.trim().to_ascii_lowercase())
+                .collect();
+            items.sort();
+            let gate = |captcha, pow| Ok(SendGate { captcha, pow });
+            match items.iter().map(String::as_str).collect::<Vec<_>>()[..] {
+                ["none"] => gate(false, false),
+                ["captcha"] => gate(true, false),
+                ["pow"] => gate(false, true),
+                ["captcha", "pow"] => gate(true, true),
+                _ => Err("expected none, captcha, pow or captcha,pow".to_owned()),
+            }
+        })
+    }
+
+    pub fn serialize<S: Serializer>(gate: &SendGate, s: S) -> Result<S::Ok, S::Error> {
+        let text = match (gate.captcha, gate.pow) {
+            (false, false) => "none",
+            (true, false) => "captcha",
+            (false, true) => "pow",
+            (true, true) => "captcha,pow",
+        };
+        show_text(text, s)
+    }
+}

@@ -1,0 +1,61 @@
+//! The secrets among the service's own settings: the stats route's token and the key that
+//! digests and seals codes (and the one before a rotation). Each is read from its variable or
+//! its `_FILE` twin, never shown, and checked here (length, key material).
+
+use std::sync::Arc;
+
+use secrecy::ExposeSecret;
+
+use crate::keyring::SecretKey;
+use crate::setting::{ConfigError, REDACTED, Secret, SecretVariable};
+use crate::store::redis::SENTINEL_MASTER_PASSWORD;
+
+/// The stats route's bearer token.
+pub const ADMIN_TOKEN: SecretVariable =
+    SecretVariable::new("VCODE_ADMIN_TOKEN", "VCODE_ADMIN_TOKEN_FILE");
+pub const SECRET_KEY: SecretVariable =
+    SecretVariable::new("VCODE_SECRET_KEY", "VCODE_SECRET_KEY_FILE");
+pub const SECRET_KEY_PREVIOUS: SecretVariable = SecretVariable::new(
+    "VCODE_SECRET_KEY_PREVIOUS",
+    "VCODE_SECRET_KEY_PREVIOUS_FILE",
+);
+/// Every secret the settings read (the SMS providers' are the sms module's).
+pub const SECRETS: [SecretVariable; 4] = [
+    ADMIN_TOKEN,
+    SECRET_KEY,
+    SECRET_KEY_PREVIOUS,
+    SENTINEL_MASTER_PASSWORD,
+];
+
+/// The secret `variable` gives, if any.
+pub fn secret(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    variable: SecretVariable,
+) -> Result<Option<Secret>, ConfigError> {
+    Ok(variable.read(lookup)?.map(|(secret, _)| secret))
+}
+
+/// `VCODE_ADMIN_TOKEN`: long enough not to be guessed.
+pub fn admin_token(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Secret>, ConfigError> {
+    match ADMIN_TOKEN.read(lookup)? {
+        Some((token, origin)) if token.expose_secret().len() < 16 => Err(ConfigError::invalid(
+            origin,
+            REDACTED,
+            "use at least 16 characters",
+        )),
+        found => Ok(found.map(|(token, _)| token)),
+    }
+}
+
+/// A secret key: hex or base64 of at least 32 bytes.
+pub fn secret_key(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    variable: SecretVariable,
+) -> Result<Option<Arc<SecretKey>>, ConfigError> {
+    let Some((raw, origin)) = variable.read(lookup)? else {
+        return Ok(None);
+    };
+    SecretKey::parse(raw.expose_secret())
+        .map(|key| Some(Arc::new(key)))
+        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
+}

@@ -1,0 +1,324 @@
+//! The settings' unit tests: every variable, default, range and message, read from a map of
+//! variables as start-up reads the environment (`Settings::from_vars`).
+
+mod file;
+mod names;
+mod redaction;
+mod redis;
+mod table;
+
+use super::*;
+use std::collections::HashMap;
+use std::time::Duration;
+
+use secrecy::ExposeSecret;
+
+use crate::domain::Region;
+use crate::store::ResendPolicy;
+use crate::store::redis::RedisTopology;
+
+pub const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+/// Settings from `vars`; a shared store gets a secret key unless `vars` name one.
+pub fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+    let mut vars: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let shared = vars.keys().any(|var| var.starts_with("VCODE_REDIS_"));
+    let keyed = vars.keys().any(|var| var.starts_with("VCODE_SECRET_KEY"));
+    if shared && !keyed {
+        vars.insert("VCODE_SECRET_KEY".into(), KEY.into());
+    }
+    Settings::from_vars(vars)
+}
+
+/// The Redis store's settings, or a panic.
+pub fn redis_of(s: &Settings) -> &RedisSettings {
+    match &s.store {
+        StoreSettings::Redis(redis) => redis,
+        StoreSettings::Embedded => panic!("expected the Redis store"),
+    }
+}
+
+/// Both `Debug` forms (`{:#?}` is what `vcode check-config` prints): none shows a
+/// secret, each shows every expected piece.
+pub fn assert_debug_hides(s: &Settings, secrets: &[&str], shown: &[&str]) {
+    for debug in [format!("{s:?}"), format!("{s:#?}")] {
+        for secret in secrets {
+            assert!(!debug.contains(secret), "{secret:?} shown in {debug}");
+        }
+        for piece in shown {
+            assert!(debug.contains(piece), "{piece:?} missing from {debug}");
+        }
+    }
+}
+
+/// A file holding `text`, named for the test that uses it.
+pub fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("vcode-config-{}-{name}", std::process::id()));
+    std::fs::write(&path, text).expect("a temporary file");
+    path
+}
+
+#[test]
+fn a_shared_store_needs_a_secret_key_and_keys_are_never_shown() {
+    let url = ("VCODE_REDIS_URL", "redis://127.0.0.1:6379");
+    let error = settings(&[url, ("VCODE_SECRET_KEY", "")]).unwrap_err();
+    assert!(error.to_string().contains("VCODE_SECRET_KEY"), "{error}");
+    let error = settings(&[url, ("VCODE_SECRET_KEY", "abcd")]).unwrap_err();
+    assert!(error.to_string().contains("VCODE_SECRET_KEY"), "{error}");
+    assert!(!error.to_string().contains("abcd"), "{error}");
+    let s = settings(&[
+        url,
+        ("VCODE_SECRET_KEY", KEY),
+        ("VCODE_SECRET_KEY_PREVIOUS", KEY),
+    ])
+    .unwrap();
+    assert!(s.secret_key.is_some() && s.secret_key_previous.is_some());
+    assert_debug_hides(&s, &[KEY, "0011223344"], &["secret_key"]);
+    let dir = std::env::temp_dir().join(format!("vcode-key-{}", std::process::id()));
+    std::fs::write(&dir, format!("{KEY}\n")).unwrap();
+    let from_file = settings(&[url, ("VCODE_SECRET_KEY_FILE", dir.to_str().unwrap())]).unwrap();
+    assert!(from_file.secret_key.is_some());
+    let both = settings(&[
+        url,
+        ("VCODE_SECRET_KEY", KEY),
+        ("VCODE_SECRET_KEY_FILE", dir.to_str().unwrap()),
+    ]);
+    assert!(both.is_err());
+    std::fs::remove_file(dir).unwrap();
+    // Embedded: optional (a random key per process).
+    assert!(settings(&[]).unwrap().secret_key.is_none());
+}
+
+#[test]
+fn debug_shows_whether_the_admin_token_is_set_but_never_the_token() {
+    let token = "t0ken-0123456789abcdef";
+    let s = settings(&[("VCODE_ADMIN_TOKEN", token)]).unwrap();
+    assert_debug_hides(
+        &s,
+        &[token, "0123456789abcdef"],
+        &["admin_token: Some(", "\"***\""],
+    );
+    assert_eq!(
+        s.admin_token.as_ref().map(|t| t.expose_secret()),
+        Some(token)
+    );
+
+    let unset = settings(&[]).unwrap();
+    assert_debug_hides(&unset, &["***"], &["admin_token: None"]);
+}
+
+#[test]
+fn debug_hides_the_webhook_urls_credentials() {
+    let url = "https://sms:hunter2-s3cret@gateway.example:9443/v1/sms?api_key=k3y-s3cret&region=cn&t0ken#frag-s3cret";
+    let s = settings(&[("VCODE_SMS", "webhook"), ("VCODE_SMS_WEBHOOK_URL", url)]).unwrap();
+    assert_debug_hides(
+        &s,
+        &["hunter2", "k3y-s3cret", "t0ken", "frag-s3cret"],
+        &["https://sms:***@gateway.example:9443/v1/sms?api_key=***&region=***&***#***"],
+    );
+    let real = &s.sms.webhook.as_ref().expect("the webhook sender").url;
+    assert_eq!(real, url);
+}
+
+#[test]
+fn defaults_match_the_design() {
+    let s = settings(&[]).unwrap();
+    assert_eq!(s.bind.to_string(), "127.0.0.1:8080");
+    assert!(matches!(s.store, StoreSettings::Embedded));
+    assert_eq!(s.sms.default_route, [crate::sms::ProviderName::Log]);
+    assert_eq!(s.otp.code_length.get(), 6);
+    assert_eq!(s.otp.code_ttl, Duration::from_secs(300));
+    assert_eq!(s.otp.resend_cooldown, Duration::from_secs(60));
+    assert_eq!(s.otp.max_attempts, 5);
+    assert_eq!(s.otp.resend, ResendPolicy::Reuse);
+    assert_eq!(s.otp.default_region.as_str(), "CN");
+    assert!(!s.dev_mode);
+    assert_eq!(s.captcha.ttl, Duration::from_secs(300));
+    assert_eq!(s.captcha.length, 5);
+    assert_eq!((s.captcha.width, s.captcha.height), (160, 60));
+    assert!(!s.captcha.send_requires_captcha);
+    assert_eq!(s.abuse.sends_per_phone_hour, 5);
+    assert_eq!(s.abuse.sends_per_phone_day, 10);
+    assert_eq!(s.abuse.sends_per_ip_hour, 20);
+    assert_eq!(s.abuse.failed_verifies_per_phone_day, 100);
+    assert_eq!(s.abuse.failed_verifies_per_client_day, 10);
+    assert_eq!(s.abuse.client_ipv6_prefix, 64);
+    assert_eq!(s.abuse.sends_global_minute, 0);
+    assert!(s.abuse.allowed_regions.is_empty());
+    assert!(s.abuse.trusted_proxies.is_empty());
+    assert!(s.admin_token.is_none());
+}
+
+#[test]
+fn abuse_limits_parse() {
+    let s = settings(&[
+        ("VCODE_QUOTA_PHONE_HOUR", "0"),
+        ("VCODE_QUOTA_GLOBAL_MINUTE", "1000"),
+        ("VCODE_ALLOWED_REGIONS", "cn, HK"),
+        ("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,::1"),
+        ("VCODE_ADMIN_TOKEN", "0123456789abcdef"),
+    ])
+    .unwrap();
+    assert_eq!(s.abuse.sends_per_phone_hour, 0);
+    assert_eq!(s.abuse.sends_global_minute, 1000);
+    let regions: Vec<&str> = s.abuse.allowed_regions.iter().map(Region::as_str).collect();
+    assert_eq!(regions, ["CN", "HK"]);
+    assert!(!s.abuse.trusted_proxies.is_empty());
+    assert_eq!(
+        s.admin_token.as_ref().map(|t| t.expose_secret()),
+        Some("0123456789abcdef")
+    );
+}
+
+#[test]
+fn bad_values_name_their_variable() {
+    for (var, value) in [
+        ("VCODE_BIND", "localhost"),
+        ("VCODE_REDIS_URL", "http://x"),
+        ("VCODE_REDIS_CLUSTER_NODES", "redis://a:7000,b:7000"),
+        ("VCODE_REDIS_CLUSTER_NODES", ","),
+        ("VCODE_CODE_LENGTH", "3"),
+        ("VCODE_CODE_LENGTH", "11"),
+        ("VCODE_CODE_TTL_SECS", "0"),
+        ("VCODE_CODE_TTL_SECS", "five"),
+        ("VCODE_RESEND_COOLDOWN_SECS", "-1"),
+        ("VCODE_MAX_ATTEMPTS", "0"),
+        ("VCODE_RESEND", "sometimes"),
+        ("VCODE_DEFAULT_REGION", "XX"),
+        ("VCODE_SMS", "pigeon"),
+        ("VCODE_DEV_MODE", "maybe"),
+        ("VCODE_CAPTCHA_LENGTH", "3"),
+        ("VCODE_CAPTCHA_LENGTH", "7"),
+        ("VCODE_CAPTCHA_WIDTH", "20"),
+        ("VCODE_CAPTCHA_HEIGHT", "5000"),
+        ("VCODE_CAPTCHA_TTL_SECS", "0"),
+        ("VCODE_SEND_REQUIRES_CAPTCHA", "sure"),
+        ("VCODE_QUOTA_PHONE_HOUR", "-1"),
+        ("VCODE_QUOTA_IP_HOUR", "lots"),
+        ("VCODE_QUOTA_PHONE_FAILS_DAY", "1.5"),
+        ("VCODE_ALLOWED_REGIONS", "CN,XX"),
+        ("VCODE_TRUSTED_PROXIES", "10.0.0.0/99"),
+        ("VCODE_ADMIN_TOKEN", "short"),
+    ] {
+        let error = settings(&[(var, value)]).unwrap_err().to_string();
+        assert!(error.contains(var), "{var}={value}: {error}");
+    }
+}
+
+#[test]
+fn webhook_needs_a_valid_url() {
+    let missing = settings(&[("VCODE_SMS", "webhook")]).unwrap_err();
+    assert!(missing.to_string().contains("VCODE_SMS_WEBHOOK_URL"));
+    let bad = settings(&[
+        ("VCODE_SMS", "webhook"),
+        ("VCODE_SMS_WEBHOOK_URL", "ftp://gateway"),
+    ])
+    .unwrap_err();
+    assert!(bad.to_string().contains("VCODE_SMS_WEBHOOK_URL"));
+    let ok = settings(&[
+        ("VCODE_SMS", "webhook"),
+        ("VCODE_SMS_WEBHOOK_URL", "http://127.0.0.1:9000/sms"),
+    ])
+    .unwrap();
+    assert!(ok.sms.webhook.is_some());
+}
+
+#[test]
+fn dev_mode_refuses_a_non_loopback_bind() {
+    // The log sender chosen, so that the refusal is dev mode's own.
+    let error = settings(&[
+        ("VCODE_DEV_MODE", "1"),
+        ("VCODE_BIND", "0.0.0.0:8080"),
+        ("VCODE_SMS", "log"),
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("VCODE_DEV_MODE"), "{error}");
+    assert!(settings(&[("VCODE_DEV_MODE", "1"), ("VCODE_BIND", "[::1]:8080")]).is_ok());
+}
+
+#[test]
+fn verify_strategy_is_atomic_by_default_and_legacy_only_in_dev_mode_on_redis() {
+    let s = settings(&[]).unwrap();
+    assert_eq!(s.verify_strategy, VerifyStrategy::Atomic);
+    assert_eq!(s.legacy_gap, Duration::ZERO);
+
+    let redis = ("VCODE_REDIS_URL", "redis://127.0.0.1:6390");
+    let dev = ("VCODE_DEV_MODE", "1");
+    for strategy in ["legacy-original", "legacy-postmortem-fix"] {
+        let chosen = ("VCODE_VERIFY_STRATEGY", strategy);
+        let s = settings(&[chosen, dev, redis, ("VCODE_LEGACY_GAP_MS", "25")]).unwrap();
+        assert_eq!(s.verify_strategy.as_str(), strategy);
+        assert_eq!(s.legacy_gap, Duration::from_millis(25));
+        for refused in [vec![chosen, redis], vec![chosen, dev]] {
+            let error = settings(&refused).unwrap_err().to_string();
+            assert!(error.contains("VCODE_VERIFY_STRATEGY"), "{error}");
+        }
+    }
+    let atomic = settings(&[("VCODE_VERIFY_STRATEGY", "atomic")]).unwrap();
+    assert_eq!(atomic.verify_strategy, VerifyStrategy::Atomic);
+}
+
+#[test]
+fn bad_verify_strategy_values_name_their_variable() {
+    for (var, value) in [
+        ("VCODE_VERIFY_STRATEGY", "legacy"),
+        ("VCODE_VERIFY_STRATEGY", "ATOMIC"),
+        ("VCODE_LEGACY_GAP_MS", "-1"),
+        ("VCODE_LEGACY_GAP_MS", "10001"),
+        ("VCODE_LEGACY_GAP_MS", "soon"),
+    ] {
+        let error = settings(&[(var, value)]).unwrap_err().to_string();
+        assert!(error.contains(var), "{var}={value}: {error}");
+    }
+}
+
+#[test]
+fn the_code_printing_log_sender_needs_a_loopback_bind_or_an_explicit_choice() {
+    let public = ("VCODE_BIND", "0.0.0.0:8080");
+    let error = settings(&[public]).unwrap_err().to_string();
+    assert!(error.contains("VCODE_SMS"), "{error}");
+    assert!(settings(&[public, ("VCODE_SMS", "log")]).is_ok());
+    assert!(settings(&[("VCODE_BIND", "127.0.0.1:8080")]).is_ok());
+}
+
+#[test]
+fn the_send_gate_is_none_captcha_pow_or_both_and_the_old_flag_an_alias() {
+    let gate = |vars: &[(&str, &str)]| {
+        let s = settings(vars).unwrap();
+        (s.captcha.send_requires_captcha, s.pow.send_requires_pow)
+    };
+    assert_eq!(gate(&[]), (false, false));
+    assert_eq!(gate(&[("VCODE_SEND_GATE", "captcha")]), (true, false));
+    assert_eq!(gate(&[("VCODE_SEND_GATE", "pow")]), (false, true));
+    assert_eq!(gate(&[("VCODE_SEND_GATE", "pow,captcha")]), (true, true));
+    assert_eq!(
+        gate(&[("VCODE_SEND_REQUIRES_CAPTCHA", "true")]),
+        (true, false)
+    );
+    assert_eq!(
+        gate(&[
+            ("VCODE_SEND_GATE", "captcha"),
+            ("VCODE_SEND_REQUIRES_CAPTCHA", "true")
+        ]),
+        (true, false)
+    );
+    for bad in [
+        vec![("VCODE_SEND_GATE", "sms")],
+        vec![
+            ("VCODE_SEND_GATE", "pow"),
+            ("VCODE_SEND_REQUIRES_CAPTCHA", "true"),
+        ],
+        vec![("VCODE_POW_ALGORITHM", "MD5")],
+        vec![("VCODE_POW_COST", "0")],
+    ] {
+        let error = settings(&bad).unwrap_err().to_string();
+        assert!(
+            error.contains(bad[0].0) || error.contains(bad[bad.len() - 1].0),
+            "{error}"
+        );
+    }
+}

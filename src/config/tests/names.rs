@@ -1,0 +1,146 @@
+//! Issue 12 point 8: misspelt variables, bad log settings and blank tokens stop start-up, naming
+//! the variable; the known names are the settings types' own.
+
+use super::*;
+use crate::setting::field_names;
+use crate::telemetry::LogFormat;
+
+fn error_of(vars: &[(&str, &str)]) -> String {
+    settings(vars).unwrap_err().to_string()
+}
+
+#[test]
+fn a_refused_value_names_its_variable_and_value_and_says_why() {
+    assert_eq!(
+        error_of(&[("VCODE_CODE_LENGTH", "3")]),
+        r#"VCODE_CODE_LENGTH="3": expected a length from 4 to 10"#
+    );
+    assert_eq!(
+        error_of(&[("VCODE_MAX_ATTEMPTS", "0")]),
+        r#"VCODE_MAX_ATTEMPTS="0": expected a whole number from 1 to 100"#
+    );
+    assert_eq!(
+        error_of(&[("VCODE_ADMIN_BIND", "nowhere")]),
+        r#"VCODE_ADMIN_BIND="nowhere": expected an address such as 127.0.0.1:9091"#
+    );
+}
+
+#[test]
+fn a_blank_variable_is_unset_but_a_blank_token_is_an_error() {
+    let s = settings(&[("VCODE_CODE_LENGTH", " "), ("VCODE_BIND", "")]).unwrap();
+    assert_eq!(s.otp.code_length.get(), 6);
+    assert_eq!(s.bind, Settings::default().bind);
+    for blank in ["", "   "] {
+        let error = error_of(&[("VCODE_ADMIN_TOKEN", blank)]);
+        assert!(
+            error.starts_with("VCODE_ADMIN_TOKEN=") && error.contains("blank"),
+            "{error}"
+        );
+    }
+    assert!(settings(&[]).unwrap().admin_token.is_none());
+}
+
+#[test]
+fn the_admin_token_may_come_from_a_file() {
+    let token = "t0ken-from-a-file-0123";
+    let path = temp_file("admin-token", &format!("{token}\n"));
+    let s = settings(&[("VCODE_ADMIN_TOKEN_FILE", path.to_str().unwrap())]).unwrap();
+    assert_eq!(s.admin_token.unwrap().expose_secret(), token);
+    let short = temp_file("short-token", "short");
+    let error = error_of(&[("VCODE_ADMIN_TOKEN_FILE", short.to_str().unwrap())]);
+    assert!(
+        error.contains("VCODE_ADMIN_TOKEN_FILE") && error.contains("16"),
+        "{error}"
+    );
+    std::fs::remove_file(path).unwrap();
+    std::fs::remove_file(short).unwrap();
+}
+
+#[test]
+fn an_unknown_variable_is_refused_with_the_nearest_known_name() {
+    for (misspelt, nearest) in [
+        ("VCODE_CODE_LENTH", "VCODE_CODE_LENGTH"),
+        ("VCODE_ADMIN_TOKN", "VCODE_ADMIN_TOKEN"),
+        ("VCODE_REDIS_CLUSTER_NODE", "VCODE_REDIS_CLUSTER_NODES"),
+        ("VCODE_LOG_FORMT", "VCODE_LOG_FORMAT"),
+        ("VCODE_SMS_ROUTE", "VCODE_SMS_ROUTES"),
+    ] {
+        assert_eq!(
+            error_of(&[(misspelt, "8")]),
+            format!("unknown variable {misspelt}: did you mean {nearest}?")
+        );
+    }
+    assert_eq!(
+        error_of(&[("VCODE_SOMETHING_ELSE_ENTIRELY", "1")]),
+        "unknown variable VCODE_SOMETHING_ELSE_ENTIRELY"
+    );
+}
+
+#[test]
+fn known_names_pass_the_unknown_check() {
+    let known = known_variables();
+    for name in [
+        "VCODE_SECRET_KEY_FILE",
+        "VCODE_CONFIG_FILE",
+        "VCODE_ALIYUN_ACCESS_KEY_SECRET_FILE",
+    ]
+    .into_iter()
+    .chain(known.iter().copied())
+    {
+        let names = [name.to_owned()];
+        assert!(sources::refuse_unknown(&names, &known).is_ok(), "{name}");
+    }
+    // A provider's variable (the sms module's) and a variable that is not vcode's.
+    assert!(settings(&[("VCODE_TWILIO_FROM", "+15005550006"), ("HOME", "/root")]).is_ok());
+}
+
+#[test]
+fn the_known_names_are_the_settings_types_own_and_each_is_read_once() {
+    let names: Vec<&str> = defaults().into_iter().map(|(name, _)| name).collect();
+    for part in [
+        field_names::<OtpSettings>(),
+        field_names::<AbuseSettings>(),
+        field_names::<LogSettings>(),
+    ] {
+        assert!(part.iter().all(|name| names.contains(name)), "{part:?}");
+    }
+    for name in [
+        "VCODE_CODE_LENGTH",
+        "VCODE_CAPTCHA_WIDTH",
+        "VCODE_REDIS_URL",
+        "RUST_LOG",
+    ] {
+        assert!(names.contains(&name), "{name}");
+    }
+    assert!(names.len() > 35, "{names:?}");
+    let known = known_variables();
+    for name in &names {
+        assert!(name.starts_with("VCODE_") || *name == "RUST_LOG", "{name}");
+        assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name}");
+        assert!(known.contains(name), "{name}");
+    }
+    for secret in ["VCODE_ADMIN_TOKEN", "VCODE_SECRET_KEY_PREVIOUS_FILE"] {
+        assert!(
+            known.contains(&secret) && !names.contains(&secret),
+            "{secret}"
+        );
+    }
+}
+
+#[test]
+fn bad_log_settings_stop_start_up() {
+    let s = settings(&[
+        ("RUST_LOG", "vcode=debug,warn"),
+        ("VCODE_LOG_FORMAT", "json"),
+    ])
+    .unwrap();
+    assert_eq!(s.log.filter, "vcode=debug,warn");
+    assert_eq!(s.log.format, LogFormat::Json);
+    assert_eq!(settings(&[]).unwrap().log.format, LogFormat::Text);
+    let error = error_of(&[("RUST_LOG", "vcode=loud")]);
+    assert!(error.starts_with(r#"RUST_LOG="vcode=loud": "#), "{error}");
+    assert_eq!(
+        error_of(&[("VCODE_LOG_FORMAT", "xml")]),
+        r#"VCODE_LOG_FORMAT="xml": expected text or json"#
+    );
+}
