@@ -12,7 +12,9 @@ use std::path::PathBuf;
 
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
-use vcode::captcha::render::{DEFAULT_HEIGHT, DEFAULT_LEN, DEFAULT_WIDTH, random_answer, render_png};
+use vcode::captcha::render::{
+    DEFAULT_HEIGHT, DEFAULT_LEN, DEFAULT_WIDTH, random_answer, render_png,
+};
 
 const USAGE: &str = "usage: captcha_samples OUT_DIR COUNT [FIRST_SEED] [LENGTH]";
 
