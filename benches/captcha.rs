@@ -1,5 +1,6 @@
 //! Images per second of the captcha renderer (render + PNG encode), side by side with captcha-rs
-//! when the `bench-captcha-rs` feature is on.
+//! and with the same kind of picture drawn by imageproc when the `bench-captcha-rs` feature is
+//! on; and what each PNG encoder setting costs and saves on the renderer's own pictures.
 
 use std::hint::black_box;
 
@@ -77,7 +78,17 @@ fn bench_render(c: &mut Criterion) {
             b.iter(|| black_box(captcha_rs::build()))
         });
     }
+    #[cfg(feature = "bench-captcha-rs")]
+    group.bench_function("imageproc upright glyphs + rotate + polygon + png", |b| {
+        let mut seed = 0;
+        b.iter(|| {
+            seed += 1;
+            black_box(imageproc_draw::png(ANSWER, seed))
+        });
+    });
     group.finish();
+
+    bench_png_settings(c);
 
     // The most expensive picture the service can be configured to draw.
     let mut largest = c.benchmark_group(format!("captcha {MAX_WIDTH}x{MAX_HEIGHT} len {MAX_LEN}"));
@@ -90,6 +101,136 @@ fn bench_render(c: &mut Criterion) {
         });
     });
     largest.finish();
+}
+
+/// The `png` crate's settings on one of the renderer's own pictures: time to encode, and the
+/// average size over `SIZE_SAMPLES` pictures.
+fn bench_png_settings(c: &mut Criterion) {
+    use png::{Compression, Filter};
+    let pictures: Vec<image::RgbImage> = (0..SIZE_SAMPLES)
+        .map(|seed| {
+            let png = vcode_png(seed).expect("the renderer draws");
+            image::load_from_memory(&png)
+                .expect("its PNG decodes")
+                .to_rgb8()
+        })
+        .collect();
+    let encode = |rgb: &image::RgbImage, compression, filter| -> Vec<u8> {
+        let mut png = Vec::new();
+        let mut encoder = png::Encoder::new(&mut png, rgb.width(), rgb.height());
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_compression(compression);
+        encoder.set_filter(filter);
+        let mut writer = encoder.write_header().expect("a header");
+        writer.write_image_data(rgb.as_raw()).expect("pixels");
+        writer.finish().expect("the end");
+        png
+    };
+    let mut group = c.benchmark_group("png crate settings, 160x60 RGB");
+    group.throughput(Throughput::Elements(1));
+    for (compression, filter) in [
+        (Compression::Fast, Filter::Up),
+        (Compression::Fast, Filter::Paeth),
+        (Compression::Fast, Filter::Adaptive),
+        (Compression::Balanced, Filter::Up),
+        (Compression::Balanced, Filter::Paeth),
+    ] {
+        let name = format!("{compression:?} {filter:?}");
+        let sizes: Vec<usize> = pictures
+            .iter()
+            .map(|rgb| encode(rgb, compression, filter).len())
+            .collect();
+        eprintln!(
+            "{name}: average {} bytes, largest {} over {SIZE_SAMPLES} pictures",
+            sizes.iter().sum::<usize>() / sizes.len(),
+            sizes.iter().max().unwrap_or(&0)
+        );
+        group.bench_function(name, |b| {
+            let mut n = 0;
+            b.iter(|| {
+                n = (n + 1) % pictures.len();
+                black_box(encode(&pictures[n], compression, filter))
+            });
+        });
+    }
+    group.finish();
+}
+
+/// The same kind of picture with imageproc, as far as it goes: each glyph drawn upright by
+/// `draw_text_mut` (ab_glyph's own rasteriser) into a tile, the tile rotated (bilinear) and laid
+/// on the picture, one stroke across as a polygon, coloured and encoded as vcode does. imageproc
+/// has no warp of outlines and no anti-aliased thick stroke, so this is a lower bound of what it
+/// would cost to draw what vcode draws.
+#[cfg(feature = "bench-captcha-rs")]
+mod imageproc_draw {
+    use std::sync::LazyLock;
+
+    use ab_glyph::{FontRef, PxScale};
+    use image::{GrayImage, Luma};
+    use imageproc::drawing::{draw_polygon_mut, draw_text_mut};
+    use imageproc::geometric_transformations::{Interpolation, rotate_about_center};
+    use imageproc::point::Point;
+
+    use super::{DEFAULT_HEIGHT, DEFAULT_WIDTH};
+
+    static FONT: LazyLock<FontRef<'static>> = LazyLock::new(|| {
+        FontRef::try_from_slice(include_bytes!("../assets/fonts/DejaVuSansMono-Bold.ttf"))
+            .expect("the font parses")
+    });
+    const TILE: u32 = 48;
+
+    pub fn png(answer: &str, seed: u64) -> Vec<u8> {
+        let mut coverage = GrayImage::new(DEFAULT_WIDTH, DEFAULT_HEIGHT);
+        let mut text = [0; 4];
+        for (i, c) in answer.chars().enumerate() {
+            let mut tile = GrayImage::new(TILE, TILE);
+            let glyph: &str = c.encode_utf8(&mut text);
+            draw_text_mut(
+                &mut tile,
+                Luma([255]),
+                10,
+                2,
+                PxScale::from(44.0),
+                &*FONT,
+                glyph,
+            );
+            // A tilt that changes with the seed and the position, about +-0.3 rad.
+            let tilt =
+                ((seed.wrapping_mul(31).wrapping_add(i as u64 * 17) % 13) as f32 - 6.0) * 0.05;
+            let tilted = rotate_about_center(&tile, tilt, Interpolation::Bilinear, Luma([0]));
+            let left = 8 + i as u32 * 28;
+            for (x, y, pixel) in tilted.enumerate_pixels() {
+                if left + x < DEFAULT_WIDTH && 6 + y < DEFAULT_HEIGHT {
+                    let under = coverage.get_pixel_mut(left + x, 6 + y);
+                    under.0[0] = under.0[0].max(pixel.0[0]);
+                }
+            }
+        }
+        let stroke = [
+            Point::new(4, 27),
+            Point::new(156, 31),
+            Point::new(156, 37),
+            Point::new(4, 33),
+        ];
+        draw_polygon_mut(&mut coverage, &stroke, Luma([255]));
+        let rgb: Vec<u8> = coverage
+            .pixels()
+            .flat_map(|p| {
+                let c = u32::from(p.0[0]);
+                [(240, 40), (236, 30), (244, 90)]
+                    .map(|(background, ink)| ((background * (255 - c) + ink * c) / 255) as u8)
+            })
+            .collect();
+        let mut png = Vec::new();
+        let mut encoder = png::Encoder::new(&mut png, DEFAULT_WIDTH, DEFAULT_HEIGHT);
+        encoder.set_color(png::ColorType::Rgb);
+        encoder.set_compression(png::Compression::Balanced);
+        encoder.set_filter(png::Filter::Paeth);
+        let mut writer = encoder.write_header().expect("a header");
+        writer.write_image_data(&rgb).expect("pixels");
+        writer.finish().expect("the end");
+        png
+    }
 }
 
 /// captcha-rs at the same size and length as vcode's default.
