@@ -103,42 +103,38 @@ fn bench_render(c: &mut Criterion) {
     largest.finish();
 }
 
-/// The `png` crate's settings on one of the renderer's own pictures: time to encode, and the
-/// average size over `SIZE_SAMPLES` pictures.
+/// The `png` crate's settings on the renderer's own pictures (palette indices, 8 bits): time
+/// to encode one, and the average and largest size over `SIZE_SAMPLES` of them.
 fn bench_png_settings(c: &mut Criterion) {
     use png::{Compression, Filter};
-    let pictures: Vec<image::RgbImage> = (0..SIZE_SAMPLES)
-        .map(|seed| {
-            let png = vcode_png(seed).expect("the renderer draws");
-            image::load_from_memory(&png)
-                .expect("its PNG decodes")
-                .to_rgb8()
-        })
+    let pictures: Vec<(Vec<u8>, Vec<u8>)> = (0..SIZE_SAMPLES)
+        .map(|seed| indexed_pixels(&vcode_png(seed).expect("the renderer draws")))
         .collect();
-    let encode = |rgb: &image::RgbImage, compression, filter| -> Vec<u8> {
+    let encode = |(indices, palette): &(Vec<u8>, Vec<u8>), compression, filter| -> Vec<u8> {
         let mut png = Vec::new();
-        let mut encoder = png::Encoder::new(&mut png, rgb.width(), rgb.height());
-        encoder.set_color(png::ColorType::Rgb);
+        let mut encoder = png::Encoder::new(&mut png, DEFAULT_WIDTH, DEFAULT_HEIGHT);
+        encoder.set_color(png::ColorType::Indexed);
+        encoder.set_palette(palette.as_slice());
         encoder.set_compression(compression);
         encoder.set_filter(filter);
         let mut writer = encoder.write_header().expect("a header");
-        writer.write_image_data(rgb.as_raw()).expect("pixels");
+        writer.write_image_data(indices).expect("pixels");
         writer.finish().expect("the end");
         png
     };
-    let mut group = c.benchmark_group("png crate settings, 160x60 RGB");
+    let mut group = c.benchmark_group("png crate settings, 160x60 indexed");
     group.throughput(Throughput::Elements(1));
     for (compression, filter) in [
+        (Compression::Fast, Filter::Sub),
         (Compression::Fast, Filter::Up),
         (Compression::Fast, Filter::Paeth),
         (Compression::Fast, Filter::Adaptive),
-        (Compression::Balanced, Filter::Up),
         (Compression::Balanced, Filter::Paeth),
     ] {
         let name = format!("{compression:?} {filter:?}");
         let sizes: Vec<usize> = pictures
             .iter()
-            .map(|rgb| encode(rgb, compression, filter).len())
+            .map(|picture| encode(picture, compression, filter).len())
             .collect();
         eprintln!(
             "{name}: average {} bytes, largest {} over {SIZE_SAMPLES} pictures",
@@ -156,9 +152,26 @@ fn bench_png_settings(c: &mut Criterion) {
     group.finish();
 }
 
+/// The palette indices and the palette of an indexed PNG, as stored.
+fn indexed_pixels(png: &[u8]) -> (Vec<u8>, Vec<u8>) {
+    let mut decoder = png::Decoder::new(std::io::Cursor::new(png));
+    decoder.set_transformations(png::Transformations::IDENTITY);
+    let mut reader = decoder.read_info().expect("a PNG header");
+    let mut indices = vec![0; reader.output_buffer_size().expect("a small picture")];
+    reader.next_frame(&mut indices).expect("pixels");
+    let palette = reader
+        .info()
+        .palette
+        .as_deref()
+        .expect("a palette")
+        .to_vec();
+    (indices, palette)
+}
+
 /// The same kind of picture with imageproc, as far as it goes: each glyph drawn upright by
 /// `draw_text_mut` (ab_glyph's own rasteriser) into a tile, the tile rotated (bilinear) and laid
-/// on the picture, one stroke across as a polygon, coloured and encoded as vcode does. imageproc
+/// on the picture, one stroke across as a polygon, coloured and encoded as vcode does (one ink
+/// here, which only makes it cheaper). imageproc
 /// has no warp of outlines and no anti-aliased thick stroke, so this is a lower bound of what it
 /// would cost to draw what vcode draws.
 #[cfg(feature = "bench-captcha-rs")]
@@ -213,21 +226,22 @@ mod imageproc_draw {
             Point::new(4, 33),
         ];
         draw_polygon_mut(&mut coverage, &stroke, Luma([255]));
-        let rgb: Vec<u8> = coverage
-            .pixels()
-            .flat_map(|p| {
-                let c = u32::from(p.0[0]);
+        // Eight levels of one ink on one background, as a palette.
+        let indices: Vec<u8> = coverage.pixels().map(|p| p.0[0] >> 5).collect();
+        let palette: Vec<u8> = (0..8u32)
+            .flat_map(|level| {
                 [(240, 40), (236, 30), (244, 90)]
-                    .map(|(background, ink)| ((background * (255 - c) + ink * c) / 255) as u8)
+                    .map(|(background, ink)| ((background * (7 - level) + ink * level) / 7) as u8)
             })
             .collect();
         let mut png = Vec::new();
         let mut encoder = png::Encoder::new(&mut png, DEFAULT_WIDTH, DEFAULT_HEIGHT);
-        encoder.set_color(png::ColorType::Rgb);
-        encoder.set_compression(png::Compression::Balanced);
+        encoder.set_color(png::ColorType::Indexed);
+        encoder.set_palette(palette);
+        encoder.set_compression(png::Compression::Fast);
         encoder.set_filter(png::Filter::Paeth);
         let mut writer = encoder.write_header().expect("a header");
-        writer.write_image_data(&rgb).expect("pixels");
+        writer.write_image_data(&indices).expect("pixels");
         writer.finish().expect("the end");
         png
     }

@@ -94,5 +94,5 @@ pub fn render_png(
     }
 
     let picture = scene::draw(answer, seed, width as usize, height as usize);
-    encode::rgb_png(&picture.rgb(), width, height)
+    encode::indexed_png(&picture.indices(), picture.colours.palette(), width, height)
 }

@@ -1,8 +1,8 @@
 //! What has been drawn (ink coverage per pixel) and how it is coloured.
 //!
-//! One coverage layer for glyphs and clutter alike, coloured by one ink field: a pixel's colour
-//! tells how much ink it has and where it is, never which glyph or stroke put the ink there, so
-//! neighbouring glyphs and the clutter crossing them share their ink.
+//! One coverage layer for glyphs and clutter alike, coloured by one colour field: a pixel's
+//! colour tells how much ink it has and where it is, never which glyph or stroke put the ink
+//! there, so neighbouring glyphs and the clutter crossing them share their ink.
 
 use std::ops::RangeInclusive;
 
@@ -49,34 +49,57 @@ impl Coverage {
     }
 }
 
-/// The background and ink colour of every column: both change smoothly along x only.
+/// Bands the colour field is cut into across the picture, and coverage levels per band. One
+/// palette entry per (band, level), 256 in all: a pixel's index says where it is and how much
+/// ink it has, never which glyph put the ink there, and the picture encodes as one byte a pixel
+/// (a third of RGB's, which is most of the encoding time).
+const BANDS: usize = 32;
+const LEVELS: usize = 8;
+const _: () = assert!(BANDS * LEVELS <= 256, "indices must fit a byte");
+
+/// The colours of a picture: a light background and a dark ink, both changing smoothly along
+/// x, as a palette of `LEVELS` blends of the two in each of `BANDS` bands of columns.
 pub(super) struct Colours {
-    background: Vec<[u8; 3]>,
-    ink: Vec<[u8; 3]>,
+    /// The first palette index of each column's band.
+    band_start: Vec<u8>,
+    /// RGB triples, `LEVELS` per band.
+    palette: Vec<u8>,
 }
 
 impl Colours {
     pub fn random(rng: &mut StdRng, width: usize) -> Self {
         let (left, right) = (light(rng), light(rng));
         let stops: [[u8; 3]; INK_STOPS] = std::array::from_fn(|_| dark(rng));
-        let span = (width - 1).max(1) as f32;
-        let background = (0..width)
-            .map(|x| mix(left, right, x as f32 / span))
+        let mut palette = Vec::with_capacity(BANDS * LEVELS * 3);
+        for band in 0..BANDS {
+            let along = (band as f32 + 0.5) / BANDS as f32;
+            let background = mix(left, right, along);
+            // Which pair of ink stops the band lies between, and how far along.
+            let at = along * (INK_STOPS - 1) as f32;
+            let stop = (at as usize).min(INK_STOPS - 2);
+            let ink = mix(stops[stop], stops[stop + 1], at - stop as f32);
+            for level in 0..LEVELS {
+                palette.extend(mix(background, ink, level as f32 / (LEVELS - 1) as f32));
+            }
+        }
+        let band_start = (0..width)
+            .map(|x| ((x * BANDS / width).min(BANDS - 1) * LEVELS) as u8)
             .collect();
-        let ink = (0..width)
-            .map(|x| {
-                // Which pair of stops column x lies between, and how far along.
-                let along = x as f32 / span * (INK_STOPS - 1) as f32;
-                let stop = (along as usize).min(INK_STOPS - 2);
-                mix(stops[stop], stops[stop + 1], along - stop as f32)
-            })
-            .collect();
-        Self { background, ink }
+        Self {
+            band_start,
+            palette,
+        }
+    }
+
+    /// RGB triples for the PNG's palette.
+    pub fn palette(&self) -> &[u8] {
+        &self.palette
     }
 
     #[cfg(test)]
-    pub fn background(&self, x: usize) -> [u8; 3] {
-        self.background[x]
+    pub fn colour(&self, index: u8) -> [u8; 3] {
+        let at = usize::from(index) * 3;
+        [self.palette[at], self.palette[at + 1], self.palette[at + 2]]
     }
 }
 
@@ -110,23 +133,20 @@ pub(super) struct Picture {
 }
 
 impl Picture {
-    /// 8-bit RGB pixels, rows top to bottom: each pixel its column's background blended towards
-    /// its column's ink by its coverage.
-    pub fn rgb(&self) -> Vec<u8> {
+    /// One palette index per pixel, rows top to bottom: the pixel's band, at the level nearest
+    /// its coverage.
+    pub fn indices(&self) -> Vec<u8> {
+        let level: [u8; 256] =
+            std::array::from_fn(|cover| ((cover * (LEVELS - 1) + 127) / 255) as u8);
         let Coverage { width, cover, .. } = &self.coverage;
-        let mut rgb = Vec::with_capacity(cover.len() * 3);
+        let mut indices = Vec::with_capacity(cover.len());
         for row in cover.chunks_exact(*width) {
-            for ((&cover, background), ink) in row
-                .iter()
-                .zip(&self.colours.background)
-                .zip(&self.colours.ink)
-            {
-                let (c, rest) = (u32::from(cover), u32::from(255 - cover));
-                rgb.extend((0..3).map(|i| {
-                    ((u32::from(background[i]) * rest + u32::from(ink[i]) * c + 127) / 255) as u8
-                }));
-            }
+            indices.extend(
+                row.iter()
+                    .zip(&self.colours.band_start)
+                    .map(|(&cover, &start)| start + level[usize::from(cover)]),
+            );
         }
-        rgb
+        indices
     }
 }

@@ -23,11 +23,12 @@ const HEIGHT_FILL: f32 = 0.74;
 const WIDTH_FILL: f32 = 1.5;
 /// Per-glyph size jitter.
 const SIZE_JITTER: Range<f32> = 0.86..1.06;
-/// Largest tilt of one glyph, in radians (about 20 degrees): more starts to turn N into Z.
-const MAX_TILT: f32 = 0.35;
+/// Largest tilt of one glyph, in radians (about 17 degrees): more starts to turn N and 7 into
+/// Z.
+const MAX_TILT: f32 = 0.3;
 /// Space between neighbouring glyphs' tilted ink boxes, as a share of the glyph size: mostly
 /// negative, so that most neighbours touch or overlap a little.
-const GAP: Range<f32> = -0.1..0.05;
+const GAP: Range<f32> = -0.08..0.06;
 /// Vertical jitter of a glyph's centre, as a share of the glyph size.
 const RISE_JITTER: f32 = 0.16;
 
@@ -53,7 +54,12 @@ pub(super) fn draw(answer: &str, seed: u64, width: usize, height: usize) -> Pict
         glyph.trace(&mut shape, *centre, &warp);
         shape.fill(&mut raster, &mut coverage);
     }
-    let stroke = size * glyphs[rng.random_range(0..chars)].font.stem;
+    // As thick as the thinnest stems in the picture: thick enough that an opening which
+    // drops it drops those glyphs too, and no thicker, for people's sake.
+    let stroke = glyphs
+        .iter()
+        .map(|glyph| glyph.scale * glyph.font.font.height_unscaled() * glyph.font.stem)
+        .fold(f32::MAX, f32::min);
     cross_word(&mut rng, &mut shape, &word, size, height as f32, stroke);
     shape.fill(&mut raster, &mut coverage);
     Picture { coverage, colours }
