@@ -79,6 +79,19 @@ fn bench_render(c: &mut Criterion) {
         });
     }
     #[cfg(feature = "bench-captcha-rs")]
+    group.bench_function("vcode render_png, ab_glyph_rasterizer fill", |b| {
+        let mut seed = 0;
+        b.iter(|| {
+            seed += 1;
+            black_box(vcode::captcha::render::render_png_with_crate_rasteriser(
+                ANSWER,
+                seed,
+                DEFAULT_WIDTH,
+                DEFAULT_HEIGHT,
+            ))
+        });
+    });
+    #[cfg(feature = "bench-captcha-rs")]
     group.bench_function("imageproc upright glyphs + rotate + polygon + png", |b| {
         let mut seed = 0;
         b.iter(|| {
@@ -125,6 +138,8 @@ fn bench_png_settings(c: &mut Criterion) {
     let mut group = c.benchmark_group("png crate settings, 160x60 indexed");
     group.throughput(Throughput::Elements(1));
     for (compression, filter) in [
+        (Compression::Fastest, Filter::Up),
+        (Compression::Fastest, Filter::Paeth),
         (Compression::Fast, Filter::Sub),
         (Compression::Fast, Filter::Up),
         (Compression::Fast, Filter::Paeth),

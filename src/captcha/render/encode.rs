@@ -25,7 +25,7 @@ pub(super) fn indexed_png(
     encoder.set_depth(BitDepth::Eight);
     encoder.set_palette(palette);
     encoder.set_compression(Compression::Fast);
-    encoder.set_filter(Filter::Paeth);
+    encoder.set_filter(Filter::Up);
     let mut writer = encoder.write_header()?;
     writer.write_image_data(indices)?;
     writer.finish()?;

@@ -4,12 +4,13 @@
 //! the answer to bots): every ink, glyph and clutter stroke shares one colour field, so colour
 //! tells nothing about which glyph a pixel belongs to; glyphs come from several fonts, at
 //! variable spacing, touching or overlapping; clutter strokes are as thick as the glyphs' own.
-//! `scene` lays it out, `shape` rasterises it with `ab_glyph_rasterizer`, `paint` colours it and
+//! `scene` lays it out, `shape` and `raster` turn it into coverage, `paint` colours it and
 //! `encode` writes the PNG with the `png` crate.
 
 mod encode;
 mod fonts;
 mod paint;
+mod raster;
 mod scene;
 mod shape;
 #[cfg(test)]
@@ -79,6 +80,30 @@ pub fn render_png(
     width: u32,
     height: u32,
 ) -> Result<Vec<u8>, RenderError> {
+    check(answer, width, height)?;
+    let mut raster = raster::Raster::new(width as usize, height as usize);
+    let picture = scene::draw(answer, seed, width as usize, height as usize, &mut raster);
+    encode::indexed_png(&picture.indices(), picture.colours.palette(), width, height)
+}
+
+/// `render_png` with `ab_glyph_rasterizer` filling the shapes instead of the own rasteriser:
+/// only for the captcha bench, which compares the two.
+#[cfg(feature = "bench-captcha-rs")]
+#[doc(hidden)]
+pub fn render_png_with_crate_rasteriser(
+    answer: &str,
+    seed: u64,
+    width: u32,
+    height: u32,
+) -> Result<Vec<u8>, RenderError> {
+    check(answer, width, height)?;
+    let mut raster = ab_glyph_rasterizer::Rasterizer::new(0, 0);
+    let picture = scene::draw(answer, seed, width as usize, height as usize, &mut raster);
+    encode::indexed_png(&picture.indices(), picture.colours.palette(), width, height)
+}
+
+/// Refuses sizes, lengths and characters outside the limits.
+fn check(answer: &str, width: u32, height: u32) -> Result<(), RenderError> {
     if !(MIN_WIDTH..=MAX_WIDTH).contains(&width) || !(MIN_HEIGHT..=MAX_HEIGHT).contains(&height) {
         return Err(RenderError::Size { width, height });
     }
@@ -86,13 +111,11 @@ pub fn render_png(
     if !(MIN_LEN..=MAX_LEN).contains(&len) {
         return Err(RenderError::AnswerLength(len));
     }
-    if let Some(bad) = answer
+    match answer
         .chars()
         .find(|&c| !u8::try_from(c).is_ok_and(|b| ALPHABET.contains(&b)))
     {
-        return Err(RenderError::InvalidChar(bad));
+        Some(bad) => Err(RenderError::InvalidChar(bad)),
+        None => Ok(()),
     }
-
-    let picture = scene::draw(answer, seed, width as usize, height as usize);
-    encode::indexed_png(&picture.indices(), picture.colours.palette(), width, height)
 }

@@ -22,7 +22,6 @@ const INK_STOPS: usize = 3;
 /// Ink coverage of each pixel, 0 (none) to 255 (full), rows top to bottom.
 pub(super) struct Coverage {
     pub width: usize,
-    pub height: usize,
     cover: Vec<u8>,
 }
 
@@ -30,9 +29,13 @@ impl Coverage {
     pub fn new(width: usize, height: usize) -> Self {
         Self {
             width,
-            height,
             cover: vec![0; width * height],
         }
+    }
+
+    #[cfg(feature = "bench-captcha-rs")]
+    pub fn height(&self) -> usize {
+        self.cover.len() / self.width
     }
 
     /// Lays `cover` (0..=1, more where a shape overlaps itself) on pixel (x, y), keeping the
@@ -138,7 +141,7 @@ impl Picture {
     pub fn indices(&self) -> Vec<u8> {
         let level: [u8; 256] =
             std::array::from_fn(|cover| ((cover * (LEVELS - 1) + 127) / 255) as u8);
-        let Coverage { width, cover, .. } = &self.coverage;
+        let Coverage { width, cover } = &self.coverage;
         let mut indices = Vec::with_capacity(cover.len());
         for row in cover.chunks_exact(*width) {
             indices.extend(

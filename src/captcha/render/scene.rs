@@ -8,13 +8,12 @@
 use std::ops::Range;
 
 use ab_glyph::{Font, Outline, Point, point};
-use ab_glyph_rasterizer::Rasterizer;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use super::fonts::{CaptchaFont, FONTS};
 use super::paint::{Colours, Coverage, Picture};
-use super::shape::Shape;
+use super::shape::{Fill, Shape};
 
 /// Glyph size (`PxScale`, a font's ascent-to-descent height) as a share of the picture height.
 const HEIGHT_FILL: f32 = 0.74;
@@ -33,8 +32,14 @@ const GAP: Range<f32> = -0.08..0.06;
 const RISE_JITTER: f32 = 0.16;
 
 /// Draws `answer` with the randomness of `seed`. The caller has checked the answer's length and
-/// characters and the size.
-pub(super) fn draw(answer: &str, seed: u64, width: usize, height: usize) -> Picture {
+/// characters and the size. `filler` turns each shape into coverage.
+pub(super) fn draw(
+    answer: &str,
+    seed: u64,
+    width: usize,
+    height: usize,
+    filler: &mut impl Fill,
+) -> Picture {
     let mut rng = StdRng::seed_from_u64(seed);
     let colours = Colours::random(&mut rng, width);
     let chars = answer.chars().count();
@@ -47,12 +52,11 @@ pub(super) fn draw(answer: &str, seed: u64, width: usize, height: usize) -> Pict
         .collect();
 
     let mut coverage = Coverage::new(width, height);
-    let mut raster = Rasterizer::new(0, 0);
     let mut shape = Shape::new();
     let word = place_glyphs(&mut rng, &glyphs, &warp, size, width, height);
     for (glyph, centre) in glyphs.iter().zip(&word.centres) {
         glyph.trace(&mut shape, *centre, &warp);
-        shape.fill(&mut raster, &mut coverage);
+        shape.fill(filler, &mut coverage);
     }
     // As thick as the thinnest stems in the picture: thick enough that an opening which
     // drops it drops those glyphs too, and no thicker, for people's sake.
@@ -61,7 +65,7 @@ pub(super) fn draw(answer: &str, seed: u64, width: usize, height: usize) -> Pict
         .map(|glyph| glyph.scale * glyph.font.font.height_unscaled() * glyph.font.stem)
         .fold(f32::MAX, f32::min);
     cross_word(&mut rng, &mut shape, &word, size, height as f32, stroke);
-    shape.fill(&mut raster, &mut coverage);
+    shape.fill(filler, &mut coverage);
     Picture { coverage, colours }
 }
 

@@ -1,14 +1,13 @@
-//! Shapes as closed polygons in pixels (a warped glyph outline, a thick stroke), filled with
-//! anti-aliasing by `ab_glyph_rasterizer`, the rasteriser `ab_glyph` itself uses.
+//! Shapes as closed polygons in pixels (a warped glyph outline, a thick stroke), handed to a
+//! filler (`raster`) that turns them into anti-aliased coverage.
 
 use ab_glyph::{OutlineCurve, Point, point};
-use ab_glyph_rasterizer::Rasterizer;
 
 use super::paint::Coverage;
 
 /// Longest straight piece a curve is cut into, in pixels: short enough that a warp visibly bends
 /// long stems and strokes look round, long enough to keep the piece count low.
-const SEGMENT: f32 = 5.0;
+const SEGMENT: f32 = 8.0;
 
 /// The edges of one shape, in pixels, and their bounding box. Reused from shape to shape.
 pub(super) struct Shape {
@@ -88,26 +87,47 @@ impl Shape {
 
     /// Fills the shape onto `coverage` with `raster`, and empties it for the next one. Only the
     /// shape's bounding box is rasterised; pixels of it outside the picture are dropped.
-    pub fn fill(&mut self, raster: &mut Rasterizer, coverage: &mut Coverage) {
-        if self.edges.is_empty() {
-            return;
+    pub fn edges(&self) -> &[(Point, Point)] {
+        &self.edges
+    }
+
+    /// Fills the shape onto `coverage` with `filler`, and empties it for the next one.
+    pub fn fill(&mut self, filler: &mut impl Fill, coverage: &mut Coverage) {
+        if !self.edges.is_empty() {
+            filler.fill(self, coverage);
         }
+        self.edges.clear();
+        (self.min, self.max) = (point(f32::MAX, f32::MAX), point(f32::MIN, f32::MIN));
+    }
+}
+
+/// Something that turns a closed shape into coverage (nonzero winding), dropping what falls
+/// outside the picture.
+pub(super) trait Fill {
+    fn fill(&mut self, shape: &Shape, coverage: &mut Coverage);
+}
+
+/// `ab_glyph_rasterizer`, the rasteriser ab_glyph uses, kept only to compare with the own one in
+/// the captcha bench. Only the shape's bounding box is rasterised.
+#[cfg(feature = "bench-captcha-rs")]
+impl Fill for ab_glyph_rasterizer::Rasterizer {
+    fn fill(&mut self, shape: &Shape, coverage: &mut Coverage) {
         // One pixel of room on the left and top, two on the right (an edge's coverage spills
         // into the next cell) and one below: every edge lies strictly inside the rasteriser,
         // which it must, since it drops pieces outside its own box.
-        let (left, top) = ((self.min.x - 1.0).floor(), (self.min.y - 1.0).floor());
-        let box_width = (self.max.x.ceil() - left) as usize + 2;
-        let box_height = (self.max.y.ceil() - top) as usize + 1;
-        raster.reset(box_width, box_height);
+        let (left, top) = ((shape.min.x - 1.0).floor(), (shape.min.y - 1.0).floor());
+        let box_width = (shape.max.x.ceil() - left) as usize + 2;
+        let box_height = (shape.max.y.ceil() - top) as usize + 1;
+        self.reset(box_width, box_height);
         let origin = point(left, top);
-        for &(a, b) in &self.edges {
-            raster.draw_line(a - origin, b - origin);
+        for &(a, b) in &shape.edges {
+            self.draw_line(a - origin, b - origin);
         }
         let (left, top) = (left as isize, top as isize);
-        let (width, height) = (coverage.width as isize, coverage.height as isize);
+        let (width, height) = (coverage.width as isize, coverage.height() as isize);
         // Pixels come row by row; counting columns here avoids a division per pixel.
         let (mut x, mut y) = (0, 0);
-        raster.for_each_pixel(|_, cover| {
+        self.for_each_pixel(|_, cover| {
             let (px, py) = (left + x, top + y);
             if cover > 0.0 && (0..width).contains(&px) && (0..height).contains(&py) {
                 coverage.lay(px as usize, py as usize, cover);
@@ -117,8 +137,6 @@ impl Shape {
                 (x, y) = (0, y + 1);
             }
         });
-        self.edges.clear();
-        (self.min, self.max) = (point(f32::MAX, f32::MAX), point(f32::MIN, f32::MIN));
     }
 }
 

@@ -2,13 +2,13 @@
 //! for the same seed, no ink per glyph or fixed slots to segment by, and shapes that cover
 //! what they should.
 
-use ab_glyph::{Font, point};
-use ab_glyph_rasterizer::Rasterizer;
+use ab_glyph::{Font, OutlineCurve, point};
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 
 use super::fonts::FONTS;
 use super::paint::{Colours, Coverage, Picture};
+use super::raster::Raster;
 use super::shape::Shape;
 use super::*;
 
@@ -297,7 +297,7 @@ fn shapes_cover_partial_pixels_in_proportion() {
     // A stroke along y = 1 from x = 1.5 to 4.2, 2 px wide: rows 0 and 1, half of pixel 1,
     // all of 2 and 3, a fifth of pixel 4.
     shape.stroke(point(1.5, 1.0), point(3.0, 1.0), point(4.2, 1.0), 2.0);
-    shape.fill(&mut Rasterizer::new(0, 0), &mut coverage);
+    shape.fill(&mut Raster::new(8, 3), &mut coverage);
     for y in 0..2 {
         let row: Vec<u8> = (0..8).map(|x| coverage.at(x, y)).collect();
         let expected = [0, 128, 255, 255, 51, 0, 0, 0];
@@ -316,10 +316,28 @@ fn shapes_are_clipped_to_the_picture() {
     let (mut coverage, mut shape) = (Coverage::new(4, 2), Shape::new());
     // Far wider and taller than the picture on every side: every pixel fully covered.
     shape.stroke(point(-5.0, 1.0), point(2.0, 1.0), point(9.0, 1.0), 12.0);
-    shape.fill(&mut Rasterizer::new(0, 0), &mut coverage);
+    shape.fill(&mut Raster::new(4, 2), &mut coverage);
     for y in 0..2 {
         for x in 0..4 {
             assert_eq!(coverage.at(x, y), 255, "({x}, {y})");
         }
     }
+}
+
+#[test]
+fn shapes_fill_a_slanted_outline_with_its_area() {
+    let (mut coverage, mut shape) = (Coverage::new(20, 20), Shape::new());
+    let corners = [point(2.3, 1.7), point(17.9, 4.1), point(6.1, 17.3)];
+    for (i, &from) in corners.iter().enumerate() {
+        let to = corners[(i + 1) % corners.len()];
+        shape.curve(&OutlineCurve::Line(from, to), 1.0, |p| p);
+    }
+    shape.fill(&mut Raster::new(20, 20), &mut coverage);
+    let area: f32 = (0..20)
+        .flat_map(|y| (0..20).map(move |x| (x, y)))
+        .map(|(x, y)| f32::from(coverage.at(x, y)) / 255.0)
+        .sum();
+    let [a, b, c] = corners;
+    let exact = ((b.x - a.x) * (c.y - a.y) - (c.x - a.x) * (b.y - a.y)).abs() / 2.0;
+    assert!((area - exact).abs() < 0.5, "{area} vs {exact}");
 }
