@@ -203,13 +203,13 @@ fn cross_word(rng: &mut StdRng, shape: &mut Shape, word: &Word, size: f32, h: f3
     let band = |rng: &mut StdRng, reach: f32| h / 2.0 + rng.random_range(-reach..reach) * size;
     let start = point(
         word.span.start - rng.random_range(0.05..0.35) * size,
-        band(rng, 0.2),
+        band(rng, 0.12),
     );
     let end = point(
         word.span.end + rng.random_range(0.05..0.35) * size,
-        band(rng, 0.2),
+        band(rng, 0.12),
     );
-    let bend = point((start.x + end.x) / 2.0, band(rng, 0.4));
+    let bend = point((start.x + end.x) / 2.0, band(rng, 0.25));
     shape.stroke(start, bend, end, width);
 }
 
