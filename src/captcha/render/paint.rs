@@ -139,15 +139,15 @@ impl Picture {
     /// One palette index per pixel, rows top to bottom: the pixel's band, at the level nearest
     /// its coverage.
     pub fn indices(&self) -> Vec<u8> {
-        let level: [u8; 256] =
-            std::array::from_fn(|cover| ((cover * (LEVELS - 1) + 127) / 255) as u8);
+        const _: () = assert!(LEVELS == 8, "the level below is cover * 7 / 255, rounded");
         let Coverage { width, cover } = &self.coverage;
         let mut indices = Vec::with_capacity(cover.len());
         for row in cover.chunks_exact(*width) {
+            // Plain arithmetic rather than a lookup table, so that the loop vectorises.
             indices.extend(
                 row.iter()
                     .zip(&self.colours.band_start)
-                    .map(|(&cover, &start)| start + level[usize::from(cover)]),
+                    .map(|(&cover, &start)| start + ((u16::from(cover) * 7 + 128) >> 8) as u8),
             );
         }
         indices

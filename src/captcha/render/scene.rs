@@ -54,10 +54,13 @@ pub(super) fn draw(
     let mut coverage = Coverage::new(width, height);
     let mut shape = Shape::new();
     let word = place_glyphs(&mut rng, &glyphs, &warp, size, width, height);
+    // All glyphs as one shape, one pass over the word. Every glyph's winding is 0 or 1
+    // everywhere (outer contours all turn one way in a TrueType font, counters the other), so
+    // where glyphs overlap the sum is at least 1 and stays ink; holes stay holes.
     for (glyph, centre) in glyphs.iter().zip(&word.centres) {
         glyph.trace(&mut shape, *centre, &warp);
-        shape.fill(filler, &mut coverage);
     }
+    shape.fill(filler, &mut coverage);
     // As thick as the thinnest stems in the picture: thick enough that an opening which
     // drops it drops those glyphs too, and no thicker, for people's sake.
     let stroke = glyphs
