@@ -8,8 +8,8 @@
 //! rasteriser is sized per shape, cleared whole for each, and visits every cell of the shape's
 //! box through a callback; this one spans the picture, is reused for every shape, sums and
 //! clears only the cells a shape touched, and clips to the picture itself. With the crate a
-//! render costs about 7 % more CPU (48.9 against 45.9 µs), which is the difference between
-//! 1.93x and 2.06x captcha-rs's speed, on the wrong side of the 2x the service promises.
+//! render costs 7–8 % more CPU (49.6 against 46.1 µs), which is the difference between 1.94x
+//! and 2.08x captcha-rs's speed, on the wrong side of the 2x the service promises.
 
 use std::ops::Range;
 
