@@ -1,5 +1,6 @@
-//! Captcha ids and answers. An id is 128 bits from the CSPRNG; an answer is compared
-//! case-insensitively, ignoring surrounding spaces, and an empty answer never matches.
+//! Captcha ids and answers. An id is 128 bits from the CSPRNG; an answer is drawn from
+//! [`CaptchaAnswer::ALPHABET`], compared case-insensitively, ignoring surrounding spaces, and an
+//! empty answer never matches.
 
 use std::fmt;
 
@@ -51,6 +52,11 @@ pub struct CaptchaAnswer(String);
 const MAX_ANSWER_INPUT: usize = 64;
 
 impl CaptchaAnswer {
+    /// Characters an answer is drawn from: upper-case letters and digits without the pairs that
+    /// read alike once distorted: 0/O/Q and 1/I/L (a Q whose tail a stroke crosses reads as
+    /// O), 2/Z, 5/S, 8/B, and 7/T (a tilted T crossed by a stroke reads as 7).
+    pub const ALPHABET: &'static [u8] = b"34679ACDEFGHJKMNPRUVWXY";
+
     /// Trims and upper-cases `input`; an empty (or all-space) answer is refused.
     pub fn parse(input: &str) -> Option<Self> {
         let trimmed = input.trim();
