@@ -23,7 +23,6 @@ const INSTALL: &str = "python3 -m pip install -r tests/pow/requirements.txt";
 /// The exit status of the client when the library is missing.
 const LIBRARY_MISSING: i32 = 3;
 
-
 /// Generates one multi-threaded test per store (embedded and one Redis node) for each listed
 /// `async fn name(Backend)`.
 macro_rules! on_memory_and_redis {

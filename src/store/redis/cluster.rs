@@ -96,7 +96,7 @@ impl ClusterHandle {
                     connection,
                     since: Instant::now(),
                 }),
-                seed: super::connection::client(&nodes[0], certificates)?,
+                seed: super::tls::client(&nodes[0], certificates)?,
                 seed_config: AsyncConnectionConfig::new()
                     .set_connection_timeout(Some(settings.connect_timeout))
                     .set_response_timeout(Some(settings.command_timeout)),

@@ -13,6 +13,7 @@ pub mod keys;
 pub mod legacy;
 mod sentinel;
 mod settings;
+mod tls;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -23,10 +24,10 @@ use redis::{RedisError, Script, Value};
 
 use self::connection::RedisConnection;
 
-pub use self::connection::read_ca_file;
 pub use self::settings::{
     RedisCredentials, RedisSettings, RedisTopology, RedisVariables, SENTINEL_MASTER_PASSWORD,
 };
+pub use self::tls::read_ca_file;
 
 use super::{
     Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,

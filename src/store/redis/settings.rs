@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::connection::read_ca_file;
+use super::tls::read_ca_file;
 use crate::setting::{
     ConfigError, Millis, OptionalText, Secret, SecretVariable, redact_url_password,
 };
