@@ -12,17 +12,18 @@ use vcode::store::{
 
 use crate::support::{Backend, Deployment, RedisServer, codes, phone, random_phone};
 
-struct StoreUnderTest {
-    store: Arc<dyn Store>,
-    _redis: Option<RedisServer>,
+/// A backend of the test's own, with the servers it runs on (they die with it).
+pub struct StoreUnderTest {
+    pub store: Arc<dyn Store>,
+    pub redis: Option<RedisServer>,
     _deployment: Option<Deployment>,
 }
 
-fn open(backend: Backend) -> StoreUnderTest {
+pub fn open(backend: Backend) -> StoreUnderTest {
     match backend {
         Backend::Memory => StoreUnderTest {
             store: MemoryStore::spawn(Duration::from_millis(100)),
-            _redis: None,
+            redis: None,
             _deployment: None,
         },
         Backend::Redis => {
@@ -36,7 +37,7 @@ fn open(backend: Backend) -> StoreUnderTest {
             .expect("valid settings");
             StoreUnderTest {
                 store: Arc::new(store),
-                _redis: Some(server),
+                redis: Some(server),
                 _deployment: None,
             }
         }
@@ -45,7 +46,7 @@ fn open(backend: Backend) -> StoreUnderTest {
             let store = RedisStore::connect(&deployment.settings()).expect("valid settings");
             StoreUnderTest {
                 store: Arc::new(store),
-                _redis: None,
+                redis: None,
                 _deployment: Some(deployment),
             }
         }
@@ -666,7 +667,7 @@ on_both_stores!(
 #[tokio::test]
 async fn redis_keys_follow_the_documented_layout() {
     let t = open(Backend::Redis);
-    let server = t._redis.as_ref().expect("a Redis backend");
+    let server = t.redis.as_ref().expect("a Redis backend");
     let phone = phone("13800138000");
     let code = deliver(&*t.store, &phone, &standard()).await.code;
     let mut redis = server.connection().await;

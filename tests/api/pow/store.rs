@@ -1,44 +1,13 @@
 //! `PowReplayStore` conformance: the embedded store and Redis record a solved challenge once,
 //! until its expiry, atomically.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use vcode::store::redis::{RedisSettings, RedisTopology};
-use vcode::store::{MemoryStore, PowReplayStore, RedisStore};
 
 use super::on_memory_and_redis;
-use crate::support::{Backend, RedisServer};
-
-struct StoreUnderTest {
-    store: Arc<dyn PowReplayStore>,
-    redis: Option<RedisServer>,
-}
-
-fn open(backend: Backend) -> StoreUnderTest {
-    match backend {
-        Backend::Memory => StoreUnderTest {
-            store: MemoryStore::spawn(Duration::from_millis(100)),
-            redis: None,
-        },
-        Backend::Redis => {
-            let server = RedisServer::start();
-            let store = RedisStore::connect(&RedisSettings {
-                topology: RedisTopology::Single { url: server.url() },
-                connect_timeout: Duration::from_millis(500),
-                command_timeout: Duration::from_millis(500),
-                ca_file: None,
-            })
-            .expect("valid settings");
-            StoreUnderTest {
-                store: Arc::new(store),
-                redis: Some(server),
-            }
-        }
-        other => panic!("{other:?}: this suite runs on the embedded store and one Redis node"),
-    }
-}
+use crate::store_conformance::open;
+use crate::support::Backend;
 
 /// A digest no other test uses.
 fn digest() -> String {
