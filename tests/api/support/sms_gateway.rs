@@ -1,5 +1,5 @@
-//! A real local HTTP server standing in for an SMS gateway: it records what it receives and
-//! fails or stalls on demand.
+//! A real local HTTP server standing in for an SMS gateway: it records what it receives, counts
+//! every request, and fails or stalls on demand.
 
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
@@ -11,6 +11,8 @@ use actix_web::{App, HttpResponse, HttpServer, web};
 #[derive(Default)]
 struct GatewayState {
     received: Mutex<Vec<serde_json::Value>>,
+    /// Every request that arrived, whatever the answer.
+    hits: AtomicU64,
     /// 0 = answer 200; otherwise answer with this status.
     fail_status: AtomicU16,
     delay_ms: AtomicU64,
@@ -26,6 +28,7 @@ async fn receive(
     state: web::Data<Arc<GatewayState>>,
     body: web::Json<serde_json::Value>,
 ) -> HttpResponse {
+    state.hits.fetch_add(1, Ordering::SeqCst);
     let delay = state.delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
@@ -46,6 +49,12 @@ async fn receive(
     }
 }
 
+/// Any other method or path: counted (a redirect followed as a GET must show), not taken.
+async fn elsewhere(state: web::Data<Arc<GatewayState>>) -> HttpResponse {
+    state.hits.fetch_add(1, Ordering::SeqCst);
+    HttpResponse::NotFound().finish()
+}
+
 impl SmsGateway {
     pub fn start() -> Self {
         let state = Arc::new(GatewayState::default());
@@ -56,6 +65,7 @@ impl SmsGateway {
             App::new()
                 .app_data(data.clone())
                 .route("/sms", web::post().to(receive))
+                .default_service(web::to(elsewhere))
         })
         .workers(1)
         .listen(listener)
@@ -91,5 +101,10 @@ impl SmsGateway {
     /// Bodies of the messages accepted so far.
     pub fn received(&self) -> Vec<serde_json::Value> {
         self.state.received.lock().expect("gateway lock").clone()
+    }
+
+    /// How many requests arrived, whatever they were answered.
+    pub fn hits(&self) -> u64 {
+        self.state.hits.load(Ordering::SeqCst)
     }
 }
