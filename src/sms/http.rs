@@ -1,6 +1,6 @@
 //! The HTTP client every provider sender uses: one `reqwest` client per provider with its own
-//! timeout, no redirects followed, and transport failures classified by whether the request
-//! can have reached the provider.
+//! timeout, no redirects followed, no proxy from the environment, and transport failures
+//! classified by whether the request can have reached the provider.
 
 use std::fmt;
 use std::time::Duration;
@@ -63,6 +63,9 @@ impl ProviderClient {
             .connect_timeout(timeout)
             // A redirect would resend a signed request (and Basic credentials) elsewhere.
             .redirect(reqwest::redirect::Policy::none())
+            // HTTP(S)_PROXY and ALL_PROXY are ignored: a variable left in a container's
+            // environment must not route codes and credentials through a host nobody chose.
+            .no_proxy()
             .user_agent(concat!("vcode/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| SmsError::misconfigured(provider, e.to_string()))?;

@@ -8,7 +8,7 @@ use super::settings_source::{Found, Result, SmsSettingsError, Source, key_origin
 use super::templates::{ByPurpose, DEFAULT_PURPOSE, ProviderTemplate, TemplateValue};
 use super::tencent::{self, TencentSettings};
 use super::twilio::{self, TwilioFrom, TwilioSettings};
-use super::webhook::WebhookSettings;
+use super::webhook::{WebhookProblem, WebhookSettings};
 
 const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=60_000;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -24,6 +24,7 @@ pub fn webhook(source: &Source<'_>, used: bool) -> Result<Option<WebhookSettings
         DEFAULT_TIMEOUT,
         TIMEOUT_RANGE,
     )?;
+    let secret = source.secret("VCODE_SMS_WEBHOOK_SECRET", "sms.webhook.secret")?;
     if !used {
         return Ok(None);
     }
@@ -33,23 +34,25 @@ pub fn webhook(source: &Source<'_>, used: bool) -> Result<Option<WebhookSettings
             "the webhook sender needs a URL (or sms.webhook.url in the file)",
         )
     })?;
-    let scheme_ok =
-        reqwest::Url::parse(&url.value).is_ok_and(|u| matches!(u.scheme(), "http" | "https"));
-    if !scheme_ok {
-        let shown = if url.origin.starts_with("VCODE_") {
-            format!("VCODE_SMS_WEBHOOK_URL={:?}", redact_url(&url.value))
-        } else {
-            key_origin("sms.webhook.url")
-        };
-        return Err(SmsSettingsError::new(
-            shown,
-            "expected an http:// or https:// URL",
-        ));
-    }
-    Ok(Some(WebhookSettings {
-        url: url.value,
+    let settings = WebhookSettings {
+        url: url.value.clone(),
         timeout,
-    }))
+        secret,
+    };
+    match settings.problem() {
+        None => Ok(Some(settings)),
+        Some(problem @ WebhookProblem::Url(_)) => {
+            let shown = if url.origin.starts_with("VCODE_") {
+                format!("VCODE_SMS_WEBHOOK_URL={:?}", redact_url(&url.value))
+            } else {
+                key_origin("sms.webhook.url")
+            };
+            Err(SmsSettingsError::new(shown, problem.reason()))
+        }
+        Some(problem @ WebhookProblem::Secret(_)) => {
+            Err(SmsSettingsError::new(problem.variable(), problem.reason()))
+        }
+    }
 }
 
 pub fn aliyun(

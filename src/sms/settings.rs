@@ -97,12 +97,20 @@ const DEFAULT_PURPOSES: [&str; 4] = ["login", "register", "reset_password", "bin
 
 /// Variables read here besides the per-provider ones (also the candidates `config` suggests for
 /// a misspelt name).
-pub const VARIABLES: [&str; 5] = [
+pub const VARIABLES: [&str; 4] = [
     "VCODE_SMS",
     "VCODE_SMS_ROUTES",
     "VCODE_DEFAULT_LOCALE",
     "VCODE_CONFIG_FILE",
+];
+
+/// The webhook's variables, listed so that a misspelt secret variable stops start-up. The
+/// secret also comes from `VCODE_SMS_WEBHOOK_SECRET_FILE`.
+const WEBHOOK_VARIABLES: [&str; 4] = [
     "VCODE_SMS_WEBHOOK_URL",
+    "VCODE_SMS_WEBHOOK_TIMEOUT_MS",
+    "VCODE_SMS_WEBHOOK_SECRET",
+    "VCODE_SMS_WEBHOOK_SECRET_FILE",
 ];
 
 impl SmsSettings {
@@ -114,13 +122,14 @@ impl SmsSettings {
             .any(|provider| *provider == ProviderName::Log)
     }
 
-    /// The `webhook` sender for every number.
+    /// The `webhook` sender for every number, unsigned: a loopback gateway's (a test's).
     pub fn webhook(url: impl Into<String>, timeout: Duration) -> Self {
         Self {
             default_route: vec![ProviderName::Webhook],
             webhook: Some(WebhookSettings {
                 url: url.into(),
                 timeout,
+                secret: None,
             }),
             ..Self::default()
         }
@@ -205,12 +214,14 @@ fn in_use(routes: &[SmsRoute], default_route: &[ProviderName]) -> Vec<ProviderNa
 
 /// Whether `var` is one of the SMS settings' variables (for a check of unknown `VCODE_*`).
 pub fn is_sms_variable(var: &str) -> bool {
+    if WEBHOOK_VARIABLES.contains(&var) {
+        return true;
+    }
     let var = match var.strip_suffix("_FILE") {
         Some(stripped) if !VARIABLES.contains(&var) => stripped,
         _ => var,
     };
     VARIABLES.contains(&var)
-        || var.starts_with("VCODE_SMS_WEBHOOK_")
         || var.starts_with("VCODE_ALIYUN_")
         || var.starts_with("VCODE_TENCENT_")
         || var.starts_with("VCODE_TWILIO_")
@@ -350,9 +361,14 @@ impl fmt::Debug for SmsSettings {
         } = self;
         let webhook = webhook.as_ref().map(|w| {
             format!(
-                "WebhookSettings {{ url: {:?}, timeout: {:?} }}",
+                "WebhookSettings {{ url: {:?}, timeout: {:?}, secret: {} }}",
                 super::provider_settings::redact_url(&w.url),
-                w.timeout
+                w.timeout,
+                if w.secret.is_some() {
+                    "Some(\"***\")"
+                } else {
+                    "None"
+                }
             )
         });
         f.debug_struct("SmsSettings")

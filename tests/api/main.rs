@@ -55,6 +55,7 @@ mod redis_cluster;
 mod redis_outage;
 mod redis_sentinel;
 mod redis_tls;
+mod secrets_at_rest;
 mod security;
 mod sms_providers;
 mod sms_providers_config;

@@ -1,5 +1,6 @@
-//! The webhook sender against a real local HTTP gateway that fails on demand, and the roll-back
-//! of a code whose SMS could not be delivered.
+//! The webhook sender against a real local HTTP gateway that fails on demand, the roll-back of
+//! a code whose SMS could not be delivered, and proxy variables that are not obeyed. Redirects
+//! and signatures are in `secrets_at_rest`.
 
 use std::time::{Duration, Instant};
 
@@ -134,6 +135,59 @@ async fn an_unreachable_gateway_fails_cleanly(backend: Backend) {
         .await
         .unwrap();
     assert!(pending.is_none());
+}
+
+/// The proxy variables a container may inherit, all pointing at `proxy`.
+const PROXY_VARIABLES: [&str; 6] = [
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+];
+
+/// The variables are read when a client is built, for the whole process: so the sending side
+/// runs in a process of its own (this test binary, running `sends_past_the_proxy_variables`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn proxy_variables_are_not_obeyed() {
+    let proxy = SmsGateway::start();
+    let base = proxy.url().trim_end_matches("/sms").to_owned();
+    let mut child = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    child.args([
+        "--exact",
+        "sms_webhook::sends_past_the_proxy_variables",
+        "--ignored",
+    ]);
+    for var in PROXY_VARIABLES {
+        child.env(var, &base);
+    }
+    let output = child.env_remove("NO_PROXY").env_remove("no_proxy").output();
+    let output = output.expect("the test binary runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("1 passed"), "{stdout}");
+    assert_eq!(proxy.hits(), 0, "a request went through the proxy");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "run by proxy_variables_are_not_obeyed, with the proxy variables set"]
+async fn sends_past_the_proxy_variables() {
+    assert!(
+        std::env::var_os("HTTP_PROXY").is_some(),
+        "run with the variables"
+    );
+    let gateway = SmsGateway::start();
+    let mut app = spawn_app_with(Backend::Memory, |s| s.sms = webhook(gateway.url())).await;
+    // The test's own client would obey them.
+    app.client = reqwest::Client::builder()
+        .no_proxy()
+        .timeout(Duration::from_secs(10))
+        .build()
+        .expect("client");
+    let answer = app.send(&random_phone()).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(gateway.received().len(), 1);
 }
 
 on_both_stores!(

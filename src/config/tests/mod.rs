@@ -113,10 +113,16 @@ fn debug_shows_whether_the_admin_token_is_set_but_never_the_token() {
 #[test]
 fn debug_hides_the_webhook_urls_credentials() {
     let url = "https://sms:hunter2-s3cret@gateway.example:9443/v1/sms?api_key=k3y-s3cret&region=cn&t0ken#frag-s3cret";
-    let s = settings(&[("VCODE_SMS", "webhook"), ("VCODE_SMS_WEBHOOK_URL", url)]).unwrap();
+    let signing = "whsec-s3cret-0123456789abcdef0123456789";
+    let s = settings(&[
+        ("VCODE_SMS", "webhook"),
+        ("VCODE_SMS_WEBHOOK_URL", url),
+        ("VCODE_SMS_WEBHOOK_SECRET", signing),
+    ])
+    .unwrap();
     assert_debug_hides(
         &s,
-        &["hunter2", "k3y-s3cret", "t0ken", "frag-s3cret"],
+        &["hunter2", "k3y-s3cret", "t0ken", "frag-s3cret", signing],
         &["https://sms:***@gateway.example:9443/v1/sms?api_key=***&region=***&***#***"],
     );
     let real = &s.sms.webhook.as_ref().expect("the webhook sender").url;

@@ -1,19 +1,50 @@
-//! A real local HTTP server standing in for an SMS gateway: it records what it receives and
-//! fails or stalls on demand.
+//! A real local HTTP server standing in for an SMS gateway: it records what it receives (the
+//! exact body bytes and the headers, for signature checks), counts every request, and fails,
+//! stalls or redirects on demand.
 
+use std::io::Write;
 use std::net::TcpListener;
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use actix_web::{App, HttpResponse, HttpServer, web};
+use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
+use secrecy::SecretString;
+use vcode::config::SmsSettings;
+
+/// A request as it arrived.
+#[derive(Clone, Debug)]
+pub struct CapturedRequest {
+    /// Names lower-case.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl CapturedRequest {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).expect("the gateway received JSON")
+    }
+}
 
 #[derive(Default)]
 struct GatewayState {
-    received: Mutex<Vec<serde_json::Value>>,
+    /// Requests answered 200.
+    received: Mutex<Vec<CapturedRequest>>,
+    /// Every request that arrived, whatever the answer.
+    hits: AtomicU64,
     /// 0 = answer 200; otherwise answer with this status.
     fail_status: AtomicU16,
     delay_ms: AtomicU64,
+    /// Answer `fail_status` (a 3xx) with this `Location`.
+    location: Mutex<Option<String>>,
 }
 
 #[derive(Clone)]
@@ -24,26 +55,50 @@ pub struct SmsGateway {
 
 async fn receive(
     state: web::Data<Arc<GatewayState>>,
-    body: web::Json<serde_json::Value>,
+    request: HttpRequest,
+    body: web::Bytes,
 ) -> HttpResponse {
+    state.hits.fetch_add(1, Ordering::SeqCst);
     let delay = state.delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
     match state.fail_status.load(Ordering::SeqCst) {
         0 => {
+            let headers = request
+                .headers()
+                .iter()
+                .map(|(name, value)| {
+                    let value = value.to_str().unwrap_or_default().to_owned();
+                    (name.as_str().to_owned(), value)
+                })
+                .collect();
             state
                 .received
                 .lock()
                 .expect("gateway lock")
-                .push(body.into_inner());
+                .push(CapturedRequest {
+                    headers,
+                    body: body.to_vec(),
+                });
             HttpResponse::Ok().json(serde_json::json!({"accepted": true}))
         }
-        status => HttpResponse::build(
-            actix_web::http::StatusCode::from_u16(status).expect("valid status"),
-        )
-        .finish(),
+        status => {
+            let mut answer = HttpResponse::build(
+                actix_web::http::StatusCode::from_u16(status).expect("valid status"),
+            );
+            if let Some(location) = state.location.lock().expect("gateway lock").as_deref() {
+                answer.insert_header(("location", location));
+            }
+            answer.finish()
+        }
     }
+}
+
+/// Any other method or path: counted (a redirect followed as a GET must show), not taken.
+async fn elsewhere(state: web::Data<Arc<GatewayState>>) -> HttpResponse {
+    state.hits.fetch_add(1, Ordering::SeqCst);
+    HttpResponse::NotFound().finish()
 }
 
 impl SmsGateway {
@@ -56,6 +111,7 @@ impl SmsGateway {
             App::new()
                 .app_data(data.clone())
                 .route("/sms", web::post().to(receive))
+                .default_service(web::to(elsewhere))
         })
         .workers(1)
         .listen(listener)
@@ -77,9 +133,16 @@ impl SmsGateway {
         self.state.fail_status.store(status, Ordering::SeqCst);
     }
 
+    /// Answer every request with `status` (301, 302, 307, 308) pointing at `location`.
+    pub fn redirect_to(&self, status: u16, location: &str) {
+        *self.state.location.lock().expect("gateway lock") = Some(location.to_owned());
+        self.fail_with(status);
+    }
+
     pub fn succeed(&self) {
         self.state.fail_status.store(0, Ordering::SeqCst);
         self.state.delay_ms.store(0, Ordering::SeqCst);
+        *self.state.location.lock().expect("gateway lock") = None;
     }
 
     pub fn stall_for(&self, delay: Duration) {
@@ -90,6 +153,68 @@ impl SmsGateway {
 
     /// Bodies of the messages accepted so far.
     pub fn received(&self) -> Vec<serde_json::Value> {
+        self.requests().iter().map(CapturedRequest::json).collect()
+    }
+
+    /// The messages accepted so far, as they arrived.
+    pub fn requests(&self) -> Vec<CapturedRequest> {
         self.state.received.lock().expect("gateway lock").clone()
+    }
+
+    /// How many requests arrived, whatever they were answered.
+    pub fn hits(&self) -> u64 {
+        self.state.hits.load(Ordering::SeqCst)
+    }
+}
+
+/// The webhook sender pointing at `url`, signing with `secret`.
+pub fn signed_webhook(url: &str, secret: &str) -> SmsSettings {
+    let mut settings = super::app::webhook(url);
+    settings
+        .webhook
+        .as_mut()
+        .expect("the webhook sender")
+        .secret = Some(SecretString::from(secret.to_owned()));
+    settings
+}
+
+/// The gateway's check as docs/security-at-rest.md shows it.
+pub const RECIPE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/webhook/verify_signature.py"
+);
+
+/// Runs the documented check with python3, as a gateway would: whether it takes `body` with
+/// these header values under `secret`, checked at `now` (Unix seconds; None: the clock).
+pub fn recipe_accepts(
+    secret: &str,
+    timestamp: &str,
+    signature: &str,
+    body: &[u8],
+    now: Option<u64>,
+) -> bool {
+    let mut child = Command::new("python3")
+        .arg(RECIPE)
+        .args([timestamp, signature])
+        .args(now.map(|now| now.to_string()))
+        .env("WEBHOOK_SECRET", secret)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| {
+            panic!("python3 runs the documented signature check {RECIPE}: {error}; install python3")
+        });
+    let mut stdin = child.stdin.take().expect("piped");
+    stdin.write_all(body).expect("python3 reads the body");
+    drop(stdin);
+    let output = child.wait_with_output().expect("python3 ran");
+    match output.status.code() {
+        Some(0) => true,
+        Some(1) => false,
+        _ => panic!(
+            "the recipe failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ),
     }
 }
