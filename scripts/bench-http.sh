@@ -10,6 +10,8 @@
 #   ONLY='verify, (embedded|Redis)$' scripts/bench-http.sh   # only rows matching (and the
 #                                    # references); the memory section needs its rows
 set -euo pipefail
+# Every instance of a run shares one key, as instances sharing a store must.
+BENCH_SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cd "$(dirname "$0")/.."
 
 SHORT=${SHORT:-0}
@@ -50,9 +52,11 @@ declare -A URL PID
 start_vcode() { # name [VAR=value ...]: sets URL[name] and PID[name]
   local name=$1; shift
   local port; port=$(free_port)
-  env VCODE_BIND="127.0.0.1:$port" RUST_LOG=warn VCODE_DEV_MODE=0 \
+  env VCODE_BIND="127.0.0.1:$port" VCODE_ADMIN_BIND=127.0.0.1:0 RUST_LOG=warn VCODE_DEV_MODE=0 \
+    VCODE_SECRET_KEY="$BENCH_SECRET_KEY" \
     VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0 \
-    VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 "$@" \
+    VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_CLIENT_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 \
+    VCODE_QUOTA_CAPTCHA_IP_MINUTE=0 "$@" \
     $BIN/vcode >"$WORK/$name.log" 2>&1 &
   PID[$name]=$!; PIDS+=($!)
   URL[$name]=http://127.0.0.1:$port
@@ -98,7 +102,8 @@ measure "captcha create+fetch, Redis" "${URL[redis]}" captcha.lua
 
 # The cost of the abuse checks: the same sends and verifies with every quota on (client and
 # global limits raised so that nothing is refused; the per-phone logs and checks run as usual).
-QUOTAS_ON=(VCODE_QUOTA_PHONE_HOUR=5 VCODE_QUOTA_PHONE_DAY=10 VCODE_QUOTA_PHONE_FAILS_DAY=20
+QUOTAS_ON=(VCODE_QUOTA_PHONE_HOUR=5 VCODE_QUOTA_PHONE_DAY=10 VCODE_QUOTA_PHONE_FAILS_DAY=100
+  VCODE_QUOTA_CLIENT_FAILS_DAY=1000000
   VCODE_QUOTA_IP_HOUR=1000000 VCODE_QUOTA_GLOBAL_MINUTE=1000000)
 restart_vcode embedded "${QUOTAS_ON[@]}"
 restart_vcode redis VCODE_REDIS_URL="$REDIS_URL" "${QUOTAS_ON[@]}"

@@ -12,6 +12,8 @@
 # own work, which the original did before its DEL) and FIX_GAP_MS (0: the fix DELs right after
 # the compare, so only the round trip itself is left between them).
 set -euo pipefail
+# The instances share one Redis, so they share one key.
+SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cd "$(dirname "$0")/.."
 
 DURATION=${DURATION:-15s}
@@ -119,11 +121,12 @@ redis_port=$started_port
 say "redis-server on 127.0.0.1:$redis_port"
 
 launch_vcode() {
-  exec env VCODE_BIND="127.0.0.1:$1" VCODE_DEV_MODE=1 \
+  exec env VCODE_BIND="127.0.0.1:$1" VCODE_ADMIN_BIND=127.0.0.1:0 VCODE_DEV_MODE=1 \
+    VCODE_SECRET_KEY="$SECRET_KEY" \
     VCODE_REDIS_URL="redis://127.0.0.1:$redis_port" \
     VCODE_VERIFY_STRATEGY="$strategy" VCODE_LEGACY_GAP_MS="$gap_ms" \
     VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0 \
-    VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 \
+    VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_CLIENT_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 \
     RUST_LOG=warn,tracing_actix_web=off "$bin" serve
 }
 vcode_ready() { curl -fsS --max-time 1 "http://127.0.0.1:$1/readyz"; }
