@@ -6,12 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
-use std::time::Instant;
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::Method;
-use actix_web::middleware::Next;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -169,39 +164,25 @@ pub fn observe_sms_attempt(provider: &'static str, result: &'static str, seconds
         .observe(seconds);
 }
 
-fn method_label(method: &Method) -> &'static str {
-    match *method {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::PUT => "PUT",
-        Method::DELETE => "DELETE",
-        Method::HEAD => "HEAD",
-        Method::OPTIONS => "OPTIONS",
-        Method::PATCH => "PATCH",
-        _ => "other",
-    }
+/// A method as a label from a fixed set, so a client cannot grow the label set.
+fn method_label(method: &str) -> &'static str {
+    ["GET", "POST", "PUT", "DELETE", "HEAD", "OPTIONS", "PATCH"]
+        .into_iter()
+        .find(|known| *known == method)
+        .unwrap_or("other")
 }
 
-/// Middleware: counts every request by route pattern (never the raw path, whose ids would
-/// explode the label set), method and status, and times it.
-pub async fn track_requests(
-    request: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let started = Instant::now();
-    let route = request
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = method_label(request.method());
-    let response = next.call(request).await?;
-    let status = response.status().as_u16();
+/// One HTTP request answered: counted by route pattern (never the raw path, whose ids would
+/// explode the label set), method and status, and timed.
+pub fn observe_http_request(route: String, method: &str, status: u16, seconds: f64) {
+    let method = method_label(method);
     METRICS
         .http_duration
         .get_or_create(&RouteLabels {
             route: route.clone(),
             method,
         })
-        .observe(started.elapsed().as_secs_f64());
+        .observe(seconds);
     METRICS
         .http_requests
         .get_or_create(&HttpLabels {
@@ -210,5 +191,4 @@ pub async fn track_requests(
             status,
         })
         .inc();
-    Ok(response)
 }

@@ -21,7 +21,6 @@ use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
 use crate::store::redis::{RedisTopology, legacy};
 use crate::store::{HealthCheck, MemoryStore, RedisStore, Stores};
-use crate::telemetry::RequestSpan;
 
 /// How often the daily counters counted in-process are added to the store.
 const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
@@ -128,8 +127,8 @@ impl Application {
                     routes::bounded_body(limits, request, next)
                 }))
                 .wrap(routes::default_headers())
-                .wrap(from_fn(crate::metrics::track_requests))
-                .wrap(TracingLogger::<RequestSpan>::new())
+                .wrap(from_fn(routes::track_requests))
+                .wrap(TracingLogger::<routes::RequestSpan>::new())
                 .app_data(public_state.clone())
                 .configure(|cfg| routes::public(cfg, limits.max_bytes, dev_mode))
                 .default_service(web::to(routes::not_found))

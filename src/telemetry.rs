@@ -2,12 +2,7 @@
 //! with the other settings, their set-up, and the per-request span every log line of a request
 //! is nested in.
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::{Error, HttpMessage};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use tracing::Span;
-use tracing_actix_web::{RequestId, RootSpanBuilder};
 use tracing_subscriber::EnvFilter;
 
 use crate::setting::{parse_text, show_text};
@@ -96,30 +91,4 @@ pub fn init(settings: &LogSettings) {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Text => builder.try_init(),
     };
-}
-
-/// The request span: method, route, request id, the socket peer and the status. Unlike the
-/// default span it never records `X-Forwarded-For`, which any client can forge.
-pub struct RequestSpan;
-
-impl RootSpanBuilder for RequestSpan {
-    fn on_request_start(request: &ServiceRequest) -> Span {
-        let request_id = request.extensions().get::<RequestId>().copied();
-        tracing::info_span!(
-            "request",
-            method = %request.method(),
-            route = request.match_pattern().as_deref().unwrap_or("(none)"),
-            request_id = request_id.map(tracing::field::display),
-            peer = request.peer_addr().map(|a| tracing::field::display(a.ip())),
-            status = tracing::field::Empty,
-        )
-    }
-
-    fn on_request_end<B: MessageBody>(span: Span, outcome: &Result<ServiceResponse<B>, Error>) {
-        let status = match outcome {
-            Ok(response) => response.status(),
-            Err(error) => error.as_response_error().status_code(),
-        };
-        span.record("status", status.as_u16());
-    }
 }

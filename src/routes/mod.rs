@@ -10,6 +10,7 @@ mod envelope;
 mod error;
 mod hardening;
 mod health;
+mod observe;
 mod otp;
 mod pow;
 mod state;
@@ -22,6 +23,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 pub use self::error::ApiError;
 pub use self::hardening::{BodyLimits, bounded_body, default_headers};
+pub use self::observe::{RequestSpan, track_requests};
 pub use self::state::AppState;
 
 /// The public API: health, OTP, captchas and, in dev mode, the dev routes (answering loopback

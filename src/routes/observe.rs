@@ -1,0 +1,57 @@
+//! What the HTTP layer tells operators about each request: its span (for the logs) and its
+//! metrics (route pattern, method, status, duration).
+
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::{Error, HttpMessage};
+use tracing::Span;
+use tracing_actix_web::{RequestId, RootSpanBuilder};
+
+/// Middleware: counts and times every request by route pattern, method and status.
+pub async fn track_requests(
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, Error> {
+    let started = Instant::now();
+    let route = request
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let method = request.method().clone();
+    let response = next.call(request).await?;
+    crate::metrics::observe_http_request(
+        route,
+        method.as_str(),
+        response.status().as_u16(),
+        started.elapsed().as_secs_f64(),
+    );
+    Ok(response)
+}
+
+/// The request span: method, route, request id, the socket peer and the status. Unlike the
+/// default span it never records `X-Forwarded-For`, which any client can forge.
+pub struct RequestSpan;
+
+impl RootSpanBuilder for RequestSpan {
+    fn on_request_start(request: &ServiceRequest) -> Span {
+        let request_id = request.extensions().get::<RequestId>().copied();
+        tracing::info_span!(
+            "request",
+            method = %request.method(),
+            route = request.match_pattern().as_deref().unwrap_or("(none)"),
+            request_id = request_id.map(tracing::field::display),
+            peer = request.peer_addr().map(|a| tracing::field::display(a.ip())),
+            status = tracing::field::Empty,
+        )
+    }
+
+    fn on_request_end<B: MessageBody>(span: Span, outcome: &Result<ServiceResponse<B>, Error>) {
+        let status = match outcome {
+            Ok(response) => response.status(),
+            Err(error) => error.as_response_error().status_code(),
+        };
+        span.record("status", status.as_u16());
+    }
+}
