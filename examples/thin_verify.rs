@@ -37,11 +37,17 @@ async fn verify(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -> Ht
     let mut invocation = shared
         .script
         .key(format!("verify_code:{{{}}}:{purpose}", body.phone));
+    // verify.lua's arguments as the store passes them: the phone's and the client's failure
+    // logs, the attempt limit, a quota token, no failure-quota rules (the bench's vcode runs
+    // with quotas off), then one 16-byte candidate digest (the code stands in for it).
     invocation
         .key(format!("verify_code:quota:{{{}}}:fails", body.phone))
-        .arg(&body.code)
+        .key(format!("verify_code:{{{}}}:fails:127.0.0.1", body.phone))
         .arg(5)
-        .arg(1); // quota token; no failure-quota rules, as in the bench's vcode (quotas off)
+        .arg(1)
+        .arg(0)
+        .arg("|")
+        .arg(format!("{:0>16}", body.code));
     let mut connection = shared.connection.clone();
     match invocation
         .invoke_async::<Vec<redis::Value>>(&mut connection)

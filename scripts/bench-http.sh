@@ -3,7 +3,7 @@
 # machines are shared and noisy; only same-run ratios mean anything). Starts its own
 # redis-server, vcode (embedded and Redis, quotas off, warn logs) and examples/thin_verify.rs,
 # drives each with wrk at fixed concurrency after a warm-up, and prints one table. Then measures
-# memory per pending code (Redis MEMORY USAGE, embedded RSS growth).
+# memory per pending code (Redis MEMORY USAGE and used_memory growth, embedded RSS growth).
 #
 #   scripts/bench-http.sh            # full run: 10 s a row, 1,000,000 pending codes
 #   SHORT=1 scripts/bench-http.sh    # CI: 1 s a row, 20,000 pending codes (proves it works)
@@ -114,6 +114,7 @@ measure "send, Redis, quotas on" "${URL[redis]}" send.lua
 
 # The same verify load against stores holding few and many pending codes.
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/${PID[$1]}/status"; }
+used_memory() { redis-cli -p "$REDIS_PORT" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
 selected() { [[ -z $ONLY || $1 =~ $ONLY ]]; }
 for count in $FEW $MANY; do
   selected "verify, embedded, $MANY pending" || selected "verify, Redis, $MANY pending" || continue
@@ -127,7 +128,9 @@ for count in $FEW $MANY; do
   # An empty embedded instance from here on: its expiry sweep over the codes would take CPU
   # from the Redis rows.
   restart_vcode embedded
+  used_before=$(used_memory)
   $BIN/examples/fill_codes "${URL[redis]}" "$count"
+  used_after=$(used_memory)
   measure "verify, Redis, $count pending" "${URL[redis]}" verify.lua
   # The same script with no vcode around it, on the same Redis: what Redis itself does at this size.
   measure "thin POST verify, $count pending" "$THIN" verify.lua /verify
@@ -139,6 +142,7 @@ for count in $FEW $MANY; do
       total=$(( total + $(redis-cli -p "$REDIS_PORT" memory usage "$key") )); sample=$((sample + 1))
     done
     REDIS_BYTES=$(( total / sample ))
+    REDIS_USED_BYTES=$(( (used_after - used_before) / count ))
   fi
 done
 
@@ -163,6 +167,6 @@ printf '\nverify throughput, %s vs %s pending codes: embedded %s, Redis %s (thin
 printf 'abuse checks on vs off: send embedded %s, send Redis %s, verify embedded %s, verify Redis %s\n' \
   "$(ratio "send, embedded, quotas on" "send, embedded")" "$(ratio "send, Redis, quotas on" "send, Redis")" \
   "$(ratio "verify, embedded, quotas on" "verify, embedded")" "$(ratio "verify, Redis, quotas on" "verify, Redis")"
-printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), embedded %s bytes (RSS growth / %s codes)\n' \
-  "${REDIS_BYTES:--}" "${REDIS_KEYS:--}" "${EMBEDDED_BYTES:--}" "$MANY"
+printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), %s bytes (used_memory growth / %s codes), embedded %s bytes (RSS growth / %s codes)\n' \
+  "${REDIS_BYTES:--}" "${REDIS_KEYS:--}" "${REDIS_USED_BYTES:--}" "$MANY" "${EMBEDDED_BYTES:--}" "$MANY"
 printf 'machine: %s, %s cores; %s\n' "$(uname -m)" "$(nproc)" "$(date -u +%Y-%m-%d)"

@@ -663,6 +663,30 @@ on_both_stores!(
     ping_answers,
 );
 
+/// verify.lua refuses arguments without the separator before the digests instead of looking
+/// for it forever: a busy script blocks every client of the Redis.
+#[tokio::test]
+async fn the_verify_script_refuses_arguments_without_a_separator() {
+    let server = RedisServer::start();
+    let mut redis = server.connection().await;
+    let script = [
+        include_str!("../../src/store/redis/quota.lua"),
+        include_str!("../../src/store/redis/verify.lua"),
+    ]
+    .concat();
+    let keys = [
+        "verify_code:{+1}:login",
+        "verify_code:{+1}:f",
+        "verify_code:{+1}:c",
+    ];
+    let mut eval = ::redis::cmd("EVAL");
+    eval.arg(&script).arg(keys.len()).arg(&keys).arg(&[5, 1, 1]);
+    let call = eval.query_async::<::redis::Value>(&mut redis);
+    let answer = tokio::time::timeout(Duration::from_secs(2), call).await;
+    let error = answer.expect("the script returns").unwrap_err();
+    assert!(error.to_string().contains("no |"), "{error}");
+}
+
 /// The Redis layout is part of the contract (DESIGN.md): other tools read these keys.
 #[tokio::test]
 async fn redis_keys_follow_the_documented_layout() {

@@ -11,7 +11,13 @@ local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local phone_last = 3 + tonumber(ARGV[3])
 local separator = phone_last + 1
-while ARGV[separator] ~= '|' do separator = separator + 1 end
+while ARGV[separator] ~= '|' do
+  separator = separator + 1
+  -- Arguments without the separator would spin here, and a busy script blocks all of Redis.
+  if separator > #ARGV then
+    return redis.error_reply('verify.lua: no | before the candidate digests')
+  end
+end
 local phone_rules = quota_rules(4, phone_last)
 local client_rules = quota_rules(phone_last + 1, separator - 1)
 
