@@ -119,7 +119,16 @@ impl Application {
             max_bytes: settings.max_body_bytes,
             deadline: settings.body_timeout,
         };
-        let dev_mode = settings.dev_mode;
+        let public_routes = routes::PublicRoutes {
+            max_body_bytes: limits.max_bytes,
+            dev_mode: settings.dev_mode,
+            demo: (settings.demo || settings.dev_mode).then_some(routes::DemoSettings {
+                captcha_gate: settings.captcha.send_requires_captcha,
+                pow_gate: settings.pow.send_requires_pow,
+                dev_mode: settings.dev_mode,
+            }),
+        };
+        let openapi = web::Bytes::from(public_routes.openapi().to_string());
         let public_state = state.clone();
         let server = HttpServer::new(move || {
             App::new()
@@ -130,7 +139,7 @@ impl Application {
                 .wrap(from_fn(routes::track_requests))
                 .wrap(TracingLogger::<routes::RequestSpan>::new())
                 .app_data(public_state.clone())
-                .configure(|cfg| routes::public(cfg, limits.max_bytes, dev_mode))
+                .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))
                 .default_service(web::to(routes::not_found))
         })
         .shutdown_timeout(10)

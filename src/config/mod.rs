@@ -58,6 +58,9 @@ pub struct Settings {
     /// Adds the dev routes (outbox) and lets the log sender print codes. Loopback only.
     #[serde(rename = "VCODE_DEV_MODE", with = "Flag")]
     pub dev_mode: bool,
+    /// Serves the demo page at `/demo` (dev mode serves it too).
+    #[serde(rename = "VCODE_DEMO", with = "Flag")]
+    pub demo: bool,
     #[serde(rename = "VCODE_MAX_BODY_BYTES", with = "Whole::<256, 1_048_576>")]
     pub max_body_bytes: usize,
     /// A request body not received within this is cut off.
@@ -123,6 +126,7 @@ impl Default for Settings {
             abuse: AbuseSettings::default(),
             admin_token: None,
             dev_mode: false,
+            demo: false,
             max_body_bytes: 4096,
             body_timeout: Duration::from_secs(10),
             admin_bind: SocketAddr::from(([127, 0, 0, 1], 9091)),

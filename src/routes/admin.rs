@@ -14,11 +14,11 @@ use crate::stats::RETENTION_DAYS;
 use vcode_wire::paths;
 
 pub fn metrics_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::METRICS).route(super::get().to(metrics)));
+    cfg.service(super::get_resource(paths::METRICS).route(super::get().to(metrics)));
 }
 
 pub fn stats_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::STATS).route(super::get().to(stats)));
+    cfg.service(super::get_resource(paths::STATS).route(super::get().to(stats)));
 }
 
 async fn metrics() -> HttpResponse {

@@ -7,13 +7,71 @@ use vcode_wire::{
 };
 
 use super::envelope;
+use super::openapi::Api;
 use super::{ApiError, AppState};
 use crate::idempotency::IdempotencyKey;
 use crate::otp::SendRequest;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::OTP_SEND).route(web::post().to(send)))
-        .service(super::resource(paths::OTP_VERIFY).route(web::post().to(verify)));
+    cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
+        .service(super::post_resource(paths::OTP_VERIFY).route(web::post().to(verify)));
+}
+
+/// What `config` serves, for the OpenAPI description.
+pub fn describe(api: &mut Api) {
+    use vcode_wire::ErrorCode::*;
+    let body = api.schema::<WireSendRequest>();
+    let data = api.schema::<SendData>();
+    api.post(paths::OTP_SEND, "otp", "Send a code by SMS")
+        .describe(
+            "One code per phone and purpose: a send during the cooldown changes nothing (42900); \
+             after it the same code is sent again or replaced (VCODE_RESEND). A failed SMS rolls \
+             the code back (50200). With VCODE_SEND_GATE the body also carries a solved captcha \
+             (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
+        )
+        .parameter(
+            "header",
+            "Idempotency-Key",
+            false,
+            serde_json::json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"}),
+            "Retries of one logical send carry the same key: one code, one SMS, the same answer \
+             (40000 when not 1 to 255 visible ASCII characters)",
+        )
+        .body(body)
+        .ok_envelope(data)
+        .errors(&[
+            InvalidPhone,
+            InvalidPurpose,
+            WrongCaptcha,
+            PowRejected,
+            IdempotencyInProgress,
+            IdempotencyMismatch,
+            ResendCooldown,
+            QuotaExceeded,
+            Internal,
+            SmsDelivery,
+            StoreUnavailable,
+        ]);
+    let body = api.schema::<VerifyRequest>();
+    let data = api.schema::<VerifyData>();
+    api.post(paths::OTP_VERIFY, "otp", "Verify a code")
+        .describe(
+            "One atomic step: a match consumes the code; a mismatch counts a failed attempt \
+             (40010 with the attempts left) and the last one destroys the code (42901).",
+        )
+        .body(body)
+        .ok_envelope(data)
+        .errors(&[
+            InvalidPhone,
+            InvalidCode,
+            InvalidPurpose,
+            WrongCode,
+            CodeExpired,
+            TooManyAttempts,
+            QuotaExceeded,
+            Internal,
+            StoreUnavailable,
+        ]);
 }
 
 fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {

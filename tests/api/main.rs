@@ -42,10 +42,13 @@ macro_rules! on_both_stores {
     };
 }
 
+mod browser;
 mod captcha;
+mod contract;
 mod idempotency;
 mod interleavings;
 mod loadtest;
+mod openapi;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
