@@ -10,6 +10,7 @@ mod envelope;
 mod error;
 mod hardening;
 mod health;
+mod jwks;
 mod observe;
 mod otp;
 mod pow;
@@ -26,12 +27,13 @@ pub use self::hardening::{BodyLimits, bounded_body, default_headers};
 pub use self::observe::{RequestSpan, track_requests};
 pub use self::state::AppState;
 
-/// The public API: health, OTP, captchas and, in dev mode, the dev routes (answering loopback
+/// The public API: health, OTP, the token keys, captchas and, in dev mode, the dev routes (answering loopback
 /// peers only, never through a proxy).
 pub fn public(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool) {
     extractors(cfg, max_body_bytes);
     cfg.configure(health::config)
         .configure(otp::config)
+        .configure(jwks::config)
         .configure(captcha::config)
         .configure(pow::config);
     if dev_mode {

@@ -42,6 +42,10 @@ pub struct VerifyRequest {
     /// `login` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub purpose: Option<String>,
+    /// The token's `aud` claim: who the token is for (the backend that will check it), 1 to
+    /// 256 visible ASCII characters. Left out: the token has no `aud`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<String>,
 }
 
 impl VerifyRequest {
@@ -51,6 +55,7 @@ impl VerifyRequest {
             phone: phone.into(),
             code: code.into(),
             purpose: None,
+            audience: None,
         }
     }
 }
