@@ -18,6 +18,7 @@ pub mod startup;
 pub mod stats;
 pub mod store;
 pub mod telemetry;
+pub mod token;
 
 pub use config::Settings;
 pub use startup::Application;

@@ -21,6 +21,7 @@ use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
 use crate::store::redis::{RedisTopology, legacy};
 use crate::store::{HealthCheck, MemoryStore, RedisStore, Stores};
+use crate::token::{SigningKey, TokenIssuer};
 
 /// How often the daily counters counted in-process are added to the store.
 const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
@@ -72,6 +73,7 @@ impl Application {
             // Embedded store only (validated): codes live and die with this process.
             None => Keyring::new(&SecretKey::random(), None),
         });
+        let tokens = Arc::new(token_issuer(&settings, &keyring));
         let captcha = Arc::new(CaptchaService::new(
             &stores,
             keyring.clone(),
@@ -94,6 +96,7 @@ impl Application {
         let otp = Arc::new(OtpService::new(
             &stores,
             keyring.clone(),
+            tokens.clone(),
             sender,
             settings.otp.clone(),
             &settings.abuse,
@@ -105,6 +108,7 @@ impl Application {
             otp,
             captcha,
             pow,
+            tokens,
             stats,
             readiness: Readiness::new(stores.health.clone()),
             trusted_proxies: settings.abuse.trusted_proxies.clone(),
@@ -198,4 +202,30 @@ impl Application {
         admin.stop(true).await;
         served
     }
+}
+
+/// The token issuer: the configured keys, or keys derived from the secret key (the same on
+/// every instance sharing a store, which all have it; random per process without one).
+fn token_issuer(settings: &Settings, keyring: &Keyring) -> TokenIssuer {
+    let keys = match &settings.token_keys {
+        Some(keys) => keys.to_vec(),
+        None => {
+            if settings.secret_key.is_none() {
+                tracing::warn!(
+                    "no VCODE_TOKEN_KEY nor VCODE_SECRET_KEY: verification tokens are signed with a random key of this process and stop verifying at its restart"
+                );
+            }
+            keyring
+                .token_seeds()
+                .into_iter()
+                .map(SigningKey::from_seed)
+                .collect()
+        }
+    };
+    let issuer = TokenIssuer::new(keys, settings.token.clone());
+    tracing::info!(
+        kid = issuer.signing_kid(),
+        "verification tokens signed with this key"
+    );
+    issuer
 }

@@ -20,7 +20,9 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::secrets::ADMIN_TOKEN;
-use self::secrets::{SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, secret, secret_key};
+use self::secrets::{
+    SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, secret, secret_key, token_keys,
+};
 use self::sources::Sources;
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
@@ -34,6 +36,8 @@ use crate::sms::SmsSettingsError;
 use crate::store::redis::legacy::VerifyStrategy;
 use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWORD};
 use crate::telemetry::LogSettings;
+use crate::token::SigningKey;
+pub use crate::token::TokenSettings;
 
 /// The fields with a serde name are read here; the others are the parts' own. `Debug` (logs,
 /// tests) shows every secret as `***`: each is a `secrecy` type or hides itself.
@@ -99,6 +103,12 @@ pub struct Settings {
     /// and `pow.send_requires_pow`.
     #[serde(rename = "VCODE_SEND_GATE", with = "send_gate")]
     pub send_gate: SendGate,
+    #[serde(skip)]
+    pub token: TokenSettings,
+    /// The keys that sign verification tokens (`VCODE_TOKEN_KEY[_FILE]`), the first signs.
+    /// None: derived from the secret key (random per process without one).
+    #[serde(skip)]
+    pub token_keys: Option<Arc<Vec<SigningKey>>>,
 }
 
 /// The gates `otp/send` passes before any code or SMS exists.
@@ -139,6 +149,8 @@ impl Default for Settings {
             log: LogSettings::default(),
             pow: PowSettings::default(),
             send_gate: SendGate::default(),
+            token: TokenSettings::default(),
+            token_keys: None,
         }
     }
 }
@@ -166,6 +178,7 @@ fn defaults() -> Vec<(&'static str, Option<String>)> {
         of::<CaptchaSettings>(),
         of::<LogSettings>(),
         of::<PowSettings>(),
+        of::<TokenSettings>(),
     ]
     .concat()
 }
@@ -205,6 +218,8 @@ impl Settings {
             abuse: sources.extract()?,
             log: sources.extract()?,
             pow: sources.extract()?,
+            token: sources.extract()?,
+            token_keys: token_keys(lookup)?,
             admin_token: admin_token(lookup)?,
             secret_key: secret_key(lookup, SECRET_KEY)?,
             secret_key_previous: secret_key(lookup, SECRET_KEY_PREVIOUS)?,

@@ -80,6 +80,9 @@ impl From<OtpError> for ApiError {
             }
             OtpError::UndeliverablePhone(_) => Self::InvalidPhone,
             OtpError::InvalidCode => Self::InvalidCode,
+            OtpError::InvalidAudience => {
+                Self::Malformed(format!("audience: {}", crate::token::CLAIM_TEXT_RULE))
+            }
             OtpError::WrongCode { remaining_attempts } => Self::WrongCode { remaining_attempts },
             OtpError::TooManyAttempts => Self::TooManyAttempts,
             OtpError::CodeExpired => Self::CodeExpired,
@@ -95,6 +98,7 @@ impl From<OtpError> for ApiError {
             OtpError::SmsDelivery(error) => Self::SmsDelivery(error),
             error @ OtpError::Unsealable => Self::Internal(error.into()),
             OtpError::Store(error) => error.into(),
+            OtpError::Token(error) => Self::Internal(error.into()),
         }
     }
 }

@@ -10,6 +10,7 @@ mod envelope;
 mod error;
 mod hardening;
 mod health;
+mod jwks;
 mod observe;
 mod openapi;
 mod otp;
@@ -39,13 +40,15 @@ pub struct PublicRoutes {
     pub demo: Option<DemoSettings>,
 }
 
-/// The public API: health, OTP, captchas, proof of work, the description and its docs page,
+/// The public API: health, OTP, the token keys, captchas, proof of work, the description and
+/// its docs page,
 /// and (as `routes` says) the dev routes and the demo page. `openapi` is
 /// [`PublicRoutes::openapi`]'s document, written once.
 pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web::Bytes) {
     extractors(cfg, routes.max_body_bytes);
     cfg.configure(health::config)
         .configure(otp::config)
+        .configure(jwks::config)
         .configure(captcha::config)
         .configure(pow::config)
         .configure(|cfg| pages::config(cfg, openapi, routes.demo));
@@ -70,6 +73,7 @@ impl PublicRoutes {
         openapi::register_error_data(&mut api);
         health::describe(&mut api);
         otp::describe(&mut api);
+        jwks::describe(&mut api);
         captcha::describe(&mut api);
         pow::describe(&mut api);
         pages::describe(&mut api, self.demo.is_some());

@@ -122,12 +122,18 @@ async fn verify(
     body: web::Json<VerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let client = super::client_ip(&request, &state);
-    state
+    let token = state
         .otp
-        .verify(&body.phone, body.purpose.as_deref(), &body.code, client)
+        .verify(
+            &body.phone,
+            body.purpose.as_deref(),
+            &body.code,
+            body.audience.as_deref(),
+            client,
+        )
         .await?;
     Ok(envelope::ok(VerifyData {
         verified: true,
-        token: None,
+        token: Some(token),
     }))
 }

@@ -10,11 +10,14 @@ use crate::otp::OtpService;
 use crate::pow::PowService;
 use crate::setting::Secret;
 use crate::stats::Stats;
+use crate::token::TokenIssuer;
 
 pub struct AppState {
     pub otp: Arc<OtpService>,
     pub captcha: Arc<CaptchaService>,
     pub pow: Arc<PowService>,
+    /// The token keys' public halves, for the JWKS route.
+    pub tokens: Arc<TokenIssuer>,
     pub stats: Arc<Stats>,
     pub readiness: Readiness,
     pub trusted_proxies: TrustedProxies,

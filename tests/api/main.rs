@@ -66,3 +66,4 @@ mod sms_providers_sdk;
 mod sms_webhook;
 mod stats;
 mod store_conformance;
+mod tokens;

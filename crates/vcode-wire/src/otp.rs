@@ -60,6 +60,11 @@ pub struct VerifyRequest {
         schema(pattern = "^[a-z0-9_-]{1,32}$", examples("login"))
     )]
     pub purpose: Option<String>,
+    /// The token's `aud` claim: who the token is for (the backend that will check it), 1 to
+    /// 256 visible ASCII characters. Left out: the token has no `aud`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256, pattern = "^[\\x21-\\x7e]+$", examples("https://backend.example")))]
+    pub audience: Option<String>,
 }
 
 impl VerifyRequest {
@@ -69,6 +74,7 @@ impl VerifyRequest {
             phone: phone.into(),
             code: code.into(),
             purpose: None,
+            audience: None,
         }
     }
 }
