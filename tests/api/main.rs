@@ -44,6 +44,7 @@ mod otp_errors;
 mod otp_flow;
 mod pow;
 mod quotas;
+mod quotas_http;
 mod redis_cluster;
 mod redis_outage;
 mod redis_sentinel;
