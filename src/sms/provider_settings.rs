@@ -14,7 +14,7 @@ const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=60_000;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What `Debug` and errors show instead of a secret.
-const REDACTED: &str = "***";
+pub(super) const REDACTED: &str = "***";
 
 pub fn webhook(source: &Source<'_>, used: bool) -> Result<Option<WebhookSettings>> {
     let url = source.string(Some("VCODE_SMS_WEBHOOK_URL"), "sms.webhook.url")?;
