@@ -86,7 +86,8 @@ impl fmt::Debug for SecretKey {
 
 /// The keys derived from one secret key.
 struct Keys {
-    code_hash: SecretBox<[u8; 32]>,
+    /// HMAC keyed once: a digest then costs two SHA-256 blocks less than keying it per call.
+    code_hash: HmacSha256,
     code_seal: SecretBox<[u8; 32]>,
     captcha: SecretBox<[u8; 32]>,
     pow: SecretBox<[u8; 32]>,
@@ -96,14 +97,14 @@ impl Keys {
     fn from(secret: &SecretKey) -> Self {
         Self {
             pow: SecretBox::new(Box::new(secret.derive("pow-challenge/v1"))),
-            code_hash: SecretBox::new(Box::new(secret.derive("code-hash/v1"))),
+            code_hash: mac_with(&secret.derive("code-hash/v1")),
             code_seal: SecretBox::new(Box::new(secret.derive("code-seal/v2"))),
             captcha: SecretBox::new(Box::new(secret.derive("captcha-answer/v1"))),
         }
     }
 
     fn code_digest(&self, phone: &str, purpose: &str, code: &str) -> CodeDigest {
-        let mut mac = mac_with(self.code_hash.expose_secret());
+        let mut mac = self.code_hash.clone();
         // Length-prefixed fields: no two (phone, purpose, code) triples hash the same input.
         for field in [phone, purpose, code] {
             mac.update(&(field.len() as u32).to_be_bytes());
