@@ -4,6 +4,9 @@ shared, busy machine where CPU time and req/s are not (the same binary, inputs a
 give the same count whatever else runs).
 
     scripts/instructions-per-request.py target/release/vcode [other/vcode ...]
+    scripts/instructions-per-request.py target/release/vcode \
+        'target/release/vcode@VCODE_QUOTA_PHONE_HOUR=5,VCODE_QUOTA_PHONE_DAY=10'
+                                   (the same build with settings of its own after `@`)
     REQUESTS=2000 scripts/instructions-per-request.py BIN...   (default 1000 per row)
 
 For each binary and each row (verify and send, embedded and Redis) it starts the binary under
@@ -74,7 +77,8 @@ def dumped_instructions(out_file):
     sys.exit(f"no totals in {out_file}.1")
 
 
-def measure(binary, store_env, kind, redis_port):
+def measure(build, store_env, kind, redis_port):
+    binary, _, settings = build.partition("@")
     port = free_port()
     # KEEP=dir keeps each row's profile there, for callgrind_annotate.
     work = os.environ.get("KEEP") or tempfile.mkdtemp()
@@ -83,6 +87,7 @@ def measure(binary, store_env, kind, redis_port):
     out = os.path.join(work, f"callgrind.out.{label}")
     env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
                RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF)
+    env.update(pair.split("=", 1) for pair in settings.split(",") if pair)
     if store_env == "Redis":
         env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}"
     server = subprocess.Popen(
