@@ -46,7 +46,7 @@ pub fn describe(api: &mut Api) {
         "query",
         "phone",
         true,
-        serde_json::json!({"type": "string"}),
+        serde_json::json!({"type": "string", "examples": ["+8613800138000"]}),
         "E.164, or national in the default region",
     )
     .ok_envelope(outbox)

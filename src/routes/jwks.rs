@@ -29,20 +29,24 @@ pub fn describe(api: &mut Api) {
             "use": {"type": "string", "examples": ["sig"]},
         },
     });
-    api.get(paths::JWKS, "otp", "The public keys that check verification tokens (RFC 7517)")
-        .describe(
-            "A backend checks a verify's `token` (a JWT) against these keys without calling \
+    api.get(
+        paths::JWKS,
+        "otp",
+        "The public keys that check verification tokens (RFC 7517)",
+    )
+    .describe(
+        "A backend checks a verify's `token` (a JWT) against these keys without calling \
              vcode; cacheable for 5 minutes.",
-        )
-        .ok_content(
-            "application/jwk-set+json",
-            serde_json::json!({
-                "type": "object",
-                "required": ["keys"],
-                "properties": {"keys": {"type": "array", "items": key}},
-            }),
-            "the key set",
-        );
+    )
+    .ok_content(
+        "application/jwk-set+json",
+        serde_json::json!({
+            "type": "object",
+            "required": ["keys"],
+            "properties": {"keys": {"type": "array", "items": key}},
+        }),
+        "the key set",
+    );
 }
 
 async fn jwks(state: web::Data<AppState>) -> HttpResponse {

@@ -198,7 +198,9 @@ mod tests {
         assert!(!DOCS_PAGE.contains("<script>"));
         // No inline event handler (` onclick=` and the like).
         let handlers = DEMO_PAGE.split(" on").skip(1).filter(|rest| {
-            let name_end = rest.find(|c: char| !c.is_ascii_lowercase()).unwrap_or(rest.len());
+            let name_end = rest
+                .find(|c: char| !c.is_ascii_lowercase())
+                .unwrap_or(rest.len());
             name_end > 0 && rest[name_end..].starts_with('=')
         });
         assert_eq!(handlers.count(), 0, "an inline event handler");

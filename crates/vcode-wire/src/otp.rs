@@ -63,7 +63,15 @@ pub struct VerifyRequest {
     /// The token's `aud` claim: who the token is for (the backend that will check it), 1 to
     /// 256 visible ASCII characters. Left out: the token has no `aud`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[cfg_attr(feature = "openapi", schema(min_length = 1, max_length = 256, pattern = "^[\\x21-\\x7e]+$", examples("https://backend.example")))]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = "^[\\x21-\\x7e]+$",
+            examples("https://backend.example")
+        )
+    )]
     pub audience: Option<String>,
 }
 
