@@ -145,6 +145,17 @@ class Flow:
                 print(f"  no token in this build: {token}")
         self.step("verified-token-and-claims", verify)
 
+        def docs_page():
+            # The docs page renders the description under its CSP (Swagger UI, vendored).
+            d.get(self.url + "/docs")
+            self.wait.until(lambda _: any(
+                "/api/v1/otp/send" in path.text
+                for path in d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")))
+            blocked = [entry for entry in d.get_log("browser") if "Content Security Policy" in entry["message"]]
+            assert not blocked, blocked
+        if gate == "captcha":
+            self.step("docs-page", docs_page)
+
 
 def main():
     parser = argparse.ArgumentParser()
