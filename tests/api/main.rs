@@ -42,6 +42,7 @@ macro_rules! on_both_stores {
     };
 }
 
+mod api_keys;
 mod captcha;
 mod idempotency;
 mod interleavings;
