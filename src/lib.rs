@@ -1,6 +1,7 @@
 //! vcode: one-time codes by SMS and image captchas, verified atomically on Redis or an embedded
 //! store. `Application::build` assembles the service from `Settings`.
 
+pub mod api_keys;
 pub mod captcha;
 pub mod client_ip;
 pub mod config;

@@ -11,6 +11,7 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
+use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
@@ -115,6 +116,10 @@ impl Application {
             trusted_proxies: settings.abuse.trusted_proxies.clone(),
             client_ipv6_prefix: settings.abuse.client_ipv6_prefix,
             admin_token: settings.admin_token.clone(),
+            api_keys: ApiKeyGate::new(
+                &settings.api_key,
+                settings.api_keys.clone().unwrap_or_default(),
+            ),
         });
 
         let listener = TcpListener::bind(settings.bind)

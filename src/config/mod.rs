@@ -21,7 +21,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::secrets::ADMIN_TOKEN;
 use self::secrets::{
-    SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, secret, secret_key, token_keys,
+    SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, secret, secret_key, token_keys,
 };
 use self::sources::Sources;
 pub use crate::captcha::CaptchaSettings;
@@ -31,6 +31,8 @@ use crate::pow::PowSettings;
 pub use crate::setting::ConfigError;
 use crate::setting::{Flag, Millis, Secret, Whole, field_names, parse_text, show_text};
 // SMS settings (providers, routes, templates) are the sms module's own.
+pub use crate::api_keys::ApiKeySettings;
+use crate::api_keys::ApiKeys;
 pub use crate::sms::SmsSettings;
 use crate::sms::SmsSettingsError;
 use crate::store::redis::legacy::VerifyStrategy;
@@ -109,6 +111,12 @@ pub struct Settings {
     /// None: derived from the secret key (random per process without one).
     #[serde(skip)]
     pub token_keys: Option<Arc<Vec<SigningKey>>>,
+    /// Which operations need an API key (`VCODE_REQUIRE_API_KEY`).
+    #[serde(skip)]
+    pub api_key: ApiKeySettings,
+    /// The callers' keys as names and digests (`VCODE_API_KEYS[_FILE]`).
+    #[serde(skip)]
+    pub api_keys: Option<ApiKeys>,
 }
 
 /// The gates `otp/send` passes before any code or SMS exists.
@@ -151,6 +159,8 @@ impl Default for Settings {
             send_gate: SendGate::default(),
             token: TokenSettings::default(),
             token_keys: None,
+            api_key: ApiKeySettings::default(),
+            api_keys: None,
         }
     }
 }
@@ -179,6 +189,7 @@ fn defaults() -> Vec<(&'static str, Option<String>)> {
         of::<LogSettings>(),
         of::<PowSettings>(),
         of::<TokenSettings>(),
+        of::<ApiKeySettings>(),
     ]
     .concat()
 }
@@ -220,6 +231,8 @@ impl Settings {
             pow: sources.extract()?,
             token: sources.extract()?,
             token_keys: token_keys(lookup)?,
+            api_key: sources.extract()?,
+            api_keys: api_keys(lookup)?,
             admin_token: admin_token(lookup)?,
             secret_key: secret_key(lookup, SECRET_KEY)?,
             secret_key_previous: secret_key(lookup, SECRET_KEY_PREVIOUS)?,
@@ -271,6 +284,18 @@ impl Settings {
         if self.secret_key.is_none() && self.secret_key_previous.is_some() {
             return Err(ConfigError::Inconsistent(
                 "VCODE_SECRET_KEY_PREVIOUS is only read beside VCODE_SECRET_KEY".to_owned(),
+            ));
+        }
+        let has_keys = self.api_keys.as_ref().is_some_and(|keys| !keys.is_empty());
+        if !self.api_key.required.is_empty() && !has_keys {
+            return Err(ConfigError::Inconsistent(
+                "VCODE_REQUIRE_API_KEY needs keys: set VCODE_API_KEYS (or VCODE_API_KEYS_FILE) to name:sha256hex entries (`vcode api-key NAME` prints one)".to_owned(),
+            ));
+        }
+        if self.api_key.required.is_empty() && has_keys {
+            // Keys that nothing checks would let an operator believe the API is closed.
+            return Err(ConfigError::Inconsistent(
+                "VCODE_API_KEYS is set but VCODE_REQUIRE_API_KEY requires them nowhere: set it to send, verify or send,verify".to_owned(),
             ));
         }
         if self.dev_mode && !self.bind.ip().is_loopback() {

@@ -1,11 +1,12 @@
 //! The secrets among the service's own settings: the stats route's token, the key that
-//! digests and seals codes (and the one before a rotation) and the token signing keys. Each is read from its variable or
+//! digests and seals codes (and the one before a rotation) and the token signing keys, the API keys' digests. Each is read from its variable or
 //! its `_FILE` twin, never shown, and checked here (length, key material).
 
 use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
+use crate::api_keys::ApiKeys;
 use crate::keyring::SecretKey;
 use crate::setting::{ConfigError, REDACTED, Secret, SecretVariable};
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
@@ -23,8 +24,11 @@ pub const SECRET_KEY_PREVIOUS: SecretVariable = SecretVariable::new(
 /// The verification tokens' signing keys: PEM, one or more PKCS#8 Ed25519 private keys.
 pub const TOKEN_KEY: SecretVariable =
     SecretVariable::new("VCODE_TOKEN_KEY", "VCODE_TOKEN_KEY_FILE");
+/// The API keys' names and digests (`name:sha256hex`, comma- or line-separated).
+pub const API_KEYS: SecretVariable = SecretVariable::new("VCODE_API_KEYS", "VCODE_API_KEYS_FILE");
 /// Every secret the settings read (the SMS providers' are the sms module's).
-pub const SECRETS: [SecretVariable; 5] = [
+pub const SECRETS: [SecretVariable; 6] = [
+    API_KEYS,
     ADMIN_TOKEN,
     SECRET_KEY,
     SECRET_KEY_PREVIOUS,
@@ -74,5 +78,16 @@ pub fn token_keys(
     };
     parse_pem_keys(pem.expose_secret())
         .map(|keys| Some(Arc::new(keys)))
+        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
+}
+
+/// `VCODE_API_KEYS` (or its file): the callers' key digests. An error names the entry, never
+/// shows it.
+pub fn api_keys(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<ApiKeys>, ConfigError> {
+    let Some((text, origin)) = API_KEYS.read(lookup)? else {
+        return Ok(None);
+    };
+    ApiKeys::parse(text.expose_secret())
+        .map(Some)
         .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
 }

@@ -201,7 +201,15 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        self.reply().into_response()
+        let mut response = self.reply().into_response();
+        if matches!(self, Self::Unauthorized) {
+            // RFC 6750: a 401 names the scheme it wants.
+            response.headers_mut().insert(
+                actix_web::http::header::WWW_AUTHENTICATE,
+                actix_web::http::header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
     }
 }
 

@@ -4,6 +4,7 @@
 //! share: extractor settings whose errors answer with the envelope, and the JSON 404/405.
 
 mod admin;
+mod api_key;
 mod captcha;
 mod dev;
 mod envelope;

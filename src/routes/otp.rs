@@ -6,6 +6,7 @@ use vcode_wire::{
     SendData, SendRequest as WireSendRequest, VerifyData, VerifyRequest, headers, paths,
 };
 
+use super::api_key::{MaySend, MayVerify};
 use super::envelope;
 use super::openapi::Api;
 use super::{ApiError, AppState};
@@ -88,6 +89,7 @@ fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiE
 }
 
 async fn send(
+    _caller: MaySend,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<WireSendRequest>,
@@ -117,6 +119,7 @@ async fn send(
 }
 
 async fn verify(
+    _caller: MayVerify,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<VerifyRequest>,

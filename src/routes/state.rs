@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::client_ip::TrustedProxies;
 use crate::health::Readiness;
@@ -24,4 +25,6 @@ pub struct AppState {
     /// IPv6 clients count per network of this length.
     pub client_ipv6_prefix: u8,
     pub admin_token: Option<Secret>,
+    /// Which operations need an API key, and the keys.
+    pub api_keys: ApiKeyGate,
 }

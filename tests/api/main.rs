@@ -35,6 +35,7 @@ macro_rules! on_both_stores {
     };
 }
 
+mod api_keys;
 mod browser;
 mod captcha;
 mod contract;

@@ -242,3 +242,22 @@ async fn instances_sharing_a_store_publish_the_same_derived_key() {
     let checked = recipe_checks(&second, AUDIENCE, &[&token]);
     assert!(checked[0].get("sub").is_some(), "{checked:?}");
 }
+
+#[test]
+fn the_tested_recipe_is_the_one_the_readme_shows() {
+    let script = std::fs::read_to_string(RECIPE).unwrap();
+    let recipe = script
+        .split("# --- recipe ---\n")
+        .nth(1)
+        .and_then(|rest| rest.split("# --- end of recipe ---").next())
+        .expect("the script marks its recipe");
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let documented = readme
+        .split("## A backend trusts a verification")
+        .nth(1)
+        .and_then(|section| section.split("```python\n").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the README shows the recipe in a python block");
+    assert_eq!(documented.trim(), recipe.trim());
+}
