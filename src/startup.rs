@@ -137,6 +137,7 @@ impl Application {
                 pow_gate: settings.pow.send_requires_pow,
                 dev_mode: settings.dev_mode,
             }),
+            api_key_required: settings.api_key.required.clone(),
         };
         let openapi = web::Bytes::from(public_routes.openapi().to_string());
         let public_state = state.clone();

@@ -39,6 +39,9 @@ pub struct PublicRoutes {
     pub dev_mode: bool,
     /// The demo page.
     pub demo: Option<DemoSettings>,
+    /// The operations that need an API key (`VCODE_REQUIRE_API_KEY`): described with the
+    /// `apiKey` security requirement and 401.
+    pub api_key_required: Vec<crate::api_keys::Operation>,
 }
 
 /// The public API: health, OTP, the token keys, captchas, proof of work, the description and
@@ -64,16 +67,11 @@ impl PublicRoutes {
         self.api().document()
     }
 
-    /// The (method, path) pairs the description covers, HEAD included.
-    pub fn described_operations(&self) -> Vec<(&'static str, &'static str)> {
-        self.api().operations()
-    }
-
     fn api(&self) -> openapi::Api {
         let mut api = openapi::Api::default();
         openapi::register_error_data(&mut api);
         health::describe(&mut api);
-        otp::describe(&mut api);
+        otp::describe(&mut api, &self.api_key_required);
         jwks::describe(&mut api);
         captcha::describe(&mut api);
         pow::describe(&mut api);

@@ -22,6 +22,7 @@ pub const BODY_ERRORS: [ErrorCode; 3] = [
 pub struct Api {
     operations: Vec<Operation>,
     schemas: Map<String, Value>,
+    security_schemes: Map<String, Value>,
 }
 
 /// One method on one path.
@@ -37,6 +38,7 @@ pub struct Operation {
     body: Option<Value>,
     ok: Value,
     errors: Vec<ErrorCode>,
+    security: Option<Value>,
 }
 
 impl Api {
@@ -80,8 +82,18 @@ impl Api {
             body: None,
             ok: json!({"description": "ok"}),
             errors: Vec::new(),
+            security: None,
         });
         self.operations.last_mut().expect("just pushed")
+    }
+
+    /// The operation last declared on `path`.
+    pub fn operation_mut(&mut self, path: &str) -> &mut Operation {
+        self.operations
+            .iter_mut()
+            .rev()
+            .find(|operation| operation.path == path)
+            .expect("declared before")
     }
 
     /// A reference to the schema of `T`, registering it and the schemas it refers to.
@@ -94,6 +106,11 @@ impl Api {
             self.schemas.insert(name, schema);
         }
         json!({"$ref": format!("#/components/schemas/{}", T::name())})
+    }
+
+    /// A security scheme operations may require (`Operation::security`).
+    pub fn security_scheme(&mut self, name: &str, scheme: Value) {
+        self.security_schemes.insert(name.to_owned(), scheme);
     }
 
     /// The (method, path) pairs described, `head` included: what the coverage test compares
@@ -135,7 +152,10 @@ impl Api {
                 "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"},
             },
             "paths": paths,
-            "components": {"schemas": self.schemas},
+            "components": {
+                "schemas": self.schemas,
+                "securitySchemes": self.security_schemes,
+            },
         })
     }
 }
@@ -230,6 +250,12 @@ impl Operation {
         self
     }
 
+    /// A security requirement (an OpenAPI security requirement array).
+    pub fn security(&mut self, requirement: Value) -> &mut Self {
+        self.security = Some(requirement);
+        self
+    }
+
     /// The operation; links to operations not `described` (dev routes outside dev mode) and
     /// a HEAD answer's body are left out.
     fn to_json(&self, head: bool, described: &[String]) -> Value {
@@ -258,6 +284,9 @@ impl Operation {
         let fields = operation.as_object_mut().expect("an object");
         if let Some(description) = self.description {
             fields.insert("description".to_owned(), json!(description));
+        }
+        if let Some(security) = &self.security {
+            fields.insert("security".to_owned(), security.clone());
         }
         if !self.parameters.is_empty() {
             fields.insert("parameters".to_owned(), json!(self.parameters));
@@ -312,6 +341,12 @@ fn error_response(codes: &[ErrorCode]) -> Value {
             },
         }}},
     });
+    if codes.contains(&ErrorCode::Unauthorized) {
+        response["headers"] = json!({"WWW-Authenticate": {
+            "description": "`Bearer`",
+            "schema": {"type": "string"},
+        }});
+    }
     if retry_after {
         response["headers"] = json!({"Retry-After": {
             "description": "Whole seconds to wait, rounded up (42900 and 42902 only)",

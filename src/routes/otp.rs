@@ -10,6 +10,7 @@ use super::api_key::{MaySend, MayVerify};
 use super::envelope;
 use super::openapi::Api;
 use super::{ApiError, AppState};
+use crate::api_keys::Operation;
 use crate::idempotency::IdempotencyKey;
 use crate::otp::SendRequest;
 
@@ -19,8 +20,23 @@ pub fn config(cfg: &mut web::ServiceConfig) {
 }
 
 /// What `config` serves, for the OpenAPI description.
-pub fn describe(api: &mut Api) {
+pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
     use vcode_wire::ErrorCode::*;
+    api.security_scheme(
+        "apiKey",
+        serde_json::json!({
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key (`vcode api-key NAME`), on the operations VCODE_REQUIRE_API_KEY lists",
+        }),
+    );
+    let key_for = |operation: Operation, api: &mut Api, path: &'static str| {
+        if api_key_required.contains(&operation) {
+            api.operation_mut(path)
+                .security(serde_json::json!([{"apiKey": []}]))
+                .errors(&[Unauthorized]);
+        }
+    };
     let body = api.schema::<WireSendRequest>();
     let data = api.schema::<SendData>();
     api.post(paths::OTP_SEND, "otp", "Send a code by SMS")
@@ -53,6 +69,7 @@ pub fn describe(api: &mut Api) {
             SmsDelivery,
             StoreUnavailable,
         ]);
+    key_for(Operation::Send, api, paths::OTP_SEND);
     let body = api.schema::<VerifyRequest>();
     let data = api.schema::<VerifyData>();
     api.post(paths::OTP_VERIFY, "otp", "Verify a code")
@@ -73,6 +90,7 @@ pub fn describe(api: &mut Api) {
             Internal,
             StoreUnavailable,
         ]);
+    key_for(Operation::Verify, api, paths::OTP_VERIFY);
 }
 
 fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {

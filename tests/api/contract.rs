@@ -2,13 +2,15 @@
 //! the served `/api/v1/openapi.json` and checks every answer against it (status codes, content
 //! types, headers, schemas, no 5xx, 405 with `Allow` for undescribed methods, schema-invalid
 //! requests refused), on the embedded store and on a test-started redis-server, in dev mode so
-//! the dev routes are fuzzed too. Settings: `tests/contract/schemathesis.toml`. A missing
+//! the dev routes are fuzzed too; the Redis run requires an API key on verifies. Settings: `tests/contract/schemathesis.toml`. A missing
 //! schemathesis is skipped loudly, or fails with `TEST_REQUIRE_SDK=1` (CI).
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use sha2::{Digest, Sha256};
+use vcode::api_keys::{ApiKeySettings, ApiKeys, Operation};
 use vcode_wire::paths;
 
 use crate::support::{Backend, spawn_app_with};
@@ -16,7 +18,11 @@ use crate::support::{Backend, spawn_app_with};
 /// The whole run's ceiling; it takes seconds.
 const TIME_LIMIT: Duration = Duration::from_secs(120);
 
-async fn schemathesis_finds_nothing(backend: Backend) {
+/// The key the Redis run requires on verifies (schemathesis sends it, and checks that a
+/// request without it is refused: `ignored_auth`).
+const API_KEY: &str = "vck_contract-0123456789abcdefghijklmnopqrstu";
+
+async fn schemathesis_finds_nothing(backend: Backend, api_key_on_verify: bool) {
     let available = tokio::process::Command::new("schemathesis")
         .arg("--version")
         .stdout(Stdio::null())
@@ -39,6 +45,13 @@ async fn schemathesis_finds_nothing(backend: Backend) {
         // The fuzzer sends thousands of requests from one address: the per-client limits
         // would answer most of them with 429 and leave little else tested.
         settings.abuse = vcode::otp::AbuseSettings::unlimited();
+        if api_key_on_verify {
+            let entry = format!("contract:{}", hex::encode(Sha256::digest(API_KEY)));
+            settings.api_key = ApiKeySettings {
+                required: vec![Operation::Verify],
+            };
+            settings.api_keys = Some(ApiKeys::parse(&entry).expect("a key entry"));
+        }
     })
     .await;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -54,6 +67,7 @@ async fn schemathesis_finds_nothing(backend: Backend) {
         // One worker: hypothesis's lambda descriptions parse source with `ast`, which is not
         // thread-safe on Python 3.11 ("AST constructor recursion depth mismatch", seen here).
         .args(["--workers", "1", "--request-timeout", "10"])
+        .args(["--header", &format!("Authorization: Bearer {API_KEY}")])
         .arg(app.url(paths::OPENAPI))
         .current_dir(&workdir)
         .kill_on_drop(true)
@@ -80,10 +94,10 @@ async fn schemathesis_finds_nothing(backend: Backend) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn schemathesis_finds_nothing_on_the_embedded_store() {
-    schemathesis_finds_nothing(Backend::Memory).await;
+    schemathesis_finds_nothing(Backend::Memory, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn schemathesis_finds_nothing_on_redis() {
-    schemathesis_finds_nothing(Backend::Redis).await;
+async fn schemathesis_finds_nothing_on_redis_with_an_api_key_on_verifies() {
+    schemathesis_finds_nothing(Backend::Redis, true).await;
 }

@@ -230,3 +230,27 @@ async fn the_demo_page_tells_the_gate_and_is_served_with_vcode_demo() {
         assert_eq!(asset.status(), 200, "{file}");
     }
 }
+
+#[tokio::test]
+async fn operations_that_need_an_api_key_say_so() {
+    use vcode::api_keys::{ApiKeySettings, Operation};
+    let app = spawn_app_with(Backend::Memory, |settings| {
+        settings.api_key = ApiKeySettings {
+            required: vec![Operation::Send],
+        };
+        settings.api_keys =
+            Some(vcode::api_keys::ApiKeys::parse(&format!("x:{}", "0".repeat(64))).unwrap());
+    })
+    .await;
+    let spec = spec(&app).await;
+    let send = &spec["paths"][paths::OTP_SEND]["post"];
+    assert_eq!(send["security"], serde_json::json!([{"apiKey": []}]));
+    assert!(send["responses"]["401"]["headers"]["WWW-Authenticate"].is_object());
+    let verify = &spec["paths"][paths::OTP_VERIFY]["post"];
+    assert!(verify.get("security").is_none());
+    assert!(verify["responses"].get("401").is_none());
+    assert_eq!(
+        spec["components"]["securitySchemes"]["apiKey"]["scheme"],
+        "bearer"
+    );
+}
