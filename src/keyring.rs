@@ -1,6 +1,7 @@
 //! The service's secret key (`VCODE_SECRET_KEY`, and during a rotation the previous one) and
 //! what is derived from it: the keyed hashes of codes, the sealing of codes that must be
-//! delivered again, and the keyed derivation of captcha answers. Nothing readable in the store
+//! delivered again, the keyed derivation of captcha answers and, unless a token key is
+//! configured, the seed of the key that signs verification tokens. Nothing readable in the store
 //! gives a code or an answer away without the key.
 //!
 //! A sealed code is a synthetic-IV encryption (the SIV construction of RFC 5297): the code's
@@ -91,12 +92,14 @@ struct Keys {
     code_seal: SecretBox<[u8; 32]>,
     captcha: SecretBox<[u8; 32]>,
     pow: SecretBox<[u8; 32]>,
+    token: SecretBox<[u8; 32]>,
 }
 
 impl Keys {
     fn from(secret: &SecretKey) -> Self {
         Self {
             pow: SecretBox::new(Box::new(secret.derive("pow-challenge/v1"))),
+            token: SecretBox::new(Box::new(secret.derive("token-signing/v1"))),
             code_hash: mac_with(&secret.derive("code-hash/v1")),
             code_seal: SecretBox::new(Box::new(secret.derive("code-seal/v2"))),
             captcha: SecretBox::new(Box::new(secret.derive("captcha-answer/v1"))),
@@ -169,6 +172,12 @@ impl Keyring {
         self.all()
             .map(|keys| keys.code_digest(phone, purpose, code.expose()))
             .collect()
+    }
+
+    /// The seeds of the Ed25519 keys that sign verification tokens when no token key is
+    /// configured: current key first (it signs), then the previous one (still published).
+    pub fn token_seeds(&self) -> Vec<&[u8; 32]> {
+        self.all().map(|keys| keys.token.expose_secret()).collect()
     }
 
     /// The key proof-of-work challenges are signed with (current key only: a challenge lives

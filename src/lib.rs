@@ -1,6 +1,7 @@
 //! vcode: one-time codes by SMS and image captchas, verified atomically on Redis or an embedded
 //! store. `Application::build` assembles the service from `Settings`.
 
+pub mod api_keys;
 pub mod captcha;
 pub mod client_ip;
 pub mod config;
@@ -18,6 +19,7 @@ pub mod startup;
 pub mod stats;
 pub mod store;
 pub mod telemetry;
+pub mod token;
 
 pub use config::Settings;
 pub use startup::Application;

@@ -25,6 +25,12 @@ enum Command {
     /// Check the VCODE_* environment variables (and RUST_LOG) as start-up does, and print every
     /// setting: variable, value, and whether it is the default or set. Secrets show as ***.
     CheckConfig,
+    /// Generate an API key for a caller: prints the key (give it to the caller, once) and the
+    /// `name:sha256hex` entry to add to VCODE_API_KEYS (the service keeps only the digest).
+    ApiKey {
+        /// The caller's name, shown in logs and metrics: 1 to 64 of A-Za-z0-9_.-
+        name: String,
+    },
     /// Play virtual users against running instances (dev mode, one shared Redis) and count
     /// false rejections and double accepts.
     Loadtest(vcode_loadtest::Options),
@@ -43,6 +49,11 @@ async fn main() -> anyhow::Result<()> {
                 .await?
                 .run_until_stopped()
                 .await?
+        }
+        Command::ApiKey { name } => {
+            let (key, entry) = vcode::api_keys::generate(&name).map_err(anyhow::Error::msg)?;
+            println!("key (give it to {name}; it is not shown again): {key}");
+            println!("VCODE_API_KEYS entry: {entry}");
         }
         Command::CheckConfig => print!("{}", config::table::from_env().context("configuration")?),
         // The load generator is a client: it reads no VCODE_* settings and logs nothing.

@@ -1,6 +1,6 @@
 //! Prometheus metrics (`GET /metrics`, OpenMetrics text): HTTP requests by route, method and
 //! status with latency histograms, the outcome counters `stats` feeds, SMS attempts and their
-//! latency per provider, and the Redis store's latency and errors. One registry per process
+//! latency per provider, the Redis store's latency and errors, and API-key use by key name. One registry per process
 //! (several apps in one test process share it), encoded by the official `prometheus-client`
 //! crate.
 
@@ -60,6 +60,14 @@ struct Metrics {
     store_errors: Family<[(&'static str, &'static str); 2], Counter>,
     sms_attempts: Family<[(&'static str, &'static str); 2], Counter>,
     sms_duration: HistogramFamily<OneLabel>,
+    api_key_requests: Family<ApiKeyLabels, Counter>,
+    api_key_refusals: Family<OneLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ApiKeyLabels {
+    api_key: String,
+    operation: &'static str,
 }
 
 fn latency_histogram() -> Histogram {
@@ -114,8 +122,23 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "latency of SMS delivery attempts by provider",
         sms_duration.clone(),
     );
+    // API keys by name (configured names only: the label set is bounded by the configuration).
+    let api_key_requests = Family::<ApiKeyLabels, Counter>::default();
+    registry.register(
+        "vcode_api_key_requests",
+        "requests accepted with an API key, by the key's name and operation",
+        api_key_requests.clone(),
+    );
+    let api_key_refusals = Family::<OneLabel, Counter>::default();
+    registry.register(
+        "vcode_api_key_refusals",
+        "requests refused for a missing or unknown API key, by operation",
+        api_key_refusals.clone(),
+    );
     Metrics {
         registry,
+        api_key_requests,
+        api_key_refusals,
         sms_attempts,
         sms_duration,
         http_requests,
@@ -166,6 +189,23 @@ pub fn observe_sms_attempt(provider: &'static str, result: &'static str, seconds
         .sms_duration
         .get_or_create(&[("provider", provider)])
         .observe(seconds);
+}
+
+/// Counts one request of `operation` accepted with the key named `name`, or refused (None).
+pub fn count_api_key(name: Option<&str>, operation: &'static str) {
+    match name {
+        Some(name) => METRICS
+            .api_key_requests
+            .get_or_create(&ApiKeyLabels {
+                api_key: name.to_owned(),
+                operation,
+            })
+            .inc(),
+        None => METRICS
+            .api_key_refusals
+            .get_or_create(&[("operation", operation)])
+            .inc(),
+    };
 }
 
 /// A method as a label from a fixed set, so a client cannot grow the label set.

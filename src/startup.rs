@@ -11,6 +11,7 @@ use actix_web::{App, HttpServer, web};
 use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
+use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
@@ -21,6 +22,7 @@ use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
 use crate::store::redis::{RedisTopology, legacy};
 use crate::store::{HealthCheck, MemoryStore, RedisStore, Stores};
+use crate::token::{SigningKey, TokenIssuer};
 
 /// How often the daily counters counted in-process are added to the store.
 const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
@@ -72,6 +74,7 @@ impl Application {
             // Embedded store only (validated): codes live and die with this process.
             None => Keyring::new(&SecretKey::random(), None),
         });
+        let tokens = Arc::new(token_issuer(&settings, &keyring));
         let captcha = Arc::new(CaptchaService::new(
             &stores,
             keyring.clone(),
@@ -95,6 +98,7 @@ impl Application {
         let otp = Arc::new(OtpService::new(
             &stores,
             keyring.clone(),
+            tokens.clone(),
             sender,
             settings.otp.clone(),
             &settings.abuse,
@@ -106,11 +110,16 @@ impl Application {
             otp,
             captcha,
             pow,
+            tokens,
             stats,
             readiness: Readiness::new(stores.health.clone()),
             trusted_proxies: settings.abuse.trusted_proxies.clone(),
             client_ipv6_prefix: settings.abuse.client_ipv6_prefix,
             admin_token: settings.admin_token.clone(),
+            api_keys: ApiKeyGate::new(
+                &settings.api_key,
+                settings.api_keys.clone().unwrap_or_default(),
+            ),
         });
 
         let listener = TcpListener::bind(settings.bind)
@@ -120,7 +129,17 @@ impl Application {
             max_bytes: settings.max_body_bytes,
             deadline: settings.body_timeout,
         };
-        let dev_mode = settings.dev_mode;
+        let public_routes = routes::PublicRoutes {
+            max_body_bytes: limits.max_bytes,
+            dev_mode: settings.dev_mode,
+            demo: (settings.demo || settings.dev_mode).then_some(routes::DemoSettings {
+                captcha_gate: settings.captcha.send_requires_captcha,
+                pow_gate: settings.pow.send_requires_pow,
+                dev_mode: settings.dev_mode,
+            }),
+            api_key_required: settings.api_key.required.clone(),
+        };
+        let openapi = web::Bytes::from(public_routes.openapi().to_string());
         let public_state = state.clone();
         let server = HttpServer::new(move || {
             App::new()
@@ -131,7 +150,7 @@ impl Application {
                 .wrap(from_fn(routes::track_requests))
                 .wrap(TracingLogger::<routes::RequestSpan>::new())
                 .app_data(public_state.clone())
-                .configure(|cfg| routes::public(cfg, limits.max_bytes, dev_mode))
+                .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))
                 .default_service(web::to(routes::not_found))
         })
         .shutdown_timeout(10)
@@ -190,4 +209,30 @@ impl Application {
         admin.stop(true).await;
         served
     }
+}
+
+/// The token issuer: the configured keys, or keys derived from the secret key (the same on
+/// every instance sharing a store, which all have it; random per process without one).
+fn token_issuer(settings: &Settings, keyring: &Keyring) -> TokenIssuer {
+    let keys = match &settings.token_keys {
+        Some(keys) => keys.to_vec(),
+        None => {
+            if settings.secret_key.is_none() {
+                tracing::warn!(
+                    "no VCODE_TOKEN_KEY nor VCODE_SECRET_KEY: verification tokens are signed with a random key of this process and stop verifying at its restart"
+                );
+            }
+            keyring
+                .token_seeds()
+                .into_iter()
+                .map(SigningKey::from_seed)
+                .collect()
+        }
+    };
+    let issuer = TokenIssuer::new(keys, settings.token.clone());
+    tracing::info!(
+        kid = issuer.signing_kid(),
+        "verification tokens signed with this key"
+    );
+    issuer
 }

@@ -20,7 +20,9 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::secrets::ADMIN_TOKEN;
-use self::secrets::{SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, secret, secret_key};
+use self::secrets::{
+    SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, secret, secret_key, token_keys,
+};
 use self::sources::Sources;
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
@@ -29,11 +31,15 @@ use crate::pow::PowSettings;
 pub use crate::setting::ConfigError;
 use crate::setting::{Flag, Millis, Secret, Whole, field_names, parse_text, show_text};
 // SMS settings (providers, routes, templates) are the sms module's own.
+pub use crate::api_keys::ApiKeySettings;
+use crate::api_keys::ApiKeys;
 pub use crate::sms::SmsSettings;
 use crate::sms::SmsSettingsError;
 use crate::store::redis::legacy::VerifyStrategy;
 use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWORD};
 use crate::telemetry::LogSettings;
+use crate::token::SigningKey;
+pub use crate::token::TokenSettings;
 
 /// The fields with a serde name are read here; the others are the parts' own. `Debug` (logs,
 /// tests) shows every secret as `***`: each is a `secrecy` type or hides itself.
@@ -58,6 +64,9 @@ pub struct Settings {
     /// Adds the dev routes (outbox) and lets the log sender print codes. Loopback only.
     #[serde(rename = "VCODE_DEV_MODE", with = "Flag")]
     pub dev_mode: bool,
+    /// Serves the demo page at `/demo` (dev mode serves it too).
+    #[serde(rename = "VCODE_DEMO", with = "Flag")]
+    pub demo: bool,
     #[serde(rename = "VCODE_MAX_BODY_BYTES", with = "Whole::<256, 1_048_576>")]
     pub max_body_bytes: usize,
     /// A request body not received within this is cut off.
@@ -96,6 +105,18 @@ pub struct Settings {
     /// and `pow.send_requires_pow`.
     #[serde(rename = "VCODE_SEND_GATE", with = "send_gate")]
     pub send_gate: SendGate,
+    #[serde(skip)]
+    pub token: TokenSettings,
+    /// The keys that sign verification tokens (`VCODE_TOKEN_KEY[_FILE]`), the first signs.
+    /// None: derived from the secret key (random per process without one).
+    #[serde(skip)]
+    pub token_keys: Option<Arc<Vec<SigningKey>>>,
+    /// Which operations need an API key (`VCODE_REQUIRE_API_KEY`).
+    #[serde(skip)]
+    pub api_key: ApiKeySettings,
+    /// The callers' keys as names and digests (`VCODE_API_KEYS[_FILE]`).
+    #[serde(skip)]
+    pub api_keys: Option<ApiKeys>,
 }
 
 /// The gates `otp/send` passes before any code or SMS exists.
@@ -123,6 +144,7 @@ impl Default for Settings {
             abuse: AbuseSettings::default(),
             admin_token: None,
             dev_mode: false,
+            demo: false,
             max_body_bytes: 4096,
             body_timeout: Duration::from_secs(10),
             admin_bind: SocketAddr::from(([127, 0, 0, 1], 9091)),
@@ -135,6 +157,10 @@ impl Default for Settings {
             log: LogSettings::default(),
             pow: PowSettings::default(),
             send_gate: SendGate::default(),
+            token: TokenSettings::default(),
+            token_keys: None,
+            api_key: ApiKeySettings::default(),
+            api_keys: None,
         }
     }
 }
@@ -162,6 +188,8 @@ fn defaults() -> Vec<(&'static str, Option<String>)> {
         of::<CaptchaSettings>(),
         of::<LogSettings>(),
         of::<PowSettings>(),
+        of::<TokenSettings>(),
+        of::<ApiKeySettings>(),
     ]
     .concat()
 }
@@ -201,6 +229,10 @@ impl Settings {
             abuse: sources.extract()?,
             log: sources.extract()?,
             pow: sources.extract()?,
+            token: sources.extract()?,
+            token_keys: token_keys(lookup)?,
+            api_key: sources.extract()?,
+            api_keys: api_keys(lookup)?,
             admin_token: admin_token(lookup)?,
             secret_key: secret_key(lookup, SECRET_KEY)?,
             secret_key_previous: secret_key(lookup, SECRET_KEY_PREVIOUS)?,
@@ -252,6 +284,18 @@ impl Settings {
         if self.secret_key.is_none() && self.secret_key_previous.is_some() {
             return Err(ConfigError::Inconsistent(
                 "VCODE_SECRET_KEY_PREVIOUS is only read beside VCODE_SECRET_KEY".to_owned(),
+            ));
+        }
+        let has_keys = self.api_keys.as_ref().is_some_and(|keys| !keys.is_empty());
+        if !self.api_key.required.is_empty() && !has_keys {
+            return Err(ConfigError::Inconsistent(
+                "VCODE_REQUIRE_API_KEY needs keys: set VCODE_API_KEYS (or VCODE_API_KEYS_FILE) to name:sha256hex entries (`vcode api-key NAME` prints one)".to_owned(),
+            ));
+        }
+        if self.api_key.required.is_empty() && has_keys {
+            // Keys that nothing checks would let an operator believe the API is closed.
+            return Err(ConfigError::Inconsistent(
+                "VCODE_API_KEYS is set but VCODE_REQUIRE_API_KEY requires them nowhere: set it to send, verify or send,verify".to_owned(),
             ));
         }
         if self.dev_mode && !self.bind.ip().is_loopback() {

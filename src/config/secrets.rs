@@ -1,14 +1,16 @@
-//! The secrets among the service's own settings: the stats route's token and the key that
-//! digests and seals codes (and the one before a rotation). Each is read from its variable or
+//! The secrets among the service's own settings: the stats route's token, the key that
+//! digests and seals codes (and the one before a rotation) and the token signing keys, the API keys' digests. Each is read from its variable or
 //! its `_FILE` twin, never shown, and checked here (length, key material).
 
 use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
+use crate::api_keys::ApiKeys;
 use crate::keyring::SecretKey;
 use crate::setting::{ConfigError, REDACTED, Secret, SecretVariable};
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
+use crate::token::{SigningKey, parse_pem_keys};
 
 /// The stats route's bearer token.
 pub const ADMIN_TOKEN: SecretVariable =
@@ -19,12 +21,19 @@ pub const SECRET_KEY_PREVIOUS: SecretVariable = SecretVariable::new(
     "VCODE_SECRET_KEY_PREVIOUS",
     "VCODE_SECRET_KEY_PREVIOUS_FILE",
 );
+/// The verification tokens' signing keys: PEM, one or more PKCS#8 Ed25519 private keys.
+pub const TOKEN_KEY: SecretVariable =
+    SecretVariable::new("VCODE_TOKEN_KEY", "VCODE_TOKEN_KEY_FILE");
+/// The API keys' names and digests (`name:sha256hex`, comma- or line-separated).
+pub const API_KEYS: SecretVariable = SecretVariable::new("VCODE_API_KEYS", "VCODE_API_KEYS_FILE");
 /// Every secret the settings read (the SMS providers' are the sms module's).
-pub const SECRETS: [SecretVariable; 4] = [
+pub const SECRETS: [SecretVariable; 6] = [
+    API_KEYS,
     ADMIN_TOKEN,
     SECRET_KEY,
     SECRET_KEY_PREVIOUS,
     SENTINEL_MASTER_PASSWORD,
+    TOKEN_KEY,
 ];
 
 /// The secret `variable` gives, if any.
@@ -57,5 +66,28 @@ pub fn secret_key(
     };
     SecretKey::parse(raw.expose_secret())
         .map(|key| Some(Arc::new(key)))
+        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
+}
+
+/// `VCODE_TOKEN_KEY` (or its file): the token signing keys, the first signs.
+pub fn token_keys(
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Arc<Vec<SigningKey>>>, ConfigError> {
+    let Some((pem, origin)) = TOKEN_KEY.read(lookup)? else {
+        return Ok(None);
+    };
+    parse_pem_keys(pem.expose_secret())
+        .map(|keys| Some(Arc::new(keys)))
+        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
+}
+
+/// `VCODE_API_KEYS` (or its file): the callers' key digests. An error names the entry, never
+/// shows it.
+pub fn api_keys(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<ApiKeys>, ConfigError> {
+    let Some((text, origin)) = API_KEYS.read(lookup)? else {
+        return Ok(None);
+    };
+    ApiKeys::parse(text.expose_secret())
+        .map(Some)
         .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
 }

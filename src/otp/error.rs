@@ -8,6 +8,7 @@ use crate::idempotency::IdempotencyError;
 use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
+use crate::token::TokenError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum OtpError {
@@ -22,6 +23,9 @@ pub enum OtpError {
     InvalidPurpose,
     #[error("invalid code format")]
     InvalidCode,
+    /// The token audience asked for is not 1 to 256 visible ASCII characters.
+    #[error("invalid audience")]
+    InvalidAudience,
     #[error("wrong code")]
     WrongCode { remaining_attempts: u32 },
     #[error("too many failed attempts; the code was destroyed")]
@@ -47,4 +51,8 @@ pub enum OtpError {
     SmsDelivery(#[source] SmsError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// The code was consumed but its token could not be signed (a bug: the keys are checked
+    /// at start-up).
+    #[error(transparent)]
+    Token(#[from] TokenError),
 }

@@ -20,6 +20,7 @@ use crate::store::{
     CodeStore, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore, Stores,
     VerifyOutcome, VerifyParams,
 };
+use crate::token::{Audience, TokenIssuer};
 
 pub use self::error::OtpError;
 pub use self::send::{SendReceipt, SendRequest};
@@ -56,6 +57,8 @@ pub struct OtpService {
     idempotency: Idempotency,
     /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
     keyring: Arc<Keyring>,
+    /// Signs the token a successful verify answers.
+    tokens: Arc<TokenIssuer>,
     stats: Arc<Stats>,
     /// Dev mode: keep every delivered SMS in the store's outbox.
     record_outbox: bool,
@@ -66,6 +69,7 @@ impl OtpService {
     pub fn new(
         stores: &Stores,
         keyring: Arc<Keyring>,
+        tokens: Arc<TokenIssuer>,
         sender: Arc<dyn SmsSender>,
         settings: OtpSettings,
         abuse: &AbuseSettings,
@@ -107,6 +111,7 @@ impl OtpService {
                 .collect(),
             gate,
             keyring,
+            tokens,
             idempotency: Idempotency::new(
                 stores.idempotency.clone(),
                 abuse.idempotency_ttl,
@@ -155,17 +160,23 @@ impl OtpService {
     }
 
     /// Checks a code in one atomic step: it is consumed on a match, counted otherwise (per
-    /// code, per phone and per (phone, client); `client` as the routes group it).
+    /// code, per phone and per (phone, client); `client` as the routes group it). A match
+    /// answers a signed token naming the phone, the purpose and `audience` (checked before
+    /// the code is touched: a bad one consumes nothing).
     pub async fn verify(
         &self,
         phone: &str,
         purpose: Option<&str>,
         code: &str,
+        audience: Option<&str>,
         client: IpAddr,
-    ) -> Result<(), OtpError> {
+    ) -> Result<String, OtpError> {
         let phone = self.parse_phone(phone)?;
         let purpose = self.parse_purpose(purpose)?;
         let code = Code::parse(code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
+        let audience = audience
+            .map(|raw| Audience::parse(raw).ok_or(OtpError::InvalidAudience))
+            .transpose()?;
         let candidates = self
             .keyring
             .code_digests(phone.as_e164(), purpose.as_str(), &code);
@@ -177,7 +188,9 @@ impl OtpService {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
                 tracing::info!(%phone, %purpose, "code verified");
-                Ok(())
+                Ok(self
+                    .tokens
+                    .issue(phone.as_e164(), purpose.as_str(), audience.as_ref())?)
             }
             VerifyOutcome::Mismatch { remaining_attempts } => {
                 self.stats.record(Event::VerifyWrong);

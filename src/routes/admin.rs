@@ -1,7 +1,7 @@
 //! Operator routes: `GET /metrics` (Prometheus text) and `GET /api/v1/stats?days=N` (daily
 //! counters, only when `VCODE_ADMIN_TOKEN` is set, behind that bearer token).
 
-use actix_web::http::header::{CONTENT_TYPE, WWW_AUTHENTICATE};
+use actix_web::http::header::CONTENT_TYPE;
 use actix_web::{HttpRequest, HttpResponse, web};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
@@ -14,11 +14,11 @@ use crate::stats::RETENTION_DAYS;
 use vcode_wire::paths;
 
 pub fn metrics_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::METRICS).route(super::get().to(metrics)));
+    cfg.service(super::get_resource(paths::METRICS).route(super::get().to(metrics)));
 }
 
 pub fn stats_config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::STATS).route(super::get().to(stats)));
+    cfg.service(super::get_resource(paths::STATS).route(super::get().to(stats)));
 }
 
 async fn metrics() -> HttpResponse {
@@ -44,12 +44,8 @@ async fn stats(
         return Err(ApiError::NotFound);
     };
     if !bearer_matches(&request, token.expose_secret()) {
-        let mut response = actix_web::ResponseError::error_response(&ApiError::Unauthorized);
-        response.headers_mut().insert(
-            WWW_AUTHENTICATE,
-            actix_web::http::header::HeaderValue::from_static("Bearer"),
-        );
-        return Ok(response);
+        // With `WWW-Authenticate: Bearer` (error.rs).
+        return Err(ApiError::Unauthorized);
     }
     let days = query.days.unwrap_or(1);
     if !(1..=RETENTION_DAYS).contains(&days) {

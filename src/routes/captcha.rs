@@ -7,11 +7,46 @@ use vcode_wire::{CaptchaCreated, CaptchaVerifyRequest, Verified, paths};
 use super::ApiError;
 use super::AppState;
 use super::envelope;
+use super::openapi::Api;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::CAPTCHA).route(web::post().to(create)))
-        .service(super::resource(paths::CAPTCHA_VERIFY).route(web::post().to(verify)))
-        .service(super::resource(paths::CAPTCHA_IMAGE).route(super::get().to(image)));
+    cfg.service(super::post_resource(paths::CAPTCHA).route(web::post().to(create)))
+        .service(super::post_resource(paths::CAPTCHA_VERIFY).route(web::post().to(verify)))
+        .service(super::get_resource(paths::CAPTCHA_IMAGE).route(super::get().to(image)));
+}
+
+/// What `config` serves, for the OpenAPI description.
+pub fn describe(api: &mut Api) {
+    use vcode_wire::ErrorCode::*;
+    let created = api.schema::<CaptchaCreated>();
+    api.post(paths::CAPTCHA, "captcha", "Create a captcha")
+        .describe("No body. The picture is at `image_url`; the captcha is single use.")
+        .ok_envelope(created)
+        .link("get", paths::CAPTCHA_IMAGE, "id", "captcha_id")
+        .link("get", paths::DEV_CAPTCHA_ANSWER, "id", "captcha_id")
+        .errors(&[QuotaExceeded, Internal, StoreUnavailable]);
+    api.get(paths::CAPTCHA_IMAGE, "captcha", "A captcha's picture")
+        .describe("The same bytes on every fetch; 40400 once the captcha is used or expired.")
+        .parameter(
+            "path",
+            "id",
+            true,
+            serde_json::json!({"type": "string"}),
+            "`captcha_id` of the creation",
+        )
+        .ok_content(
+            "image/png",
+            serde_json::json!({"type": "string", "contentMediaType": "image/png"}),
+            "the picture (Cache-Control: no-store)",
+        )
+        .errors(&[NotFound, Internal, StoreUnavailable]);
+    let body = api.schema::<CaptchaVerifyRequest>();
+    let verified = api.schema::<Verified>();
+    api.post(paths::CAPTCHA_VERIFY, "captcha", "Verify a captcha")
+        .describe("The first verify consumes the captcha, whatever the answer.")
+        .body(body)
+        .ok_envelope(verified)
+        .errors(&[WrongCaptcha, Internal, StoreUnavailable]);
 }
 
 async fn create(

@@ -7,6 +7,7 @@ use vcode_wire::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery, paths};
 use super::ApiError;
 use super::AppState;
 use super::envelope;
+use super::openapi::Api;
 
 /// Whether the request comes straight from this host: a loopback peer carrying no forwarding
 /// header. A same-host reverse proxy is a loopback peer too, so its headers disqualify it.
@@ -21,15 +22,51 @@ pub fn is_direct_local(head: &actix_web::dev::RequestHead) -> bool {
 pub fn config(cfg: &mut web::ServiceConfig) {
     let direct_local = || guard::fn_guard(|ctx| is_direct_local(ctx.head()));
     cfg.service(
-        super::resource(paths::DEV_OUTBOX)
+        super::get_resource(paths::DEV_OUTBOX)
             .guard(direct_local())
             .route(super::get().to(outbox)),
     )
     .service(
-        super::resource(paths::DEV_CAPTCHA_ANSWER)
+        super::get_resource(paths::DEV_CAPTCHA_ANSWER)
             .guard(direct_local())
             .route(super::get().to(captcha_answer)),
     );
+}
+
+/// What `config` serves, for the OpenAPI description (dev mode only).
+pub fn describe(api: &mut Api) {
+    use vcode_wire::ErrorCode::*;
+    let outbox = api.schema::<OutboxData>();
+    api.get(
+        paths::DEV_OUTBOX,
+        "dev",
+        "The SMS sent to a phone (dev mode, loopback only)",
+    )
+    .parameter(
+        "query",
+        "phone",
+        true,
+        serde_json::json!({"type": "string", "examples": ["+8613800138000"]}),
+        "E.164, or national in the default region",
+    )
+    .ok_envelope(outbox)
+    .errors(&[Malformed, InvalidPhone, Internal, StoreUnavailable]);
+    let answer = api.schema::<CaptchaAnswer>();
+    api.get(
+        paths::DEV_CAPTCHA_ANSWER,
+        "dev",
+        "A captcha's answer (dev mode, loopback only)",
+    )
+    .describe("The captcha stays unused.")
+    .parameter(
+        "path",
+        "id",
+        true,
+        serde_json::json!({"type": "string"}),
+        "`captcha_id` of the creation",
+    )
+    .ok_envelope(answer)
+    .errors(&[NotFound, Internal, StoreUnavailable]);
 }
 
 async fn outbox(

@@ -80,6 +80,9 @@ impl From<OtpError> for ApiError {
             }
             OtpError::UndeliverablePhone(_) => Self::InvalidPhone,
             OtpError::InvalidCode => Self::InvalidCode,
+            OtpError::InvalidAudience => {
+                Self::Malformed(format!("audience: {}", crate::token::CLAIM_TEXT_RULE))
+            }
             OtpError::WrongCode { remaining_attempts } => Self::WrongCode { remaining_attempts },
             OtpError::TooManyAttempts => Self::TooManyAttempts,
             OtpError::CodeExpired => Self::CodeExpired,
@@ -95,6 +98,7 @@ impl From<OtpError> for ApiError {
             OtpError::SmsDelivery(error) => Self::SmsDelivery(error),
             error @ OtpError::Unsealable => Self::Internal(error.into()),
             OtpError::Store(error) => error.into(),
+            OtpError::Token(error) => Self::Internal(error.into()),
         }
     }
 }
@@ -197,7 +201,15 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        self.reply().into_response()
+        let mut response = self.reply().into_response();
+        if matches!(self, Self::Unauthorized) {
+            // RFC 6750: a 401 names the scheme it wants.
+            response.headers_mut().insert(
+                actix_web::http::header::WWW_AUTHENTICATE,
+                actix_web::http::header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
     }
 }
 

@@ -6,10 +6,24 @@ use vcode_wire::{Health, HealthStatus, paths};
 use super::ApiError;
 use super::AppState;
 use super::envelope;
+use super::openapi::Api;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::HEALTHZ).route(super::get().to(healthz)))
-        .service(super::resource(paths::READYZ).route(super::get().to(readyz)));
+    cfg.service(super::get_resource(paths::HEALTHZ).route(super::get().to(healthz)))
+        .service(super::get_resource(paths::READYZ).route(super::get().to(readyz)));
+}
+
+/// What `config` serves, for the OpenAPI description.
+pub fn describe(api: &mut Api) {
+    let health = api.schema::<Health>();
+    api.get(paths::HEALTHZ, "health", "Liveness: the process answers")
+        .ok_envelope(health.clone());
+    api.get(paths::READYZ, "health", "Readiness: the store answers too")
+        .ok_envelope(health)
+        .errors(&[
+            vcode_wire::ErrorCode::Internal,
+            vcode_wire::ErrorCode::StoreUnavailable,
+        ]);
 }
 
 async fn healthz() -> HttpResponse {

@@ -4,38 +4,82 @@
 //! share: extractor settings whose errors answer with the envelope, and the JSON 404/405.
 
 mod admin;
+mod api_key;
 mod captcha;
 mod dev;
 mod envelope;
 mod error;
 mod hardening;
 mod health;
+mod jwks;
 mod observe;
+mod openapi;
 mod otp;
+mod pages;
 mod pow;
 mod state;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
-use actix_web::http::header::AUTHORIZATION;
-use actix_web::{HttpRequest, HttpResponse, Resource, guard, web};
+use actix_web::http::header::{ALLOW, AUTHORIZATION, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, Resource, ResponseError, guard, web};
 
 use std::net::{IpAddr, Ipv4Addr};
 
 pub use self::error::ApiError;
 pub use self::hardening::{BodyLimits, bounded_body, default_headers};
 pub use self::observe::{RequestSpan, track_requests};
+pub use self::pages::DemoSettings;
 pub use self::state::AppState;
 
-/// The public API: health, OTP, captchas and, in dev mode, the dev routes (answering loopback
-/// peers only, never through a proxy).
-pub fn public(cfg: &mut web::ServiceConfig, max_body_bytes: usize, dev_mode: bool) {
-    extractors(cfg, max_body_bytes);
+/// What the public listener serves beyond the API itself.
+#[derive(Clone, Debug)]
+pub struct PublicRoutes {
+    pub max_body_bytes: usize,
+    /// The dev routes (answering loopback peers only, never through a proxy).
+    pub dev_mode: bool,
+    /// The demo page.
+    pub demo: Option<DemoSettings>,
+    /// The operations that need an API key (`VCODE_REQUIRE_API_KEY`): described with the
+    /// `apiKey` security requirement and 401.
+    pub api_key_required: Vec<crate::api_keys::Operation>,
+}
+
+/// The public API: health, OTP, the token keys, captchas, proof of work, the description and
+/// its docs page,
+/// and (as `routes` says) the dev routes and the demo page. `openapi` is
+/// [`PublicRoutes::openapi`]'s document, written once.
+pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web::Bytes) {
+    extractors(cfg, routes.max_body_bytes);
     cfg.configure(health::config)
         .configure(otp::config)
+        .configure(jwks::config)
         .configure(captcha::config)
-        .configure(pow::config);
-    if dev_mode {
+        .configure(pow::config)
+        .configure(|cfg| pages::config(cfg, openapi, routes.demo));
+    if routes.dev_mode {
         cfg.configure(dev::config);
+    }
+}
+
+impl PublicRoutes {
+    /// The OpenAPI 3.1 description of what [`public`] serves with these settings.
+    pub fn openapi(&self) -> serde_json::Value {
+        self.api().document()
+    }
+
+    fn api(&self) -> openapi::Api {
+        let mut api = openapi::Api::default();
+        openapi::register_error_data(&mut api);
+        health::describe(&mut api);
+        otp::describe(&mut api, &self.api_key_required);
+        jwks::describe(&mut api);
+        captcha::describe(&mut api);
+        pow::describe(&mut api);
+        pages::describe(&mut api, self.demo.is_some());
+        if self.dev_mode {
+            dev::describe(&mut api);
+        }
+        api
     }
 }
 
@@ -92,13 +136,27 @@ pub async fn not_found() -> Result<HttpResponse, ApiError> {
     Err(ApiError::NotFound)
 }
 
-async fn method_not_allowed() -> Result<HttpResponse, ApiError> {
-    Err(ApiError::MethodNotAllowed)
+/// The envelope's 405, with the `Allow` header RFC 9110 requires.
+fn method_not_allowed(allow: &'static str) -> HttpResponse {
+    let mut response = ApiError::MethodNotAllowed.error_response();
+    response
+        .headers_mut()
+        .insert(ALLOW, HeaderValue::from_static(allow));
+    response
 }
 
-/// A resource whose wrong-method answer is the envelope too.
-fn resource(path: &str) -> Resource {
-    web::resource(path).default_service(web::to(method_not_allowed))
+/// A GET route (HEAD too, see [`get`]) whose wrong-method answer is the envelope too.
+fn get_resource(path: &str) -> Resource {
+    resource(path, "GET, HEAD")
+}
+
+/// A POST route whose wrong-method answer is the envelope too.
+fn post_resource(path: &str) -> Resource {
+    resource(path, "POST")
+}
+
+fn resource(path: &str, allow: &'static str) -> Resource {
+    web::resource(path).default_service(web::to(move || async move { method_not_allowed(allow) }))
 }
 
 fn json_config(limit: usize) -> web::JsonConfig {

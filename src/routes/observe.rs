@@ -30,7 +30,8 @@ pub async fn track_requests(
     Ok(response)
 }
 
-/// The request span: method, route, request id, the socket peer and the status. Unlike the
+/// The request span: method, route, request id, the socket peer, the status and the name of
+/// the caller's API key (never the key). Unlike the
 /// default span it never records `X-Forwarded-For`, which any client can forge.
 pub struct RequestSpan;
 
@@ -44,6 +45,7 @@ impl RootSpanBuilder for RequestSpan {
             request_id = request_id.map(tracing::field::display),
             peer = request.peer_addr().map(|a| tracing::field::display(a.ip())),
             status = tracing::field::Empty,
+            api_key = tracing::field::Empty,
         )
     }
 

@@ -6,14 +6,91 @@ use vcode_wire::{
     SendData, SendRequest as WireSendRequest, VerifyData, VerifyRequest, headers, paths,
 };
 
+use super::api_key::{MaySend, MayVerify};
 use super::envelope;
+use super::openapi::Api;
 use super::{ApiError, AppState};
+use crate::api_keys::Operation;
 use crate::idempotency::IdempotencyKey;
 use crate::otp::SendRequest;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::OTP_SEND).route(web::post().to(send)))
-        .service(super::resource(paths::OTP_VERIFY).route(web::post().to(verify)));
+    cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
+        .service(super::post_resource(paths::OTP_VERIFY).route(web::post().to(verify)));
+}
+
+/// What `config` serves, for the OpenAPI description.
+pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
+    use vcode_wire::ErrorCode::*;
+    api.security_scheme(
+        "apiKey",
+        serde_json::json!({
+            "type": "http",
+            "scheme": "bearer",
+            "description": "An API key (`vcode api-key NAME`), on the operations VCODE_REQUIRE_API_KEY lists",
+        }),
+    );
+    let key_for = |operation: Operation, api: &mut Api, path: &'static str| {
+        if api_key_required.contains(&operation) {
+            api.operation_mut(path)
+                .security(serde_json::json!([{"apiKey": []}]))
+                .errors(&[Unauthorized]);
+        }
+    };
+    let body = api.schema::<WireSendRequest>();
+    let data = api.schema::<SendData>();
+    api.post(paths::OTP_SEND, "otp", "Send a code by SMS")
+        .describe(
+            "One code per phone and purpose: a send during the cooldown changes nothing (42900); \
+             after it the same code is sent again or replaced (VCODE_RESEND). A failed SMS rolls \
+             the code back (50200). With VCODE_SEND_GATE the body also carries a solved captcha \
+             (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
+        )
+        .parameter(
+            "header",
+            "Idempotency-Key",
+            false,
+            serde_json::json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"}),
+            "Retries of one logical send carry the same key: one code, one SMS, the same answer \
+             (40000 when not 1 to 255 visible ASCII characters)",
+        )
+        .body(body)
+        .ok_envelope(data)
+        .errors(&[
+            InvalidPhone,
+            InvalidPurpose,
+            WrongCaptcha,
+            PowRejected,
+            IdempotencyInProgress,
+            IdempotencyMismatch,
+            ResendCooldown,
+            QuotaExceeded,
+            Internal,
+            SmsDelivery,
+            StoreUnavailable,
+        ]);
+    key_for(Operation::Send, api, paths::OTP_SEND);
+    let body = api.schema::<VerifyRequest>();
+    let data = api.schema::<VerifyData>();
+    api.post(paths::OTP_VERIFY, "otp", "Verify a code")
+        .describe(
+            "One atomic step: a match consumes the code; a mismatch counts a failed attempt \
+             (40010 with the attempts left) and the last one destroys the code (42901).",
+        )
+        .body(body)
+        .ok_envelope(data)
+        .errors(&[
+            InvalidPhone,
+            InvalidCode,
+            InvalidPurpose,
+            WrongCode,
+            CodeExpired,
+            TooManyAttempts,
+            QuotaExceeded,
+            Internal,
+            StoreUnavailable,
+        ]);
+    key_for(Operation::Verify, api, paths::OTP_VERIFY);
 }
 
 fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
@@ -30,6 +107,7 @@ fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiE
 }
 
 async fn send(
+    _caller: MaySend,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<WireSendRequest>,
@@ -59,17 +137,24 @@ async fn send(
 }
 
 async fn verify(
+    _caller: MayVerify,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<VerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let client = super::client_ip(&request, &state);
-    state
+    let token = state
         .otp
-        .verify(&body.phone, body.purpose.as_deref(), &body.code, client)
+        .verify(
+            &body.phone,
+            body.purpose.as_deref(),
+            &body.code,
+            body.audience.as_deref(),
+            client,
+        )
         .await?;
     Ok(envelope::ok(VerifyData {
         verified: true,
-        token: None,
+        token: Some(token),
     }))
 }

@@ -6,11 +6,36 @@ use actix_web::{HttpResponse, web};
 use vcode_wire::{PowVerifyRequest, Verified, paths};
 
 use super::envelope;
+use super::openapi::Api;
 use super::{ApiError, AppState};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::resource(paths::POW_CHALLENGE).route(super::get().to(challenge)))
-        .service(super::resource(paths::POW_VERIFY).route(web::post().to(verify)));
+    cfg.service(super::get_resource(paths::POW_CHALLENGE).route(super::get().to(challenge)))
+        .service(super::post_resource(paths::POW_VERIFY).route(web::post().to(verify)));
+}
+
+/// What `config` serves, for the OpenAPI description.
+pub fn describe(api: &mut Api) {
+    use vcode_wire::ErrorCode::*;
+    api.get(paths::POW_CHALLENGE, "pow", "An ALTCHA challenge")
+        .describe("ALTCHA's own format (PoW v2), not enveloped: the widget reads it as it is.")
+        .ok_content(
+            "application/json",
+            serde_json::json!({
+                "type": "object",
+                "required": ["parameters", "signature"],
+                "properties": {"parameters": {"type": "object"}, "signature": {"type": "string"}},
+            }),
+            "the challenge (Cache-Control: no-store)",
+        )
+        .errors(&[Internal]);
+    let body = api.schema::<PowVerifyRequest>();
+    let verified = api.schema::<Verified>();
+    api.post(paths::POW_VERIFY, "pow", "Verify a solved challenge")
+        .describe("A payload is accepted once, before its challenge expires.")
+        .body(body)
+        .ok_envelope(verified)
+        .errors(&[PowRejected, Internal, StoreUnavailable]);
 }
 
 async fn challenge(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {

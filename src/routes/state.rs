@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::client_ip::TrustedProxies;
 use crate::health::Readiness;
@@ -10,15 +11,20 @@ use crate::otp::OtpService;
 use crate::pow::PowService;
 use crate::setting::Secret;
 use crate::stats::Stats;
+use crate::token::TokenIssuer;
 
 pub struct AppState {
     pub otp: Arc<OtpService>,
     pub captcha: Arc<CaptchaService>,
     pub pow: Arc<PowService>,
+    /// The token keys' public halves, for the JWKS route.
+    pub tokens: Arc<TokenIssuer>,
     pub stats: Arc<Stats>,
     pub readiness: Readiness,
     pub trusted_proxies: TrustedProxies,
     /// IPv6 clients count per network of this length.
     pub client_ipv6_prefix: u8,
     pub admin_token: Option<Secret>,
+    /// Which operations need an API key, and the keys.
+    pub api_keys: ApiKeyGate,
 }

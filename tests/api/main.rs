@@ -35,10 +35,14 @@ macro_rules! on_both_stores {
     };
 }
 
+mod api_keys;
+mod browser;
 mod captcha;
+mod contract;
 mod idempotency;
 mod interleavings;
 mod loadtest;
+mod openapi;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
@@ -57,3 +61,4 @@ mod sms_providers_sdk;
 mod sms_webhook;
 mod stats;
 mod store_conformance;
+mod tokens;

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// `POST /api/v1/captcha`'s answer. The fields are in the order the service has always written
 /// them (alphabetical).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaptchaCreated {
     pub captcha_id: String,
     /// Seconds until the captcha expires.
@@ -17,6 +18,7 @@ pub struct CaptchaCreated {
 /// `POST /api/v1/captcha/verify`. Both fields may be left out: a missing id or answer is a
 /// wrong captcha (40020), not a malformed request.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaptchaVerifyRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub captcha_id: Option<String>,
@@ -35,6 +37,7 @@ impl CaptchaVerifyRequest {
 
 /// The answer of a captcha or proof-of-work verify that passed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Verified {
     pub verified: bool,
 }

@@ -5,12 +5,14 @@ use serde::{Deserialize, Serialize};
 
 /// `GET /api/v1/dev/outbox?phone=`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutboxQuery {
     pub phone: String,
 }
 
 /// The outbox's answer: the messages "sent" to the phone, oldest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutboxData {
     pub messages: Vec<OutboxMessage>,
 }
@@ -18,6 +20,7 @@ pub struct OutboxData {
 /// One SMS as the outbox tells it. The fields are in the order the service has always written
 /// them (alphabetical).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutboxMessage {
     pub code: String,
     /// E.164.
@@ -29,6 +32,7 @@ pub struct OutboxMessage {
 
 /// `GET /api/v1/dev/captcha/{id}`'s answer; the captcha stays unused.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CaptchaAnswer {
     pub answer: String,
 }

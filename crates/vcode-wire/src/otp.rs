@@ -6,14 +6,21 @@ use serde::{Deserialize, Serialize};
 /// `POST /api/v1/otp/send`. Only `phone` is required; the gate fields are needed only when the
 /// service gates sends (`VCODE_SEND_GATE`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendRequest {
     /// E.164, or national in the service's default region.
+    #[cfg_attr(feature = "openapi", schema(examples("+8613800138000", "13800138000")))]
     pub phone: String,
     /// One of the service's purposes; `login` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[a-z0-9_-]{1,32}$", examples("login"))
+    )]
     pub purpose: Option<String>,
-    /// The SMS template's language.
+    /// The SMS template's language (BCP 47).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(examples("zh-CN", "en")))]
     pub locale: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub captcha_id: Option<String>,
@@ -36,12 +43,36 @@ impl SendRequest {
 
 /// `POST /api/v1/otp/verify`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VerifyRequest {
+    #[cfg_attr(feature = "openapi", schema(examples("+8613800138000")))]
     pub phone: String,
+    /// The digits of the SMS (`VCODE_CODE_LENGTH` of them, 6 by default).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[0-9]{4,10}$", examples("123456"))
+    )]
     pub code: String,
     /// `login` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[a-z0-9_-]{1,32}$", examples("login"))
+    )]
     pub purpose: Option<String>,
+    /// The token's `aud` claim: who the token is for (the backend that will check it), 1 to
+    /// 256 visible ASCII characters. Left out: the token has no `aud`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 256,
+            pattern = "^[\\x21-\\x7e]+$",
+            examples("https://backend.example")
+        )
+    )]
+    pub audience: Option<String>,
 }
 
 impl VerifyRequest {
@@ -51,12 +82,14 @@ impl VerifyRequest {
             phone: phone.into(),
             code: code.into(),
             purpose: None,
+            audience: None,
         }
     }
 }
 
 /// A send's answer: the code was stored and its SMS delivered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendData {
     /// Seconds until the code expires.
     pub expires_in: u64,
@@ -66,6 +99,7 @@ pub struct SendData {
 
 /// A verify's answer: the code matched and is gone.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VerifyData {
     pub verified: bool,
     /// A signed token (JWT) a backend can check without calling the service.
@@ -75,6 +109,7 @@ pub struct VerifyData {
 
 /// The data of 40010 (wrong code).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WrongCodeData {
     /// Failed attempts the code survives; the next failure beyond them destroys it (42901).
     pub remaining_attempts: u32,
@@ -82,6 +117,7 @@ pub struct WrongCodeData {
 
 /// The data of 42900 (resend cooldown) and 42902 (quota), also sent as `Retry-After`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RetryAfterData {
     /// Whole seconds, rounded up: a client that waits this long is never early.
     pub retry_after: u64,

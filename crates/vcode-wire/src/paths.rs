@@ -44,8 +44,14 @@ pub const JWKS: &str = "/.well-known/jwks.json";
 pub const OPENAPI: &str = api_v1!("/openapi.json");
 /// `GET`: the API documentation page.
 pub const DOCS: &str = "/docs";
+/// `GET`: the docs page's scripts and styles (vendored Swagger UI); the route pattern of
+/// [`docs_asset`].
+pub const DOCS_ASSET: &str = "/docs/{file}";
 /// `GET`: the demo page (demo or dev mode).
 pub const DEMO: &str = "/demo";
+/// `GET`: the demo page's scripts and styles (demo or dev mode); the route pattern of
+/// [`demo_asset`].
+pub const DEMO_ASSET: &str = "/demo/{file}";
 
 /// Dev mode, loopback peers only: `GET ?phone=` ([`crate::OutboxQuery`]) →
 /// [`crate::OutboxData`].
@@ -54,8 +60,35 @@ pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
 /// captcha; the route pattern of [`dev_captcha_answer`].
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
+/// Every route of the public listener but the dev routes, as route patterns.
+pub const PUBLIC: [&str; 15] = [
+    HEALTHZ,
+    READYZ,
+    OTP_SEND,
+    OTP_VERIFY,
+    CAPTCHA,
+    CAPTCHA_VERIFY,
+    CAPTCHA_IMAGE,
+    POW_CHALLENGE,
+    POW_VERIFY,
+    JWKS,
+    OPENAPI,
+    DOCS,
+    DOCS_ASSET,
+    DEMO,
+    DEMO_ASSET,
+];
+
+/// The dev routes: registered in dev mode only.
+pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
+
+/// Every route of the operator listener (`VCODE_ADMIN_BIND`).
+pub const OPERATOR: [&str; 2] = [METRICS, STATS];
+
 /// The path parameter in [`CAPTCHA_IMAGE`] and [`DEV_CAPTCHA_ANSWER`].
 const ID: &str = "{id}";
+/// The path parameter in [`DOCS_ASSET`] and [`DEMO_ASSET`].
+const FILE: &str = "{file}";
 
 /// Where the picture of captcha `id` is fetched (the `image_url` of its creation).
 pub fn captcha_image(id: &str) -> String {
@@ -67,9 +100,40 @@ pub fn dev_captcha_answer(id: &str) -> String {
     DEV_CAPTCHA_ANSWER.replace(ID, id)
 }
 
+/// Where the docs page's file `name` is served.
+pub fn docs_asset(name: &str) -> String {
+    DOCS_ASSET.replace(FILE, name)
+}
+
+/// Where the demo page's file `name` is served.
+pub fn demo_asset(name: &str) -> String {
+    DEMO_ASSET.replace(FILE, name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lists are what the spec coverage test walks: a path constant added here and left
+    /// out of them would escape it.
+    #[test]
+    fn every_path_constant_is_in_a_list() {
+        let source = include_str!("paths.rs");
+        let declared = source
+            .lines()
+            .filter(|line| line.starts_with("pub const ") && line.contains(": &str ="))
+            .count();
+        let mut listed: Vec<&str> = PUBLIC
+            .iter()
+            .chain(&DEV)
+            .chain(&OPERATOR)
+            .copied()
+            .collect();
+        listed.sort_unstable();
+        listed.dedup();
+        // API_PREFIX is a prefix, not a route.
+        assert_eq!(listed.len(), declared - 1, "a path constant is in no list");
+    }
 
     #[test]
     fn paths_are_the_documented_ones() {
@@ -90,6 +154,8 @@ mod tests {
             (OPENAPI, "/api/v1/openapi.json"),
             (DOCS, "/docs"),
             (DEMO, "/demo"),
+            (DOCS_ASSET, "/docs/{file}"),
+            (DEMO_ASSET, "/demo/{file}"),
             (DEV_OUTBOX, "/api/v1/dev/outbox"),
             (DEV_CAPTCHA_ANSWER, "/api/v1/dev/captcha/{id}"),
             (API_PREFIX, "/api/v1"),

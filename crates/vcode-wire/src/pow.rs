@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 /// `POST /api/v1/pow/verify`. A missing payload is a rejected proof (40021), as a missing
 /// captcha answer is a wrong captcha.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PowVerifyRequest {
     /// The widget's base64 payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]

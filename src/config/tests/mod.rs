@@ -208,6 +208,13 @@ fn bad_values_name_their_variable() {
         ("VCODE_ALLOWED_REGIONS", "CN,XX"),
         ("VCODE_TRUSTED_PROXIES", "10.0.0.0/99"),
         ("VCODE_ADMIN_TOKEN", "short"),
+        ("VCODE_TOKEN_ISSUER", "has space"),
+        ("VCODE_TOKEN_TTL_SECS", "5"),
+        (
+            "VCODE_TOKEN_KEY",
+            "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
+        ),
+        ("VCODE_REQUIRE_API_KEY", "captcha"),
     ] {
         let error = settings(&[(var, value)]).unwrap_err().to_string();
         assert!(error.contains(var), "{var}={value}: {error}");
@@ -327,4 +334,61 @@ fn the_send_gate_is_none_captcha_pow_or_both_and_the_old_flag_an_alias() {
             "{error}"
         );
     }
+}
+
+#[test]
+fn token_keys_come_from_a_pem_file_and_the_first_signs() {
+    // `openssl genpkey -algorithm ed25519`, twice.
+    let first = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIKhtKqKblhAECRb3HOMpdAadd+jKYzZH4EHJkeozM5Pn\n-----END PRIVATE KEY-----\n";
+    let second = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEID1K8CdtbG515FHdfBEPg6F61XJLI0Z8HJDhRx0iV2yt\n-----END PRIVATE KEY-----\n";
+    let path = temp_file("token-keys.pem", &format!("{first}{second}"));
+    let s = settings(&[
+        ("VCODE_TOKEN_KEY_FILE", path.to_str().unwrap()),
+        ("VCODE_TOKEN_ISSUER", "https://vcode.example"),
+        ("VCODE_TOKEN_TTL_SECS", "120"),
+    ])
+    .unwrap();
+    let keys = s.token_keys.as_ref().expect("keys");
+    assert_eq!(keys.len(), 2);
+    assert_eq!(s.token.issuer, "https://vcode.example");
+    assert_eq!(s.token.ttl, Duration::from_secs(120));
+    assert_debug_hides(
+        &s,
+        &[
+            "KhtKqKblhAECRb3HOMpdAadd+jKYzZH4EHJkeozM5Pn",
+            "D1K8CdtbG515FHdfBEPg6F61XJLI0Z8HJDhRx0iV2yt",
+        ],
+        &[&keys[0].kid],
+    );
+    let error = settings(&[("VCODE_TOKEN_KEY_FILE", "/nonexistent/keys.pem")])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("VCODE_TOKEN_KEY_FILE"), "{error}");
+    let path = temp_file("token-keys-bad.pem", &format!("{first}garbage"));
+    let error = settings(&[("VCODE_TOKEN_KEY_FILE", path.to_str().unwrap())])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("VCODE_TOKEN_KEY_FILE") && error.contains("block 2"),
+        "{error}"
+    );
+    assert!(
+        !error.contains("KhtKqKblhAECRb3HOMpdAadd+jKYzZH4EHJkeozM5Pn"),
+        "{error}"
+    );
+}
+
+#[test]
+fn api_keys_parse_and_go_with_a_requirement() {
+    let entry = format!("shop:{}", "ab".repeat(32));
+    let s = settings(&[
+        ("VCODE_API_KEYS", &entry),
+        ("VCODE_REQUIRE_API_KEY", "Verify, send"),
+    ])
+    .unwrap();
+    use crate::api_keys::Operation;
+    assert_eq!(s.api_key.required, [Operation::Verify, Operation::Send]);
+    assert_debug_hides(&s, &[&"ab".repeat(32)], &["shop"]);
+    let none = settings(&[("VCODE_REQUIRE_API_KEY", "none")]).unwrap();
+    assert!(none.api_key.required.is_empty());
 }

@@ -1,0 +1,192 @@
+// The demo page's flow: phone (and the configured gate) → code → token. Talks to the public API
+// only, and in dev mode reads the code from the dev outbox as a user would read the SMS.
+'use strict';
+
+// Every error code of the API (vcode_wire::ErrorCode) as a sentence for people; a Rust test
+// checks that no code is missing.
+const SENTENCES = {
+  40000: 'The request was not understood. Check what you typed and try again.',
+  40001: 'That does not look like a phone number that can receive SMS.',
+  40002: 'A code is made of digits only.',
+  40003: 'This kind of code is not offered.',
+  40010: 'That code is not the one we sent.',
+  40020: 'The characters do not match the picture. Here is a new one.',
+  40021: 'The "I am not a robot" check did not pass. Please try it again.',
+  40100: 'This page is not allowed to call the service.',
+  40400: 'That was not found.',
+  40500: 'The service does not accept that kind of request here.',
+  40800: 'Your request took too long to arrive. Please try again.',
+  40900: 'The same request is already being handled. Wait a moment.',
+  41000: 'That code has expired or was already used. Ask for a new one.',
+  41300: 'What you sent is too long.',
+  42200: 'This request repeats an earlier one with different details.',
+  42900: 'A code was sent a moment ago. You can ask for another one soon.',
+  42901: 'Too many wrong tries: that code no longer works. Ask for a new one.',
+  42902: 'Too many requests for now. Please wait before trying again.',
+  50000: 'Something went wrong on our side. Please try again.',
+  50200: 'The SMS could not be sent. Please try again in a moment.',
+  50300: 'The service is busy or unreachable. Please try again in a moment.',
+};
+
+const page = document.body.dataset;
+const $ = (id) => document.getElementById(id);
+const state = { phone: '', captchaId: null, altcha: null };
+
+function showError(envelope) {
+  const box = $('error');
+  if (!envelope) {
+    box.hidden = true;
+    return;
+  }
+  let sentence = SENTENCES[envelope.code] || envelope.message || 'Something went wrong.';
+  const data = envelope.data || {};
+  if (data.remaining_attempts !== undefined) {
+    sentence += ` ${data.remaining_attempts} ${data.remaining_attempts === 1 ? 'try' : 'tries'} left.`;
+  }
+  if (data.retry_after !== undefined) {
+    sentence += ` Wait ${data.retry_after} s.`;
+  }
+  box.textContent = sentence;
+  box.dataset.code = envelope.code;
+  box.hidden = false;
+}
+
+async function call(method, path, body) {
+  const init = { method, headers: {} };
+  if (body !== undefined) {
+    init.headers['content-type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  try {
+    const response = await fetch(path, init);
+    return await response.json();
+  } catch (error) {
+    return { code: 50300, message: String(error), data: null };
+  }
+}
+
+function show(step) {
+  for (const id of ['step-phone', 'step-code', 'step-done']) {
+    $(id).hidden = id !== step;
+  }
+}
+
+async function newCaptcha() {
+  const answer = await call('POST', '/api/v1/captcha');
+  if (answer.code !== 200) {
+    showError(answer);
+    return;
+  }
+  state.captchaId = answer.data.captcha_id;
+  $('captcha-image').src = answer.data.image_url;
+  $('captcha-image').dataset.captchaId = state.captchaId;
+  $('captcha-answer').value = '';
+}
+
+async function send(event) {
+  event.preventDefault();
+  showError(null);
+  state.phone = $('phone').value.trim();
+  const body = { phone: state.phone };
+  if (page.captcha === 'true') {
+    body.captcha_id = state.captchaId;
+    body.captcha_answer = $('captcha-answer').value.trim();
+  }
+  if (page.pow === 'true') {
+    const hidden = document.querySelector('input[name="altcha"]');
+    body.altcha = state.altcha || (hidden && hidden.value) || undefined;
+  }
+  $('send').disabled = true;
+  const answer = await call('POST', '/api/v1/otp/send', body);
+  $('send').disabled = false;
+  if (answer.code !== 200) {
+    showError(answer);
+    // A captcha or proof of work is single use: whatever the outcome, get a fresh one.
+    if (page.captcha === 'true') newCaptcha();
+    if (page.pow === 'true') resetAltcha();
+    return;
+  }
+  $('sent-to').textContent = `We sent a code to ${state.phone}. It is valid for ${Math.round(answer.data.expires_in / 60)} minutes.`;
+  $('code').value = '';
+  show('step-code');
+  $('code').focus();
+  if (page.dev === 'true') readOutbox();
+}
+
+async function readOutbox() {
+  const answer = await call('GET', `/api/v1/dev/outbox?phone=${encodeURIComponent(state.phone)}`);
+  if (answer.code === 200 && answer.data.messages.length) {
+    $('outbox-code').textContent = answer.data.messages[answer.data.messages.length - 1].code;
+    $('outbox').hidden = false;
+  }
+}
+
+/// The JWT's parts decoded (base64url JSON); the signature is the backend's to check.
+function decodeJwt(token) {
+  const part = (text) => {
+    const base64 = text.replace(/-/g, '+').replace(/_/g, '/').padEnd(Math.ceil(text.length / 4) * 4, '=');
+    const bytes = Uint8Array.from(atob(base64), (c) => c.charCodeAt(0));
+    return JSON.parse(new TextDecoder().decode(bytes));
+  };
+  const [header, payload] = token.split('.');
+  return { header: part(header), payload: part(payload) };
+}
+
+async function verify(event) {
+  event.preventDefault();
+  showError(null);
+  $('verify').disabled = true;
+  const answer = await call('POST', '/api/v1/otp/verify', { phone: state.phone, code: $('code').value.trim() });
+  $('verify').disabled = false;
+  if (answer.code !== 200) {
+    showError(answer);
+    return;
+  }
+  const token = answer.data.token;
+  if (token) {
+    const { header, payload } = decodeJwt(token);
+    $('token').textContent = token;
+    const times = ['iat', 'exp'].filter((claim) => claim in payload)
+      .map((claim) => `${claim}: ${new Date(payload[claim] * 1000).toISOString()}`);
+    $('claims').textContent = `${JSON.stringify(payload, null, 2)}\n\nheader: ${JSON.stringify(header)}\n${times.join('\n')}`;
+  } else {
+    $('token').textContent = '(this server issues no token)';
+    $('claims').textContent = JSON.stringify(answer.data, null, 2);
+  }
+  show('step-done');
+}
+
+function resetAltcha() {
+  state.altcha = null;
+  const widget = $('altcha');
+  if (widget && typeof widget.reset === 'function') widget.reset();
+}
+
+function restart() {
+  showError(null);
+  $('outbox').hidden = true;
+  show('step-phone');
+  if (page.captcha === 'true') newCaptcha();
+  if (page.pow === 'true') resetAltcha();
+}
+
+$('step-phone').addEventListener('submit', send);
+$('step-code').addEventListener('submit', verify);
+$('captcha-new').addEventListener('click', newCaptcha);
+$('back').addEventListener('click', restart);
+$('again').addEventListener('click', restart);
+if (page.captcha === 'true') {
+  $('captcha-gate').hidden = false;
+  newCaptcha();
+}
+if (page.pow === 'true') {
+  // Created only here: a widget in a hidden gate would hold the form back.
+  const widget = document.createElement('altcha-widget');
+  widget.id = 'altcha';
+  widget.setAttribute('challenge', '/api/v1/pow/challenge');
+  $('pow-gate').append(widget);
+  $('pow-gate').hidden = false;
+  widget.addEventListener('statechange', (event) => {
+    state.altcha = event.detail.state === 'verified' ? event.detail.payload : null;
+  });
+}
