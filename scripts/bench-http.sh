@@ -122,6 +122,7 @@ row() {
   ROWS+=("$name")
 }
 
+selected() { [[ -z $ONLY || $1 =~ $ONLY ]]; }
 THIN_GET="thin GET constant"
 THIN_VERIFY="thin POST verify (1 EVALSHA)"
 start_vcode embedded "${QUOTAS_OFF[@]}"
@@ -149,11 +150,23 @@ row "verify, Redis, defaults" redis script=verify.lua clients=1000000 ref="$THIN
 row "send, embedded, defaults" embedded script=send.lua clients=1000000 ref="$THIN_GET"
 row "send, Redis, defaults" redis script=send.lua clients=1000000 ref="$THIN_VERIFY"
 row "captcha create+fetch, Redis, defaults" redis script=captcha.lua clients=1000000 ref="$THIN_VERIFY"
+# What a send with the defaults leaves beside its code: the phone's SMS log and the client's
+# budget (mean MEMORY USAGE of up to 200 keys each).
+mean_memory() { # key pattern
+  local sample=0 total=0 key
+  for key in $(redis-cli -p "$REDIS_PORT" --scan --pattern "$1" | head -200); do
+    total=$(( total + $(redis-cli -p "$REDIS_PORT" memory usage "$key") )); sample=$((sample + 1))
+  done
+  [ "$sample" -gt 0 ] && echo $(( total / sample )) || echo -
+}
+if selected "send, Redis, defaults"; then
+  SMS_LOG_BYTES=$(mean_memory 'verify_code:quota:{+*}:sends')
+  IP_BUDGET_BYTES=$(mean_memory 'verify_code:quota:{budgets}:ip:*')
+fi
 
 # The same verify load against stores holding few and many pending codes.
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/${PID[$1]}/status"; }
 used_memory() { redis-cli -p "$REDIS_PORT" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }
-selected() { [[ -z $ONLY || $1 =~ $ONLY ]]; }
 for count in $FEW $MANY; do
   selected "verify, embedded, $MANY pending" || selected "verify, Redis, $MANY pending" || continue
   redis-cli -p "$REDIS_PORT" flushall >/dev/null
@@ -185,7 +198,6 @@ for count in $FEW $MANY; do
 done
 
 cpu_ratio() { awk -v a="${CPU[$1]:-}" -v b="${CPU[$2]:-}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else printf "-" }'; }
-rps_ratio() { awk -v a="${RPS[$1]:-}" -v b="${RPS[$2]:-}" 'BEGIN { if (a && b) printf "%.2fx", a / b; else printf "-" }'; }
 printf '\n%-38s %8s %8s %8s %7s %8s %8s %8s  %s\n' "row (-t$THREADS -c$CONNECTIONS, $DURATION)" "req/s" "p50" "p99" "non-2xx" \
   "srv µs" "wrk µs" "redis µs" "server CPU per request vs reference"
 for name in "${ROWS[@]}"; do
@@ -207,4 +219,6 @@ printf 'defaults vs limits off, CPU per request: send embedded %s, send Redis %s
   "$(cpu_ratio "verify, embedded, defaults" "verify, embedded")" "$(cpu_ratio "verify, Redis, defaults" "verify, Redis")"
 printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), %s bytes (used_memory growth / %s codes), embedded %s bytes (RSS growth / %s codes)\n' \
   "${REDIS_BYTES:--}" "${REDIS_KEYS:--}" "${REDIS_USED_BYTES:--}" "$MANY" "${EMBEDDED_BYTES:--}" "$MANY"
+printf 'beside each code with the default limits: SMS log %s bytes, client budget %s bytes (MEMORY USAGE)\n' \
+  "${SMS_LOG_BYTES:--}" "${IP_BUDGET_BYTES:--}"
 printf 'machine: %s, %s cores, load %s; %s\n' "$(uname -m)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(date -u '+%Y-%m-%d %H:%M UTC')"
