@@ -10,6 +10,7 @@
 #
 #   scripts/bench-http.sh            # full run: 10 s a row, 1,000,000 pending codes
 #   SHORT=1 scripts/bench-http.sh    # CI: 1 s a row, 20,000 pending codes (proves it works)
+#   DURATION=5s MANY=200000 scripts/bench-http.sh   # shorter rows, fewer pending codes
 #   ONLY='verify, (embedded|Redis)$' scripts/bench-http.sh   # only rows matching (and the
 #                                    # references); the memory section needs its rows
 #
@@ -24,7 +25,7 @@ SHORT=${SHORT:-0}
 ONLY=${ONLY:-}
 CONNECTIONS=${CONNECTIONS:-64}
 THREADS=${THREADS:-2}
-if [ "$SHORT" = 1 ]; then DURATION=${DURATION:-1s}; WARMUP=1s; MANY=20000; else DURATION=${DURATION:-10s}; WARMUP=3s; MANY=1000000; fi
+if [ "$SHORT" = 1 ]; then DURATION=${DURATION:-1s}; WARMUP=1s; MANY=${MANY:-20000}; else DURATION=${DURATION:-10s}; WARMUP=3s; MANY=${MANY:-1000000}; fi
 FEW=1000
 TICK_US=$((1000000 / $(getconf CLK_TCK)))
 
