@@ -24,7 +24,10 @@ SCENARIO=${SCENARIO:-mixed}
 ORIGINAL_GAP_MS=${ORIGINAL_GAP_MS:-5}
 FIX_GAP_MS=${FIX_GAP_MS:-0}
 INSTANCES=${INSTANCES:-4}
-STRATEGIES=(atomic legacy-original legacy-postmortem-fix)
+# STRATEGIES='atomic' runs only those; REQUESTS=n stops each after n API requests instead of
+# DURATION (the 1M-operation correctness run: STRATEGIES=atomic REQUESTS=1000000).
+read -r -a STRATEGIES <<<"${STRATEGIES:-atomic legacy-original legacy-postmortem-fix}"
+REQUESTS=${REQUESTS:-}
 READY_TIMEOUT_SECS=15
 
 for tool in redis-server redis-cli curl cargo; do
@@ -170,14 +173,16 @@ for strategy in "${STRATEGIES[@]}"; do
   # Each strategy starts from an empty Redis: no codes, cooldowns or outboxes of the last.
   redis-cli -p "$redis_port" flushall >/dev/null
   start_instances
-  say "$(label_of "$strategy"): $INSTANCES instances up, loadtest for $DURATION"
+  length=(--duration "$DURATION")
+  [ -n "$REQUESTS" ] && length=(--requests "$REQUESTS")
+  say "$(label_of "$strategy"): $INSTANCES instances up, loadtest for ${length[*]}"
   "$bin" loadtest "${targets[@]}" --scenario "$SCENARIO" --users "$USERS" \
-    --concurrency "$CONCURRENCY" --duration "$DURATION" --seed "$SEED" \
+    --concurrency "$CONCURRENCY" "${length[@]}" --seed "$SEED" \
     --label "$(label_of "$strategy")" --json "$@" >"$work/$strategy.json"
   stop_instances
 done
 
-echo "SCENARIO=$SCENARIO DURATION=$DURATION USERS=$USERS CONCURRENCY=$CONCURRENCY SEED=$SEED" \
+echo "SCENARIO=$SCENARIO DURATION=$DURATION REQUESTS=${REQUESTS:--} USERS=$USERS CONCURRENCY=$CONCURRENCY SEED=$SEED" \
   "INSTANCES=$INSTANCES ORIGINAL_GAP_MS=$ORIGINAL_GAP_MS FIX_GAP_MS=$FIX_GAP_MS"
 echo
 reports=()

@@ -4,6 +4,7 @@
 //! (several apps in one test process share it), encoded by the official `prometheus-client`
 //! crate.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -160,17 +161,32 @@ pub fn render() -> String {
 
 /// Counts one event in a family of `EVENT_FAMILIES` (`name` without `_total`).
 pub fn count_event(name: &'static str, label: &'static str, value: &'static str) {
-    if let Some(family) = METRICS.events.get(name) {
-        family.get_or_create(&[(label, value)]).inc();
-    }
+    EVENT_HANDLES.with_borrow_mut(|handles| {
+        let key = (name, label, value);
+        if let Some((_, counter)) = handles.iter().find(|(known, _)| *known == key) {
+            counter.inc();
+        } else if let Some(family) = METRICS.events.get(name) {
+            let counter = family.get_or_create(&[(label, value)]).clone();
+            counter.inc();
+            handles.push((key, counter));
+        }
+    });
 }
 
 /// Times one call to `store` and counts it as an error of `error_kind`, if any.
 pub fn observe_store_call(store: &'static str, seconds: f64, error_kind: Option<&'static str>) {
-    METRICS
-        .store_duration
-        .get_or_create(&[("store", store)])
-        .observe(seconds);
+    STORE_HANDLES.with_borrow_mut(|handles| {
+        if let Some((_, histogram)) = handles.iter().find(|(known, _)| *known == store) {
+            histogram.observe(seconds);
+        } else {
+            let histogram = METRICS
+                .store_duration
+                .get_or_create(&[("store", store)])
+                .clone();
+            histogram.observe(seconds);
+            handles.push((store, histogram));
+        }
+    });
     if let Some(kind) = error_kind {
         METRICS
             .store_errors
@@ -218,21 +234,68 @@ fn method_label(method: &str) -> &'static str {
 
 /// One HTTP request answered: counted by route pattern (never the raw path, whose ids would
 /// explode the label set), method and status, and timed.
-pub fn observe_http_request(route: String, method: &str, status: u16, seconds: f64) {
+pub fn observe_http_request(route: &str, method: &str, status: u16, seconds: f64) {
     let method = method_label(method);
-    METRICS
-        .http_duration
-        .get_or_create(&RouteLabels {
-            route: route.clone(),
-            method,
-        })
-        .observe(seconds);
-    METRICS
-        .http_requests
-        .get_or_create(&HttpLabels {
-            route,
+    HTTP_HANDLES.with_borrow_mut(|handles| {
+        let found = handles.iter().position(|handle| {
+            handle.status == status && handle.method == method && *handle.route == *route
+        });
+        let handle = match found {
+            Some(index) => &handles[index],
+            None => {
+                handles.push(HttpHandle::new(route, method, status));
+                &handles[handles.len() - 1]
+            }
+        };
+        handle.duration.observe(seconds);
+        handle.requests.inc();
+    });
+}
+
+/// The counter and histogram of one (route, method, status). Routes are patterns, methods a
+/// fixed set and statuses few: a few dozen of these per thread at most.
+struct HttpHandle {
+    route: Box<str>,
+    method: &'static str,
+    status: u16,
+    requests: Counter,
+    duration: Histogram,
+}
+
+impl HttpHandle {
+    fn new(route: &str, method: &'static str, status: u16) -> Self {
+        // Handles share their values with the families' (`Counter` and `Histogram` are Arcs).
+        let duration = METRICS
+            .http_duration
+            .get_or_create(&RouteLabels {
+                route: route.to_owned(),
+                method,
+            })
+            .clone();
+        let requests = METRICS
+            .http_requests
+            .get_or_create(&HttpLabels {
+                route: route.to_owned(),
+                method,
+                status,
+            })
+            .clone();
+        Self {
+            route: route.into(),
             method,
             status,
-        })
-        .inc();
+            requests,
+            duration,
+        }
+    }
+}
+
+type EventKey = (&'static str, &'static str, &'static str);
+
+// Each worker thread's handles on the hot series (the request's, its outcome's, its store
+// calls'), found without hashing labels or taking a family's lock.
+thread_local! {
+    static HTTP_HANDLES: RefCell<Vec<HttpHandle>> = const { RefCell::new(Vec::new()) };
+    static EVENT_HANDLES: RefCell<Vec<(EventKey, Counter)>> = const { RefCell::new(Vec::new()) };
+    static STORE_HANDLES: RefCell<Vec<(&'static str, Histogram)>> = const { RefCell::new(Vec::new()) };
 }

@@ -16,14 +16,13 @@ pub async fn track_requests(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
     let started = Instant::now();
-    let route = request
-        .match_pattern()
-        .unwrap_or_else(|| "unmatched".to_owned());
-    let method = request.method().clone();
     let response = next.call(request).await?;
+    // Asked once routed: the router then finds the pattern by index; before, it would match the
+    // path against every pattern again.
+    let route = response.request().match_pattern();
     crate::metrics::observe_http_request(
-        route,
-        method.as_str(),
+        route.as_deref().unwrap_or("unmatched"),
+        response.request().method().as_str(),
         response.status().as_u16(),
         started.elapsed().as_secs_f64(),
     );
