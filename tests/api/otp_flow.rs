@@ -33,11 +33,16 @@ async fn happy_path_send_read_verify(backend: Backend) {
 
     let verified = app.verify(&number, code).await;
     assert_eq!(verified.status, 200, "{verified:?}");
+    let data = verified.data::<VerifyData>();
+    assert!(data.verified);
+    let token = data
+        .token
+        .expect("a verification token (tests/api/tokens.rs checks it)");
     assert_eq!(
         verified.body,
         ok_body(VerifyData {
             verified: true,
-            token: None
+            token: Some(token)
         })
     );
 
