@@ -3,7 +3,8 @@
 
 mod support;
 
-/// Generates one `#[tokio::test]` per backend (`memory`, `redis`, `cluster`, `sentinel`) for
+/// Generates one `#[tokio::test]` per backend (`memory`, `redis`, `cluster`, `sentinel`,
+/// `postgres`) for
 /// each listed `async fn name(Backend)`.
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
@@ -39,6 +40,14 @@ macro_rules! on_both_stores {
                 }
             )*
         }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Postgres).await
+                }
+            )*
+        }
     };
 }
 
@@ -49,6 +58,7 @@ mod loadtest;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
+mod postgres;
 mod pow;
 mod quotas;
 mod redis_cluster;

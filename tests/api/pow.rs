@@ -23,7 +23,7 @@ const INSTALL: &str = "python3 -m pip install -r tests/pow/requirements.txt";
 /// The exit status of the client when the library is missing.
 const LIBRARY_MISSING: i32 = 3;
 
-/// Generates one multi-threaded test per store (embedded and one Redis node) for each listed
+/// Generates one multi-threaded test per store (embedded, one Redis node, PostgreSQL) for each listed
 /// `async fn name(Backend)`.
 macro_rules! on_memory_and_redis {
     ($($name:ident),* $(,)?) => {
@@ -40,6 +40,14 @@ macro_rules! on_memory_and_redis {
                 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
                 async fn $name() {
                     super::$name(crate::support::Backend::Redis).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::Postgres).await
                 }
             )*
         }

@@ -1,4 +1,5 @@
-//! One suite, two stores: the embedded store and the Redis store must behave the same.
+//! One suite, every store: the embedded store, Redis (one node, Cluster, Sentinel) and
+//! PostgreSQL must behave the same.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -41,6 +42,11 @@ pub fn open(backend: Backend) -> StoreUnderTest {
                 _deployment: None,
             }
         }
+        Backend::Postgres => StoreUnderTest {
+            store: Arc::new(crate::postgres::open_store()),
+            redis: None,
+            _deployment: None,
+        },
         Backend::Cluster | Backend::Sentinel => {
             let deployment = Deployment::start(backend).expect("a Cluster or Sentinel backend");
             let store = RedisStore::connect(&deployment.settings()).expect("valid settings");
