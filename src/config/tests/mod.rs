@@ -4,6 +4,7 @@
 mod file;
 mod names;
 mod redaction;
+mod postgres;
 mod redis;
 mod table;
 

@@ -85,7 +85,7 @@ fn two_redis_topologies_or_half_a_sentinel_setting_are_refused() {
     assert!(bad_name.to_string().contains(master.0));
 }
 
-fn ca_pem() -> String {
+pub(super) fn ca_pem() -> String {
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);

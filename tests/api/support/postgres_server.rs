@@ -61,12 +61,15 @@ fn command(program: &Path) -> Command {
     command
 }
 
+/// A command to spawn, and where to send the child.
+type SpawnRequest = (Command, mpsc::Sender<Child>);
+
 /// Spawns on a thread that lives as long as the test binary: the death signal follows the
 /// spawning thread, and a test's thread ends with the test.
 fn spawn(mut command: Command) -> Child {
-    static SPAWNER: OnceLock<Mutex<mpsc::Sender<(Command, mpsc::Sender<Child>)>>> = OnceLock::new();
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
     let spawner = SPAWNER.get_or_init(|| {
-        let (requests, incoming) = mpsc::channel::<(Command, mpsc::Sender<Child>)>();
+        let (requests, incoming) = mpsc::channel::<SpawnRequest>();
         std::thread::spawn(move || {
             for (mut command, reply) in incoming {
                 let child = command.spawn().expect("postgres can be run");

@@ -3,7 +3,8 @@
 -- unix milliseconds from the database's clock (vcode_now_ms); a row whose expires_at_ms has
 -- passed is treated as absent by every read and deleted later by the sweep (vcode_sweep).
 -- Per-phone operations (issue, undo, verify) serialise on an advisory lock named after the
--- phone, which also covers rows that do not exist yet (a first send) and the phone's quota logs.
+-- phone, which also covers rows that do not exist yet (a first send) and the phone's quota logs;
+-- they lock the code's row too, so the sweep never deletes a row one of them is renewing.
 
 CREATE FUNCTION vcode_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS
 $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
@@ -131,7 +132,7 @@ BEGIN
     RETURN;
   END IF;
   SELECT * INTO pending FROM vcode_codes
-    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms;
+    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
   has_pending := FOUND;
   IF has_pending THEN
     o_wait_ms := pending.sent_at_ms + p_cooldown_ms - now_ms;
@@ -196,7 +197,7 @@ BEGIN
   now_ms := vcode_now_ms();
   DELETE FROM vcode_quota_events WHERE log = 'sends:' || p_phone AND token = p_token;
   SELECT * INTO pending FROM vcode_codes
-    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms;
+    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
   IF NOT FOUND OR pending.digest <> p_digest OR pending.sent_at_ms <> p_sent_at_ms
       OR pending.deliveries <> p_deliveries THEN
     RETURN false;
@@ -237,7 +238,7 @@ BEGIN
     RETURN;
   END IF;
   SELECT * INTO pending FROM vcode_codes
-    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms;
+    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
   IF NOT FOUND THEN
     o_outcome := -1;
     RETURN;
