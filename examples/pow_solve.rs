@@ -26,7 +26,9 @@ async fn main() -> anyhow::Result<()> {
         settings.max_counter,
     );
     let store = Arc::new(MemoryStore::default());
-    let service = Arc::new(PowService::new(store, settings, &vcode::pow::random_key()));
+    let stats = vcode::stats::Stats::spawn(store.clone(), std::time::Duration::from_secs(3600));
+    let key = vcode::pow::random_key();
+    let service = Arc::new(PowService::new(store, settings, &key, stats));
 
     let (mut solves, mut creates, mut verifies, mut steps) = (vec![], vec![], vec![], 0u64);
     for _ in 0..challenges {

@@ -20,7 +20,7 @@ const BUCKETS: [f64; 14] = [
 
 /// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
 /// (`vcode_sms` is not one: the SMS senders count it per provider, see `observe_sms_attempt`.)
-const EVENT_FAMILIES: [(&str, &str); 5] = [
+const EVENT_FAMILIES: [(&str, &str); 6] = [
     ("vcode_otp_send_requests", "otp/send requests"),
     (
         "vcode_otp_dedup",
@@ -28,6 +28,10 @@ const EVENT_FAMILIES: [(&str, &str); 5] = [
     ),
     ("vcode_otp_verify", "otp/verify outcomes"),
     ("vcode_captcha", "captcha outcomes"),
+    (
+        "vcode_pow",
+        "proof-of-work challenges made, and payloads solved or refused",
+    ),
     ("vcode_quota_rejections", "requests refused by a quota"),
 ];
 

@@ -89,6 +89,7 @@ impl Application {
             stores.pow_replays.clone(),
             settings.pow.clone(),
             &keyring.pow_key(),
+            stats.clone(),
         ));
         let gate = SendGate {
             captcha: settings

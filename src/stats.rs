@@ -30,6 +30,9 @@ pub enum Event {
     CaptchaCreated,
     CaptchaSolved,
     CaptchaFailed,
+    PowChallenge,
+    PowSolved,
+    PowRefused,
     QuotaPhone,
     QuotaIp,
     QuotaGlobal,
@@ -48,7 +51,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 26] = [
+    pub const ALL: [Event; 29] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -61,6 +64,9 @@ impl Event {
         Event::CaptchaCreated,
         Event::CaptchaSolved,
         Event::CaptchaFailed,
+        Event::PowChallenge,
+        Event::PowSolved,
+        Event::PowRefused,
         Event::QuotaPhone,
         Event::QuotaIp,
         Event::QuotaGlobal,
@@ -92,6 +98,9 @@ impl Event {
             Event::CaptchaCreated => "captcha_created",
             Event::CaptchaSolved => "captcha_solved",
             Event::CaptchaFailed => "captcha_failed",
+            Event::PowChallenge => "pow_challenges",
+            Event::PowSolved => "pow_solved",
+            Event::PowRefused => "pow_refused",
             Event::QuotaPhone => "quota_phone",
             Event::QuotaIp => "quota_ip",
             Event::QuotaGlobal => "quota_global",
@@ -125,6 +134,9 @@ impl Event {
             Event::CaptchaCreated => ("vcode_captcha", "outcome", "created"),
             Event::CaptchaSolved => ("vcode_captcha", "outcome", "solved"),
             Event::CaptchaFailed => ("vcode_captcha", "outcome", "failed"),
+            Event::PowChallenge => ("vcode_pow", "outcome", "challenge"),
+            Event::PowSolved => ("vcode_pow", "outcome", "solved"),
+            Event::PowRefused => ("vcode_pow", "outcome", "refused"),
             Event::QuotaPhone => ("vcode_quota_rejections", "quota", "phone"),
             Event::QuotaIp => ("vcode_quota_rejections", "quota", "client_ip"),
             Event::QuotaGlobal => ("vcode_quota_rejections", "quota", "global"),

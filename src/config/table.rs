@@ -71,7 +71,7 @@ fn default_text(default: Option<String>) -> String {
 }
 
 /// The SMS module's settings as parsed; its other variables (provider accounts and secrets)
-/// are listed when set, all as `***`: which of them are secret is the sms module's business.
+/// are listed when set, as the sms module says they may be shown (secrets as `***`).
 fn sms_rows(sms: &SmsSettings, vars: &HashMap<String, String>) -> Vec<Row> {
     let defaults = SmsSettings::default();
     let origin = |var: &str, differs: bool| match (vars.contains_key(var), differs) {
@@ -118,7 +118,10 @@ fn sms_rows(sms: &SmsSettings, vars: &HashMap<String, String>) -> Vec<Row> {
         .filter(|var| crate::sms::settings::is_sms_variable(var) && !shown.contains(var))
         .collect();
     others.sort();
-    rows.extend(others.into_iter().map(|var| Row::new(var, REDACTED, "set")));
+    rows.extend(others.into_iter().map(|var| {
+        let value = crate::sms::settings::shown_value(var, &vars[var]);
+        Row::new(var, value, "set")
+    }));
     rows
 }
 

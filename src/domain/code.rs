@@ -68,14 +68,16 @@ impl Code {
 /// A keyed hash of a code, bound to its phone and purpose: what the store keeps instead of the
 /// code. 128 bits: guessing is bounded by the attempt limit, not by the digest's length.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CodeDigest(pub [u8; 16]);
+pub struct CodeDigest(pub [u8; CodeDigest::LEN]);
 
 impl CodeDigest {
+    pub const LEN: usize = 16;
+
     pub fn as_bytes(&self) -> &[u8] {
         &self.0
     }
 
-    /// From stored bytes; `None` unless exactly 16.
+    /// From stored bytes; `None` unless exactly [`Self::LEN`].
     pub fn from_slice(bytes: &[u8]) -> Option<Self> {
         bytes.try_into().ok().map(Self)
     }
@@ -94,8 +96,8 @@ impl fmt::Debug for CodeDigest {
     }
 }
 
-/// A code sealed with an AEAD key (nonce and ciphertext): kept only where the resend policy
-/// must deliver the same code again. Opaque to the store.
+/// A code sealed under the service's key, opened only beside its digest (see `keyring`): kept
+/// only where the resend policy must deliver the same code again. Opaque to the store.
 #[derive(Clone, PartialEq, Eq)]
 pub struct SealedCode(pub Box<[u8]>);
 

@@ -132,11 +132,12 @@ impl OtpService {
     ) -> Result<SendReceipt, OtpError> {
         let code = Code::generate(self.settings.code_length);
         let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
+        let digest = self.keyring.code_digest(e164, purpose_name, &code);
         let candidate = CodeCandidate {
-            digest: self.keyring.code_digest(e164, purpose_name, &code),
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
-                .then(|| self.keyring.seal_code(e164, purpose_name, &code)),
+                .then(|| self.keyring.seal_code(&digest, &code)),
+            digest,
         };
         let delivery = match self
             .codes
@@ -158,10 +159,10 @@ impl OtpService {
 
         let code = match delivery.kind {
             DeliveryKind::Redelivered => {
-                let opened = delivery
-                    .sealed
-                    .as_ref()
-                    .and_then(|sealed| self.keyring.open_code(e164, purpose_name, sealed));
+                let opened = delivery.sealed.as_ref().and_then(|sealed| {
+                    let digest = delivery.digest();
+                    self.keyring.open_code(e164, purpose_name, digest, sealed)
+                });
                 match opened {
                     Some(pending) => pending,
                     None => {

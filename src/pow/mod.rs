@@ -16,6 +16,7 @@ use base64::Engine;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
+use crate::stats::{Event, Stats};
 use crate::store::{PowReplayStore, StoreError};
 
 pub use self::settings::{PowAlgorithm, PowSettings};
@@ -65,18 +66,25 @@ pub struct PowService {
     /// Signs the expected derived key (`keySignature`), so a verify is one HMAC, not one
     /// key derivation.
     key_signature_secret: String,
+    stats: Arc<Stats>,
 }
 
 impl PowService {
     /// `key` signs the challenges: the same key on every instance sharing the store, or a
     /// challenge from one instance is refused by another. Two secrets are derived from it, one
     /// per use.
-    pub fn new(replays: Arc<dyn PowReplayStore>, settings: PowSettings, key: &[u8]) -> Self {
+    pub fn new(
+        replays: Arc<dyn PowReplayStore>,
+        settings: PowSettings,
+        key: &[u8],
+        stats: Arc<Stats>,
+    ) -> Self {
         Self {
             replays,
             settings,
             signature_secret: derive_secret(key, b"vcode pow: challenge signature"),
             key_signature_secret: derive_secret(key, b"vcode pow: derived-key signature"),
+            stats,
         }
     }
 
@@ -115,6 +123,7 @@ impl PowService {
         })
         .map_err(PowError::Challenge)?;
         tracing::debug!(counter, "proof-of-work challenge created");
+        self.stats.record(Event::PowChallenge);
         Ok(challenge)
     }
 
@@ -124,10 +133,12 @@ impl PowService {
         match self.check(payload).await {
             Ok(()) => {
                 tracing::info!("proof of work accepted");
+                self.stats.record(Event::PowSolved);
                 Ok(())
             }
             Err(PowError::Refused(refusal)) => {
                 tracing::info!(%refusal, "proof of work refused");
+                self.stats.record(Event::PowRefused);
                 Err(PowError::Refused(refusal))
             }
             Err(error) => Err(error),

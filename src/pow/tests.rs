@@ -19,11 +19,15 @@ fn easy() -> PowSettings {
 }
 
 fn service(key: &[u8]) -> Arc<PowService> {
-    Arc::new(PowService::new(
-        Arc::new(MemoryStore::default()),
-        easy(),
-        key,
-    ))
+    counted_service(key).0
+}
+
+/// A service and the daily counters it records into.
+fn counted_service(key: &[u8]) -> (Arc<PowService>, Arc<Stats>) {
+    let store = Arc::new(MemoryStore::default());
+    let stats = Stats::spawn(store.clone(), Duration::from_secs(3600));
+    let service = PowService::new(store, easy(), key, stats.clone());
+    (Arc::new(service), stats)
 }
 
 fn solve(challenge: &Challenge) -> Solution {
@@ -136,6 +140,20 @@ async fn foreign_tampered_wrong_and_expired_challenges_are_refused() {
     .unwrap();
     let payload = encode(&expired, &solve(&expired));
     assert_eq!(refusal(&service, Some(&payload)).await, Refusal::Expired);
+}
+
+#[tokio::test]
+async fn challenges_solutions_and_refusals_are_counted() {
+    let (service, stats) = counted_service(KEY);
+    let payload = solved(&service).await;
+    service.verify(Some(&payload)).await.unwrap();
+    for _ in 0..2 {
+        refusal(&service, Some(&payload)).await;
+    }
+    let totals = stats.report(1).await.unwrap().totals;
+    assert_eq!(totals["pow_challenges"], 1);
+    assert_eq!(totals["pow_solved"], 1);
+    assert_eq!(totals["pow_refused"], 2);
 }
 
 async fn service_with_other_key() -> String {

@@ -50,12 +50,7 @@ impl AliyunSender {
         nonce: &str,
     ) -> Result<PreparedRequest, SmsError> {
         let purpose = message.purpose.as_str();
-        let template = self.settings.templates.get(purpose).ok_or_else(|| {
-            SmsError::misconfigured(
-                PROVIDER,
-                format!("no aliyun template for purpose {purpose} (sms.aliyun.templates)"),
-            )
-        })?;
+        let template = self.settings.templates.for_purpose(PROVIDER, purpose)?;
         let params: serde_json::Map<String, serde_json::Value> = template
             .params
             .iter()

@@ -14,7 +14,7 @@ const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=60_000;
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What `Debug` and errors show instead of a secret.
-const REDACTED: &str = "***";
+pub(super) const REDACTED: &str = "***";
 
 pub fn webhook(source: &Source<'_>, used: bool) -> Result<Option<WebhookSettings>> {
     let url = source.string(Some("VCODE_SMS_WEBHOOK_URL"), "sms.webhook.url")?;
@@ -69,13 +69,7 @@ pub fn aliyun(
         "VCODE_ALIYUN_ACCESS_KEY_SECRET",
         &format!("{p}.access_key_secret"),
     )?;
-    let endpoint = endpoint(source, "VCODE_ALIYUN_ENDPOINT", p, aliyun::DEFAULT_ENDPOINT)?;
-    let timeout = source.millis(
-        "VCODE_ALIYUN_TIMEOUT_MS",
-        &format!("{p}.timeout_ms"),
-        DEFAULT_TIMEOUT,
-        TIMEOUT_RANGE,
-    )?;
+    let (endpoint, timeout) = connection(source, "ALIYUN", p, aliyun::DEFAULT_ENDPOINT)?;
     let templates = templates(
         source,
         "ALIYUN",
@@ -113,18 +107,7 @@ pub fn tencent(
     let secret_key = source.secret("VCODE_TENCENT_SECRET_KEY", &format!("{p}.secret_key"))?;
     let sdk_app_id = source.string(Some("VCODE_TENCENT_SDK_APP_ID"), &format!("{p}.sdk_app_id"))?;
     let region = source.string(Some("VCODE_TENCENT_REGION"), &format!("{p}.region"))?;
-    let endpoint = endpoint(
-        source,
-        "VCODE_TENCENT_ENDPOINT",
-        p,
-        tencent::DEFAULT_ENDPOINT,
-    )?;
-    let timeout = source.millis(
-        "VCODE_TENCENT_TIMEOUT_MS",
-        &format!("{p}.timeout_ms"),
-        DEFAULT_TIMEOUT,
-        TIMEOUT_RANGE,
-    )?;
+    let (endpoint, timeout) = connection(source, "TENCENT", p, tencent::DEFAULT_ENDPOINT)?;
     let templates = templates(
         source,
         "TENCENT",
@@ -182,13 +165,7 @@ pub fn twilio(source: &Source<'_>, used: bool) -> Result<Option<TwilioSettings>>
         Some("VCODE_TWILIO_MESSAGING_SERVICE_SID"),
         &format!("{p}.messaging_service_sid"),
     )?;
-    let endpoint = endpoint(source, "VCODE_TWILIO_ENDPOINT", p, twilio::DEFAULT_ENDPOINT)?;
-    let timeout = source.millis(
-        "VCODE_TWILIO_TIMEOUT_MS",
-        &format!("{p}.timeout_ms"),
-        DEFAULT_TIMEOUT,
-        TIMEOUT_RANGE,
-    )?;
+    let (endpoint, timeout) = connection(source, "TWILIO", p, twilio::DEFAULT_ENDPOINT)?;
     if !used {
         return Ok(None);
     }
@@ -245,6 +222,29 @@ fn missing_secret(var: &str) -> SmsSettingsError {
         var,
         format!("required when a route names this provider (or {var}_FILE: a file holding it)"),
     )
+}
+
+/// Where a provider is reached and how long it is waited for: `VCODE_<PROVIDER>_ENDPOINT` and
+/// `VCODE_<PROVIDER>_TIMEOUT_MS` over `endpoint` and `timeout_ms` in its table.
+fn connection(
+    source: &Source<'_>,
+    provider: &str,
+    prefix: &str,
+    default_endpoint: &str,
+) -> Result<(String, Duration)> {
+    let endpoint = endpoint(
+        source,
+        &format!("VCODE_{provider}_ENDPOINT"),
+        prefix,
+        default_endpoint,
+    )?;
+    let timeout = source.millis(
+        &format!("VCODE_{provider}_TIMEOUT_MS"),
+        &format!("{prefix}.timeout_ms"),
+        DEFAULT_TIMEOUT,
+        TIMEOUT_RANGE,
+    )?;
+    Ok((endpoint, timeout))
 }
 
 /// A base URL: https, or http on a loopback host only (a test's fake gateway), so that a

@@ -227,6 +227,26 @@ pub fn is_sms_variable(var: &str) -> bool {
         || var.starts_with("VCODE_TWILIO_")
 }
 
+/// The SMS variables that hold a secret (each also read from `<name>_FILE`, a path, shown).
+const SECRET_VARIABLES: [&str; 4] = [
+    "VCODE_SMS_WEBHOOK_SECRET",
+    "VCODE_ALIYUN_ACCESS_KEY_SECRET",
+    "VCODE_TENCENT_SECRET_KEY",
+    "VCODE_TWILIO_AUTH_TOKEN",
+];
+
+/// How `check-config` may show an SMS variable's value: a secret as `***`, a URL with its
+/// password and query values hidden, anything else (account ids, senders, timeouts) as set.
+pub fn shown_value(var: &str, value: &str) -> String {
+    if SECRET_VARIABLES.contains(&var) {
+        super::provider_settings::REDACTED.to_owned()
+    } else if var.ends_with("_URL") || var.ends_with("_ENDPOINT") {
+        super::provider_settings::redact_url(value)
+    } else {
+        value.to_owned()
+    }
+}
+
 /// Reads and parses the TOML file at `path`, naming `VCODE_CONFIG_FILE` on failure.
 pub fn read_config_file(path: &str) -> Result<toml::Table> {
     let origin = format!("VCODE_CONFIG_FILE={path:?}");

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::domain::Locale;
 
-use super::SmsMessage;
+use super::{SmsError, SmsMessage};
 
 /// The key of the entry used for purposes without one of their own.
 pub const DEFAULT_PURPOSE: &str = "default";
@@ -87,6 +87,23 @@ impl<T> ByPurpose<T> {
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+}
+
+impl ByPurpose<ProviderTemplate> {
+    /// The approved template a message of `purpose` goes out with, or the misconfiguration
+    /// that `provider` (which has a `[sms.<provider>.templates]` table) has none for it.
+    pub fn for_purpose(
+        &self,
+        provider: &'static str,
+        purpose: &str,
+    ) -> Result<&ProviderTemplate, SmsError> {
+        self.get(purpose).ok_or_else(|| {
+            SmsError::misconfigured(
+                provider,
+                format!("no {provider} template for purpose {purpose} (sms.{provider}.templates)"),
+            )
+        })
     }
 }
 

@@ -68,12 +68,7 @@ impl TencentSender {
         unix_secs: u64,
     ) -> Result<PreparedRequest, SmsError> {
         let purpose = message.purpose.as_str();
-        let template = self.settings.templates.get(purpose).ok_or_else(|| {
-            SmsError::misconfigured(
-                PROVIDER,
-                format!("no tencent template for purpose {purpose} (sms.tencent.templates)"),
-            )
-        })?;
+        let template = self.settings.templates.for_purpose(PROVIDER, purpose)?;
         let body = serde_json::to_vec(&SendSmsBody {
             phone_number_set: [message.phone.as_e164()],
             sms_sdk_app_id: &self.settings.sdk_app_id,

@@ -143,6 +143,13 @@ pub struct Delivery {
     pub undo: IssueUndo,
 }
 
+impl Delivery {
+    /// The digest of the code this delivery sends: beside it, `sealed` opens.
+    pub fn digest(&self) -> &CodeDigest {
+        &self.undo.digest
+    }
+}
+
 /// The state an issue wrote and the state it replaced. A roll-back applies only while the store
 /// still holds exactly what this issue wrote, so it never removes a later send's code.
 #[derive(Clone, Debug)]

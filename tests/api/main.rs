@@ -1,53 +1,39 @@
 //! Integration tests: the store conformance suite and the HTTP API, each against the embedded
-//! store, a real redis-server, a Redis Cluster and Redis Sentinel started by the harness.
+//! store, a real redis-server, a Redis Cluster, Redis Sentinel and PostgreSQL started by the
+//! harness.
 
 mod support;
 
+/// Generates, for each listed `module => Backend` pair, a module of one multi-threaded
+/// `#[tokio::test]` per `async fn name(Backend)` in `[...]`.
+macro_rules! on_stores {
+    ($($module:ident => $backend:ident),+ ; $names:tt) => {
+        $( on_store!($module, $backend, $names); )+
+    };
+}
+
+macro_rules! on_store {
+    ($module:ident, $backend:ident, [$($name:ident),* $(,)?]) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+                async fn $name() {
+                    super::$name(crate::support::Backend::$backend).await
+                }
+            )*
+        }
+    };
+}
+
 /// Generates one `#[tokio::test]` per backend (`memory`, `redis`, `cluster`, `sentinel`,
-/// `postgres`) for
-/// each listed `async fn name(Backend)`.
+/// `postgres`) for each listed `async fn name(Backend)`.
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Memory).await
-                }
-            )*
-        }
-        mod redis {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Redis).await
-                }
-            )*
-        }
-        mod cluster {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Cluster).await
-                }
-            )*
-        }
-        mod sentinel {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Sentinel).await
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Postgres).await
-                }
-            )*
-        }
+        on_stores!(
+            memory => Memory, redis => Redis, cluster => Cluster, sentinel => Sentinel,
+            postgres => Postgres;
+            [$($name),*]
+        );
     };
 }
 
@@ -61,6 +47,7 @@ mod otp_flow;
 mod postgres;
 mod pow;
 mod quotas;
+mod quotas_http;
 mod redis_cluster;
 mod redis_outage;
 mod redis_sentinel;

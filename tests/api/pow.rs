@@ -24,33 +24,10 @@ const INSTALL: &str = "python3 -m pip install -r tests/pow/requirements.txt";
 const LIBRARY_MISSING: i32 = 3;
 
 /// Generates one multi-threaded test per store (embedded, one Redis node, PostgreSQL) for each listed
-/// `async fn name(Backend)`.
+/// `async fn name(Backend)`: a proof's single use is one store call, the same on every topology.
 macro_rules! on_memory_and_redis {
     ($($name:ident),* $(,)?) => {
-        mod memory {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Memory).await
-                }
-            )*
-        }
-        mod redis {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Redis).await
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-                async fn $name() {
-                    super::$name(crate::support::Backend::Postgres).await
-                }
-            )*
-        }
+        on_stores!(memory => Memory, redis => Redis, postgres => Postgres; [$($name),*]);
     };
 }
 use on_memory_and_redis;

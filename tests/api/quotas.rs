@@ -1,26 +1,20 @@
-//! Abuse limits: per-phone, per-IP and global SMS quotas, the per-phone failed-verify quota,
-//! the region allow-list and the client address behind proxies — in the store and through
-//! HTTP, on both stores, and across two instances sharing one Redis.
+//! Abuse limits in the store: per-phone SMS quotas, sliding windows, the per-phone failed-verify
+//! quota and the all-or-nothing budget reservations, on every store. Through HTTP:
+//! `quotas_http.rs`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use vcode::client_ip::TrustedProxies;
 use vcode::config::AbuseSettings;
-use vcode::domain::{Code, CodeLength, Phone, Purpose, Region};
+use vcode::domain::{Code, CodeLength, Phone, Purpose};
 use vcode::store::{
     Budget, CodeStore, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaStore,
     QuotaToken, ResendPolicy, VerifyOutcome, VerifyParams,
 };
-use vcode_wire::{RetryAfterData, SendRequest, paths};
 
-use crate::support::app::Answer;
 use crate::support::codes as support_codes;
-use crate::support::{
-    Backend, TestApp, phone, random_phone, spawn_app_with, spawn_second_instance,
-};
+use crate::support::{Backend, TestApp, phone, random_phone, spawn_app_with};
 
 const MINUTE: Duration = Duration::from_secs(60);
 
@@ -389,169 +383,6 @@ async fn budgets_are_reserved_all_or_nothing(backend: Backend) {
     );
 }
 
-fn assert_quota_answer(answer: &Answer) {
-    assert_eq!((answer.status, answer.code()), (429, 42902), "{answer:?}");
-    let retry_after: u64 = answer
-        .retry_after
-        .as_deref()
-        .expect("Retry-After")
-        .parse()
-        .unwrap();
-    assert!(retry_after >= 1);
-    assert_eq!(answer.data::<RetryAfterData>().retry_after, retry_after);
-}
-
-async fn phone_quota_through_http(backend: Backend) {
-    let app = spawn_app_with(backend, |s| {
-        s.abuse = AbuseSettings {
-            sends_per_phone_hour: 3,
-            ..AbuseSettings::unlimited()
-        };
-        s.otp.resend_cooldown = Duration::ZERO;
-    })
-    .await;
-    let number = random_phone();
-    for _ in 0..3 {
-        assert_eq!(app.send(&number).await.status, 200);
-    }
-    assert_quota_answer(&app.send(&number).await);
-    assert_eq!(
-        app.inbox(&number).await.len(),
-        3,
-        "no SMS for the refused send"
-    );
-}
-
-async fn ip_quota_through_http_leaves_no_code_behind(backend: Backend) {
-    let app = spawn_app_with(backend, |s| {
-        s.abuse = AbuseSettings {
-            sends_per_ip_hour: 3,
-            ..AbuseSettings::unlimited()
-        };
-    })
-    .await;
-    for _ in 0..3 {
-        assert_eq!(app.send(&random_phone()).await.status, 200);
-    }
-    let fourth = random_phone();
-    assert_quota_answer(&app.send(&fourth).await);
-    assert!(app.inbox(&fourth).await.is_empty());
-    let pending = app
-        .store
-        .codes
-        .pending_code(&phone(&fourth), &Purpose::default())
-        .await
-        .unwrap();
-    assert!(pending.is_none(), "the refused send's code was rolled back");
-}
-
-async fn global_budget_through_http(backend: Backend) {
-    let app = spawn_app_with(backend, |s| {
-        s.abuse = AbuseSettings {
-            sends_global_minute: 2,
-            ..AbuseSettings::unlimited()
-        };
-    })
-    .await;
-    assert_eq!(app.send(&random_phone()).await.status, 200);
-    assert_eq!(app.send(&random_phone()).await.status, 200);
-    assert_quota_answer(&app.send(&random_phone()).await);
-}
-
-async fn failed_verify_quota_outlives_fresh_codes(backend: Backend) {
-    let app = spawn_app_with(backend, |s| {
-        s.abuse = AbuseSettings {
-            failed_verifies_per_phone_day: 3,
-            ..AbuseSettings::unlimited()
-        };
-        s.otp.resend_cooldown = Duration::ZERO;
-        s.otp.resend = ResendPolicy::Rotate;
-    })
-    .await;
-    let number = random_phone();
-    app.send(&number).await;
-    let code = app.last_code(&number).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
-    for _ in 0..3 {
-        assert_eq!(app.verify(&number, wrong).await.code(), 40010);
-    }
-    assert_quota_answer(&app.verify(&number, &code).await);
-    // A fresh code does not mean fresh guesses.
-    assert_eq!(app.send(&number).await.status, 200);
-    let fresh = app.last_code(&number).await;
-    assert_quota_answer(&app.verify(&number, &fresh).await);
-}
-
-async fn numbers_outside_the_allowed_regions_are_invalid(backend: Backend) {
-    let app = spawn_app_with(backend, |s| {
-        s.abuse.allowed_regions = vec![Region::parse("HK").unwrap()];
-    })
-    .await;
-    let refused = app.send(&random_phone()).await;
-    assert_eq!((refused.status, refused.code()), (400, 40001));
-    assert_eq!(app.send("+85251234567").await.status, 200);
-}
-
-async fn send_from(app: &TestApp, number: &str, forwarded_for: &str) -> Answer {
-    app.request(
-        app.client
-            .post(app.url(paths::OTP_SEND))
-            .header("x-forwarded-for", forwarded_for)
-            .json(&SendRequest::new(number)),
-    )
-    .await
-}
-
-async fn spoofed_forwarded_for_changes_nothing(backend: Backend) {
-    let app = spawn_app_with(backend, |s| {
-        s.abuse = AbuseSettings {
-            sends_per_ip_hour: 2,
-            ..AbuseSettings::unlimited()
-        };
-    })
-    .await;
-    // The peer (127.0.0.1) is no trusted proxy: every send counts against it.
-    assert_eq!(
-        send_from(&app, &random_phone(), "198.51.100.1")
-            .await
-            .status,
-        200
-    );
-    assert_eq!(
-        send_from(&app, &random_phone(), "198.51.100.2")
-            .await
-            .status,
-        200
-    );
-    assert_quota_answer(&send_from(&app, &random_phone(), "198.51.100.3").await);
-}
-
-async fn a_trusted_proxy_names_the_client(backend: Backend) {
-    let app = spawn_app_with(backend, |s| {
-        s.abuse = AbuseSettings {
-            sends_per_ip_hour: 2,
-            trusted_proxies: TrustedProxies::parse("127.0.0.0/8").unwrap(),
-            ..AbuseSettings::unlimited()
-        };
-    })
-    .await;
-    for client in ["198.51.100.1", "198.51.100.2", "198.51.100.3"] {
-        assert_eq!(
-            send_from(&app, &random_phone(), client).await.status,
-            200,
-            "{client}"
-        );
-    }
-    // A client-written hop to the left does not help: the right-most untrusted one counts.
-    assert_eq!(
-        send_from(&app, &random_phone(), "6.6.6.6, 198.51.100.1")
-            .await
-            .status,
-        200
-    );
-    assert_quota_answer(&send_from(&app, &random_phone(), "7.7.7.7, 198.51.100.1").await);
-}
-
 on_both_stores!(
     phone_quota_counts_sms_across_purposes,
     cooldown_is_answered_before_the_quota,
@@ -560,83 +391,4 @@ on_both_stores!(
     failed_verifies_are_limited_across_codes,
     reservations_hold_exactly_the_limit_under_concurrency,
     budgets_are_reserved_all_or_nothing,
-    phone_quota_through_http,
-    ip_quota_through_http_leaves_no_code_behind,
-    global_budget_through_http,
-    failed_verify_quota_outlives_fresh_codes,
-    numbers_outside_the_allowed_regions_are_invalid,
-    spoofed_forwarded_for_changes_nothing,
-    a_trusted_proxy_names_the_client,
 );
-
-async fn tally(answers: Vec<Answer>) -> HashMap<i64, usize> {
-    let mut tally = HashMap::new();
-    for answer in answers {
-        *tally.entry(answer.code()).or_default() += 1;
-    }
-    tally
-}
-
-/// Two instances sharing one harness-started Redis, as a deployment would run them.
-async fn two_instances(customise: fn(&mut vcode::Settings)) -> (Arc<TestApp>, Arc<TestApp>) {
-    let first = spawn_app_with(Backend::Redis, customise).await;
-    let second = spawn_second_instance(&first, customise).await;
-    (Arc::new(first), Arc::new(second))
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn phone_quota_holds_across_two_instances() {
-    let (a, b) = two_instances(|s| {
-        s.abuse = AbuseSettings {
-            sends_per_phone_hour: 5,
-            ..AbuseSettings::unlimited()
-        };
-        s.otp.resend_cooldown = Duration::ZERO;
-    })
-    .await;
-    let number = random_phone();
-    let sends = (0..40).map(|i| {
-        let app = if i % 2 == 0 { a.clone() } else { b.clone() };
-        let number = number.clone();
-        tokio::spawn(async move { app.send(&number).await })
-    });
-    let answers = join_all(sends)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    let tally = tally(answers).await;
-    assert_eq!(tally.get(&200), Some(&5), "{tally:?}");
-    assert_eq!(tally.get(&42902), Some(&35), "{tally:?}");
-    assert_eq!(a.inbox(&number).await.len(), 5, "exactly five SMS");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn ip_quota_holds_across_two_instances() {
-    let (a, b) = two_instances(|s| {
-        s.abuse = AbuseSettings {
-            sends_per_ip_hour: 10,
-            ..AbuseSettings::unlimited()
-        };
-    })
-    .await;
-    let numbers: Vec<String> = (0..40).map(|_| random_phone()).collect();
-    let sends = numbers.iter().enumerate().map(|(i, number)| {
-        let app = if i % 2 == 0 { a.clone() } else { b.clone() };
-        let number = number.clone();
-        tokio::spawn(async move { app.send(&number).await })
-    });
-    let answers = join_all(sends)
-        .await
-        .into_iter()
-        .map(Result::unwrap)
-        .collect();
-    let tally = tally(answers).await;
-    assert_eq!(tally.get(&200), Some(&10), "{tally:?}");
-    assert_eq!(tally.get(&42902), Some(&30), "{tally:?}");
-    let mut delivered = 0;
-    for number in &numbers {
-        delivered += a.inbox(number).await.len();
-    }
-    assert_eq!(delivered, 10, "exactly ten SMS");
-}

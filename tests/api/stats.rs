@@ -86,6 +86,7 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
         "dedup_cooldown": 1, "dedup_idempotency": 1,
         "verify_ok": 1, "verify_wrong": 2, "verify_expired": 1, "verify_locked": 1,
         "captcha_created": 2, "captcha_solved": 1, "captcha_failed": 1,
+        "pow_challenges": 0, "pow_solved": 0, "pow_refused": 0,
         "quota_phone": 0, "quota_ip": 1, "quota_global": 0, "quota_failures": 0,
         "sms_log_sent": 3, "sms_log_failed": 0, "sms_webhook_sent": 0, "sms_webhook_failed": 0,
         "sms_aliyun_sent": 0, "sms_aliyun_failed": 0, "sms_tencent_sent": 0,

@@ -3,8 +3,8 @@
 
 mod file;
 mod names;
-mod redaction;
 mod postgres;
+mod redaction;
 mod redis;
 mod table;
 

@@ -21,7 +21,10 @@ fn the_database_url_selects_postgres_with_bounded_defaults() {
     assert!(!postgres.uses_tls());
 
     let s = settings(&[
-        ("VCODE_DATABASE_URL", "postgresql://db/vcode?sslmode=require"),
+        (
+            "VCODE_DATABASE_URL",
+            "postgresql://db/vcode?sslmode=require",
+        ),
         ("VCODE_DATABASE_STATEMENT_TIMEOUT_MS", "250"),
         ("VCODE_DATABASE_CONNECT_TIMEOUT_MS", "2000"),
         ("VCODE_DATABASE_POOL_SIZE", "4"),

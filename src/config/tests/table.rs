@@ -62,10 +62,28 @@ fn secrets_and_url_passwords_are_masked() {
         ),
         ("VCODE_TWILIO_AUTH_TOKEN", "tw1lio-s3cret"),
         ("VCODE_TWILIO_FROM", "+15005550006"),
+        ("VCODE_TWILIO_ENDPOINT", "https://127.0.0.1:9"),
+        (
+            "VCODE_SMS_WEBHOOK_URL",
+            "https://u:hook-pass@gw.example/sms?t=hook-query",
+        ),
+        ("VCODE_TWILIO_TIMEOUT_MS", "3000"),
+        (
+            "VCODE_SMS_WEBHOOK_SECRET",
+            "w3bhook-s3cret-0123456789abcdef0123",
+        ),
     ];
     let rows = table(&vars);
     let text = render(&rows);
-    for secret in ["r3dis-s3cret", "0011223344", "t0ken", "tw1lio-s3cret"] {
+    for secret in [
+        "r3dis-s3cret",
+        "0011223344",
+        "t0ken",
+        "tw1lio-s3cret",
+        "hook-pass",
+        "hook-query",
+        "w3bhook-s3cret",
+    ] {
         assert!(!text.contains(secret), "{secret} shown in\n{text}");
     }
     assert_eq!(
@@ -76,10 +94,26 @@ fn secrets_and_url_passwords_are_masked() {
         "VCODE_SECRET_KEY",
         "VCODE_ADMIN_TOKEN",
         "VCODE_TWILIO_AUTH_TOKEN",
+        "VCODE_SMS_WEBHOOK_SECRET",
     ] {
         assert_eq!(row(&rows, secret).value, "***");
         assert_eq!(row(&rows, secret).origin, "set");
     }
+    // What is not secret shows as set, so an operator can check it.
+    assert_eq!(row(&rows, "VCODE_TWILIO_FROM").value, "+15005550006");
+    assert_eq!(row(&rows, "VCODE_TWILIO_TIMEOUT_MS").value, "3000");
+    assert_eq!(
+        row(&rows, "VCODE_TWILIO_ACCOUNT_SID").value,
+        "AC00000000000000000000000000000000"
+    );
+    assert_eq!(
+        row(&rows, "VCODE_TWILIO_ENDPOINT").value,
+        "https://127.0.0.1:9/"
+    );
+    assert_eq!(
+        row(&rows, "VCODE_SMS_WEBHOOK_URL").value,
+        "https://u:***@gw.example/sms?t=***"
+    );
     assert_eq!(row(&rows, "VCODE_SMS").value, "twilio");
     assert_eq!(row(&rows, "VCODE_SECRET_KEY_PREVIOUS").value, "(unset)");
 }

@@ -22,13 +22,7 @@ impl CodeStore for RedisStore {
         let mut invocation = SCRIPTS.issue.prepare_invoke();
         invocation
             .key(&keys::issue(phone, purpose))
-            .arg(candidate.digest.as_bytes())
-            .arg(
-                candidate
-                    .sealed
-                    .as_ref()
-                    .map_or(&[][..], |sealed| &sealed.0[..]),
-            )
+            .arg(code_record(&candidate.digest, candidate.sealed.as_ref()))
             .arg(duration_ms(params.ttl))
             .arg(duration_ms(params.cooldown))
             .arg(policy)
@@ -60,13 +54,7 @@ impl CodeStore for RedisStore {
             .arg(undo.quota_token.0);
         if let Some(previous) = &undo.previous {
             invocation
-                .arg(previous.digest.as_bytes())
-                .arg(
-                    previous
-                        .sealed
-                        .as_ref()
-                        .map_or(&[][..], |sealed| &sealed.0[..]),
-                )
+                .arg(code_record(&previous.digest, previous.sealed.as_ref()))
                 .arg(previous.sent_at_ms)
                 .arg(previous.expires_at_ms);
         }
@@ -113,18 +101,22 @@ impl CodeStore for RedisStore {
         let mut connection = self.connection.clone();
         let command = redis::cmd("HMGET")
             .arg(keys::code(phone, purpose))
-            .arg(&["h", "s", "a", "n"])
+            .arg(&["h", "a", "n"])
             .to_owned();
-        type Fields = (Option<Vec<u8>>, Option<Vec<u8>>, Option<u32>, Option<u32>);
+        type Fields = (Option<Vec<u8>>, Option<u32>, Option<u32>);
         let reply: Fields = self.bounded(command.query_async(&mut connection)).await?;
         Ok(match reply {
-            (Some(digest), sealed, failed_attempts, deliveries) => Some(PendingCode {
-                digest: CodeDigest::from_slice(&digest)
-                    .ok_or_else(|| StoreError::Protocol("code digest".to_owned()))?,
-                sealed: sealed.map(|sealed| SealedCode(sealed.into())),
-                failed_attempts: failed_attempts.unwrap_or(0),
-                deliveries: deliveries.unwrap_or(0),
-            }),
+            (Some(record), failed_attempts, deliveries) => {
+                let (digest, sealed) = split_code_record(&record)
+                    .ok_or_else(|| StoreError::Protocol("code record".to_owned()))?;
+                Some(PendingCode {
+                    digest,
+                    sealed,
+                    // Fields at their default are not stored (issue.lua).
+                    failed_attempts: failed_attempts.unwrap_or(0),
+                    deliveries: deliveries.unwrap_or(1),
+                })
+            }
             (None, ..) => None,
         })
     }

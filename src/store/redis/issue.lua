@@ -1,30 +1,31 @@
 -- Issue a code for one (phone, purpose): create it, or apply the resend policy to the pending
 -- one once its cooldown has passed, within the phone's SMS quota. One step, so concurrent
--- sends make exactly one code and one SMS. The hash holds the code's keyed digest and, for the
--- `reuse` policy, the code sealed by the service: never the code.
--- KEYS[1] code hash {h = digest, s = sealed code, a = failed attempts, n = deliveries,
---         t = last sent (ms)}
+-- sends make exactly one code and one SMS. The hash holds the code's record: its keyed digest
+-- and, for the `reuse` policy, the code sealed by the service: never the code.
+-- KEYS[1] code hash {h = record (digest, then sealed code), a = failed attempts (absent: 0),
+--         n = deliveries (absent: 1), t = last sent (ms)}; fields at their default are left
+--         out, which keeps a pending code within one small allocation
 -- KEYS[2] the phone's SMS log (quota.lua)
--- ARGV[1] candidate digest, ARGV[2] candidate sealed ('' if none), ARGV[3] TTL ms,
--- ARGV[4] cooldown ms, ARGV[5] 'reuse' | 'rotate', ARGV[6] quota token, ARGV[7] not after (unix
--- ms: the caller has given up by then), ARGV[8..] quota rules
+-- ARGV[1] candidate record, ARGV[2] TTL ms, ARGV[3] cooldown ms, ARGV[4] 'reuse' | 'rotate',
+-- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
+-- ARGV[7..] quota rules
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
 --         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota, or
---         {kind, digest, sealed, sent_at_ms, deliveries[, previous_digest, previous_sealed,
---          previous_sent_at_ms, previous_expires_at_ms]}
+--         {kind, record, sent_at_ms, deliveries[, previous_record, previous_sent_at_ms,
+--          previous_expires_at_ms]}
 --         with kind 1 created, 2 redelivered, 3 rotated.
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-if now > tonumber(ARGV[7]) then
+if now > tonumber(ARGV[6]) then
   return {-2}
 end
-local ttl = tonumber(ARGV[3])
-local rules = quota_rules(8)
+local ttl = tonumber(ARGV[2])
+local rules = quota_rules(7)
 
-local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't', 's')
+local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't')
 if pending[1] then
-  local wait = tonumber(pending[3]) + tonumber(ARGV[4]) - now
+  local wait = tonumber(pending[3]) + tonumber(ARGV[3]) - now
   if wait > 0 then
     return {0, wait}
   end
@@ -33,33 +34,20 @@ local wait = quota_wait(KEYS[2], now, rules)
 if wait > 0 then
   return {-1, wait}
 end
-quota_record(KEYS[2], now, rules, ARGV[6])
-
-local function write(digest, sealed)
-  redis.call('HSET', KEYS[1], 'h', digest)
-  if sealed and sealed ~= '' then
-    redis.call('HSET', KEYS[1], 's', sealed)
-  else
-    redis.call('HDEL', KEYS[1], 's')
-  end
-end
+quota_record(KEYS[2], now, rules, ARGV[5])
 
 if pending[1] then
   local expires_at = now + redis.call('PTTL', KEYS[1])
-  local previous_sealed = pending[4] or ''
-  local digest, sealed, kind = pending[1], previous_sealed, 2
-  if ARGV[5] == 'rotate' then
-    digest, sealed, kind = ARGV[1], ARGV[2], 3
-    write(digest, sealed)
+  local record, kind = pending[1], 2
+  if ARGV[4] == 'rotate' then
+    record, kind = ARGV[1], 3
   end
-  local deliveries = tonumber(pending[2]) + 1
-  redis.call('HSET', KEYS[1], 'n', deliveries, 't', now)
+  local deliveries = tonumber(pending[2] or 1) + 1
+  redis.call('HSET', KEYS[1], 'h', record, 'n', deliveries, 't', now)
   redis.call('PEXPIRE', KEYS[1], ttl)
-  return {kind, digest, sealed, now, deliveries, pending[1], previous_sealed,
-          tonumber(pending[3]), expires_at}
+  return {kind, record, now, deliveries, pending[1], tonumber(pending[3]), expires_at}
 end
 
-write(ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[1], 'a', 0, 'n', 1, 't', now)
+redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', now)
 redis.call('PEXPIRE', KEYS[1], ttl)
-return {1, ARGV[1], '', now, 1}
+return {1, ARGV[1], now, 1}

@@ -179,14 +179,27 @@ fn bytes_at(reply: &[Value], index: usize) -> Option<&[u8]> {
     }
 }
 
-fn digest_at(reply: &[Value], index: usize) -> Option<CodeDigest> {
-    CodeDigest::from_slice(bytes_at(reply, index)?)
+/// A code's record as the code hash keeps it in one field: the digest, then the sealed code if
+/// any. One field instead of two keeps a pending code in a smaller allocation.
+fn code_record(digest: &CodeDigest, sealed: Option<&SealedCode>) -> Vec<u8> {
+    let sealed = sealed.map_or(&[][..], |sealed| &sealed.0[..]);
+    [digest.as_bytes(), sealed].concat()
 }
 
-/// An optional sealed code: the scripts answer '' for none.
-fn sealed_at(reply: &[Value], index: usize) -> Option<Option<SealedCode>> {
-    let bytes = bytes_at(reply, index)?;
-    Some((!bytes.is_empty()).then(|| SealedCode(bytes.into())))
+/// The digest and sealed code of a record (see [`code_record`]).
+fn split_code_record(record: &[u8]) -> Option<(CodeDigest, Option<SealedCode>)> {
+    if record.len() < CodeDigest::LEN {
+        return None;
+    }
+    let (digest, sealed) = record.split_at(CodeDigest::LEN);
+    Some((
+        CodeDigest::from_slice(digest)?,
+        (!sealed.is_empty()).then(|| SealedCode(sealed.into())),
+    ))
+}
+
+fn record_at(reply: &[Value], index: usize) -> Option<(CodeDigest, Option<SealedCode>)> {
+    split_code_record(bytes_at(reply, index)?)
 }
 
 fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome> {
@@ -208,24 +221,28 @@ fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome>
     };
     let previous = match kind {
         DeliveryKind::Created => None,
-        _ => Some(PreviousIssue {
-            digest: digest_at(reply, 5)?,
-            sealed: sealed_at(reply, 6)?,
-            sent_at_ms: u64_at(reply, 7)?,
-            expires_at_ms: u64_at(reply, 8)?,
-        }),
+        _ => {
+            let (digest, sealed) = record_at(reply, 4)?;
+            Some(PreviousIssue {
+                digest,
+                sealed,
+                sent_at_ms: u64_at(reply, 5)?,
+                expires_at_ms: u64_at(reply, 6)?,
+            })
+        }
     };
+    let (digest, sealed) = record_at(reply, 1)?;
     Some(IssueOutcome::Deliver(Delivery {
         sealed: match kind {
-            DeliveryKind::Redelivered => sealed_at(reply, 2)?,
+            DeliveryKind::Redelivered => sealed,
             _ => None,
         },
         kind,
         undo: IssueUndo {
             quota_token,
-            digest: digest_at(reply, 1)?,
-            sent_at_ms: u64_at(reply, 3)?,
-            deliveries: u32_at(reply, 4)?,
+            digest,
+            sent_at_ms: u64_at(reply, 2)?,
+            deliveries: u32_at(reply, 3)?,
             previous,
         },
     }))
@@ -244,4 +261,30 @@ fn parse_verify(reply: &[Value]) -> Option<VerifyOutcome> {
         },
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scripts_know_the_digest_length() {
+        let line = format!("local DIGEST_BYTES = {}\n", CodeDigest::LEN);
+        assert!(include_str!("verify.lua").contains(&line));
+        assert!(include_str!("undo_issue.lua").contains(&line));
+    }
+
+    #[test]
+    fn a_code_record_is_the_digest_then_the_sealed_code() {
+        let digest = CodeDigest([7; CodeDigest::LEN]);
+        let sealed = SealedCode(vec![1, 2, 3, 4, 5, 6].into());
+        let record = code_record(&digest, Some(&sealed));
+        assert_eq!(record.len(), CodeDigest::LEN + 6);
+        assert_eq!(split_code_record(&record), Some((digest, Some(sealed))));
+        assert_eq!(
+            split_code_record(&code_record(&digest, None)),
+            Some((digest, None))
+        );
+        assert_eq!(split_code_record(&[7; CodeDigest::LEN - 1]), None);
+    }
 }

@@ -1,28 +1,31 @@
 -- Undo an issue whose SMS was not sent. Its event leaves the phone's SMS log in any case; the
--- code hash is restored only while it still holds exactly what that issue wrote (same digest,
--- send time and delivery count): a later send's code is never touched.
+-- code hash is restored only while it still holds exactly what that issue wrote (same code
+-- digest, send time and delivery count): a later send's code is never touched.
 -- KEYS[1] code hash, KEYS[2] the phone's SMS log
 -- ARGV[1] digest, ARGV[2] sent_at_ms, ARGV[3] deliveries written by the issue, ARGV[4] quota
--- token; ARGV[5..8] previous digest, sealed ('' if none), sent_at_ms, expires_at_ms (absent
--- when the issue created the hash)
+-- token; ARGV[5..7] previous record, sent_at_ms, expires_at_ms (absent when the issue created
+-- the hash)
 -- Returns 1 if the code was rolled back, 0 if the hash had moved on.
+-- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
+local DIGEST_BYTES = 16
 redis.call('ZREM', KEYS[2], ARGV[4])
 local pending = redis.call('HMGET', KEYS[1], 'h', 't', 'n')
-if pending[1] ~= ARGV[1]
+if not pending[1] or string.sub(pending[1], 1, DIGEST_BYTES) ~= ARGV[1]
     or tonumber(pending[2]) ~= tonumber(ARGV[2])
-    or tonumber(pending[3]) ~= tonumber(ARGV[3]) then
+    or tonumber(pending[3] or 1) ~= tonumber(ARGV[3]) then
   return 0
 end
 if not ARGV[5] then
   redis.call('DEL', KEYS[1])
   return 1
 end
-redis.call('HSET', KEYS[1], 'h', ARGV[5], 't', ARGV[7], 'n', tonumber(pending[3]) - 1)
-if ARGV[6] ~= '' then
-  redis.call('HSET', KEYS[1], 's', ARGV[6])
+redis.call('HSET', KEYS[1], 'h', ARGV[5], 't', ARGV[6])
+local deliveries = tonumber(ARGV[3]) - 1
+if deliveries > 1 then
+  redis.call('HSET', KEYS[1], 'n', deliveries)
 else
-  redis.call('HDEL', KEYS[1], 's')
+  redis.call('HDEL', KEYS[1], 'n')
 end
 -- An expiry already in the past deletes the hash, as the old code would have expired.
-redis.call('PEXPIREAT', KEYS[1], ARGV[8])
+redis.call('PEXPIREAT', KEYS[1], ARGV[7])
 return 1

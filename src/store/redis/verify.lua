@@ -1,12 +1,14 @@
 -- Verify a code: compare digests and delete on a match, or count a failure (in the code, the
 -- phone's and the (phone, client)'s failure logs) and destroy the code at the limit. One step,
 -- so two verifies of one code never both succeed and only the matching code is ever deleted.
--- KEYS[1] code hash, KEYS[2] the phone's failure log, KEYS[3] the (phone, client)'s (quota.lua)
+-- KEYS[1] code hash (its record starts with the code's digest), KEYS[2] the phone's failure log, KEYS[3] the (phone, client)'s (quota.lua)
 -- ARGV[1] max failed attempts, ARGV[2] quota token, ARGV[3] how many phone rule numbers
 -- follow (n), ARGV[4..3+n] the phone's rules, ARGV[4+n..] the client's rules, then the
 -- candidate digests (one per key in use) after a '|' separator.
 -- Returns {1} verified, {0, remaining_attempts} wrong, {-1} missing, {-2} destroyed,
 --         {-3, retry_after_ms} a failure quota is used up (nothing compared).
+-- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
+local DIGEST_BYTES = 16
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local phone_last = 3 + tonumber(ARGV[3])
@@ -25,10 +27,12 @@ local wait = math.max(quota_wait(KEYS[2], now, phone_rules), quota_wait(KEYS[3],
 if wait > 0 then
   return {-3, wait}
 end
-local stored = redis.call('HGET', KEYS[1], 'h')
-if not stored then
+local record = redis.call('HGET', KEYS[1], 'h')
+if not record then
   return {-1}
 end
+-- The record starts with the digest; a sealed code may follow.
+local stored = string.sub(record, 1, DIGEST_BYTES)
 for i = separator + 1, #ARGV do
   if stored == ARGV[i] then
     redis.call('DEL', KEYS[1])

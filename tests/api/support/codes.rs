@@ -27,9 +27,10 @@ pub const CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7));
 
 /// What an issue stores for `code`: its digest, and the code sealed (for a resend).
 pub fn candidate(phone: &Phone, purpose: &Purpose, code: &Code) -> CodeCandidate {
+    let digest = keyring().code_digest(phone.as_e164(), purpose.as_str(), code);
     CodeCandidate {
-        digest: keyring().code_digest(phone.as_e164(), purpose.as_str(), code),
-        sealed: Some(keyring().seal_code(phone.as_e164(), purpose.as_str(), code)),
+        sealed: Some(keyring().seal_code(&digest, code)),
+        digest,
     }
 }
 
@@ -41,7 +42,9 @@ pub fn digests(phone: &Phone, purpose: &Purpose, code: &Code) -> Vec<CodeDigest>
 /// The code a delivery sends: the issuer's own candidate, or the pending code opened.
 pub fn delivered(phone: &Phone, purpose: &Purpose, delivery: &Delivery, candidate: &Code) -> Code {
     match delivery.kind {
-        DeliveryKind::Redelivered => open(phone, purpose, delivery.sealed.as_ref()),
+        DeliveryKind::Redelivered => {
+            open(phone, purpose, delivery.digest(), delivery.sealed.as_ref())
+        }
         DeliveryKind::Created | DeliveryKind::Rotated => candidate.clone(),
     }
 }
@@ -54,14 +57,20 @@ pub fn holds(phone: &Phone, purpose: &Purpose, pending: &PendingCode, digits: &s
 
 /// The pending code, opened from its sealed copy.
 pub fn pending(phone: &Phone, purpose: &Purpose, pending: &PendingCode) -> Code {
-    open(phone, purpose, pending.sealed.as_ref())
+    open(phone, purpose, &pending.digest, pending.sealed.as_ref())
 }
 
-fn open(phone: &Phone, purpose: &Purpose, sealed: Option<&vcode::domain::SealedCode>) -> Code {
+fn open(
+    phone: &Phone,
+    purpose: &Purpose,
+    digest: &CodeDigest,
+    sealed: Option<&vcode::domain::SealedCode>,
+) -> Code {
     keyring()
         .open_code(
             phone.as_e164(),
             purpose.as_str(),
+            digest,
             sealed.expect("a sealed copy"),
         )
         .expect("sealed under the test key")

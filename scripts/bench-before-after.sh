@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# What a change costs per request: the same sends and verifies against an older build and the
+# current one, in one run, on one redis-server, alternating the two builds row by row. Reports
+# the server's own CPU per request (utime + stime from /proc/<pid>/stat over the timed run,
+# divided by the requests served), which a shared, busy machine disturbs far less than req/s,
+# and req/s beside it.
+#
+#   scripts/bench-before-after.sh 7e7a6cf          # build 7e7a6cf (cached), 3 rounds of 10 s
+#   BEFORE_BIN=path/to/vcode scripts/bench-before-after.sh label
+#   ROUNDS=1 DURATION=3s scripts/bench-before-after.sh 7e7a6cf
+#
+# Both builds run with the quotas off (the load uses few addresses) and warn logs, as in
+# bench-http.sh. The older build ignores the variables it does not know.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BEFORE=${1:?usage: scripts/bench-before-after.sh <git revision or label>}
+ROUNDS=${ROUNDS:-3}
+DURATION=${DURATION:-10s}
+CONNECTIONS=${CONNECTIONS:-64}
+SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+
+cargo build --release --quiet --bin vcode
+AFTER_BIN=target/release/vcode
+if [ -z "${BEFORE_BIN:-}" ]; then
+  # A worktree of the older revision, built once and kept under target/ for the next run.
+  tree=target/before-after/$BEFORE
+  [ -d "$tree" ] || git worktree add --detach "$tree" "$BEFORE" >/dev/null
+  (cd "$tree" && cargo build --release --quiet --bin vcode)
+  BEFORE_BIN=$tree/target/release/vcode
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+PIDS=()
+WORK=$(mktemp -d)
+cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+REDIS_PORT=$(free_port)
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+  --logfile "$WORK/redis.log" & PIDS+=($!)
+for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+declare -A URL PID
+start() { # name binary [VAR=value ...]
+  local name=$1 bin=$2; shift 2
+  local port; port=$(free_port)
+  env VCODE_BIND="127.0.0.1:$port" VCODE_ADMIN_BIND=127.0.0.1:0 RUST_LOG=warn \
+    VCODE_SECRET_KEY="$SECRET_KEY" \
+    VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0 \
+    VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_CLIENT_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 \
+    VCODE_QUOTA_CAPTCHA_IP_MINUTE=0 "$@" "$bin" >"$WORK/$name.log" 2>&1 &
+  PID[$name]=$!; PIDS+=($!)
+  URL[$name]=http://127.0.0.1:$port
+  for _ in $(seq 100); do curl -fs -o /dev/null "${URL[$name]}/healthz" && return 0; sleep 0.1; done
+  echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; return 1
+}
+for build in before after; do
+  bin=$BEFORE_BIN; [ $build = after ] && bin=$AFTER_BIN
+  start "$build embedded" "$bin"
+  start "$build Redis" "$bin" VCODE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+done
+
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+TICK=$(getconf CLK_TCK)
+declare -A CPU RPS
+# run ROW BUILD: one warm-up and one timed wrk run; adds CPU µs per request and req/s.
+run() {
+  local row=$1 build=$2 store=${1#* } script=${1%% *}.lua
+  local name="$build $store" before after out
+  wrk -t2 -c"$CONNECTIONS" -d2s -s "scripts/wrk/$script" "${URL[$name]}" >/dev/null
+  before=$(cpu_ticks "${PID[$name]}")
+  out=$(wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -s "scripts/wrk/$script" "${URL[$name]}")
+  after=$(cpu_ticks "${PID[$name]}")
+  local requests; requests=$(awk '/requests in/ {print $1}' <<<"$out")
+  CPU[$row/$build]+=" $(awk -v t=$((after - before)) -v hz="$TICK" -v n="$requests" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
+  RPS[$row/$build]+=" $(awk '/Requests\/sec/ {printf "%.0f", $2}' <<<"$out")"
+}
+
+ROWS=("verify embedded" "verify Redis" "send embedded" "send Redis")
+for round in $(seq "$ROUNDS"); do
+  for row in "${ROWS[@]}"; do
+    # Alternate which build goes first, so that drift in the machine's load hits both alike.
+    if (( round % 2 )); then run "$row" before; run "$row" after; else run "$row" after; run "$row" before; fi
+  done
+done
+
+median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{v[NR]=$1} END {print v[int((NR + 1) / 2)]}'; }
+printf '\n%-16s %22s %22s %8s   %s\n' "row ($DURATION x$ROUNDS)" "CPU µs/req before" "after" "ratio" "req/s before / after (median)"
+for row in "${ROWS[@]}"; do
+  b=$(median "${CPU[$row/before]}"); a=$(median "${CPU[$row/after]}")
+  printf '%-16s %22s %22s %7.2fx   %s / %s\n' "$row" "$b (${CPU[$row/before]# })" "$a (${CPU[$row/after]# })" \
+    "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" "$(median "${RPS[$row/before]}")" "$(median "${RPS[$row/after]}")"
+done
+printf 'before: %s; after: %s; %s, %s cores, wrk -t2 -c%s\n' "$BEFORE" "$(git rev-parse --short HEAD)" \
+  "$(date -u +%Y-%m-%d)" "$(nproc)" "$CONNECTIONS"

@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Instructions a vcode build executes per request, counted by callgrind: repeatable on a
+shared, busy machine where CPU time and req/s are not (the same binary, inputs and settings
+give the same count whatever else runs).
+
+    scripts/instructions-per-request.py target/release/vcode [other/vcode ...]
+    scripts/instructions-per-request.py target/release/vcode \
+        'target/release/vcode@VCODE_QUOTA_PHONE_HOUR=5,VCODE_QUOTA_PHONE_DAY=10'
+                                   (the same build with settings of its own after `@`)
+    REQUESTS=2000 scripts/instructions-per-request.py BIN...   (default 1000 per row)
+
+For each binary and each row (verify and send, embedded and Redis) it starts the binary under
+`valgrind --tool=callgrind` without instrumentation, warms up, instruments exactly REQUESTS
+sequential requests on one keep-alive connection, dumps, and divides the instructions counted
+(all threads) by REQUESTS. Quotas are off and logs at warn, as in bench-http.sh.
+Needs valgrind and redis-server.
+"""
+
+import http.client
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+REQUESTS = int(os.environ.get("REQUESTS", "1000"))
+WARMUP = 200
+KEY = os.urandom(32).hex()
+QUOTAS_OFF = {
+    name: "0"
+    for name in [
+        "VCODE_QUOTA_PHONE_HOUR",
+        "VCODE_QUOTA_PHONE_DAY",
+        "VCODE_QUOTA_IP_HOUR",
+        "VCODE_QUOTA_PHONE_FAILS_DAY",
+        "VCODE_QUOTA_CLIENT_FAILS_DAY",
+        "VCODE_QUOTA_GLOBAL_MINUTE",
+        "VCODE_QUOTA_CAPTCHA_IP_MINUTE",
+    ]
+}
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def request_body(kind, i):
+    """A phone without a pending code for verify (410, one store step), a new one per send."""
+    if kind == "verify":
+        return "/api/v1/otp/verify", {"phone": f"+86139{random.randrange(10**8):08d}", "code": "123456"}
+    return "/api/v1/otp/send", {"phone": f"+86138{(i * 7919 + random.randrange(10**4)) % 10**8:08d}"}
+
+
+def drive(port, kind, count):
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    for i in range(count):
+        path, body = request_body(kind, i)
+        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
+        answer = connection.getresponse()
+        answer.read()
+        if answer.status >= 500:
+            sys.exit(f"{kind}: HTTP {answer.status}")
+    connection.close()
+
+
+def dumped_instructions(out_file):
+    """The instruction total of the first explicit dump (`<out>.1`)."""
+    with open(out_file + ".1") as f:
+        for line in f:
+            if line.startswith(("summary:", "totals:")):
+                return int(line.split()[1])
+    sys.exit(f"no totals in {out_file}.1")
+
+
+def measure(build, store_env, kind, redis_port):
+    binary, _, settings = build.partition("@")
+    port = free_port()
+    # KEEP=dir keeps each row's profile there, for callgrind_annotate.
+    work = os.environ.get("KEEP") or tempfile.mkdtemp()
+    os.makedirs(work, exist_ok=True)
+    label = f"{os.path.basename(binary)}-{abs(hash(binary)) % 10**6}-{kind}-{store_env}"
+    out = os.path.join(work, f"callgrind.out.{label}")
+    env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
+               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF)
+    env.update(pair.split("=", 1) for pair in settings.split(",") if pair)
+    if store_env == "Redis":
+        env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}"
+    server = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=no",
+         f"--callgrind-out-file={out}", binary],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        drive(port, kind, WARMUP)
+        subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        drive(port, kind, REQUESTS)
+        # A dump holds what was counted since instrumentation began: exactly these requests.
+        subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    finally:
+        server.kill()
+        server.wait()
+    return dumped_instructions(out) / REQUESTS
+
+
+def main():
+    binaries = sys.argv[1:]
+    if not binaries:
+        sys.exit(__doc__)
+    redis_port = free_port()
+    redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
+                              "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    time.sleep(0.5)
+    try:
+        rows = [(kind, store) for kind in ("verify", "send") for store in ("embedded", "Redis")]
+        for i, binary in enumerate(binaries):
+            print(f"[{i}] {binary}")
+        print(f"{'row':<18}" + "".join(f"{f'[{i}]':>12}" for i in range(len(binaries))))
+        for kind, store in rows:
+            counts = [measure(b, store, kind, redis_port) for b in binaries]
+            ratios = "".join(f"  {c / counts[0]:.2f}x" for c in counts[1:])
+            print(f"{kind + ', ' + store:<18}" + "".join(f"{c:>12,.0f}" for c in counts) + ratios)
+        print(f"instructions per request (callgrind, all threads), {REQUESTS} requests a row, "
+              f"{time.strftime('%Y-%m-%d', time.gmtime())}")
+    finally:
+        redis.terminate()
+
+
+if __name__ == "__main__":
+    main()
