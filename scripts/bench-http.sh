@@ -146,6 +146,9 @@ for count in $FEW $MANY; do
   fi
 done
 
+# PostgreSQL rows, bytes per code and the cleanup's cost (scripts/bench-postgres.sh).
+source scripts/bench-postgres.sh; bench_postgres
+
 ratio() { awk -v a="${RPS[$1]:-}" -v b="${RPS[$2]:-}" 'BEGIN { if (a && b) printf "%.2fx", a / b; else printf "-" }'; }
 printf '\n%-34s %10s %9s %9s %8s  %s\n' "row ($CONNECTIONS connections, $DURATION)" "req/s" "p50" "p99" "non-2xx" "ratio"
 for name in "${ROWS[@]}"; do
@@ -169,4 +172,5 @@ printf 'abuse checks on vs off: send embedded %s, send Redis %s, verify embedded
   "$(ratio "verify, embedded, quotas on" "verify, embedded")" "$(ratio "verify, Redis, quotas on" "verify, Redis")"
 printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), %s bytes (used_memory growth / %s codes), embedded %s bytes (RSS growth / %s codes)\n' \
   "${REDIS_BYTES:--}" "${REDIS_KEYS:--}" "${REDIS_USED_BYTES:--}" "$MANY" "${EMBEDDED_BYTES:--}" "$MANY"
+postgres_summary
 printf 'machine: %s, %s cores; %s\n' "$(uname -m)" "$(nproc)" "$(date -u +%Y-%m-%d)"
