@@ -47,7 +47,7 @@ bench_postgres() {
   # store's own function (as a send would, with a sealed copy the size of a real one).
   local sealed_len
   sealed_len=$(pg_sql -d vcode -c "SELECT coalesce(max(octet_length(sealed)), 6) FROM vcode_codes")
-  pg_sql -d vcode -c "TRUNCATE vcode_codes, vcode_quota_events; VACUUM FULL vcode_codes"
+  pg_sql -d vcode -c "TRUNCATE vcode_codes, vcode_quota_events" -c "VACUUM FULL vcode_codes"
   local before after
   before=$(pg_sql -d vcode -c "SELECT pg_total_relation_size('vcode_codes')")
   pg_fill "$MANY" 3600000 "$sealed_len"
@@ -57,7 +57,7 @@ bench_postgres() {
 
   # The cleanup's cost: $MANY expired codes deleted in batches of 1000, each its own
   # transaction, with the statement of src/store/postgres/sweep.rs.
-  pg_sql -d vcode -c "TRUNCATE vcode_codes; VACUUM FULL vcode_codes"
+  pg_sql -d vcode -c "TRUNCATE vcode_codes" -c "VACUUM FULL vcode_codes"
   pg_fill "$MANY" 1 "$sealed_len"
   sleep 0.1
   local batch="DELETE FROM vcode_codes WHERE ctid = ANY (ARRAY(SELECT ctid FROM vcode_codes WHERE expires_at_ms <= vcode_now_ms() LIMIT 1000 FOR UPDATE SKIP LOCKED)) AND expires_at_ms <= vcode_now_ms();"
