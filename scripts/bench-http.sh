@@ -198,6 +198,9 @@ for count in $FEW $MANY; do
   fi
 done
 
+# PostgreSQL rows, bytes per code and the cleanup's cost (scripts/bench-postgres.sh).
+source scripts/bench-postgres.sh; bench_postgres
+
 cpu_ratio() { awk -v a="${CPU[$1]:-}" -v b="${CPU[$2]:-}" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2fx", a / b; else printf "-" }'; }
 printf '\n%-38s %8s %8s %8s %7s %8s %8s %8s  %s\n' "row (-t$THREADS -c$CONNECTIONS, $DURATION)" "req/s" "p50" "p99" "non-2xx" \
   "srv µs" "wrk µs" "redis µs" "server CPU per request vs reference"
@@ -220,6 +223,7 @@ printf 'defaults vs limits off, CPU per request: send embedded %s, send Redis %s
   "$(cpu_ratio "verify, embedded, defaults" "verify, embedded")" "$(cpu_ratio "verify, Redis, defaults" "verify, Redis")"
 printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), %s bytes (used_memory growth / %s codes), embedded %s bytes (RSS growth / %s codes)\n' \
   "${REDIS_BYTES:--}" "${REDIS_KEYS:--}" "${REDIS_USED_BYTES:--}" "$MANY" "${EMBEDDED_BYTES:--}" "$MANY"
+postgres_summary
 printf 'beside each code with the default limits: SMS log %s bytes, client budget %s bytes (MEMORY USAGE)\n' \
   "${SMS_LOG_BYTES:--}" "${IP_BUDGET_BYTES:--}"
 printf 'machine: %s, %s cores, load %s; %s\n' "$(uname -m)" "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" "$(date -u '+%Y-%m-%d %H:%M UTC')"

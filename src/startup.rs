@@ -21,7 +21,7 @@ use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
 use crate::store::redis::{RedisTopology, legacy};
-use crate::store::{HealthCheck, MemoryStore, RedisStore, Stores};
+use crate::store::{HealthCheck, MemoryStore, PostgresStore, RedisStore, Stores};
 use crate::token::{SigningKey, TokenIssuer};
 
 /// How often the daily counters counted in-process are added to the store.
@@ -59,6 +59,12 @@ impl Application {
                     redis.command_timeout,
                 )
                 .context("legacy store")?
+            }
+            StoreSettings::Postgres(postgres) => {
+                let store = PostgresStore::connect(postgres).context("PostgreSQL store")?;
+                store.migrate_or_retry().await;
+                store.spawn_sweeper(postgres.sweep_interval);
+                Stores::of(Arc::new(store))
             }
         };
         if settings.dev_mode {

@@ -35,6 +35,7 @@ pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
 pub use crate::sms::SmsSettings;
 use crate::sms::SmsSettingsError;
+use crate::store::postgres::{PostgresSettings, PostgresVariables};
 use crate::store::redis::legacy::VerifyStrategy;
 use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWORD};
 use crate::telemetry::LogSettings;
@@ -131,6 +132,7 @@ pub enum StoreSettings {
     #[default]
     Embedded,
     Redis(RedisSettings),
+    Postgres(PostgresSettings),
 }
 
 impl Default for Settings {
@@ -183,6 +185,7 @@ fn defaults() -> Vec<(&'static str, Option<String>)> {
     [
         of::<Settings>(),
         of::<RedisVariables>(),
+        of::<PostgresVariables>(),
         of::<OtpSettings>(),
         of::<AbuseSettings>(),
         of::<CaptchaSettings>(),
@@ -217,13 +220,12 @@ impl Settings {
         let sources = Sources::read(lookup, &names, &SECRETS)?;
         let master_password = secret(lookup, SENTINEL_MASTER_PASSWORD)?;
         let settings = Settings {
-            store: match sources
-                .extract::<RedisVariables>()?
-                .settings(master_password)?
-            {
-                None => StoreSettings::Embedded,
-                Some(redis) => StoreSettings::Redis(redis),
-            },
+            store: store_settings(
+                sources
+                    .extract::<RedisVariables>()?
+                    .settings(master_password)?,
+                sources.extract::<PostgresVariables>()?.settings()?,
+            )?,
             otp: sources.extract()?,
             captcha: sources.extract()?,
             abuse: sources.extract()?,
@@ -320,6 +322,23 @@ impl Settings {
             }
         }
         Ok(())
+    }
+}
+
+/// The one store the settings choose: Redis, PostgreSQL, or (neither) the embedded store.
+fn store_settings(
+    redis: Option<RedisSettings>,
+    postgres: Option<PostgresSettings>,
+) -> Result<StoreSettings, ConfigError> {
+    match (redis, postgres) {
+        (None, None) => Ok(StoreSettings::Embedded),
+        (Some(redis), None) => Ok(StoreSettings::Redis(redis)),
+        (None, Some(postgres)) => Ok(StoreSettings::Postgres(postgres)),
+        (Some(_), Some(_)) => Err(ConfigError::Inconsistent(
+            "set one store: VCODE_DATABASE_URL (PostgreSQL) or a Redis one (VCODE_REDIS_URL, \
+             VCODE_REDIS_CLUSTER_NODES or VCODE_REDIS_SENTINELS), not both"
+                .to_owned(),
+        )),
     }
 }
 

@@ -1,10 +1,12 @@
 //! What the use cases keep, as narrow roles (codes, quotas, captchas, idempotency records,
 //! stats, dev outbox, health, used proof-of-work challenges), and the backends that play them:
-//! `memory` (embedded, one process) and `redis` (shared by any number of instances). Every
-//! operation that reads, compares and writes is one atomic step in both.
+//! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
+//! instances). Every operation that reads, compares and writes is one atomic step in each.
 
 pub mod memory;
+pub mod postgres;
 pub mod redis;
+pub mod tls;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use serde::Serialize;
 use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
 
 pub use self::memory::MemoryStore;
+pub use self::postgres::PostgresStore;
 pub use self::redis::RedisStore;
 
 #[derive(Debug, thiserror::Error)]
@@ -366,7 +369,7 @@ pub trait HealthCheck: Send + Sync + 'static {
     async fn ping(&self) -> Result<(), StoreError>;
 }
 
-/// A backend that plays every role (the embedded store, Redis).
+/// A backend that plays every role (the embedded store, Redis, PostgreSQL).
 pub trait Store:
     CodeStore
     + QuotaStore

@@ -1,5 +1,6 @@
 //! Integration tests: the store conformance suite and the HTTP API, each against the embedded
-//! store, a real redis-server, a Redis Cluster and Redis Sentinel started by the harness.
+//! store, a real redis-server, a Redis Cluster, Redis Sentinel and PostgreSQL started by the
+//! harness.
 
 mod support;
 
@@ -24,12 +25,13 @@ macro_rules! on_store {
     };
 }
 
-/// Generates one `#[tokio::test]` per backend (`memory`, `redis`, `cluster`, `sentinel`) for
-/// each listed `async fn name(Backend)`.
+/// Generates one `#[tokio::test]` per backend (`memory`, `redis`, `cluster`, `sentinel`,
+/// `postgres`) for each listed `async fn name(Backend)`.
 macro_rules! on_both_stores {
     ($($name:ident),* $(,)?) => {
         on_stores!(
-            memory => Memory, redis => Redis, cluster => Cluster, sentinel => Sentinel;
+            memory => Memory, redis => Redis, cluster => Cluster, sentinel => Sentinel,
+            postgres => Postgres;
             [$($name),*]
         );
     };
@@ -46,6 +48,7 @@ mod openapi;
 mod otp_concurrency;
 mod otp_errors;
 mod otp_flow;
+mod postgres;
 mod pow;
 mod quotas;
 mod quotas_http;

@@ -23,11 +23,11 @@ const INSTALL: &str = "python3 -m pip install -r tests/pow/requirements.txt";
 /// The exit status of the client when the library is missing.
 const LIBRARY_MISSING: i32 = 3;
 
-/// Generates one multi-threaded test per store (embedded and one Redis node) for each listed
+/// Generates one multi-threaded test per store (embedded, one Redis node, PostgreSQL) for each listed
 /// `async fn name(Backend)`: a proof's single use is one store call, the same on every topology.
 macro_rules! on_memory_and_redis {
     ($($name:ident),* $(,)?) => {
-        on_stores!(memory => Memory, redis => Redis; [$($name),*]);
+        on_stores!(memory => Memory, redis => Redis, postgres => Postgres; [$($name),*]);
     };
 }
 use on_memory_and_redis;

@@ -3,6 +3,7 @@
 
 mod file;
 mod names;
+mod postgres;
 mod redaction;
 mod redis;
 mod table;
@@ -25,7 +26,9 @@ pub fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
         .iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
-    let shared = vars.keys().any(|var| var.starts_with("VCODE_REDIS_"));
+    let shared = vars
+        .keys()
+        .any(|var| var.starts_with("VCODE_REDIS_") || var.starts_with("VCODE_DATABASE_"));
     let keyed = vars.keys().any(|var| var.starts_with("VCODE_SECRET_KEY"));
     if shared && !keyed {
         vars.insert("VCODE_SECRET_KEY".into(), KEY.into());
@@ -37,7 +40,7 @@ pub fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
 pub fn redis_of(s: &Settings) -> &RedisSettings {
     match &s.store {
         StoreSettings::Redis(redis) => redis,
-        StoreSettings::Embedded => panic!("expected the Redis store"),
+        _ => panic!("expected the Redis store"),
     }
 }
 

@@ -16,7 +16,7 @@ fn redis_settings_have_timeouts_of_at_most_a_second_by_default() {
 fn redis_is_one_node_a_cluster_or_sentinel() {
     let topology = |vars: &[(&str, &str)]| match settings(vars).unwrap().store {
         StoreSettings::Redis(redis) => redis.topology,
-        StoreSettings::Embedded => panic!("expected the Redis store"),
+        _ => panic!("expected the Redis store"),
     };
     assert_eq!(
         topology(&[("VCODE_REDIS_URL", "redis://127.0.0.1:6390/2")]),
@@ -85,7 +85,7 @@ fn two_redis_topologies_or_half_a_sentinel_setting_are_refused() {
     assert!(bad_name.to_string().contains(master.0));
 }
 
-fn ca_pem() -> String {
+pub(super) fn ca_pem() -> String {
     let key = rcgen::KeyPair::generate().unwrap();
     let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
     params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);

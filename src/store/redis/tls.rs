@@ -2,13 +2,10 @@
 //! `VCODE_REDIS_CA_FILE`, else the public roots), the refusal of `#insecure` and of mixed
 //! schemes, and the client every topology connects with.
 
-use std::path::Path;
-
 use redis::{ConnectionAddr, ErrorKind, IntoConnectionInfo, RedisError, TlsCertificates};
-use rustls::pki_types::CertificateDer;
-use rustls::pki_types::pem::PemObject;
 
 use super::{RedisSettings, RedisTopology};
+pub use crate::store::tls::read_ca_file;
 
 /// The private CA every `rediss://` connection trusts instead of the public roots, if one is
 /// set. Refuses `#insecure` URLs, which would skip verifying the server's certificate.
@@ -53,25 +50,6 @@ pub(super) fn tls_certificates(
             root_cert: Some(read_ca_file(path).map_err(invalid)?),
         })),
     }
-}
-
-/// The PEM text of a CA file, once it is known to hold at least one usable CA certificate:
-/// a file that trusts nothing would fail every connection instead of start-up.
-pub fn read_ca_file(path: &Path) -> Result<Vec<u8>, String> {
-    let shown = path.display();
-    let pem = std::fs::read(path).map_err(|error| format!("cannot read {shown}: {error}"))?;
-    let mut roots = rustls::RootCertStore::empty();
-    for certificate in CertificateDer::pem_slice_iter(&pem) {
-        let certificate =
-            certificate.map_err(|error| format!("{shown}: not a PEM certificate: {error}"))?;
-        roots
-            .add(certificate)
-            .map_err(|error| format!("{shown}: not a CA certificate: {error}"))?;
-    }
-    if roots.is_empty() {
-        return Err(format!("{shown} holds no PEM certificate"));
-    }
-    Ok(pem)
 }
 
 /// The redis crate builds its TLS settings with the process's default rustls provider. Ring is

@@ -1,5 +1,5 @@
-//! One suite, every store: the embedded store and the Redis store (one node, Cluster, Sentinel)
-//! must behave the same. This file opens a store under test and holds the steps the tests share;
+//! One suite, every store: the embedded store, the Redis store (one node, Cluster, Sentinel) and
+//! the PostgreSQL store must behave the same. This file opens a store under test and holds the steps the tests share;
 //! the codes, the captchas and the Redis key layout have a file each.
 
 mod captchas;
@@ -47,6 +47,11 @@ pub fn open(backend: Backend) -> StoreUnderTest {
                 _deployment: None,
             }
         }
+        Backend::Postgres => StoreUnderTest {
+            store: Arc::new(crate::postgres::open_store()),
+            redis: None,
+            _deployment: None,
+        },
         Backend::Cluster | Backend::Sentinel => {
             let deployment = Deployment::start(backend).expect("a Cluster or Sentinel backend");
             let store = RedisStore::connect(&deployment.settings()).expect("valid settings");

@@ -7,6 +7,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 use vcode::config::{SmsSettings, StoreSettings};
 use vcode::store::Stores;
+use vcode::store::postgres::PostgresSettings;
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::{Application, Settings};
 use vcode_wire::{Envelope, OutboxData, OutboxQuery, SendRequest, VerifyRequest, paths};
@@ -21,6 +22,8 @@ pub enum Backend {
     Cluster,
     /// A primary found through Redis Sentinel.
     Sentinel,
+    /// A fresh database on the test binary's PostgreSQL.
+    Postgres,
 }
 
 pub struct TestApp {
@@ -33,6 +36,8 @@ pub struct TestApp {
     pub redis: Option<RedisServer>,
     /// The Cluster or Sentinel deployment (those backends only); it lives as long as the app.
     pub deployment: Option<Deployment>,
+    /// The test's own database (PostgreSQL backend only).
+    pub postgres_url: Option<String>,
 }
 
 /// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender.
@@ -59,10 +64,27 @@ fn redis_settings(server: &RedisServer) -> StoreSettings {
     })
 }
 
+/// The suites' PostgreSQL settings: a statement timeout with room for a busy CI machine.
+pub fn postgres_settings(url: &str) -> StoreSettings {
+    StoreSettings::Postgres(PostgresSettings {
+        statement_timeout: Duration::from_millis(2000),
+        pool_size: 8,
+        ..PostgresSettings::new(url)
+    })
+}
+
 pub async fn spawn_app_with(backend: Backend, customise: impl FnOnce(&mut Settings)) -> TestApp {
     let mut settings = test_settings();
+    let postgres_url = match backend {
+        Backend::Postgres => {
+            let url = super::PostgresServer::shared().fresh_database().await;
+            settings.store = postgres_settings(&url);
+            Some(url)
+        }
+        _ => None,
+    };
     let redis = match backend {
-        Backend::Memory | Backend::Cluster | Backend::Sentinel => None,
+        Backend::Memory | Backend::Cluster | Backend::Sentinel | Backend::Postgres => None,
         Backend::Redis => {
             let server = RedisServer::start();
             settings.store = redis_settings(&server);
@@ -76,6 +98,7 @@ pub async fn spawn_app_with(backend: Backend, customise: impl FnOnce(&mut Settin
     customise(&mut settings);
     let mut app = start(settings, redis).await;
     app.deployment = deployment;
+    app.postgres_url = postgres_url;
     app
 }
 
@@ -85,12 +108,12 @@ pub async fn spawn_second_instance(
     first: &TestApp,
     customise: impl FnOnce(&mut Settings),
 ) -> TestApp {
-    let server = first
-        .redis
-        .as_ref()
-        .expect("the first instance runs on Redis");
     let mut settings = test_settings();
-    settings.store = redis_settings(server);
+    settings.store = match (&first.redis, &first.postgres_url) {
+        (Some(server), _) => redis_settings(server),
+        (None, Some(url)) => postgres_settings(url),
+        (None, None) => panic!("the first instance runs on Redis or PostgreSQL"),
+    };
     customise(&mut settings);
     start(settings, None).await
 }
@@ -117,6 +140,7 @@ async fn start(settings: Settings, redis: Option<RedisServer>) -> TestApp {
         store,
         redis,
         deployment: None,
+        postgres_url: None,
     }
 }
 

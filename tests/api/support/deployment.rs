@@ -23,7 +23,7 @@ impl Deployment {
     /// The deployment `backend` needs, if it is a Cluster or Sentinel one.
     pub fn start(backend: Backend) -> Option<Self> {
         match backend {
-            Backend::Memory | Backend::Redis => None,
+            Backend::Memory | Backend::Redis | Backend::Postgres => None,
             Backend::Cluster => Some(Self::Cluster(ClusterLease::take())),
             Backend::Sentinel => Some(Self::Sentinel(RedisSentinel::start(0, 1, SUITE_DOWN_AFTER))),
         }

@@ -7,6 +7,7 @@ pub mod deployment;
 pub mod failover;
 pub mod fake_sms_checks;
 pub mod fake_sms_provider;
+pub mod postgres_server;
 pub mod redis_cluster;
 pub mod redis_process;
 pub mod redis_sentinel;
@@ -16,6 +17,7 @@ pub mod sms_gateway;
 
 pub use app::{Backend, TestApp, spawn_app, spawn_app_with, spawn_second_instance};
 pub use deployment::Deployment;
+pub use postgres_server::PostgresServer;
 pub use redis_cluster::{ClusterLease, RedisCluster};
 pub use redis_sentinel::RedisSentinel;
 pub use redis_server::RedisServer;

@@ -137,6 +137,18 @@ pub struct Identity {
     key_pem: String,
 }
 
+impl Identity {
+    /// The server certificate (PEM), for servers other than Redis (PostgreSQL).
+    pub fn certificate_pem(&self) -> &str {
+        &self.certificate_pem
+    }
+
+    /// The server's private key (PEM).
+    pub fn key_pem(&self) -> &str {
+        &self.key_pem
+    }
+}
+
 /// One redis-server or sentinel process listening on TLS only.
 pub struct TlsRedis {
     port: u16,

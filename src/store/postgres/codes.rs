@@ -1,0 +1,198 @@
+//! The code role of the PostgreSQL store: issue, undo, verify, inspect, each one function call
+//! (one transaction) that serialises on the phone's advisory lock.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
+use crate::domain::{CodeDigest, Phone, Purpose, SealedCode};
+use crate::store::{
+    CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
+    PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError, VerifyOutcome, VerifyParams,
+};
+
+const ISSUE: &str = "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+const VERIFY: &str = "SELECT * FROM vcode_verify($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+const PENDING: &str = "SELECT digest, sealed, failed_attempts, deliveries FROM vcode_codes
+                       WHERE phone = $1 AND purpose = $2 AND expires_at_ms > vcode_now_ms()";
+
+fn digest(bytes: Vec<u8>) -> Result<CodeDigest, StoreError> {
+    CodeDigest::from_slice(&bytes).ok_or_else(|| StoreError::Protocol("code digest".to_owned()))
+}
+
+fn sealed(bytes: Option<Vec<u8>>) -> Option<SealedCode> {
+    bytes.map(|bytes| SealedCode(bytes.into()))
+}
+
+fn count(value: i32) -> Result<u32, StoreError> {
+    u32::try_from(value).map_err(|_| StoreError::Protocol(format!("count {value}")))
+}
+
+fn unix_ms(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Protocol(format!("time {value}")))
+}
+
+#[async_trait]
+impl CodeStore for PostgresStore {
+    async fn issue_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+    ) -> Result<IssueOutcome, StoreError> {
+        let quota_token = QuotaToken::generate();
+        let (limits, windows) = rule_arrays(&params.phone_quota);
+        let sealed_candidate = candidate.sealed.as_ref().map(|sealed| &sealed.0[..]);
+        let row = self
+            .query_one(
+                ISSUE,
+                &[
+                    &phone.as_e164(),
+                    &purpose.as_str(),
+                    &candidate.digest.as_bytes(),
+                    &sealed_candidate,
+                    &millis(params.ttl),
+                    &millis(params.cooldown),
+                    &(params.policy == ResendPolicy::Rotate),
+                    &as_bigint(quota_token.0),
+                    &self.give_up_at_ms(),
+                    &limits,
+                    &windows,
+                ],
+            )
+            .await?;
+        let kind = match column::<i32>(&row, 0)? {
+            -2 => return Err(self.ran_too_late()),
+            0 => {
+                return Ok(IssueOutcome::Cooldown {
+                    retry_after: ms_duration(column(&row, 1)?),
+                });
+            }
+            -1 => {
+                return Ok(IssueOutcome::QuotaExceeded {
+                    retry_after: ms_duration(column(&row, 1)?),
+                });
+            }
+            1 => DeliveryKind::Created,
+            2 => DeliveryKind::Redelivered,
+            3 => DeliveryKind::Rotated,
+            other => return Err(StoreError::Protocol(format!("issue kind {other}"))),
+        };
+        let previous = match kind {
+            DeliveryKind::Created => None,
+            _ => Some(PreviousIssue {
+                digest: digest(column(&row, 6)?)?,
+                sealed: sealed(column(&row, 7)?),
+                sent_at_ms: unix_ms(column(&row, 8)?)?,
+                expires_at_ms: unix_ms(column(&row, 9)?)?,
+            }),
+        };
+        Ok(IssueOutcome::Deliver(Delivery {
+            sealed: match kind {
+                DeliveryKind::Redelivered => sealed(column(&row, 3)?),
+                _ => None,
+            },
+            kind,
+            undo: IssueUndo {
+                quota_token,
+                digest: digest(column(&row, 2)?)?,
+                sent_at_ms: unix_ms(column(&row, 4)?)?,
+                deliveries: count(column(&row, 5)?)?,
+                previous,
+            },
+        }))
+    }
+
+    async fn undo_issue(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        undo: &IssueUndo,
+    ) -> Result<bool, StoreError> {
+        let previous = undo.previous.as_ref();
+        let row = self
+            .query_one(
+                UNDO,
+                &[
+                    &phone.as_e164(),
+                    &purpose.as_str(),
+                    &undo.digest.as_bytes(),
+                    &(undo.sent_at_ms as i64),
+                    &(undo.deliveries as i32),
+                    &as_bigint(undo.quota_token.0),
+                    &previous.map(|p| p.digest.as_bytes()),
+                    &previous.and_then(|p| p.sealed.as_ref().map(|sealed| &sealed.0[..])),
+                    &previous.map(|p| p.sent_at_ms as i64),
+                    &previous.map(|p| p.expires_at_ms as i64),
+                ],
+            )
+            .await?;
+        column(&row, 0)
+    }
+
+    async fn verify_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
+        let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
+        let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
+        let row = self
+            .query_one(
+                VERIFY,
+                &[
+                    &phone.as_e164(),
+                    &purpose.as_str(),
+                    &client.to_string(),
+                    &candidates,
+                    &i32::try_from(params.max_attempts).unwrap_or(i32::MAX),
+                    &as_bigint(QuotaToken::generate().0),
+                    &phone_limits,
+                    &phone_windows,
+                    &client_limits,
+                    &client_windows,
+                ],
+            )
+            .await?;
+        let value: Option<i64> = column(&row, 1)?;
+        let value = value.unwrap_or(0);
+        Ok(match column::<i32>(&row, 0)? {
+            1 => VerifyOutcome::Verified,
+            0 => VerifyOutcome::Mismatch {
+                remaining_attempts: u32::try_from(value).unwrap_or(0),
+            },
+            -1 => VerifyOutcome::CodeExpired,
+            -2 => VerifyOutcome::Destroyed,
+            -3 => VerifyOutcome::QuotaExceeded {
+                retry_after: Duration::from_millis(u64::try_from(value).unwrap_or(0)),
+            },
+            other => return Err(StoreError::Protocol(format!("verify outcome {other}"))),
+        })
+    }
+
+    async fn pending_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<Option<PendingCode>, StoreError> {
+        let rows = self
+            .query(PENDING, &[&phone.as_e164(), &purpose.as_str()])
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        Ok(Some(PendingCode {
+            digest: digest(column(row, 0)?)?,
+            sealed: sealed(column(row, 1)?),
+            failed_attempts: count(column(row, 2)?)?,
+            deliveries: count(column(row, 3)?)?,
+        }))
+    }
+}

@@ -1,0 +1,43 @@
+//! The schema, embedded in the binary: numbered SQL files applied in order, each once, inside
+//! one transaction that holds an advisory lock, so instances starting together apply each
+//! migration exactly once and none serves before the schema is complete.
+
+use tokio_postgres::Client;
+
+/// (version, SQL), ascending. Never edit one that has shipped: add the next.
+const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("migrations/0001_store.sql"))];
+
+/// The advisory lock key of migrations ("vcode" in ASCII, plus 1).
+const MIGRATION_LOCK: i64 = 0x7663_6f64_6501;
+
+pub(super) async fn apply(client: &mut Client) -> Result<(), tokio_postgres::Error> {
+    let transaction = client.transaction().await?;
+    transaction
+        .execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    transaction
+        .batch_execute(
+            "CREATE TABLE IF NOT EXISTS vcode_migrations (
+               version integer PRIMARY KEY,
+               applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await?;
+    let applied: i32 = transaction
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM vcode_migrations",
+            &[],
+        )
+        .await?
+        .get(0);
+    for (version, sql) in MIGRATIONS.iter().filter(|(version, _)| *version > applied) {
+        transaction.batch_execute(sql).await?;
+        transaction
+            .execute(
+                "INSERT INTO vcode_migrations (version) VALUES ($1)",
+                &[version],
+            )
+            .await?;
+        tracing::info!(version, "applied a PostgreSQL migration");
+    }
+    transaction.commit().await
+}

@@ -1,0 +1,345 @@
+//! What only the PostgreSQL store has to show (its HTTP behaviour and the conformance suite run
+//! through `on_both_stores!`): migrations safe under concurrent start-up, the documented table
+//! layout with no code in it, the batched sweep, an outage answered 503 within the bound and
+//! healed by itself, acknowledged state surviving `kill -9`, and TLS with a private CA.
+
+use std::time::{Duration, Instant};
+
+use futures::future::join_all;
+use vcode::store::PostgresStore;
+use vcode::store::postgres::PostgresSettings;
+use vcode::{Application, config::StoreSettings};
+use vcode_wire::paths;
+
+use crate::support::app::{postgres_settings, test_settings};
+use crate::support::redis_tls::Authority;
+use crate::support::{PostgresServer, TestApp, eventually, random_phone};
+
+/// A migrated store on a fresh database of the shared server (the conformance suite's).
+pub fn open_store() -> PostgresStore {
+    tokio::task::block_in_place(|| {
+        tokio::runtime::Handle::current().block_on(async {
+            let url = PostgresServer::shared().fresh_database().await;
+            let store = PostgresStore::connect(&PostgresSettings {
+                statement_timeout: Duration::from_millis(2000),
+                ..PostgresSettings::new(url)
+            })
+            .expect("valid settings");
+            store.migrate().await.expect("the schema applies");
+            store
+        })
+    })
+}
+
+/// The app on `url`, with the bound the outage tests assert.
+async fn app_on(url: &str, statement_timeout: Duration) -> TestApp {
+    crate::support::spawn_app_with(crate::support::Backend::Memory, |settings| {
+        settings.store = StoreSettings::Postgres(PostgresSettings {
+            statement_timeout,
+            connect_timeout: Duration::from_millis(500),
+            ..PostgresSettings::new(url)
+        });
+    })
+    .await
+}
+
+async fn database_on(server: &PostgresServer) -> String {
+    server.fresh_database().await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn eight_instances_starting_at_once_apply_the_schema_once() {
+    let url = PostgresServer::shared().fresh_database().await;
+    let starts = (0..8).map(|_| {
+        let url = url.clone();
+        tokio::spawn(async move {
+            let store = PostgresStore::connect(&PostgresSettings::new(url)).unwrap();
+            store.migrate().await
+        })
+    });
+    for started in join_all(starts).await {
+        started.expect("task").expect("every instance starts");
+    }
+    let server = PostgresServer::shared();
+    let name = url.rsplit('/').next().unwrap();
+    let client = server.client(name).await;
+    let versions: Vec<i32> = client
+        .query("SELECT version FROM vcode_migrations ORDER BY version", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, vec![1]);
+    // A later start finds nothing to do.
+    let store = PostgresStore::connect(&PostgresSettings::new(url)).unwrap();
+    store.migrate().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_pending_code_is_one_row_of_digest_and_no_code() {
+    let url = PostgresServer::shared().fresh_database().await;
+    let app = crate::support::spawn_app_with(crate::support::Backend::Memory, |s| {
+        s.store = postgres_settings(&url);
+    })
+    .await;
+    let number = random_phone();
+    assert_eq!(app.send(&number).await.status, 200);
+    let code = app.last_code(&number).await;
+    let client = PostgresServer::shared()
+        .client(url.rsplit('/').next().unwrap())
+        .await;
+    let row = client
+        .query_one(
+            "SELECT purpose, digest, sealed, failed_attempts, deliveries,
+                    expires_at_ms - sent_at_ms
+             FROM vcode_codes WHERE phone = $1",
+            &[&number],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, String>(0), "login");
+    let digest: Vec<u8> = row.get(1);
+    assert_eq!(digest.len(), 16);
+    let sealed: Option<Vec<u8>> = row.get(2);
+    let sealed = sealed.expect("the default resend policy keeps the sealed code");
+    assert!(
+        !sealed
+            .windows(code.len())
+            .any(|window| window == code.as_bytes()),
+        "the code is in the sealed copy"
+    );
+    assert_eq!(row.get::<_, i32>(3), 0);
+    assert_eq!(row.get::<_, i32>(4), 1);
+    assert_eq!(row.get::<_, i64>(5), 300_000, "the default TTL");
+    // The send's quota events are rows of their own.
+    let events: i64 = client
+        .query_one(
+            "SELECT count(*) FROM vcode_quota_events WHERE log = $1",
+            &[&format!("sends:{number}")],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(events, 1);
+    assert_eq!(app.verify(&number, &code).await.status, 200);
+    let left: i64 = client
+        .query_one(
+            "SELECT count(*) FROM vcode_codes WHERE phone = $1",
+            &[&number],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(left, 0, "a verified code leaves no row");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
+    use vcode::domain::{CaptchaId, CodeDigest, Purpose};
+    use vcode::store::{CaptchaStore, CodeCandidate, CodeStore, IssueParams, ResendPolicy};
+    let store = open_store();
+    let short = IssueParams {
+        ttl: Duration::from_millis(50),
+        cooldown: Duration::ZERO,
+        policy: ResendPolicy::Reuse,
+        phone_quota: Vec::new(),
+    };
+    let long = IssueParams {
+        ttl: Duration::from_secs(300),
+        ..short.clone()
+    };
+    // More than one batch (1000) of expired codes, and a few live ones, 50 at a time.
+    let indices: Vec<usize> = (0..2100).collect();
+    for chunk in indices.chunks(50) {
+        join_all(chunk.iter().map(|i| {
+            let params = if i % 100 == 0 { &long } else { &short };
+            let store = &store;
+            async move {
+                let candidate = CodeCandidate {
+                    digest: CodeDigest([1; 16]),
+                    sealed: None,
+                };
+                let phone = crate::support::phone(&random_phone());
+                store
+                    .issue_code(&phone, &Purpose::default(), candidate, params)
+                    .await
+                    .unwrap();
+            }
+        }))
+        .await;
+    }
+    let captcha = CaptchaId::generate();
+    store
+        .put_captcha(
+            &captcha,
+            &vcode::store::StoredCaptcha { seed: 7 },
+            Duration::from_millis(50),
+        )
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Codes (2079 expired; random phones may collide, hence at least), no quota events (no
+    // rules), the captcha.
+    let removed = store.sweep().await.unwrap();
+    assert!((2000..=2080).contains(&removed), "{removed}");
+    assert_eq!(store.sweep().await.unwrap(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stopped_database_answers_503_within_the_bound_and_service_resumes() {
+    let server = PostgresServer::start_durable();
+    let url = database_on(&server).await;
+    let app = app_on(&url, Duration::from_millis(500)).await;
+    let number = random_phone();
+    assert_eq!(app.send(&number).await.status, 200);
+
+    server.kill();
+    // The statement timeout plus slack for a loaded machine.
+    let bound = Duration::from_millis(500 + 700);
+    for _ in 0..2 {
+        for path in ["send", "verify", "readyz"] {
+            let started = Instant::now();
+            let answer = match path {
+                "send" => app.send(&random_phone()).await,
+                "verify" => app.verify(&number, "123456").await,
+                _ => app.get(paths::READYZ).await,
+            };
+            let elapsed = started.elapsed();
+            assert_eq!(
+                (answer.status, answer.code()),
+                (503, 50300),
+                "{path}: {answer:?}"
+            );
+            assert!(elapsed < bound, "{path} answered after {elapsed:?}");
+        }
+    }
+    assert_eq!(app.get(paths::HEALTHZ).await.status, 200);
+
+    server.restart();
+    let resumed = eventually(Duration::from_secs(15), || async {
+        app.send(&random_phone()).await.status == 200
+    })
+    .await;
+    assert!(resumed, "service did not resume after PostgreSQL came back");
+    assert_eq!(app.get(paths::READYZ).await.status, 200);
+    // The code sent before the outage is still there, and verifies once.
+    let code = app.last_code(&number).await;
+    assert_eq!(app.verify(&number, &code).await.status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn acknowledged_state_survives_kill_9() {
+    let server = PostgresServer::start_durable();
+    let url = database_on(&server).await;
+    let app = app_on(&url, Duration::from_millis(2000)).await;
+    let (used, kept) = (random_phone(), random_phone());
+    assert_eq!(app.send(&used).await.status, 200);
+    assert_eq!(app.send(&kept).await.status, 200);
+    let used_code = app.last_code(&used).await;
+    let kept_code = app.last_code(&kept).await;
+    assert_eq!(app.verify(&used, &used_code).await.status, 200);
+
+    // A crash right after the acknowledgements: no shutdown, no checkpoint.
+    server.kill();
+    server.restart();
+    let back = eventually(Duration::from_secs(15), || async {
+        app.get(paths::READYZ).await.status == 200
+    })
+    .await;
+    assert!(back, "PostgreSQL did not come back");
+
+    let again = app.verify(&used, &used_code).await;
+    assert_eq!(
+        (again.status, again.code()),
+        (410, 41000),
+        "a consumed code came back: {again:?}"
+    );
+    assert_eq!(
+        app.verify(&kept, &kept_code).await.status,
+        200,
+        "a sent code was lost"
+    );
+}
+
+async fn tls_server(identity_ca: &Authority) -> PostgresServer {
+    let identity = identity_ca.identity(&["127.0.0.1"]);
+    PostgresServer::start_with(
+        false,
+        &[
+            "ssl=on",
+            "ssl_cert_file=server.crt",
+            "ssl_key_file=server.key",
+        ],
+        &[
+            ("server.crt", identity.certificate_pem()),
+            ("server.key", identity.key_pem()),
+        ],
+    )
+}
+
+async fn tls_app(server: &PostgresServer, ca: &Authority) -> (TestApp, impl Drop) {
+    let ca_file = ca.file();
+    let plain_url = database_on(server).await;
+    let url = format!("{plain_url}?sslmode=require");
+    let mut settings = test_settings();
+    settings.store = StoreSettings::Postgres(PostgresSettings {
+        ca_file: Some(ca_file.path().to_owned()),
+        ..PostgresSettings::new(url)
+    });
+    let app = crate::support::spawn_app_with(crate::support::Backend::Memory, |s| {
+        s.store = settings.store.clone();
+    })
+    .await;
+    (app, ca_file)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_private_ca_lets_vcode_use_postgres_over_tls() {
+    let authority = Authority::new("vcode test CA");
+    let server = tls_server(&authority).await;
+    let (app, _ca_file) = tls_app(&server, &authority).await;
+    let number = random_phone();
+    assert_eq!(app.send(&number).await.status, 200);
+    let code = app.last_code(&number).await;
+    assert_eq!(app.verify(&number, &code).await.status, 200);
+    // The server saw TLS connections from vcode.
+    let client = server.client("postgres").await;
+    let tls: i64 = client
+        .query_one(
+            "SELECT count(*) FROM pg_stat_ssl JOIN pg_stat_activity USING (pid)
+             WHERE ssl AND application_name = 'vcode'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert!(tls >= 1, "no TLS connection from vcode");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_certificate_from_another_ca_is_refused() {
+    let trusted = Authority::new("vcode test CA");
+    let rogue = Authority::new("someone else's CA");
+    let server = tls_server(&rogue).await;
+    let (app, _ca_file) = tls_app(&server, &trusted).await;
+    let answer = app.send(&random_phone()).await;
+    assert_eq!((answer.status, answer.code()), (503, 50300), "{answer:?}");
+    assert_eq!(app.get(paths::READYZ).await.status, 503);
+}
+
+#[tokio::test]
+async fn the_build_refuses_a_ca_file_without_tls() {
+    let authority = Authority::new("vcode test CA");
+    let ca_file = authority.file();
+    let mut settings = test_settings();
+    settings.store = StoreSettings::Postgres(PostgresSettings {
+        ca_file: Some(ca_file.path().to_owned()),
+        ..PostgresSettings::new("postgres://vcode@127.0.0.1:1/db")
+    });
+    let error = Application::build(settings).await.err().expect("refused");
+    assert!(
+        format!("{error:#}").contains("sslmode=require"),
+        "{error:#}"
+    );
+}
