@@ -273,9 +273,8 @@ async fn an_expired_challenge_is_refused() {
     assert_refused(&verify(&app, &payload).await, "expired");
 }
 
-#[tokio::test]
-async fn one_use_across_instances_sharing_redis_and_their_key() {
-    let first = spawn_pow_app(Backend::Redis, |_| {}).await;
+async fn one_use_across_instances_sharing_a_store_and_their_key(backend: Backend) {
+    let first = spawn_pow_app(backend, |_| {}).await;
     let second = spawn_second_instance(&first, easy_pow).await;
     let payload = solved_payload(&first).await;
     assert_verified(&verify(&second, &payload).await);
@@ -298,3 +297,8 @@ async fn one_use_across_instances_sharing_redis_and_their_key() {
         "other key",
     );
 }
+
+on_stores!(
+    shared_redis => Redis, shared_postgres => Postgres;
+    [one_use_across_instances_sharing_a_store_and_their_key]
+);

@@ -199,16 +199,18 @@ async fn tally(answers: Vec<Answer>) -> HashMap<i64, usize> {
     tally
 }
 
-/// Two instances sharing one harness-started Redis, as a deployment would run them.
-async fn two_instances(customise: fn(&mut vcode::Settings)) -> (Arc<TestApp>, Arc<TestApp>) {
-    let first = spawn_app_with(Backend::Redis, customise).await;
+/// Two instances sharing one harness-started store, as a deployment would run them.
+async fn two_instances(
+    backend: Backend,
+    customise: fn(&mut vcode::Settings),
+) -> (Arc<TestApp>, Arc<TestApp>) {
+    let first = spawn_app_with(backend, customise).await;
     let second = spawn_second_instance(&first, customise).await;
     (Arc::new(first), Arc::new(second))
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn phone_quota_holds_across_two_instances() {
-    let (a, b) = two_instances(|s| {
+async fn phone_quota_holds_across_two_instances(backend: Backend) {
+    let (a, b) = two_instances(backend, |s| {
         s.abuse = AbuseSettings {
             sends_per_phone_hour: 5,
             ..AbuseSettings::unlimited()
@@ -233,9 +235,8 @@ async fn phone_quota_holds_across_two_instances() {
     assert_eq!(a.inbox(&number).await.len(), 5, "exactly five SMS");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn ip_quota_holds_across_two_instances() {
-    let (a, b) = two_instances(|s| {
+async fn ip_quota_holds_across_two_instances(backend: Backend) {
+    let (a, b) = two_instances(backend, |s| {
         s.abuse = AbuseSettings {
             sends_per_ip_hour: 10,
             ..AbuseSettings::unlimited()
@@ -262,3 +263,9 @@ async fn ip_quota_holds_across_two_instances() {
     }
     assert_eq!(delivered, 10, "exactly ten SMS");
 }
+
+// Two instances on one shared store: Redis, and PostgreSQL.
+on_stores!(
+    shared_redis => Redis, shared_postgres => Postgres;
+    [phone_quota_holds_across_two_instances, ip_quota_holds_across_two_instances]
+);

@@ -234,14 +234,18 @@ on_both_stores!(
 
 /// Without a token key, instances sharing a store (and so VCODE_SECRET_KEY) sign alike: a
 /// token from one verifies with the keys another publishes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn instances_sharing_a_store_publish_the_same_derived_key() {
-    let first = spawn_app_with(Backend::Redis, with_issuer).await;
+async fn instances_sharing_a_store_publish_the_same_derived_key(backend: Backend) {
+    let first = spawn_app_with(backend, with_issuer).await;
     let second = spawn_second_instance(&first, with_issuer).await;
     let token = token_of(&first, &random_phone()).await;
     let checked = recipe_checks(&second, AUDIENCE, &[&token]);
     assert!(checked[0].get("sub").is_some(), "{checked:?}");
 }
+
+on_stores!(
+    shared_redis => Redis, shared_postgres => Postgres;
+    [instances_sharing_a_store_publish_the_same_derived_key]
+);
 
 #[test]
 fn the_tested_recipe_is_the_one_the_readme_shows() {
