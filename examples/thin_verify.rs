@@ -1,7 +1,9 @@
 //! The thinnest actix-web handlers, as references for `scripts/bench-http.sh`: `GET /constant`
 //! answers a fixed body; `POST /verify` parses the same JSON as `otp/verify` and runs one
-//! EVALSHA of the same verify script over one shared multiplexed Redis connection. Nothing
-//! else: no phone parsing, no validation, no logging, no metrics.
+//! EVALSHA of the same verify script over one shared multiplexed Redis connection;
+//! `POST /verify-per-worker` does the same over a connection of each worker thread's own, as
+//! vcode's store does on one node. Nothing else: no phone parsing, no validation, no logging,
+//! no metrics.
 //!
 //! `cargo run --release --example thin_verify -- 127.0.0.1:18090 redis://127.0.0.1:6390`
 
@@ -22,8 +24,14 @@ struct VerifyRequest {
 }
 
 struct Shared {
+    client: redis::Client,
     connection: ConnectionManager,
     script: Script,
+}
+
+thread_local! {
+    /// This worker's own connection (`/verify-per-worker`); one Redis per process here.
+    static OWN: std::cell::RefCell<Option<ConnectionManager>> = const { std::cell::RefCell::new(None) };
 }
 
 async fn constant() -> HttpResponse {
@@ -33,6 +41,32 @@ async fn constant() -> HttpResponse {
 }
 
 async fn verify(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -> HttpResponse {
+    let connection = shared.connection.clone();
+    run_verify(&shared, &body, connection).await
+}
+
+async fn verify_per_worker(
+    shared: web::Data<Shared>,
+    body: web::Json<VerifyRequest>,
+) -> HttpResponse {
+    let connection = match OWN.with_borrow(Clone::clone) {
+        Some(connection) => connection,
+        None => match ConnectionManager::new(shared.client.clone()).await {
+            Ok(connection) => {
+                OWN.set(Some(connection.clone()));
+                connection
+            }
+            Err(_) => return HttpResponse::ServiceUnavailable().finish(),
+        },
+    };
+    run_verify(&shared, &body, connection).await
+}
+
+async fn run_verify(
+    shared: &Shared,
+    body: &VerifyRequest,
+    mut connection: ConnectionManager,
+) -> HttpResponse {
     let purpose = body.purpose.as_deref().unwrap_or("login");
     let mut invocation = shared
         .script
@@ -48,7 +82,6 @@ async fn verify(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -> Ht
         .arg(0)
         .arg("|")
         .arg(format!("{:0>16}", body.code));
-    let mut connection = shared.connection.clone();
     match invocation
         .invoke_async::<Vec<redis::Value>>(&mut connection)
         .await
@@ -68,7 +101,7 @@ async fn main() -> std::io::Result<()> {
         .next()
         .unwrap_or_else(|| "redis://127.0.0.1:6379".to_owned());
     let client = redis::Client::open(redis_url).map_err(std::io::Error::other)?;
-    let connection = ConnectionManager::new(client)
+    let connection = ConnectionManager::new(client.clone())
         .await
         .map_err(std::io::Error::other)?;
     let script = Script::new(
@@ -78,12 +111,17 @@ async fn main() -> std::io::Result<()> {
         ]
         .concat(),
     );
-    let shared = web::Data::new(Shared { connection, script });
+    let shared = web::Data::new(Shared {
+        client,
+        connection,
+        script,
+    });
     HttpServer::new(move || {
         App::new()
             .app_data(shared.clone())
             .route("/constant", web::get().to(constant))
             .route("/verify", web::post().to(verify))
+            .route("/verify-per-worker", web::post().to(verify_per_worker))
     })
     .bind(bind)?
     .run()

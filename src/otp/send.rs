@@ -13,8 +13,8 @@ use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::{
-    Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, OutboxMessage, QuotaDecision,
-    QuotaScope, QuotaToken, ResendPolicy,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, OutboxMessage,
+    QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -121,8 +121,8 @@ impl OtpService {
             .await
     }
 
-    /// Issues a code within the phone's quota, reserves the client's and the global SMS
-    /// budget, and sends it; undoes the issue if anything after it fails.
+    /// Issues a code within the phone's quota and the client's and the global SMS budget, and
+    /// sends it; undoes the issue (and releases the budgets) if anything after it fails.
     async fn issue_and_deliver(
         &self,
         phone: &Phone,
@@ -139,9 +139,14 @@ impl OtpService {
                 .then(|| self.keyring.seal_code(&digest, &code)),
             digest,
         };
+        let budgets = self.budgets(client_ip);
+        let budgets = Budgets {
+            budgets: &budgets,
+            token: QuotaToken::generate(),
+        };
         let delivery = match self
             .codes
-            .issue_code(phone, purpose, candidate, &self.issue_params)
+            .issue_code(phone, purpose, candidate, &self.issue_params, budgets)
             .await?
         {
             IssueOutcome::Deliver(delivery) => delivery,
@@ -155,6 +160,19 @@ impl OtpService {
                 tracing::warn!(%phone, %purpose, quota = "phone", "send refused: quota exceeded");
                 return Err(OtpError::QuotaExceeded { retry_after });
             }
+            IssueOutcome::BudgetExceeded { scope, retry_after } => {
+                return Err(self.budget_refused(scope, retry_after, client_ip));
+            }
+        };
+        if !delivery.budgets_reserved
+            && let Err(error) = self.reserve_budgets(budgets, client_ip).await
+        {
+            self.undo(phone, purpose, &delivery, &error).await;
+            return Err(error);
+        }
+        let reserved = Reservations {
+            scopes: budgets.budgets.iter().map(|budget| budget.scope).collect(),
+            token: budgets.token,
         };
 
         let code = match delivery.kind {
@@ -168,19 +186,12 @@ impl OtpService {
                     None => {
                         let error = OtpError::Unsealable;
                         self.undo(phone, purpose, &delivery, &error).await;
+                        self.release(reserved).await;
                         return Err(error);
                     }
                 }
             }
             DeliveryKind::Created | DeliveryKind::Rotated => code,
-        };
-
-        let reservations = match self.reserve_budgets(client_ip).await {
-            Ok(reservations) => reservations,
-            Err(error) => {
-                self.undo(phone, purpose, &delivery, &error).await;
-                return Err(error);
-            }
         };
 
         let deliveries = delivery.undo.deliveries;
@@ -207,7 +218,7 @@ impl OtpService {
                 _ => OtpError::SmsDelivery(sms_error),
             };
             self.undo(phone, purpose, &delivery, &error).await;
-            self.release(reservations).await;
+            self.release(reserved).await;
             return Err(error);
         }
         self.stats.record(Event::SmsSent);
@@ -222,40 +233,55 @@ impl OtpService {
         })
     }
 
-    /// Reserves one SMS in the client's and the global budget, in one atomic step; on refusal
-    /// nothing is taken.
-    async fn reserve_budgets(&self, client_ip: IpAddr) -> Result<Reservations, OtpError> {
-        let budgets: Vec<Budget<'_>> = [
+    /// The budgets a send from `client_ip` draws on besides its phone's: the client's and the
+    /// global one, those that are on.
+    fn budgets(&self, client_ip: IpAddr) -> Vec<Budget<'_>> {
+        [
             (QuotaScope::ClientIp(client_ip), &self.ip_quota),
             (QuotaScope::Global, &self.global_quota),
         ]
         .into_iter()
         .filter(|(_, rules)| !rules.is_empty())
         .map(|(scope, rules)| Budget { scope, rules })
-        .collect();
-        let reservations = Reservations {
-            scopes: budgets.iter().map(|budget| budget.scope).collect(),
-            token: QuotaToken::generate(),
-        };
-        if budgets.is_empty() {
-            return Ok(reservations);
+        .collect()
+    }
+
+    /// Reserves one SMS in every budget, in one atomic step, when the store could not do it in
+    /// the issue's; on refusal nothing is taken.
+    async fn reserve_budgets(
+        &self,
+        budgets: Budgets<'_>,
+        client_ip: IpAddr,
+    ) -> Result<(), OtpError> {
+        if budgets.budgets.is_empty() {
+            return Ok(());
         }
         match self
             .quotas
-            .reserve_quota(&budgets, reservations.token)
+            .reserve_quota(budgets.budgets, budgets.token)
             .await?
         {
-            QuotaDecision::Granted => Ok(reservations),
+            QuotaDecision::Granted => Ok(()),
             QuotaDecision::Exceeded { scope, retry_after } => {
-                let event = match scope {
-                    QuotaScope::Global => Event::QuotaGlobal,
-                    QuotaScope::ClientIp(_) | QuotaScope::CaptchaClient(_) => Event::QuotaIp,
-                };
-                self.stats.record(event);
-                tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");
-                Err(OtpError::QuotaExceeded { retry_after })
+                Err(self.budget_refused(scope, retry_after, client_ip))
             }
         }
+    }
+
+    /// A send refused by the client's or the global budget: counted, logged, answered.
+    fn budget_refused(
+        &self,
+        scope: QuotaScope,
+        retry_after: Duration,
+        client_ip: IpAddr,
+    ) -> OtpError {
+        let event = match scope {
+            QuotaScope::Global => Event::QuotaGlobal,
+            QuotaScope::ClientIp(_) | QuotaScope::CaptchaClient(_) => Event::QuotaIp,
+        };
+        self.stats.record(event);
+        tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");
+        OtpError::QuotaExceeded { retry_after }
     }
 
     async fn release(&self, reservations: Reservations) {

@@ -95,6 +95,23 @@ pub struct Budget<'a> {
     pub rules: &'a [QuotaRule],
 }
 
+/// The budgets one send draws on besides its phone's, and the event it records in each.
+#[derive(Clone, Copy, Debug)]
+pub struct Budgets<'a> {
+    pub budgets: &'a [Budget<'a>],
+    pub token: QuotaToken,
+}
+
+impl Budgets<'_> {
+    /// A send that draws on no budget but its phone's.
+    pub fn none() -> Budgets<'static> {
+        Budgets {
+            budgets: &[],
+            token: QuotaToken(0),
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QuotaDecision {
     Granted,
@@ -114,6 +131,12 @@ pub enum IssueOutcome {
     Cooldown { retry_after: Duration },
     /// The phone's SMS quota is used up: nothing changed.
     QuotaExceeded { retry_after: Duration },
+    /// A budget reserved in the same step had no room (`scope` the first without): nothing
+    /// changed. Every budget has room again after `retry_after`.
+    BudgetExceeded {
+        scope: QuotaScope,
+        retry_after: Duration,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -139,6 +162,9 @@ pub struct Delivery {
     /// For `Redelivered`: the pending code, sealed (the issuer knows its own candidate).
     pub sealed: Option<SealedCode>,
     pub kind: DeliveryKind,
+    /// Whether the send's budgets were reserved in the same step (one event each, under
+    /// `Budgets::token`); if not, the caller reserves them.
+    pub budgets_reserved: bool,
     /// How to undo this issue if the SMS cannot be delivered.
     pub undo: IssueUndo,
 }
@@ -228,12 +254,17 @@ pub const OUTBOX_TTL: Duration = Duration::from_secs(3600);
 pub trait CodeStore: Send + Sync + 'static {
     /// Stores `candidate` as the pending code for (phone, purpose), or applies the resend
     /// policy to the code already pending, or refuses while the cooldown runs. One atomic step.
+    /// A backend that holds the budgets' logs beside the phone's (one Redis node) reserves
+    /// `budgets` in that same step, so that a send costs one round trip and a refusal by any
+    /// limit changes nothing anywhere; the others leave them to the caller
+    /// (`Delivery::budgets_reserved`).
     async fn issue_code(
         &self,
         phone: &Phone,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
+        budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError>;
 
     /// Undoes an issue whose SMS was not sent: its phone-quota event always, the code and

@@ -10,7 +10,8 @@ use vcode::domain::{Code, CodeLength, Phone, Purpose};
 use vcode::store::redis::legacy::{self, Legacy, LegacyRedisStore};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
-    CodeStore, IssueOutcome, IssueParams, RedisStore, ResendPolicy, VerifyOutcome, VerifyParams,
+    Budgets, CodeStore, IssueOutcome, IssueParams, RedisStore, ResendPolicy, VerifyOutcome,
+    VerifyParams,
 };
 
 use crate::support::{RedisServer, codes, phone, random_phone};
@@ -86,6 +87,7 @@ async fn send(store: &dyn CodeStore, phone: &Phone, candidate: &str) -> Option<S
             &login(),
             codes::candidate(phone, &login(), &candidate),
             &params(),
+            Budgets::none(),
         )
         .await
         .expect("Redis answers")

@@ -6,8 +6,8 @@
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
-use vcode::store::PostgresStore;
 use vcode::store::postgres::PostgresSettings;
+use vcode::store::{Budgets, PostgresStore};
 use vcode::{Application, config::StoreSettings};
 use vcode_wire::paths;
 
@@ -162,7 +162,13 @@ async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
                 };
                 let phone = crate::support::phone(&random_phone());
                 store
-                    .issue_code(&phone, &Purpose::default(), candidate, params)
+                    .issue_code(
+                        &phone,
+                        &Purpose::default(),
+                        candidate,
+                        params,
+                        Budgets::none(),
+                    )
                     .await
                     .unwrap();
             }

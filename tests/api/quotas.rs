@@ -9,8 +9,8 @@ use futures::future::join_all;
 use vcode::config::AbuseSettings;
 use vcode::domain::{Code, CodeLength, Phone, Purpose};
 use vcode::store::{
-    Budget, CodeStore, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope, QuotaStore,
-    QuotaToken, ResendPolicy, VerifyOutcome, VerifyParams,
+    Budget, Budgets, CodeStore, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope,
+    QuotaStore, QuotaToken, ResendPolicy, VerifyOutcome, VerifyParams,
 };
 
 use crate::support::codes as support_codes;
@@ -49,6 +49,7 @@ async fn issue(
             &purpose,
             support_codes::candidate(phone, &purpose, &code),
             params,
+            Budgets::none(),
         )
         .await
         .unwrap()
@@ -383,7 +384,130 @@ async fn budgets_are_reserved_all_or_nothing(backend: Backend) {
     );
 }
 
+/// Where one node holds every log (one Redis node, Sentinel's primary), a send's budgets are
+/// reserved in its issue's step, and a budget without room refuses it with nothing changed:
+/// no code, no event in the phone's log nor in the other budgets. Elsewhere (the embedded
+/// store, PostgreSQL, a Cluster) the issue leaves them to the caller and records nothing there.
+async fn budgets_are_reserved_with_the_issue_on_one_node(backend: Backend) {
+    let app = store_of(backend).await;
+    let in_one_step = matches!(backend, Backend::Redis | Backend::Sentinel);
+    let client = QuotaScope::ClientIp(format!("192.0.2.{}", rand::random::<u8>()).parse().unwrap());
+    let one = [rule(1, MINUTE)];
+    let plenty = [rule(1000, MINUTE)];
+    let budgets = [
+        Budget {
+            scope: client,
+            rules: &one,
+        },
+        Budget {
+            scope: QuotaScope::Global,
+            rules: &plenty,
+        },
+    ];
+    let phone_rules = issue_params(vec![rule(1, MINUTE)]);
+    let issue_with = |phone: Phone, token: QuotaToken| {
+        let (codes, params, budgets) = (app.store.codes.clone(), phone_rules.clone(), budgets);
+        async move {
+            let purpose = Purpose::default();
+            let code = Code::generate(CodeLength::default());
+            let candidate = support_codes::candidate(&phone, &purpose, &code);
+            let budgets = Budgets {
+                budgets: &budgets,
+                token,
+            };
+            codes
+                .issue_code(&phone, &purpose, candidate, &params, budgets)
+                .await
+                .unwrap()
+        }
+    };
+
+    let first = phone(&random_phone());
+    let IssueOutcome::Deliver(delivery) = issue_with(first.clone(), QuotaToken::generate()).await
+    else {
+        panic!("expected a delivery")
+    };
+    assert_eq!(delivery.budgets_reserved, in_one_step, "{backend:?}");
+    // The client's budget is full exactly when the issue reserved it.
+    let again = reserve(
+        app.store.quotas.as_ref(),
+        &[(client, &one)],
+        QuotaToken::generate(),
+    )
+    .await;
+    assert_eq!(again == QuotaDecision::Granted, !in_one_step, "{again:?}");
+    if !in_one_step {
+        return;
+    }
+
+    let second = phone(&random_phone());
+    match issue_with(second.clone(), QuotaToken::generate()).await {
+        IssueOutcome::BudgetExceeded { scope, retry_after } => {
+            assert_eq!(scope, client);
+            assert!(
+                retry_after > Duration::ZERO && retry_after <= MINUTE,
+                "{retry_after:?}"
+            );
+        }
+        other => panic!("expected the client's budget to refuse, got {other:?}"),
+    }
+    let pending = app
+        .store
+        .codes
+        .pending_code(&second, &Purpose::default())
+        .await
+        .unwrap();
+    assert!(pending.is_none(), "a refused send leaves no code");
+    // Nor an event in the phone's log (its 1 a minute still has room) or the global budget
+    // (999 places left of 1000: one taken by the first send).
+    let lone = [Budget {
+        scope: QuotaScope::Global,
+        rules: &plenty,
+    }];
+    let outcome = app
+        .store
+        .codes
+        .issue_code(
+            &second,
+            &Purpose::default(),
+            support_codes::candidate(
+                &second,
+                &Purpose::default(),
+                &Code::generate(CodeLength::default()),
+            ),
+            &phone_rules,
+            Budgets {
+                budgets: &lone,
+                token: QuotaToken::generate(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(matches!(outcome, IssueOutcome::Deliver(_)), "{outcome:?}");
+    let global_used = (0..998).map(|_| QuotaToken::generate());
+    for token in global_used {
+        let granted = reserve(
+            app.store.quotas.as_ref(),
+            &[(QuotaScope::Global, &plenty)],
+            token,
+        )
+        .await;
+        assert_eq!(granted, QuotaDecision::Granted);
+    }
+    let full = reserve(
+        app.store.quotas.as_ref(),
+        &[(QuotaScope::Global, &plenty)],
+        QuotaToken::generate(),
+    )
+    .await;
+    assert!(
+        matches!(full, QuotaDecision::Exceeded { .. }),
+        "two sends and 998 reservations fill 1000: {full:?}"
+    );
+}
+
 on_both_stores!(
+    budgets_are_reserved_with_the_issue_on_one_node,
     phone_quota_counts_sms_across_purposes,
     cooldown_is_answered_before_the_quota,
     an_undone_issue_gives_its_quota_back,

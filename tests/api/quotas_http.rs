@@ -269,3 +269,51 @@ on_stores!(
     shared_redis => Redis, shared_postgres => Postgres;
     [phone_quota_holds_across_two_instances, ip_quota_holds_across_two_instances]
 );
+
+/// The number of times Redis ran a script since its counters were reset.
+fn scripts_run(server: &crate::support::RedisServer) -> u64 {
+    let stats: String = ::redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut server.client().get_connection().unwrap())
+        .unwrap();
+    stats
+        .lines()
+        .filter(|line| line.starts_with("cmdstat_evalsha:") || line.starts_with("cmdstat_eval:"))
+        .filter_map(|line| {
+            line.split("calls=")
+                .nth(1)?
+                .split(',')
+                .next()?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
+}
+
+/// On one Redis node, a send with every default limit on (the phone's SMS quota and the
+/// client's budget) is one script, one round trip; a Cluster keeps two (its budgets live on
+/// their own slot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_send_with_the_default_limits_is_one_script_on_one_node() {
+    let app = spawn_app_with(Backend::Redis, |s| s.abuse = AbuseSettings::default()).await;
+    let server = app.redis.as_ref().expect("the app's own Redis");
+    assert_eq!(
+        app.send(&random_phone()).await.status,
+        200,
+        "warm-up (loads the script)"
+    );
+    ::redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .exec(&mut server.client().get_connection().unwrap())
+        .unwrap();
+    for _ in 0..5 {
+        assert_eq!(app.send(&random_phone()).await.status, 200);
+    }
+    assert_eq!(scripts_run(server), 5, "one script a send");
+    // Both limits were in it: the client's budget (20 an hour by default) is 6 down.
+    let budget: u64 = ::redis::cmd("ZCARD")
+        .arg("verify_code:quota:{budgets}:ip:127.0.0.1")
+        .query(&mut server.client().get_connection().unwrap())
+        .unwrap();
+    assert_eq!(budget, 6);
+}

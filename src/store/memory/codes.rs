@@ -13,6 +13,7 @@ impl CodeStore for MemoryStore {
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
+        _budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
         let key = code_key(phone, purpose);
         let sends_key = phone_sends_key(phone);
@@ -67,6 +68,7 @@ impl CodeStore for MemoryStore {
             return Ok(IssueOutcome::Deliver(Delivery {
                 sealed,
                 kind,
+                budgets_reserved: false,
                 undo: IssueUndo {
                     quota_token,
                     digest: entry.digest,
@@ -90,6 +92,7 @@ impl CodeStore for MemoryStore {
         Ok(IssueOutcome::Deliver(Delivery {
             sealed: None,
             kind: DeliveryKind::Created,
+            budgets_reserved: false,
             undo: IssueUndo {
                 quota_token,
                 digest: candidate.digest,

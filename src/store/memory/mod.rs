@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
     OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision,
     QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome,
     VerifyParams,
@@ -345,7 +345,7 @@ mod tests {
                 sealed: None,
             };
             store
-                .issue_code(&phone, &purpose, code, &params(ttl_ms))
+                .issue_code(&phone, &purpose, code, &params(ttl_ms), Budgets::none())
                 .await
                 .unwrap();
         }

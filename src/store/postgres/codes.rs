@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
 use crate::domain::{CodeDigest, Phone, Purpose, SealedCode};
 use crate::store::{
-    CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
-    PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError, VerifyOutcome, VerifyParams,
+    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams,
+    IssueUndo, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError, VerifyOutcome,
+    VerifyParams,
 };
 
 const ISSUE: &str = "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
@@ -42,6 +43,7 @@ impl CodeStore for PostgresStore {
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
+        _budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
         let quota_token = QuotaToken::generate();
         let (limits, windows) = rule_arrays(&params.phone_quota);
@@ -96,6 +98,7 @@ impl CodeStore for PostgresStore {
                 _ => None,
             },
             kind,
+            budgets_reserved: false,
             undo: IssueUndo {
                 quota_token,
                 digest: digest(column(&row, 2)?)?,

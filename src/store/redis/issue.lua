@@ -6,12 +6,18 @@
 --         n = deliveries (absent: 1), t = last sent (ms)}; fields at their default are left
 --         out, which keeps a pending code within one small allocation
 -- KEYS[2] the phone's SMS log (quota.lua)
+-- KEYS[3..] the send's other budgets' logs (the client's, the global one), on one node only:
+--         reserved in this same step, so a send is one round trip and a refusal by any limit
+--         records nothing anywhere
 -- ARGV[1] candidate record, ARGV[2] TTL ms, ARGV[3] cooldown ms, ARGV[4] 'reuse' | 'rotate',
 -- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
--- ARGV[7..] quota rules
+-- ARGV[7] how many phone rule numbers follow (n), ARGV[8..7+n] the phone's quota rules,
+-- ARGV[8+n] the budgets' token, then for each of KEYS[3..] the number of its rules followed
+--         by those rules
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
---         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota, or
+--         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota,
+--         {-3, i, retry_after_ms} when KEYS[2 + i] is the first budget without room, or
 --         {kind, record, sent_at_ms, deliveries[, previous_record, previous_sent_at_ms,
 --          previous_expires_at_ms]}
 --         with kind 1 created, 2 redelivered, 3 rotated.
@@ -21,7 +27,15 @@ if now > tonumber(ARGV[6]) then
   return {-2}
 end
 local ttl = tonumber(ARGV[2])
-local rules = quota_rules(7)
+local phone_last = 7 + tonumber(ARGV[7])
+local rules = quota_rules(8, phone_last)
+local budget_token = ARGV[phone_last + 1]
+local budgets, at = {}, phone_last + 2
+for i = 3, #KEYS do
+  local count = tonumber(ARGV[at])
+  budgets[i] = quota_rules(at + 1, at + 2 * count)
+  at = at + 1 + 2 * count
+end
 
 local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't')
 if pending[1] then
@@ -34,7 +48,21 @@ local wait = quota_wait(KEYS[2], now, rules)
 if wait > 0 then
   return {-1, wait}
 end
+local refused = 0
+for i = 3, #KEYS do
+  local budget_wait = quota_wait(KEYS[i], now, budgets[i])
+  if budget_wait > 0 then
+    if refused == 0 then refused = i - 2 end
+    wait = math.max(wait, budget_wait)
+  end
+end
+if refused > 0 then
+  return {-3, refused, wait}
+end
 quota_record(KEYS[2], now, rules, ARGV[5])
+for i = 3, #KEYS do
+  quota_record(KEYS[i], now, budgets[i], budget_token)
+end
 
 if pending[1] then
   local expires_at = now + redis.call('PTTL', KEYS[1])

@@ -25,8 +25,8 @@ use deadpool_redis::{Config, Pool, Runtime};
 use super::{RedisStore, keys};
 use crate::domain::{CodeDigest, Phone, Purpose};
 use crate::store::{
-    CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
-    PendingCode, QuotaToken, StoreError, Stores, VerifyOutcome, VerifyParams,
+    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams,
+    IssueUndo, PendingCode, QuotaToken, StoreError, Stores, VerifyOutcome, VerifyParams,
 };
 
 /// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`).
@@ -248,6 +248,7 @@ impl CodeStore for LegacyRedisStore {
         _purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
+        _budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
         let command = redis::cmd("SET")
             .arg(key(phone))
@@ -260,6 +261,7 @@ impl CodeStore for LegacyRedisStore {
             sealed: None,
             // The Go service could not tell whether it overwrote a code.
             kind: DeliveryKind::Created,
+            budgets_reserved: false,
             undo: IssueUndo {
                 quota_token: QuotaToken(0),
                 digest: candidate.digest,

@@ -1,7 +1,7 @@
 //! The Redis store: every read-compare-write is one Lua script (the `.lua` files beside this
-//! one), sent over one shared, auto-reconnecting multiplexed connection (to one node, a Cluster
-//! or the primary Sentinel names; `connection.rs`) so that requests never wait for an exclusive
-//! connection. Every call is bounded by the command timeout.
+//! one), sent over auto-reconnecting multiplexed connections (to one node, one per worker
+//! thread; to a Cluster or the primary Sentinel names, one shared; `connection.rs`), so that
+//! requests never wait for an exclusive connection. Every call is bounded by the command timeout.
 
 mod codes;
 mod pow;
@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use redis::{RedisError, Script, Value};
 
-use self::connection::RedisConnection;
+use self::connection::Connections;
 
 pub use self::settings::{
     RedisCredentials, RedisSettings, RedisTopology, RedisVariables, SENTINEL_MASTER_PASSWORD,
@@ -30,7 +30,7 @@ pub use self::settings::{
 pub use self::tls::read_ca_file;
 
 use super::{
-    Budget, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
     OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision,
     QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome,
     VerifyParams,
@@ -68,7 +68,7 @@ fn rule_args(rules: &[QuotaRule]) -> Vec<u64> {
 
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: RedisConnection,
+    connections: Connections,
     command_timeout: Duration,
 }
 
@@ -77,11 +77,11 @@ impl RedisStore {
     /// makes `/readyz` fail until it is up, instead of stopping the service. Cluster and
     /// Sentinel connections are opened inside a Tokio runtime: their tasks run on it.
     pub fn connect(settings: &RedisSettings) -> Result<Self, StoreError> {
-        let connection = RedisConnection::open(settings)
+        let connections = Connections::open(settings)
             .map_err(|e| StoreError::Unavailable(format!("bad Redis settings: {e}")))?;
         LazyLock::force(&SCRIPTS);
         Ok(Self {
-            connection,
+            connections,
             command_timeout: settings.command_timeout,
         })
     }
@@ -114,7 +114,7 @@ impl RedisStore {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(store_error(error)),
             Err(_) => {
-                self.connection.timed_out();
+                self.connections.timed_out();
                 Err(StoreError::Timeout(self.command_timeout))
             }
         };
@@ -202,8 +202,22 @@ fn record_at(reply: &[Value], index: usize) -> Option<(CodeDigest, Option<Sealed
     split_code_record(bytes_at(reply, index)?)
 }
 
-fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome> {
+/// `issue.lua`'s reply; `budgets` are those it was given, all of the send's when
+/// `budgets_reserved` (reserved if it delivers).
+fn parse_issue(
+    reply: &[Value],
+    quota_token: QuotaToken,
+    budgets: &[Budget<'_>],
+    budgets_reserved: bool,
+) -> Option<IssueOutcome> {
     let kind = match int_at(reply, 0)? {
+        -3 => {
+            let refused = budgets.get(usize::try_from(int_at(reply, 1)?).ok()?.checked_sub(1)?)?;
+            return Some(IssueOutcome::BudgetExceeded {
+                scope: refused.scope,
+                retry_after: Duration::from_millis(u64_at(reply, 2)?),
+            });
+        }
         0 => {
             return Some(IssueOutcome::Cooldown {
                 retry_after: Duration::from_millis(u64_at(reply, 1)?),
@@ -238,6 +252,7 @@ fn parse_issue(reply: &[Value], quota_token: QuotaToken) -> Option<IssueOutcome>
             _ => None,
         },
         kind,
+        budgets_reserved,
         undo: IssueUndo {
             quota_token,
             digest,

@@ -10,7 +10,7 @@ use crate::store::PowReplayStore;
 #[async_trait]
 impl PowReplayStore for RedisStore {
     async fn record_solved_pow(&self, digest: &str, ttl: Duration) -> Result<bool, StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         // PX is at least 1: a zero TTL is an error in Redis, and such a challenge is expired.
         let command = redis::cmd("SET")
             .arg(keys::pow(digest))

@@ -23,7 +23,7 @@ impl QuotaStore for RedisStore {
                 .arg(budget.rules.len())
                 .arg(rule_args(budget.rules));
         }
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let (refused, wait_ms): (i64, u64) = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
@@ -57,7 +57,7 @@ impl QuotaStore for RedisStore {
                 .arg(token.0)
                 .ignore();
         }
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         self.bounded(pipeline.query_async::<()>(&mut connection))
             .await
     }
@@ -71,7 +71,7 @@ impl CaptchaStore for RedisStore {
         captcha: &StoredCaptcha,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let command = redis::cmd("SET")
             .arg(keys::captcha(id))
             .arg(encode_captcha(captcha))
@@ -83,14 +83,14 @@ impl CaptchaStore for RedisStore {
     }
 
     async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let command = redis::cmd("GET").arg(keys::captcha(id)).to_owned();
         let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
         raw.map(|raw| decode_captcha(&raw)).transpose()
     }
 
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         // GETDEL is atomic: of concurrent verifies exactly one receives the value.
         let command = redis::cmd("GETDEL").arg(keys::captcha(id)).to_owned();
         let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
@@ -106,7 +106,7 @@ impl IdempotencyStore for RedisStore {
         running: &[u8],
         lease: Duration,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         // SET NX GET: claims the key, or returns what holds it, in one command.
         let command = redis::cmd("SET")
             .arg(keys::idempotency(key))
@@ -125,7 +125,7 @@ impl IdempotencyStore for RedisStore {
         done: &[u8],
         retention: Duration,
     ) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let command = redis::cmd("SET")
             .arg(keys::idempotency(key))
             .arg(done)
@@ -139,7 +139,7 @@ impl IdempotencyStore for RedisStore {
     async fn abandon_idempotent(&self, key: &str, running: &[u8]) -> Result<(), StoreError> {
         let mut invocation = SCRIPTS.abandon_idempotent.key(keys::idempotency(key));
         invocation.arg(running);
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         self.bounded(invocation.invoke_async::<i64>(&mut connection))
             .await
             .map(drop)
@@ -160,14 +160,14 @@ impl StatsStore for RedisStore {
         }
         // Kept 7 days after the day ends.
         pipeline.expire(&key, 8 * 86_400).ignore();
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         self.bounded(pipeline.query_async::<()>(&mut connection))
             .await
     }
 
     async fn stats(&self, dates: &[String]) -> Result<Vec<HashMap<String, u64>>, StoreError> {
         // One command per day, not one pipeline: the days' keys lie in different Cluster slots.
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let days = async {
             let mut days = Vec::with_capacity(dates.len());
             for date in dates {
@@ -186,7 +186,7 @@ impl OutboxStore for RedisStore {
         let key = keys::outbox(&message.phone);
         let json = serde_json::to_string(message)
             .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))?;
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let pipeline = redis::pipe()
             .atomic()
             .rpush(&key, json)
@@ -201,7 +201,7 @@ impl OutboxStore for RedisStore {
     }
 
     async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let command = redis::cmd("LRANGE")
             .arg(keys::outbox(phone.as_e164()))
             .arg(0)
@@ -220,7 +220,7 @@ impl OutboxStore for RedisStore {
 #[async_trait]
 impl HealthCheck for RedisStore {
     async fn ping(&self) -> Result<(), StoreError> {
-        let mut connection = self.connection.clone();
+        let mut connection = self.connections.get();
         let command = redis::cmd("PING");
         self.bounded(command.query_async::<String>(&mut connection))
             .await

@@ -12,8 +12,8 @@ use std::time::Duration;
 use vcode::domain::{Code, CodeLength, Phone, Purpose};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
-    DeliveryKind, IssueOutcome, IssueParams, IssueUndo, MemoryStore, OutboxMessage, PendingCode,
-    RedisStore, ResendPolicy, Store, VerifyOutcome, VerifyParams,
+    Budgets, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, MemoryStore, OutboxMessage,
+    PendingCode, RedisStore, ResendPolicy, Store, VerifyOutcome, VerifyParams,
 };
 
 use crate::support::{Backend, Deployment, RedisServer, codes, phone, random_phone};
@@ -109,7 +109,13 @@ async fn issue(
 ) -> (IssueOutcome, Option<Code>) {
     let code = new_code();
     let outcome = store
-        .issue_code(phone, purpose, codes::candidate(phone, purpose, &code), p)
+        .issue_code(
+            phone,
+            purpose,
+            codes::candidate(phone, purpose, &code),
+            p,
+            Budgets::none(),
+        )
         .await
         .expect("store answers");
     let sent = match &outcome {

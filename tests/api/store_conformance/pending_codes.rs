@@ -13,6 +13,7 @@ async fn issue_creates_a_pending_code(backend: Backend) {
             &login(),
             codes::candidate(&phone, &login(), &candidate),
             &standard(),
+            Budgets::none(),
         )
         .await
         .unwrap();
