@@ -1,5 +1,6 @@
 //! The thinnest actix-web handlers, as references for `scripts/bench-http.sh`: `GET /constant`
-//! answers a fixed body; `POST /verify` parses the same JSON as `otp/verify` and runs one
+//! answers a fixed body; `POST /json` parses the `otp/verify` JSON and answers the same fixed
+//! body; `POST /verify` parses the same JSON as `otp/verify` and runs one
 //! EVALSHA of the same verify script over one shared multiplexed Redis connection;
 //! `POST /verify-per-worker` does the same over a connection of each worker thread's own, as
 //! vcode's store does on one node. Nothing else: no phone parsing, no validation, no logging,
@@ -35,6 +36,15 @@ thread_local! {
 }
 
 async fn constant() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(r#"{"code":200,"message":"ok","data":null}"#)
+}
+
+/// `POST /json`: the verify body parsed, nothing done with it: what a POST with a JSON body
+/// costs before any work (the reference for the embedded store's rows).
+async fn json_only(body: web::Json<VerifyRequest>) -> HttpResponse {
+    std::hint::black_box(&body.phone);
     HttpResponse::Ok()
         .content_type("application/json")
         .body(r#"{"code":200,"message":"ok","data":null}"#)
@@ -121,6 +131,7 @@ async fn main() -> std::io::Result<()> {
             .app_data(shared.clone())
             .route("/constant", web::get().to(constant))
             .route("/verify", web::post().to(verify))
+            .route("/json", web::post().to(json_only))
             .route("/verify-per-worker", web::post().to(verify_per_worker))
     })
     .bind(bind)?

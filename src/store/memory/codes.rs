@@ -151,17 +151,19 @@ impl CodeStore for MemoryStore {
         let key = code_key(phone, purpose);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
-        // Both failure logs are the phone's: one shard, chosen by the phone's key.
+        // Both failure logs are the phone's: one shard, chosen by the phone's key. A log's key
+        // is built only when its limit is on.
         let phone_key = phone_failures_key(phone);
-        let client_key = client_failures_key(phone, client);
         let mut logs = self.quotas.lock(&phone_key);
         let limits = [
-            (phone_key, params.phone_failures),
-            (client_key, params.client_failures),
+            params.phone_failures.map(|rule| (phone_key, rule)),
+            params
+                .client_failures
+                .map(|rule| (client_failures_key(phone, client), rule)),
         ];
         let mut wait = 0;
-        for (log_key, rule) in &limits {
-            if let (Some(rule), Some(log)) = (rule, logs.get_mut(log_key.as_str())) {
+        for (log_key, rule) in limits.iter().flatten() {
+            if let Some(log) = logs.get_mut(log_key.as_str()) {
                 wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
             }
         }
@@ -182,14 +184,12 @@ impl CodeStore for MemoryStore {
             return Ok(VerifyOutcome::Verified);
         }
         let token = QuotaToken::generate();
-        for (log_key, rule) in limits {
-            if let Some(rule) = rule {
-                logs.entry(log_key.into_boxed_str()).or_default().record(
-                    now,
-                    std::slice::from_ref(&rule),
-                    token,
-                );
-            }
+        for (log_key, rule) in limits.into_iter().flatten() {
+            logs.entry(log_key.into_boxed_str()).or_default().record(
+                now,
+                std::slice::from_ref(&rule),
+                token,
+            );
         }
         entry.failed_attempts += 1;
         if entry.failed_attempts >= params.max_attempts {

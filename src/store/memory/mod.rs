@@ -213,16 +213,18 @@ impl Default for MemoryStore {
     }
 }
 
+// Keys are joined, not `format!`ted: on the verify path the formatting machinery cost more
+// than the map lookup it feeds.
 fn code_key(phone: &Phone, purpose: &Purpose) -> String {
-    format!("{}:{}", phone.as_e164(), purpose.as_str())
+    [phone.as_e164(), ":", purpose.as_str()].concat()
 }
 
 fn phone_sends_key(phone: &Phone) -> String {
-    format!("sends:{}", phone.as_e164())
+    ["sends:", phone.as_e164()].concat()
 }
 
 fn phone_failures_key(phone: &Phone) -> String {
-    format!("fails:{}", phone.as_e164())
+    ["fails:", phone.as_e164()].concat()
 }
 
 fn client_failures_key(phone: &Phone, client: std::net::IpAddr) -> String {

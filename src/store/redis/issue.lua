@@ -26,7 +26,6 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if now > tonumber(ARGV[6]) then
   return {-2}
 end
-local ttl = tonumber(ARGV[2])
 local phone_last = 7 + tonumber(ARGV[7])
 local rules = quota_rules(8, phone_last)
 local budget_token = ARGV[phone_last + 1]
@@ -71,11 +70,11 @@ if pending[1] then
     record, kind = ARGV[1], 3
   end
   local deliveries = tonumber(pending[2] or 1) + 1
-  redis.call('HSET', KEYS[1], 'h', record, 'n', deliveries, 't', now)
-  redis.call('PEXPIRE', KEYS[1], ttl)
+  redis.call('HSET', KEYS[1], 'h', record, 'n', int(deliveries), 't', int(now))
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {kind, record, now, deliveries, pending[1], tonumber(pending[3]), expires_at}
 end
 
-redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', now)
-redis.call('PEXPIRE', KEYS[1], ttl)
+redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', int(now))
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return {1, ARGV[1], now, 1}
