@@ -29,12 +29,7 @@ end
 local phone_last = 7 + tonumber(ARGV[7])
 local rules = quota_rules(8, phone_last)
 local budget_token = ARGV[phone_last + 1]
-local budgets, at = {}, phone_last + 2
-for i = 3, #KEYS do
-  local count = tonumber(ARGV[at])
-  budgets[i] = quota_rules(at + 1, at + 2 * count)
-  at = at + 1 + 2 * count
-end
+local budgets = quota_budgets(3, phone_last + 2)
 
 local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't')
 if pending[1] then
@@ -47,21 +42,12 @@ local wait = quota_wait(KEYS[2], now, rules)
 if wait > 0 then
   return {-1, wait}
 end
-local refused = 0
-for i = 3, #KEYS do
-  local budget_wait = quota_wait(KEYS[i], now, budgets[i])
-  if budget_wait > 0 then
-    if refused == 0 then refused = i - 2 end
-    wait = math.max(wait, budget_wait)
-  end
-end
+local refused, budget_wait = quota_budgets_wait(budgets, now)
 if refused > 0 then
-  return {-3, refused, wait}
+  return {-3, refused, budget_wait}
 end
 quota_record(KEYS[2], now, rules, ARGV[5])
-for i = 3, #KEYS do
-  quota_record(KEYS[i], now, budgets[i], budget_token)
-end
+quota_budgets_record(budgets, now, budget_token)
 
 if pending[1] then
   local expires_at = now + redis.call('PTTL', KEYS[1])

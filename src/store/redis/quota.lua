@@ -88,3 +88,34 @@ local function quota_rules(first, last)
   return rules
 end
 
+-- A script's budgets: KEYS[first_key..], each with its rules read from ARGV[at..] (the number
+-- of its rules, then those rules).
+local function quota_budgets(first_key, at)
+  local budgets = {}
+  for i = first_key, #KEYS do
+    local count = tonumber(ARGV[at])
+    budgets[#budgets + 1] = {key = KEYS[i], rules = quota_rules(at + 1, at + 2 * count)}
+    at = at + 1 + 2 * count
+  end
+  return budgets
+end
+
+-- 0, 0 if every budget has room for one more event now; else the position of the first
+-- without and the ms until every one has.
+local function quota_budgets_wait(budgets, now)
+  local refused, wait = 0, 0
+  for i, budget in ipairs(budgets) do
+    local budget_wait = quota_wait(budget.key, now, budget.rules)
+    if budget_wait > 0 then
+      if refused == 0 then refused = i end
+      wait = math.max(wait, budget_wait)
+    end
+  end
+  return refused, wait
+end
+
+local function quota_budgets_record(budgets, now, token)
+  for _, budget in ipairs(budgets) do
+    quota_record(budget.key, now, budget.rules, token)
+  end
+end

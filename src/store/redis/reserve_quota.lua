@@ -11,22 +11,8 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if now > tonumber(ARGV[1]) then
   return {-1, 0}
 end
-local budgets, at = {}, 3
-for i = 1, #KEYS do
-  local count = tonumber(ARGV[at])
-  budgets[i] = quota_rules(at + 1, at + 2 * count)
-  at = at + 1 + 2 * count
-end
-local refused, wait = 0, 0
-for i = 1, #KEYS do
-  local budget_wait = quota_wait(KEYS[i], now, budgets[i])
-  if budget_wait > 0 then
-    if refused == 0 then refused = i end
-    wait = math.max(wait, budget_wait)
-  end
-end
+local budgets = quota_budgets(1, 3)
+local refused, wait = quota_budgets_wait(budgets, now)
 if refused > 0 then return {refused, wait} end
-for i = 1, #KEYS do
-  quota_record(KEYS[i], now, budgets[i], ARGV[2])
-end
+quota_budgets_record(budgets, now, ARGV[2])
 return {0, 0}
