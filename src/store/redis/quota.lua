@@ -8,26 +8,23 @@ local function int(n)
   return string.format('%d', n)
 end
 
-local function quota_longest(rules)
-  local longest = 0
-  for i = 2, #rules, 2 do
-    if rules[i] > longest then longest = rules[i] end
+-- The largest of every other number of `rules` from `first`: limits from 1, windows from 2.
+local function quota_max(rules, first)
+  local largest = 0
+  for i = first, #rules, 2 do
+    if rules[i] > largest then largest = rules[i] end
   end
-  return longest
+  return largest
+end
+
+local function quota_longest(rules)
+  return quota_max(rules, 2)
 end
 
 -- A log whose limits are all at most this holds few events: it is read whole in one call and
 -- counted here. Each call a script makes costs Redis more than such a read (a send with the
 -- default limits made 14 calls); a larger log is counted by Redis instead.
 local QUOTA_SMALL_LOG = 32
-
-local function quota_largest_limit(rules)
-  local largest = 0
-  for i = 1, #rules, 2 do
-    if rules[i] > largest then largest = rules[i] end
-  end
-  return largest
-end
 
 -- 0 if every rule has room for one more event now, else the ms until one does. Events at or
 -- before the longest window's start are dropped.
@@ -36,7 +33,7 @@ local function quota_wait(key, now, rules)
   if longest == 0 then return 0 end
   local horizon = now - longest
   local wait = 0
-  if quota_largest_limit(rules) > QUOTA_SMALL_LOG then
+  if quota_max(rules, 1) > QUOTA_SMALL_LOG then
     redis.call('ZREMRANGEBYSCORE', key, '-inf', int(horizon))
     for i = 1, #rules, 2 do
       local limit, window = rules[i], rules[i + 1]
