@@ -54,6 +54,7 @@ pub const VCODE_ACL_RULE: &[&str] = &[
     "+pttl",
     "+zadd",
     "+zcount",
+    "+zrange",
     "+zrangebyscore",
     "+zrem",
     "+zremrangebyscore",
