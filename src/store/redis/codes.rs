@@ -36,12 +36,7 @@ impl CodeStore for RedisStore {
         // The budgets' logs share no hash tag with the phone's: in this script on one node only.
         let one_node = self.connections.one_node();
         let in_script = if one_node { budgets.budgets } else { &[] };
-        for budget in in_script {
-            invocation
-                .key(keys::quota(budget.scope))
-                .arg(budget.rules.len())
-                .arg(rule_args(budget.rules));
-        }
+        add_budgets(&mut invocation, in_script);
         let mut connection = self.connections.get();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))

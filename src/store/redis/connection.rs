@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, Pipeline, RedisError, RedisFuture, TlsCertificates, Value};
+use redis::{Cmd, Pipeline, RedisError, RedisFuture, Value};
 use thread_local::ThreadLocal;
 
 use super::cluster::ClusterHandle;
@@ -48,19 +48,36 @@ pub struct PerThread {
 impl Connections {
     /// Prepares the connections without waiting for Redis to answer.
     pub fn open(settings: &RedisSettings) -> Result<Self, RedisError> {
-        let RedisTopology::Single { url } = &settings.topology else {
-            return RedisConnection::open(settings).map(Self::Shared);
-        };
         let certificates = tls_certificates(settings)?;
-        let client = client(url, certificates.as_ref())?;
-        let config = manager_config(settings);
-        let first = ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
-        Ok(Self::PerThread(Arc::new(PerThread {
-            client,
-            config,
-            own: ThreadLocal::new(),
-            first,
-        })))
+        let certificates = certificates.as_ref();
+        Ok(match &settings.topology {
+            RedisTopology::Single { url } => {
+                let client = client(url, certificates)?;
+                let config = manager_config(settings);
+                let first =
+                    ConnectionManager::new_lazy_with_config(client.clone(), config.clone())?;
+                Self::PerThread(Arc::new(PerThread {
+                    client,
+                    config,
+                    own: ThreadLocal::new(),
+                    first,
+                }))
+            }
+            RedisTopology::Cluster { nodes } => Self::Shared(RedisConnection::Cluster(
+                ClusterHandle::new(nodes, certificates, settings)?,
+            )),
+            RedisTopology::Sentinel {
+                sentinels,
+                master,
+                master_credentials,
+            } => Self::Shared(RedisConnection::Sentinel(SentinelConnection::new(
+                sentinels,
+                master,
+                master_credentials.as_ref(),
+                certificates,
+                settings,
+            )?)),
+        })
     }
 
     /// The connection for a call made on this thread.
@@ -120,29 +137,6 @@ pub enum RedisConnection {
 }
 
 impl RedisConnection {
-    /// Prepares the connection without waiting for Redis to answer.
-    pub fn open(settings: &RedisSettings) -> Result<Self, RedisError> {
-        let certificates = tls_certificates(settings)?;
-        let certificates = certificates.as_ref();
-        Ok(match &settings.topology {
-            RedisTopology::Single { url } => Self::Single(single(url, certificates, settings)?),
-            RedisTopology::Cluster { nodes } => {
-                Self::Cluster(ClusterHandle::new(nodes, certificates, settings)?)
-            }
-            RedisTopology::Sentinel {
-                sentinels,
-                master,
-                master_credentials,
-            } => Self::Sentinel(SentinelConnection::new(
-                sentinels,
-                master,
-                master_credentials.as_ref(),
-                certificates,
-                settings,
-            )?),
-        })
-    }
-
     /// Told that a call timed out: a Cluster connection may be stuck on a frozen primary that
     /// the cluster has replaced. (Sentinel's connection checks its primary on its own, and one
     /// node has nowhere else to go.)
@@ -151,14 +145,6 @@ impl RedisConnection {
             cluster.renew_after_timeout();
         }
     }
-}
-
-fn single(
-    url: &str,
-    certificates: Option<&TlsCertificates>,
-    settings: &RedisSettings,
-) -> Result<ConnectionManager, RedisError> {
-    ConnectionManager::new_lazy_with_config(client(url, certificates)?, manager_config(settings))
 }
 
 fn manager_config(settings: &RedisSettings) -> ConnectionManagerConfig {
@@ -238,7 +224,7 @@ mod tests {
     #[test]
     fn cluster_and_sentinel_connections_outside_a_runtime_are_errors_not_panics() {
         for topology in topologies("redis://127.0.0.1:1").into_iter().skip(1) {
-            assert!(RedisConnection::open(&settings(topology)).is_err());
+            assert!(Connections::open(&settings(topology)).is_err());
         }
     }
 
@@ -246,7 +232,9 @@ mod tests {
     async fn connections_open_without_reaching_redis() {
         for url in ["redis://127.0.0.1:1", "rediss://127.0.0.1:1"] {
             for topology in topologies(url) {
-                let mut connection = RedisConnection::open(&settings(topology.clone())).unwrap();
+                let mut connection = Connections::open(&settings(topology.clone()))
+                    .unwrap()
+                    .get();
                 let command = redis::cmd("PING");
                 let ping = command.query_async::<String>(&mut connection);
                 let answer = tokio::time::timeout(Duration::from_secs(2), ping).await;
@@ -256,7 +244,7 @@ mod tests {
     }
 
     fn open_error(settings: &RedisSettings) -> String {
-        match RedisConnection::open(settings) {
+        match Connections::open(settings) {
             Ok(_) => panic!("{settings:?} opened"),
             Err(error) => error.to_string(),
         }

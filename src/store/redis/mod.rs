@@ -66,6 +66,17 @@ fn rule_args(rules: &[QuotaRule]) -> Vec<u64> {
         .collect()
 }
 
+/// Adds each budget's log as a key and its rules as arguments (the number of rules, then the
+/// rules), as `quota.lua`'s `quota_budgets` reads them.
+fn add_budgets(invocation: &mut redis::ScriptInvocation<'_>, budgets: &[Budget<'_>]) {
+    for budget in budgets {
+        invocation
+            .key(keys::quota(budget.scope))
+            .arg(budget.rules.len())
+            .arg(rule_args(budget.rules));
+    }
+}
+
 #[derive(Clone)]
 pub struct RedisStore {
     connections: Connections,

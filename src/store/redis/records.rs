@@ -17,12 +17,7 @@ impl QuotaStore for RedisStore {
     ) -> Result<QuotaDecision, StoreError> {
         let mut invocation = SCRIPTS.reserve_quota.prepare_invoke();
         invocation.arg(self.give_up_at_ms()).arg(token.0);
-        for budget in budgets {
-            invocation
-                .key(keys::quota(budget.scope))
-                .arg(budget.rules.len())
-                .arg(rule_args(budget.rules));
-        }
+        add_budgets(&mut invocation, budgets);
         let mut connection = self.connections.get();
         let (refused, wait_ms): (i64, u64) = self
             .bounded(invocation.invoke_async(&mut connection))
