@@ -35,7 +35,10 @@ impl Reply {
     pub fn into_response(self) -> HttpResponse {
         let status = StatusCode::from_u16(self.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let mut response = HttpResponse::build(status);
-        response.content_type("application/json");
+        response.insert_header((
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        ));
         if let Some(secs) = self.retry_after {
             response.insert_header((header::RETRY_AFTER, HeaderValue::from(secs)));
         }

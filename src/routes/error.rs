@@ -4,7 +4,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
-use serde_json::json;
+use serde::Serialize;
 
 use super::envelope::{Envelope, Reply};
 use crate::captcha::CaptchaError;
@@ -59,6 +59,16 @@ pub enum ApiError {
     SmsDelivery(#[source] SmsError),
     #[error("store unavailable")]
     StoreUnavailable(#[source] StoreError),
+}
+
+/// An error's `data`: `null` unless its code carries some. Serialized as it stands, where a
+/// `serde_json::Value` would be built first and then walked.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ErrorData {
+    None,
+    WrongCode(WrongCodeData),
+    RetryAfter(RetryAfterData),
 }
 
 impl From<StoreError> for ApiError {
@@ -170,18 +180,16 @@ impl ApiError {
         }
     }
 
-    fn data(&self) -> serde_json::Value {
+    fn data(&self) -> ErrorData {
         match self {
-            Self::WrongCode { remaining_attempts } => json!(WrongCodeData {
-                remaining_attempts: *remaining_attempts
+            Self::WrongCode { remaining_attempts } => ErrorData::WrongCode(WrongCodeData {
+                remaining_attempts: *remaining_attempts,
             }),
             Self::ResendCooldown { retry_after_secs }
-            | Self::QuotaExceeded { retry_after_secs } => {
-                json!(RetryAfterData {
-                    retry_after: *retry_after_secs
-                })
-            }
-            _ => serde_json::Value::Null,
+            | Self::QuotaExceeded { retry_after_secs } => ErrorData::RetryAfter(RetryAfterData {
+                retry_after: *retry_after_secs,
+            }),
+            _ => ErrorData::None,
         }
     }
 
