@@ -197,6 +197,13 @@ if selected "send, Redis, defaults"; then
   IP_BUDGET_BYTES=$(mean_memory 'verify_code:quota:{budgets}:ip:*')
 fi
 
+# The same at the default log level (not goal rows): the request span on every request and one
+# line per send, written to a file (`$WORK/redis.log`); the log sender's own line, which stands
+# in for a provider here, stays off.
+start_vcode redis VCODE_REDIS_URL="$REDIS_URL" "${DEFAULTS[@]}" RUST_LOG=info,vcode::sms::log=warn
+row "send, Redis, defaults, info logs" redis script=send.lua clients=1000000 ref="$THIN_VERIFY"
+row "verify, Redis, defaults, info logs" redis script=verify.lua clients=1000000 ref="$THIN_VERIFY"
+
 # The same verify load against stores holding few and many pending codes.
 rss_kb() { awk '/VmRSS/ {print $2}' "/proc/${PID[$1]}/status"; }
 used_memory() { redis-cli -p "$REDIS_PORT" info memory | awk -F: '/^used_memory:/ {print $2}' | tr -d '\r'; }

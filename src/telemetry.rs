@@ -2,6 +2,8 @@
 //! with the other settings, their set-up, and the per-request span every log line of a request
 //! is nested in.
 
+use std::io::IsTerminal;
+
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tracing_subscriber::EnvFilter;
 
@@ -85,7 +87,11 @@ pub fn init(settings: &LogSettings) {
         format!("{},tracing_actix_web=off", settings.filter)
     };
     let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter);
+    // Colours for a terminal only: in a file or a log shipper the escape codes are noise, and
+    // they made each line about a third longer.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal());
     // A second call (several apps in one test process) keeps the first subscriber.
     let _ = match settings.format {
         LogFormat::Json => builder.json().try_init(),

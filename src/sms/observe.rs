@@ -92,7 +92,8 @@ impl SmsSender for Observed {
         let label = failure.map_or(DELIVERED, SmsErrorKind::metric_label);
         crate::metrics::observe_sms_attempt(provider, label, seconds);
         match &result {
-            Ok(receipt) => tracing::info!(
+            // The send logs its one line at `info` with this receipt (`otp::send`).
+            Ok(receipt) => tracing::debug!(
                 provider, %phone, %purpose,
                 message_id = receipt.message_id.as_deref().unwrap_or("-"),
                 "SMS accepted by the provider"
