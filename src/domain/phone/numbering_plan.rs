@@ -80,7 +80,7 @@ pub(super) fn warm_up(region: Region) {
 /// Every country calling code (all below 1000), with its regions' rules compiled on first use
 /// (a few milliseconds a code; start-up warms the default region's). Indexed by the code: a
 /// number tries up to three prefixes, each a lookup.
-static PLAN: LazyLock<Vec<Option<OnceLock<Option<Vec<RegionRules>>>>>> = LazyLock::new(|| {
+static PLAN: LazyLock<Vec<Option<CallingCode>>> = LazyLock::new(|| {
     let mut plan: Vec<_> = (0..1000).map(|_| None).collect();
     for meta in DATABASE.iter() {
         if let Some(entry) = plan.get_mut(usize::from(meta.country_code())) {
@@ -90,7 +90,11 @@ static PLAN: LazyLock<Vec<Option<OnceLock<Option<Vec<RegionRules>>>>>> = LazyLoc
     plan
 });
 
-fn plan(code: u16) -> Option<&'static OnceLock<Option<Vec<RegionRules>>>> {
+/// A calling code's regions' rules, compiled on first use; `None` inside if any pattern fails
+/// to compile (the crate then answers for that code).
+type CallingCode = OnceLock<Option<Vec<RegionRules>>>;
+
+fn plan(code: u16) -> Option<&'static CallingCode> {
     PLAN.get(usize::from(code))?.as_ref()
 }
 
