@@ -138,6 +138,7 @@ row() {
   local ratios=() ref_setup i ref_cpu
   IFS='|' read -r -a ref_setup <<<"${SETUP[$ref]}"
   for i in $(seq "$pairs"); do
+    # `read -a` drops trailing empty fields: the empty strings stand in for them.
     measure "${ref_setup[@]}" "" "" "" "" ""; ref_cpu=$M_CPU
     measure "$instance" "$script" "$path" "$phones" "$clients"
     ratios+=("$(awk -v a="$M_CPU" -v b="$ref_cpu" 'BEGIN { printf "%.2f", a / b }')")

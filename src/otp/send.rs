@@ -218,13 +218,9 @@ impl OtpService {
         self.stats.record(Event::SmsSent);
         // The send's one line at `info`: at the default level every line is a formatted write
         // to stdout in the request's thread (four a send cost as much CPU as the send itself).
-        let code_was = match delivery.kind {
-            DeliveryKind::Created => "created",
-            DeliveryKind::Redelivered => "redelivered",
-            DeliveryKind::Rotated => "rotated",
-        };
         tracing::info!(
-            %phone, %purpose, delivery = code_was, deliveries = delivery.undo.deliveries,
+            %phone, %purpose, delivery = delivery.kind.as_str(),
+            deliveries = delivery.undo.deliveries,
             provider = receipt.provider,
             message_id = receipt.message_id.as_deref().unwrap_or("-"),
             "SMS delivered"

@@ -149,6 +149,17 @@ pub enum DeliveryKind {
     Rotated,
 }
 
+impl DeliveryKind {
+    /// How the log names it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "created",
+            Self::Redelivered => "redelivered",
+            Self::Rotated => "rotated",
+        }
+    }
+}
+
 /// A new code as the store keeps it: its keyed digest, and (for `ResendPolicy::Reuse`) the code
 /// sealed, so that a resend can deliver the same code. Never the code itself.
 #[derive(Clone, Debug)]
