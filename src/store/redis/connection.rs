@@ -151,7 +151,8 @@ fn manager_config(settings: &RedisSettings) -> ConnectionManagerConfig {
     ConnectionManagerConfig::new()
         .set_connection_timeout(Some(settings.connect_timeout))
         // No timer of the crate's: every call is bounded by the command timeout already
-        // (`RedisStore::bounded`), and a second timer per call cost 2 % of the CPU of a verify.
+        // (`RedisStore::bounded`), and a second timer per call was 2 % of a verify's
+        // instructions.
         .set_response_timeout(None)
         // Few, short retries: while Redis is down requests fail fast and every new request
         // starts a fresh reconnect, so service resumes as soon as Redis is back.
