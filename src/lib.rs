@@ -13,7 +13,6 @@ pub mod metrics;
 pub mod otp;
 pub mod pow;
 pub mod routes;
-pub mod setting;
 pub mod sms;
 pub mod startup;
 pub mod stats;

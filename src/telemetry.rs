@@ -7,7 +7,7 @@ use std::io::IsTerminal;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use tracing_subscriber::EnvFilter;
 
-use crate::setting::{parse_text, show_text};
+use crate::config::text::{parse_text, show_text};
 
 /// How the service logs; each field's serde name is its variable. Both are checked before
 /// anything starts: a filter or format that does not parse would otherwise be dropped silently.

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::setting::{list, parse_text, show_text};
+use crate::config::text::{list, parse_text, show_text};
 
 /// An operation a key can be required for. Captcha and proof-of-work routes are not among
 /// them: a browser calls those (an `<img>` cannot send a header), and a key shipped to

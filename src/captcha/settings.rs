@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::render;
-use crate::setting::{Flag, Secs, Whole};
+use crate::config::text::{Flag, Secs, Whole};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default)]

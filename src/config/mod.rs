@@ -6,11 +6,16 @@
 //! or settings that do not go together stop start-up with a message naming the variable.
 //! How one setting is read is in `crate::setting`; `vcode check-config` prints `table`.
 
+pub mod error;
+pub mod names;
+pub mod redact;
+pub mod secret;
 mod secrets;
 mod sources;
 pub mod table;
 #[cfg(test)]
 mod tests;
+pub mod text;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -19,17 +24,19 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+pub use self::error::ConfigError;
+use self::names::field_names;
+use self::secret::Secret;
 pub use self::secrets::ADMIN_TOKEN;
 use self::secrets::{
     SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, secret, secret_key, token_keys,
 };
 use self::sources::Sources;
+use self::text::{Flag, Millis, Whole, parse_text, show_text};
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, OtpSettings};
 use crate::pow::PowSettings;
-pub use crate::setting::ConfigError;
-use crate::setting::{Flag, Millis, Secret, Whole, field_names, parse_text, show_text};
 // SMS settings (providers, routes, templates) are the sms module's own.
 pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;

@@ -6,9 +6,11 @@ use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
+use super::error::ConfigError;
+use super::redact::REDACTED;
+use super::secret::{Secret, SecretVariable};
 use crate::api_keys::ApiKeys;
 use crate::keyring::SecretKey;
-use crate::setting::{ConfigError, REDACTED, Secret, SecretVariable};
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
 use crate::token::{SigningKey, parse_pem_keys};
 

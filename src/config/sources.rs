@@ -8,7 +8,10 @@ use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
 use serde::de::DeserializeOwned;
 
-use crate::setting::{ConfigError, SecretVariable, Text, redact_url_password};
+use super::error::ConfigError;
+use super::redact::redact_url_password;
+use super::secret::SecretVariable;
+use super::text::Text;
 
 /// What figment calls the layers; `check-config` shows where a value came from.
 pub const FILE: &str = "VCODE_CONFIG_FILE";

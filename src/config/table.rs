@@ -5,9 +5,10 @@
 
 use std::collections::HashMap;
 
+use super::error::ConfigError;
+use super::redact::REDACTED;
 use super::sources::{self, FILE, Sources};
 use super::{SECRETS, Settings, defaults};
-use crate::setting::{ConfigError, REDACTED};
 use crate::sms::{ProviderName, SmsSettings};
 
 #[derive(Clone, Debug, PartialEq, Eq)]

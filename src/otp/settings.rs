@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::client_ip::TrustedProxies;
+use crate::config::text::{Secs, Whole, list, parse_text, show_text};
 use crate::domain::{CodeLength, Purpose, Region};
-use crate::setting::{Secs, Whole, list, parse_text, show_text};
 use crate::store::ResendPolicy;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::setting::{Secs, Whole, parse_text, show_text};
+use crate::config::text::{Secs, Whole, parse_text, show_text};
 
 /// The key derivation a solver repeats; both are what the widget solves with WebCrypto.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::client_ip::TrustedProxies;
+use crate::config::secret::Secret;
 use crate::health::Readiness;
 use crate::otp::OtpService;
 use crate::pow::PowService;
-use crate::setting::Secret;
 use crate::stats::Stats;
 use crate::token::TokenIssuer;
 

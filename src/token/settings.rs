@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::claim_text;
-use crate::setting::{Secs, parse_text, show_text};
+use crate::config::text::{Secs, parse_text, show_text};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default)]

@@ -2,7 +2,7 @@
 //! the variable; the known names are the settings types' own.
 
 use super::*;
-use crate::setting::field_names;
+use crate::config::names::field_names;
 use crate::telemetry::LogFormat;
 
 fn error_of(vars: &[(&str, &str)]) -> String {

@@ -1,7 +1,7 @@
 //! Passwords and tokens never show: not in `Debug` (logs, tests), not in errors.
 
 use super::*;
-use crate::setting::redact_url_password;
+use crate::config::redact::redact_url_password;
 
 /// What the redis crate will connect with: `host:port` and the password.
 fn connection_info(url: &str) -> (String, Option<String>) {

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::setting::{ConfigError, Millis, OptionalText, Whole, redact_url_password};
+use crate::config::error::ConfigError;
+use crate::config::redact::redact_url_password;
+use crate::config::text::{Millis, OptionalText, Whole};
 use crate::store::tls::read_ca_file;
 
 #[derive(Clone)]

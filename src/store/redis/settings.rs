@@ -9,9 +9,10 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::tls::read_ca_file;
-use crate::setting::{
-    ConfigError, Millis, OptionalText, Secret, SecretVariable, redact_url_password,
-};
+use crate::config::error::ConfigError;
+use crate::config::redact::redact_url_password;
+use crate::config::secret::{Secret, SecretVariable};
+use crate::config::text::{Millis, OptionalText};
 
 #[derive(Clone, Debug)]
 pub struct RedisSettings {

@@ -7,7 +7,8 @@ use std::fmt;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::{ConfigError, REDACTED};
+use super::error::ConfigError;
+use super::redact::REDACTED;
 
 /// A secret text. `Debug` shows `"***"`; [`ExposeSecret`] gives the text where it is used.
 #[derive(Clone)]
