@@ -1,17 +1,29 @@
-//! The service's settings, assembled from the parts each module owns (`OtpSettings`,
-//! `AbuseSettings`, `CaptchaSettings`, the Redis variables, `SmsSettings`, `LogSettings`) plus
-//! the few that are the whole service's (addresses, dev mode, secrets), and the rules that span
-//! several of them (`validate`). Read from `VCODE_*` variables over the optional config file
-//! (`sources`) and checked before anything starts: a bad value, an unknown `VCODE_*` variable
-//! or settings that do not go together stop start-up with a message naming the variable.
-//! How one setting is read is in `crate::setting`; `vcode check-config` prints `table`.
+//! The service's settings: one mechanism for all of them. Each module owns a serde struct of
+//! its settings (`OtpSettings`, `CaptchaSettings`, the Redis variables, the SMS providers'),
+//! written with this module's vocabulary: serde adapters from a variable's text to a typed
+//! value with the reason a refusal gives (`text`), secrets read from a variable or its `_FILE`
+//! twin and never shown (`secret`, `secrets`), the error that names the variable (`error`),
+//! the one redaction (`redact`) and the names a type reads (`names`). `sources` layers the
+//! variables over the optional config file in one figment; this file gathers the parts, adds
+//! the few settings that are the whole service's (addresses, dev mode, secrets) and the rules
+//! that span several of them (`validate`). A bad value, an unknown `VCODE_*` variable or
+//! settings that do not go together stop start-up with a message naming the variable; `vcode
+//! check-config` prints `table`.
+//!
+//! Why serde and figment: each settings struct is the one definition of its variables (the
+//! field's serde name *is* the variable), so the known names, the file's keys, the defaults
+//! that `check-config` shows and the parsing cannot drift apart; figment layers the config file
+//! under the variables, remembers which layer each value came from and points its errors at
+//! the key. `envy` names no field in its errors and is unmaintained; clap's `env` reads only the
+//! process environment, where `Settings::from_lookup` must also read a map. The ranges and
+//! reasons stay ours: they are the product's messages.
 
 pub mod error;
 pub mod names;
 pub mod redact;
 pub mod secret;
 mod secrets;
-mod sources;
+pub mod sources;
 pub mod table;
 #[cfg(test)]
 mod tests;
@@ -25,23 +37,21 @@ use std::time::Duration;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 pub use self::error::ConfigError;
-use self::names::field_names;
 use self::secret::Secret;
+use self::secret::SecretVariable;
 pub use self::secrets::ADMIN_TOKEN;
 use self::secrets::{
     SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, secret, secret_key, token_keys,
 };
-use self::sources::Sources;
+use self::sources::{Setting, Sources, Table, settings_of};
 use self::text::{Flag, Millis, Whole, parse_text, show_text};
+pub use crate::api_keys::ApiKeySettings;
+use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, OtpSettings};
 use crate::pow::PowSettings;
-// SMS settings (providers, routes, templates) are the sms module's own.
-pub use crate::api_keys::ApiKeySettings;
-use crate::api_keys::ApiKeys;
 pub use crate::sms::SmsSettings;
-use crate::sms::SmsSettingsError;
 use crate::store::postgres::{PostgresSettings, PostgresVariables};
 use crate::store::redis::legacy::VerifyStrategy;
 use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWORD};
@@ -83,10 +93,6 @@ pub struct Settings {
     /// The operator listener: `/metrics`, `/api/v1/stats`.
     #[serde(rename = "VCODE_ADMIN_BIND", with = "admin_address")]
     pub admin_bind: SocketAddr,
-    /// Whether `VCODE_SMS` was given: the code-printing `log` sender, when not chosen, runs
-    /// only on a loopback bind.
-    #[serde(skip)]
-    pub sms_chosen: bool,
     /// How often the embedded store drops expired entries.
     #[serde(skip)]
     pub sweep_interval: Duration,
@@ -157,7 +163,6 @@ impl Default for Settings {
             max_body_bytes: 4096,
             body_timeout: Duration::from_secs(10),
             admin_bind: SocketAddr::from(([127, 0, 0, 1], 9091)),
-            sms_chosen: false,
             sweep_interval: Duration::from_secs(1),
             verify_strategy: VerifyStrategy::Atomic,
             legacy_gap: Duration::ZERO,
@@ -174,34 +179,66 @@ impl Default for Settings {
     }
 }
 
-/// Every setting read through the sources (not secrets, not SMS), in the order `check-config`
-/// shows them, with its default as text (`None`: unset by default). The names are the settings
-/// types' serde names: this is the list of known variables.
-fn defaults() -> Vec<(&'static str, Option<String>)> {
-    fn of<T: Serialize + Default + for<'de> Deserialize<'de>>()
-    -> Vec<(&'static str, Option<String>)> {
-        let defaults = serde_json::to_value(T::default()).expect("settings serialize to JSON");
-        field_names::<T>()
-            .iter()
-            .map(|name| {
-                let text = defaults.get(name).and_then(|value| value.as_str());
-                (*name, text.map(str::to_owned))
-            })
-            .collect()
-    }
+/// Every setting the sources read, in the order `check-config` shows them, with per-purpose
+/// template variables for `purposes`. The names are the settings types' serde names, the file
+/// keys their tables': this is the list of known names.
+fn all_settings(purposes: &[String]) -> Vec<Setting> {
+    let top = Table::TOP;
     [
-        of::<Settings>(),
-        of::<RedisVariables>(),
-        of::<PostgresVariables>(),
-        of::<OtpSettings>(),
-        of::<AbuseSettings>(),
-        of::<CaptchaSettings>(),
-        of::<LogSettings>(),
-        of::<PowSettings>(),
-        of::<TokenSettings>(),
-        of::<ApiKeySettings>(),
+        settings_of::<Settings>(top),
+        settings_of::<RedisVariables>(top),
+        settings_of::<PostgresVariables>(top),
+        settings_of::<OtpSettings>(top),
+        settings_of::<AbuseSettings>(top),
+        settings_of::<CaptchaSettings>(top),
+        settings_of::<LogSettings>(top),
+        settings_of::<PowSettings>(top),
+        settings_of::<TokenSettings>(top),
+        settings_of::<ApiKeySettings>(top),
+        crate::sms::settings::settings(purposes),
     ]
     .concat()
+}
+
+/// The config file's tables.
+fn tables() -> Vec<Table> {
+    [&[Table::TOP][..], &crate::sms::settings::TABLES].concat()
+}
+
+/// Every secret: the service's own and the SMS providers'.
+fn secrets() -> Vec<SecretVariable> {
+    [&SECRETS[..], &crate::sms::settings::SECRETS].concat()
+}
+
+/// The sources for `lookup`: its variables over the config file. The purposes are read first,
+/// for they name the per-purpose template variables.
+fn sources(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Sources, ConfigError> {
+    let (tables, secrets) = (tables(), secrets());
+    let first = Sources::read(lookup, all_settings(&[]), &tables, &secrets)?;
+    let purposes: Vec<String> = first
+        .extract::<OtpSettings>()?
+        .purposes
+        .iter()
+        .map(|purpose| purpose.as_str().to_owned())
+        .collect();
+    Sources::read(lookup, all_settings(&purposes), &tables, &secrets)
+}
+
+/// What a `VCODE_*` variable may be named: every setting's variable, and every secret's and
+/// its `_FILE` twin's.
+fn known_variables(sources: &Sources) -> Vec<String> {
+    let names = sources
+        .settings()
+        .iter()
+        .filter(|setting| setting.variable)
+        .map(|setting| setting.name.clone());
+    let secrets = secrets()
+        .into_iter()
+        .flat_map(|secret| [secret.name.to_owned(), secret.file.to_owned()]);
+    names
+        .chain(secrets)
+        .chain([sources::FILE.to_owned()])
+        .collect()
 }
 
 impl Settings {
@@ -216,16 +253,25 @@ impl Settings {
         vars: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Self, ConfigError> {
         let vars: HashMap<String, String> = vars.into_iter().collect();
-        sources::refuse_unknown(vars.keys(), &known_variables())?;
-        Self::from_lookup(|var| vars.get(var).cloned())
+        let lookup = |var: &str| vars.get(var).cloned();
+        let sources = sources(&lookup)?;
+        sources::refuse_unknown(vars.keys(), &known_variables(&sources))?;
+        Self::read(&sources, &lookup)
     }
 
     /// Settings from any variable source (the environment, or a map in tests).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         let lookup: &dyn Fn(&str) -> Option<String> = &lookup;
-        let names: Vec<&'static str> = defaults().into_iter().map(|(name, _)| name).collect();
-        let sources = Sources::read(lookup, &names, &SECRETS)?;
+        Self::read(&sources(lookup)?, lookup)
+    }
+
+    fn read(
+        sources: &Sources,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, ConfigError> {
         let master_password = secret(lookup, SENTINEL_MASTER_PASSWORD)?;
+        let otp: OtpSettings = sources.extract()?;
+        let purposes: Vec<String> = otp.purposes.iter().map(|p| p.as_str().to_owned()).collect();
         let settings = Settings {
             store: store_settings(
                 sources
@@ -233,7 +279,7 @@ impl Settings {
                     .settings(master_password)?,
                 sources.extract::<PostgresVariables>()?.settings()?,
             )?,
-            otp: sources.extract()?,
+            otp,
             captcha: sources.extract()?,
             abuse: sources.extract()?,
             log: sources.extract()?,
@@ -245,9 +291,7 @@ impl Settings {
             admin_token: admin_token(lookup)?,
             secret_key: secret_key(lookup, SECRET_KEY)?,
             secret_key_previous: secret_key(lookup, SECRET_KEY_PREVIOUS)?,
-            // Variables over the config file's `[sms]` table: the sms module reads both.
-            sms: SmsSettings::parse(lookup, sources.file())?,
-            sms_chosen: lookup("VCODE_SMS").is_some_and(|value| !value.trim().is_empty()),
+            sms: SmsSettings::read(sources, lookup, &purposes)?,
             ..sources.extract()?
         };
         let settings = settings.with_send_gate(lookup)?;
@@ -279,9 +323,10 @@ impl Settings {
 
     /// Rules that span several settings; `Application::build` checks them too.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !self.sms_chosen && self.sms.uses_log() && !self.bind.ip().is_loopback() {
+        if self.sms.uses_log() && !self.sms.log_chosen && !self.bind.ip().is_loopback() {
+            // Through the default or through any route: every code it sends is in the log.
             return Err(ConfigError::Inconsistent(format!(
-                "VCODE_SMS is not set: the default log sender prints codes and runs only on a loopback address, not {} (VCODE_BIND); choose a sender with VCODE_SMS (VCODE_SMS=log to print codes anyway)",
+                "VCODE_SMS, VCODE_SMS_ROUTES: the log sender prints codes and serves a route only on a loopback address, not {} (VCODE_BIND); choose real senders, or VCODE_SMS=log to print codes anyway",
                 self.bind
             )));
         }
@@ -347,23 +392,6 @@ fn store_settings(
                 .to_owned(),
         )),
     }
-}
-
-impl From<SmsSettingsError> for ConfigError {
-    fn from(SmsSettingsError { setting, reason }: SmsSettingsError) -> Self {
-        Self::Sms { setting, reason }
-    }
-}
-
-/// What a `VCODE_*` variable may be named: the settings' own, the secrets (and their `_FILE`
-/// twins) and the SMS module's.
-fn known_variables() -> Vec<&'static str> {
-    let names = defaults().into_iter().map(|(name, _)| name);
-    let secrets = SECRETS.iter().flat_map(|secret| [secret.name, secret.file]);
-    names
-        .chain(secrets)
-        .chain(crate::sms::settings::VARIABLES)
-        .collect()
 }
 
 /// An address to listen on; `example` is shown when it does not parse.

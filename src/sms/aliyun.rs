@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::signing::{hex, hmac_sha256, percent_encode, sha256_hex, utc_timestamp};
-use super::templates::{ByPurpose, ProviderTemplate};
+use super::templates::ProviderTemplates;
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 
 pub const PROVIDER: &str = "aliyun";
@@ -27,7 +27,7 @@ pub struct AliyunSettings {
     /// Scheme, host and optional port (`https://dysmsapi.aliyuncs.com`); tests use a fake.
     pub endpoint: String,
     pub timeout: Duration,
-    pub templates: ByPurpose<ProviderTemplate>,
+    pub templates: ProviderTemplates,
 }
 
 pub struct AliyunSender {
@@ -49,8 +49,7 @@ impl AliyunSender {
         unix_secs: u64,
         nonce: &str,
     ) -> Result<PreparedRequest, SmsError> {
-        let purpose = message.purpose.as_str();
-        let template = self.settings.templates.for_purpose(PROVIDER, purpose)?;
+        let template = self.settings.templates.for_message(PROVIDER, message)?;
         let params: serde_json::Map<String, serde_json::Value> = template
             .params
             .iter()

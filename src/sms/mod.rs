@@ -9,10 +9,8 @@ mod error;
 pub mod http;
 mod log;
 mod observe;
-mod provider_settings;
 mod routing;
 pub mod settings;
-mod settings_source;
 #[cfg(test)]
 mod settings_tests;
 pub mod signing;
@@ -32,7 +30,8 @@ pub use self::error::{SmsError, SmsErrorKind};
 pub use self::log::LogSender;
 pub use self::observe::{NoObserver, SmsAttempt, SmsObserver};
 pub use self::routing::SmsRouter;
-pub use self::settings::{ProviderName, SmsRoute, SmsSettings, SmsSettingsError};
+pub use self::settings::{Locales, ProviderName, SmsRoute, SmsSettings};
+use self::templates::ProviderTemplates;
 pub use self::webhook::{WebhookSender, WebhookSettings};
 
 /// One SMS to deliver.
@@ -69,43 +68,61 @@ pub trait SmsSender: Send + Sync + 'static {
 }
 
 /// The sender `settings` describe: every provider a route names, each observed (metrics, logs,
-/// `observer`), behind the router. Fails only on a client that cannot be built.
+/// `observer`), behind the router, behind the choice of language. A route with templates of
+/// its own gets its own sender of that provider. Fails only on a client that cannot be built.
 pub fn build_sender(
     settings: &SmsSettings,
     observer: Arc<dyn SmsObserver>,
 ) -> Result<Arc<dyn SmsSender>, SmsError> {
-    let mut built: Vec<(ProviderName, Arc<dyn SmsSender>)> = Vec::new();
+    let observed = |name: ProviderName, templates: Option<&ProviderTemplates>| {
+        let inner = provider(settings, name, templates)?;
+        let sender: Arc<dyn SmsSender> = Arc::new(observe::Observed::new(
+            name.as_str(),
+            inner,
+            observer.clone(),
+        ));
+        Ok::<_, SmsError>((name.as_str(), sender))
+    };
+    // One sender per provider in use, shared by the routes without templates of their own.
+    let mut shared: Vec<(ProviderName, routing::Provider)> = Vec::new();
     for name in settings.providers_in_use() {
-        let inner = provider(settings, name)?;
-        let observed = observe::Observed::new(name.as_str(), inner, observer.clone());
-        built.push((name, Arc::new(observed)));
+        shared.push((name, observed(name, None)?));
     }
-    let providers = |names: &[ProviderName]| -> routing::Providers {
+    let providers = |names: &[ProviderName], own: &[(ProviderName, ProviderTemplates)]| {
         names
             .iter()
-            .map(|name| {
-                let (_, sender) = built
-                    .iter()
-                    .find(|(built_name, _)| built_name == name)
-                    .expect("every provider in use is built");
-                (name.as_str(), sender.clone())
-            })
-            .collect()
+            .map(
+                |name| match own.iter().find(|(provider, _)| provider == name) {
+                    Some((_, templates)) => observed(*name, Some(templates)),
+                    None => Ok(shared
+                        .iter()
+                        .find(|(built, _)| built == name)
+                        .expect("every provider in use is built")
+                        .1
+                        .clone()),
+                },
+            )
+            .collect::<Result<routing::Providers, SmsError>>()
     };
-    let routes = settings
-        .routes
-        .iter()
-        .map(|route| (route.calling_code.clone(), providers(&route.providers)))
-        .collect();
-    Ok(Arc::new(SmsRouter::new(
-        routes,
-        providers(&settings.default_route),
-    )))
+    let mut routes = Vec::new();
+    for route in &settings.routes {
+        let senders = providers(&route.providers, &route.templates)?;
+        routes.push((route.calling_code.clone(), senders));
+    }
+    let router = SmsRouter::new(routes, providers(&settings.default_route, &[])?);
+    Ok(Arc::new(LocaleChooser {
+        locales: settings.locales.clone(),
+        inner: router,
+    }))
 }
 
-fn provider(settings: &SmsSettings, name: ProviderName) -> Result<Box<dyn SmsSender>, SmsError> {
+fn provider(
+    settings: &SmsSettings,
+    name: ProviderName,
+    templates: Option<&ProviderTemplates>,
+) -> Result<Box<dyn SmsSender>, SmsError> {
     let texts = settings.texts.clone();
-    let locale = settings.default_locale.clone();
+    let locale = settings.locales.default().clone();
     let missing = || SmsError::misconfigured(name.as_str(), "no settings for this provider");
     Ok(match name {
         ProviderName::Log => Box::new(LogSender::new(texts, locale)),
@@ -114,18 +131,47 @@ fn provider(settings: &SmsSettings, name: ProviderName) -> Result<Box<dyn SmsSen
             texts,
             locale,
         )?),
-        ProviderName::Aliyun => Box::new(aliyun::AliyunSender::new(
-            settings.aliyun.clone().ok_or_else(missing)?,
-        )?),
-        ProviderName::Tencent => Box::new(tencent::TencentSender::new(
-            settings.tencent.clone().ok_or_else(missing)?,
-        )?),
+        ProviderName::Aliyun => {
+            let mut aliyun = settings.aliyun.clone().ok_or_else(missing)?;
+            if let Some(templates) = templates {
+                aliyun.templates = templates.clone();
+            }
+            Box::new(aliyun::AliyunSender::new(aliyun)?)
+        }
+        ProviderName::Tencent => {
+            let mut tencent = settings.tencent.clone().ok_or_else(missing)?;
+            if let Some(templates) = templates {
+                tencent.templates = templates.clone();
+            }
+            Box::new(tencent::TencentSender::new(tencent)?)
+        }
         ProviderName::Twilio => Box::new(twilio::TwilioSmsSender::new(
             settings.twilio.clone().ok_or_else(missing)?,
             texts,
             locale,
         )?),
     })
+}
+
+/// Gives a message whose request named no language the one of its number's region.
+struct LocaleChooser {
+    locales: Locales,
+    inner: SmsRouter,
+}
+
+#[async_trait]
+impl SmsSender for LocaleChooser {
+    async fn send(&self, message: &SmsMessage<'_>) -> Result<SmsReceipt, SmsError> {
+        if message.locale.is_some() {
+            return self.inner.send(message).await;
+        }
+        let locale = self.locales.for_phone(message.phone);
+        let message = SmsMessage {
+            locale: Some(&locale),
+            ..*message
+        };
+        self.inner.send(&message).await
+    }
 }
 
 fn unix_now() -> u64 {

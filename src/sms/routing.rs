@@ -10,8 +10,11 @@ use async_trait::async_trait;
 
 use super::{SmsError, SmsMessage, SmsReceipt, SmsSender};
 
+/// A provider's name and its sender.
+pub type Provider = (&'static str, Arc<dyn SmsSender>);
+
 /// Providers in failover order; never empty.
-pub type Providers = Vec<(&'static str, Arc<dyn SmsSender>)>;
+pub type Providers = Vec<Provider>;
 
 pub struct SmsRouter {
     /// (calling code with `+`, providers), longest code first.

@@ -2,7 +2,7 @@
 //! senders (`log`, `webhook`, `twilio`), and the approved template per purpose (template id,
 //! sign name, parameter names) for the template senders (`aliyun`, `tencent`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use crate::domain::Locale;
 
@@ -75,30 +75,64 @@ impl<T> ByPurpose<T> {
             .get(purpose)
             .or_else(|| self.entries.get(DEFAULT_PURPOSE))
     }
+}
 
-    /// The purpose's own entry, without the `default` one.
-    pub fn get_own(&self, purpose: &str) -> Option<&T> {
-        self.entries.get(purpose)
-    }
+/// A provider's approved templates by purpose and locale: an international route needs its own
+/// template (and no domestic sign name) where a domestic one would be refused or misread.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProviderTemplates {
+    /// (purpose or [`DEFAULT_PURPOSE`], locale or none for any) → template.
+    entries: BTreeMap<(String, Option<Locale>), ProviderTemplate>,
+}
 
-    pub fn iter(&self) -> impl Iterator<Item = (&str, &T)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+impl ProviderTemplates {
+    pub fn insert(&mut self, purpose: &str, locale: Option<Locale>, template: ProviderTemplate) {
+        self.entries.insert((purpose.to_owned(), locale), template);
     }
 
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
-}
 
-impl ByPurpose<ProviderTemplate> {
-    /// The approved template a message of `purpose` goes out with, or the misconfiguration
-    /// that `provider` (which has a `[sms.<provider>.templates]` table) has none for it.
-    pub fn for_purpose(
+    /// The languages some template is written in.
+    pub fn languages(&self) -> BTreeSet<String> {
+        self.entries
+            .keys()
+            .filter_map(|(_, locale)| locale.as_ref().map(|l| l.language().to_owned()))
+            .collect()
+    }
+
+    /// The template for `purpose` in `locale`: the locale matters most (a template in another
+    /// language, or a domestic one abroad, is worse than another purpose's wording), so each
+    /// tag from the whole locale to its language is tried for the purpose and then for
+    /// `default`, before the templates for any locale.
+    pub fn find(&self, purpose: &str, locale: Option<&Locale>) -> Option<&ProviderTemplate> {
+        let purposes = [purpose, DEFAULT_PURPOSE];
+        let for_tag = |tag: &str| {
+            purposes.iter().find_map(|p| {
+                self.entries.iter().find_map(|((own, l), template)| {
+                    (own == p && l.as_ref().is_some_and(|l| l.as_str() == tag)).then_some(template)
+                })
+            })
+        };
+        locale
+            .and_then(|locale| locale.fallbacks().find_map(for_tag))
+            .or_else(|| {
+                purposes
+                    .iter()
+                    .find_map(|p| self.entries.get(&((*p).to_owned(), None)))
+            })
+    }
+
+    /// The approved template `message` goes out with, or the misconfiguration that `provider`
+    /// has none for its purpose and locale.
+    pub fn for_message(
         &self,
         provider: &'static str,
-        purpose: &str,
+        message: &SmsMessage<'_>,
     ) -> Result<&ProviderTemplate, SmsError> {
-        self.get(purpose).ok_or_else(|| {
+        let purpose = message.purpose.as_str();
+        self.find(purpose, message.locale).ok_or_else(|| {
             SmsError::misconfigured(
                 provider,
                 format!("no {provider} template for purpose {purpose} (sms.{provider}.templates)"),
@@ -197,6 +231,15 @@ impl TextTemplates {
             None => self.texts.insert(purpose, BTreeMap::from([(locale, text)])),
         }
         Ok(())
+    }
+
+    /// The languages some text is written in.
+    pub fn languages(&self) -> BTreeSet<String> {
+        self.texts
+            .entries
+            .values()
+            .flat_map(|locales| locales.keys().map(|l| l.language().to_owned()))
+            .collect()
     }
 
     /// The text for `message`: the purpose's own texts (else the `default` ones), in the

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::aliyun::host_header;
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::signing::{hex, hmac_sha256, sha256_hex, utc_date};
-use super::templates::{ByPurpose, ProviderTemplate};
+use super::templates::ProviderTemplates;
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 
 pub const PROVIDER: &str = "tencent";
@@ -34,7 +34,7 @@ pub struct TencentSettings {
     pub region: String,
     pub endpoint: String,
     pub timeout: Duration,
-    pub templates: ByPurpose<ProviderTemplate>,
+    pub templates: ProviderTemplates,
 }
 
 pub struct TencentSender {
@@ -67,8 +67,7 @@ impl TencentSender {
         message: &SmsMessage<'_>,
         unix_secs: u64,
     ) -> Result<PreparedRequest, SmsError> {
-        let purpose = message.purpose.as_str();
-        let template = self.settings.templates.for_purpose(PROVIDER, purpose)?;
+        let template = self.settings.templates.for_message(PROVIDER, message)?;
         let body = serde_json::to_vec(&SendSmsBody {
             phone_number_set: [message.phone.as_e164()],
             sms_sdk_app_id: &self.settings.sdk_app_id,

@@ -19,19 +19,26 @@ use crate::domain::Locale;
 pub const PROVIDER: &str = "twilio";
 pub const DEFAULT_ENDPOINT: &str = "https://api.twilio.com";
 
-/// Who the message is from: a Twilio number, or a Messaging Service that picks one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TwilioFrom {
-    From(String),
-    MessagingService(String),
+/// How requests authenticate: the account's auth token, or an API key (`SK…`), which Twilio
+/// recommends in production; either way the account SID is in the path.
+#[derive(Clone, Debug)]
+pub enum TwilioAuth {
+    /// `Debug` shows `[REDACTED]`.
+    AuthToken(SecretString),
+    ApiKey {
+        sid: String,
+        secret: SecretString,
+    },
 }
 
 #[derive(Clone, Debug)]
 pub struct TwilioSettings {
     pub account_sid: String,
-    /// `Debug` shows `[REDACTED]`.
-    pub auth_token: SecretString,
-    pub from: TwilioFrom,
+    pub auth: TwilioAuth,
+    /// A Twilio number or sender id; with a Messaging Service, the sender it picks within it.
+    pub from: Option<String>,
+    /// A Messaging Service (`MG…`) that picks the sender (and its pool's features).
+    pub messaging_service_sid: Option<String>,
     pub endpoint: String,
     pub timeout: Duration,
 }
@@ -61,16 +68,20 @@ impl TwilioSmsSender {
     /// The request for `message`: a pure function (see `aliyun`).
     pub fn build_request(&self, message: &SmsMessage<'_>) -> PreparedRequest {
         let text = self.texts.render(message, &self.default_locale);
-        let (sender_field, sender_value) = match &self.settings.from {
-            TwilioFrom::From(number) => ("From", number.as_str()),
-            TwilioFrom::MessagingService(sid) => ("MessagingServiceSid", sid.as_str()),
-        };
+        // In twilio-python's order: To, From, MessagingServiceSid, Body.
         let form = [
-            ("To", message.phone.as_e164()),
-            (sender_field, sender_value),
-            ("Body", text.as_str()),
+            Some(("To", message.phone.as_e164())),
+            self.settings.from.as_deref().map(|from| ("From", from)),
+            (self.settings.messaging_service_sid.as_deref())
+                .map(|sid| ("MessagingServiceSid", sid)),
+            Some(("Body", text.as_str())),
         ];
-        let body = serde_urlencoded::to_string(form).expect("strings encode");
+        let body = serde_urlencoded::to_string(form.iter().flatten().collect::<Vec<_>>())
+            .expect("strings encode");
+        let (user, password) = match &self.settings.auth {
+            TwilioAuth::AuthToken(token) => (self.settings.account_sid.as_str(), token),
+            TwilioAuth::ApiKey { sid, secret } => (sid.as_str(), secret),
+        };
         PreparedRequest {
             method: reqwest::Method::POST,
             url: format!(
@@ -81,10 +92,7 @@ impl TwilioSmsSender {
             headers: vec![
                 (
                     "authorization".to_owned(),
-                    basic_authorization(
-                        &self.settings.account_sid,
-                        self.settings.auth_token.expose_secret(),
-                    ),
+                    basic_authorization(user, password.expose_secret()),
                 ),
                 (
                     "content-type".to_owned(),

@@ -238,7 +238,9 @@ mod tests {
             .chain(vars)
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        SmsSettings::parse(|var| vars.get(var).cloned(), None).map_err(|e| e.to_string())
+        crate::config::Settings::from_vars(vars)
+            .map(|settings| settings.sms)
+            .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -365,32 +367,26 @@ mod tests {
         let from_file = from_file.unwrap().webhook.unwrap();
         assert_eq!(from_file.secret.unwrap().expose_secret(), SECRET);
 
-        let document: toml::Table = format!("[sms.webhook]\nsecret = \"{SECRET}\"")
-            .parse()
-            .unwrap();
-        let vars = |var: &str| match var {
-            "VCODE_SMS" => Some("webhook".to_owned()),
-            "VCODE_SMS_WEBHOOK_URL" => Some("https://sms.example/send".to_owned()),
-            _ => None,
-        };
-        let error = SmsSettings::parse(vars, Some(&document))
-            .unwrap_err()
-            .to_string();
+        let path = std::env::temp_dir().join(format!("vcode-webhook-{}.toml", std::process::id()));
+        std::fs::write(&path, format!("[sms.webhook]\nsecret = \"{SECRET}\"")).unwrap();
+        let error = parse(&[
+            ("VCODE_SMS_WEBHOOK_URL", "https://sms.example/send"),
+            ("VCODE_CONFIG_FILE", path.to_str().unwrap()),
+        ])
+        .unwrap_err();
+        std::fs::remove_file(&path).unwrap();
         assert!(error.contains("sms.webhook.secret"), "{error}");
         assert!(!error.contains(SECRET), "{error}");
     }
 
     #[test]
     fn the_webhook_variables_are_recognised() {
-        use crate::sms::settings::is_sms_variable;
-        for var in [
-            "VCODE_SMS_WEBHOOK_URL",
-            "VCODE_SMS_WEBHOOK_TIMEOUT_MS",
-            "VCODE_SMS_WEBHOOK_SECRET",
-            "VCODE_SMS_WEBHOOK_SECRET_FILE",
-        ] {
-            assert!(is_sms_variable(var), "{var}");
-        }
-        assert!(!is_sms_variable("VCODE_SMS_WEBHOOK_SECRETS"));
+        let url = ("VCODE_SMS_WEBHOOK_URL", "http://127.0.0.1:9000/sms");
+        assert!(parse(&[url, ("VCODE_SMS_WEBHOOK_TIMEOUT_MS", "900")]).is_ok());
+        let error = parse(&[url, ("VCODE_SMS_WEBHOOK_SECRETS", SECRET)]).unwrap_err();
+        assert_eq!(
+            error,
+            "unknown variable VCODE_SMS_WEBHOOK_SECRETS: did you mean VCODE_SMS_WEBHOOK_SECRET?"
+        );
     }
 }

@@ -67,7 +67,9 @@ impl Fakes {
     fn settings(&self, secret: &str, extra: &[(&str, &str)]) -> SmsSettings {
         let mut vars = self.vars(secret);
         vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        SmsSettings::parse(|var| vars.get(var).cloned(), None).expect("valid settings")
+        vcode::Settings::from_vars(vars)
+            .expect("valid settings")
+            .sms
     }
 }
 

@@ -26,7 +26,7 @@ fn the_example_config_file_passes_the_settings_check() {
                 .as_ref()
                 .unwrap()
                 .templates
-                .get(purpose)
+                .find(purpose, None)
                 .is_some()
         );
         assert!(
@@ -34,7 +34,7 @@ fn the_example_config_file_passes_the_settings_check() {
                 .as_ref()
                 .unwrap()
                 .templates
-                .get(purpose)
+                .find(purpose, None)
                 .is_some()
         );
     }

@@ -19,9 +19,9 @@ use vcode::domain::{Code, CodeLength, Locale, Phone, Purpose, Region};
 use vcode::sms::SmsMessage;
 use vcode::sms::aliyun::{self, AliyunSender, AliyunSettings};
 use vcode::sms::http::PreparedRequest;
-use vcode::sms::templates::{ByPurpose, ProviderTemplate, TemplateValue, TextTemplates};
+use vcode::sms::templates::{ProviderTemplate, ProviderTemplates, TemplateValue, TextTemplates};
 use vcode::sms::tencent::{self, TencentSender, TencentSettings};
-use vcode::sms::twilio::{TwilioFrom, TwilioSettings, TwilioSmsSender};
+use vcode::sms::twilio::{TwilioAuth, TwilioSettings, TwilioSmsSender};
 
 fn fixtures_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/fixtures.json")
@@ -60,12 +60,13 @@ fn our_request(provider: &str, inputs: &Value) -> PreparedRequest {
         locale: locale.as_ref(),
     };
     let unix_secs = inputs["unix_secs"].as_u64().unwrap_or_default();
-    let mut templates = ByPurpose::default();
+    let mut templates = ProviderTemplates::default();
     match provider {
         "aliyun" => {
             let params = inputs["params"].as_array().unwrap().iter();
             templates.insert(
                 purpose.as_str(),
+                None,
                 ProviderTemplate {
                     id: text(inputs, "template_code"),
                     sign_name: text(inputs, "sign_name"),
@@ -90,6 +91,7 @@ fn our_request(provider: &str, inputs: &Value) -> PreparedRequest {
             let params = inputs["params"].as_array().unwrap().iter();
             templates.insert(
                 purpose.as_str(),
+                None,
                 ProviderTemplate {
                     id: text(inputs, "template_id"),
                     sign_name: text(inputs, "sign_name"),
@@ -120,8 +122,9 @@ fn our_request(provider: &str, inputs: &Value) -> PreparedRequest {
             let sender = TwilioSmsSender::new(
                 TwilioSettings {
                     account_sid: text(inputs, "account_sid"),
-                    auth_token: SecretString::from(text(inputs, "auth_token")),
-                    from: TwilioFrom::From(text(inputs, "from")),
+                    auth: TwilioAuth::AuthToken(SecretString::from(text(inputs, "auth_token"))),
+                    from: Some(text(inputs, "from")),
+                    messaging_service_sid: None,
                     endpoint: "https://api.twilio.com".to_owned(),
                     timeout: Duration::from_secs(1),
                 },

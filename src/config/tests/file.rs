@@ -21,7 +21,7 @@ fn file_keys_set_what_variables_do_and_variables_override_them() {
     assert!(s.dev_mode);
     let purposes: Vec<&str> = s.otp.purposes.iter().map(|p| p.as_str()).collect();
     assert_eq!(purposes, ["login", "pay"]);
-    assert_eq!(s.sms.default_locale.to_string(), "en");
+    assert_eq!(s.sms.locales.default().to_string(), "en");
     let s = with_file("override.toml", file, &[("VCODE_CODE_LENGTH", "4")]).unwrap();
     assert_eq!(s.otp.code_length.get(), 4);
 }

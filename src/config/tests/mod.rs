@@ -36,6 +36,11 @@ pub fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
     Settings::from_vars(vars)
 }
 
+/// Every variable name start-up accepts with no config file and the default purposes.
+pub fn known() -> Vec<String> {
+    known_variables(&sources(&|_| None).unwrap())
+}
+
 /// The Redis store's settings, or a panic.
 pub fn redis_of(s: &Settings) -> &RedisSettings {
     match &s.store {

@@ -1,7 +1,7 @@
 //! Passwords and tokens never show: not in `Debug` (logs, tests), not in errors.
 
 use super::*;
-use crate::config::redact::redact_url_password;
+use crate::config::redact::redact_url;
 
 /// What the redis crate will connect with: `host:port` and the password.
 fn connection_info(url: &str) -> (String, Option<String>) {
@@ -199,6 +199,6 @@ fn url_passwords_are_hidden_whatever_they_contain() {
         ("redis://[::1]:6379", "redis://[::1]:6379"),
         ("redis://:p@[::1]:6379", "redis://:***@[::1]:6379"),
     ] {
-        assert_eq!(redact_url_password(url), redacted, "{url}");
+        assert_eq!(redact_url(url), redacted, "{url}");
     }
 }

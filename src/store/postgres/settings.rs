@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::config::error::ConfigError;
-use crate::config::redact::redact_url_password;
+use crate::config::redact::redact_url;
 use crate::config::text::{Millis, OptionalText, Whole};
 use crate::store::tls::read_ca_file;
 
@@ -30,7 +30,7 @@ pub struct PostgresSettings {
 impl std::fmt::Debug for PostgresSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("PostgresSettings")
-            .field("url", &redact_url_password(&self.url))
+            .field("url", &redact_url(&self.url))
             .field("connect_timeout", &self.connect_timeout)
             .field("statement_timeout", &self.statement_timeout)
             .field("pool_size", &self.pool_size)
@@ -119,14 +119,14 @@ impl PostgresVariables {
         if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
             return Err(ConfigError::invalid(
                 URL,
-                redact_url_password(&url),
+                redact_url(&url),
                 "expected postgres://user:password@host:port/database[?sslmode=require]",
             ));
         }
         if let Err(error) = url.parse::<tokio_postgres::Config>() {
             return Err(ConfigError::invalid(
                 URL,
-                redact_url_password(&url),
+                redact_url(&url),
                 format!("{error} (sslmode may be disable, prefer or require)"),
             ));
         }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::tls::read_ca_file;
 use crate::config::error::ConfigError;
-use crate::config::redact::redact_url_password;
+use crate::config::redact::redact_url;
 use crate::config::secret::{Secret, SecretVariable};
 use crate::config::text::{Millis, OptionalText};
 
@@ -63,13 +63,12 @@ impl Eq for RedisCredentials {}
 
 impl std::fmt::Debug for RedisTopology {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let redacted = |urls: &[String]| -> Vec<String> {
-            urls.iter().map(|u| redact_url_password(u)).collect()
-        };
+        let redacted =
+            |urls: &[String]| -> Vec<String> { urls.iter().map(|u| redact_url(u)).collect() };
         match self {
             Self::Single { url } => f
                 .debug_struct("Single")
-                .field("url", &redact_url_password(url))
+                .field("url", &redact_url(url))
                 .finish(),
             Self::Cluster { nodes } => f
                 .debug_struct("Cluster")
@@ -202,7 +201,7 @@ impl RedisVariables {
             if !is_redis_url(&url) {
                 return Err(ConfigError::invalid(
                     "VCODE_REDIS_URL",
-                    redact_url_password(&url),
+                    redact_url(&url),
                     "expected redis://host:port[/db]",
                 ));
             }
@@ -272,7 +271,7 @@ fn refuse_insecure(var: &str, url: &str) -> Result<(), ConfigError> {
     match url.split_once('#') {
         Some((_, "insecure")) => Err(ConfigError::invalid(
             var,
-            redact_url_password(url),
+            redact_url(url),
             "#insecure would skip verifying the server's certificate; vcode always \
              verifies it (VCODE_REDIS_CA_FILE trusts a private CA)",
         )),
@@ -286,7 +285,7 @@ fn redis_urls(var: &str, raw: &str) -> Result<Vec<String>, ConfigError> {
     let urls: Vec<String> = raw.split(',').map(|url| url.trim().to_owned()).collect();
     let shown = || {
         urls.iter()
-            .map(|url| redact_url_password(url))
+            .map(|url| redact_url(url))
             .collect::<Vec<_>>()
             .join(",")
     };
