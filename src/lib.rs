@@ -11,6 +11,7 @@ pub mod idempotency;
 pub mod keyring;
 pub mod metrics;
 pub mod otp;
+pub mod postmortem;
 pub mod pow;
 pub mod routes;
 pub mod setting;

@@ -17,10 +17,11 @@ use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
 use crate::otp::{OtpService, SendGate};
+use crate::postmortem;
 use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
-use crate::store::redis::{RedisTopology, legacy};
+use crate::store::redis::RedisTopology;
 use crate::store::{HealthCheck, MemoryStore, PostgresStore, RedisStore, Stores};
 use crate::token::{SigningKey, TokenIssuer};
 
@@ -51,9 +52,9 @@ impl Application {
                     RedisTopology::Single { url } => Some(url.as_str()),
                     _ => None,
                 };
-                legacy::stores_for(
+                postmortem::stores_for(
                     settings.verify_strategy,
-                    store,
+                    Stores::of(Arc::new(store)),
                     url,
                     settings.legacy_gap,
                     redis.command_timeout,

@@ -33,10 +33,10 @@ use crate::setting::{Flag, Millis, Secret, Whole, field_names, parse_text, show_
 // SMS settings (providers, routes, templates) are the sms module's own.
 pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
+use crate::postmortem::VerifyStrategy;
 pub use crate::sms::SmsSettings;
 use crate::sms::SmsSettingsError;
 use crate::store::postgres::{PostgresSettings, PostgresVariables};
-use crate::store::redis::legacy::VerifyStrategy;
 use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWORD};
 use crate::telemetry::LogSettings;
 use crate::token::SigningKey;

@@ -436,8 +436,8 @@ impl<T> Store for T where
 {
 }
 
-/// One store per role, as the use cases take them. Usually every role is one backend; the
-/// legacy reproduction swaps only the codes.
+/// One store per role, as the use cases take them. Usually every role is one backend; a
+/// wrapper may swap one (the postmortem reproduction swaps the codes).
 #[derive(Clone)]
 pub struct Stores {
     pub codes: Arc<dyn CodeStore>,

@@ -10,7 +10,6 @@ mod records;
 mod cluster;
 mod connection;
 pub mod keys;
-pub mod legacy;
 mod sentinel;
 mod settings;
 mod tls;
