@@ -16,7 +16,7 @@ use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
-use crate::otp::{OtpService, SendGate};
+use crate::otp::{OtpDependencies, OtpService, SendGate};
 use crate::postmortem;
 use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
@@ -103,14 +103,16 @@ impl Application {
             pow: settings.pow.send_requires_pow.then(|| pow.clone()),
         };
         let otp = Arc::new(OtpService::new(
-            &stores,
-            keyring.clone(),
-            tokens.clone(),
-            sender,
+            OtpDependencies {
+                stores: stores.clone(),
+                keyring: keyring.clone(),
+                tokens: tokens.clone(),
+                sender,
+                gate,
+                stats: stats.clone(),
+            },
             settings.otp.clone(),
             &settings.abuse,
-            gate,
-            stats.clone(),
             settings.dev_mode,
         ));
         let state = web::Data::new(AppState {
