@@ -3,10 +3,10 @@
 //! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
 //! instances). Every operation that reads, compares and writes is one atomic step in each.
 
-pub mod memory;
+mod memory;
 pub mod postgres;
 pub mod redis;
-pub mod tls;
+mod tls;
 
 use std::net::IpAddr;
 use std::sync::Arc;

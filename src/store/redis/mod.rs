@@ -9,7 +9,7 @@ mod records;
 
 mod cluster;
 mod connection;
-pub mod keys;
+mod keys;
 mod sentinel;
 mod settings;
 mod tls;
