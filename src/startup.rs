@@ -1,7 +1,8 @@
-//! Builds the application from `Settings`: the store, the SMS sender, the OTP service and the
-//! HTTP server bound to its listener (port 0 in tests).
+//! Builds the application from `Settings`: opens the stores, builds the services (the use
+//! cases, the SMS sender, the token issuer) and the public and operator servers, each bound to
+//! its listener (port 0 in tests).
 
-use std::net::TcpListener;
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,11 +17,12 @@ use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
-use crate::otp::{OtpService, SendGate};
+use crate::otp::{OtpDependencies, OtpService, SendGate};
+use crate::postmortem;
 use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
 use crate::stats::Stats;
-use crate::store::redis::{RedisTopology, legacy};
+use crate::store::redis::{RedisSettings, RedisTopology};
 use crate::store::{HealthCheck, MemoryStore, PostgresStore, RedisStore, Stores};
 use crate::token::{SigningKey, TokenIssuer};
 
@@ -37,151 +39,18 @@ pub struct Application {
 }
 
 impl Application {
-    /// Binds the listener and prepares the server; `run_until_stopped` serves.
+    /// Opens the stores, builds the services and binds both listeners; `run_until_stopped`
+    /// serves.
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         settings.validate()?;
-        let stores = match &settings.store {
-            StoreSettings::Embedded => Stores::of(MemoryStore::spawn(settings.sweep_interval)),
-            StoreSettings::Redis(redis) => {
-                let store = RedisStore::connect(redis).context("Redis store")?;
-                if let Err(error) = HealthCheck::ping(&store).await {
-                    tracing::warn!(%error, "Redis is not reachable yet: /readyz answers 503 until it is");
-                }
-                let url = match &redis.topology {
-                    RedisTopology::Single { url } => Some(url.as_str()),
-                    _ => None,
-                };
-                legacy::stores_for(
-                    settings.verify_strategy,
-                    store,
-                    url,
-                    settings.legacy_gap,
-                    redis.command_timeout,
-                )
-                .context("legacy store")?
-            }
-            StoreSettings::Postgres(postgres) => {
-                let store = PostgresStore::connect(postgres).context("PostgreSQL store")?;
-                store.migrate_or_retry().await;
-                store.spawn_sweeper(postgres.sweep_interval);
-                Stores::of(Arc::new(store))
-            }
-        };
+        let stores = open_stores(&settings).await?;
         if settings.dev_mode {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }
-        crate::domain::Phone::warm_up(settings.otp.default_region);
-        let stats = Stats::spawn(stores.stats.clone(), STATS_FLUSH_INTERVAL);
-        // The routed sender; the daily stats count every provider's attempts.
-        let sender =
-            crate::sms::build_sender(&settings.sms, stats.clone()).context("SMS sender")?;
-        let keyring = Arc::new(match &settings.secret_key {
-            Some(key) => Keyring::new(key, settings.secret_key_previous.as_deref()),
-            // Embedded store only (validated): codes live and die with this process.
-            None => Keyring::new(&SecretKey::random(), None),
-        });
-        let tokens = Arc::new(token_issuer(&settings, &keyring));
-        let captcha = Arc::new(CaptchaService::new(
-            &stores,
-            keyring.clone(),
-            settings.captcha.clone(),
-            settings.abuse.captchas_per_client_minute,
-            stats.clone(),
-        ));
-        let pow = Arc::new(PowService::new(
-            stores.pow_replays.clone(),
-            settings.pow.clone(),
-            &keyring.pow_key(),
-            stats.clone(),
-        ));
-        let gate = SendGate {
-            captcha: settings
-                .captcha
-                .send_requires_captcha
-                .then(|| captcha.clone()),
-            pow: settings.pow.send_requires_pow.then(|| pow.clone()),
-        };
-        let otp = Arc::new(OtpService::new(
-            &stores,
-            keyring.clone(),
-            tokens.clone(),
-            sender,
-            settings.otp.clone(),
-            &settings.abuse,
-            gate,
-            stats.clone(),
-            settings.dev_mode,
-        ));
-        let state = web::Data::new(AppState {
-            otp,
-            captcha,
-            pow,
-            tokens,
-            stats,
-            readiness: Readiness::new(stores.health.clone()),
-            trusted_proxies: settings.abuse.trusted_proxies.clone(),
-            client_ipv6_prefix: settings.abuse.client_ipv6_prefix,
-            admin_token: settings.admin_token.clone(),
-            api_keys: ApiKeyGate::new(
-                &settings.api_key,
-                settings.api_keys.clone().unwrap_or_default(),
-            ),
-        });
-
-        let listener = TcpListener::bind(settings.bind)
-            .with_context(|| format!("cannot bind {} (VCODE_BIND)", settings.bind))?;
-        let port = listener.local_addr()?.port();
-        let limits = BodyLimits {
-            max_bytes: settings.max_body_bytes,
-            deadline: settings.body_timeout,
-        };
-        let public_routes = routes::PublicRoutes {
-            max_body_bytes: limits.max_bytes,
-            dev_mode: settings.dev_mode,
-            demo: (settings.demo || settings.dev_mode).then_some(routes::DemoSettings {
-                captcha_gate: settings.captcha.send_requires_captcha,
-                pow_gate: settings.pow.send_requires_pow,
-                dev_mode: settings.dev_mode,
-            }),
-            api_key_required: settings.api_key.required.clone(),
-        };
-        let openapi = web::Bytes::from(public_routes.openapi().to_string());
-        let public_state = state.clone();
-        let server = HttpServer::new(move || {
-            App::new()
-                .wrap(from_fn(move |request, next| {
-                    routes::bounded_body(limits, request, next)
-                }))
-                .wrap(routes::default_headers())
-                .wrap(from_fn(routes::track_requests))
-                .wrap(TracingLogger::<routes::RequestSpan>::new())
-                .app_data(public_state.clone())
-                .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))
-                .default_service(web::to(routes::not_found))
-        })
-        .shutdown_timeout(10)
-        .client_request_timeout(Duration::from_secs(5))
-        .listen(listener)?
-        .run();
-        tracing::info!(address = %settings.bind, port, "vcode listening");
-
-        let admin_listener = TcpListener::bind(settings.admin_bind)
-            .with_context(|| format!("cannot bind {} (VCODE_ADMIN_BIND)", settings.admin_bind))?;
-        let admin_port = admin_listener.local_addr()?.port();
-        let stats_route = settings.admin_token.is_some();
-        let admin = HttpServer::new(move || {
-            App::new()
-                .wrap(routes::default_headers())
-                .app_data(state.clone())
-                .configure(|cfg| routes::operator(cfg, stats_route))
-                .default_service(web::to(routes::not_found))
-        })
-        .workers(1)
-        .shutdown_timeout(5)
-        .client_request_timeout(Duration::from_secs(5))
-        .listen(admin_listener)?
-        .run();
-        tracing::info!(address = %settings.admin_bind, port = admin_port, "operator routes listening");
+        let services = Services::build(&settings, &stores)?;
+        let state = web::Data::new(app_state(&settings, &stores, services));
+        let (port, server) = serve_public(&settings, state.clone())?;
+        let (admin_port, admin) = serve_operator(&settings, state)?;
         Ok(Self {
             port,
             admin_port,
@@ -215,6 +84,206 @@ impl Application {
         admin.stop(true).await;
         served
     }
+}
+
+/// The store the settings choose, one backend playing every role (but the codes', under a
+/// legacy verify strategy).
+async fn open_stores(settings: &Settings) -> anyhow::Result<Stores> {
+    Ok(match &settings.store {
+        StoreSettings::Embedded => Stores::of(MemoryStore::spawn(settings.sweep_interval)),
+        StoreSettings::Redis(redis) => open_redis(settings, redis).await?,
+        StoreSettings::Postgres(postgres) => {
+            let store = PostgresStore::connect(postgres).context("PostgreSQL store")?;
+            store.migrate_or_retry().await;
+            store.spawn_sweeper(postgres.sweep_interval);
+            Stores::of(Arc::new(store))
+        }
+    })
+}
+
+/// The Redis store, wrapped by the postmortem's reproduction when `VCODE_VERIFY_STRATEGY` is
+/// a legacy one. A Redis that is down only makes `/readyz` fail.
+async fn open_redis(settings: &Settings, redis: &RedisSettings) -> anyhow::Result<Stores> {
+    let store = RedisStore::connect(redis).context("Redis store")?;
+    if let Err(error) = HealthCheck::ping(&store).await {
+        tracing::warn!(%error, "Redis is not reachable yet: /readyz answers 503 until it is");
+    }
+    let url = match &redis.topology {
+        RedisTopology::Single { url } => Some(url.as_str()),
+        _ => None,
+    };
+    postmortem::stores_for(
+        settings.verify_strategy,
+        Stores::of(Arc::new(store)),
+        url,
+        settings.legacy_gap,
+        redis.command_timeout,
+    )
+    .context("legacy store")
+}
+
+/// The use cases and what they share, built once for every worker.
+struct Services {
+    otp: Arc<OtpService>,
+    captcha: Arc<CaptchaService>,
+    pow: Arc<PowService>,
+    tokens: Arc<TokenIssuer>,
+    stats: Arc<Stats>,
+}
+
+impl Services {
+    fn build(settings: &Settings, stores: &Stores) -> anyhow::Result<Self> {
+        crate::domain::Phone::warm_up(settings.otp.default_region);
+        let stats = Stats::spawn(stores.stats.clone(), STATS_FLUSH_INTERVAL);
+        // The routed sender; the daily stats count every provider's attempts.
+        let sender =
+            crate::sms::build_sender(&settings.sms, stats.clone()).context("SMS sender")?;
+        let keyring = Arc::new(keyring(settings));
+        let tokens = Arc::new(token_issuer(settings, &keyring));
+        let captcha = Arc::new(CaptchaService::new(
+            stores,
+            keyring.clone(),
+            settings.captcha.clone(),
+            settings.abuse.captchas_per_client_minute,
+            stats.clone(),
+        ));
+        let pow = Arc::new(PowService::new(
+            stores.pow_replays.clone(),
+            settings.pow.clone(),
+            &keyring.pow_key(),
+            stats.clone(),
+        ));
+        let gate = SendGate {
+            captcha: settings
+                .captcha
+                .send_requires_captcha
+                .then(|| captcha.clone()),
+            pow: settings.pow.send_requires_pow.then(|| pow.clone()),
+        };
+        let otp = Arc::new(OtpService::new(
+            OtpDependencies {
+                stores: stores.clone(),
+                keyring,
+                tokens: tokens.clone(),
+                sender,
+                gate,
+                stats: stats.clone(),
+            },
+            settings.otp.clone(),
+            &settings.abuse,
+            settings.dev_mode,
+        ));
+        Ok(Self {
+            otp,
+            captcha,
+            pow,
+            tokens,
+            stats,
+        })
+    }
+}
+
+/// The keyring of the secret key, or of a random one.
+fn keyring(settings: &Settings) -> Keyring {
+    match &settings.secret_key {
+        Some(key) => Keyring::new(key, settings.secret_key_previous.as_deref()),
+        // Embedded store only (validated): codes live and die with this process.
+        None => Keyring::new(&SecretKey::random(), None),
+    }
+}
+
+/// What the handlers reach: the services, and the settings the HTTP layer applies itself.
+fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppState {
+    AppState {
+        otp: services.otp,
+        captcha: services.captcha,
+        pow: services.pow,
+        tokens: services.tokens,
+        stats: services.stats,
+        readiness: Readiness::new(stores.health.clone()),
+        trusted_proxies: settings.abuse.trusted_proxies.clone(),
+        client_ipv6_prefix: settings.abuse.client_ipv6_prefix,
+        admin_token: settings.admin_token.clone(),
+        api_keys: ApiKeyGate::new(
+            &settings.api_key,
+            settings.api_keys.clone().unwrap_or_default(),
+        ),
+    }
+}
+
+/// A listener on `address` (`variable` names it in the error) and the port it got.
+fn bind(address: SocketAddr, variable: &str) -> anyhow::Result<(TcpListener, u16)> {
+    let listener = TcpListener::bind(address)
+        .with_context(|| format!("cannot bind {address} ({variable})"))?;
+    let port = listener.local_addr()?.port();
+    Ok((listener, port))
+}
+
+/// The public API's server on `VCODE_BIND`, and its port.
+fn serve_public(settings: &Settings, state: web::Data<AppState>) -> anyhow::Result<(u16, Server)> {
+    let (listener, port) = bind(settings.bind, "VCODE_BIND")?;
+    let limits = BodyLimits {
+        max_bytes: settings.max_body_bytes,
+        deadline: settings.body_timeout,
+    };
+    let public_routes = public_routes(settings);
+    let openapi = web::Bytes::from(public_routes.openapi().to_string());
+    let server = HttpServer::new(move || {
+        App::new()
+            .wrap(from_fn(move |request, next| {
+                routes::bounded_body(limits, request, next)
+            }))
+            .wrap(routes::default_headers())
+            .wrap(from_fn(routes::track_requests))
+            .wrap(TracingLogger::<routes::RequestSpan>::new())
+            .app_data(state.clone())
+            .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))
+            .default_service(web::to(routes::not_found))
+    })
+    .shutdown_timeout(10)
+    .client_request_timeout(Duration::from_secs(5))
+    .listen(listener)?
+    .run();
+    tracing::info!(address = %settings.bind, port, "vcode listening");
+    Ok((port, server))
+}
+
+/// Which public routes the settings turn on.
+fn public_routes(settings: &Settings) -> routes::PublicRoutes {
+    routes::PublicRoutes {
+        max_body_bytes: settings.max_body_bytes,
+        dev_mode: settings.dev_mode,
+        demo: (settings.demo || settings.dev_mode).then_some(routes::DemoSettings {
+            captcha_gate: settings.captcha.send_requires_captcha,
+            pow_gate: settings.pow.send_requires_pow,
+            dev_mode: settings.dev_mode,
+        }),
+        api_key_required: settings.api_key.required.clone(),
+    }
+}
+
+/// The operator routes' server on `VCODE_ADMIN_BIND` (metrics, and stats with an admin
+/// token), and its port.
+fn serve_operator(
+    settings: &Settings,
+    state: web::Data<AppState>,
+) -> anyhow::Result<(u16, Server)> {
+    let (listener, port) = bind(settings.admin_bind, "VCODE_ADMIN_BIND")?;
+    let stats_route = settings.admin_token.is_some();
+    let admin = HttpServer::new(move || {
+        App::new()
+            .wrap(routes::default_headers())
+            .app_data(state.clone())
+            .configure(|cfg| routes::operator(cfg, stats_route))
+            .default_service(web::to(routes::not_found))
+    })
+    .workers(1)
+    .shutdown_timeout(5)
+    .client_request_timeout(Duration::from_secs(5))
+    .listen(listener)?
+    .run();
+    tracing::info!(address = %settings.admin_bind, port, "operator routes listening");
+    Ok((port, admin))
 }
 
 /// The token issuer: the configured keys, or keys derived from the secret key (the same on

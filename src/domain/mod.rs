@@ -6,7 +6,7 @@ mod code;
 mod locale;
 mod phone;
 mod purpose;
-pub mod secret;
+pub(crate) mod secret;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};

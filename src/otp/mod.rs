@@ -23,7 +23,7 @@ use crate::store::{
 use crate::token::{Audience, TokenIssuer};
 
 pub use self::error::OtpError;
-pub use self::send::{SendReceipt, SendRequest};
+pub use self::send::{SendCommand, SendReceipt};
 pub use self::settings::{AbuseSettings, OtpSettings};
 
 use self::send::{DAY, HOUR, MINUTE};
@@ -64,19 +64,32 @@ pub struct OtpService {
     record_outbox: bool,
 }
 
+/// What an `OtpService` works with, built once at start-up.
+pub struct OtpDependencies {
+    pub stores: Stores,
+    pub keyring: Arc<Keyring>,
+    pub tokens: Arc<TokenIssuer>,
+    pub sender: Arc<dyn SmsSender>,
+    pub gate: SendGate,
+    pub stats: Arc<Stats>,
+}
+
 impl OtpService {
-    #[allow(clippy::too_many_arguments)]
+    /// `record_outbox`: dev mode, where the SMS delivered are kept for the dev routes.
     pub fn new(
-        stores: &Stores,
-        keyring: Arc<Keyring>,
-        tokens: Arc<TokenIssuer>,
-        sender: Arc<dyn SmsSender>,
+        dependencies: OtpDependencies,
         settings: OtpSettings,
         abuse: &AbuseSettings,
-        gate: SendGate,
-        stats: Arc<Stats>,
         record_outbox: bool,
     ) -> Self {
+        let OtpDependencies {
+            stores,
+            keyring,
+            tokens,
+            sender,
+            gate,
+            stats,
+        } = dependencies;
         let issue_params = IssueParams {
             ttl: settings.code_ttl,
             cooldown: settings.resend_cooldown,

@@ -21,9 +21,10 @@ pub(super) const MINUTE: Duration = Duration::from_secs(60);
 pub(super) const HOUR: Duration = Duration::from_secs(3600);
 pub(super) const DAY: Duration = Duration::from_secs(86_400);
 
-/// One request to send a code, as the client gave it.
+/// One send to perform, as the client asked for it (the routes build it from the HTTP body,
+/// the client address and the `Idempotency-Key`).
 #[derive(Debug, Clone)]
-pub struct SendRequest {
+pub struct SendCommand {
     pub phone: String,
     pub purpose: Option<String>,
     pub captcha_id: Option<String>,
@@ -64,30 +65,30 @@ struct Reservations {
 impl OtpService {
     /// Sends a code (or re-delivers the pending one). With an idempotency key, a repeat of a
     /// send that delivered gets the same receipt and causes nothing.
-    pub async fn send(&self, request: SendRequest) -> Result<SendReceipt, OtpError> {
+    pub async fn send(&self, command: SendCommand) -> Result<SendReceipt, OtpError> {
         self.stats.record(Event::SendRequest);
-        let phone = self.parse_phone(&request.phone)?;
-        let purpose = self.parse_purpose(request.purpose.as_deref())?;
-        let locale = match request.locale.as_deref() {
+        let phone = self.parse_phone(&command.phone)?;
+        let purpose = self.parse_purpose(command.purpose.as_deref())?;
+        let locale = match command.locale.as_deref() {
             Some(raw) => Some(Locale::parse(raw).ok_or(OtpError::InvalidLocale)?),
             None => None,
         };
-        let Some(key) = &request.idempotency_key else {
+        let Some(key) = &command.idempotency_key else {
             return self
-                .send_gated(&request, &phone, &purpose, locale.as_ref())
+                .send_gated(&command, &phone, &purpose, locale.as_ref())
                 .await;
         };
         let fingerprint = fingerprint(&Fingerprint {
             phone: phone.as_e164(),
             purpose: purpose.as_str(),
-            captcha_id: request.captcha_id.as_deref(),
-            captcha_answer: request.captcha_answer.as_deref(),
-            altcha: request.altcha.as_deref(),
+            captcha_id: command.captcha_id.as_deref(),
+            captcha_answer: command.captcha_answer.as_deref(),
+            altcha: command.altcha.as_deref(),
         });
         let once = self
             .idempotency
             .once(key, &fingerprint, || {
-                self.send_gated(&request, &phone, &purpose, locale.as_ref())
+                self.send_gated(&command, &phone, &purpose, locale.as_ref())
             })
             .await?;
         if once.replayed {
@@ -99,25 +100,25 @@ impl OtpService {
 
     async fn send_gated(
         &self,
-        request: &SendRequest,
+        command: &SendCommand,
         phone: &Phone,
         purpose: &Purpose,
         locale: Option<&Locale>,
     ) -> Result<SendReceipt, OtpError> {
         if let Some(pow) = &self.gate.pow {
             // First, as it costs a refusal nothing: one solved challenge buys one send attempt.
-            pow.verify(request.altcha.as_deref()).await?;
+            pow.verify(command.altcha.as_deref()).await?;
         }
         if let Some(captcha) = &self.gate.captcha {
             // Consumed before any code or SMS exists: one solved captcha buys one send.
             captcha
                 .verify(
-                    request.captcha_id.as_deref(),
-                    request.captcha_answer.as_deref(),
+                    command.captcha_id.as_deref(),
+                    command.captcha_answer.as_deref(),
                 )
                 .await?;
         }
-        self.issue_and_deliver(phone, purpose, locale, request.client_ip)
+        self.issue_and_deliver(phone, purpose, locale, command.client_ip)
             .await
     }
 

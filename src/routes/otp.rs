@@ -2,9 +2,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use tracing::Instrument;
-use vcode_wire::{
-    SendData, SendRequest as WireSendRequest, VerifyData, VerifyRequest, headers, paths,
-};
+use vcode_wire::{SendData, SendRequest, VerifyData, VerifyRequest, headers, paths};
 
 use super::api_key::{MaySend, MayVerify};
 use super::envelope;
@@ -12,7 +10,7 @@ use super::openapi::Api;
 use super::{ApiError, AppState};
 use crate::api_keys::Operation;
 use crate::idempotency::IdempotencyKey;
-use crate::otp::SendRequest;
+use crate::otp::SendCommand;
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
@@ -37,7 +35,7 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
                 .errors(&[Unauthorized]);
         }
     };
-    let body = api.schema::<WireSendRequest>();
+    let body = api.schema::<SendRequest>();
     let data = api.schema::<SendData>();
     api.post(paths::OTP_SEND, "otp", "Send a code by SMS")
         .describe(
@@ -110,10 +108,10 @@ async fn send(
     _caller: MaySend,
     request: HttpRequest,
     state: web::Data<AppState>,
-    body: web::Json<WireSendRequest>,
+    body: web::Json<SendRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.into_inner();
-    let send = SendRequest {
+    let command = SendCommand {
         phone: body.phone,
         purpose: body.purpose,
         captcha_id: body.captcha_id,
@@ -126,7 +124,7 @@ async fn send(
     let otp = state.otp.clone();
     // Runs to the end even if the client goes away, so a code is never left stored without
     // its SMS or its roll-back, nor an idempotency record half-written.
-    let task = async move { otp.send(send).await };
+    let task = async move { otp.send(command).await };
     let receipt = tokio::spawn(task.instrument(tracing::Span::current()))
         .await
         .map_err(|e| ApiError::Internal(e.into()))??;

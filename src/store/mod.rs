@@ -3,10 +3,10 @@
 //! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
 //! instances). Every operation that reads, compares and writes is one atomic step in each.
 
-pub mod memory;
+mod memory;
 pub mod postgres;
 pub mod redis;
-pub mod tls;
+mod tls;
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -436,8 +436,8 @@ impl<T> Store for T where
 {
 }
 
-/// One store per role, as the use cases take them. Usually every role is one backend; the
-/// legacy reproduction swaps only the codes.
+/// One store per role, as the use cases take them. Usually every role is one backend; a
+/// wrapper may swap one (the postmortem reproduction swaps the codes).
 #[derive(Clone)]
 pub struct Stores {
     pub codes: Arc<dyn CodeStore>,

@@ -156,7 +156,7 @@ async fn without_the_setting_no_route_needs_a_key(backend: Backend) {
     assert_eq!(app.verify(&phone, &code).await.status, 200);
 }
 
-on_both_stores!(
+on_every_store!(
     a_key_is_required_where_listed_and_checked,
     operations_not_listed_stay_open,
     without_the_setting_no_route_needs_a_key,

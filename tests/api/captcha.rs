@@ -1,4 +1,4 @@
-//! Captchas through HTTP on both stores: the picture, single use, and the SMS send gate.
+//! Captchas through HTTP on every store: the picture, single use, and the SMS send gate.
 
 use std::time::Duration;
 
@@ -305,7 +305,7 @@ async fn the_send_gate_lets_only_solved_captchas_through(backend: Backend) {
     assert_eq!(app.inbox(&number).await.len(), 1);
 }
 
-on_both_stores!(
+on_every_store!(
     picture_is_a_stable_uncached_png,
     picture_is_gone_once_used,
     picture_is_gone_once_expired,

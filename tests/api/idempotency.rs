@@ -145,7 +145,7 @@ async fn malformed_keys_are_refused(backend: Backend) {
     }
 }
 
-on_both_stores!(
+on_every_store!(
     concurrent_repeats_make_one_code_and_identical_answers,
     a_repeat_gets_the_stored_answer_even_an_error,
     the_same_key_with_another_body_is_422,

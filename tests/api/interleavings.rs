@@ -3,14 +3,16 @@
 //! verifies racing. The legacy strategies must lose or double-accept codes exactly as the Go
 //! service did, and `atomic` must do neither, whichever order its steps take.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
 use vcode::domain::{Code, CodeLength, Phone, Purpose};
-use vcode::store::redis::legacy::{self, Legacy, LegacyRedisStore};
+use vcode::postmortem::legacy::{self, Legacy, LegacyRedisStore};
+use vcode::postmortem::{self, VerifyStrategy};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
-    Budgets, CodeStore, IssueOutcome, IssueParams, RedisStore, ResendPolicy, VerifyOutcome,
+    Budgets, CodeStore, IssueOutcome, IssueParams, RedisStore, ResendPolicy, Stores, VerifyOutcome,
     VerifyParams,
 };
 
@@ -391,9 +393,9 @@ async fn atomic_two_verifies_racing_accept_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn legacy_stores_keep_the_go_services_other_habits() {
     let server = RedisServer::start();
-    let stores = legacy::stores_for(
-        legacy::VerifyStrategy::LegacyOriginal,
-        connect(&server),
+    let stores = postmortem::stores_for(
+        VerifyStrategy::LegacyOriginal,
+        Stores::of(Arc::new(connect(&server))),
         Some(&server.url()),
         Duration::ZERO,
         Duration::from_millis(1000),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use vcode::Settings;
 use vcode::config::AbuseSettings;
-use vcode::store::redis::legacy::VerifyStrategy;
+use vcode::postmortem::VerifyStrategy;
 use vcode_loadtest::{Options, Report, Scenario};
 
 use crate::support::{Backend, spawn_app_with, spawn_second_instance};

@@ -27,7 +27,7 @@ macro_rules! on_store {
 
 /// Generates one `#[tokio::test]` per backend (`memory`, `redis`, `cluster`, `sentinel`,
 /// `postgres`) for each listed `async fn name(Backend)`.
-macro_rules! on_both_stores {
+macro_rules! on_every_store {
     ($($name:ident),* $(,)?) => {
         on_stores!(
             memory => Memory, redis => Redis, cluster => Cluster, sentinel => Sentinel,

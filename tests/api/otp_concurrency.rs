@@ -75,7 +75,7 @@ async fn fifty_concurrent_sends_make_one_code_and_one_sms(backend: Backend) {
     assert_eq!(pending.deliveries, 1);
 }
 
-on_both_stores!(
+on_every_store!(
     hundred_concurrent_verifies_of_one_code_succeed_once,
     fifty_concurrent_sends_make_one_code_and_one_sms,
 );

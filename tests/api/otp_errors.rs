@@ -164,7 +164,7 @@ async fn verify_without_a_pending_code_answers_41000(backend: Backend) {
     assert_envelope(&app.verify(&random_phone(), "123456").await, 410, 41000);
 }
 
-on_both_stores!(
+on_every_store!(
     malformed_requests_answer_40000,
     invalid_fields_answer_their_own_codes,
     bad_input_changes_nothing,

@@ -216,7 +216,7 @@ async fn dev_routes_do_not_exist_outside_dev_mode(backend: Backend) {
     assert_eq!((answer.status, answer.code()), (404, 40400));
 }
 
-on_both_stores!(
+on_every_store!(
     happy_path_send_read_verify,
     national_and_international_forms_are_one_phone,
     resend_inside_cooldown_is_refused_with_retry_after,

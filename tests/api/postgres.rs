@@ -1,5 +1,5 @@
 //! What only the PostgreSQL store has to show (its HTTP behaviour and the conformance suite run
-//! through `on_both_stores!`): migrations safe under concurrent start-up, the documented table
+//! through `on_every_store!`): migrations safe under concurrent start-up, the documented table
 //! layout with no code in it, the batched sweep, an outage answered 503 within the bound and
 //! healed by itself, acknowledged state surviving `kill -9`, and TLS with a private CA.
 

@@ -506,7 +506,7 @@ async fn budgets_are_reserved_with_the_issue_on_one_node(backend: Backend) {
     );
 }
 
-on_both_stores!(
+on_every_store!(
     budgets_are_reserved_with_the_issue_on_one_node,
     phone_quota_counts_sms_across_purposes,
     cooldown_is_answered_before_the_quota,

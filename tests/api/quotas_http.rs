@@ -181,7 +181,7 @@ async fn a_trusted_proxy_names_the_client(backend: Backend) {
     assert_quota_answer(&send_from(&app, &random_phone(), "7.7.7.7, 198.51.100.1").await);
 }
 
-on_both_stores!(
+on_every_store!(
     phone_quota_through_http,
     ip_quota_through_http_leaves_no_code_behind,
     global_budget_through_http,

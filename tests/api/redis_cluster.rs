@@ -1,7 +1,7 @@
 //! vcode on a Redis Cluster: a phone's keys share one slot and phones spread over every
 //! primary; a crashed primary and a demoted one are ridden out within the documented bound,
 //! with requests failing fast (503) meanwhile. The suites run on a cluster too
-//! (`on_both_stores!`).
+//! (`on_every_store!`).
 
 use std::collections::HashMap;
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! vcode on Redis Sentinel: a crashed primary and a demoted one (which still answers PING) are
 //! ridden out within the documented bound without restarting vcode, with requests failing fast
-//! (503) meanwhile. The suites run on Sentinel too (`on_both_stores!`).
+//! (503) meanwhile. The suites run on Sentinel too (`on_every_store!`).
 
 use std::time::Duration;
 

@@ -342,7 +342,7 @@ async fn phones_with_letters_or_extensions_are_refused(backend: Backend) {
     }
 }
 
-on_both_stores!(
+on_every_store!(
     sms_pumping_through_one_ipv6_network_is_one_client,
     guessing_stops_the_guesser_not_the_owner,
     purposes_are_configured_and_never_reach_the_sms_as_text,

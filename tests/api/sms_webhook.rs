@@ -190,7 +190,7 @@ async fn sends_past_the_proxy_variables() {
     assert_eq!(gateway.received().len(), 1);
 }
 
-on_both_stores!(
+on_every_store!(
     delivered_sms_carries_the_stored_code,
     failed_delivery_rolls_back_the_new_code_and_its_cooldown,
     failed_redelivery_keeps_the_earlier_code,

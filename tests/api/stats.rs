@@ -167,7 +167,7 @@ async fn the_route_needs_the_token(backend: Backend) {
     assert_eq!((answer.status, answer.code()), (404, 40400));
 }
 
-on_both_stores!(
+on_every_store!(
     counters_match_a_scripted_sequence,
     counters_are_flushed_in_the_background,
     the_route_needs_the_token,

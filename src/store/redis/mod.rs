@@ -9,8 +9,7 @@ mod records;
 
 mod cluster;
 mod connection;
-pub mod keys;
-pub mod legacy;
+mod keys;
 mod sentinel;
 mod settings;
 mod tls;

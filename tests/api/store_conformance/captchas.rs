@@ -57,7 +57,7 @@ async fn concurrent_takes_get_it_once(backend: Backend) {
     assert_eq!(taken, 1);
 }
 
-on_both_stores!(
+on_every_store!(
     stored_captchas_read_back_and_are_taken_once,
     captchas_expire,
     concurrent_takes_get_it_once,

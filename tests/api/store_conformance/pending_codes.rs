@@ -468,7 +468,7 @@ async fn ping_answers(backend: Backend) {
     t.store.ping().await.unwrap();
 }
 
-on_both_stores!(
+on_every_store!(
     issue_creates_a_pending_code,
     cooldown_refuses_a_second_issue_and_changes_nothing,
     reuse_redelivers_the_same_code_and_keeps_attempts,

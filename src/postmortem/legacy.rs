@@ -1,4 +1,4 @@
-//! The postmortem's verify strategies, kept on purpose to reproduce its outage (dev mode only).
+//! The Go service's code handling, as a code store on a real Redis node (the legacy strategies).
 //!
 //! Both legacy strategies store codes as the Go service did: one string per phone,
 //! `verify_code:<E.164>` (no purpose, no hash tag), which every send overwrites with
@@ -13,96 +13,22 @@
 //!   login's work follows it. Only the network between GET and DEL is left as a window: a send
 //!   in it is still lost and two concurrent verifies of one code can both pass.
 //!
-//! Neither counts failed attempts (the Go service had no limit) nor takes a phone quota. Only
-//! the code role is legacy: every other role stays the real `RedisStore`'s.
+//! Neither counts failed attempts (the Go service had no limit) nor takes a phone quota.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use deadpool_redis::{Config, Pool, Runtime};
 
-use super::{RedisStore, keys};
 use crate::domain::{CodeDigest, Phone, Purpose};
 use crate::store::{
     Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams,
-    IssueUndo, PendingCode, QuotaToken, StoreError, Stores, VerifyOutcome, VerifyParams,
+    IssueUndo, PendingCode, QuotaToken, StoreError, VerifyOutcome, VerifyParams,
 };
 
-/// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum VerifyStrategy {
-    /// vcode's design: every read-compare-write is one Lua script.
-    #[default]
-    Atomic,
-    /// The Go service before the postmortem.
-    LegacyOriginal,
-    /// The Go service after the postmortem's fix.
-    LegacyPostmortemFix,
-}
-
-impl VerifyStrategy {
-    pub const ALL: [Self; 3] = [
-        Self::Atomic,
-        Self::LegacyOriginal,
-        Self::LegacyPostmortemFix,
-    ];
-
-    /// The name `VCODE_VERIFY_STRATEGY` takes.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Atomic => "atomic",
-            Self::LegacyOriginal => "legacy-original",
-            Self::LegacyPostmortemFix => "legacy-postmortem-fix",
-        }
-    }
-
-    pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.as_str() == raw)
-    }
-
-    pub fn is_legacy(self) -> bool {
-        self != Self::Atomic
-    }
-}
-
-impl std::fmt::Display for VerifyStrategy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// The stores a strategy runs on: every role `store`'s for `atomic`; for a legacy strategy the
-/// codes go through a `LegacyRedisStore` on the same Redis node. `gap` is the login's own work.
-pub fn stores_for(
-    strategy: VerifyStrategy,
-    store: RedisStore,
-    url: Option<&str>,
-    gap: Duration,
-    command_timeout: Duration,
-) -> Result<Stores, StoreError> {
-    let mut stores = Stores::of(Arc::new(store));
-    let flavour = match strategy {
-        VerifyStrategy::Atomic => return Ok(stores),
-        VerifyStrategy::LegacyOriginal => Legacy::Original,
-        VerifyStrategy::LegacyPostmortemFix => Legacy::PostmortemFix,
-    };
-    let url = url.ok_or_else(|| {
-        StoreError::Unavailable("the legacy strategies run on one Redis node".to_owned())
-    })?;
-    tracing::warn!(
-        strategy = %strategy,
-        gap_ms = gap.as_millis() as u64,
-        "legacy verify strategy: codes are lost and reused by design (reproduction only)"
-    );
-    stores.codes = Arc::new(LegacyRedisStore::connect(
-        url,
-        flavour,
-        gap,
-        command_timeout,
-    )?);
-    Ok(stores)
-}
+/// The Go service's key prefix. vcode's own keys share it, but this one is the Go service's
+/// and must not follow a change of vcode's layout.
+const GO_SERVICE_PREFIX: &str = "verify_code:";
 
 /// Which of the two legacy verifies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,7 +39,7 @@ pub enum Legacy {
 
 /// `verify_code:+8613800138000`: the Go service's key, one per phone, whatever the purpose.
 pub fn key(phone: &Phone) -> String {
-    format!("{}{}", keys::PREFIX, phone.as_e164())
+    format!("{GO_SERVICE_PREFIX}{}", phone.as_e164())
 }
 
 fn parse_digest(hex_digest: &str) -> Option<CodeDigest> {
@@ -336,18 +262,6 @@ impl CodeStore for LegacyRedisStore {
 mod tests {
     use super::*;
     use crate::domain::Region;
-
-    #[test]
-    fn strategy_names_round_trip() {
-        for strategy in VerifyStrategy::ALL {
-            assert_eq!(VerifyStrategy::parse(strategy.as_str()), Some(strategy));
-        }
-        assert_eq!(VerifyStrategy::default(), VerifyStrategy::Atomic);
-        assert!(!VerifyStrategy::Atomic.is_legacy());
-        assert!(VerifyStrategy::LegacyOriginal.is_legacy());
-        assert_eq!(VerifyStrategy::parse("Atomic"), None);
-        assert_eq!(VerifyStrategy::parse("legacy"), None);
-    }
 
     #[test]
     fn the_legacy_key_is_the_go_services() {
