@@ -157,6 +157,12 @@ fn get_resource(path: &str) -> Resource {
     resource(path, "GET, HEAD")
 }
 
+/// A GET route that does not answer HEAD (405 with `Allow: GET`): for a route whose every GET
+/// makes something new, which a HEAD would make only to throw away.
+fn get_only_resource(path: &str) -> Resource {
+    resource(path, "GET")
+}
+
 /// A POST route whose wrong-method answer is the envelope too.
 fn post_resource(path: &str) -> Resource {
     resource(path, "POST")
