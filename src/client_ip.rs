@@ -1,8 +1,9 @@
 //! Which address a request comes from: the socket peer, unless the peer is a trusted proxy;
 //! then the right-most address in `X-Forwarded-For` that is not a trusted proxy. Addresses a
-//! client wrote itself (to the left of that) are never believed.
+//! client wrote itself (to the left of that) are never believed. A hop the walk reaches that
+//! is no address (`unknown`, garbage) leaves the client unknown: see [`UnknownClient`].
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
 use ipnet::IpNet;
@@ -35,30 +36,53 @@ impl TrustedProxies {
         self.0.iter().any(|net| net.contains(&address))
     }
 
-    /// The client address of a request from `peer` carrying `forwarded_for` headers (each may
-    /// hold a comma-separated list; several headers read as one list, in order).
+    /// The client address of a request from `peer` carrying `forwarded_for` header values
+    /// (each may hold a comma-separated list; several headers read as one list, in order).
     pub fn client_ip<'a>(
         &self,
         peer: IpAddr,
-        forwarded_for: impl DoubleEndedIterator<Item = &'a str>,
-    ) -> IpAddr {
+        forwarded_for: impl DoubleEndedIterator<Item = &'a [u8]>,
+    ) -> Result<IpAddr, UnknownClient> {
         let peer = canonical(peer);
         if !self.trusts(peer) {
-            return peer;
+            return Ok(peer);
         }
         let mut client = peer;
-        for hop in forwarded_for.rev().flat_map(|header| header.rsplit(',')) {
-            // A hop that does not parse ends the chain we can believe.
-            let Ok(address) = IpAddr::from_str(hop.trim()) else {
-                break;
-            };
-            client = canonical(address);
+        let hops = forwarded_for
+            .rev()
+            .flat_map(|header| header.rsplit(|&byte| byte == b','))
+            .map(<[u8]>::trim_ascii)
+            // Empty list elements are no hops (RFC 9110, section 5.6.1).
+            .filter(|hop| !hop.is_empty());
+        for hop in hops {
+            client = hop_address(hop).map(canonical).ok_or(UnknownClient)?;
             if !self.trusts(client) {
                 break;
             }
         }
-        client
+        Ok(client)
     }
+}
+
+/// The walk reached a hop that is no address: the trusted proxy that wrote it (`unknown`, an
+/// obfuscated name, garbage) does not say who its peer was. No address stands in for it:
+/// the proxy's own would put every such client in one budget (one client's sends would
+/// refuse everyone's), and the hops to its left are the unknown party's own words (a client
+/// would pick its budget). Such a request is refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnknownClient;
+
+/// A hop's address: `192.0.2.7`, `2001:db8::7`, or with the port some proxies add
+/// (`192.0.2.7:5040`, `[2001:db8::7]:5040`, `[2001:db8::7]`).
+fn hop_address(hop: &[u8]) -> Option<IpAddr> {
+    let hop = std::str::from_utf8(hop).ok()?;
+    IpAddr::from_str(hop)
+        .or_else(|_| SocketAddr::from_str(hop).map(|socket| socket.ip()))
+        .ok()
+        .or_else(|| {
+            let bracketed = hop.strip_prefix('[')?.strip_suffix(']')?;
+            std::net::Ipv6Addr::from_str(bracketed).ok().map(IpAddr::V6)
+        })
 }
 
 /// IPv4 written as IPv6 (`::ffff:1.2.3.4`) is the IPv4 address, so quotas count it once.
@@ -111,12 +135,21 @@ mod tests {
         s.parse().unwrap()
     }
 
+    /// The client `proxies` see for a request from `peer` with these `X-Forwarded-For` values.
+    fn client(
+        proxies: &TrustedProxies,
+        peer: &str,
+        forwarded_for: &[&str],
+    ) -> Result<IpAddr, UnknownClient> {
+        proxies.client_ip(ip(peer), forwarded_for.iter().map(|value| value.as_bytes()))
+    }
+
     #[test]
     fn without_trusted_proxies_the_peer_is_the_client() {
         let none = TrustedProxies::default();
         assert_eq!(
-            none.client_ip(ip("203.0.113.7"), ["1.2.3.4"].into_iter()),
-            ip("203.0.113.7")
+            client(&none, "203.0.113.7", &["1.2.3.4"]),
+            Ok(ip("203.0.113.7"))
         );
     }
 
@@ -124,8 +157,13 @@ mod tests {
     fn an_untrusted_peer_cannot_spoof_forwarded_for() {
         let proxies = TrustedProxies::parse("10.0.0.0/8").unwrap();
         assert_eq!(
-            proxies.client_ip(ip("203.0.113.7"), ["1.2.3.4"].into_iter()),
-            ip("203.0.113.7")
+            client(&proxies, "203.0.113.7", &["1.2.3.4"]),
+            Ok(ip("203.0.113.7"))
+        );
+        // Nor make itself unknown.
+        assert_eq!(
+            client(&proxies, "203.0.113.7", &["garbage"]),
+            Ok(ip("203.0.113.7"))
         );
     }
 
@@ -135,38 +173,86 @@ mod tests {
         // The client claims 6.6.6.6; the edge proxy appended the real 198.51.100.9.
         let header = "6.6.6.6, 198.51.100.9, 10.1.2.3";
         assert_eq!(
-            proxies.client_ip(ip("192.168.1.1"), [header].into_iter()),
-            ip("198.51.100.9")
+            client(&proxies, "192.168.1.1", &[header]),
+            Ok(ip("198.51.100.9"))
         );
         // Several headers read as one list.
         assert_eq!(
-            proxies.client_ip(
-                ip("10.0.0.1"),
-                ["6.6.6.6", "198.51.100.9", "10.9.9.9"].into_iter()
+            client(
+                &proxies,
+                "10.0.0.1",
+                &["6.6.6.6", "198.51.100.9", "10.9.9.9"]
             ),
-            ip("198.51.100.9")
+            Ok(ip("198.51.100.9"))
+        );
+        // A trusted peer that forwards nothing speaks for itself.
+        assert_eq!(client(&proxies, "10.0.0.1", &[]), Ok(ip("10.0.0.1")));
+    }
+
+    #[test]
+    fn garbage_left_of_the_client_is_never_read() {
+        let proxies = TrustedProxies::parse("10.0.0.0/8").unwrap();
+        assert_eq!(
+            client(
+                &proxies,
+                "10.0.0.1",
+                &["unknown, nonsense, 198.51.100.9, 10.0.0.2"]
+            ),
+            Ok(ip("198.51.100.9"))
         );
     }
 
     #[test]
-    fn garbage_in_the_chain_stops_the_walk() {
+    fn a_hop_that_is_no_address_leaves_the_client_unknown() {
         let proxies = TrustedProxies::parse("10.0.0.0/8").unwrap();
+        for forwarded_for in [
+            &["garbage"][..],
+            &["unknown"],
+            &["_hidden"],
+            &["1.2.3.4, nonsense, 10.0.0.2"],
+            &["198.51.100.9", "unknown"],
+            &["198.51.100.9:port"],
+        ] {
+            // Neither the proxy (10.0.0.1, 10.0.0.2) nor 1.2.3.4 / 198.51.100.9.
+            assert_eq!(
+                client(&proxies, "10.0.0.1", forwarded_for),
+                Err(UnknownClient),
+                "{forwarded_for:?}"
+            );
+        }
+        // A header value that is not text is no address either.
         assert_eq!(
-            proxies.client_ip(ip("10.0.0.1"), ["1.2.3.4, nonsense, 10.0.0.2"].into_iter()),
-            ip("10.0.0.2")
+            proxies.client_ip(
+                ip("10.0.0.1"),
+                [b"198.51.100.9, \xff\xfe".as_slice()].into_iter()
+            ),
+            Err(UnknownClient)
         );
-        assert_eq!(
-            proxies.client_ip(ip("10.0.0.1"), std::iter::empty()),
-            ip("10.0.0.1")
-        );
+    }
+
+    #[test]
+    fn hops_with_ports_or_brackets_and_empty_elements_are_read() {
+        let proxies = TrustedProxies::parse("10.0.0.0/8").unwrap();
+        for (forwarded_for, expected) in [
+            ("198.51.100.9:5040", "198.51.100.9"),
+            ("[2001:db8::7]:5040", "2001:db8::7"),
+            ("[2001:db8::7]", "2001:db8::7"),
+            ("6.6.6.6, 198.51.100.9, , 10.0.0.2:443,", "198.51.100.9"),
+        ] {
+            assert_eq!(
+                client(&proxies, "10.0.0.1", &[forwarded_for]),
+                Ok(ip(expected)),
+                "{forwarded_for}"
+            );
+        }
     }
 
     #[test]
     fn mapped_ipv4_is_ipv4() {
         let proxies = TrustedProxies::parse("127.0.0.1").unwrap();
         assert_eq!(
-            proxies.client_ip(ip("::ffff:127.0.0.1"), ["::ffff:198.51.100.9"].into_iter()),
-            ip("198.51.100.9")
+            client(&proxies, "::ffff:127.0.0.1", &["::ffff:198.51.100.9"]),
+            Ok(ip("198.51.100.9"))
         );
     }
 

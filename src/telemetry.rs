@@ -78,15 +78,32 @@ mod format {
     }
 }
 
+/// Directives added to `RUST_LOG` unless it names the crate (the first item): sources whose
+/// lines at their own level would mislead or flood.
+const QUIET_UNLESS_NAMED: [(&str, &str); 2] = [
+    // A WARN line for every 4xx answer: vcode logs outcomes itself (and the causes of 5xx
+    // answers in `ApiError::reply`).
+    ("tracing_actix_web", "tracing_actix_web=off"),
+    // An ERROR line ("stream error: request parse error: …") for every malformed request — a
+    // garbage request line, a bad header, a head too large — which the client has already
+    // been answered (400, 431): any client could fill the log, and bury real errors, at will.
+    // A filter cannot lower a line's level, so these stay out of the log unless asked for.
+    ("actix_http", "actix_http::h1::dispatcher=off"),
+];
+
+/// `filter` with the [`QUIET_UNLESS_NAMED`] directives it does not override by naming them.
+fn directives(filter: &str) -> String {
+    QUIET_UNLESS_NAMED
+        .iter()
+        .filter(|(named, _)| !filter.contains(named))
+        .fold(filter.to_owned(), |directives, (_, quiet)| {
+            format!("{directives},{quiet}")
+        })
+}
+
 pub fn init(settings: &LogSettings) {
-    // tracing-actix-web adds a WARN line for every 4xx answer; vcode logs outcomes itself (and
-    // the causes of 5xx answers in `ApiError::reply`), so it stays quiet unless asked for by name.
-    let directives = if settings.filter.contains("tracing_actix_web") {
-        settings.filter.clone()
-    } else {
-        format!("{},tracing_actix_web=off", settings.filter)
-    };
-    let filter = EnvFilter::try_new(&directives).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter =
+        EnvFilter::try_new(directives(&settings.filter)).unwrap_or_else(|_| EnvFilter::new("info"));
     // Colours for a terminal only: in a file or a log shipper the escape codes are noise, and
     // they made each line about a third longer.
     let builder = tracing_subscriber::fmt()

@@ -120,6 +120,33 @@ mod tests {
         assert!(!answer.matches("A7KP22"));
     }
 
+    /// The backticked runs of upper-case letters and digits long enough to be an alphabet.
+    fn alphabets_named_in(doc: &str) -> Vec<&str> {
+        doc.split('`')
+            .skip(1)
+            .step_by(2)
+            .filter(|quoted| {
+                quoted.len() >= 16
+                    && quoted
+                        .bytes()
+                        .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_docs_name_the_alphabet_answers_are_drawn_from() {
+        let alphabet = std::str::from_utf8(CaptchaAnswer::ALPHABET).unwrap();
+        let api = include_str!("../../docs/api.md");
+        assert_eq!(alphabets_named_in(api), [alphabet], "docs/api.md");
+        // docs/captcha.md names the previous alphabet too, as the "before" of a change.
+        let captcha = include_str!("../../docs/captcha.md");
+        assert!(
+            alphabets_named_in(captcha).contains(&alphabet),
+            "docs/captcha.md"
+        );
+    }
+
     #[test]
     fn empty_answers_never_match() {
         assert!(CaptchaAnswer::parse("").is_none());

@@ -24,7 +24,7 @@ pub fn describe(api: &mut Api) {
         .ok_envelope(created)
         .link("get", paths::CAPTCHA_IMAGE, "id", "captcha_id")
         .link("get", paths::DEV_CAPTCHA_ANSWER, "id", "captcha_id")
-        .errors(&[QuotaExceeded, Internal, StoreUnavailable]);
+        .errors(&[Malformed, QuotaExceeded, Internal, StoreUnavailable]);
     api.get(paths::CAPTCHA_IMAGE, "captcha", "A captcha's picture")
         .describe("The same bytes on every fetch; 40400 once the captcha is used or expired.")
         .parameter(
@@ -55,7 +55,7 @@ async fn create(
 ) -> Result<HttpResponse, ApiError> {
     let id = state
         .captcha
-        .create(super::client_ip(&request, &state))
+        .create(super::client_ip(&request, &state)?)
         .await?;
     Ok(envelope::ok(CaptchaCreated {
         captcha_id: id.as_str().to_owned(),

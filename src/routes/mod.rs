@@ -107,18 +107,25 @@ fn get() -> actix_web::Route {
 }
 
 /// The client as every per-client limit counts it: the socket peer, or what trusted proxies say
-/// it is; an IPv6 address as its network (`VCODE_CLIENT_IPV6_PREFIX`).
-fn client_ip(request: &HttpRequest, state: &AppState) -> IpAddr {
+/// it is; an IPv6 address as its network (`VCODE_CLIENT_IPV6_PREFIX`). A request whose trusted
+/// proxies do not say who the client is ([`crate::client_ip::UnknownClient`]) is malformed.
+fn client_ip(request: &HttpRequest, state: &AppState) -> Result<IpAddr, ApiError> {
     let peer = request
         .peer_addr()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |address| address.ip());
-    let forwarded: Vec<&str> = request
+    let forwarded_for: Vec<&[u8]> = request
         .headers()
         .get_all("x-forwarded-for")
-        .filter_map(|value| value.to_str().ok())
+        .map(HeaderValue::as_bytes)
         .collect();
-    let client = state.trusted_proxies.client_ip(peer, forwarded.into_iter());
-    crate::client_ip::client_group(client, state.client_ipv6_prefix)
+    let client = state
+        .trusted_proxies
+        .client_ip(peer, forwarded_for.into_iter())
+        .map_err(|_| ApiError::Malformed("X-Forwarded-For names no client address".to_owned()))?;
+    Ok(crate::client_ip::client_group(
+        client,
+        state.client_ipv6_prefix,
+    ))
 }
 
 /// The token of `Authorization: Bearer <token>`; the scheme is case-insensitive (RFC 9110).
@@ -148,6 +155,12 @@ fn method_not_allowed(allow: &'static str) -> HttpResponse {
 /// A GET route (HEAD too, see [`get`]) whose wrong-method answer is the envelope too.
 fn get_resource(path: &str) -> Resource {
     resource(path, "GET, HEAD")
+}
+
+/// A GET route that does not answer HEAD (405 with `Allow: GET`): for a route whose every GET
+/// makes something new, which a HEAD would make only to throw away.
+fn get_only_resource(path: &str) -> Resource {
+    resource(path, "GET")
 }
 
 /// A POST route whose wrong-method answer is the envelope too.

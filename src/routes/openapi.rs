@@ -55,6 +55,16 @@ impl Api {
         operation
     }
 
+    /// A GET operation that does not answer HEAD (`routes::get_only_resource`).
+    pub fn get_without_head(
+        &mut self,
+        path: &'static str,
+        tag: &'static str,
+        summary: &'static str,
+    ) -> &mut Operation {
+        self.push("get", path, tag, summary)
+    }
+
     pub fn post(
         &mut self,
         path: &'static str,

@@ -118,7 +118,7 @@ async fn send(
         captcha_answer: body.captcha_answer,
         locale: body.locale,
         altcha: body.altcha,
-        client_ip: super::client_ip(&request, &state),
+        client_ip: super::client_ip(&request, &state)?,
         idempotency_key: idempotency_key(&request)?,
     };
     let otp = state.otp.clone();
@@ -140,7 +140,7 @@ async fn verify(
     state: web::Data<AppState>,
     body: web::Json<VerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let client = super::client_ip(&request, &state);
+    let client = super::client_ip(&request, &state)?;
     let token = state
         .otp
         .verify(

@@ -1,5 +1,6 @@
-//! `GET /api/v1/pow/challenge` (the ALTCHA challenge as the widget fetches it: no envelope) and
-//! `POST /api/v1/pow/verify` (a solved one, accepted once, for an action of the integrator's).
+//! `GET /api/v1/pow/challenge` (the ALTCHA challenge as the widget fetches it: no envelope; no
+//! HEAD) and `POST /api/v1/pow/verify` (a solved one, accepted once, for an action of the
+//! integrator's).
 
 use actix_web::http::header::CACHE_CONTROL;
 use actix_web::{HttpResponse, web};
@@ -10,15 +11,20 @@ use super::openapi::Api;
 use super::{ApiError, AppState};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
-    cfg.service(super::get_resource(paths::POW_CHALLENGE).route(super::get().to(challenge)))
+    // GET only: a HEAD would sign a challenge (a key derivation, a counted challenge) only for
+    // its body to be dropped.
+    cfg.service(super::get_only_resource(paths::POW_CHALLENGE).route(web::get().to(challenge)))
         .service(super::post_resource(paths::POW_VERIFY).route(web::post().to(verify)));
 }
 
 /// What `config` serves, for the OpenAPI description.
 pub fn describe(api: &mut Api) {
     use vcode_wire::ErrorCode::*;
-    api.get(paths::POW_CHALLENGE, "pow", "An ALTCHA challenge")
-        .describe("ALTCHA's own format (PoW v2), not enveloped: the widget reads it as it is.")
+    api.get_without_head(paths::POW_CHALLENGE, "pow", "An ALTCHA challenge")
+        .describe(
+            "ALTCHA's own format (PoW v2), not enveloped: the widget reads it as it is. \
+             GET only: every GET makes a new challenge.",
+        )
         .ok_content(
             "application/json",
             serde_json::json!({

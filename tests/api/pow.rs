@@ -161,6 +161,35 @@ async fn the_challenge_is_the_widgets_json_uncached() {
     assert_ne!(another["parameters"]["nonce"], parameters["nonce"]);
 }
 
+/// A HEAD would make a challenge (a key derivation, a counted challenge) only to drop it: it is
+/// refused before any is made.
+#[tokio::test]
+async fn head_makes_no_challenge() {
+    const TOKEN: &str = "pow-admin-token-0123456789";
+    let app = spawn_pow_app(Backend::Memory, |s| s.admin_token = Some(TOKEN.into())).await;
+    let challenges_made = || async {
+        let request = app
+            .client
+            .get(app.admin_url(&format!("{}?days=1", vcode_wire::paths::STATS)))
+            .bearer_auth(TOKEN);
+        let report = app.request(request).await;
+        assert_eq!(report.status, 200, "{report:?}");
+        report.body["data"]["totals"]["pow_challenges"].clone()
+    };
+    let head = app
+        .client
+        .head(app.url("/api/v1/pow/challenge"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(head.status(), 405);
+    assert_eq!(head.headers()["allow"], "GET");
+    assert_eq!(challenges_made().await, 0);
+    // The count does see a challenge made.
+    assert_eq!(fetch_challenge(&app).await.0, 200);
+    assert_eq!(challenges_made().await, 1);
+}
+
 async fn an_independently_solved_payload_is_accepted_once(backend: Backend) {
     let app = spawn_pow_app(backend, |_| {}).await;
     let payload = solved_payload(&app).await;

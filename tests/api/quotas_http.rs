@@ -181,6 +181,48 @@ async fn a_trusted_proxy_names_the_client(backend: Backend) {
     assert_quota_answer(&send_from(&app, &random_phone(), "7.7.7.7, 198.51.100.1").await);
 }
 
+/// A hop that is no address, where the walk through trusted proxies reaches it, leaves the
+/// client unknown: the request is refused, not counted in the proxy's own budget (which every
+/// such client would share) nor in the address a client wrote to its left.
+async fn an_unreadable_forwarded_for_is_refused_not_pooled_with_the_proxy(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
+        s.abuse = AbuseSettings {
+            sends_per_ip_hour: 2,
+            trusted_proxies: TrustedProxies::parse("127.0.0.0/8").unwrap(),
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await;
+    for forwarded_for in ["garbage", "unknown", "198.51.100.1, nonsense"] {
+        let number = random_phone();
+        let refused = send_from(&app, &number, forwarded_for).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (400, 40000),
+            "{forwarded_for}: {refused:?}"
+        );
+        assert!(app.inbox(&number).await.is_empty(), "{forwarded_for}");
+        let captcha = app.request(
+            app.client
+                .post(app.url(paths::CAPTCHA))
+                .header("x-forwarded-for", forwarded_for),
+        );
+        assert_eq!(captcha.await.code(), 40000, "{forwarded_for}");
+    }
+    // The proxy's own budget (127.0.0.1, its requests without the header) is whole.
+    for _ in 0..2 {
+        assert_eq!(app.send(&random_phone()).await.status, 200);
+    }
+    // A hop with the port some proxies add is its address.
+    for forwarded_for in ["198.51.100.7:5040", "198.51.100.7"] {
+        assert_eq!(
+            send_from(&app, &random_phone(), forwarded_for).await.status,
+            200
+        );
+    }
+    assert_quota_answer(&send_from(&app, &random_phone(), "198.51.100.7:5041").await);
+}
+
 on_every_store!(
     phone_quota_through_http,
     ip_quota_through_http_leaves_no_code_behind,
@@ -189,6 +231,7 @@ on_every_store!(
     numbers_outside_the_allowed_regions_are_invalid,
     spoofed_forwarded_for_changes_nothing,
     a_trusted_proxy_names_the_client,
+    an_unreadable_forwarded_for_is_refused_not_pooled_with_the_proxy,
 );
 
 async fn tally(answers: Vec<Answer>) -> HashMap<i64, usize> {
