@@ -150,7 +150,7 @@ impl Services {
         let pow = Arc::new(PowService::new(
             stores.pow_replays.clone(),
             settings.pow.clone(),
-            &keyring.pow_key(),
+            &settings.pow.signing_key(keyring.pow_key()),
             stats.clone(),
         ));
         let gate = SendGate {

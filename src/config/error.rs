@@ -22,9 +22,6 @@ pub enum ConfigError {
         name: String,
         nearest: Option<String>,
     },
-    /// An SMS setting (the sms module parses them): names its variable or config key.
-    #[error("{setting}: {reason}")]
-    Sms { setting: String, reason: String },
 }
 
 impl ConfigError {

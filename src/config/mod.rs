@@ -41,7 +41,8 @@ use self::secret::Secret;
 use self::secret::SecretVariable;
 pub use self::secrets::ADMIN_TOKEN;
 use self::secrets::{
-    SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, secret, secret_key, token_keys,
+    SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, pow_hmac_key, secret,
+    secret_key, token_keys,
 };
 use self::sources::{Setting, Sources, Table, settings_of};
 use self::text::{Flag, Millis, Whole, parse_text, show_text};
@@ -50,8 +51,8 @@ use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, OtpSettings};
-use crate::pow::PowSettings;
 use crate::postmortem::VerifyStrategy;
+use crate::pow::PowSettings;
 pub use crate::sms::SmsSettings;
 use crate::store::postgres::{PostgresSettings, PostgresVariables};
 use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWORD};
@@ -118,7 +119,7 @@ pub struct Settings {
     /// `captcha.send_requires_captcha` (whose `VCODE_SEND_REQUIRES_CAPTCHA` is its older alias)
     /// and `pow.send_requires_pow`.
     #[serde(rename = "VCODE_SEND_GATE", with = "send_gate")]
-    pub send_gate: SendGate,
+    pub send_gate: RequiredGates,
     #[serde(skip)]
     pub token: TokenSettings,
     /// The keys that sign verification tokens (`VCODE_TOKEN_KEY[_FILE]`), the first signs.
@@ -133,9 +134,10 @@ pub struct Settings {
     pub api_keys: Option<ApiKeys>,
 }
 
-/// The gates `otp/send` passes before any code or SMS exists.
+/// Which gates `VCODE_SEND_GATE` requires before any code or SMS exists (the gates
+/// themselves are `otp::SendGate`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SendGate {
+pub struct RequiredGates {
     pub captcha: bool,
     pub pow: bool,
 }
@@ -170,7 +172,7 @@ impl Default for Settings {
             secret_key_previous: None,
             log: LogSettings::default(),
             pow: PowSettings::default(),
-            send_gate: SendGate::default(),
+            send_gate: RequiredGates::default(),
             token: TokenSettings::default(),
             token_keys: None,
             api_key: ApiKeySettings::default(),
@@ -283,7 +285,10 @@ impl Settings {
             captcha: sources.extract()?,
             abuse: sources.extract()?,
             log: sources.extract()?,
-            pow: sources.extract()?,
+            pow: PowSettings {
+                hmac_key: pow_hmac_key(lookup)?,
+                ..sources.extract()?
+            },
             token: sources.extract()?,
             token_keys: token_keys(lookup)?,
             api_key: sources.extract()?,
@@ -441,14 +446,14 @@ mod verify_strategy {
 mod send_gate {
     use super::*;
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<SendGate, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RequiredGates, D::Error> {
         parse_text(d, |raw| {
             let mut items: Vec<String> = raw
                 .split(',')
                 .map(|item| item.trim().to_ascii_lowercase())
                 .collect();
             items.sort();
-            let gate = |captcha, pow| Ok(SendGate { captcha, pow });
+            let gate = |captcha, pow| Ok(RequiredGates { captcha, pow });
             match items.iter().map(String::as_str).collect::<Vec<_>>()[..] {
                 ["none"] => gate(false, false),
                 ["captcha"] => gate(true, false),
@@ -459,7 +464,7 @@ mod send_gate {
         })
     }
 
-    pub fn serialize<S: Serializer>(gate: &SendGate, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(gate: &RequiredGates, s: S) -> Result<S::Ok, S::Error> {
         let text = match (gate.captcha, gate.pow) {
             (false, false) => "none",
             (true, false) => "captcha",

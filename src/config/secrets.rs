@@ -28,10 +28,14 @@ pub const TOKEN_KEY: SecretVariable =
     SecretVariable::new("VCODE_TOKEN_KEY", "VCODE_TOKEN_KEY_FILE");
 /// The API keys' names and digests (`name:sha256hex`, comma- or line-separated).
 pub const API_KEYS: SecretVariable = SecretVariable::new("VCODE_API_KEYS", "VCODE_API_KEYS_FILE");
+/// Signs proof-of-work challenges instead of a key derived from `VCODE_SECRET_KEY`.
+pub const POW_HMAC_KEY: SecretVariable =
+    SecretVariable::new("VCODE_POW_HMAC_KEY", "VCODE_POW_HMAC_KEY_FILE");
 /// Every secret the settings read (the SMS providers' are the sms module's).
-pub const SECRETS: [SecretVariable; 6] = [
+pub const SECRETS: [SecretVariable; 7] = [
     API_KEYS,
     ADMIN_TOKEN,
+    POW_HMAC_KEY,
     SECRET_KEY,
     SECRET_KEY_PREVIOUS,
     SENTINEL_MASTER_PASSWORD,
@@ -55,6 +59,20 @@ pub fn admin_token(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Sec
             "use at least 16 characters",
         )),
         found => Ok(found.map(|(token, _)| token)),
+    }
+}
+
+/// `VCODE_POW_HMAC_KEY`: as long as a key of 32 random characters.
+pub fn pow_hmac_key(
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Secret>, ConfigError> {
+    match POW_HMAC_KEY.read(lookup)? {
+        Some((key, origin)) if key.expose_secret().len() < 32 => Err(ConfigError::invalid(
+            origin,
+            REDACTED,
+            "use at least 32 random characters (`openssl rand -hex 32`)",
+        )),
+        found => Ok(found.map(|(key, _)| key)),
     }
 }
 

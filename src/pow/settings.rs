@@ -4,7 +4,11 @@
 
 use std::time::Duration;
 
+use secrecy::ExposeSecret;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sha2::Digest;
+
+use crate::config::secret::Secret;
 
 use crate::config::text::{Secs, Whole, parse_text, show_text};
 
@@ -51,6 +55,19 @@ pub struct PowSettings {
     /// `otp/send` needs a solved challenge first (`VCODE_SEND_GATE` with `pow`).
     #[serde(skip)]
     pub send_requires_pow: bool,
+    /// `VCODE_POW_HMAC_KEY[_FILE]`: signs the challenges instead of the key derived from
+    /// `VCODE_SECRET_KEY`, so that the two can be rotated apart.
+    #[serde(skip)]
+    pub hmac_key: Option<Secret>,
+}
+
+impl PowSettings {
+    /// The key challenges are signed with: the configured one's SHA-256, else `derived`.
+    pub fn signing_key(&self, derived: [u8; 32]) -> [u8; 32] {
+        self.hmac_key.as_ref().map_or(derived, |key| {
+            sha2::Sha256::digest(key.expose_secret().as_bytes()).into()
+        })
+    }
 }
 
 impl Default for PowSettings {
@@ -61,6 +78,7 @@ impl Default for PowSettings {
             max_counter: 5_000,
             ttl: Duration::from_secs(300),
             send_requires_pow: false,
+            hmac_key: None,
         }
     }
 }
