@@ -1,6 +1,7 @@
 //! Alibaba Cloud SMS (Dysmsapi `SendSms`, version 2017-05-25), signed as the official SDK
 //! (`alibabacloud-tea-openapi`) signs by default: ACS3-HMAC-SHA256 over the canonical request.
-//! The parameters go in the query string of a POST with an empty body, as the SDK sends them.
+//! The parameters go in the query string of a POST with an empty body (`Content-Length: 0`),
+//! as the SDK sends them.
 
 use std::time::Duration;
 
@@ -91,6 +92,9 @@ impl AliyunSender {
         let mut headers = headers;
         headers.push(("authorization".to_owned(), authorization));
         headers.push(("accept".to_owned(), "application/json".to_owned()));
+        // Unsigned, as the SDK sends it: without it the HTTP client sends a POST of no stated
+        // length, which gateways and proxies may refuse (411 Length Required).
+        headers.push(("content-length".to_owned(), "0".to_owned()));
         Ok(PreparedRequest {
             method: reqwest::Method::POST,
             url: format!(

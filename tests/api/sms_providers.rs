@@ -148,6 +148,8 @@ async fn each_provider_delivers_a_request_its_fake_accepts() {
                 assert_eq!(accepted[0].template, "SMS_154950909");
                 assert_eq!(accepted[0].sign_name, "阿里云短信测试");
                 assert_eq!(accepted[0].params, serde_json::json!({ "code": code }));
+                // The empty body's length is stated, as the official SDK states it.
+                assert_eq!(accepted[0].content_length.as_deref(), Some("0"));
             }
             "tencent" => {
                 assert_eq!(accepted[0].phone, CN);

@@ -42,6 +42,11 @@ fn header<'a>(request: &'a HttpRequest, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
+fn content_length(request: &HttpRequest) -> Option<String> {
+    let value = request.headers().get("content-length")?;
+    value.to_str().ok().map(str::to_owned)
+}
+
 /// `Key=Value` pairs of an `Authorization` header after its algorithm, split on `,`.
 fn auth_fields(value: &str, algorithm: &str) -> Option<Vec<(String, String)>> {
     let rest = value.strip_prefix(algorithm)?.trim();
@@ -215,6 +220,7 @@ pub fn aliyun(state: &State, request: &HttpRequest, body: &[u8]) -> Checked {
         template: param("TemplateCode").unwrap(),
         sign_name: param("SignName").unwrap(),
         params,
+        content_length: content_length(request),
     })
 }
 
@@ -345,6 +351,7 @@ pub fn tencent(state: &State, request: &HttpRequest, body: &[u8]) -> Checked {
         template: json["TemplateId"].as_str().unwrap().to_owned(),
         sign_name: json["SignName"].as_str().unwrap_or_default().to_owned(),
         params: json["TemplateParamSet"].clone(),
+        content_length: content_length(request),
     })
 }
 
@@ -385,6 +392,7 @@ pub fn twilio(state: &State, request: &HttpRequest, body: &[u8]) -> Checked {
         template: String::new(),
         sign_name: value("From").unwrap_or_default(),
         params: Value::String(text),
+        content_length: content_length(request),
     })
 }
 

@@ -50,6 +50,8 @@ pub struct Accepted {
     /// Aliyun: the `TemplateParam` object; Tencent: the `TemplateParamSet` array; Twilio: the
     /// `Body` text.
     pub params: Value,
+    /// The request's `Content-Length` header as it arrived, if any.
+    pub content_length: Option<String>,
 }
 
 pub struct State {
