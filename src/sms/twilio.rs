@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::templates::TextTemplates;
+use super::throttle::{self, Window};
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 use crate::domain::Locale;
 
@@ -124,21 +125,36 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
     else {
         return Err(classify_status(PROVIDER, answer));
     };
+    let message = excerpt(&message.unwrap_or_default());
+    let window = match code {
+        // Too many requests (the account's API concurrency).
+        20429 => Some(Window::Second),
+        // More than 30 messages between two numbers in 30 s.
+        14107 => Some(Window::ThirtySeconds),
+        // The account's messages in a rolling 24 hours.
+        63038 => Some(Window::Day),
+        _ if answer.status == 429 => Some(Window::Minute),
+        _ => None,
+    };
+    if let Some(window) = window {
+        return Err(throttle::throttled(
+            PROVIDER,
+            answer,
+            code.to_string(),
+            message,
+            window,
+        ));
+    }
     let kind = match code {
         // Invalid 'To', not a mobile number, not a valid number, unsubscribed recipient.
         21211 | 21614 | 21217 | 21401 | 21610 => SmsErrorKind::InvalidNumber,
-        // Too many requests, queue overflow, rate limit, service unavailable.
-        20429 | 14107 | 30001 | 20500 | 20503 => SmsErrorKind::Retryable,
-        _ if answer.status == 429 || answer.status >= 500 => SmsErrorKind::Retryable,
+        // Queue overflow, internal error, service unavailable.
+        30001 | 20500 | 20503 => SmsErrorKind::Retryable,
+        _ if answer.status >= 500 => SmsErrorKind::Retryable,
         // Authentication (20003), 'From' numbers, geo permissions (21408), trial limits (21608).
         _ => SmsErrorKind::Rejected,
     };
-    Err(SmsError::new(
-        PROVIDER,
-        kind,
-        code.to_string(),
-        excerpt(&message.unwrap_or_default()),
-    ))
+    Err(SmsError::new(PROVIDER, kind, code.to_string(), message))
 }
 
 #[async_trait]

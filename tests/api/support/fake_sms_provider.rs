@@ -27,6 +27,8 @@ pub enum Provider {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Deliver,
+    /// The provider's documented per-number limit (Aliyun: hourly flow control; Tencent: 30 s;
+    /// Twilio: 429, 20429).
     Throttle,
     InvalidNumber,
     /// Template or sign name not approved (Twilio: an invalid `From`).
