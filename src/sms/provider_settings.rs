@@ -7,7 +7,7 @@ use super::aliyun::{self, AliyunSettings};
 use super::settings_source::{Found, Result, SmsSettingsError, Source, key_origin};
 use super::templates::{ByPurpose, DEFAULT_PURPOSE, ProviderTemplate, TemplateValue};
 use super::tencent::{self, TencentSettings};
-use super::twilio::{self, TwilioFrom, TwilioSettings};
+use super::twilio::{self, TwilioAuth, TwilioSettings};
 use super::webhook::{WebhookProblem, WebhookSettings};
 
 const TIMEOUT_RANGE: std::ops::RangeInclusive<u64> = 100..=60_000;
@@ -160,6 +160,14 @@ pub fn twilio(source: &Source<'_>, used: bool) -> Result<Option<TwilioSettings>>
         &format!("{p}.account_sid"),
     )?;
     let auth_token = source.secret("VCODE_TWILIO_AUTH_TOKEN", &format!("{p}.auth_token"))?;
+    let api_key_sid = source.string(
+        Some("VCODE_TWILIO_API_KEY_SID"),
+        &format!("{p}.api_key_sid"),
+    )?;
+    let api_key_secret = source.secret(
+        "VCODE_TWILIO_API_KEY_SECRET",
+        &format!("{p}.api_key_secret"),
+    )?;
     let from = source.string(Some("VCODE_TWILIO_FROM"), &format!("{p}.from"))?;
     let service = source.string(
         Some("VCODE_TWILIO_MESSAGING_SERVICE_SID"),
@@ -170,42 +178,89 @@ pub fn twilio(source: &Source<'_>, used: bool) -> Result<Option<TwilioSettings>>
         return Ok(None);
     }
     let account_sid = required(account_sid, "VCODE_TWILIO_ACCOUNT_SID", "the Account SID")?;
-    if !(account_sid.starts_with("AC") && account_sid.len() == 34) {
+    if !is_twilio_sid(&account_sid, "AC") {
         return Err(SmsSettingsError::new(
             format!("VCODE_TWILIO_ACCOUNT_SID={account_sid:?}"),
             "expected AC and 32 hex digits",
         ));
     }
-    let from = match (from, service) {
-        (Some(from), None)
-            if from.value.starts_with('+')
-                || from.value.chars().all(|c| c.is_ascii_alphanumeric()) =>
-        {
-            TwilioFrom::From(from.value)
+    let auth = match (auth_token, api_key_sid, api_key_secret) {
+        (Some(token), None, None) => TwilioAuth::AuthToken(token),
+        (None, Some(sid), Some(secret)) if is_twilio_sid(&sid.value, "SK") => TwilioAuth::ApiKey {
+            sid: sid.value,
+            secret,
+        },
+        (None, Some(sid), Some(_)) => {
+            return Err(sid.error("expected an API key SID: SK and 32 hex digits"));
         }
-        (Some(from), None) => {
-            return Err(from.error("expected an E.164 number (+1…) or an alphanumeric sender id"));
-        }
-        (None, Some(service)) if service.value.starts_with("MG") => {
-            TwilioFrom::MessagingService(service.value)
-        }
-        (None, Some(service)) => {
-            return Err(service.error("expected a Messaging Service SID (MG…)"));
-        }
-        _ => {
+        (None, Some(_), None) => {
             return Err(SmsSettingsError::new(
-                "VCODE_TWILIO_FROM",
-                "set one of VCODE_TWILIO_FROM (a Twilio number) or VCODE_TWILIO_MESSAGING_SERVICE_SID",
+                "VCODE_TWILIO_API_KEY_SECRET",
+                "the API key's secret is required with VCODE_TWILIO_API_KEY_SID (or \
+                 VCODE_TWILIO_API_KEY_SECRET_FILE: a file holding it)",
+            ));
+        }
+        (None, None, Some(_)) => {
+            return Err(SmsSettingsError::new(
+                "VCODE_TWILIO_API_KEY_SID",
+                "the API key's SID (SK…) is required with VCODE_TWILIO_API_KEY_SECRET",
+            ));
+        }
+        (None, None, None) => {
+            return Err(SmsSettingsError::new(
+                "VCODE_TWILIO_AUTH_TOKEN",
+                "required when a route names this provider (or VCODE_TWILIO_AUTH_TOKEN_FILE), \
+                 unless an API key is set: VCODE_TWILIO_API_KEY_SID and \
+                 VCODE_TWILIO_API_KEY_SECRET",
+            ));
+        }
+        (Some(_), _, _) => {
+            return Err(SmsSettingsError::new(
+                "VCODE_TWILIO_AUTH_TOKEN",
+                "set the auth token or an API key (VCODE_TWILIO_API_KEY_SID and \
+                 VCODE_TWILIO_API_KEY_SECRET), not both",
             ));
         }
     };
+    let from = match from {
+        Some(from)
+            if from.value.starts_with('+')
+                || from.value.chars().all(|c| c.is_ascii_alphanumeric()) =>
+        {
+            Some(from.value)
+        }
+        Some(from) => {
+            return Err(from.error("expected an E.164 number (+1…) or an alphanumeric sender id"));
+        }
+        None => None,
+    };
+    let messaging_service_sid = match service {
+        Some(service) if service.value.starts_with("MG") => Some(service.value),
+        Some(service) => return Err(service.error("expected a Messaging Service SID (MG…)")),
+        None => None,
+    };
+    if from.is_none() && messaging_service_sid.is_none() {
+        return Err(SmsSettingsError::new(
+            "VCODE_TWILIO_FROM",
+            "set VCODE_TWILIO_FROM (a Twilio number), VCODE_TWILIO_MESSAGING_SERVICE_SID, or both \
+             (the service sends from that number)",
+        ));
+    }
     Ok(Some(TwilioSettings {
         account_sid,
-        auth_token: auth_token.ok_or_else(|| missing_secret("VCODE_TWILIO_AUTH_TOKEN"))?,
+        auth,
         from,
+        messaging_service_sid,
         endpoint,
         timeout,
     }))
+}
+
+/// `prefix` (`AC`, `SK`) and 32 hex digits: the form of Twilio's SIDs.
+fn is_twilio_sid(value: &str, prefix: &str) -> bool {
+    value
+        .strip_prefix(prefix)
+        .is_some_and(|hex| hex.len() == 32 && hex.chars().all(|c| c.is_ascii_hexdigit()))
 }
 
 fn required(found: Option<Found<String>>, var: &str, what: &str) -> Result<String> {

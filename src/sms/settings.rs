@@ -228,11 +228,12 @@ pub fn is_sms_variable(var: &str) -> bool {
 }
 
 /// The SMS variables that hold a secret (each also read from `<name>_FILE`, a path, shown).
-const SECRET_VARIABLES: [&str; 4] = [
+const SECRET_VARIABLES: [&str; 5] = [
     "VCODE_SMS_WEBHOOK_SECRET",
     "VCODE_ALIYUN_ACCESS_KEY_SECRET",
     "VCODE_TENCENT_SECRET_KEY",
     "VCODE_TWILIO_AUTH_TOKEN",
+    "VCODE_TWILIO_API_KEY_SECRET",
 ];
 
 /// How `check-config` may show an SMS variable's value: a secret as `***`, a URL with its

@@ -8,7 +8,7 @@ use secrecy::ExposeSecret;
 
 use super::settings::{ProviderName, SmsSettings, SmsSettingsError, is_sms_variable};
 use super::templates::TemplateValue;
-use super::twilio::TwilioFrom;
+use super::twilio::TwilioAuth;
 
 const TWILIO_SID: &str = "AC0123456789abcdef0123456789abcdef";
 
@@ -62,9 +62,13 @@ fn providers_routes_and_locale_come_from_variables() {
     );
     assert_eq!(settings.default_locale.as_str(), "en-US");
     let twilio = settings.twilio.as_ref().unwrap();
-    assert_eq!(twilio.from, TwilioFrom::From("+15005550006".to_owned()));
+    assert_eq!(twilio.from.as_deref(), Some("+15005550006"));
+    assert_eq!(twilio.messaging_service_sid, None);
     assert_eq!(twilio.timeout, Duration::from_millis(1500));
-    assert_eq!(twilio.auth_token.expose_secret(), "twilio-s3cret");
+    let TwilioAuth::AuthToken(token) = &twilio.auth else {
+        panic!("{:?}", twilio.auth);
+    };
+    assert_eq!(token.expose_secret(), "twilio-s3cret");
     let aliyun = settings.aliyun.as_ref().unwrap();
     let template = aliyun.templates.get("register").unwrap();
     assert_eq!(template.id, "SMS_100");
@@ -262,8 +266,146 @@ fn the_sms_variables_are_recognised() {
         "VCODE_ALIYUN_ACCESS_KEY_SECRET_FILE",
         "VCODE_TENCENT_TEMPLATE_LOGIN",
         "VCODE_TWILIO_FROM",
+        "VCODE_TWILIO_API_KEY_SID",
+        "VCODE_TWILIO_API_KEY_SECRET",
+        "VCODE_TWILIO_API_KEY_SECRET_FILE",
     ] {
         assert!(is_sms_variable(var), "{var}");
     }
     assert!(!is_sms_variable("VCODE_REDIS_URL"));
+}
+
+const TWILIO_KEY_SID: &str = "SK0123456789abcdef0123456789abcdef";
+
+fn twilio_vars() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("VCODE_SMS", "twilio"),
+        ("VCODE_TWILIO_ACCOUNT_SID", TWILIO_SID),
+        ("VCODE_TWILIO_FROM", "+15005550006"),
+    ]
+}
+
+#[test]
+fn twilio_takes_an_api_key_instead_of_the_auth_token() {
+    let mut vars = twilio_vars();
+    vars.extend([
+        ("VCODE_TWILIO_API_KEY_SID", TWILIO_KEY_SID),
+        ("VCODE_TWILIO_API_KEY_SECRET", "key-s3cret"),
+    ]);
+    let settings = parse(&vars, None).unwrap();
+    let twilio = settings.twilio.as_ref().unwrap();
+    assert_eq!(twilio.account_sid, TWILIO_SID);
+    let TwilioAuth::ApiKey { sid, secret } = &twilio.auth else {
+        panic!("{:?}", twilio.auth);
+    };
+    assert_eq!(
+        (sid.as_str(), secret.expose_secret()),
+        (TWILIO_KEY_SID, "key-s3cret")
+    );
+    assert!(!format!("{settings:?}").contains("key-s3cret"));
+    assert_eq!(
+        super::settings::shown_value("VCODE_TWILIO_API_KEY_SECRET", "key-s3cret"),
+        "***"
+    );
+
+    // The SID may come from the file; the secret from a file named by a variable, never from
+    // the config file.
+    let dir = std::env::temp_dir().join(format!("vcode-twilio-key-{}", std::process::id()));
+    std::fs::write(&dir, "file-key-s3cret\n").unwrap();
+    let mut vars = twilio_vars();
+    vars.push(("VCODE_TWILIO_API_KEY_SECRET_FILE", dir.to_str().unwrap()));
+    let file = format!("[sms.twilio]\napi_key_sid = \"{TWILIO_KEY_SID}\"");
+    let from_files = parse(&vars, Some(&file));
+    std::fs::remove_file(&dir).unwrap();
+    let TwilioAuth::ApiKey { secret, .. } = from_files.unwrap().twilio.unwrap().auth else {
+        panic!("an API key");
+    };
+    assert_eq!(secret.expose_secret(), "file-key-s3cret");
+    let in_file = format!("{file}\napi_key_secret = \"committed-s3cret\"");
+    let error = parse(&twilio_vars(), Some(&in_file))
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("sms.twilio.api_key_secret"), "{error}");
+    assert!(!error.contains("committed-s3cret"), "{error}");
+}
+
+#[test]
+fn twilio_needs_exactly_one_credential_and_well_formed_sids() {
+    let token = ("VCODE_TWILIO_AUTH_TOKEN", "twilio-s3cret");
+    let key_sid = ("VCODE_TWILIO_API_KEY_SID", TWILIO_KEY_SID);
+    let key_secret = ("VCODE_TWILIO_API_KEY_SECRET", "key-s3cret");
+    // Extra variables, what the error must name.
+    let cases: [(Vec<(&str, &str)>, &str); 8] = [
+        (vec![], "VCODE_TWILIO_AUTH_TOKEN"),
+        (vec![token, key_sid, key_secret], "VCODE_TWILIO_AUTH_TOKEN"),
+        (vec![token, key_sid], "VCODE_TWILIO_AUTH_TOKEN"),
+        (vec![key_sid], "VCODE_TWILIO_API_KEY_SECRET"),
+        (vec![key_secret], "VCODE_TWILIO_API_KEY_SID"),
+        (
+            vec![("VCODE_TWILIO_API_KEY_SID", TWILIO_SID), key_secret],
+            "VCODE_TWILIO_API_KEY_SID",
+        ),
+        (
+            vec![
+                (
+                    "VCODE_TWILIO_API_KEY_SID",
+                    "SK0123456789abcdef0123456789abcdeg",
+                ),
+                key_secret,
+            ],
+            "VCODE_TWILIO_API_KEY_SID",
+        ),
+        (
+            vec![
+                token,
+                (
+                    "VCODE_TWILIO_ACCOUNT_SID",
+                    "AC0123456789abcdef0123456789abcdez",
+                ),
+            ],
+            "VCODE_TWILIO_ACCOUNT_SID",
+        ),
+    ];
+    for (extra, named) in cases {
+        let mut vars = twilio_vars();
+        vars.extend(extra.iter().copied());
+        let error = parse(&vars, None).unwrap_err().to_string();
+        assert!(error.starts_with(named), "{extra:?}: {error}");
+        assert!(!error.contains("s3cret"), "{error}");
+    }
+}
+
+#[test]
+fn twilio_sends_from_a_number_a_messaging_service_or_both() {
+    let token = ("VCODE_TWILIO_AUTH_TOKEN", "twilio-s3cret");
+    let service = (
+        "VCODE_TWILIO_MESSAGING_SERVICE_SID",
+        "MG0123456789abcdef0123456789abcdef",
+    );
+    let mut both = twilio_vars();
+    both.extend([token, service]);
+    let twilio = parse(&both, None).unwrap().twilio.unwrap();
+    assert_eq!(twilio.from.as_deref(), Some("+15005550006"));
+    assert_eq!(twilio.messaging_service_sid.as_deref(), Some(service.1));
+
+    let mut service_only = both.clone();
+    service_only.retain(|(k, _)| *k != "VCODE_TWILIO_FROM");
+    let twilio = parse(&service_only, None).unwrap().twilio.unwrap();
+    assert_eq!(
+        (twilio.from, twilio.messaging_service_sid.as_deref()),
+        (None, Some(service.1))
+    );
+
+    let mut neither = service_only.clone();
+    neither.retain(|(k, _)| *k != "VCODE_TWILIO_MESSAGING_SERVICE_SID");
+    let error = parse(&neither, None).unwrap_err().to_string();
+    assert!(error.starts_with("VCODE_TWILIO_FROM"), "{error}");
+
+    let mut bad_service = both.clone();
+    bad_service.push(("VCODE_TWILIO_MESSAGING_SERVICE_SID", "PN0123"));
+    let error = parse(&bad_service, None).unwrap_err().to_string();
+    assert!(
+        error.contains("VCODE_TWILIO_MESSAGING_SERVICE_SID"),
+        "{error}"
+    );
 }

@@ -1,7 +1,8 @@
 //! Twilio Programmable Messaging (`POST /2010-04-01/Accounts/{sid}/Messages.json`): a form
-//! with `To`, `From` (or `MessagingServiceSid`) and `Body`, HTTP Basic auth with the account
-//! SID and auth token, as `twilio.rest.Client` sends it. The text comes from the configured
-//! texts per purpose and locale.
+//! with `To`, `From` and/or `MessagingServiceSid`, and `Body`, HTTP Basic auth with the account
+//! SID and auth token or with an API key's SID and secret (the account SID still in the path),
+//! as `twilio.rest.Client` sends it. The text comes from the configured texts per purpose and
+//! locale.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,19 +21,26 @@ use crate::domain::Locale;
 pub const PROVIDER: &str = "twilio";
 pub const DEFAULT_ENDPOINT: &str = "https://api.twilio.com";
 
-/// Who the message is from: a Twilio number, or a Messaging Service that picks one.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TwilioFrom {
-    From(String),
-    MessagingService(String),
+/// The HTTP Basic credential; `Debug` shows secrets as `[REDACTED]`.
+#[derive(Clone, Debug)]
+pub enum TwilioAuth {
+    /// The account SID and its auth token.
+    AuthToken(SecretString),
+    /// An API key (`SK…`) and its secret: Twilio's advice for production, as a key can be
+    /// revoked alone and the auth token stays off the servers.
+    ApiKey { sid: String, secret: SecretString },
 }
 
 #[derive(Clone, Debug)]
 pub struct TwilioSettings {
+    /// `AC…`, in the path whichever credential signs.
     pub account_sid: String,
-    /// `Debug` shows `[REDACTED]`.
-    pub auth_token: SecretString,
-    pub from: TwilioFrom,
+    pub auth: TwilioAuth,
+    /// `From`: a Twilio number or an alphanumeric sender id.
+    pub from: Option<String>,
+    /// `MessagingServiceSid` (`MG…`): the service sends, from `from` when that is set too (one
+    /// of its senders), else from a sender it picks. At least one of the two is set.
+    pub messaging_service_sid: Option<String>,
     pub endpoint: String,
     pub timeout: Duration,
 }
@@ -50,6 +58,12 @@ impl TwilioSmsSender {
         texts: Arc<TextTemplates>,
         default_locale: Locale,
     ) -> Result<Self, SmsError> {
+        if settings.from.is_none() && settings.messaging_service_sid.is_none() {
+            return Err(SmsError::misconfigured(
+                PROVIDER,
+                "no sender: set a From number or a Messaging Service SID",
+            ));
+        }
         let client = ProviderClient::new(PROVIDER, settings.timeout)?;
         Ok(Self {
             settings,
@@ -62,16 +76,26 @@ impl TwilioSmsSender {
     /// The request for `message`: a pure function (see `aliyun`).
     pub fn build_request(&self, message: &SmsMessage<'_>) -> PreparedRequest {
         let text = self.texts.render(message, &self.default_locale);
-        let (sender_field, sender_value) = match &self.settings.from {
-            TwilioFrom::From(number) => ("From", number.as_str()),
-            TwilioFrom::MessagingService(sid) => ("MessagingServiceSid", sid.as_str()),
-        };
-        let form = [
-            ("To", message.phone.as_e164()),
-            (sender_field, sender_value),
-            ("Body", text.as_str()),
-        ];
+        let settings = &self.settings;
+        let form: Vec<(&str, &str)> = [
+            ("To", Some(message.phone.as_e164())),
+            ("From", settings.from.as_deref()),
+            (
+                "MessagingServiceSid",
+                settings.messaging_service_sid.as_deref(),
+            ),
+            ("Body", Some(text.as_str())),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect();
         let body = serde_urlencoded::to_string(form).expect("strings encode");
+        let authorization = match &settings.auth {
+            TwilioAuth::AuthToken(token) => {
+                basic_authorization(&settings.account_sid, token.expose_secret())
+            }
+            TwilioAuth::ApiKey { sid, secret } => basic_authorization(sid, secret.expose_secret()),
+        };
         PreparedRequest {
             method: reqwest::Method::POST,
             url: format!(
@@ -80,13 +104,7 @@ impl TwilioSmsSender {
                 self.settings.account_sid
             ),
             headers: vec![
-                (
-                    "authorization".to_owned(),
-                    basic_authorization(
-                        &self.settings.account_sid,
-                        self.settings.auth_token.expose_secret(),
-                    ),
-                ),
+                ("authorization".to_owned(), authorization),
                 (
                     "content-type".to_owned(),
                     "application/x-www-form-urlencoded".to_owned(),

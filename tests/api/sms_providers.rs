@@ -19,6 +19,7 @@ use crate::support::{Backend, codes, phone, random_phone, spawn_app_with};
 const ALIYUN_ID: &str = "LTAI5tFakeAccessKey01";
 const TENCENT_ID: &str = "AKIDFakeSecretId0001";
 const TWILIO_SID: &str = "AC00000000000000000000000000000001";
+const TWILIO_KEY_SID: &str = "SK00000000000000000000000000000002";
 const SECRET: &str = "the-right-s3cret";
 
 /// The fakes, one per provider, accepting `SECRET`.
@@ -540,4 +541,45 @@ async fn a_providers_own_limit_is_a_quota_for_the_client_and_is_not_failed_over(
         let label = format!("vcode_sms_total{{provider=\"{provider}\",result=\"throttled\"}}");
         assert!(metrics.contains(&label), "{label} in {metrics}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twilio_authenticates_with_an_api_key_and_sends_from_a_number_of_a_messaging_service() {
+    const KEY_SECRET: &str = "the-api-key-s3cret";
+    const SERVICE: &str = "MG00000000000000000000000000000003";
+    let fakes = Fakes::start();
+    fakes.twilio.accept_api_key(TWILIO_KEY_SID, KEY_SECRET);
+    let settings = |key_secret: &str| {
+        let mut vars = fakes.vars(SECRET);
+        vars.remove("VCODE_TWILIO_AUTH_TOKEN");
+        vars.extend(
+            [
+                ("VCODE_SMS", "twilio"),
+                ("VCODE_TWILIO_API_KEY_SID", TWILIO_KEY_SID),
+                ("VCODE_TWILIO_API_KEY_SECRET", key_secret),
+                ("VCODE_TWILIO_MESSAGING_SERVICE_SID", SERVICE),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        SmsSettings::parse(|var| vars.get(var).cloned(), None).expect("valid settings")
+    };
+    let (sender, _) = build(&settings(KEY_SECRET));
+    let sms = owned(US, Some("en"));
+    let receipt = sender.send(&sms.message()).await.unwrap_or_else(|e| {
+        panic!("{e} (fake: {:?})", fakes.twilio.last_refusal());
+    });
+    assert_eq!(receipt.provider, "twilio");
+    let accepted = fakes.twilio.accepted();
+    assert_eq!(accepted.len(), 1);
+    assert_eq!(accepted[0].sign_name, "+15005550006", "From");
+    assert_eq!(accepted[0].messaging_service_sid.as_deref(), Some(SERVICE));
+
+    // The key's SID with a wrong secret is Twilio's 20003, for the operator.
+    let (sender, _) = build(&settings("a-wrong-secret"));
+    let error = sender.send(&sms.message()).await.unwrap_err();
+    assert_eq!(
+        (error.code(), error.kind()),
+        ("20003", SmsErrorKind::Rejected)
+    );
+    assert_eq!(fakes.twilio.accepted().len(), 1);
 }

@@ -21,7 +21,7 @@ use vcode::sms::aliyun::{self, AliyunSender, AliyunSettings};
 use vcode::sms::http::PreparedRequest;
 use vcode::sms::templates::{ByPurpose, ProviderTemplate, TemplateValue, TextTemplates};
 use vcode::sms::tencent::{self, TencentSender, TencentSettings};
-use vcode::sms::twilio::{TwilioFrom, TwilioSettings, TwilioSmsSender};
+use vcode::sms::twilio::{TwilioAuth, TwilioSettings, TwilioSmsSender};
 
 fn fixtures_path() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/fixtures.json")
@@ -117,11 +117,21 @@ fn our_request(provider: &str, inputs: &Value) -> PreparedRequest {
             texts
                 .set(purpose.as_str(), locale.clone(), text(inputs, "text"))
                 .unwrap();
+            // An API key (`Client(key_sid, key_secret, account_sid)`) or the auth token.
+            let auth = match inputs["api_key_sid"].as_str() {
+                Some(sid) => TwilioAuth::ApiKey {
+                    sid: sid.to_owned(),
+                    secret: SecretString::from(text(inputs, "api_key_secret")),
+                },
+                None => TwilioAuth::AuthToken(SecretString::from(text(inputs, "auth_token"))),
+            };
+            let optional = |key: &str| inputs[key].as_str().map(str::to_owned);
             let sender = TwilioSmsSender::new(
                 TwilioSettings {
                     account_sid: text(inputs, "account_sid"),
-                    auth_token: SecretString::from(text(inputs, "auth_token")),
-                    from: TwilioFrom::From(text(inputs, "from")),
+                    auth,
+                    from: optional("from"),
+                    messaging_service_sid: optional("messaging_service_sid"),
                     endpoint: "https://api.twilio.com".to_owned(),
                     timeout: Duration::from_secs(1),
                 },
@@ -243,6 +253,7 @@ fn check_case(case: &Value, ours: &PreparedRequest, sdk: &Value) {
             );
         }
         "twilio" => {
+            // The account SID in the path, whichever credential authenticates.
             assert_eq!(ours.url, text(sdk_request, "url"), "{name}: URL");
             assert_eq!(
                 our_header("authorization"),
@@ -295,6 +306,22 @@ fn our_requests_match_the_recorded_official_sdk_requests_and_signatures() {
         *providers.entry(text(case, "provider")).or_insert(0) += 1;
     }
     assert_eq!(providers.len(), 3, "{providers:?}");
+    let twilio_inputs = cases
+        .iter()
+        .filter(|case| case["provider"] == "twilio")
+        .map(|case| &case["inputs"]);
+    assert!(
+        twilio_inputs
+            .clone()
+            .any(|inputs| inputs["api_key_sid"].is_string()
+                && inputs["from"].is_string()
+                && inputs["messaging_service_sid"].is_string()),
+        "a Twilio case with an API key, From and MessagingServiceSid"
+    );
+    assert!(
+        twilio_inputs.clone().any(|inputs| inputs["from"].is_null()),
+        "a Twilio case with a Messaging Service alone"
+    );
 }
 
 /// The SDKs' answers for `cases` now, or why they cannot be had.
