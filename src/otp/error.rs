@@ -49,6 +49,14 @@ pub enum OtpError {
     Unsealable,
     #[error("SMS delivery failed")]
     SmsDelivery(#[source] SmsError),
+    /// The SMS provider's own limit on this number or account refused the message; answered
+    /// as a quota, for as long as the provider says.
+    #[error("quota exceeded")]
+    SmsThrottled {
+        retry_after: Duration,
+        #[source]
+        source: SmsError,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The code was consumed but its token could not be signed (a bug: the keys are checked

@@ -206,9 +206,14 @@ impl OtpService {
             Ok(receipt) => receipt,
             Err(sms_error) => {
                 self.stats.record(Event::SmsFailed);
-                // A number the provider says cannot receive it is the client's error, not ours.
+                // A number the provider says cannot receive it is the client's error, not ours;
+                // so is a send past the provider's own limit, which it answers as a quota.
                 let error = match sms_error.kind() {
                     SmsErrorKind::InvalidNumber => OtpError::UndeliverablePhone(sms_error),
+                    SmsErrorKind::Throttled => OtpError::SmsThrottled {
+                        retry_after: sms_error.retry_after().unwrap_or(MINUTE),
+                        source: sms_error,
+                    },
                     _ => OtpError::SmsDelivery(sms_error),
                 };
                 self.undo(phone, purpose, &delivery, &error).await;

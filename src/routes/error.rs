@@ -99,7 +99,8 @@ impl From<OtpError> for ApiError {
             OtpError::ResendCooldown { retry_after } => Self::ResendCooldown {
                 retry_after_secs: retry_after_secs(retry_after),
             },
-            OtpError::QuotaExceeded { retry_after } => Self::QuotaExceeded {
+            OtpError::QuotaExceeded { retry_after }
+            | OtpError::SmsThrottled { retry_after, .. } => Self::QuotaExceeded {
                 retry_after_secs: retry_after_secs(retry_after),
             },
             OtpError::Gate(error) => error.into(),

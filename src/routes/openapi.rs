@@ -359,7 +359,7 @@ fn error_response(codes: &[ErrorCode]) -> Value {
     }
     if retry_after {
         response["headers"] = json!({"Retry-After": {
-            "description": "Whole seconds to wait, rounded up (42900 and 42902 only)",
+            "description": "Whole seconds to wait, rounded up (42900 and 42902 only; for an SMS provider's own limit, the wait it names)",
             "schema": {"type": "integer", "minimum": 1},
         }});
     }

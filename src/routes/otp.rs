@@ -41,8 +41,10 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
         .describe(
             "One code per phone and purpose: a send during the cooldown changes nothing (42900); \
              after it the same code is sent again or replaced (VCODE_RESEND). A failed SMS rolls \
-             the code back (50200). With VCODE_SEND_GATE the body also carries a solved captcha \
-             (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
+             the code back (50200). Over a quota, vcode's own or the SMS provider's limit on the \
+             number or the account (not failed over to another provider), the answer is 42902 \
+             with retry_after, and the code is rolled back. With VCODE_SEND_GATE the body also \
+             carries a solved captcha (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
         )
         .parameter(
             "header",

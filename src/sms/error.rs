@@ -14,7 +14,12 @@ pub enum SmsErrorKind {
     /// sign name not approved, credentials, balance, permissions, our own settings. Final; the
     /// client sees `502`/`50200` and the log has an error line saying what to fix.
     Rejected,
-    /// The provider did not take the message (throttling, 5xx, no connection): the next
+    /// The provider's own limit refused it: on this number (per 30 s, hour, day, same
+    /// content) or on the account (daily volume, request rate), HTTP 429 included. Final:
+    /// another provider would get around a limit that is there against abuse; the client is
+    /// told `429`/`42902` with [`SmsError::retry_after`].
+    Throttled,
+    /// The provider did not take the message (5xx, an outage, no connection): the next
     /// provider of the route may try the same code; `502`/`50200` when none is left.
     Retryable,
     /// The request reached the provider but no answer came (timeout, connection cut): it may
@@ -34,6 +39,7 @@ impl SmsErrorKind {
         match self {
             SmsErrorKind::InvalidNumber => "invalid_number",
             SmsErrorKind::Rejected => "rejected",
+            SmsErrorKind::Throttled => "throttled",
             SmsErrorKind::Retryable => "retryable",
             SmsErrorKind::Unconfirmed => "unconfirmed",
         }
@@ -50,6 +56,8 @@ pub struct SmsError {
     /// for a transport failure (`timeout`, `connect`, `http_503`).
     code: String,
     detail: String,
+    /// How long the provider's limit holds; set for `Throttled` only.
+    retry_after: Option<Duration>,
 }
 
 impl SmsError {
@@ -64,6 +72,20 @@ impl SmsError {
             kind,
             code: code.into(),
             detail: detail.into(),
+            retry_after: None,
+        }
+    }
+
+    /// The provider's limit refused the message for `retry_after`.
+    pub fn throttled(
+        provider: &'static str,
+        code: impl Into<String>,
+        detail: impl Into<String>,
+        retry_after: Duration,
+    ) -> Self {
+        Self {
+            retry_after: Some(retry_after),
+            ..Self::new(provider, SmsErrorKind::Throttled, code, detail)
         }
     }
 
@@ -94,6 +116,12 @@ impl SmsError {
     /// The provider's error code, or ours for transport failures.
     pub fn code(&self) -> &str {
         &self.code
+    }
+
+    /// How long a `Throttled` refusal holds (the provider's `Retry-After`, or its code's
+    /// window); `None` for other kinds.
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.retry_after
     }
 }
 

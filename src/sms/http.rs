@@ -5,6 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::throttle::{self, Window};
 use super::{SmsError, SmsErrorKind};
 
 /// The largest provider answer read; theirs are a few hundred bytes.
@@ -48,6 +49,8 @@ impl fmt::Debug for PreparedRequest {
 pub struct HttpAnswer {
     pub status: u16,
     pub body: String,
+    /// The `Retry-After` header, in seconds, if the answer had one.
+    pub retry_after: Option<Duration>,
 }
 
 pub struct ProviderClient {
@@ -87,10 +90,19 @@ impl ProviderClient {
         }
         let response = builder.send().await.map_err(|e| self.transport_error(e))?;
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(throttle::parse_retry_after);
         let body = read_limited(response)
             .await
             .map_err(|e| self.transport_error(e))?;
-        Ok(HttpAnswer { status, body })
+        Ok(HttpAnswer {
+            status,
+            body,
+            retry_after,
+        })
     }
 
     /// A connection that never opened carried nothing: another provider may try. Anything
@@ -134,18 +146,19 @@ async fn read_limited(mut response: reqwest::Response) -> Result<String, reqwest
 }
 
 /// The classification shared by every provider for answers their own codes do not cover: 429
-/// and 5xx did not take the message, other non-2xx statuses are settings problems.
+/// is the provider's limit (final, for its `Retry-After` or a minute), 5xx did not take the
+/// message, other non-2xx statuses are settings problems.
 pub fn classify_status(provider: &'static str, answer: &HttpAnswer) -> SmsError {
+    let code = format!("http_{}", answer.status);
     let kind = match answer.status {
-        429 | 500..=599 => SmsErrorKind::Retryable,
+        429 => {
+            let detail = excerpt(&answer.body);
+            return throttle::throttled(provider, answer, code, detail, Window::Minute);
+        }
+        500..=599 => SmsErrorKind::Retryable,
         _ => SmsErrorKind::Rejected,
     };
-    SmsError::new(
-        provider,
-        kind,
-        format!("http_{}", answer.status),
-        excerpt(&answer.body),
-    )
+    SmsError::new(provider, kind, code, excerpt(&answer.body))
 }
 
 /// The first 200 characters of a provider's answer, for a log line.

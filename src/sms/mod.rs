@@ -16,6 +16,7 @@ mod settings_tests;
 pub mod signing;
 pub mod templates;
 pub mod tencent;
+mod throttle;
 pub mod twilio;
 mod webhook;
 

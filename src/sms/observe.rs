@@ -108,9 +108,15 @@ impl SmsSender for Observed {
                     "SMS refused by the provider: operator action needed (template, sign name, \
                      credentials, balance or permissions; see the provider's code)"
                 ),
+                SmsErrorKind::Throttled => tracing::warn!(
+                    provider, %phone, %purpose, code = error.code(), %error,
+                    retry_after_s = error.retry_after().unwrap_or_default().as_secs(),
+                    "SMS refused by the provider's rate or volume limit (this number or the \
+                     account); not tried elsewhere"
+                ),
                 SmsErrorKind::Retryable => tracing::warn!(
                     provider, %phone, %purpose, code = error.code(), %error,
-                    "SMS not taken by the provider (throttled, unavailable or unreachable)"
+                    "SMS not taken by the provider (unavailable or unreachable)"
                 ),
                 SmsErrorKind::Unconfirmed => tracing::warn!(
                     provider, %phone, %purpose, code = error.code(), %error,

@@ -1,7 +1,8 @@
 //! Routing and failover: the route whose calling code (`+86`, `+1`) is the longest prefix of
 //! the number picks an ordered list of providers, or the default route does. A retryable
 //! failure (the provider did not take the message) tries the next provider with the same
-//! code; a success, a final failure or an unconfirmed attempt ends the send. Attempts run one
+//! code; a success, a final failure (a provider's throttling included) or an unconfirmed
+//! attempt ends the send. Attempts run one
 //! after another, so at most one provider ever accepts a given send.
 
 use std::sync::Arc;
@@ -153,6 +154,7 @@ mod tests {
             (Err(Retryable), vec!["a", "b"], Some("b")),
             (Err(InvalidNumber), vec!["a"], None),
             (Err(Rejected), vec!["a"], None),
+            (Err(Throttled), vec!["a"], None),
             (Err(Unconfirmed), vec!["a"], None),
             (Ok(()), vec!["a"], Some("a")),
         ] {

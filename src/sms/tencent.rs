@@ -12,6 +12,7 @@ use super::aliyun::host_header;
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::signing::{hex, hmac_sha256, sha256_hex, utc_date};
 use super::templates::ProviderTemplates;
+use super::throttle::{self, Window};
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 
 pub const PROVIDER: &str = "tencent";
@@ -178,18 +179,22 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
         (None, Some(status)) => (status.code.clone(), status.message.clone()),
         (None, None) => return Err(classify_status(PROVIDER, answer)),
     };
+    let message = excerpt(&message.unwrap_or_default());
+    if let Some(window) = throttle_window(&code) {
+        return Err(throttle::throttled(PROVIDER, answer, code, message, window));
+    }
     let kind = match code.as_str() {
         "InvalidParameterValue.IncorrectPhoneNumber"
         | "FailedOperation.PhoneNumberParseFail"
         | "FailedOperation.PhoneNumberInBlacklist" => SmsErrorKind::InvalidNumber,
-        // Our clock or our signing: the operator must look.
+        // Our clock or our signing, a destination the application may not send to, more
+        // numbers than one request takes: the operator must look.
         "InternalError.RequestTimeException"
         | "InternalError.SigFieldMissing"
         | "InternalError.SigVerificationFail"
-        | "LimitExceeded.AppCountryOrRegionInBlacklist" => SmsErrorKind::Rejected,
-        _ if code.starts_with("LimitExceeded")
-            || code.starts_with("RequestLimitExceeded")
-            || code.starts_with("InternalError")
+        | "LimitExceeded.AppCountryOrRegionInBlacklist"
+        | "LimitExceeded.PhoneNumberCountLimit" => SmsErrorKind::Rejected,
+        _ if code.starts_with("InternalError")
             || code.starts_with("ResourceUnavailable")
             || code == "ServiceUnavailable" =>
         {
@@ -198,12 +203,28 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
         // AuthFailure.*, templates, signatures, balance, permissions, unknown codes.
         _ => SmsErrorKind::Rejected,
     };
-    Err(SmsError::new(
-        PROVIDER,
-        kind,
-        code,
-        excerpt(&message.unwrap_or_default()),
-    ))
+    Err(SmsError::new(PROVIDER, kind, code, message))
+}
+
+/// The window of a Tencent limit, if `code` is one (the SMS API's documented `LimitExceeded.*`
+/// codes, the API's `RequestLimitExceeded*`); daily limits count calendar days in China.
+fn throttle_window(code: &str) -> Option<Window> {
+    Some(match code {
+        // Not limits on sending: a destination refused, more than 200 numbers in one request.
+        "LimitExceeded.AppCountryOrRegionInBlacklist" | "LimitExceeded.PhoneNumberCountLimit" => {
+            return None;
+        }
+        "LimitExceeded.PhoneNumberThirtySecondLimit" => Window::ThirtySeconds,
+        "LimitExceeded.PhoneNumberOneHourLimit" => Window::Hour,
+        // PhoneNumberDailyLimit, PhoneNumberSameContentDailyLimit, DailyLimit, AppDailyLimit,
+        // AppMainlandChinaDailyLimit, AppGlobalDailyLimit, AppCountryOrRegionDailyLimit.
+        _ if code.starts_with("LimitExceeded.") && code.ends_with("DailyLimit") => Window::ChinaDay,
+        // DeliveryFrequencyLimit (the console's frequency policy) and quota codes that name
+        // no window.
+        _ if code.starts_with("LimitExceeded") => Window::Minute,
+        _ if code.starts_with("RequestLimitExceeded") => Window::Second,
+        _ => return None,
+    })
 }
 
 #[async_trait]

@@ -1,7 +1,8 @@
 //! Twilio Programmable Messaging (`POST /2010-04-01/Accounts/{sid}/Messages.json`): a form
-//! with `To`, `From` (or `MessagingServiceSid`) and `Body`, HTTP Basic auth with the account
-//! SID and auth token, as `twilio.rest.Client` sends it. The text comes from the configured
-//! texts per purpose and locale.
+//! with `To`, `From` and/or `MessagingServiceSid`, and `Body`, HTTP Basic auth with the account
+//! SID and auth token or with an API key's SID and secret (the account SID still in the path),
+//! as `twilio.rest.Client` sends it. The text comes from the configured texts per purpose and
+//! locale.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,31 +14,32 @@ use serde::Deserialize;
 
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::templates::TextTemplates;
+use super::throttle::{self, Window};
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 use crate::domain::Locale;
 
 pub const PROVIDER: &str = "twilio";
 pub const DEFAULT_ENDPOINT: &str = "https://api.twilio.com";
 
-/// How requests authenticate: the account's auth token, or an API key (`SK…`), which Twilio
-/// recommends in production; either way the account SID is in the path.
+/// The HTTP Basic credential; `Debug` shows secrets as `[REDACTED]`.
 #[derive(Clone, Debug)]
 pub enum TwilioAuth {
-    /// `Debug` shows `[REDACTED]`.
+    /// The account SID and its auth token.
     AuthToken(SecretString),
-    ApiKey {
-        sid: String,
-        secret: SecretString,
-    },
+    /// An API key (`SK…`) and its secret: Twilio's advice for production, as a key can be
+    /// revoked alone and the auth token stays off the servers.
+    ApiKey { sid: String, secret: SecretString },
 }
 
 #[derive(Clone, Debug)]
 pub struct TwilioSettings {
+    /// `AC…`, in the path whichever credential signs.
     pub account_sid: String,
     pub auth: TwilioAuth,
-    /// A Twilio number or sender id; with a Messaging Service, the sender it picks within it.
+    /// `From`: a Twilio number or an alphanumeric sender id.
     pub from: Option<String>,
-    /// A Messaging Service (`MG…`) that picks the sender (and its pool's features).
+    /// `MessagingServiceSid` (`MG…`): the service sends, from `from` when that is set too (one
+    /// of its senders), else from a sender it picks. At least one of the two is set.
     pub messaging_service_sid: Option<String>,
     pub endpoint: String,
     pub timeout: Duration,
@@ -56,6 +58,12 @@ impl TwilioSmsSender {
         texts: Arc<TextTemplates>,
         default_locale: Locale,
     ) -> Result<Self, SmsError> {
+        if settings.from.is_none() && settings.messaging_service_sid.is_none() {
+            return Err(SmsError::misconfigured(
+                PROVIDER,
+                "no sender: set a From number or a Messaging Service SID",
+            ));
+        }
         let client = ProviderClient::new(PROVIDER, settings.timeout)?;
         Ok(Self {
             settings,
@@ -68,19 +76,25 @@ impl TwilioSmsSender {
     /// The request for `message`: a pure function (see `aliyun`).
     pub fn build_request(&self, message: &SmsMessage<'_>) -> PreparedRequest {
         let text = self.texts.render(message, &self.default_locale);
-        // In twilio-python's order: To, From, MessagingServiceSid, Body.
-        let form = [
-            Some(("To", message.phone.as_e164())),
-            self.settings.from.as_deref().map(|from| ("From", from)),
-            (self.settings.messaging_service_sid.as_deref())
-                .map(|sid| ("MessagingServiceSid", sid)),
-            Some(("Body", text.as_str())),
-        ];
-        let body = serde_urlencoded::to_string(form.iter().flatten().collect::<Vec<_>>())
-            .expect("strings encode");
-        let (user, password) = match &self.settings.auth {
-            TwilioAuth::AuthToken(token) => (self.settings.account_sid.as_str(), token),
-            TwilioAuth::ApiKey { sid, secret } => (sid.as_str(), secret),
+        let settings = &self.settings;
+        let form: Vec<(&str, &str)> = [
+            ("To", Some(message.phone.as_e164())),
+            ("From", settings.from.as_deref()),
+            (
+                "MessagingServiceSid",
+                settings.messaging_service_sid.as_deref(),
+            ),
+            ("Body", Some(text.as_str())),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect();
+        let body = serde_urlencoded::to_string(form).expect("strings encode");
+        let authorization = match &settings.auth {
+            TwilioAuth::AuthToken(token) => {
+                basic_authorization(&settings.account_sid, token.expose_secret())
+            }
+            TwilioAuth::ApiKey { sid, secret } => basic_authorization(sid, secret.expose_secret()),
         };
         PreparedRequest {
             method: reqwest::Method::POST,
@@ -90,10 +104,7 @@ impl TwilioSmsSender {
                 self.settings.account_sid
             ),
             headers: vec![
-                (
-                    "authorization".to_owned(),
-                    basic_authorization(user, password.expose_secret()),
-                ),
+                ("authorization".to_owned(), authorization),
                 (
                     "content-type".to_owned(),
                     "application/x-www-form-urlencoded".to_owned(),
@@ -132,21 +143,36 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
     else {
         return Err(classify_status(PROVIDER, answer));
     };
+    let message = excerpt(&message.unwrap_or_default());
+    let window = match code {
+        // Too many requests (the account's API concurrency).
+        20429 => Some(Window::Second),
+        // More than 30 messages between two numbers in 30 s.
+        14107 => Some(Window::ThirtySeconds),
+        // The account's messages in a rolling 24 hours.
+        63038 => Some(Window::Day),
+        _ if answer.status == 429 => Some(Window::Minute),
+        _ => None,
+    };
+    if let Some(window) = window {
+        return Err(throttle::throttled(
+            PROVIDER,
+            answer,
+            code.to_string(),
+            message,
+            window,
+        ));
+    }
     let kind = match code {
         // Invalid 'To', not a mobile number, not a valid number, unsubscribed recipient.
         21211 | 21614 | 21217 | 21401 | 21610 => SmsErrorKind::InvalidNumber,
-        // Too many requests, queue overflow, rate limit, service unavailable.
-        20429 | 14107 | 30001 | 20500 | 20503 => SmsErrorKind::Retryable,
-        _ if answer.status == 429 || answer.status >= 500 => SmsErrorKind::Retryable,
+        // Queue overflow, internal error, service unavailable.
+        30001 | 20500 | 20503 => SmsErrorKind::Retryable,
+        _ if answer.status >= 500 => SmsErrorKind::Retryable,
         // Authentication (20003), 'From' numbers, geo permissions (21408), trial limits (21608).
         _ => SmsErrorKind::Rejected,
     };
-    Err(SmsError::new(
-        PROVIDER,
-        kind,
-        code.to_string(),
-        excerpt(&message.unwrap_or_default()),
-    ))
+    Err(SmsError::new(PROVIDER, kind, code.to_string(), message))
 }
 
 #[async_trait]

@@ -4,8 +4,8 @@
 //! `X-Vcode-Signature: v1=<hex>`, HMAC-SHA-256 over `"<timestamp>.<body>"` under
 //! `VCODE_SMS_WEBHOOK_SECRET`) so the gateway can refuse forgeries and replays. The URL is https
 //! and the secret required unless the gateway is on this host (a loopback address). A 2xx answer
-//! is delivered; 429 and 5xx did not take the message; a redirect or any other status is a
-//! settings problem.
+//! is delivered; 429 is the gateway's limit (final, for its `Retry-After` or a minute); 5xx did
+//! not take the message; a redirect or any other status is a settings problem.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,7 +1,8 @@
 //! The aliyun, tencent and twilio senders, configured by variables only, against local fakes
 //! that check requests as the providers do: delivery, every documented failure classified,
 //! credentials, timestamp window and nonces, timeouts, redirects, routing and failover with at
-//! most one SMS per send, and the whole service on top.
+//! most one SMS per send, the providers' own limits answered as a quota, and the whole service
+//! on top.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,6 +19,7 @@ use crate::support::{Backend, codes, phone, random_phone, spawn_app_with};
 const ALIYUN_ID: &str = "LTAI5tFakeAccessKey01";
 const TENCENT_ID: &str = "AKIDFakeSecretId0001";
 const TWILIO_SID: &str = "AC00000000000000000000000000000001";
+const TWILIO_KEY_SID: &str = "SK00000000000000000000000000000002";
 const SECRET: &str = "the-right-s3cret";
 
 /// The fakes, one per provider, accepting `SECRET`.
@@ -150,6 +152,8 @@ async fn each_provider_delivers_a_request_its_fake_accepts() {
                 assert_eq!(accepted[0].template, "SMS_154950909");
                 assert_eq!(accepted[0].sign_name, "阿里云短信测试");
                 assert_eq!(accepted[0].params, serde_json::json!({ "code": code }));
+                // The empty body's length is stated, as the official SDK states it.
+                assert_eq!(accepted[0].content_length.as_deref(), Some("0"));
             }
             "tencent" => {
                 assert_eq!(accepted[0].phone, CN);
@@ -179,7 +183,7 @@ async fn every_documented_failure_is_classified() {
     ] {
         let (sender, _) = build(&fakes.settings(SECRET, &[("VCODE_SMS", name)]));
         for (outcome, kind) in [
-            (Outcome::Throttle, Retryable),
+            (Outcome::Throttle, Throttled),
             (Outcome::InvalidNumber, InvalidNumber),
             (Outcome::TemplateNotApproved, Rejected),
             (Outcome::ServerError, Retryable),
@@ -268,13 +272,11 @@ async fn retryable_failures_fail_over_with_the_same_code_and_final_ones_do_not()
     let (sender, attempts) = build(&fakes.settings(SECRET, &routes));
     for (aliyun_outcome, expected) in [
         (
-            Outcome::Throttle,
-            vec![("aliyun", Some(Retryable)), ("tencent", None)],
-        ),
-        (
             Outcome::ServerError,
             vec![("aliyun", Some(Retryable)), ("tencent", None)],
         ),
+        // The provider's own limit on the number: another provider would get around it.
+        (Outcome::Throttle, vec![("aliyun", Some(Throttled))]),
         (
             Outcome::InvalidNumber,
             vec![("aliyun", Some(InvalidNumber))],
@@ -385,11 +387,11 @@ async fn redirects_are_not_followed() {
 async fn concurrent_sends_each_deliver_exactly_one_sms_across_failover() {
     let fakes = Fakes::start();
     let (sender, _) = build(&fakes.settings(SECRET, &[("VCODE_SMS", "aliyun,tencent")]));
-    // Half of aliyun's answers are throttling, in whatever order the sends arrive.
+    // Half of aliyun's answers are outages, in whatever order the sends arrive.
     let sends = 24;
     fakes
         .aliyun
-        .script(&[Outcome::Throttle, Outcome::Deliver].repeat(sends / 2));
+        .script(&[Outcome::ServerError, Outcome::Deliver].repeat(sends / 2));
     let messages: Vec<Owned> = (0..sends).map(|_| owned(&random_phone(), None)).collect();
     let results = futures::future::join_all(messages.iter().map(|sms| {
         let sender = sender.clone();
@@ -442,7 +444,7 @@ async fn the_service_sends_through_providers_and_rolls_back_on_failure() {
     let settings = fakes.settings(SECRET, &[("VCODE_SMS", "aliyun,tencent")]);
     let app = spawn_app_with(Backend::Memory, |s| s.sms = settings).await;
 
-    fakes.aliyun.script(&[Outcome::Throttle]);
+    fakes.aliyun.script(&[Outcome::ServerError]);
     let number = random_phone();
     let answer = app.send(&number).await;
     assert_eq!(answer.status, 200, "{answer:?}");
@@ -493,4 +495,95 @@ async fn the_service_sends_through_providers_and_rolls_back_on_failure() {
         .unwrap();
     assert!(pending.is_none(), "the code was rolled back");
     assert_eq!(fakes.tencent.accepted().len(), 1, "not failed over either");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_providers_own_limit_is_a_quota_for_the_client_and_is_not_failed_over() {
+    let fakes = Fakes::start();
+    // Each fake's documented limit answer: Aliyun's hourly per-number flow control, Tencent's
+    // 30-second per-number limit, Twilio's 429 (20429).
+    for (route, first, second, retry_after) in [
+        ("aliyun,tencent", &fakes.aliyun, &fakes.tencent, 3600),
+        ("tencent,aliyun", &fakes.tencent, &fakes.aliyun, 30),
+        ("twilio,aliyun", &fakes.twilio, &fakes.aliyun, 1),
+    ] {
+        let settings = fakes.settings(SECRET, &[("VCODE_SMS", route)]);
+        let app = spawn_app_with(Backend::Memory, |s| s.sms = settings).await;
+        let number = random_phone();
+        let (first_before, second_before) = (first.requests(), second.requests());
+        first.script(&[Outcome::Throttle]);
+        let answer = app.send(&number).await;
+        assert_eq!(
+            (answer.status, answer.code()),
+            (429, 42902),
+            "{route}: {answer:?}"
+        );
+        assert_eq!(answer.body["data"]["retry_after"], retry_after, "{route}");
+        assert_eq!(
+            answer.retry_after.as_deref(),
+            Some(retry_after.to_string().as_str()),
+            "{route}"
+        );
+        assert_eq!(first.requests(), first_before + 1, "{route}");
+        assert_eq!(second.requests(), second_before, "{route}: not failed over");
+        let pending = app
+            .store
+            .codes
+            .pending_code(&phone(&number), &Purpose::default())
+            .await
+            .unwrap();
+        assert!(pending.is_none(), "{route}: the code was rolled back");
+        // Nor is a cooldown left: once the provider takes messages again, so does vcode.
+        let answer = app.send(&number).await;
+        assert_eq!(answer.status, 200, "{route}: {answer:?}");
+        assert_eq!(second.requests(), second_before, "{route}");
+    }
+    let metrics = vcode::metrics::render();
+    for provider in ["aliyun", "tencent", "twilio"] {
+        let label = format!("vcode_sms_total{{provider=\"{provider}\",result=\"throttled\"}}");
+        assert!(metrics.contains(&label), "{label} in {metrics}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twilio_authenticates_with_an_api_key_and_sends_from_a_number_of_a_messaging_service() {
+    const KEY_SECRET: &str = "the-api-key-s3cret";
+    const SERVICE: &str = "MG00000000000000000000000000000003";
+    let fakes = Fakes::start();
+    fakes.twilio.accept_api_key(TWILIO_KEY_SID, KEY_SECRET);
+    let settings = |key_secret: &str| {
+        let mut vars = fakes.vars(SECRET);
+        vars.remove("VCODE_TWILIO_AUTH_TOKEN");
+        vars.extend(
+            [
+                ("VCODE_SMS", "twilio"),
+                ("VCODE_TWILIO_API_KEY_SID", TWILIO_KEY_SID),
+                ("VCODE_TWILIO_API_KEY_SECRET", key_secret),
+                ("VCODE_TWILIO_MESSAGING_SERVICE_SID", SERVICE),
+            ]
+            .map(|(k, v)| (k.to_owned(), v.to_owned())),
+        );
+        vcode::Settings::from_vars(vars)
+            .expect("valid settings")
+            .sms
+    };
+    let (sender, _) = build(&settings(KEY_SECRET));
+    let sms = owned(US, Some("en"));
+    let receipt = sender.send(&sms.message()).await.unwrap_or_else(|e| {
+        panic!("{e} (fake: {:?})", fakes.twilio.last_refusal());
+    });
+    assert_eq!(receipt.provider, "twilio");
+    let accepted = fakes.twilio.accepted();
+    assert_eq!(accepted.len(), 1);
+    assert_eq!(accepted[0].sign_name, "+15005550006", "From");
+    assert_eq!(accepted[0].messaging_service_sid.as_deref(), Some(SERVICE));
+
+    // The key's SID with a wrong secret is Twilio's 20003, for the operator.
+    let (sender, _) = build(&settings("a-wrong-secret"));
+    let error = sender.send(&sms.message()).await.unwrap_err();
+    assert_eq!(
+        (error.code(), error.kind()),
+        ("20003", SmsErrorKind::Rejected)
+    );
+    assert_eq!(fakes.twilio.accepted().len(), 1);
 }

@@ -1,5 +1,6 @@
 //! The webhook sender against a real local HTTP gateway that fails on demand, the roll-back of
-//! a code whose SMS could not be delivered, and proxy variables that are not obeyed. Redirects
+//! a code whose SMS could not be delivered (a gateway's 429 answered as a quota), and proxy
+//! variables that are not obeyed. Redirects
 //! and signatures are in `secrets_at_rest`.
 
 use std::time::{Duration, Instant};
@@ -59,6 +60,19 @@ async fn failed_delivery_rolls_back_the_new_code_and_its_cooldown(backend: Backe
             "gateway {status}: the code was rolled back"
         );
     }
+    // The gateway's own limit is the client's quota, for as long as the gateway says.
+    gateway.throttle(42);
+    let answer = app.send(&number).await;
+    assert_eq!((answer.status, answer.code()), (429, 42902), "{answer:?}");
+    assert_eq!(answer.body["data"]["retry_after"], 42);
+    assert_eq!(answer.retry_after.as_deref(), Some("42"));
+    let pending = app
+        .store
+        .codes
+        .pending_code(&phone(&number), &Purpose::default())
+        .await
+        .unwrap();
+    assert!(pending.is_none(), "gateway 429: the code was rolled back");
     // No cooldown is left behind: the next send goes straight through.
     gateway.succeed();
     assert_eq!(app.send(&number).await.status, 200);

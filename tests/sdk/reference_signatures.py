@@ -182,15 +182,26 @@ def tencent_signature_of_ours(inputs, ours):
 
 
 def twilio_sdk_request(inputs):
-    """Messages.json through twilio.rest.Client (Basic auth, form body)."""
+    """Messages.json through twilio.rest.Client (Basic auth, form body): with the auth token,
+    Client(account_sid, auth_token); with an API key, Client(key_sid, key_secret, account_sid)
+    as Twilio documents it. From, MessagingServiceSid or both, as the case has them."""
     body = inputs["text"].replace("{code}", inputs["code"]).replace("{minutes}", str(inputs["minutes"]))
-    client = TwilioClient(inputs["account_sid"], inputs["auth_token"])
+    if "api_key_sid" in inputs:
+        client = TwilioClient(inputs["api_key_sid"], inputs["api_key_secret"], inputs["account_sid"])
+    else:
+        client = TwilioClient(inputs["account_sid"], inputs["auth_token"])
+    senders = {}
+    if "from" in inputs:
+        senders["from_"] = inputs["from"]
+    if "messaging_service_sid" in inputs:
+        senders["messaging_service_sid"] = inputs["messaging_service_sid"]
     answer = {"sid": "SM1f0e8ae6ade43cb3c0ce4525424e404f", "status": "queued", "to": inputs["to"],
-              "from": inputs["from"], "body": body, "account_sid": inputs["account_sid"],
+              "from": inputs.get("from"), "messaging_service_sid": inputs.get("messaging_service_sid"),
+              "body": body, "account_sid": inputs["account_sid"],
               "api_version": "2010-04-01", "num_segments": "1", "direction": "outbound-api",
               "uri": "/2010-04-01/Accounts/%s/Messages/SM1f0e8ae6ade43cb3c0ce4525424e404f.json" % inputs["account_sid"]}
     with capture_transport(201, answer) as captured:
-        client.messages.create(to=inputs["to"], from_=inputs["from"], body=body)
+        client.messages.create(to=inputs["to"], body=body, **senders)
     return captured[0]
 
 

@@ -37,7 +37,8 @@ pub enum ErrorCode {
     ResendCooldown = 42900,
     /// Too many failed attempts: the code was destroyed.
     TooManyAttempts = 42901,
-    /// Quota exceeded (per phone, per client, global); data [`crate::RetryAfterData`].
+    /// Quota exceeded (per phone, per client, global, or the SMS provider's own limit on the
+    /// number or the account); data [`crate::RetryAfterData`].
     QuotaExceeded = 42902,
     /// Internal error (details only in the server's log).
     Internal = 50000,

@@ -115,7 +115,8 @@ pub struct WrongCodeData {
     pub remaining_attempts: u32,
 }
 
-/// The data of 42900 (resend cooldown) and 42902 (quota), also sent as `Retry-After`.
+/// The data of 42900 (resend cooldown) and 42902 (a quota: vcode's own, or the SMS provider's
+/// limit on the number or the account), also sent as `Retry-After`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RetryAfterData {

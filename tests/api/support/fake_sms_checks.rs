@@ -42,6 +42,11 @@ fn header<'a>(request: &'a HttpRequest, name: &str) -> &'a str {
         .unwrap_or("")
 }
 
+fn content_length(request: &HttpRequest) -> Option<String> {
+    let value = request.headers().get("content-length")?;
+    value.to_str().ok().map(str::to_owned)
+}
+
 /// `Key=Value` pairs of an `Authorization` header after its algorithm, split on `,`.
 fn auth_fields(value: &str, algorithm: &str) -> Option<Vec<(String, String)>> {
     let rest = value.strip_prefix(algorithm)?.trim();
@@ -215,6 +220,8 @@ pub fn aliyun(state: &State, request: &HttpRequest, body: &[u8]) -> Checked {
         template: param("TemplateCode").unwrap(),
         sign_name: param("SignName").unwrap(),
         params,
+        content_length: content_length(request),
+        messaging_service_sid: None,
     })
 }
 
@@ -345,6 +352,8 @@ pub fn tencent(state: &State, request: &HttpRequest, body: &[u8]) -> Checked {
         template: json["TemplateId"].as_str().unwrap().to_owned(),
         sign_name: json["SignName"].as_str().unwrap_or_default().to_owned(),
         params: json["TemplateParamSet"].clone(),
+        content_length: content_length(request),
+        messaging_service_sid: None,
     })
 }
 
@@ -356,14 +365,20 @@ fn twilio_refusal(status: u16, code: u32, message: &str) -> Checked {
     }
 }
 
-/// Messages.json: HTTP Basic with the account SID and token, the SID of the path, the form.
+/// Messages.json: HTTP Basic with the account SID and token or with one of the account's API
+/// keys (SID and secret), the account SID in the path, the form.
 pub fn twilio(state: &State, request: &HttpRequest, body: &[u8]) -> Checked {
     let expected = format!("/2010-04-01/Accounts/{}/Messages.json", state.key_id);
     let credentials = header(request, "authorization")
         .strip_prefix("Basic ")
         .and_then(|b64| base64::engine::general_purpose::STANDARD.decode(b64).ok())
         .and_then(|raw| String::from_utf8(raw).ok());
-    if credentials != Some(format!("{}:{}", state.key_id, state.secret)) {
+    let api_key = state.api_key.lock().unwrap().clone();
+    let accepted = [Some((state.key_id.clone(), state.secret.clone())), api_key]
+        .into_iter()
+        .flatten()
+        .any(|(user, password)| credentials == Some(format!("{user}:{password}")));
+    if !accepted {
         return twilio_refusal(401, 20003, "Authenticate");
     }
     if request.path() != expected {
@@ -385,6 +400,8 @@ pub fn twilio(state: &State, request: &HttpRequest, body: &[u8]) -> Checked {
         template: String::new(),
         sign_name: value("From").unwrap_or_default(),
         params: Value::String(text),
+        content_length: content_length(request),
+        messaging_service_sid: value("MessagingServiceSid"),
     })
 }
 

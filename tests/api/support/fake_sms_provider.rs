@@ -27,6 +27,8 @@ pub enum Provider {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     Deliver,
+    /// The provider's documented per-number limit (Aliyun: hourly flow control; Tencent: 30 s;
+    /// Twilio: 429, 20429).
     Throttle,
     InvalidNumber,
     /// Template or sign name not approved (Twilio: an invalid `From`).
@@ -50,6 +52,10 @@ pub struct Accepted {
     /// Aliyun: the `TemplateParam` object; Tencent: the `TemplateParamSet` array; Twilio: the
     /// `Body` text.
     pub params: Value,
+    /// The request's `Content-Length` header as it arrived, if any.
+    pub content_length: Option<String>,
+    /// Twilio's `MessagingServiceSid` (its `From` is in `sign_name`).
+    pub messaging_service_sid: Option<String>,
 }
 
 pub struct State {
@@ -60,6 +66,8 @@ pub struct State {
     script: Mutex<VecDeque<Outcome>>,
     accepted: Mutex<Vec<Accepted>>,
     pub nonces: Mutex<HashSet<String>>,
+    /// Twilio: an API key (SID, secret) of the account that authenticates as well.
+    pub api_key: Mutex<Option<(String, String)>>,
     requests: AtomicUsize,
     /// The last check failure, for test messages.
     pub last_refusal: Mutex<Option<String>>,
@@ -88,6 +96,7 @@ impl FakeSmsProvider {
             script: Mutex::new(VecDeque::new()),
             accepted: Mutex::new(Vec::new()),
             nonces: Mutex::new(HashSet::new()),
+            api_key: Mutex::new(None),
             requests: AtomicUsize::new(0),
             last_refusal: Mutex::new(None),
         });
@@ -119,6 +128,11 @@ impl FakeSmsProvider {
     /// delivered.
     pub fn script(&self, outcomes: &[Outcome]) {
         self.state.script.lock().unwrap().extend(outcomes);
+    }
+
+    /// Twilio: also accept HTTP Basic with this API key of the account.
+    pub fn accept_api_key(&self, sid: &str, secret: &str) {
+        *self.state.api_key.lock().unwrap() = Some((sid.to_owned(), secret.to_owned()));
     }
 
     pub fn accepted(&self) -> Vec<Accepted> {

@@ -45,6 +45,8 @@ struct GatewayState {
     delay_ms: AtomicU64,
     /// Answer `fail_status` (a 3xx) with this `Location`.
     location: Mutex<Option<String>>,
+    /// Answer `fail_status` with this `Retry-After`.
+    retry_after: Mutex<Option<String>>,
 }
 
 #[derive(Clone)]
@@ -89,6 +91,9 @@ async fn receive(
             );
             if let Some(location) = state.location.lock().expect("gateway lock").as_deref() {
                 answer.insert_header(("location", location));
+            }
+            if let Some(wait) = state.retry_after.lock().expect("gateway lock").as_deref() {
+                answer.insert_header(("retry-after", wait));
             }
             answer.finish()
         }
@@ -139,10 +144,17 @@ impl SmsGateway {
         self.fail_with(status);
     }
 
+    /// Answer every request `429 Too Many Requests` with `Retry-After: <seconds>`.
+    pub fn throttle(&self, seconds: u64) {
+        *self.state.retry_after.lock().expect("gateway lock") = Some(seconds.to_string());
+        self.fail_with(429);
+    }
+
     pub fn succeed(&self) {
         self.state.fail_status.store(0, Ordering::SeqCst);
         self.state.delay_ms.store(0, Ordering::SeqCst);
         *self.state.location.lock().expect("gateway lock") = None;
+        *self.state.retry_after.lock().expect("gateway lock") = None;
     }
 
     pub fn stall_for(&self, delay: Duration) {
