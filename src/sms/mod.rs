@@ -7,6 +7,7 @@ pub mod aliyun;
 mod classify_tests;
 mod error;
 pub mod http;
+mod locales;
 mod log;
 mod observe;
 mod routing;
@@ -28,10 +29,11 @@ use async_trait::async_trait;
 use crate::domain::{Code, Locale, Phone, Purpose};
 
 pub use self::error::{SmsError, SmsErrorKind};
+pub use self::locales::Locales;
 pub use self::log::LogSender;
 pub use self::observe::{NoObserver, SmsAttempt, SmsObserver};
 pub use self::routing::SmsRouter;
-pub use self::settings::{Locales, ProviderName, SmsRoute, SmsSettings};
+pub use self::settings::{ProviderName, SmsRoute, SmsSettings};
 use self::templates::ProviderTemplates;
 pub use self::webhook::{WebhookSender, WebhookSettings};
 
@@ -166,9 +168,8 @@ impl SmsSender for LocaleChooser {
         if message.locale.is_some() {
             return self.inner.send(message).await;
         }
-        let locale = self.locales.for_phone(message.phone);
         let message = SmsMessage {
-            locale: Some(&locale),
+            locale: Some(self.locales.for_phone(message.phone)),
             ..*message
         };
         self.inner.send(&message).await

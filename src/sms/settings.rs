@@ -14,6 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::aliyun::{self, AliyunSettings};
+use super::locales::Locales;
 use super::templates::TextTemplates;
 use super::templates::{DEFAULT_PURPOSE, ProviderTemplate, ProviderTemplates, TemplateValue};
 use super::tencent::{self, TencentSettings};
@@ -24,7 +25,7 @@ use crate::config::redact::{REDACTED, redact_url};
 use crate::config::secret::SecretVariable;
 use crate::config::sources::{Setting, Sources, Table, settings_of};
 use crate::config::text::{Millis, OptionalText, parse_text, show_text};
-use crate::domain::{Locale, Phone, Region};
+use crate::domain::{Locale, Region};
 
 /// A provider a route can name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -71,87 +72,6 @@ pub struct SmsRoute {
     pub templates: Vec<(ProviderName, ProviderTemplates)>,
 }
 
-/// The language of a message whose request names none: the operator's choice for the number's
-/// region, else the region's own language where a text or template exists in it, else the
-/// default (`en`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Locales {
-    by_region: BTreeMap<String, Locale>,
-    /// Languages that some text or template is written in.
-    written: BTreeSet<String>,
-    default: Locale,
-}
-
-impl Locales {
-    /// The language of numbers no region rule decides (`VCODE_DEFAULT_LOCALE`).
-    pub fn default(&self) -> &Locale {
-        &self.default
-    }
-
-    pub fn for_phone(&self, phone: &Phone) -> Locale {
-        let Some(region) = phone.region() else {
-            return self.default.clone();
-        };
-        if let Some(locale) = self.by_region.get(region.as_str()) {
-            return locale.clone();
-        }
-        REGION_LANGUAGES
-            .iter()
-            .find(|(code, _)| *code == region.as_str())
-            .and_then(|(_, tag)| Locale::parse(tag))
-            .filter(|locale| self.written.contains(locale.language()))
-            .unwrap_or_else(|| self.default.clone())
-    }
-}
-
-/// Regions whose messages are read in their own language when vcode has a text in it.
-const REGION_LANGUAGES: [(&str, &str); 44] = [
-    ("CN", "zh-CN"),
-    ("TW", "zh-TW"),
-    ("HK", "zh-HK"),
-    ("MO", "zh-MO"),
-    ("JP", "ja"),
-    ("KR", "ko"),
-    ("VN", "vi"),
-    ("TH", "th"),
-    ("ID", "id"),
-    ("MY", "ms"),
-    ("FR", "fr"),
-    ("DE", "de"),
-    ("AT", "de"),
-    ("ES", "es"),
-    ("MX", "es"),
-    ("AR", "es"),
-    ("CO", "es"),
-    ("CL", "es"),
-    ("PE", "es"),
-    ("IT", "it"),
-    ("PT", "pt-PT"),
-    ("BR", "pt-BR"),
-    ("RU", "ru"),
-    ("UA", "uk"),
-    ("PL", "pl"),
-    ("NL", "nl"),
-    ("SE", "sv"),
-    ("NO", "nb"),
-    ("DK", "da"),
-    ("FI", "fi"),
-    ("TR", "tr"),
-    ("GR", "el"),
-    ("CZ", "cs"),
-    ("HU", "hu"),
-    ("RO", "ro"),
-    ("SA", "ar"),
-    ("AE", "ar"),
-    ("EG", "ar"),
-    ("IL", "he"),
-    ("IR", "fa"),
-    ("PK", "ur"),
-    ("BD", "bn"),
-    ("KH", "km"),
-    ("MN", "mn"),
-];
-
 #[derive(Clone)]
 pub struct SmsSettings {
     /// Providers for numbers no route matches, in failover order (`VCODE_SMS`, `log`).
@@ -177,11 +97,7 @@ impl Default for SmsSettings {
             default_route: vec![ProviderName::Log],
             log_chosen: false,
             routes: Vec::new(),
-            locales: Locales {
-                by_region: BTreeMap::new(),
-                written: texts.languages(),
-                default: english(),
-            },
+            locales: Locales::new(BTreeMap::new(), &texts.languages(), english()),
             texts: Arc::new(texts),
             webhook: None,
             aliyun: None,
@@ -616,14 +532,10 @@ impl SmsSettings {
                 && given.providers.contains(&ProviderName::Log),
             default_route: given.providers,
             routes,
-            locales: Locales {
-                by_region: region_locales(sources, &given.region_locales)?,
-                written: BTreeSet::new(),
-                default: given.default_locale,
-            },
             texts: Arc::new(texts),
             ..Self::default()
         };
+        let by_region = region_locales(sources, &given.region_locales)?;
         // Every provider's settings are read, so that a bad value is refused even before a
         // route names its provider; only a provider in use must be complete.
         let used = settings.providers_in_use();
@@ -666,7 +578,11 @@ impl SmsSettings {
                 }
             }
         }
-        settings.locales.written = settings.written_languages();
+        settings.locales = Locales::new(
+            by_region,
+            &settings.written_languages(),
+            given.default_locale,
+        );
         Ok(settings)
     }
 

@@ -84,15 +84,18 @@ fn defaults_are_the_log_sender_in_the_numbers_language() {
     assert!(settings.aliyun.is_none() && settings.twilio.is_none());
     // The issue: a +1 number without a locale got the Chinese text.
     let locales = &settings.locales;
-    assert_eq!(locales.for_phone(&phone("+8613800138000")), locale("zh-CN"));
-    assert_eq!(locales.for_phone(&phone("+12025550123")), locale("en"));
-    assert_eq!(locales.for_phone(&phone("+886912345678")), locale("zh-TW"));
+    assert_eq!(
+        locales.for_phone(&phone("+8613800138000")),
+        &locale("zh-CN")
+    );
+    assert_eq!(locales.for_phone(&phone("+12025550123")), &locale("en"));
+    assert_eq!(locales.for_phone(&phone("+886912345678")), &locale("zh-TW"));
     // Japanese has no text: English, until one is configured.
-    assert_eq!(locales.for_phone(&phone("+819012345678")), locale("en"));
+    assert_eq!(locales.for_phone(&phone("+819012345678")), &locale("en"));
     let file = "[sms.texts.login]\nja = \"ログインコード {code}\"";
     let with_japanese = parse(&[], Some(file)).unwrap();
     let japan = with_japanese.locales.for_phone(&phone("+819012345678"));
-    assert_eq!(japan, locale("ja"));
+    assert_eq!(japan, &locale("ja"));
 }
 
 #[test]
@@ -106,13 +109,13 @@ fn the_operator_maps_regions_to_languages_and_sets_the_default() {
     )
     .unwrap();
     let locales = &settings.locales;
-    assert_eq!(locales.for_phone(&phone("+12025550123")), locale("es"));
-    assert_eq!(locales.for_phone(&phone("+8613800138000")), locale("en"));
-    assert_eq!(locales.for_phone(&phone("+442071838750")), locale("fr"));
+    assert_eq!(locales.for_phone(&phone("+12025550123")), &locale("es"));
+    assert_eq!(locales.for_phone(&phone("+8613800138000")), &locale("en"));
+    assert_eq!(locales.for_phone(&phone("+442071838750")), &locale("fr"));
     let file = "[sms.region_locales]\nGB = \"en-GB\"\n";
     let from_file = parse(&[], Some(file)).unwrap();
     let london = from_file.locales.for_phone(&phone("+442071838750"));
-    assert_eq!(london, locale("en-GB"));
+    assert_eq!(london, &locale("en-GB"));
     for bad in ["XX:en", "US:english", "US"] {
         let error = parse(&[("VCODE_REGION_LOCALES", bad)], None).unwrap_err();
         assert!(error.starts_with("VCODE_REGION_LOCALES="), "{error}");
