@@ -52,27 +52,29 @@ pub fn secret(
 
 /// `VCODE_ADMIN_TOKEN`: long enough not to be guessed.
 pub fn admin_token(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Secret>, ConfigError> {
-    match ADMIN_TOKEN.read(lookup)? {
-        Some((token, origin)) if token.expose_secret().len() < 16 => Err(ConfigError::invalid(
-            origin,
-            REDACTED,
-            "use at least 16 characters",
-        )),
-        found => Ok(found.map(|(token, _)| token)),
-    }
+    at_least(lookup, ADMIN_TOKEN, 16, "use at least 16 characters")
 }
 
 /// `VCODE_POW_HMAC_KEY`: as long as a key of 32 random characters.
 pub fn pow_hmac_key(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Secret>, ConfigError> {
-    match POW_HMAC_KEY.read(lookup)? {
-        Some((key, origin)) if key.expose_secret().len() < 32 => Err(ConfigError::invalid(
-            origin,
-            REDACTED,
-            "use at least 32 random characters (`openssl rand -hex 32`)",
-        )),
-        found => Ok(found.map(|(key, _)| key)),
+    let reason = "use at least 32 random characters (`openssl rand -hex 32`)";
+    at_least(lookup, POW_HMAC_KEY, 32, reason)
+}
+
+/// The secret `variable` gives, refused when shorter than `length`.
+fn at_least(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    variable: SecretVariable,
+    length: usize,
+    reason: &str,
+) -> Result<Option<Secret>, ConfigError> {
+    match variable.read(lookup)? {
+        Some((secret, origin)) if secret.expose_secret().len() < length => {
+            Err(ConfigError::invalid(origin, REDACTED, reason))
+        }
+        found => Ok(found.map(|(secret, _)| secret)),
     }
 }
 

@@ -404,19 +404,21 @@ template_variables!(TencentTemplateVariables: "VCODE_TENCENT_TEMPLATE", "VCODE_T
 
 // --- The nested tables' shapes ----------------------------------------------------------------
 
-/// `VCODE_SMS_ROUTES="+86:aliyun,tencent;+1:twilio"`, or `[sms.routes]` with
-/// `"+86" = ["aliyun"]` or `"+1" = { providers = ["tencent"], tencent = { … } }`.
+/// A setting a variable gives as text and the file as a table: `VCODE_SMS_ROUTES=
+/// "+86:aliyun,tencent;+1:twilio"` or `[sms.routes]` (`"+86" = ["aliyun"]`,
+/// `"+1" = { providers = ["tencent"], tencent = { … } }`); `VCODE_REGION_LOCALES="US:en,JP:ja"`
+/// or `[sms.region_locales]` (`US = "en"`).
 #[derive(Clone, Debug, Default, Deserialize)]
-#[serde(
-    untagged,
-    expecting = "routes such as +86:aliyun,tencent;+1:twilio, or a table of them"
-)]
-enum RoutesGiven {
+#[serde(untagged, expecting = "text as the variable takes it, or a table")]
+enum TextOrTable<T> {
     #[default]
     None,
     Text(String),
-    Table(BTreeMap<String, RouteGiven>),
+    Table(T),
 }
+
+type RoutesGiven = TextOrTable<BTreeMap<String, RouteGiven>>;
+type RegionLocalesGiven = TextOrTable<BTreeMap<String, String>>;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(
@@ -436,19 +438,6 @@ struct RouteTable {
     aliyun: Option<TemplateSet>,
     #[serde(default)]
     tencent: Option<TemplateSet>,
-}
-
-/// `VCODE_REGION_LOCALES="US:en,JP:ja"`, or `[sms.region_locales]` with `US = "en"`.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(
-    untagged,
-    expecting = "regions and locales such as US:en,JP:ja, or a table of them"
-)]
-enum RegionLocalesGiven {
-    #[default]
-    None,
-    Text(String),
-    Table(BTreeMap<String, String>),
 }
 
 /// A provider's templates as the file gives them (and the route overrides): one for every
@@ -950,8 +939,8 @@ fn routes(sources: &Sources, given: &RoutesGiven) -> Result<Vec<SmsRoute>, Confi
         Ok(())
     };
     match given {
-        RoutesGiven::None => {}
-        RoutesGiven::Text(text) => {
+        TextOrTable::None => {}
+        TextOrTable::Text(text) => {
             for route in text.split(';').map(str::trim).filter(|r| !r.is_empty()) {
                 let (code, providers) = route.split_once(':').ok_or_else(|| {
                     refuse(format!("{route:?}: expected +CODE:provider,provider"))
@@ -961,7 +950,7 @@ fn routes(sources: &Sources, given: &RoutesGiven) -> Result<Vec<SmsRoute>, Confi
                 add(code, &names, Vec::new())?;
             }
         }
-        RoutesGiven::Table(table) => {
+        TextOrTable::Table(table) => {
             for (code, route) in table {
                 match route {
                     RouteGiven::Providers(names) => add(code, names, Vec::new())?,
@@ -1035,8 +1024,8 @@ fn region_locales(
     given: &RegionLocalesGiven,
 ) -> Result<BTreeMap<String, Locale>, ConfigError> {
     let pairs: Vec<(String, String)> = match given {
-        RegionLocalesGiven::None => Vec::new(),
-        RegionLocalesGiven::Text(text) => text
+        TextOrTable::None => Vec::new(),
+        TextOrTable::Text(text) => text
             .split(',')
             .map(str::trim)
             .filter(|pair| !pair.is_empty())
@@ -1045,7 +1034,7 @@ fn region_locales(
                 (region.trim().to_owned(), locale.trim().to_owned())
             })
             .collect(),
-        RegionLocalesGiven::Table(table) => table.clone().into_iter().collect(),
+        TextOrTable::Table(table) => table.clone().into_iter().collect(),
     };
     let mut by_region = BTreeMap::new();
     for (region, locale) in pairs {
