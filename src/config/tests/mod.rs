@@ -304,6 +304,25 @@ fn the_code_printing_log_sender_needs_a_loopback_bind_or_an_explicit_choice() {
     assert!(error.contains("VCODE_SMS"), "{error}");
     assert!(settings(&[public, ("VCODE_SMS", "log")]).is_ok());
     assert!(settings(&[("VCODE_BIND", "127.0.0.1:8080")]).is_ok());
+    // The issue: through a route, every +86 code went to the log of a public instance.
+    let webhook = [
+        public,
+        ("VCODE_SMS", "webhook"),
+        ("VCODE_SMS_WEBHOOK_URL", "http://127.0.0.1:9000/sms"),
+    ];
+    let routed = [&webhook[..], &[("VCODE_SMS_ROUTES", "+86:log")]].concat();
+    let error = settings(&routed).unwrap_err().to_string();
+    assert!(
+        error.contains("VCODE_SMS_ROUTES") && error.contains("0.0.0.0:8080"),
+        "{error}"
+    );
+    assert!(settings(&webhook).is_ok());
+    let chosen = [
+        public,
+        ("VCODE_SMS", "log"),
+        ("VCODE_SMS_ROUTES", "+86:log"),
+    ];
+    assert!(settings(&chosen).is_ok());
 }
 
 #[test]
