@@ -191,7 +191,7 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
     if let Some(window) = throttle_window(&code, &message) {
         return Err(throttle::throttled(
             PROVIDER,
-            answer,
+            answer.retry_after,
             code,
             excerpt(&message),
             window,

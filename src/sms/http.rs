@@ -153,7 +153,7 @@ pub fn classify_status(provider: &'static str, answer: &HttpAnswer) -> SmsError 
     let kind = match answer.status {
         429 => {
             let detail = excerpt(&answer.body);
-            return throttle::throttled(provider, answer, code, detail, Window::Minute);
+            return throttle::throttled(provider, answer.retry_after, code, detail, Window::Minute);
         }
         500..=599 => SmsErrorKind::Retryable,
         _ => SmsErrorKind::Rejected,

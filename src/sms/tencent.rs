@@ -181,7 +181,13 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
     };
     let message = excerpt(&message.unwrap_or_default());
     if let Some(window) = throttle_window(&code) {
-        return Err(throttle::throttled(PROVIDER, answer, code, message, window));
+        return Err(throttle::throttled(
+            PROVIDER,
+            answer.retry_after,
+            code,
+            message,
+            window,
+        ));
     }
     let kind = match code.as_str() {
         "InvalidParameterValue.IncorrectPhoneNumber"

@@ -5,7 +5,6 @@
 use std::time::Duration;
 
 use super::SmsError;
-use super::http::HttpAnswer;
 
 /// The longest wait passed on: no provider limit vcode maps is longer than a day, so a larger
 /// `Retry-After` is a gateway's mistake, not a reason to turn a client away for longer.
@@ -46,18 +45,16 @@ impl Window {
     }
 }
 
-/// The `Throttled` error for `answer`: its `Retry-After` if it has one, else `window`'s wait
-/// from now.
+/// The `Throttled` error for an answer with `retry_after` (its `Retry-After`), else with
+/// `window`'s wait from now.
 pub fn throttled(
     provider: &'static str,
-    answer: &HttpAnswer,
+    retry_after: Option<Duration>,
     code: impl Into<String>,
     detail: impl Into<String>,
     window: Window,
 ) -> SmsError {
-    let wait = answer
-        .retry_after
-        .unwrap_or_else(|| window.wait(super::unix_now()));
+    let wait = retry_after.unwrap_or_else(|| window.wait(super::unix_now()));
     SmsError::throttled(provider, code, detail, wait.min(MAX_WAIT))
 }
 
@@ -87,24 +84,19 @@ mod tests {
 
     #[test]
     fn the_providers_retry_after_wins_and_is_capped_at_a_day() {
-        let answer = |retry_after| HttpAnswer {
-            status: 429,
-            body: String::new(),
-            retry_after,
-        };
         let error = throttled(
             "test",
-            &answer(Some(Duration::from_secs(7))),
+            Some(Duration::from_secs(7)),
             "http_429",
             "",
             Window::Hour,
         );
         assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
-        let error = throttled("test", &answer(None), "http_429", "", Window::Hour);
+        let error = throttled("test", None, "http_429", "", Window::Hour);
         assert_eq!(error.retry_after(), Some(Duration::from_secs(3600)));
         let error = throttled(
             "test",
-            &answer(Some(Duration::from_secs(10_000_000))),
+            Some(Duration::from_secs(10_000_000)),
             "http_429",
             "",
             Window::Second,

@@ -157,7 +157,7 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
     if let Some(window) = window {
         return Err(throttle::throttled(
             PROVIDER,
-            answer,
+            answer.retry_after,
             code.to_string(),
             message,
             window,
