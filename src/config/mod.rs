@@ -212,18 +212,32 @@ fn secrets() -> Vec<SecretVariable> {
     [&SECRETS[..], &crate::sms::settings::SECRETS].concat()
 }
 
+/// Settings that may hold a password (in a URL's user info or query), so that each may also come
+/// from a file, as the secrets do.
+const WITH_FILES: [SecretVariable; 5] = [
+    SecretVariable::new("VCODE_REDIS_URL", "VCODE_REDIS_URL_FILE"),
+    SecretVariable::new(
+        "VCODE_REDIS_CLUSTER_NODES",
+        "VCODE_REDIS_CLUSTER_NODES_FILE",
+    ),
+    SecretVariable::new("VCODE_REDIS_SENTINELS", "VCODE_REDIS_SENTINELS_FILE"),
+    SecretVariable::new("VCODE_DATABASE_URL", "VCODE_DATABASE_URL_FILE"),
+    SecretVariable::new("VCODE_SMS_WEBHOOK_URL", "VCODE_SMS_WEBHOOK_URL_FILE"),
+];
+
 /// The sources for `lookup`: its variables over the config file. The purposes are read first,
 /// for they name the per-purpose template variables.
 fn sources(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Sources, ConfigError> {
     let (tables, secrets) = (tables(), secrets());
-    let first = Sources::read(lookup, all_settings(&[]), &tables, &secrets)?;
+    let read = |settings| Sources::read(lookup, settings, &tables, &secrets, &WITH_FILES);
+    let first = read(all_settings(&[]))?;
     let purposes: Vec<String> = first
         .extract::<OtpSettings>()?
         .purposes
         .iter()
         .map(|purpose| purpose.as_str().to_owned())
         .collect();
-    Sources::read(lookup, all_settings(&purposes), &tables, &secrets)
+    read(all_settings(&purposes))
 }
 
 /// What a `VCODE_*` variable may be named: every setting's variable, and every secret's and
@@ -237,8 +251,10 @@ fn known_variables(sources: &Sources) -> Vec<String> {
     let secrets = secrets()
         .into_iter()
         .flat_map(|secret| [secret.name.to_owned(), secret.file.to_owned()]);
+    let files = WITH_FILES.iter().map(|setting| setting.file.to_owned());
     names
         .chain(secrets)
+        .chain(files)
         .chain([sources::FILE.to_owned()])
         .collect()
 }

@@ -10,6 +10,7 @@
 
 use figment::value::{Dict, Map, Value};
 use figment::{Figment, Metadata, Profile, Provider};
+use secrecy::ExposeSecret;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -117,12 +118,15 @@ pub struct Sources {
 impl Sources {
     /// The known `settings` from the variables, over the config file if `VCODE_CONFIG_FILE`
     /// names one. A blank variable counts as unset. `tables` are the file's tables (to tell a
-    /// table from a misspelt key); `secrets` are refused in the file.
+    /// table from a misspelt key); `secrets` are refused in the file; `with_files` are settings
+    /// that may also come from the file their `_FILE` twin names (URLs that may hold a
+    /// password, as a container secret).
     pub fn read(
         lookup: &dyn Fn(&str) -> Option<String>,
         settings: Vec<Setting>,
         tables: &[Table],
         secrets: &[SecretVariable],
+        with_files: &[SecretVariable],
     ) -> Result<Self, ConfigError> {
         let file = match lookup(FILE).filter(|path| !path.trim().is_empty()) {
             Some(path) => Some(read_config_file(path.trim())?),
@@ -141,6 +145,12 @@ impl Sources {
         for setting in settings.iter().filter(|setting| setting.variable) {
             if let Some(value) = lookup(&setting.name).filter(|value| !value.trim().is_empty()) {
                 from_variables.insert(setting.name.clone(), Value::from(value));
+            }
+        }
+        for variable in with_files.iter().filter(|v| lookup(v.file).is_some()) {
+            if let Some((value, _)) = variable.read(lookup)? {
+                let value = value.expose_secret().to_owned();
+                from_variables.insert(variable.name.to_owned(), Value::from(value));
             }
         }
         let figment = Figment::new()

@@ -90,3 +90,20 @@ fn a_private_ca_file_is_read_for_sslmode_require_only() {
     let alone = settings(&[ca_var]).unwrap_err().to_string();
     assert!(alone.contains("VCODE_DATABASE_URL"), "{alone}");
 }
+
+#[test]
+fn a_url_with_a_password_may_come_from_a_file() {
+    let path = temp_file("database-url", "postgres://vcode:fil3-s3cret@db/vcode\n");
+    let file = ("VCODE_DATABASE_URL_FILE", path.to_str().unwrap());
+    let s = settings(&[file]).unwrap();
+    match &s.store {
+        StoreSettings::Postgres(postgres) => {
+            assert_eq!(postgres.url, "postgres://vcode:fil3-s3cret@db/vcode");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!format!("{s:?}").contains("fil3-s3cret"));
+    let both = settings(&[file, ("VCODE_DATABASE_URL", "postgres://db/vcode")]).unwrap_err();
+    assert!(both.to_string().contains("not both"), "{both}");
+    std::fs::remove_file(path).unwrap();
+}
