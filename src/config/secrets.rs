@@ -1,6 +1,6 @@
 //! The secrets among the service's own settings: the stats route's token, the key that
 //! digests and seals codes (and the one before a rotation) and the token signing keys, the API keys' digests. Each is read from its variable or
-//! its `_FILE` twin, never shown, and checked here (length, key material).
+//! its `_FILE` twin, never shown, and checked here (length, key material, randomness).
 
 use std::sync::Arc;
 
@@ -13,6 +13,7 @@ use crate::api_keys::ApiKeys;
 use crate::keyring::SecretKey;
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
 use crate::token::{SigningKey, parse_pem_keys};
+use crate::weak_secret::token_weakness;
 
 /// The stats route's bearer token.
 pub const ADMIN_TOKEN: SecretVariable =
@@ -46,19 +47,30 @@ pub fn secret(
     Ok(variable.read(lookup)?.map(|(secret, _)| secret))
 }
 
-/// `VCODE_ADMIN_TOKEN`: long enough not to be guessed.
+/// `VCODE_ADMIN_TOKEN`: long enough not to be guessed, and no block repeated or counted
+/// (`weak_secret` says why a token gets a lighter test than a key).
 pub fn admin_token(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Secret>, ConfigError> {
-    match ADMIN_TOKEN.read(lookup)? {
-        Some((token, origin)) if token.expose_secret().len() < 16 => Err(ConfigError::invalid(
+    let Some((token, origin)) = ADMIN_TOKEN.read(lookup)? else {
+        return Ok(None);
+    };
+    if token.expose_secret().len() < 16 {
+        return Err(ConfigError::invalid(
             origin,
             REDACTED,
             "use at least 16 characters",
-        )),
-        found => Ok(found.map(|(token, _)| token)),
+        ));
     }
+    if let Some(reason) = token_weakness(token.expose_secret()) {
+        return Err(ConfigError::invalid(
+            origin,
+            REDACTED,
+            format!("not random: {reason}; use a random token (`openssl rand -hex 32`)"),
+        ));
+    }
+    Ok(Some(token))
 }
 
-/// A secret key: hex or base64 of at least 32 bytes.
+/// A secret key: hex or base64 of at least 32 bytes that look random (`SecretKey::parse`).
 pub fn secret_key(
     lookup: &dyn Fn(&str) -> Option<String>,
     variable: SecretVariable,
