@@ -6,7 +6,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
-use ipnet::IpNet;
+use ipnet::{IpNet, Ipv4Net};
 
 /// `VCODE_TRUSTED_PROXIES`: comma-separated CIDRs or single addresses; empty trusts none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -21,6 +21,7 @@ impl TrustedProxies {
             .map(|item| {
                 IpNet::from_str(item)
                     .or_else(|_| IpAddr::from_str(item).map(IpNet::from))
+                    .map(canonical_net)
                     .map_err(|_| format!("{item:?} is not an address or CIDR"))
             })
             .collect::<Result<_, _>>()
@@ -90,6 +91,20 @@ fn canonical(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
+    }
+}
+
+/// An IPv4 network written as IPv6 (`::ffff:10.0.0.0/104`) is the IPv4 network (`10.0.0.0/8`):
+/// addresses are matched in their [`canonical`] form, where no address is a mapped one, so as an
+/// IPv6 network it would trust no one.
+fn canonical_net(net: IpNet) -> IpNet {
+    match net {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => v6
+            .network()
+            .to_ipv4_mapped()
+            .and_then(|v4| Ipv4Net::new(v4, v6.prefix_len() - 96).ok())
+            .map_or(net, IpNet::V4),
+        other => other,
     }
 }
 
@@ -253,6 +268,24 @@ mod tests {
         assert_eq!(
             client(&proxies, "::ffff:127.0.0.1", &["::ffff:198.51.100.9"]),
             Ok(ip("198.51.100.9"))
+        );
+        // A trusted network written as mapped IPv6 is the IPv4 network.
+        for written in ["::ffff:10.0.0.0/104", "::ffff:10.0.0.1"] {
+            let proxies = TrustedProxies::parse(written).unwrap();
+            assert_eq!(
+                client(&proxies, "10.0.0.1", &["198.51.100.9"]),
+                Ok(ip("198.51.100.9")),
+                "{written}"
+            );
+            assert_eq!(
+                client(&proxies, "::ffff:10.0.0.1", &["198.51.100.9"]),
+                Ok(ip("198.51.100.9")),
+                "{written}"
+            );
+        }
+        assert_eq!(
+            TrustedProxies::parse("::ffff:10.0.0.0/104").unwrap(),
+            TrustedProxies::parse("10.0.0.0/8").unwrap()
         );
     }
 
