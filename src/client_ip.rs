@@ -13,8 +13,12 @@ use ipnet::{IpNet, Ipv4Net};
 pub struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {
+    /// Refuses a list that covers every IPv4 or every IPv6 address (`0.0.0.0/0`, `::/0`,
+    /// `::ffff:0:0/96`, or halves that add up to one): every client would then be a trusted
+    /// proxy, and write whatever address it likes into `X-Forwarded-For`, where every
+    /// per-client limit would read it.
     pub fn parse(input: &str) -> Result<Self, String> {
-        input
+        let nets: Vec<IpNet> = input
             .split(',')
             .map(str::trim)
             .filter(|item| !item.is_empty())
@@ -24,8 +28,21 @@ impl TrustedProxies {
                     .map(canonical_net)
                     .map_err(|_| format!("{item:?} is not an address or CIDR"))
             })
-            .collect::<Result<_, _>>()
-            .map(Self)
+            .collect::<Result<_, _>>()?;
+        if let Some(everything) = IpNet::aggregate(&nets)
+            .into_iter()
+            .find(|net| net.prefix_len() == 0)
+        {
+            let family = if everything.addr().is_ipv4() {
+                "IPv4"
+            } else {
+                "IPv6"
+            };
+            return Err(format!(
+                "trusts every {family} address ({everything}): any client could write the address it likes into X-Forwarded-For and escape every per-client limit; list your proxies' addresses only"
+            ));
+        }
+        Ok(Self(nets))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -287,6 +304,34 @@ mod tests {
             TrustedProxies::parse("::ffff:10.0.0.0/104").unwrap(),
             TrustedProxies::parse("10.0.0.0/8").unwrap()
         );
+    }
+
+    #[test]
+    fn lists_that_trust_every_address_are_refused() {
+        for everything in [
+            "0.0.0.0/0",
+            "::/0",
+            "10.0.0.0/8, 0.0.0.0/0",
+            // Halves adding up to everything, and every IPv4 address written as mapped IPv6.
+            "0.0.0.0/1, 128.0.0.0/1",
+            "::/1,8000::/1",
+            "::ffff:0:0/96",
+            "::ffff:0.0.0.0/96",
+        ] {
+            let error = TrustedProxies::parse(everything).unwrap_err();
+            assert!(
+                error.starts_with("trusts every IPv") && error.contains("X-Forwarded-For"),
+                "{everything}: {error}"
+            );
+        }
+        // Broad, but not every client.
+        for broad in [
+            "0.0.0.0/1",
+            "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16",
+            "fc00::/7",
+        ] {
+            assert!(TrustedProxies::parse(broad).is_ok(), "{broad}");
+        }
     }
 
     #[test]

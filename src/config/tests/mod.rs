@@ -260,6 +260,8 @@ fn bad_values_name_their_variable() {
         ("VCODE_QUOTA_PHONE_FAILS_DAY", "1.5"),
         ("VCODE_ALLOWED_REGIONS", "CN,XX"),
         ("VCODE_TRUSTED_PROXIES", "10.0.0.0/99"),
+        ("VCODE_TRUSTED_PROXIES", "0.0.0.0/0"),
+        ("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,::/0"),
         ("VCODE_ADMIN_TOKEN", "short"),
         ("VCODE_TOKEN_ISSUER", "has space"),
         ("VCODE_TOKEN_TTL_SECS", "5"),
@@ -272,6 +274,19 @@ fn bad_values_name_their_variable() {
         let error = settings(&[(var, value)]).unwrap_err().to_string();
         assert!(error.contains(var), "{var}={value}: {error}");
     }
+}
+
+#[test]
+fn trusting_every_address_stops_start_up() {
+    let error = settings(&[("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,0.0.0.0/0")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(
+            "VCODE_TRUSTED_PROXIES=\"10.0.0.0/8,0.0.0.0/0\": trusts every IPv4 address"
+        ),
+        "{error}"
+    );
 }
 
 #[test]
