@@ -1,4 +1,4 @@
-//! The secrets among the service's own settings: the stats route's token, the key that
+//! The secrets among the service's own settings: the operator routes' token, the key that
 //! digests and seals codes (and the one before a rotation) and the token signing keys, the API keys' digests. Each is read from its variable or
 //! its `_FILE` twin, never shown, and checked here (length, key material, randomness).
 
@@ -15,7 +15,8 @@ use crate::store::redis::SENTINEL_MASTER_PASSWORD;
 use crate::token::{SigningKey, parse_pem_keys};
 use crate::weak_secret::token_weakness;
 
-/// The stats route's bearer token.
+/// The operator listener's bearer token: enables the stats route and guards every operator
+/// route.
 pub const ADMIN_TOKEN: SecretVariable =
     SecretVariable::new("VCODE_ADMIN_TOKEN", "VCODE_ADMIN_TOKEN_FILE");
 pub const SECRET_KEY: SecretVariable =
