@@ -277,6 +277,30 @@ fn bad_values_name_their_variable() {
 }
 
 #[test]
+fn an_operator_listener_off_loopback_needs_the_admin_token() {
+    let token = ("VCODE_ADMIN_TOKEN", "operator-token-0123456789");
+    for exposed in ["0.0.0.0:9091", "[::]:9091", "10.1.2.3:9091"] {
+        let error = settings(&[("VCODE_ADMIN_BIND", exposed)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!(
+                "VCODE_ADMIN_BIND={exposed} is not a loopback address"
+            )) && error.contains("VCODE_ADMIN_TOKEN"),
+            "{error}"
+        );
+        let s = settings(&[("VCODE_ADMIN_BIND", exposed), token]).unwrap();
+        assert_eq!(s.admin_bind.to_string(), exposed);
+    }
+    for loopback in ["127.0.0.1:9091", "127.0.0.2:0", "[::1]:9091"] {
+        assert!(
+            settings(&[("VCODE_ADMIN_BIND", loopback)]).is_ok(),
+            "{loopback}"
+        );
+    }
+}
+
+#[test]
 fn trusting_every_address_stops_start_up() {
     let error = settings(&[("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,0.0.0.0/0")])
         .unwrap_err()
