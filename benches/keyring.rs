@@ -7,8 +7,14 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use vcode::domain::{Code, CodeLength};
 use vcode::keyring::{Keyring, SecretKey};
 
-fn key(byte: u8) -> SecretKey {
-    SecretKey::parse(&format!("{byte:02x}").repeat(32)).expect("a 32-byte key")
+/// Two keys from `openssl rand -hex 32` (a typed key is refused as not random).
+const KEYS: [&str; 2] = [
+    "fa039b2042c64648c530ab280bd1275e464eb9b6b44ff81733d7e49f31924411",
+    "06741e6426d5a44dde5dccae0f25464a16d17f9e2d1794182a4420cae2e167d2",
+];
+
+fn key(n: usize) -> SecretKey {
+    SecretKey::parse(KEYS[n - 1]).expect("a 32-byte random key")
 }
 
 fn keyring(c: &mut Criterion) {

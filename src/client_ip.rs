@@ -6,25 +6,43 @@
 use std::net::{IpAddr, SocketAddr};
 use std::str::FromStr;
 
-use ipnet::IpNet;
+use ipnet::{IpNet, Ipv4Net};
 
 /// `VCODE_TRUSTED_PROXIES`: comma-separated CIDRs or single addresses; empty trusts none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TrustedProxies(Vec<IpNet>);
 
 impl TrustedProxies {
+    /// Refuses a list that covers every IPv4 or every IPv6 address (`0.0.0.0/0`, `::/0`,
+    /// `::ffff:0:0/96`, or halves that add up to one): every client would then be a trusted
+    /// proxy, and write whatever address it likes into `X-Forwarded-For`, where every
+    /// per-client limit would read it.
     pub fn parse(input: &str) -> Result<Self, String> {
-        input
+        let nets: Vec<IpNet> = input
             .split(',')
             .map(str::trim)
             .filter(|item| !item.is_empty())
             .map(|item| {
                 IpNet::from_str(item)
                     .or_else(|_| IpAddr::from_str(item).map(IpNet::from))
+                    .map(canonical_net)
                     .map_err(|_| format!("{item:?} is not an address or CIDR"))
             })
-            .collect::<Result<_, _>>()
-            .map(Self)
+            .collect::<Result<_, _>>()?;
+        if let Some(everything) = IpNet::aggregate(&nets)
+            .into_iter()
+            .find(|net| net.prefix_len() == 0)
+        {
+            let family = if everything.addr().is_ipv4() {
+                "IPv4"
+            } else {
+                "IPv6"
+            };
+            return Err(format!(
+                "trusts every {family} address ({everything}): any client could write the address it likes into X-Forwarded-For and escape every per-client limit; list your proxies' addresses only"
+            ));
+        }
+        Ok(Self(nets))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -90,6 +108,20 @@ fn canonical(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
+    }
+}
+
+/// An IPv4 network written as IPv6 (`::ffff:10.0.0.0/104`) is the IPv4 network (`10.0.0.0/8`):
+/// addresses are matched in their [`canonical`] form, where no address is a mapped one, so as an
+/// IPv6 network it would trust no one.
+fn canonical_net(net: IpNet) -> IpNet {
+    match net {
+        IpNet::V6(v6) if v6.prefix_len() >= 96 => v6
+            .network()
+            .to_ipv4_mapped()
+            .and_then(|v4| Ipv4Net::new(v4, v6.prefix_len() - 96).ok())
+            .map_or(net, IpNet::V4),
+        other => other,
     }
 }
 
@@ -254,6 +286,52 @@ mod tests {
             client(&proxies, "::ffff:127.0.0.1", &["::ffff:198.51.100.9"]),
             Ok(ip("198.51.100.9"))
         );
+        // A trusted network written as mapped IPv6 is the IPv4 network.
+        for written in ["::ffff:10.0.0.0/104", "::ffff:10.0.0.1"] {
+            let proxies = TrustedProxies::parse(written).unwrap();
+            assert_eq!(
+                client(&proxies, "10.0.0.1", &["198.51.100.9"]),
+                Ok(ip("198.51.100.9")),
+                "{written}"
+            );
+            assert_eq!(
+                client(&proxies, "::ffff:10.0.0.1", &["198.51.100.9"]),
+                Ok(ip("198.51.100.9")),
+                "{written}"
+            );
+        }
+        assert_eq!(
+            TrustedProxies::parse("::ffff:10.0.0.0/104").unwrap(),
+            TrustedProxies::parse("10.0.0.0/8").unwrap()
+        );
+    }
+
+    #[test]
+    fn lists_that_trust_every_address_are_refused() {
+        for everything in [
+            "0.0.0.0/0",
+            "::/0",
+            "10.0.0.0/8, 0.0.0.0/0",
+            // Halves adding up to everything, and every IPv4 address written as mapped IPv6.
+            "0.0.0.0/1, 128.0.0.0/1",
+            "::/1,8000::/1",
+            "::ffff:0:0/96",
+            "::ffff:0.0.0.0/96",
+        ] {
+            let error = TrustedProxies::parse(everything).unwrap_err();
+            assert!(
+                error.starts_with("trusts every IPv") && error.contains("X-Forwarded-For"),
+                "{everything}: {error}"
+            );
+        }
+        // Broad, but not every client.
+        for broad in [
+            "0.0.0.0/1",
+            "10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16",
+            "fc00::/7",
+        ] {
+            assert!(TrustedProxies::parse(broad).is_ok(), "{broad}");
+        }
     }
 
     #[test]

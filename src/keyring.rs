@@ -35,11 +35,14 @@ pub const MIN_KEY_BYTES: usize = 32;
 /// ChaCha20's nonce: the first bytes of a code's digest.
 const NONCE_BYTES: usize = 12;
 
-/// Key material as configured: hex or base64, at least 32 bytes once decoded.
+/// Key material as configured: hex or base64, at least 32 bytes once decoded, that looks
+/// random (see `weak_secret`).
 pub struct SecretKey(SecretBox<Vec<u8>>);
 
 impl SecretKey {
-    /// Reads hex (64+ digits) or base64 (standard or URL-safe, padded or not).
+    /// Reads hex (64+ digits) or base64 (standard or URL-safe, padded or not). Key material
+    /// that is constant, repeats a block, counts or otherwise looks typed is refused: every
+    /// derived key (the token signing key too) would be as guessable as it.
     pub fn parse(raw: &str) -> Result<Self, String> {
         use base64::Engine as _;
         use base64::engine::general_purpose::{
@@ -53,7 +56,13 @@ impl SecretKey {
         });
         match decoded {
             Some(bytes) if bytes.len() >= MIN_KEY_BYTES => {
-                Ok(Self(SecretBox::new(Box::new(bytes))))
+                let bytes = SecretBox::new(Box::new(bytes));
+                match crate::weak_secret::key_weakness(bytes.expose_secret()) {
+                    None => Ok(Self(bytes)),
+                    Some(reason) => Err(format!(
+                        "not random: {reason}; use random bytes (`openssl rand -hex 32`)"
+                    )),
+                }
             }
             Some(bytes) => Err(format!(
                 "expected at least {MIN_KEY_BYTES} bytes of key material, got {}",
@@ -240,20 +249,55 @@ fn answer_from(mac: &[u8; 32], alphabet: &[u8], len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use sha2::Digest as _;
+
     use super::*;
     use crate::domain::CodeLength;
 
-    fn key(byte: u8) -> SecretKey {
-        SecretKey::parse(&hex::encode([byte; 32])).unwrap()
+    /// A distinct key for each `n`: random-looking bytes (SHA-256 of `n`), as a real key is.
+    fn key(n: u8) -> SecretKey {
+        SecretKey::parse(&hex::encode(Sha256::digest([n]))).unwrap()
     }
+
+    /// `openssl rand -hex 32` and `openssl rand -base64 32`.
+    const HEX: &str = "b236b04907a66fde363b2dfc79984cb65411da9123cdac99ac8238b87abb534b";
+    const BASE64: &str = "77owb33TNr78iBJsJ64o0r9TDdngxVqTREeNkidHXgM=";
 
     #[test]
     fn keys_are_hex_or_base64_of_32_bytes_or_more() {
-        assert!(SecretKey::parse(&"ab".repeat(32)).is_ok());
-        assert!(SecretKey::parse("q83vEjRWeJq83vEjRWeJq83vEjRWeJq83vEjRWeJq80=").is_ok());
-        assert!(SecretKey::parse(&"ab".repeat(31)).is_err());
+        assert!(SecretKey::parse(HEX).is_ok());
+        assert!(SecretKey::parse(BASE64).is_ok());
+        assert!(SecretKey::parse(&format!("  {HEX}\n")).is_ok());
+        assert!(SecretKey::parse(&HEX[..62]).is_err());
         assert!(SecretKey::parse("not a key").is_err());
-        assert!(!format!("{:?}", key(1)).contains("01"));
+        assert_eq!(
+            format!("{:?}", SecretKey::parse(HEX).unwrap()),
+            "SecretKey(***)"
+        );
+    }
+
+    #[test]
+    fn keys_that_do_not_look_random_are_refused_in_either_encoding() {
+        use base64::Engine as _;
+        for bytes in [
+            vec![0u8; 32],
+            vec![0xff; 32],
+            [0xab, 0xcd].repeat(16),
+            hex::decode("00112233445566778899aabbccddeeff")
+                .unwrap()
+                .repeat(2),
+        ] {
+            for raw in [
+                hex::encode(&bytes),
+                base64::engine::general_purpose::STANDARD.encode(&bytes),
+            ] {
+                let error = SecretKey::parse(&raw).unwrap_err();
+                assert!(
+                    error.starts_with("not random:") && error.contains("openssl rand"),
+                    "{raw}: {error}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -20,6 +20,7 @@ pub mod stats;
 pub mod store;
 pub mod telemetry;
 pub mod token;
+pub(crate) mod weak_secret;
 
 pub use config::Settings;
 pub use startup::Application;

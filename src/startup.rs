@@ -263,7 +263,7 @@ fn public_routes(settings: &Settings) -> routes::PublicRoutes {
 }
 
 /// The operator routes' server on `VCODE_ADMIN_BIND` (metrics, and stats with an admin
-/// token), and its port.
+/// token; with one, every route requires it), and its port.
 fn serve_operator(
     settings: &Settings,
     state: web::Data<AppState>,
@@ -272,6 +272,8 @@ fn serve_operator(
     let stats_route = settings.admin_token.is_some();
     let admin = HttpServer::new(move || {
         App::new()
+            // Inside the default headers: a 401 says nosniff and no-store too.
+            .wrap(from_fn(routes::require_admin_token))
             .wrap(routes::default_headers())
             .app_data(state.clone())
             .configure(|cfg| routes::operator(cfg, stats_route))

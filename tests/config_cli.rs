@@ -36,7 +36,7 @@ fn check_config_prints_a_table_with_secrets_masked() {
         ("VCODE_REDIS_URL", "redis://:r3dis-s3cret@127.0.0.1:6379/0"),
         (
             "VCODE_SECRET_KEY",
-            "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff",
+            "f47e0980390012a7e0496c971eb69bff40c0f40c64ce0b6bb83f2f1c0a5a1fc0",
         ),
     ]);
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));

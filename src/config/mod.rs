@@ -373,6 +373,13 @@ impl Settings {
                 "VCODE_API_KEYS is set but VCODE_REQUIRE_API_KEY requires them nowhere: set it to send, verify or send,verify".to_owned(),
             ));
         }
+        if self.admin_token.is_none() && !self.admin_bind.ip().is_loopback() {
+            // The metrics tell traffic, provider failures and API key names; the stats more.
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_ADMIN_BIND={} is not a loopback address: the operator routes (/metrics, /api/v1/stats) would be open to the network; set VCODE_ADMIN_TOKEN (or VCODE_ADMIN_TOKEN_FILE), which every operator route then requires, or bind a loopback address",
+                self.admin_bind
+            )));
+        }
         if self.dev_mode && !self.bind.ip().is_loopback() {
             return Err(ConfigError::Inconsistent(format!(
                 "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",

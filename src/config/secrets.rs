@@ -1,6 +1,6 @@
-//! The secrets among the service's own settings: the stats route's token, the key that
+//! The secrets among the service's own settings: the operator routes' token, the key that
 //! digests and seals codes (and the one before a rotation) and the token signing keys, the API keys' digests. Each is read from its variable or
-//! its `_FILE` twin, never shown, and checked here (length, key material).
+//! its `_FILE` twin, never shown, and checked here (length, key material, randomness).
 
 use std::sync::Arc;
 
@@ -13,8 +13,10 @@ use crate::api_keys::ApiKeys;
 use crate::keyring::SecretKey;
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
 use crate::token::{SigningKey, parse_pem_keys};
+use crate::weak_secret::token_weakness;
 
-/// The stats route's bearer token.
+/// The operator listener's bearer token: enables the stats route and guards every operator
+/// route.
 pub const ADMIN_TOKEN: SecretVariable =
     SecretVariable::new("VCODE_ADMIN_TOKEN", "VCODE_ADMIN_TOKEN_FILE");
 pub const SECRET_KEY: SecretVariable =
@@ -50,17 +52,20 @@ pub fn secret(
     Ok(variable.read(lookup)?.map(|(secret, _)| secret))
 }
 
-/// `VCODE_ADMIN_TOKEN`: long enough not to be guessed.
+/// `VCODE_ADMIN_TOKEN`: long enough not to be guessed, and no block repeated or counted
+/// (`weak_secret` says why a token gets a lighter test than a key).
 pub fn admin_token(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<Secret>, ConfigError> {
-    at_least(lookup, ADMIN_TOKEN, 16, "use at least 16 characters")
+    let token = at_least(lookup, ADMIN_TOKEN, 16, "use at least 16 characters")?;
+    not_weak(lookup, ADMIN_TOKEN, token)
 }
 
-/// `VCODE_POW_HMAC_KEY`: as long as a key of 32 random characters.
+/// `VCODE_POW_HMAC_KEY`: as long as a key of 32 random characters, and as random.
 pub fn pow_hmac_key(
     lookup: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<Secret>, ConfigError> {
     let reason = "use at least 32 random characters (`openssl rand -hex 32`)";
-    at_least(lookup, POW_HMAC_KEY, 32, reason)
+    let key = at_least(lookup, POW_HMAC_KEY, 32, reason)?;
+    not_weak(lookup, POW_HMAC_KEY, key)
 }
 
 /// The secret `variable` gives, refused when shorter than `length`.
@@ -78,7 +83,26 @@ fn at_least(
     }
 }
 
-/// A secret key: hex or base64 of at least 32 bytes.
+/// `secret` (of `variable`), refused when a block of it repeats or counts.
+fn not_weak(
+    lookup: &dyn Fn(&str) -> Option<String>,
+    variable: SecretVariable,
+    secret: Option<Secret>,
+) -> Result<Option<Secret>, ConfigError> {
+    let Some(secret) = secret else {
+        return Ok(None);
+    };
+    match token_weakness(secret.expose_secret()) {
+        None => Ok(Some(secret)),
+        Some(reason) => Err(ConfigError::invalid(
+            variable.origin(lookup).unwrap_or(variable.name),
+            REDACTED,
+            format!("not random: {reason}; use a random token (`openssl rand -hex 32`)"),
+        )),
+    }
+}
+
+/// A secret key: hex or base64 of at least 32 bytes that look random (`SecretKey::parse`).
 pub fn secret_key(
     lookup: &dyn Fn(&str) -> Option<String>,
     variable: SecretVariable,

@@ -1,7 +1,11 @@
 //! Operator routes: `GET /metrics` (Prometheus text) and `GET /api/v1/stats?days=N` (daily
-//! counters, only when `VCODE_ADMIN_TOKEN` is set, behind that bearer token).
+//! counters, only when `VCODE_ADMIN_TOKEN` is set), and the gate that puts every operator
+//! route behind that bearer token when it is set.
 
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::CONTENT_TYPE;
+use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse, web};
 use secrecy::ExposeSecret;
 use serde::Deserialize;
@@ -12,6 +16,29 @@ use super::envelope;
 use crate::domain::secret::same_secret;
 use crate::stats::RETENTION_DAYS;
 use vcode_wire::paths;
+
+/// With `VCODE_ADMIN_TOKEN` set, every request to the operator listener carries it as
+/// `Authorization: Bearer` (what Prometheus sends with `authorization: credentials_file`), or
+/// gets `401` with `WWW-Authenticate: Bearer` before any route runs: the metrics tell traffic,
+/// provider failures and API key names, and a listener off loopback is allowed only with a
+/// token (`Settings::validate`). Unknown paths too, so that no path is told to exist.
+pub async fn require_admin_token<B: MessageBody + 'static>(
+    request: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    let refused = request
+        .app_data::<web::Data<AppState>>()
+        .and_then(|state| state.admin_token.as_ref())
+        .is_some_and(|token| !bearer_matches(request.request(), token.expose_secret()));
+    if refused {
+        return Ok(request
+            .error_response(ApiError::Unauthorized)
+            .map_into_right_body());
+    }
+    next.call(request)
+        .await
+        .map(ServiceResponse::map_into_left_body)
+}
 
 pub fn metrics_config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::get_resource(paths::METRICS).route(super::get().to(metrics)));
@@ -43,6 +70,8 @@ async fn stats(
     let Some(token) = state.admin_token.as_ref() else {
         return Err(ApiError::NotFound);
     };
+    // `require_admin_token` has checked it already; checked again so that the route is never
+    // open should it be mounted without the gate.
     if !bearer_matches(&request, token.expose_secret()) {
         // With `WWW-Authenticate: Bearer` (error.rs).
         return Err(ApiError::Unauthorized);

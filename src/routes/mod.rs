@@ -25,6 +25,7 @@ use actix_web::{HttpRequest, HttpResponse, Resource, ResponseError, guard, web};
 
 use std::net::{IpAddr, Ipv4Addr};
 
+pub use self::admin::require_admin_token;
 pub use self::error::ApiError;
 pub use self::hardening::{BodyLimits, bounded_body, default_headers};
 pub use self::observe::{RequestSpan, track_requests};
@@ -84,7 +85,7 @@ impl PublicRoutes {
 }
 
 /// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, and `/api/v1/stats` when a token
-/// is set.
+/// is set (which [`require_admin_token`] then asks of every route).
 pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     extractors(cfg, 256);
     cfg.configure(admin::metrics_config);

@@ -316,9 +316,7 @@ async fn one_use_across_instances_sharing_a_store_and_their_key(backend: Backend
     let stranger = spawn_second_instance(&first, |s| {
         easy_pow(s);
         // Challenges are signed with a key derived from the secret key.
-        s.secret_key = Some(std::sync::Arc::new(
-            vcode::keyring::SecretKey::parse(&"ab".repeat(32)).unwrap(),
-        ));
+        s.secret_key = Some(std::sync::Arc::new(vcode::keyring::SecretKey::random()));
     })
     .await;
     assert_refused(

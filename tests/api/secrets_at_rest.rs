@@ -39,8 +39,8 @@ const TIMESTAMP_HEADER: &str = "X-Vcode-Timestamp";
 const SIGNATURE_HEADER: &str = "X-Vcode-Signature";
 
 /// A second key (the one rotated to) and a third (no one's).
-const KEY_B: &str = "b1b2b3b4b5b6b7b8b9babbbcbdbebfb0a1a2a3a4a5a6a7a8a9aaabacadaeafa0";
-const KEY_C: &str = "c1c2c3c4c5c6c7c8c9cacbcccdcecfc0d1d2d3d4d5d6d7d8d9dadbdcdddedfd0";
+const KEY_B: &str = "bb54112086e743ad3b709897086ab1dfed7d187f521fc492d4c6a3db3d5dabc3";
+const KEY_C: &str = "749a1502a4583099623472aa4e9019a97c971a424e968c97a78e784c3b9d2b31";
 
 fn key(hex: &str) -> Arc<SecretKey> {
     Arc::new(SecretKey::parse(hex).expect("a valid key"))

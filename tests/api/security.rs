@@ -247,6 +247,7 @@ async fn dev_and_operator_routes_are_not_on_the_public_path(backend: Backend) {
     let metrics = app
         .client
         .get(app.admin_url(paths::METRICS))
+        .bearer_auth(token)
         .send()
         .await
         .unwrap();
@@ -261,6 +262,65 @@ async fn dev_and_operator_routes_are_not_on_the_public_path(backend: Backend) {
     assert_eq!(stats("bearer operator-token-0123456789").await.status, 200);
     assert_eq!(stats("Bearer operator-token-012345678").await.status, 401);
     assert_eq!(stats("Bearer operator-token-0123456789x").await.status, 401);
+}
+
+/// With an admin token, every route of the operator listener needs it, `/metrics` included (it
+/// tells traffic, provider failures and API key names), and an unknown path answers as a
+/// known one does; without a token `/metrics` stays open on its loopback listener.
+#[tokio::test]
+async fn every_operator_route_needs_the_admin_token_when_one_is_set() {
+    let token = "operator-token-0123456789";
+    let app = spawn_app_with(Backend::Memory, |s| s.admin_token = Some(token.into())).await;
+    let operator = |path: &str, auth: Option<&str>| {
+        let mut request = app.client.get(app.admin_url(path));
+        if let Some(auth) = auth {
+            request = request.header("authorization", auth);
+        }
+        request.send()
+    };
+    for path in [paths::METRICS, paths::STATS, "/no/such/route"] {
+        for auth in [
+            None,
+            Some("Bearer operator-token-012345678"),
+            Some("Bearer operator-token-0123456789x"),
+            Some("Basic b3BlcmF0b3I6b3BlcmF0b3ItdG9rZW4tMDEyMzQ1Njc4OQ=="),
+            Some(token),
+        ] {
+            let refused = operator(path, auth).await.unwrap();
+            assert_eq!(refused.status(), 401, "{path} {auth:?}");
+            assert_eq!(refused.headers()["www-authenticate"], "Bearer");
+            assert_eq!(refused.headers()["x-content-type-options"], "nosniff");
+            let body: serde_json::Value = refused.json().await.unwrap();
+            assert_eq!(body["code"], 40100, "{path} {auth:?}");
+        }
+    }
+    let metrics = operator(paths::METRICS, Some(&format!("Bearer {token}")))
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200);
+    assert!(
+        metrics.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/openmetrics-text")
+    );
+    let stats = operator(paths::STATS, Some(&format!("bearer {token}")))
+        .await
+        .unwrap();
+    assert_eq!(stats.status(), 200);
+    let unknown = operator("/no/such/route", Some(&format!("Bearer {token}")))
+        .await
+        .unwrap();
+    assert_eq!(unknown.status(), 404);
+
+    let open = spawn_app(Backend::Memory).await;
+    let metrics = open
+        .client
+        .get(open.admin_url(paths::METRICS))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(metrics.status(), 200, "no token: loopback only, and open");
 }
 
 fn urlencode(phone: &str) -> String {

@@ -18,7 +18,8 @@ use crate::domain::Region;
 use crate::store::ResendPolicy;
 use crate::store::redis::RedisTopology;
 
-pub const KEY: &str = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+/// A key as `openssl rand -hex 32` prints one (a typed one is refused as not random).
+pub const KEY: &str = "b6c7a39b21dedc5268f35e51f8a67df3ec9ff0b7cf674b019d240e94f12ad871";
 
 /// Settings from `vars`; a shared store gets a secret key unless `vars` name one.
 pub fn settings(vars: &[(&str, &str)]) -> Result<Settings, ConfigError> {
@@ -84,7 +85,7 @@ fn a_shared_store_needs_a_secret_key_and_keys_are_never_shown() {
     ])
     .unwrap();
     assert!(s.secret_key.is_some() && s.secret_key_previous.is_some());
-    assert_debug_hides(&s, &[KEY, "0011223344"], &["secret_key"]);
+    assert_debug_hides(&s, &[KEY, &KEY[..10]], &["secret_key"]);
     let dir = std::env::temp_dir().join(format!("vcode-key-{}", std::process::id()));
     std::fs::write(&dir, format!("{KEY}\n")).unwrap();
     let from_file = settings(&[url, ("VCODE_SECRET_KEY_FILE", dir.to_str().unwrap())]).unwrap();
@@ -98,6 +99,50 @@ fn a_shared_store_needs_a_secret_key_and_keys_are_never_shown() {
     std::fs::remove_file(dir).unwrap();
     // Embedded: optional (a random key per process).
     assert!(settings(&[]).unwrap().secret_key.is_none());
+}
+
+#[test]
+fn keys_and_tokens_that_do_not_look_random_stop_start_up() {
+    let url = ("VCODE_REDIS_URL", "redis://127.0.0.1:6379");
+    let zeros = "00".repeat(32);
+    let twice = "00112233445566778899aabbccddeeff".repeat(2);
+    for (var, weak) in [
+        ("VCODE_SECRET_KEY", zeros.as_str()),
+        ("VCODE_SECRET_KEY", &"ff".repeat(32)),
+        ("VCODE_SECRET_KEY", &"ab".repeat(32)),
+        ("VCODE_SECRET_KEY", &twice),
+        // 32 zero bytes in base64.
+        (
+            "VCODE_SECRET_KEY",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+        ),
+        ("VCODE_SECRET_KEY_PREVIOUS", &zeros),
+        ("VCODE_SECRET_KEY_PREVIOUS", &twice),
+    ] {
+        let mut vars = vec![url, (var, weak)];
+        if var == "VCODE_SECRET_KEY_PREVIOUS" {
+            vars.push(("VCODE_SECRET_KEY", KEY));
+        }
+        let error = settings(&vars).unwrap_err().to_string();
+        assert!(
+            error.starts_with(&format!("{var}=\"***\": not random")),
+            "{var}: {error}"
+        );
+        assert!(!error.contains(&weak[..8]), "{error}");
+    }
+    for weak in [
+        "aaaaaaaaaaaaaaaaaaaa",
+        "changemechangeme",
+        "abcdefghijklmnopqrstuvwxyz",
+    ] {
+        let error = settings(&[("VCODE_ADMIN_TOKEN", weak)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("VCODE_ADMIN_TOKEN=\"***\": not random"),
+            "{weak}: {error}"
+        );
+    }
 }
 
 #[test]
@@ -215,6 +260,8 @@ fn bad_values_name_their_variable() {
         ("VCODE_QUOTA_PHONE_FAILS_DAY", "1.5"),
         ("VCODE_ALLOWED_REGIONS", "CN,XX"),
         ("VCODE_TRUSTED_PROXIES", "10.0.0.0/99"),
+        ("VCODE_TRUSTED_PROXIES", "0.0.0.0/0"),
+        ("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,::/0"),
         ("VCODE_ADMIN_TOKEN", "short"),
         ("VCODE_TOKEN_ISSUER", "has space"),
         ("VCODE_TOKEN_TTL_SECS", "5"),
@@ -227,6 +274,43 @@ fn bad_values_name_their_variable() {
         let error = settings(&[(var, value)]).unwrap_err().to_string();
         assert!(error.contains(var), "{var}={value}: {error}");
     }
+}
+
+#[test]
+fn an_operator_listener_off_loopback_needs_the_admin_token() {
+    let token = ("VCODE_ADMIN_TOKEN", "operator-token-0123456789");
+    for exposed in ["0.0.0.0:9091", "[::]:9091", "10.1.2.3:9091"] {
+        let error = settings(&[("VCODE_ADMIN_BIND", exposed)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with(&format!(
+                "VCODE_ADMIN_BIND={exposed} is not a loopback address"
+            )) && error.contains("VCODE_ADMIN_TOKEN"),
+            "{error}"
+        );
+        let s = settings(&[("VCODE_ADMIN_BIND", exposed), token]).unwrap();
+        assert_eq!(s.admin_bind.to_string(), exposed);
+    }
+    for loopback in ["127.0.0.1:9091", "127.0.0.2:0", "[::1]:9091"] {
+        assert!(
+            settings(&[("VCODE_ADMIN_BIND", loopback)]).is_ok(),
+            "{loopback}"
+        );
+    }
+}
+
+#[test]
+fn trusting_every_address_stops_start_up() {
+    let error = settings(&[("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,0.0.0.0/0")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with(
+            "VCODE_TRUSTED_PROXIES=\"10.0.0.0/8,0.0.0.0/0\": trusts every IPv4 address"
+        ),
+        "{error}"
+    );
 }
 
 #[test]

@@ -9,9 +9,9 @@ use vcode::domain::{Code, CodeDigest, Phone, Purpose};
 use vcode::keyring::{Keyring, SecretKey};
 use vcode::store::{CodeCandidate, Delivery, DeliveryKind, PendingCode};
 
-/// `VCODE_SECRET_KEY` of every test app (hex of 32 bytes).
+/// `VCODE_SECRET_KEY` of every test app (`openssl rand -hex 32`: a typed key is refused).
 pub const TEST_SECRET_KEY: &str =
-    "8f1c0e6a5b2d4c3e9a7f6b5c4d3e2f1a0b9c8d7e6f5a4b3c2d1e0f9a8b7c6d5e";
+    "de95360cff70e64f70aa3bc9ea6a317ddcd78988be83b861b88c8766614d80ef";
 
 pub fn test_secret_key() -> Arc<SecretKey> {
     Arc::new(SecretKey::parse(TEST_SECRET_KEY).expect("a valid key"))
