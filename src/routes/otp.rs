@@ -2,7 +2,7 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use tracing::Instrument;
-use vcode_wire::{SendData, SendRequest, VerifyData, VerifyRequest, headers, paths};
+use vcode_wire::{Delivery, SendData, SendRequest, VerifyData, VerifyRequest, headers, paths};
 
 use super::api_key::{MaySend, MayVerify};
 use super::envelope;
@@ -10,7 +10,7 @@ use super::openapi::Api;
 use super::{ApiError, AppState};
 use crate::api_keys::Operation;
 use crate::idempotency::IdempotencyKey;
-use crate::otp::SendCommand;
+use crate::otp::{DeliveryStatus, SendCommand};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
@@ -40,8 +40,11 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
     api.post(paths::OTP_SEND, "otp", "Send a code by SMS")
         .describe(
             "One code per phone and purpose: a send during the cooldown changes nothing (42900); \
-             after it the same code is sent again or replaced (VCODE_RESEND). A failed SMS rolls \
-             the code back (50200). Over a quota, vcode's own or the SMS provider's limit on the \
+             after it the same code is sent again or replaced (VCODE_RESEND). An SMS the provider \
+             refused rolls the code back (50200). An SMS whose provider never answered (a timeout \
+             after the request went out) may still arrive: its code and cooldown stay, no other \
+             provider is tried, and the answer is 200 with `delivery` `unconfirmed` (`sent` when \
+             the provider confirmed). Over a quota, vcode's own or the SMS provider's limit on the \
              number or the account (not failed over to another provider), the answer is 42902 \
              with retry_after, and the code is rolled back. With VCODE_SEND_GATE the body also \
              carries a solved captcha (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
@@ -133,6 +136,10 @@ async fn send(
     Ok(envelope::ok(SendData {
         expires_in: receipt.expires_in.as_secs(),
         resend_after: receipt.resend_after.as_secs(),
+        delivery: match receipt.delivery {
+            DeliveryStatus::Sent => Delivery::Sent,
+            DeliveryStatus::Unconfirmed => Delivery::Unconfirmed,
+        },
     }))
 }
 
