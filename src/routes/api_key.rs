@@ -8,10 +8,11 @@ use actix_web::dev::Payload;
 use actix_web::{FromRequest, HttpRequest, web};
 
 use super::{ApiError, AppState};
-use crate::api_keys::Operation;
+use crate::api_keys::{ApiKeyName, Operation};
 
-/// Whether the request may run `operation`; 401 (`WWW-Authenticate: Bearer`) if not.
-fn authorize(request: &HttpRequest, operation: Operation) -> Result<(), ApiError> {
+/// Whether the request may run `operation`: `Some(name)` of the key it presented where one is
+/// required, `None` where the operation is open; 401 (`WWW-Authenticate: Bearer`) if not.
+fn authorize(request: &HttpRequest, operation: Operation) -> Result<Option<ApiKeyName>, ApiError> {
     let Some(state) = request.app_data::<web::Data<AppState>>() else {
         return Err(ApiError::Internal(anyhow::anyhow!("no application state")));
     };
@@ -19,11 +20,11 @@ fn authorize(request: &HttpRequest, operation: Operation) -> Result<(), ApiError
         .api_keys
         .check(operation, super::bearer_token(request))
     {
-        Ok(None) => Ok(()),
+        Ok(None) => Ok(None),
         Ok(Some(name)) => {
             tracing::Span::current().record("api_key", name.as_str());
             crate::metrics::count_api_key(Some(name.as_str()), operation.as_str());
-            Ok(())
+            Ok(Some(name.clone()))
         }
         Err(_) => {
             crate::metrics::count_api_key(None, operation.as_str());
@@ -32,15 +33,15 @@ fn authorize(request: &HttpRequest, operation: Operation) -> Result<(), ApiError
     }
 }
 
-/// A caller allowed to send (with a key if sends require one).
-pub struct MaySend;
+/// A caller allowed to send (with a key if sends require one): the key's name, if any.
+pub struct MaySend(pub Option<ApiKeyName>);
 
 impl FromRequest for MaySend {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authorize(request, Operation::Send).map(|()| Self))
+        ready(authorize(request, Operation::Send).map(Self))
     }
 }
 
@@ -52,6 +53,6 @@ impl FromRequest for MayVerify {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authorize(request, Operation::Verify).map(|()| Self))
+        ready(authorize(request, Operation::Verify).map(|_| Self))
     }
 }

@@ -8,7 +8,7 @@ use super::api_key::{MaySend, MayVerify};
 use super::envelope;
 use super::openapi::Api;
 use super::{ApiError, AppState};
-use crate::api_keys::Operation;
+use crate::api_keys::{ApiKeyName, Operation};
 use crate::idempotency::IdempotencyKey;
 use crate::otp::{DeliveryStatus, SendCommand};
 
@@ -55,7 +55,8 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             false,
             serde_json::json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"}),
             "Retries of one logical send carry the same key: one code, one SMS, the same answer \
-             (40000 when not 1 to 255 visible ASCII characters)",
+             (40000 when not 1 to 255 visible ASCII characters). With API keys, each caller's \
+             keys are its own",
         )
         .body(body)
         .ok_envelope(data)
@@ -96,11 +97,15 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
     key_for(Operation::Verify, api, paths::OTP_VERIFY);
 }
 
-fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
+/// The request's `Idempotency-Key`, in the namespace of the API-key `caller` that sent it.
+fn idempotency_key(
+    request: &HttpRequest,
+    caller: Option<&ApiKeyName>,
+) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(value) = request.headers().get(headers::IDEMPOTENCY_KEY) else {
         return Ok(None);
     };
-    IdempotencyKey::parse(value.as_bytes())
+    IdempotencyKey::parse(value.as_bytes(), caller)
         .map(Some)
         .ok_or_else(|| {
             ApiError::Malformed(
@@ -110,7 +115,7 @@ fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiE
 }
 
 async fn send(
-    _caller: MaySend,
+    MaySend(caller): MaySend,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<SendRequest>,
@@ -124,7 +129,7 @@ async fn send(
         locale: body.locale,
         altcha: body.altcha,
         client_ip: super::client_ip(&request, &state)?,
-        idempotency_key: idempotency_key(&request)?,
+        idempotency_key: idempotency_key(&request, caller.as_ref())?,
     };
     let otp = state.otp.clone();
     // Runs to the end even if the client goes away, so a code is never left stored without

@@ -1,16 +1,18 @@
 //! API keys on `otp/send` and `otp/verify` (`VCODE_REQUIRE_API_KEY`, `VCODE_API_KEYS`): missing,
-//! wrong and right keys, the scheme's case, the key's name in the metrics, and routes not
-//! listed staying open. That a key never reaches the logs is tests/api_key_cli.rs (the binary).
+//! wrong and right keys, the scheme's case, the key's name in the metrics, routes not listed
+//! staying open, and callers that do not share `Idempotency-Key`s. That a key never reaches
+//! the logs is tests/api_key_cli.rs (the binary).
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use vcode::api_keys::{ApiKeySettings, ApiKeys, Operation};
-use vcode_wire::{SendRequest, VerifyRequest, paths};
+use vcode_wire::{SendRequest, VerifyRequest, headers, paths};
 
 use crate::support::app::Answer;
 use crate::support::{Backend, TestApp, random_phone, spawn_app_with};
 
 const KEY: &str = "vck_test-key-0123456789abcdefghijklmnopqrstu";
+const OTHER_KEY: &str = "vck_other-key-0123456789abcdefghijklmnopqrs";
 
 /// An app requiring a key for `required`, knowing `KEY` under `name`.
 async fn app_requiring(backend: Backend, required: Vec<Operation>, name: &str) -> TestApp {
@@ -156,7 +158,67 @@ async fn without_the_setting_no_route_needs_a_key(backend: Backend) {
     assert_eq!(app.verify(&phone, &code).await.status, 200);
 }
 
+/// Two callers, "billing" (`KEY`) and "shop" (`OTHER_KEY`), keyed for sends.
+async fn app_with_two_callers(backend: Backend) -> TestApp {
+    let entries = format!(
+        "billing:{},shop:{}",
+        hex::encode(Sha256::digest(KEY)),
+        hex::encode(Sha256::digest(OTHER_KEY))
+    );
+    spawn_app_with(backend, |s| {
+        s.api_key = ApiKeySettings {
+            required: vec![Operation::Send],
+        };
+        s.api_keys = Some(ApiKeys::parse(&entries).unwrap());
+    })
+    .await
+}
+
+/// `otp/send` as the caller of `key`, with this `Idempotency-Key`.
+async fn send_as(app: &TestApp, key: &str, idempotency_key: &str, phone: &str) -> Answer {
+    app.request(
+        app.client
+            .post(app.url(paths::OTP_SEND))
+            .bearer_auth(key)
+            .header(headers::IDEMPOTENCY_KEY, idempotency_key)
+            .json(&SendRequest::new(phone)),
+    )
+    .await
+}
+
+async fn callers_do_not_share_idempotency_keys(backend: Backend) {
+    let app = app_with_two_callers(backend).await;
+    let (billed, shopped) = (random_phone(), random_phone());
+    let billing = send_as(&app, KEY, "order-1", &billed).await;
+    assert_eq!(billing.status, 200, "{billing:?}");
+    // Billing's key with another body is no 422 for shop (nothing tells shop billing used it).
+    let shop = send_as(&app, OTHER_KEY, "order-1", &shopped).await;
+    assert_eq!(shop.status, 200, "{shop:?}");
+    assert_eq!(app.inbox(&shopped).await.len(), 1);
+    // Each caller's repeat still gets its own stored answer, without a second SMS.
+    assert_eq!(
+        send_as(&app, KEY, "order-1", &billed).await.body,
+        billing.body
+    );
+    assert_eq!(
+        send_as(&app, OTHER_KEY, "order-1", &shopped).await.body,
+        shop.body
+    );
+    assert_eq!(app.inbox(&billed).await.len(), 1);
+    assert_eq!(app.inbox(&shopped).await.len(), 1);
+
+    // The same key and the same body from shop is shop's own request: it runs, and meets the
+    // cooldown of billing's code, instead of being answered billing's 200.
+    let phone = random_phone();
+    let first = send_as(&app, KEY, "order-2", &phone).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    let other = send_as(&app, OTHER_KEY, "order-2", &phone).await;
+    assert_eq!((other.status, other.code()), (429, 42900), "{other:?}");
+    assert_eq!(app.inbox(&phone).await.len(), 1);
+}
+
 on_every_store!(
+    callers_do_not_share_idempotency_keys,
     a_key_is_required_where_listed_and_checked,
     operations_not_listed_stay_open,
     without_the_setting_no_route_needs_a_key,
