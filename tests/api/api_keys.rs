@@ -1,7 +1,11 @@
 //! API keys on `otp/send` and `otp/verify` (`VCODE_REQUIRE_API_KEY`, `VCODE_API_KEYS`): missing,
 //! wrong and right keys, the scheme's case, the key's name in the metrics, routes not listed
-//! staying open, and callers that do not share `Idempotency-Key`s. That a key never reaches
-//! the logs is tests/api_key_cli.rs (the binary).
+//! staying open, a refusal before the body is read, and callers that do not share
+//! `Idempotency-Key`s. That a key never reaches the logs is tests/api_key_cli.rs (the binary).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -217,8 +221,105 @@ async fn callers_do_not_share_idempotency_keys(backend: Backend) {
     assert_eq!(app.inbox(&phone).await.len(), 1);
 }
 
+/// A request whose head arrives and whose body stalls after a few bytes: the answer as read
+/// (until a final status line, or `wait`) and how long it took.
+fn stalled_body(
+    address: &str,
+    path: &str,
+    authorization: Option<&str>,
+    wait: Duration,
+) -> (String, Duration) {
+    let mut stream = TcpStream::connect(address).expect("the app listens");
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let authorization = authorization
+        .map(|value| format!("authorization: {value}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: 64\r\n{authorization}\r\n{{\"phone\":"
+    );
+    let started = Instant::now();
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0; 4096];
+    while let Ok(read @ 1..) = stream.read(&mut chunk) {
+        answer.extend_from_slice(&chunk[..read]);
+        let text = String::from_utf8_lossy(&answer);
+        if text.contains("\r\n\r\n") && text.contains("}") {
+            break;
+        }
+    }
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        started.elapsed(),
+    )
+}
+
+async fn a_missing_key_is_refused_before_the_body_is_read(backend: Backend) {
+    let body_timeout = Duration::from_secs(3);
+    let entry = format!("shop:{}", hex::encode(Sha256::digest(KEY)));
+    let app = spawn_app_with(backend, |s| {
+        s.api_key = ApiKeySettings {
+            required: vec![Operation::Send, Operation::Verify],
+        };
+        s.api_keys = Some(ApiKeys::parse(&entry).unwrap());
+        s.body_timeout = body_timeout;
+    })
+    .await;
+    let address = app.address.trim_start_matches("http://").to_owned();
+    let cases = [
+        (paths::OTP_SEND, None),
+        (paths::OTP_SEND, Some("Bearer vck_wrong")),
+        // As the router reads it: `%73` is an `s`.
+        ("/api/v1/otp/%73end", None),
+        (paths::OTP_VERIFY, None),
+    ];
+    for (path, authorization) in cases {
+        let (answer, took) = tokio::task::spawn_blocking({
+            let address = address.clone();
+            move || stalled_body(&address, path, authorization, Duration::from_secs(5))
+        })
+        .await
+        .unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 401"),
+            "{path} {authorization:?}: {answer}"
+        );
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{answer}"
+        );
+        assert!(answer.contains("40100"), "{answer}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "{path}: answered after {took:?}, not before the body"
+        );
+    }
+    // With the right key the stalled body is waited for, up to its deadline: the refusals
+    // above did not wait because they never read it.
+    let bearer = format!("Bearer {KEY}");
+    let (answer, took) = tokio::task::spawn_blocking(move || {
+        stalled_body(
+            &address,
+            paths::OTP_SEND,
+            Some(&bearer),
+            Duration::from_secs(10),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        took >= body_timeout - Duration::from_millis(200),
+        "{took:?}"
+    );
+}
+
 on_every_store!(
     callers_do_not_share_idempotency_keys,
+    a_missing_key_is_refused_before_the_body_is_read,
     a_key_is_required_where_listed_and_checked,
     operations_not_listed_stay_open,
     without_the_setting_no_route_needs_a_key,
