@@ -2,7 +2,8 @@
 //! request gets the kept result without running again; a repeat with another request is refused;
 //! a repeat while the first still runs waits for its result (bounded). Only results worth
 //! keeping are kept (for a send: one that stored a code or sent an SMS); anything else frees
-//! the key, so the client's retry runs again. The store sees the records as opaque bytes.
+//! the key, so the client's retry runs again. Keys are per API-key caller: one caller's key is
+//! never another's record. The store sees the records as opaque bytes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use crate::api_keys::ApiKeyName;
 use crate::store::{IdempotencyStore, StoreError};
 
 /// How long a running first request keeps its key before a repeat may take over (a crashed
@@ -23,10 +25,22 @@ const POLL: Duration = Duration::from_millis(25);
 pub struct IdempotencyKey(String);
 
 impl IdempotencyKey {
-    /// The key from its raw value: 1 to 255 visible ASCII characters.
-    pub fn parse(raw: &[u8]) -> Option<Self> {
+    /// The key from its raw value (1 to 255 visible ASCII characters) as `caller` uses it: the
+    /// name of the API key the request presented, `None` where the operation needs no key.
+    /// Callers do not share keys: another caller's same key is a record of its own, so no
+    /// caller reads (or blocks) another's answers by guessing its keys.
+    pub fn parse(raw: &[u8], caller: Option<&ApiKeyName>) -> Option<Self> {
         let valid = (1..=255).contains(&raw.len()) && raw.iter().all(u8::is_ascii_graphic);
-        valid.then(|| Self(hex_digest(raw)))
+        if !valid {
+            return None;
+        }
+        Some(Self(match caller {
+            // Without a caller, the digest keys had before callers were told apart.
+            None => hex_digest(raw),
+            // A NUL is in neither a name nor a key: `name\0key` never equals another caller's
+            // (or a caller-less) input.
+            Some(name) => hex_digest(&[name.as_str().as_bytes(), b"\0", raw].concat()),
+        }))
     }
 
     pub fn as_str(&self) -> &str {
@@ -187,13 +201,32 @@ mod tests {
 
     #[test]
     fn keys_are_visible_ascii_of_bounded_length() {
-        assert!(IdempotencyKey::parse(b"signup-7d1c9e").is_some());
-        assert!(IdempotencyKey::parse(b"").is_none());
-        assert!(IdempotencyKey::parse(b"has space").is_none());
-        assert!(IdempotencyKey::parse(&[b'k'; 256]).is_none());
+        assert!(IdempotencyKey::parse(b"signup-7d1c9e", None).is_some());
+        assert!(IdempotencyKey::parse(b"", None).is_none());
+        assert!(IdempotencyKey::parse(b"has space", None).is_none());
+        assert!(IdempotencyKey::parse(&[b'k'; 256], None).is_none());
         assert_eq!(
-            IdempotencyKey::parse(&[b'k'; 255]).unwrap().as_str().len(),
+            IdempotencyKey::parse(&[b'k'; 255], None)
+                .unwrap()
+                .as_str()
+                .len(),
             32
         );
+    }
+
+    #[test]
+    fn each_caller_has_its_own_keys() {
+        let (billing, shop) = (ApiKeyName::named("billing"), ApiKeyName::named("shop"));
+        let key = |raw: &[u8], caller| IdempotencyKey::parse(raw, caller).unwrap();
+        assert_ne!(
+            key(b"order-1", Some(&billing)),
+            key(b"order-1", Some(&shop))
+        );
+        assert_ne!(key(b"order-1", Some(&billing)), key(b"order-1", None));
+        assert_eq!(key(b"order-1", Some(&shop)), key(b"order-1", Some(&shop)));
+        // Not a plain concatenation: caller "bill" with key "ing-1" is not "billing" with "-1".
+        let bill = ApiKeyName::named("bill");
+        assert_ne!(key(b"ing-1", Some(&bill)), key(b"-1", Some(&billing)));
+        assert!(IdempotencyKey::parse(b"has space", Some(&shop)).is_none());
     }
 }

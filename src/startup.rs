@@ -233,6 +233,8 @@ fn serve_public(settings: &Settings, state: web::Data<AppState>) -> anyhow::Resu
             .wrap(from_fn(move |request, next| {
                 routes::bounded_body(limits, request, next)
             }))
+            // Outside the body's deadline: a missing API key is answered before the body.
+            .wrap(from_fn(routes::authorize_first))
             .wrap(routes::default_headers())
             .wrap(from_fn(routes::track_requests))
             .wrap(TracingLogger::<routes::RequestSpan>::new())

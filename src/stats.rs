@@ -21,6 +21,8 @@ pub enum Event {
     SendRequest,
     SmsSent,
     SmsFailed,
+    /// A send whose provider never answered: the SMS may have arrived, the code stays.
+    SmsUnconfirmed,
     DedupCooldown,
     DedupIdempotency,
     VerifyOk,
@@ -51,10 +53,11 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 29] = [
+    pub const ALL: [Event; 30] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
+        Event::SmsUnconfirmed,
         Event::DedupCooldown,
         Event::DedupIdempotency,
         Event::VerifyOk,
@@ -89,6 +92,7 @@ impl Event {
             Event::SendRequest => "send_requests",
             Event::SmsSent => "sms_sent",
             Event::SmsFailed => "sms_failed",
+            Event::SmsUnconfirmed => "sms_unconfirmed",
             Event::DedupCooldown => "dedup_cooldown",
             Event::DedupIdempotency => "dedup_idempotency",
             Event::VerifyOk => "verify_ok",
@@ -124,7 +128,7 @@ impl Event {
     fn metric(self) -> Option<(&'static str, &'static str, &'static str)> {
         Some(match self {
             Event::SendRequest => ("vcode_otp_send_requests", "route", "otp_send"),
-            Event::SmsSent | Event::SmsFailed => return None,
+            Event::SmsSent | Event::SmsFailed | Event::SmsUnconfirmed => return None,
             Event::DedupCooldown => ("vcode_otp_dedup", "by", "cooldown"),
             Event::DedupIdempotency => ("vcode_otp_dedup", "by", "idempotency_key"),
             Event::VerifyOk => ("vcode_otp_verify", "outcome", "ok"),

@@ -106,7 +106,11 @@ async function send(event) {
     if (page.pow === 'true') resetAltcha();
     return;
   }
-  $('sent-to').textContent = `We sent a code to ${state.phone}. It is valid for ${Math.round(answer.data.expires_in / 60)} minutes.`;
+  const minutes = Math.round(answer.data.expires_in / 60);
+  // Unconfirmed: the provider never answered, but the SMS may still arrive and its code works.
+  $('sent-to').textContent = answer.data.delivery === 'unconfirmed'
+    ? `We asked for a code to be sent to ${state.phone}; the SMS provider has not confirmed it yet. If it arrives, it is valid for ${minutes} minutes; otherwise send again in ${answer.data.resend_after} seconds.`
+    : `We sent a code to ${state.phone}. It is valid for ${minutes} minutes.`;
   $('code').value = '';
   show('step-code');
   $('code').focus();

@@ -30,6 +30,12 @@ impl ApiKeyName {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// A name without a key, for the tests of what names are used for.
+    #[cfg(test)]
+    pub(crate) fn named(name: &str) -> Self {
+        Self(name.into())
+    }
 }
 
 impl fmt::Display for ApiKeyName {

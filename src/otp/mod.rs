@@ -23,7 +23,7 @@ use crate::store::{
 use crate::token::{Audience, TokenIssuer};
 
 pub use self::error::OtpError;
-pub use self::send::{SendCommand, SendReceipt};
+pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
 pub use self::settings::{AbuseSettings, OtpSettings};
 
 use self::send::{DAY, HOUR, MINUTE};

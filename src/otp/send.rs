@@ -1,6 +1,7 @@
 //! `send`: the gate, the idempotency key, the issue in the store, the client's and global
 //! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
-//! store still holds exactly what this send wrote.
+//! store still holds exactly what this send wrote. An SMS in doubt (the provider never
+//! answered) is no failure: it may arrive, so its code, cooldown and quota stay.
 
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -42,6 +43,28 @@ pub struct SendCommand {
 pub struct SendReceipt {
     pub expires_in: Duration,
     pub resend_after: Duration,
+    /// Records kept before the field existed were all confirmed sends.
+    #[serde(default)]
+    pub delivery: DeliveryStatus,
+}
+
+/// Whether the provider confirmed the SMS of an accepted send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    #[default]
+    Sent,
+    /// The request reached the provider and no answer came: the SMS may arrive.
+    Unconfirmed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::Unconfirmed => "unconfirmed",
+        }
+    }
 }
 
 /// The request as normalised: what makes two requests under one key "the same request".
@@ -123,7 +146,8 @@ impl OtpService {
     }
 
     /// Issues a code within the phone's quota and the client's and the global SMS budget, and
-    /// sends it; undoes the issue (and releases the budgets) if anything after it fails.
+    /// sends it; undoes the issue (and releases the budgets) if anything after it fails, an
+    /// unconfirmed SMS excepted.
     async fn issue_and_deliver(
         &self,
         phone: &Phone,
@@ -202,8 +226,35 @@ impl OtpService {
             expires_in: self.settings.code_ttl,
             locale,
         };
-        let receipt = match self.sender.send(&message).await {
-            Ok(receipt) => receipt,
+        let status = match self.sender.send(&message).await {
+            Ok(receipt) => {
+                self.stats.record(Event::SmsSent);
+                // The send's one line at `info`: at the default level every line is a formatted
+                // write to stdout in the request's thread (four a send cost as much CPU as the
+                // send itself).
+                tracing::info!(
+                    %phone, %purpose, delivery = delivery.kind.as_str(),
+                    deliveries = delivery.undo.deliveries,
+                    provider = receipt.provider,
+                    message_id = receipt.message_id.as_deref().unwrap_or("-"),
+                    "SMS delivered"
+                );
+                DeliveryStatus::Sent
+            }
+            // The SMS may be on its way: rolling its code back would make it fail on arrival,
+            // and a second SMS before the cooldown would be the duplicate the cooldown is for.
+            // So it stands as a send (code, cooldown, quotas), and the client is told.
+            Err(sms_error) if sms_error.kind() == SmsErrorKind::Unconfirmed => {
+                self.stats.record(Event::SmsUnconfirmed);
+                tracing::warn!(
+                    %phone, %purpose, delivery = delivery.kind.as_str(),
+                    deliveries = delivery.undo.deliveries,
+                    provider = sms_error.provider(),
+                    error = sms_error.code(),
+                    "SMS unconfirmed: no answer from the provider; the code and its cooldown stay"
+                );
+                DeliveryStatus::Unconfirmed
+            }
             Err(sms_error) => {
                 self.stats.record(Event::SmsFailed);
                 // A number the provider says cannot receive it is the client's error, not ours;
@@ -221,23 +272,15 @@ impl OtpService {
                 return Err(error);
             }
         };
-        self.stats.record(Event::SmsSent);
-        // The send's one line at `info`: at the default level every line is a formatted write
-        // to stdout in the request's thread (four a send cost as much CPU as the send itself).
-        tracing::info!(
-            %phone, %purpose, delivery = delivery.kind.as_str(),
-            deliveries = delivery.undo.deliveries,
-            provider = receipt.provider,
-            message_id = receipt.message_id.as_deref().unwrap_or("-"),
-            "SMS delivered"
-        );
 
+        // An unconfirmed SMS too: the outbox is what may have reached the phone.
         if self.record_outbox {
             self.record(phone, purpose, &code).await;
         }
         Ok(SendReceipt {
             expires_in: self.settings.code_ttl,
             resend_after: self.settings.resend_cooldown,
+            delivery: status,
         })
     }
 

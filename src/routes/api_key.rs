@@ -1,17 +1,25 @@
-//! `Authorization: Bearer <key>` on the operations `VCODE_REQUIRE_API_KEY` lists: extractors
-//! listed first in a handler's arguments, so an unauthorised request is answered 401 before
-//! its body is read. The caller's name goes to the request span and the metrics.
+//! `Authorization: Bearer <key>` on the operations `VCODE_REQUIRE_API_KEY` lists. A middleware
+//! outside the body's ([`authorize_first`]) answers 401 before a byte of the body is awaited, so
+//! a caller without a key never holds a request open for the body timeout; the extractors the
+//! handlers list first hand the caller it let through to the handler (and check themselves
+//! should a request reach them unchecked). The caller's name goes to the request span and the
+//! metrics.
 
 use std::future::{Ready, ready};
 
-use actix_web::dev::Payload;
-use actix_web::{FromRequest, HttpRequest, web};
+use actix_web::body::{EitherBody, MessageBody};
+use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::http::Method;
+use actix_web::middleware::Next;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
+use vcode_wire::paths;
 
 use super::{ApiError, AppState};
-use crate::api_keys::Operation;
+use crate::api_keys::{ApiKeyName, Operation};
 
-/// Whether the request may run `operation`; 401 (`WWW-Authenticate: Bearer`) if not.
-fn authorize(request: &HttpRequest, operation: Operation) -> Result<(), ApiError> {
+/// Whether the request may run `operation`: `Some(name)` of the key it presented where one is
+/// required, `None` where the operation is open; 401 (`WWW-Authenticate: Bearer`) if not.
+fn authorize(request: &HttpRequest, operation: Operation) -> Result<Option<ApiKeyName>, ApiError> {
     let Some(state) = request.app_data::<web::Data<AppState>>() else {
         return Err(ApiError::Internal(anyhow::anyhow!("no application state")));
     };
@@ -19,11 +27,11 @@ fn authorize(request: &HttpRequest, operation: Operation) -> Result<(), ApiError
         .api_keys
         .check(operation, super::bearer_token(request))
     {
-        Ok(None) => Ok(()),
+        Ok(None) => Ok(None),
         Ok(Some(name)) => {
             tracing::Span::current().record("api_key", name.as_str());
             crate::metrics::count_api_key(Some(name.as_str()), operation.as_str());
-            Ok(())
+            Ok(Some(name.clone()))
         }
         Err(_) => {
             crate::metrics::count_api_key(None, operation.as_str());
@@ -32,15 +40,71 @@ fn authorize(request: &HttpRequest, operation: Operation) -> Result<(), ApiError
     }
 }
 
-/// A caller allowed to send (with a key if sends require one).
-pub struct MaySend;
+/// The operation a request is for, as far as keys go: the routes' own method and path (the
+/// path as the router reads it, percent-decoding included).
+fn operation_of(request: &ServiceRequest) -> Option<Operation> {
+    if request.method() != Method::POST {
+        return None;
+    }
+    match request.match_info().as_str() {
+        paths::OTP_SEND => Some(Operation::Send),
+        paths::OTP_VERIFY => Some(Operation::Verify),
+        _ => None,
+    }
+}
+
+/// The caller [`authorize_first`] let through, kept for the handler.
+struct Authorized {
+    operation: Operation,
+    caller: ApiKeyName,
+}
+
+/// Middleware, wrapped outside `bounded_body`: checks the key of a request for an operation
+/// that needs one before its body is read, and answers 401 at once if it is missing or wrong.
+pub async fn authorize_first<B: MessageBody + 'static>(
+    request: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
+    if let Some(operation) = operation_of(&request) {
+        match authorize(request.request(), operation) {
+            // Kept only when named: an open operation is as cheap to check again as to look up.
+            Ok(Some(caller)) => {
+                request
+                    .extensions_mut()
+                    .insert(Authorized { operation, caller });
+            }
+            Ok(None) => {}
+            Err(refusal) => return Ok(request.error_response(refusal).map_into_right_body()),
+        }
+    }
+    next.call(request)
+        .await
+        .map(ServiceResponse::map_into_left_body)
+}
+
+/// The caller of `operation`: the one [`authorize_first`] let through, or checked now.
+fn caller(request: &HttpRequest, operation: Operation) -> Result<Option<ApiKeyName>, ApiError> {
+    let extensions = request.extensions();
+    match extensions.get::<Authorized>() {
+        Some(authorized) if authorized.operation == operation => {
+            Ok(Some(authorized.caller.clone()))
+        }
+        _ => {
+            drop(extensions);
+            authorize(request, operation)
+        }
+    }
+}
+
+/// A caller allowed to send (with a key if sends require one): the key's name, if any.
+pub struct MaySend(pub Option<ApiKeyName>);
 
 impl FromRequest for MaySend {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authorize(request, Operation::Send).map(|()| Self))
+        ready(caller(request, Operation::Send).map(Self))
     }
 }
 
@@ -52,6 +116,6 @@ impl FromRequest for MayVerify {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(authorize(request, Operation::Verify).map(|()| Self))
+        ready(caller(request, Operation::Verify).map(|_| Self))
     }
 }

@@ -26,6 +26,7 @@ use actix_web::{HttpRequest, HttpResponse, Resource, ResponseError, guard, web};
 use std::net::{IpAddr, Ipv4Addr};
 
 pub use self::admin::require_admin_token;
+pub use self::api_key::authorize_first;
 pub use self::error::ApiError;
 pub use self::hardening::{BodyLimits, bounded_body, default_headers};
 pub use self::observe::{RequestSpan, track_requests};

@@ -2,15 +2,15 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use tracing::Instrument;
-use vcode_wire::{SendData, SendRequest, VerifyData, VerifyRequest, headers, paths};
+use vcode_wire::{Delivery, SendData, SendRequest, VerifyData, VerifyRequest, headers, paths};
 
 use super::api_key::{MaySend, MayVerify};
 use super::envelope;
 use super::openapi::Api;
 use super::{ApiError, AppState};
-use crate::api_keys::Operation;
+use crate::api_keys::{ApiKeyName, Operation};
 use crate::idempotency::IdempotencyKey;
-use crate::otp::SendCommand;
+use crate::otp::{DeliveryStatus, SendCommand};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
@@ -40,8 +40,11 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
     api.post(paths::OTP_SEND, "otp", "Send a code by SMS")
         .describe(
             "One code per phone and purpose: a send during the cooldown changes nothing (42900); \
-             after it the same code is sent again or replaced (VCODE_RESEND). A failed SMS rolls \
-             the code back (50200). Over a quota, vcode's own or the SMS provider's limit on the \
+             after it the same code is sent again or replaced (VCODE_RESEND). An SMS the provider \
+             refused rolls the code back (50200). An SMS whose provider never answered (a timeout \
+             after the request went out) may still arrive: its code and cooldown stay, no other \
+             provider is tried, and the answer is 200 with `delivery` `unconfirmed` (`sent` when \
+             the provider confirmed). Over a quota, vcode's own or the SMS provider's limit on the \
              number or the account (not failed over to another provider), the answer is 42902 \
              with retry_after, and the code is rolled back. With VCODE_SEND_GATE the body also \
              carries a solved captcha (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
@@ -52,7 +55,8 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             false,
             serde_json::json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[\\x21-\\x7e]+$"}),
             "Retries of one logical send carry the same key: one code, one SMS, the same answer \
-             (40000 when not 1 to 255 visible ASCII characters)",
+             (40000 when not 1 to 255 visible ASCII characters). With API keys, each caller's \
+             keys are its own",
         )
         .body(body)
         .ok_envelope(data)
@@ -93,11 +97,15 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
     key_for(Operation::Verify, api, paths::OTP_VERIFY);
 }
 
-fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiError> {
+/// The request's `Idempotency-Key`, in the namespace of the API-key `caller` that sent it.
+fn idempotency_key(
+    request: &HttpRequest,
+    caller: Option<&ApiKeyName>,
+) -> Result<Option<IdempotencyKey>, ApiError> {
     let Some(value) = request.headers().get(headers::IDEMPOTENCY_KEY) else {
         return Ok(None);
     };
-    IdempotencyKey::parse(value.as_bytes())
+    IdempotencyKey::parse(value.as_bytes(), caller)
         .map(Some)
         .ok_or_else(|| {
             ApiError::Malformed(
@@ -107,7 +115,7 @@ fn idempotency_key(request: &HttpRequest) -> Result<Option<IdempotencyKey>, ApiE
 }
 
 async fn send(
-    _caller: MaySend,
+    MaySend(caller): MaySend,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<SendRequest>,
@@ -121,7 +129,7 @@ async fn send(
         locale: body.locale,
         altcha: body.altcha,
         client_ip: super::client_ip(&request, &state)?,
-        idempotency_key: idempotency_key(&request)?,
+        idempotency_key: idempotency_key(&request, caller.as_ref())?,
     };
     let otp = state.otp.clone();
     // Runs to the end even if the client goes away, so a code is never left stored without
@@ -133,6 +141,10 @@ async fn send(
     Ok(envelope::ok(SendData {
         expires_in: receipt.expires_in.as_secs(),
         resend_after: receipt.resend_after.as_secs(),
+        delivery: match receipt.delivery {
+            DeliveryStatus::Sent => Delivery::Sent,
+            DeliveryStatus::Unconfirmed => Delivery::Unconfirmed,
+        },
     }))
 }
 

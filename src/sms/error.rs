@@ -23,8 +23,8 @@ pub enum SmsErrorKind {
     /// provider of the route may try the same code; `502`/`50200` when none is left.
     Retryable,
     /// The request reached the provider but no answer came (timeout, connection cut): it may
-    /// have been delivered, so no other provider is tried (at most one SMS per send). The
-    /// client sees `502`/`50200` and can send again later.
+    /// have been delivered, so no other provider is tried (at most one SMS per send), and the
+    /// OTP use case keeps the code as sent (`200`, `delivery` `unconfirmed`).
     Unconfirmed,
 }
 

@@ -1,16 +1,22 @@
 //! API keys on `otp/send` and `otp/verify` (`VCODE_REQUIRE_API_KEY`, `VCODE_API_KEYS`): missing,
-//! wrong and right keys, the scheme's case, the key's name in the metrics, and routes not
-//! listed staying open. That a key never reaches the logs is tests/api_key_cli.rs (the binary).
+//! wrong and right keys, the scheme's case, the key's name in the metrics, routes not listed
+//! staying open, a refusal before the body is read, and callers that do not share
+//! `Idempotency-Key`s. That a key never reaches the logs is tests/api_key_cli.rs (the binary).
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use vcode::api_keys::{ApiKeySettings, ApiKeys, Operation};
-use vcode_wire::{SendRequest, VerifyRequest, paths};
+use vcode_wire::{SendRequest, VerifyRequest, headers, paths};
 
 use crate::support::app::Answer;
 use crate::support::{Backend, TestApp, random_phone, spawn_app_with};
 
 const KEY: &str = "vck_test-key-0123456789abcdefghijklmnopqrstu";
+const OTHER_KEY: &str = "vck_other-key-0123456789abcdefghijklmnopqrs";
 
 /// An app requiring a key for `required`, knowing `KEY` under `name`.
 async fn app_requiring(backend: Backend, required: Vec<Operation>, name: &str) -> TestApp {
@@ -156,7 +162,164 @@ async fn without_the_setting_no_route_needs_a_key(backend: Backend) {
     assert_eq!(app.verify(&phone, &code).await.status, 200);
 }
 
+/// Two callers, "billing" (`KEY`) and "shop" (`OTHER_KEY`), keyed for sends.
+async fn app_with_two_callers(backend: Backend) -> TestApp {
+    let entries = format!(
+        "billing:{},shop:{}",
+        hex::encode(Sha256::digest(KEY)),
+        hex::encode(Sha256::digest(OTHER_KEY))
+    );
+    spawn_app_with(backend, |s| {
+        s.api_key = ApiKeySettings {
+            required: vec![Operation::Send],
+        };
+        s.api_keys = Some(ApiKeys::parse(&entries).unwrap());
+    })
+    .await
+}
+
+/// `otp/send` as the caller of `key`, with this `Idempotency-Key`.
+async fn send_as(app: &TestApp, key: &str, idempotency_key: &str, phone: &str) -> Answer {
+    app.request(
+        app.client
+            .post(app.url(paths::OTP_SEND))
+            .bearer_auth(key)
+            .header(headers::IDEMPOTENCY_KEY, idempotency_key)
+            .json(&SendRequest::new(phone)),
+    )
+    .await
+}
+
+async fn callers_do_not_share_idempotency_keys(backend: Backend) {
+    let app = app_with_two_callers(backend).await;
+    let (billed, shopped) = (random_phone(), random_phone());
+    let billing = send_as(&app, KEY, "order-1", &billed).await;
+    assert_eq!(billing.status, 200, "{billing:?}");
+    // Billing's key with another body is no 422 for shop (nothing tells shop billing used it).
+    let shop = send_as(&app, OTHER_KEY, "order-1", &shopped).await;
+    assert_eq!(shop.status, 200, "{shop:?}");
+    assert_eq!(app.inbox(&shopped).await.len(), 1);
+    // Each caller's repeat still gets its own stored answer, without a second SMS.
+    assert_eq!(
+        send_as(&app, KEY, "order-1", &billed).await.body,
+        billing.body
+    );
+    assert_eq!(
+        send_as(&app, OTHER_KEY, "order-1", &shopped).await.body,
+        shop.body
+    );
+    assert_eq!(app.inbox(&billed).await.len(), 1);
+    assert_eq!(app.inbox(&shopped).await.len(), 1);
+
+    // The same key and the same body from shop is shop's own request: it runs, and meets the
+    // cooldown of billing's code, instead of being answered billing's 200.
+    let phone = random_phone();
+    let first = send_as(&app, KEY, "order-2", &phone).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    let other = send_as(&app, OTHER_KEY, "order-2", &phone).await;
+    assert_eq!((other.status, other.code()), (429, 42900), "{other:?}");
+    assert_eq!(app.inbox(&phone).await.len(), 1);
+}
+
+/// A request whose head arrives and whose body stalls after a few bytes: the answer as read
+/// (until a final status line, or `wait`) and how long it took.
+fn stalled_body(
+    address: &str,
+    path: &str,
+    authorization: Option<&str>,
+    wait: Duration,
+) -> (String, Duration) {
+    let mut stream = TcpStream::connect(address).expect("the app listens");
+    stream.set_read_timeout(Some(wait)).unwrap();
+    let authorization = authorization
+        .map(|value| format!("authorization: {value}\r\n"))
+        .unwrap_or_default();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+         content-length: 64\r\n{authorization}\r\n{{\"phone\":"
+    );
+    let started = Instant::now();
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0; 4096];
+    while let Ok(read @ 1..) = stream.read(&mut chunk) {
+        answer.extend_from_slice(&chunk[..read]);
+        let text = String::from_utf8_lossy(&answer);
+        if text.contains("\r\n\r\n") && text.contains("}") {
+            break;
+        }
+    }
+    (
+        String::from_utf8_lossy(&answer).into_owned(),
+        started.elapsed(),
+    )
+}
+
+async fn a_missing_key_is_refused_before_the_body_is_read(backend: Backend) {
+    let body_timeout = Duration::from_secs(3);
+    let entry = format!("shop:{}", hex::encode(Sha256::digest(KEY)));
+    let app = spawn_app_with(backend, |s| {
+        s.api_key = ApiKeySettings {
+            required: vec![Operation::Send, Operation::Verify],
+        };
+        s.api_keys = Some(ApiKeys::parse(&entry).unwrap());
+        s.body_timeout = body_timeout;
+    })
+    .await;
+    let address = app.address.trim_start_matches("http://").to_owned();
+    let cases = [
+        (paths::OTP_SEND, None),
+        (paths::OTP_SEND, Some("Bearer vck_wrong")),
+        // As the router reads it: `%73` is an `s`.
+        ("/api/v1/otp/%73end", None),
+        (paths::OTP_VERIFY, None),
+    ];
+    for (path, authorization) in cases {
+        let (answer, took) = tokio::task::spawn_blocking({
+            let address = address.clone();
+            move || stalled_body(&address, path, authorization, Duration::from_secs(5))
+        })
+        .await
+        .unwrap();
+        assert!(
+            answer.starts_with("HTTP/1.1 401"),
+            "{path} {authorization:?}: {answer}"
+        );
+        assert!(
+            answer
+                .to_ascii_lowercase()
+                .contains("www-authenticate: bearer"),
+            "{answer}"
+        );
+        assert!(answer.contains("40100"), "{answer}");
+        assert!(
+            took < Duration::from_millis(1500),
+            "{path}: answered after {took:?}, not before the body"
+        );
+    }
+    // With the right key the stalled body is waited for, up to its deadline: the refusals
+    // above did not wait because they never read it.
+    let bearer = format!("Bearer {KEY}");
+    let (answer, took) = tokio::task::spawn_blocking(move || {
+        stalled_body(
+            &address,
+            paths::OTP_SEND,
+            Some(&bearer),
+            Duration::from_secs(10),
+        )
+    })
+    .await
+    .unwrap();
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(
+        took >= body_timeout - Duration::from_millis(200),
+        "{took:?}"
+    );
+}
+
 on_every_store!(
+    callers_do_not_share_idempotency_keys,
+    a_missing_key_is_refused_before_the_body_is_read,
     a_key_is_required_where_listed_and_checked,
     operations_not_listed_stay_open,
     without_the_setting_no_route_needs_a_key,

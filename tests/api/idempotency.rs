@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use vcode::config::AbuseSettings;
-use vcode_wire::{SendRequest, headers, paths};
+use vcode_wire::{Delivery, SendData, SendRequest, headers, paths};
 
 use crate::support::app::{Answer, webhook};
 use crate::support::{Backend, SmsGateway, TestApp, random_phone, spawn_app_with};
@@ -94,6 +94,25 @@ async fn server_failures_are_not_kept(backend: Backend) {
     assert_eq!(gateway.received().len(), 1);
 }
 
+/// An SMS whose gateway answered too late may have arrived: the send stands, and its retry is
+/// answered as it was, without a second SMS.
+async fn an_unconfirmed_send_is_kept_and_replayed(backend: Backend) {
+    let gateway = SmsGateway::start();
+    let app = spawn_app_with(backend, |s| {
+        unlimited(s);
+        s.sms = webhook(gateway.url());
+    })
+    .await;
+    gateway.answer_late(Duration::from_secs(3));
+    let body = SendRequest::new(random_phone());
+    let first = send_with_key(&app, "late-1", &body).await;
+    assert_eq!(first.status, 200, "{first:?}");
+    assert_eq!(first.data::<SendData>().delivery, Delivery::Unconfirmed);
+    let repeat = send_with_key(&app, "late-1", &body).await;
+    assert_eq!((repeat.status, &repeat.body), (200, &first.body));
+    assert_eq!(gateway.hits(), 1, "one SMS");
+}
+
 async fn a_repeat_waits_for_the_first_then_gives_up_with_409(backend: Backend) {
     let gateway = SmsGateway::start();
     let app = std::sync::Arc::new(
@@ -150,6 +169,7 @@ on_every_store!(
     a_repeat_gets_the_stored_answer_even_an_error,
     the_same_key_with_another_body_is_422,
     server_failures_are_not_kept,
+    an_unconfirmed_send_is_kept_and_replayed,
     a_repeat_waits_for_the_first_then_gives_up_with_409,
     malformed_keys_are_refused,
 );

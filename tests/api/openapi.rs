@@ -254,3 +254,23 @@ async fn operations_that_need_an_api_key_say_so() {
         "bearer"
     );
 }
+
+#[tokio::test]
+async fn a_send_answer_says_whether_the_provider_confirmed_the_sms() {
+    let app = spawn_app_with(Backend::Memory, |_| {}).await;
+    let spec = spec(&app).await;
+    let schemas = &spec["components"]["schemas"];
+    let send = &schemas["SendData"];
+    let required = send["required"].to_string();
+    assert!(required.contains("\"delivery\""), "{send}");
+    assert_eq!(
+        send["properties"]["delivery"]["$ref"],
+        "#/components/schemas/Delivery"
+    );
+    assert_eq!(
+        schemas["Delivery"]["enum"],
+        serde_json::json!(["sent", "unconfirmed"])
+    );
+    let described = spec["paths"][paths::OTP_SEND]["post"]["description"].to_string();
+    assert!(described.contains("unconfirmed"), "{described}");
+}

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use vcode::store::ResendPolicy;
 use vcode_wire::{
-    Health, HealthStatus, RetryAfterData, SendData, VerifyData, WrongCodeData, paths,
+    Delivery, Health, HealthStatus, RetryAfterData, SendData, VerifyData, WrongCodeData, paths,
 };
 
 use crate::support::app::ok_body;
@@ -19,7 +19,8 @@ async fn happy_path_send_read_verify(backend: Backend) {
         sent.body,
         ok_body(SendData {
             expires_in: 300,
-            resend_after: 60
+            resend_after: 60,
+            delivery: Delivery::Sent,
         })
     );
     let inbox = app.inbox(&number).await;

@@ -296,7 +296,7 @@ async fn the_embedded_store_holds_no_code_and_no_captcha_answer() {
     assert_ne!(under_c, secrets.answer);
 
     // The idempotency record the send left is its answer, which holds no code.
-    let key = IdempotencyKey::parse(IDEMPOTENCY_KEY.as_bytes()).unwrap();
+    let key = IdempotencyKey::parse(IDEMPOTENCY_KEY.as_bytes(), None).unwrap();
     let record = app
         .store
         .idempotency

@@ -498,6 +498,42 @@ async fn the_service_sends_through_providers_and_rolls_back_on_failure() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_provider_answering_after_its_timeout_leaves_a_code_that_verifies() {
+    let fakes = Fakes::start();
+    for (route, first, second) in [
+        ("aliyun,tencent", &fakes.aliyun, &fakes.tencent),
+        ("tencent,twilio", &fakes.tencent, &fakes.twilio),
+        ("twilio,aliyun", &fakes.twilio, &fakes.aliyun),
+    ] {
+        let settings = fakes.settings(SECRET, &[("VCODE_SMS", route)]);
+        let app = spawn_app_with(Backend::Memory, |s| s.sms = settings).await;
+        let number = random_phone();
+        let (taken, second_before) = (first.accepted().len(), second.requests());
+        first.script(&[Outcome::Stall(Duration::from_secs(3))]);
+        let answer = app.send(&number).await;
+        assert_eq!(answer.status, 200, "{route}: {answer:?}");
+        assert_eq!(answer.body["data"]["delivery"], "unconfirmed", "{route}");
+        assert_eq!(second.requests(), second_before, "{route}: not failed over");
+        let sms = first.accepted();
+        assert_eq!(sms.len(), taken + 1, "{route}");
+        let pending = app
+            .store
+            .codes
+            .pending_code(&phone(&number), &Purpose::default())
+            .await
+            .unwrap()
+            .unwrap_or_else(|| panic!("{route}: the code stays"));
+        let code = codes::pending(&phone(&number), &Purpose::default(), &pending);
+        assert!(
+            sms[taken].params.to_string().contains(code.expose()),
+            "{route}: the SMS that arrived carries the pending code"
+        );
+        let verified = app.verify(&number, code.expose()).await;
+        assert_eq!(verified.status, 200, "{route}: {verified:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_providers_own_limit_is_a_quota_for_the_client_and_is_not_failed_over() {
     let fakes = Fakes::start();
     // Each fake's documented limit answer: Aliyun's hourly per-number flow control, Tencent's

@@ -1,15 +1,21 @@
 //! The webhook sender against a real local HTTP gateway that fails on demand, the roll-back of
-//! a code whose SMS could not be delivered (a gateway's 429 answered as a quota), and proxy
-//! variables that are not obeyed. Redirects
-//! and signatures are in `secrets_at_rest`.
+//! a code whose SMS could not be delivered (a gateway's 429 answered as a quota), a gateway
+//! too slow to answer (the SMS stands, unconfirmed), and proxy variables that are not obeyed.
+//! Redirects and signatures are in `secrets_at_rest`.
 
 use std::time::{Duration, Instant};
 
+use futures::future::join_all;
+use serde_json::json;
+use vcode::config::AbuseSettings;
 use vcode::domain::Purpose;
 use vcode::store::ResendPolicy;
+use vcode_wire::{Delivery, SendData, paths};
 
-use crate::support::app::webhook;
+use crate::support::app::{Answer, webhook};
 use crate::support::{Backend, SmsGateway, codes, phone, random_phone, spawn_app_with};
+
+const ADMIN_TOKEN: &str = "s3cret-admin-token-0123";
 
 async fn delivered_sms_carries_the_stored_code(backend: Backend) {
     let gateway = SmsGateway::start();
@@ -109,26 +115,97 @@ async fn failed_redelivery_keeps_the_earlier_code(backend: Backend) {
     }
 }
 
-async fn a_stalled_gateway_fails_within_the_timeout(backend: Backend) {
+/// A gateway that takes each SMS at once but answers only after the sender's timeout (500 ms):
+/// every SMS may have arrived, so each send stands (code, cooldown, quota) and says so.
+async fn a_gateway_answering_after_the_timeout_costs_one_sms_per_cooldown_and_its_code_verifies(
+    backend: Backend,
+) {
     let gateway = SmsGateway::start();
-    let app = spawn_app_with(backend, |s| s.sms = webhook(gateway.url())).await;
-    gateway.stall_for(Duration::from_secs(3));
+    let app = spawn_app_with(backend, |s| {
+        s.sms = webhook(gateway.url());
+        s.otp.resend_cooldown = Duration::from_secs(1);
+        s.abuse = AbuseSettings {
+            sends_per_phone_hour: 2,
+            ..AbuseSettings::unlimited()
+        };
+        s.admin_token = Some(ADMIN_TOKEN.into());
+    })
+    .await;
+    gateway.answer_late(Duration::from_secs(3));
     let number = random_phone();
     let started = Instant::now();
-    let answer = app.send(&number).await;
+    let answers = join_all((0..8).map(|_| app.send(&number))).await;
     let elapsed = started.elapsed();
-    assert_eq!((answer.status, answer.code()), (502, 50200), "{answer:?}");
     assert!(
-        elapsed < Duration::from_millis(1500),
+        elapsed < Duration::from_millis(2500),
         "took {elapsed:?} with a 500 ms timeout"
     );
+    let accepted: Vec<&Answer> = answers.iter().filter(|a| a.status == 200).collect();
+    assert_eq!(accepted.len(), 1, "{answers:?}");
+    assert!(answers.iter().all(|a| a.status == 200 || a.code() == 42900));
+    let sent: SendData = accepted[0].data();
+    assert_eq!(sent.delivery, Delivery::Unconfirmed, "{:?}", accepted[0]);
+    assert_eq!(sent.resend_after, 1);
+    assert_eq!(gateway.received().len(), 1, "one SMS for eight sends");
     let pending = app
         .store
         .codes
         .pending_code(&phone(&number), &Purpose::default())
         .await
-        .unwrap();
-    assert!(pending.is_none());
+        .unwrap()
+        .expect("the code stays: its SMS may arrive");
+    let first = gateway.received()[0]["code"].as_str().unwrap().to_owned();
+    assert!(codes::holds(
+        &phone(&number),
+        &Purpose::default(),
+        &pending,
+        &first
+    ));
+
+    // The cooldown stands too: no second SMS within it.
+    assert_eq!(app.send(&number).await.code(), 42900);
+    assert_eq!(gateway.hits(), 1);
+    // After it, a resend delivers the same code again (VCODE_RESEND=reuse), still unconfirmed.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let again = app.send(&number).await;
+    assert_eq!(again.status, 200, "{again:?}");
+    assert_eq!(again.data::<SendData>().delivery, Delivery::Unconfirmed);
+    let received: Vec<String> = gateway
+        .received()
+        .iter()
+        .map(|sms| sms["code"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        received,
+        [first.clone(), first.clone()],
+        "one SMS per cooldown"
+    );
+    // Both counted against the phone's quota (2 an hour), as the SMS they may be.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(app.send(&number).await.code(), 42902);
+    assert_eq!(gateway.hits(), 2);
+
+    // The code of every SMS that arrived verifies (they all carry the one code).
+    let verified = app.verify(&number, &first).await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+
+    let stats = app
+        .request(
+            app.client
+                .get(app.admin_url(&format!("{}?days=1", paths::STATS)))
+                .bearer_auth(ADMIN_TOKEN),
+        )
+        .await;
+    let totals = &stats.body["data"]["totals"];
+    assert_eq!(
+        (
+            &totals["sms_unconfirmed"],
+            &totals["sms_failed"],
+            &totals["sms_sent"]
+        ),
+        (&json!(2), &json!(0), &json!(0)),
+        "{stats:?}"
+    );
 }
 
 async fn an_unreachable_gateway_fails_cleanly(backend: Backend) {
@@ -208,6 +285,6 @@ on_every_store!(
     delivered_sms_carries_the_stored_code,
     failed_delivery_rolls_back_the_new_code_and_its_cooldown,
     failed_redelivery_keeps_the_earlier_code,
-    a_stalled_gateway_fails_within_the_timeout,
+    a_gateway_answering_after_the_timeout_costs_one_sms_per_cooldown_and_its_code_verifies,
     an_unreachable_gateway_fails_cleanly,
 );

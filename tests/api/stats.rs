@@ -82,7 +82,7 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
     assert_eq!(report.status, 200, "{report:?}");
     let data = &report.body["data"];
     let expected = json!({
-        "send_requests": 6, "sms_sent": 3, "sms_failed": 0,
+        "send_requests": 6, "sms_sent": 3, "sms_failed": 0, "sms_unconfirmed": 0,
         "dedup_cooldown": 1, "dedup_idempotency": 1,
         "verify_ok": 1, "verify_wrong": 2, "verify_expired": 1, "verify_locked": 1,
         "captcha_created": 2, "captcha_solved": 1, "captcha_failed": 1,

@@ -22,8 +22,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// What a send came back with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SendAnswer {
-    /// 200: a code was stored and its SMS delivered; how long it lives and when a resend may
-    /// deliver again.
+    /// 200: a code was stored and its SMS handed to the provider (`delivery` says whether it
+    /// confirmed); how long it lives and when a resend may deliver again.
     Delivered(SendData),
     /// 429/42900: a code is pending and its cooldown runs (vcode's dedup; not an anomaly).
     Cooldown,
@@ -272,6 +272,7 @@ fn transport(call: &str, error: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use vcode_wire::Delivery;
 
     /// An answer as the service would write it: the status and the envelope's JSON.
     fn answered(status: u16, json: &str) -> Answered {
@@ -283,14 +284,21 @@ mod tests {
 
     #[test]
     fn sends_read_the_lifetime_and_cooldown_from_the_answer() {
-        let sent = r#"{"code":200,"message":"ok","data":{"expires_in":120,"resend_after":30}}"#;
+        let sent = r#"{"code":200,"message":"ok","data":{"expires_in":120,"resend_after":30,"delivery":"unconfirmed"}}"#;
         assert_eq!(
             answered(200, sent).into_send(),
             SendAnswer::Delivered(SendData {
                 expires_in: 120,
-                resend_after: 30
+                resend_after: 30,
+                delivery: Delivery::Unconfirmed,
             })
         );
+        // A service that predates `delivery` confirmed every send it answered 200.
+        let older = r#"{"code":200,"message":"ok","data":{"expires_in":120,"resend_after":30}}"#;
+        let SendAnswer::Delivered(older) = answered(200, older).into_send() else {
+            panic!("a delivery");
+        };
+        assert_eq!(older.delivery, Delivery::Sent);
         let cooldown = r#"{"code":42900,"message":"wait","data":{"retry_after":59}}"#;
         assert_eq!(answered(429, cooldown).into_send(), SendAnswer::Cooldown);
         let without_data = r#"{"code":200,"message":"ok","data":null}"#;

@@ -176,8 +176,11 @@ impl Report {
             (
                 "sends",
                 format!(
-                    "delivered {}, cooldown {}, failed {}",
-                    self.sends.delivered, self.sends.cooldown, self.sends.failed
+                    "delivered {} (unconfirmed {}), cooldown {}, failed {}",
+                    self.sends.delivered,
+                    self.sends.unconfirmed,
+                    self.sends.cooldown,
+                    self.sends.failed
                 ),
             ),
             (

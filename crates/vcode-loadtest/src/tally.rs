@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
-use vcode_wire::SendData;
+use vcode_wire::{Delivery, SendData};
 
 use crate::client::{SendAnswer, Timed};
 use crate::ledger::Findings;
@@ -19,8 +19,12 @@ const LATENCY_MAX_US: u64 = 60_000_000;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Sends {
-    /// 200: a code stored and its SMS delivered.
+    /// 200: a code stored and its SMS handed to the provider.
     pub delivered: u64,
+    /// Of `delivered`, those whose provider never confirmed the SMS (`delivery`
+    /// `unconfirmed`); absent from reports written before the field.
+    #[serde(default)]
+    pub unconfirmed: u64,
     /// 429/42900: refused while a code is pending (vcode's dedup, not an anomaly).
     pub cooldown: u64,
     pub failed: u64,
@@ -128,6 +132,9 @@ impl Tally {
         match answer {
             SendAnswer::Delivered(sent) => {
                 self.sends.delivered += 1;
+                if sent.delivery == Delivery::Unconfirmed {
+                    self.sends.unconfirmed += 1;
+                }
                 self.announced.heard(sent);
             }
             SendAnswer::Cooldown => self.sends.cooldown += 1,
@@ -149,6 +156,7 @@ impl Tally {
             .add(&other.latency_us)
             .context("merging latencies")?;
         self.sends.delivered += other.sends.delivered;
+        self.sends.unconfirmed += other.sends.unconfirmed;
         self.sends.cooldown += other.sends.cooldown;
         self.sends.failed += other.sends.failed;
         self.verifies.accepted += other.verifies.accepted;
@@ -200,6 +208,7 @@ mod tests {
         let sent = SendData {
             expires_in: 300,
             resend_after: 60,
+            delivery: Delivery::Sent,
         };
         for ms in 1..=99 {
             let call = answered(SendAnswer::Delivered(sent), ms);
@@ -221,6 +230,7 @@ mod tests {
         let mut longer_lived = Tally::new().unwrap();
         longer_lived.send(&SendAnswer::Delivered(SendData {
             expires_in: 600,
+            delivery: Delivery::Unconfirmed,
             ..sent
         }));
         assert_eq!(
@@ -235,6 +245,10 @@ mod tests {
 
         assert_eq!(a.requests, 100);
         assert_eq!(a.sends.delivered, 100);
+        assert_eq!(
+            a.sends.unconfirmed, 1,
+            "the unconfirmed one is still a delivery"
+        );
         assert_eq!(a.announced.code_ttl_secs, Some(600), "the largest is kept");
         assert_eq!(a.sends.failed, 1);
         assert_eq!(a.failures.get("send 503/50300"), Some(&1));

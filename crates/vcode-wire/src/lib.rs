@@ -22,6 +22,8 @@ pub use dev::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery};
 pub use envelope::{Envelope, OK, OK_MESSAGE};
 pub use error_code::ErrorCode;
 pub use health::{Health, HealthStatus};
-pub use otp::{RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest, WrongCodeData};
+pub use otp::{
+    Delivery, RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest, WrongCodeData,
+};
 pub use pow::PowVerifyRequest;
 pub use stats::StatsQuery;

@@ -87,7 +87,7 @@ impl VerifyRequest {
     }
 }
 
-/// A send's answer: the code was stored and its SMS delivered.
+/// A send's answer: the code was stored and its SMS handed to the provider.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendData {
@@ -95,6 +95,26 @@ pub struct SendData {
     pub expires_in: u64,
     /// Seconds until another send may deliver an SMS (the resend cooldown).
     pub resend_after: u64,
+    /// Whether the provider confirmed it took the SMS. Either way the code is pending and
+    /// verifies; read as `sent` from a service that predates the field.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(required = true))]
+    pub delivery: Delivery,
+}
+
+/// What the SMS provider said of a send's message.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum Delivery {
+    /// The provider accepted the SMS.
+    #[default]
+    Sent,
+    /// The request reached the provider but no answer came (a timeout, a cut connection): the
+    /// SMS may still arrive, and its code verifies. Nothing was rolled back and no other
+    /// provider was tried; after `resend_after` a send delivers the pending code again
+    /// (`VCODE_RESEND=reuse`, the default).
+    Unconfirmed,
 }
 
 /// A verify's answer: the code matched and is gone.

@@ -4,9 +4,9 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vcode_wire::{
-    CaptchaCreated, CaptchaVerifyRequest, Envelope, ErrorCode, Health, HealthStatus, OutboxData,
-    OutboxMessage, RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest, WrongCodeData,
-    paths,
+    CaptchaCreated, CaptchaVerifyRequest, Delivery, Envelope, ErrorCode, Health, HealthStatus,
+    OutboxData, OutboxMessage, RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest,
+    WrongCodeData, paths,
 };
 
 /// `value` is written as exactly `json`, and `json` reads back as `value`.
@@ -24,9 +24,21 @@ fn successes_are_enveloped_as_the_service_writes_them() {
         &Envelope::ok(SendData {
             expires_in: 300,
             resend_after: 60,
+            delivery: Delivery::Sent,
         }),
-        r#"{"code":200,"message":"ok","data":{"expires_in":300,"resend_after":60}}"#,
+        r#"{"code":200,"message":"ok","data":{"expires_in":300,"resend_after":60,"delivery":"sent"}}"#,
     );
+    assert_wire(
+        &SendData {
+            expires_in: 300,
+            resend_after: 60,
+            delivery: Delivery::Unconfirmed,
+        },
+        r#"{"expires_in":300,"resend_after":60,"delivery":"unconfirmed"}"#,
+    );
+    // An answer of a service that predates the field: every 200 was a confirmed SMS.
+    let older: SendData = serde_json::from_str(r#"{"expires_in":300,"resend_after":60}"#).unwrap();
+    assert_eq!(older.delivery, Delivery::Sent);
     assert_wire(
         &Envelope::ok(VerifyData {
             verified: true,

@@ -35,7 +35,8 @@ pub enum Outcome {
     TemplateNotApproved,
     /// A 5xx answer.
     ServerError,
-    /// Answers (with success) only after this long.
+    /// Takes the message (it reaches the phone) but answers, with success, only after this
+    /// long.
     Stall(Duration),
     /// A 302 to another address.
     Redirect,
@@ -175,7 +176,13 @@ async fn handle(state: web::Data<Arc<State>>, request: HttpRequest, body: Bytes)
         .unwrap_or(Outcome::Deliver);
     match outcome {
         Outcome::Deliver => {}
-        Outcome::Stall(delay) => tokio::time::sleep(delay).await,
+        Outcome::Stall(delay) => {
+            // Taken before the sender stops waiting, as a provider that is only slow to answer.
+            state.accepted.lock().unwrap().push(accepted.clone());
+            tokio::time::sleep(delay).await;
+            let (status, body) = fake_sms_checks::success_answer(state.provider, &accepted);
+            return json_answer(status, body);
+        }
         Outcome::Redirect => {
             return HttpResponse::Found()
                 .insert_header(("Location", "http://127.0.0.1:9/elsewhere"))

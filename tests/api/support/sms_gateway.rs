@@ -1,6 +1,6 @@
 //! A real local HTTP server standing in for an SMS gateway: it records what it receives (the
 //! exact body bytes and the headers, for signature checks), counts every request, and fails,
-//! stalls or redirects on demand.
+//! stalls, answers late or redirects on demand.
 
 use std::io::Write;
 use std::net::TcpListener;
@@ -43,6 +43,8 @@ struct GatewayState {
     /// 0 = answer 200; otherwise answer with this status.
     fail_status: AtomicU16,
     delay_ms: AtomicU64,
+    /// Take each message on arrival (it goes out to the phone), answer 200 only this late.
+    late_ms: AtomicU64,
     /// Answer `fail_status` (a 3xx) with this `Location`.
     location: Mutex<Option<String>>,
     /// Answer `fail_status` with this `Retry-After`.
@@ -61,28 +63,20 @@ async fn receive(
     body: web::Bytes,
 ) -> HttpResponse {
     state.hits.fetch_add(1, Ordering::SeqCst);
+    let late = state.late_ms.load(Ordering::SeqCst);
+    if late > 0 {
+        // Taken before the sender gives up waiting: this SMS reaches the phone either way.
+        capture(&state, &request, &body);
+        tokio::time::sleep(Duration::from_millis(late)).await;
+        return HttpResponse::Ok().json(serde_json::json!({"accepted": true}));
+    }
     let delay = state.delay_ms.load(Ordering::SeqCst);
     if delay > 0 {
         tokio::time::sleep(Duration::from_millis(delay)).await;
     }
     match state.fail_status.load(Ordering::SeqCst) {
         0 => {
-            let headers = request
-                .headers()
-                .iter()
-                .map(|(name, value)| {
-                    let value = value.to_str().unwrap_or_default().to_owned();
-                    (name.as_str().to_owned(), value)
-                })
-                .collect();
-            state
-                .received
-                .lock()
-                .expect("gateway lock")
-                .push(CapturedRequest {
-                    headers,
-                    body: body.to_vec(),
-                });
+            capture(&state, &request, &body);
             HttpResponse::Ok().json(serde_json::json!({"accepted": true}))
         }
         status => {
@@ -98,6 +92,25 @@ async fn receive(
             answer.finish()
         }
     }
+}
+
+fn capture(state: &GatewayState, request: &HttpRequest, body: &[u8]) {
+    let headers = request
+        .headers()
+        .iter()
+        .map(|(name, value)| {
+            let value = value.to_str().unwrap_or_default().to_owned();
+            (name.as_str().to_owned(), value)
+        })
+        .collect();
+    state
+        .received
+        .lock()
+        .expect("gateway lock")
+        .push(CapturedRequest {
+            headers,
+            body: body.to_vec(),
+        });
 }
 
 /// Any other method or path: counted (a redirect followed as a GET must show), not taken.
@@ -153,6 +166,7 @@ impl SmsGateway {
     pub fn succeed(&self) {
         self.state.fail_status.store(0, Ordering::SeqCst);
         self.state.delay_ms.store(0, Ordering::SeqCst);
+        self.state.late_ms.store(0, Ordering::SeqCst);
         *self.state.location.lock().expect("gateway lock") = None;
         *self.state.retry_after.lock().expect("gateway lock") = None;
     }
@@ -160,6 +174,14 @@ impl SmsGateway {
     pub fn stall_for(&self, delay: Duration) {
         self.state
             .delay_ms
+            .store(delay.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    /// Take every message as it arrives (it counts as received: it reaches the phone) but
+    /// answer 200 only after `delay`, as a gateway slower than the sender's timeout.
+    pub fn answer_late(&self, delay: Duration) {
+        self.state
+            .late_ms
             .store(delay.as_millis() as u64, Ordering::SeqCst);
     }
 
