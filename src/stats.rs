@@ -37,6 +37,12 @@ pub enum Event {
     QuotaIp,
     QuotaGlobal,
     QuotaFailures,
+    /// A send refused for the number's type or non-geographic code.
+    RefusedNumberType,
+    /// A send refused for the number's country.
+    RefusedRegion,
+    /// An SMS delivered to a monitored country.
+    SmsMonitored,
     // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
     SmsLogSent,
     SmsLogFailed,
@@ -51,7 +57,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 29] = [
+    pub const ALL: [Event; 32] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -71,6 +77,9 @@ impl Event {
         Event::QuotaIp,
         Event::QuotaGlobal,
         Event::QuotaFailures,
+        Event::RefusedNumberType,
+        Event::RefusedRegion,
+        Event::SmsMonitored,
         Event::SmsLogSent,
         Event::SmsLogFailed,
         Event::SmsWebhookSent,
@@ -105,6 +114,9 @@ impl Event {
             Event::QuotaIp => "quota_ip",
             Event::QuotaGlobal => "quota_global",
             Event::QuotaFailures => "quota_failures",
+            Event::RefusedNumberType => "refused_number_type",
+            Event::RefusedRegion => "refused_region",
+            Event::SmsMonitored => "sms_monitored",
             Event::SmsLogSent => "sms_log_sent",
             Event::SmsLogFailed => "sms_log_failed",
             Event::SmsWebhookSent => "sms_webhook_sent",
@@ -141,6 +153,10 @@ impl Event {
             Event::QuotaIp => ("vcode_quota_rejections", "quota", "client_ip"),
             Event::QuotaGlobal => ("vcode_quota_rejections", "quota", "global"),
             Event::QuotaFailures => ("vcode_quota_rejections", "quota", "phone_failures"),
+            Event::RefusedNumberType => ("vcode_destination_refusals", "reason", "number_type"),
+            Event::RefusedRegion => ("vcode_destination_refusals", "reason", "region"),
+            // Per region: `crate::metrics::count_monitored_sms`.
+            Event::SmsMonitored => return None,
             Event::SmsLogSent
             | Event::SmsLogFailed
             | Event::SmsWebhookSent

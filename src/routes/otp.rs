@@ -42,7 +42,10 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             "One code per phone and purpose: a send during the cooldown changes nothing (42900); \
              after it the same code is sent again or replaced (VCODE_RESEND). A failed SMS rolls \
              the code back (50200). With VCODE_SEND_GATE the body also carries a solved captcha \
-             (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
+             (40020 otherwise) or an ALTCHA payload (40021 otherwise). Only numbers of the \
+             allowed types (mobile, fixed-line-or-mobile by default; 40004 otherwise: premium \
+             rate, toll-free, non-geographic…) in served countries (the default region's by \
+             default; 40005 otherwise) get an SMS.",
         )
         .parameter(
             "header",
@@ -57,6 +60,8 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
         .errors(&[
             InvalidPhone,
             InvalidPurpose,
+            NumberTypeRefused,
+            RegionRefused,
             WrongCaptcha,
             PowRejected,
             IdempotencyInProgress,
