@@ -21,7 +21,7 @@ const BUCKETS: [f64; 14] = [
 
 /// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
 /// (`vcode_sms` is not one: the SMS senders count it per provider, see `observe_sms_attempt`.)
-const EVENT_FAMILIES: [(&str, &str); 6] = [
+const EVENT_FAMILIES: [(&str, &str); 7] = [
     ("vcode_otp_send_requests", "otp/send requests"),
     (
         "vcode_otp_dedup",
@@ -34,6 +34,10 @@ const EVENT_FAMILIES: [(&str, &str); 6] = [
         "proof-of-work challenges made, and payloads solved or refused",
     ),
     ("vcode_quota_rejections", "requests refused by a quota"),
+    (
+        "vcode_destination_refusals",
+        "sends refused for the number: its type (premium rate, non-geographic…) or its country",
+    ),
 ];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -63,6 +67,12 @@ struct Metrics {
     sms_duration: HistogramFamily<OneLabel>,
     api_key_requests: Family<ApiKeyLabels, Counter>,
     api_key_refusals: Family<OneLabel, Counter>,
+    monitored_sms: Family<RegionLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RegionLabel {
+    region: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -136,8 +146,16 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "requests refused for a missing or unknown API key, by operation",
         api_key_refusals.clone(),
     );
+    // Bounded by the regions there are (about 250).
+    let monitored_sms = Family::<RegionLabel, Counter>::default();
+    registry.register(
+        "vcode_sms_monitored",
+        "SMS delivered to a monitored country (VCODE_MONITORED_REGIONS), by region",
+        monitored_sms.clone(),
+    );
     Metrics {
         registry,
+        monitored_sms,
         api_key_requests,
         api_key_refusals,
         sms_attempts,
@@ -171,6 +189,16 @@ pub fn count_event(name: &'static str, label: &'static str, value: &'static str)
             handles.push((key, counter));
         }
     });
+}
+
+/// Counts one SMS delivered to a monitored `region`.
+pub fn count_monitored_sms(region: &str) {
+    METRICS
+        .monitored_sms
+        .get_or_create(&RegionLabel {
+            region: region.to_owned(),
+        })
+        .inc();
 }
 
 /// Times one call to `store` and counts it as an error of `error_kind`, if any.

@@ -173,6 +173,10 @@ impl Services {
             &settings.abuse,
             settings.dev_mode,
         ));
+        tracing::info!(
+            served = %otp.destinations().describe(),
+            "SMS destinations (VCODE_ALLOWED_NUMBER_TYPES, VCODE_ALLOWED_REGIONS, VCODE_MONITORED_REGIONS, VCODE_BLOCKED_REGIONS)"
+        );
         Ok(Self {
             otp,
             captcha,

@@ -39,6 +39,12 @@ pub enum Event {
     QuotaIp,
     QuotaGlobal,
     QuotaFailures,
+    /// A send refused for the number's type or non-geographic code.
+    RefusedNumberType,
+    /// A send refused for the number's country.
+    RefusedRegion,
+    /// An SMS delivered to a monitored country.
+    SmsMonitored,
     // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
     SmsLogSent,
     SmsLogFailed,
@@ -53,7 +59,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 30] = [
+    pub const ALL: [Event; 33] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -74,6 +80,9 @@ impl Event {
         Event::QuotaIp,
         Event::QuotaGlobal,
         Event::QuotaFailures,
+        Event::RefusedNumberType,
+        Event::RefusedRegion,
+        Event::SmsMonitored,
         Event::SmsLogSent,
         Event::SmsLogFailed,
         Event::SmsWebhookSent,
@@ -109,6 +118,9 @@ impl Event {
             Event::QuotaIp => "quota_ip",
             Event::QuotaGlobal => "quota_global",
             Event::QuotaFailures => "quota_failures",
+            Event::RefusedNumberType => "refused_number_type",
+            Event::RefusedRegion => "refused_region",
+            Event::SmsMonitored => "sms_monitored",
             Event::SmsLogSent => "sms_log_sent",
             Event::SmsLogFailed => "sms_log_failed",
             Event::SmsWebhookSent => "sms_webhook_sent",
@@ -145,6 +157,10 @@ impl Event {
             Event::QuotaIp => ("vcode_quota_rejections", "quota", "client_ip"),
             Event::QuotaGlobal => ("vcode_quota_rejections", "quota", "global"),
             Event::QuotaFailures => ("vcode_quota_rejections", "quota", "phone_failures"),
+            Event::RefusedNumberType => ("vcode_destination_refusals", "reason", "number_type"),
+            Event::RefusedRegion => ("vcode_destination_refusals", "reason", "region"),
+            // Per region: `crate::metrics::count_monitored_sms`.
+            Event::SmsMonitored => return None,
             Event::SmsLogSent
             | Event::SmsLogFailed
             | Event::SmsWebhookSent

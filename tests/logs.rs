@@ -14,11 +14,18 @@ struct Server {
     child: Child,
     lines: Receiver<Value>,
     port: u16,
+    /// What it logged before it listened.
+    start_up: Vec<Value>,
 }
 
 impl Server {
     /// Starts `vcode` with the embedded store and `rust_log`, once it listens.
     fn start(rust_log: &str) -> Self {
+        Self::start_with(rust_log, &[])
+    }
+
+    /// The same with more variables.
+    fn start_with(rust_log: &str, vars: &[(&str, &str)]) -> Self {
         let mut child = Command::new(env!("CARGO_BIN_EXE_vcode"))
             .env_clear()
             .envs([
@@ -27,6 +34,7 @@ impl Server {
                 ("VCODE_LOG_FORMAT", "json"),
                 ("RUST_LOG", rust_log),
             ])
+            .envs(vars.iter().copied())
             .stdout(Stdio::piped())
             .spawn()
             .expect("the vcode binary runs");
@@ -41,6 +49,7 @@ impl Server {
                 }
             }
         });
+        let mut start_up = Vec::new();
         let port = loop {
             let line = lines
                 .recv_timeout(Duration::from_secs(30))
@@ -48,8 +57,14 @@ impl Server {
             if line["fields"]["message"] == "vcode listening" {
                 break line["fields"]["port"].as_u64().expect("a port") as u16;
             }
+            start_up.push(line);
         };
-        Self { child, lines, port }
+        Self {
+            child,
+            lines,
+            port,
+            start_up,
+        }
     }
 
     /// Sends `bytes` on a connection of its own and reads the answer to the end: the server
@@ -126,4 +141,51 @@ fn malformed_requests_are_logged_when_actix_http_is_asked_for() {
             .all(|line| line["target"] == "actix_http::h1::dispatcher"),
         "{errors:#?}"
     );
+}
+
+/// Start-up says which numbers get an SMS; a send to a monitored country is a line of its own
+/// (the number masked), a refused one a warning.
+#[test]
+fn sms_destinations_are_logged_at_start_up_and_monitored_sends_on_their_own_line() {
+    let server = Server::start_with("info", &[("VCODE_MONITORED_REGIONS", "US")]);
+    let served = server
+        .start_up
+        .iter()
+        .find_map(|line| line["fields"]["served"].as_str())
+        .expect("a start-up line names the SMS destinations");
+    assert_eq!(
+        served,
+        "SMS to mobile,fixed_line_or_mobile numbers, not to non-geographic codes; allow CN; monitor US; block every other country"
+    );
+    let send = |phone: &str| {
+        let body = format!(r#"{{"phone": "{phone}"}}"#);
+        server.exchange(
+            format!(
+                "POST /api/v1/otp/send HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+                 Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+    };
+    assert!(send("+12025550143").starts_with("HTTP/1.1 200"));
+    assert!(send("+979123456789").starts_with("HTTP/1.1 400"));
+    std::thread::sleep(Duration::from_millis(200));
+    let lines: Vec<Value> = server.lines.try_iter().collect();
+    let monitored = lines
+        .iter()
+        .find(|line| line["fields"]["message"] == "SMS to a monitored country")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(monitored["fields"]["region"], "US");
+    assert_eq!(monitored["level"], "INFO");
+    let refused = lines
+        .iter()
+        .find(|line| line["fields"]["message"] == "send refused: no SMS to this number")
+        .unwrap_or_else(|| panic!("{lines:#?}"));
+    assert_eq!(refused["level"], "WARN");
+    assert_eq!(refused["fields"]["number_type"], "premium_rate");
+    for line in [monitored, refused] {
+        assert!(!line.to_string().contains("2025550143"), "{line}");
+        assert!(!line.to_string().contains("123456789"), "{line}");
+    }
 }

@@ -8,7 +8,7 @@ mod support;
 use std::collections::HashMap;
 
 use serde_json::json;
-use support::{Backend, random_phone, spawn_app};
+use support::{Backend, random_phone, spawn_app, spawn_app_with};
 
 /// Samples by metric name and sorted `key=value` label pairs.
 fn parse(text: &str) -> HashMap<(String, String), f64> {
@@ -116,4 +116,29 @@ async fn metrics_count_a_scripted_sequence() {
         value(latency, "method=POST,route=/api/v1/otp/verify"),
         Some(2.0)
     );
+
+    // The fraud guard: refusals by reason, SMS to monitored countries by region.
+    let guarded = spawn_app_with(Backend::Memory, |s| {
+        s.abuse.monitored_regions = vcode::config::Regions::parse("US").unwrap();
+    })
+    .await;
+    assert_eq!(guarded.send("+12025550143").await.status, 200);
+    assert_eq!(guarded.send("+979123456789").await.code(), 40004);
+    assert_eq!(guarded.send("+447400123456").await.code(), 40005);
+    let text = guarded
+        .client
+        .get(guarded.admin_url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let samples = parse(&text);
+    let value =
+        |name: &str, labels: &str| samples.get(&(name.to_owned(), labels.to_owned())).copied();
+    assert_eq!(value("vcode_sms_monitored_total", "region=US"), Some(1.0));
+    let refusals = "vcode_destination_refusals_total";
+    assert_eq!(value(refusals, "reason=number_type"), Some(1.0));
+    assert_eq!(value(refusals, "reason=region"), Some(1.0));
 }

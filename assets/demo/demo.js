@@ -9,6 +9,8 @@ const SENTENCES = {
   40001: 'That does not look like a phone number that can receive SMS.',
   40002: 'A code is made of digits only.',
   40003: 'This kind of code is not offered.',
+  40004: 'Codes are sent to mobile numbers only. Please use your mobile number.',
+  40005: 'Codes are not sent to numbers of this country.',
   40010: 'That code is not the one we sent.',
   40020: 'The characters do not match the picture. Here is a new one.',
   40021: 'The "I am not a robot" check did not pass. Please try it again.',

@@ -50,7 +50,7 @@ pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
-pub use crate::otp::{AbuseSettings, OtpSettings};
+pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions};
 use crate::postmortem::VerifyStrategy;
 use crate::pow::PowSettings;
 pub use crate::sms::SmsSettings;
@@ -344,6 +344,9 @@ impl Settings {
 
     /// Rules that span several settings; `Application::build` checks them too.
     pub fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(conflict) = self.abuse.geo_conflicts() {
+            return Err(ConfigError::Inconsistent(conflict));
+        }
         if self.sms.uses_log() && !self.sms.log_chosen && !self.bind.ip().is_loopback() {
             // Through the default or through any route: every code it sends is in the log.
             return Err(ConfigError::Inconsistent(format!(

@@ -11,5 +11,5 @@ pub(crate) mod secret;
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
 pub use locale::Locale;
-pub use phone::{Phone, PhoneParser, Region};
+pub use phone::{NumberType, Phone, PhoneParser, Region};
 pub use purpose::Purpose;

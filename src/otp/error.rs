@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::Refusal;
 use crate::captcha::CaptchaError;
 use crate::idempotency::IdempotencyError;
 use crate::pow::PowError;
@@ -14,6 +15,10 @@ use crate::token::TokenError;
 pub enum OtpError {
     #[error("invalid phone number")]
     InvalidPhone,
+    /// No SMS goes to this number: its type (premium rate, toll-free…), its non-geographic
+    /// calling code (`VCODE_ALLOWED_NUMBER_TYPES`) or its country (the geo permissions).
+    #[error("no SMS to this number: {0}")]
+    DestinationRefused(Refusal),
     #[error("invalid locale")]
     InvalidLocale,
     /// The SMS provider says this number cannot receive messages.

@@ -2,6 +2,7 @@
 //! idempotency key), verify a code, and (dev mode) read the outbox. This is where the store
 //! roles, the SMS sender, the daily stats and the code's life-cycle log lines meet.
 
+mod destinations;
 mod error;
 mod send;
 mod settings;
@@ -10,7 +11,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::captcha::CaptchaService;
-use crate::domain::{Code, Phone, PhoneParser, Purpose, Region};
+use crate::domain::{Code, Phone, PhoneParser, Purpose};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
 use crate::pow::PowService;
@@ -22,6 +23,9 @@ use crate::store::{
 };
 use crate::token::{Audience, TokenIssuer};
 
+pub use self::destinations::{
+    Destinations, GeoPermission, GeoPermissions, NumberTypes, Refusal, Regions,
+};
 pub use self::error::OtpError;
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
 pub use self::settings::{AbuseSettings, OtpSettings};
@@ -47,7 +51,8 @@ pub struct OtpService {
     sender: Arc<dyn SmsSender>,
     settings: OtpSettings,
     phones: PhoneParser,
-    allowed_regions: Vec<Region>,
+    /// Which numbers an SMS may go to: number types and geo permissions.
+    destinations: Destinations,
     issue_params: IssueParams,
     verify_params: VerifyParams,
     /// Budgets outside the phone's hash tag, reserved after the issue.
@@ -113,7 +118,7 @@ impl OtpService {
             outbox: stores.outbox.clone(),
             sender,
             phones: PhoneParser::new(settings.default_region, PHONE_CACHE_CAPACITY),
-            allowed_regions: abuse.allowed_regions.clone(),
+            destinations: abuse.destinations(settings.default_region),
             issue_params,
             verify_params,
             ip_quota: QuotaRule::new(abuse.sends_per_ip_hour, HOUR)
@@ -140,18 +145,14 @@ impl OtpService {
         &self.settings
     }
 
-    /// Reads a phone as this service accepts it: valid, and from an allowed region.
+    /// Reads a phone: valid (whether an SMS may go to it is `send`'s question).
     pub fn parse_phone(&self, raw: &str) -> Result<Phone, OtpError> {
-        let phone = self.phones.parse(raw).ok_or(OtpError::InvalidPhone)?;
-        let allowed = self.allowed_regions.is_empty()
-            || phone
-                .region()
-                .is_some_and(|region| self.allowed_regions.contains(&region));
-        if allowed {
-            Ok(phone)
-        } else {
-            Err(OtpError::InvalidPhone)
-        }
+        self.phones.parse(raw).ok_or(OtpError::InvalidPhone)
+    }
+
+    /// Which numbers an SMS may go to.
+    pub fn destinations(&self) -> &Destinations {
+        &self.destinations
     }
 
     /// One of the configured purposes; none given is `login` (or the first configured).

@@ -8,7 +8,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{OtpError, OtpService};
+use super::{GeoPermission, OtpError, OtpService, Refusal};
 use crate::domain::{Code, Locale, Phone, Purpose};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
@@ -91,6 +91,7 @@ impl OtpService {
     pub async fn send(&self, command: SendCommand) -> Result<SendReceipt, OtpError> {
         self.stats.record(Event::SendRequest);
         let phone = self.parse_phone(&command.phone)?;
+        let monitored = self.check_destination(&phone)? == GeoPermission::Monitor;
         let purpose = self.parse_purpose(command.purpose.as_deref())?;
         let locale = match command.locale.as_deref() {
             Some(raw) => Some(Locale::parse(raw).ok_or(OtpError::InvalidLocale)?),
@@ -98,7 +99,7 @@ impl OtpService {
         };
         let Some(key) = &command.idempotency_key else {
             return self
-                .send_gated(&command, &phone, &purpose, locale.as_ref())
+                .send_gated(&command, &phone, &purpose, locale.as_ref(), monitored)
                 .await;
         };
         let fingerprint = fingerprint(&Fingerprint {
@@ -111,7 +112,7 @@ impl OtpService {
         let once = self
             .idempotency
             .once(key, &fingerprint, || {
-                self.send_gated(&command, &phone, &purpose, locale.as_ref())
+                self.send_gated(&command, &phone, &purpose, locale.as_ref(), monitored)
             })
             .await?;
         if once.replayed {
@@ -121,12 +122,33 @@ impl OtpService {
         Ok(once.result)
     }
 
+    /// Whether an SMS may go to `phone` (its type, its country), and whether it is monitored;
+    /// a refusal is counted and logged.
+    fn check_destination(&self, phone: &Phone) -> Result<GeoPermission, OtpError> {
+        self.destinations.check(phone).map_err(|refusal| {
+            let event = match refusal {
+                Refusal::NumberType(_) | Refusal::NonGeographic(_) => Event::RefusedNumberType,
+                Refusal::Region(_) => Event::RefusedRegion,
+            };
+            self.stats.record(event);
+            tracing::warn!(
+                %phone,
+                number_type = phone.number_type().as_str(),
+                region = phone.region().as_ref().map_or("none", |r| r.as_str()),
+                refused = event.name(),
+                "send refused: no SMS to this number"
+            );
+            OtpError::DestinationRefused(refusal)
+        })
+    }
+
     async fn send_gated(
         &self,
         command: &SendCommand,
         phone: &Phone,
         purpose: &Purpose,
         locale: Option<&Locale>,
+        monitored: bool,
     ) -> Result<SendReceipt, OtpError> {
         if let Some(pow) = &self.gate.pow {
             // First, as it costs a refusal nothing: one solved challenge buys one send attempt.
@@ -143,6 +165,11 @@ impl OtpService {
         }
         self.issue_and_deliver(phone, purpose, locale, command.client_ip)
             .await
+            .inspect(|_| {
+                if monitored {
+                    self.monitored_sms(phone, purpose);
+                }
+            })
     }
 
     /// Issues a code within the phone's quota and the client's and the global SMS budget, and
@@ -282,6 +309,15 @@ impl OtpService {
             resend_after: self.settings.resend_cooldown,
             delivery: status,
         })
+    }
+
+    /// An SMS delivered to a monitored country: counted per region and logged.
+    fn monitored_sms(&self, phone: &Phone, purpose: &Purpose) {
+        let region = phone.region();
+        let region = region.as_ref().map_or("none", |r| r.as_str());
+        self.stats.record(Event::SmsMonitored);
+        crate::metrics::count_monitored_sms(region);
+        tracing::info!(%phone, %purpose, region, "SMS to a monitored country");
     }
 
     /// The budgets a send from `client_ip` draws on besides its phone's: the client's and the

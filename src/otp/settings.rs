@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::destinations::{Destinations, GeoPermissions, NumberTypes, Regions};
 use crate::client_ip::TrustedProxies;
 use crate::config::text::{Secs, Whole, list, parse_text, show_text};
 use crate::domain::{CodeLength, Purpose, Region};
@@ -56,9 +57,20 @@ pub struct AbuseSettings {
     pub captchas_per_client_minute: u32,
     #[serde(rename = "VCODE_QUOTA_GLOBAL_MINUTE", with = "Limit")]
     pub sends_global_minute: u32,
-    /// Regions whose numbers may receive codes; empty allows all.
+    /// The number types an SMS may go to (and `non_geographic`: numbers of the
+    /// non-geographic calling codes); every other is refused.
+    #[serde(rename = "VCODE_ALLOWED_NUMBER_TYPES", with = "number_types")]
+    pub allowed_number_types: NumberTypes,
+    /// Regions whose numbers are served; empty: the default region's; `*`: every region no
+    /// other list names.
     #[serde(rename = "VCODE_ALLOWED_REGIONS", with = "regions")]
-    pub allowed_regions: Vec<Region>,
+    pub allowed_regions: Regions,
+    /// Regions whose numbers are served, each SMS counted and logged; `*` as above.
+    #[serde(rename = "VCODE_MONITORED_REGIONS", with = "regions")]
+    pub monitored_regions: Regions,
+    /// Regions whose numbers are refused; `*` as above (the default for unnamed regions).
+    #[serde(rename = "VCODE_BLOCKED_REGIONS", with = "regions")]
+    pub blocked_regions: Regions,
     #[serde(rename = "VCODE_TRUSTED_PROXIES", with = "trusted_proxies")]
     pub trusted_proxies: TrustedProxies,
     /// How long an `Idempotency-Key` answer is kept for repeats.
@@ -83,7 +95,10 @@ impl Default for AbuseSettings {
             client_ipv6_prefix: 64,
             captchas_per_client_minute: 30,
             sends_global_minute: 0,
-            allowed_regions: Vec::new(),
+            allowed_number_types: NumberTypes::default(),
+            allowed_regions: Regions::default(),
+            monitored_regions: Regions::default(),
+            blocked_regions: Regions::default(),
             trusted_proxies: TrustedProxies::default(),
             idempotency_ttl: Duration::from_secs(600),
             idempotency_wait: Duration::from_secs(5),
@@ -104,6 +119,30 @@ impl AbuseSettings {
             sends_global_minute: 0,
             ..Self::default()
         }
+    }
+}
+
+impl AbuseSettings {
+    /// Which numbers an SMS may go to, `default_region` standing for an empty allow list.
+    pub fn destinations(&self, default_region: Region) -> Destinations {
+        Destinations::new(
+            self.allowed_number_types,
+            GeoPermissions::new(
+                &self.allowed_regions,
+                &self.monitored_regions,
+                &self.blocked_regions,
+                default_region,
+            ),
+        )
+    }
+
+    /// A region named in two of the geo permission lists, if any.
+    pub fn geo_conflicts(&self) -> Option<String> {
+        GeoPermissions::conflicts(
+            &self.allowed_regions,
+            &self.monitored_regions,
+            &self.blocked_regions,
+        )
     }
 }
 
@@ -187,17 +226,24 @@ mod region {
 mod regions {
     use super::*;
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Region>, D::Error> {
-        parse_text(d, |raw| {
-            list(raw, |item| {
-                Region::parse(item).ok_or(format!("{item:?} is not a region code such as CN"))
-            })
-        })
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Regions, D::Error> {
+        parse_text(d, Regions::parse)
     }
 
-    pub fn serialize<S: Serializer>(regions: &[Region], s: S) -> Result<S::Ok, S::Error> {
-        let names: Vec<&str> = regions.iter().map(Region::as_str).collect();
-        show_text(names.join(","), s)
+    pub fn serialize<S: Serializer>(regions: &Regions, s: S) -> Result<S::Ok, S::Error> {
+        show_text(regions, s)
+    }
+}
+
+mod number_types {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<NumberTypes, D::Error> {
+        parse_text(d, NumberTypes::parse)
+    }
+
+    pub fn serialize<S: Serializer>(types: &NumberTypes, s: S) -> Result<S::Ok, S::Error> {
+        show_text(types, s)
     }
 }
 

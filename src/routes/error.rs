@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::envelope::{Envelope, Reply};
 use crate::captcha::CaptchaError;
 use crate::idempotency::IdempotencyError;
-use crate::otp::OtpError;
+use crate::otp::{OtpError, Refusal};
 use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
@@ -25,6 +25,10 @@ pub enum ApiError {
     InvalidCode,
     #[error("invalid purpose")]
     InvalidPurpose,
+    #[error("no SMS is sent to this type of number")]
+    NumberTypeRefused,
+    #[error("no SMS is sent to this number's country")]
+    RegionRefused,
     #[error("wrong code")]
     WrongCode { remaining_attempts: u32 },
     #[error("wrong or missing captcha")]
@@ -85,6 +89,10 @@ impl From<OtpError> for ApiError {
         match error {
             OtpError::InvalidPhone => Self::InvalidPhone,
             OtpError::InvalidPurpose => Self::InvalidPurpose,
+            OtpError::DestinationRefused(Refusal::NumberType(_) | Refusal::NonGeographic(_)) => {
+                Self::NumberTypeRefused
+            }
+            OtpError::DestinationRefused(Refusal::Region(_)) => Self::RegionRefused,
             OtpError::InvalidLocale => {
                 Self::Malformed("locale must be a BCP 47 tag such as zh-CN or en".to_owned())
             }
@@ -161,6 +169,8 @@ impl ApiError {
             Self::InvalidPhone => ErrorCode::InvalidPhone,
             Self::InvalidCode => ErrorCode::InvalidCode,
             Self::InvalidPurpose => ErrorCode::InvalidPurpose,
+            Self::NumberTypeRefused => ErrorCode::NumberTypeRefused,
+            Self::RegionRefused => ErrorCode::RegionRefused,
             Self::WrongCode { .. } => ErrorCode::WrongCode,
             Self::WrongCaptcha => ErrorCode::WrongCaptcha,
             Self::PowFailed => ErrorCode::PowRejected,
@@ -269,6 +279,8 @@ mod tests {
             ApiError::InvalidPhone,
             ApiError::InvalidCode,
             ApiError::InvalidPurpose,
+            ApiError::NumberTypeRefused,
+            ApiError::RegionRefused,
             ApiError::WrongCode {
                 remaining_attempts: 1,
             },

@@ -47,7 +47,10 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
              the provider confirmed). Over a quota, vcode's own or the SMS provider's limit on the \
              number or the account (not failed over to another provider), the answer is 42902 \
              with retry_after, and the code is rolled back. With VCODE_SEND_GATE the body also \
-             carries a solved captcha (40020 otherwise) or an ALTCHA payload (40021 otherwise).",
+             carries a solved captcha (40020 otherwise) or an ALTCHA payload (40021 otherwise). Only \
+             numbers of the allowed types (mobile, fixed-line-or-mobile by default; 40004 \
+             otherwise: premium rate, toll-free, non-geographic…) in served countries (the \
+             default region's by default; 40005 otherwise) get an SMS.",
         )
         .parameter(
             "header",
@@ -63,6 +66,8 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
         .errors(&[
             InvalidPhone,
             InvalidPurpose,
+            NumberTypeRefused,
+            RegionRefused,
             WrongCaptcha,
             PowRejected,
             IdempotencyInProgress,

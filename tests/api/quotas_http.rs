@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use vcode::client_ip::TrustedProxies;
-use vcode::config::AbuseSettings;
+use vcode::config::{AbuseSettings, Regions};
 use vcode::domain::{Purpose, Region};
 use vcode::store::ResendPolicy;
 use vcode_wire::{RetryAfterData, SendRequest, paths};
@@ -111,13 +111,13 @@ async fn failed_verify_quota_outlives_fresh_codes(backend: Backend) {
     assert_quota_answer(&app.verify(&number, &fresh).await);
 }
 
-async fn numbers_outside_the_allowed_regions_are_invalid(backend: Backend) {
+async fn numbers_outside_the_allowed_regions_are_refused(backend: Backend) {
     let app = spawn_app_with(backend, |s| {
-        s.abuse.allowed_regions = vec![Region::parse("HK").unwrap()];
+        s.abuse.allowed_regions = Regions::of([Region::parse("HK").unwrap()]);
     })
     .await;
     let refused = app.send(&random_phone()).await;
-    assert_eq!((refused.status, refused.code()), (400, 40001));
+    assert_eq!((refused.status, refused.code()), (400, 40005));
     assert_eq!(app.send("+85251234567").await.status, 200);
 }
 
@@ -228,7 +228,7 @@ on_every_store!(
     ip_quota_through_http_leaves_no_code_behind,
     global_budget_through_http,
     failed_verify_quota_outlives_fresh_codes,
-    numbers_outside_the_allowed_regions_are_invalid,
+    numbers_outside_the_allowed_regions_are_refused,
     spoofed_forwarded_for_changes_nothing,
     a_trusted_proxy_names_the_client,
     an_unreadable_forwarded_for_is_refused_not_pooled_with_the_proxy,

@@ -12,6 +12,12 @@ pub enum ErrorCode {
     InvalidPhone = 40001,
     InvalidCode = 40002,
     InvalidPurpose = 40003,
+    /// No SMS goes to this type of number: premium rate, shared cost, toll-free, personal,
+    /// UAN, VoIP, pager, fixed line, or a non-geographic calling code (+800, +870, +881, +979…),
+    /// unless the service allows it.
+    NumberTypeRefused = 40004,
+    /// No SMS goes to this number's country (the service's geo permissions).
+    RegionRefused = 40005,
     /// Wrong code; data [`crate::WrongCodeData`].
     WrongCode = 40010,
     /// Wrong or missing captcha.
@@ -48,11 +54,13 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in ascending order.
-    pub const ALL: [Self; 21] = [
+    pub const ALL: [Self; 23] = [
         Self::Malformed,
         Self::InvalidPhone,
         Self::InvalidCode,
         Self::InvalidPurpose,
+        Self::NumberTypeRefused,
+        Self::RegionRefused,
         Self::WrongCode,
         Self::WrongCaptcha,
         Self::PowRejected,
@@ -113,11 +121,13 @@ mod tests {
     use super::*;
 
     /// DESIGN.md's table, row by row: code and HTTP status written out, not computed.
-    const TABLE: [(ErrorCode, u32, u16); 21] = [
+    const TABLE: [(ErrorCode, u32, u16); 23] = [
         (ErrorCode::Malformed, 40000, 400),
         (ErrorCode::InvalidPhone, 40001, 400),
         (ErrorCode::InvalidCode, 40002, 400),
         (ErrorCode::InvalidPurpose, 40003, 400),
+        (ErrorCode::NumberTypeRefused, 40004, 400),
+        (ErrorCode::RegionRefused, 40005, 400),
         (ErrorCode::WrongCode, 40010, 400),
         (ErrorCode::WrongCaptcha, 40020, 400),
         (ErrorCode::PowRejected, 40021, 400),
@@ -154,7 +164,7 @@ mod tests {
 
     #[test]
     fn unknown_numbers_are_no_code() {
-        for number in [0, 200, 40004, 42903, 50100] {
+        for number in [0, 200, 40006, 42903, 50100] {
             assert_eq!(ErrorCode::from_code(number), None, "{number}");
         }
     }
@@ -165,6 +175,6 @@ mod tests {
         assert_eq!(json, "42901");
         let read: ErrorCode = serde_json::from_str("40021").unwrap();
         assert_eq!(read, ErrorCode::PowRejected);
-        assert!(serde_json::from_str::<ErrorCode>("40004").is_err());
+        assert!(serde_json::from_str::<ErrorCode>("40006").is_err());
     }
 }

@@ -207,6 +207,12 @@ fn defaults_match_the_design() {
     assert_eq!(s.abuse.client_ipv6_prefix, 64);
     assert_eq!(s.abuse.sends_global_minute, 0);
     assert!(s.abuse.allowed_regions.is_empty());
+    assert!(s.abuse.monitored_regions.is_empty());
+    assert!(s.abuse.blocked_regions.is_empty());
+    assert_eq!(
+        s.abuse.allowed_number_types.to_string(),
+        "mobile,fixed_line_or_mobile"
+    );
     assert!(s.abuse.trusted_proxies.is_empty());
     assert!(s.admin_token.is_none());
 }
@@ -217,19 +223,56 @@ fn abuse_limits_parse() {
         ("VCODE_QUOTA_PHONE_HOUR", "0"),
         ("VCODE_QUOTA_GLOBAL_MINUTE", "1000"),
         ("VCODE_ALLOWED_REGIONS", "cn, HK"),
+        ("VCODE_MONITORED_REGIONS", "us,*"),
+        ("VCODE_BLOCKED_REGIONS", "RU"),
+        (
+            "VCODE_ALLOWED_NUMBER_TYPES",
+            "mobile, fixed_line_or_mobile, non_geographic",
+        ),
         ("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,::1"),
         ("VCODE_ADMIN_TOKEN", "0123456789abcdef"),
     ])
     .unwrap();
     assert_eq!(s.abuse.sends_per_phone_hour, 0);
     assert_eq!(s.abuse.sends_global_minute, 1000);
-    let regions: Vec<&str> = s.abuse.allowed_regions.iter().map(Region::as_str).collect();
+    let regions: Vec<&str> = s
+        .abuse
+        .allowed_regions
+        .listed
+        .iter()
+        .map(Region::as_str)
+        .collect();
     assert_eq!(regions, ["CN", "HK"]);
+    assert_eq!(s.abuse.monitored_regions.to_string(), "US,*");
+    assert_eq!(s.abuse.blocked_regions.to_string(), "RU");
+    assert!(s.abuse.allowed_number_types.allows_non_geographic());
     assert!(!s.abuse.trusted_proxies.is_empty());
     assert_eq!(
         s.admin_token.as_ref().map(|t| t.expose_secret()),
         Some("0123456789abcdef")
     );
+}
+
+#[test]
+fn a_region_with_two_geo_permissions_stops_start_up() {
+    for vars in [
+        [
+            ("VCODE_ALLOWED_REGIONS", "CN,US"),
+            ("VCODE_MONITORED_REGIONS", "US"),
+        ],
+        [
+            ("VCODE_MONITORED_REGIONS", "*"),
+            ("VCODE_BLOCKED_REGIONS", "RU,*"),
+        ],
+    ] {
+        let error = settings(&vars).unwrap_err().to_string();
+        assert!(
+            error.contains(vars[0].0) && error.contains(vars[1].0),
+            "{error}"
+        );
+    }
+    // The default region is no conflict with a list naming it elsewhere.
+    assert!(settings(&[("VCODE_BLOCKED_REGIONS", "CN")]).is_ok());
 }
 
 #[test]
@@ -259,6 +302,10 @@ fn bad_values_name_their_variable() {
         ("VCODE_QUOTA_IP_HOUR", "lots"),
         ("VCODE_QUOTA_PHONE_FAILS_DAY", "1.5"),
         ("VCODE_ALLOWED_REGIONS", "CN,XX"),
+        ("VCODE_MONITORED_REGIONS", "US;GB"),
+        ("VCODE_BLOCKED_REGIONS", "**"),
+        ("VCODE_ALLOWED_NUMBER_TYPES", "mobile,landline"),
+        ("VCODE_ALLOWED_NUMBER_TYPES", "non_geographic"),
         ("VCODE_TRUSTED_PROXIES", "10.0.0.0/99"),
         ("VCODE_TRUSTED_PROXIES", "0.0.0.0/0"),
         ("VCODE_TRUSTED_PROXIES", "10.0.0.0/8,::/0"),

@@ -33,6 +33,92 @@ impl Default for Region {
     }
 }
 
+/// What a number is, as libphonenumber's metadata types it (its `PhoneNumberType`; the
+/// `phonenumber` crate's `Type`). A valid number always has one of these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NumberType {
+    Mobile,
+    /// Where the number plan cannot tell the two apart (the US, Canada, China's…): most
+    /// mobiles there are typed so.
+    FixedLineOrMobile,
+    FixedLine,
+    TollFree,
+    PremiumRate,
+    SharedCost,
+    Voip,
+    PersonalNumber,
+    Pager,
+    Uan,
+    Voicemail,
+}
+
+impl NumberType {
+    pub const ALL: [Self; 11] = [
+        Self::Mobile,
+        Self::FixedLineOrMobile,
+        Self::FixedLine,
+        Self::TollFree,
+        Self::PremiumRate,
+        Self::SharedCost,
+        Self::Voip,
+        Self::PersonalNumber,
+        Self::Pager,
+        Self::Uan,
+        Self::Voicemail,
+    ];
+
+    /// libphonenumber's name, in snake case (`fixed_line_or_mobile`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Mobile => "mobile",
+            Self::FixedLineOrMobile => "fixed_line_or_mobile",
+            Self::FixedLine => "fixed_line",
+            Self::TollFree => "toll_free",
+            Self::PremiumRate => "premium_rate",
+            Self::SharedCost => "shared_cost",
+            Self::Voip => "voip",
+            Self::PersonalNumber => "personal_number",
+            Self::Pager => "pager",
+            Self::Uan => "uan",
+            Self::Voicemail => "voicemail",
+        }
+    }
+
+    /// One of the `as_str` names (case-insensitive).
+    pub fn parse(input: &str) -> Option<Self> {
+        let input = input.trim();
+        Self::ALL
+            .into_iter()
+            .find(|known| known.as_str().eq_ignore_ascii_case(input))
+    }
+
+    /// The crate's type of a number it found valid (`Unknown` and the short-number types
+    /// never are).
+    fn of_crate(number_type: phonenumber::Type) -> Option<Self> {
+        use phonenumber::Type;
+        Some(match number_type {
+            Type::Mobile => Self::Mobile,
+            Type::FixedLineOrMobile => Self::FixedLineOrMobile,
+            Type::FixedLine => Self::FixedLine,
+            Type::TollFree => Self::TollFree,
+            Type::PremiumRate => Self::PremiumRate,
+            Type::SharedCost => Self::SharedCost,
+            Type::Voip => Self::Voip,
+            Type::PersonalNumber => Self::PersonalNumber,
+            Type::Pager => Self::Pager,
+            Type::Uan => Self::Uan,
+            Type::Voicemail => Self::Voicemail,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for NumberType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Digits, a leading `+` and the separators people write (` -.()`): the library would read
 /// keypad letters as digits (`1380013800a`) and drop extensions (`x12`, `;ext=12`, `#12`),
 /// making one number out of many inputs, so anything else is refused.
@@ -46,8 +132,10 @@ fn only_dialling_characters(input: &str) -> bool {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Phone {
     e164: String,
-    /// The region the number belongs to, where the number plan tells one.
+    /// The region the number belongs to, where the number plan tells one: `None` for the
+    /// non-geographic calling codes (+800, +870, +881, +979…).
     region: Option<Region>,
+    number_type: NumberType,
 }
 
 /// Longer than any real number in any national format; longer input is refused unparsed.
@@ -69,10 +157,12 @@ impl Phone {
             Some(digits) => numbering_plan::validate(digits).map(|valid| Self {
                 e164: input.to_owned(),
                 region: valid.region,
+                number_type: valid.number_type,
             }),
             None => numbering_plan::validate_national(input, default_region).map(|valid| Self {
                 e164: format!("+{}{input}", valid.calling_code),
                 region: valid.region,
+                number_type: valid.number_type,
             }),
         }
     }
@@ -94,7 +184,17 @@ impl Phone {
         // first look up a national format pattern that E.164 never uses.
         let e164 = format!("+{}{}", number.country().code(), number.national());
         let region = number.country().id().map(Region);
-        Some(Self { e164, region })
+        // The type as the fast path gives it for the same digits, so that one number has one
+        // type however it was written; the crate's own where the fast path cannot answer.
+        let number_type = match numbering_plan::validate(&e164[1..]) {
+            Some(valid) => valid.number_type,
+            None => NumberType::of_crate(number.number_type(&phonenumber::metadata::DATABASE))?,
+        };
+        Some(Self {
+            e164,
+            region,
+            number_type,
+        })
     }
 
     /// Loads libphonenumber's metadata and prepares `region`'s numbers (about 0.5 s in a
@@ -109,6 +209,17 @@ impl Phone {
 
     pub fn region(&self) -> Option<Region> {
         self.region
+    }
+
+    /// Whether the number is one of a non-geographic calling code (+800 freephone, +808
+    /// shared cost, +870 Inmarsat, +878, +881 satellite, +882/+883 international networks,
+    /// +888, +979 premium rate): no country's.
+    pub fn is_non_geographic(&self) -> bool {
+        self.region.is_none()
+    }
+
+    pub fn number_type(&self) -> NumberType {
+        self.number_type
     }
 
     /// The form used in logs: country code and a few leading digits, the last four digits, and
