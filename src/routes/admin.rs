@@ -21,15 +21,19 @@ use vcode_wire::paths;
 /// `Authorization: Bearer` (what Prometheus sends with `authorization: credentials_file`), or
 /// gets `401` with `WWW-Authenticate: Bearer` before any route runs: the metrics tell traffic,
 /// provider failures and API key names, and a listener off loopback is allowed only with a
-/// token (`Settings::validate`). Unknown paths too, so that no path is told to exist.
+/// token (`Settings::validate`). Unknown paths too, so that no path is told to exist. The one
+/// exception is the console page and its static files (`console::is_open_file`).
 pub async fn require_admin_token<B: MessageBody + 'static>(
     request: ServiceRequest,
     next: Next<B>,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
-    let refused = request
-        .app_data::<web::Data<AppState>>()
-        .and_then(|state| state.admin_token.as_ref())
-        .is_some_and(|token| !bearer_matches(request.request(), token.expose_secret()));
+    // The console page and its files are static: a browser loads them without a header, and
+    // their script then asks for the token for every fetch of data.
+    let refused = !super::console::is_open_file(request.path())
+        && request
+            .app_data::<web::Data<AppState>>()
+            .and_then(|state| state.admin_token.as_ref())
+            .is_some_and(|token| !bearer_matches(request.request(), token.expose_secret()));
     if refused {
         return Ok(request
             .error_response(ApiError::Unauthorized)
