@@ -278,10 +278,10 @@ async function drawRefusals() {
         paths: uPlot.paths.bars({ size: [0.6, 40] }), points: { show: false },
       }],
       axes: [
-        { stroke: '#4b5563', grid: { show: false }, values: (_, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)) },
-        { stroke: '#4b5563', grid: { stroke: '#eef0f3' }, size: 44, space: 18, values: wholeNumbers },
+        { stroke: '#4b5563', grid: { show: false }, size: 28, values: (_, ticks) => ticks.map((t) => new Date(t * 1000).toISOString().slice(5, 10)) },
+        { stroke: '#4b5563', grid: { stroke: '#eef0f3' }, size: 44, splits: (u) => [0, u.scales.y.max / 2, u.scales.y.max], values: wholeNumbers },
       ],
-      scales: { x: { time: false, range: (_, min, max) => [min - 43200, max + 43200] }, y: { range: (_, min, max) => [0, Math.max(max, 4)] } },
+      scales: { x: { time: false, range: (_, min, max) => [min - 43200, max + 43200] }, y: { range: (_, min, max) => [0, 2 * Math.ceil(Math.max(max, 4) / 2)] } },
       legend: { show: false },
     }, [times, perDay]);
     const today = stats.days[0]?.counters || {};
@@ -309,7 +309,7 @@ async function drawRefusals() {
 }
 
 /// SMS per country over the range × the price table.
-function drawSpend(countries, prices, minutes) {
+function drawSpend(countries, prices, minutes, counted) {
   const tbody = $('spend').tBodies[0];
   tbody.replaceChildren();
   const table = prices?.prices || {};
@@ -328,12 +328,13 @@ function drawSpend(countries, prices, minutes) {
       num(count(counts.sends)), num(money(price, 3)), num(money(spend, 2)),
     ], { country: code });
   }
-  $('spend-sms').textContent = count(sms);
-  $('spend-total').textContent = priced ? money(total, 2) : '—';
+  $('spend-sms').textContent = counted ? count(sms) : '—';
+  $('spend-total').textContent = priced && counted ? money(total, 2) : '—';
   $('spend-scope').textContent = `last ${label(minutes)}${priced ? `, ${prices.currency}` : ''}`;
-  $('tile-spend').textContent = priced ? money(total, 2) : '—';
+  $('tile-spend').textContent = priced && counted ? money(total, 2) : '—';
   $('tile-currency').textContent = priced ? `last ${label(minutes)}` : 'no price table';
-  if (!priced) note('spend-note', 'No price table: set VCODE_SMS_PRICES (CN=0.045,GB=0.040,*=0.050) and VCODE_SMS_PRICE_CURRENCY.');
+  if (!counted) note('spend-note', "The SMS per country are the fraud guard's traffic, which this instance does not serve.");
+  else if (!priced) note('spend-note', 'No price table: set VCODE_SMS_PRICES (CN=0.045,GB=0.040,*=0.050) and VCODE_SMS_PRICE_CURRENCY.');
   else if (unpriced) note('spend-note', `${count(unpriced)} SMS to countries without a price (no * entry) are not counted.`);
   else note('spend-note', countries.length ? '' : 'No SMS sent in the range.');
 }
@@ -382,10 +383,10 @@ async function load() {
         drawConversion(traffic, countries.map(([code]) => code));
         drawPrefixes(traffic);
       }
-      for (const id of ['traffic-note', 'prefixes-note']) if (!traffic) note(id, GUARD_MISSING);
+      for (const id of ['traffic-note', 'conversion-note', 'prefixes-note']) if (!traffic) note(id, GUARD_MISSING);
       if (suspensions) drawSuspensions(suspensions); else note('suspensions-note', GUARD_MISSING);
       drawLevel(traffic?.level || suspensions?.level);
-      drawSpend(countries, prices, minutes);
+      drawSpend(countries, prices, minutes, traffic != null);
       await drawRefusals();
       hideError();
       $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
