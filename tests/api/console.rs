@@ -117,6 +117,64 @@ async fn without_a_token_configured_the_prices_are_open_on_loopback() {
     assert_eq!(body["data"], json!({"currency": "USD", "prices": {}}));
 }
 
+#[tokio::test]
+async fn another_sites_page_cannot_use_the_operator_routes_even_without_a_token() {
+    let app = console_app(None).await;
+    let host = app.admin_address.trim_start_matches("http://").to_owned();
+    let ask = |headers: &[(&str, String)]| {
+        let mut request = app.client.get(app.admin_url(paths::SMS_PRICES));
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        request.send()
+    };
+    let status = |headers: Vec<(&str, String)>| {
+        let answer = ask(&headers);
+        async move {
+            answer
+                .await
+                .expect("the listener answers")
+                .status()
+                .as_u16()
+        }
+    };
+    // Tools and the console itself.
+    assert_eq!(status(vec![]).await, 200);
+    assert_eq!(
+        status(vec![("sec-fetch-site", "same-origin".into())]).await,
+        200
+    );
+    assert_eq!(status(vec![("sec-fetch-site", "none".into())]).await, 200);
+    assert_eq!(
+        status(vec![("origin", format!("http://{host}"))]).await,
+        200
+    );
+    // A page of another site, or of this host's other port (the public listener).
+    assert_eq!(
+        status(vec![("sec-fetch-site", "cross-site".into())]).await,
+        401
+    );
+    assert_eq!(
+        status(vec![("sec-fetch-site", "same-site".into())]).await,
+        401
+    );
+    assert_eq!(
+        status(vec![("origin", "https://evil.example".into())]).await,
+        401
+    );
+    assert_eq!(status(vec![("origin", "null".into())]).await, 401);
+    assert_eq!(status(vec![("origin", app.address.clone())]).await, 401);
+    // The page itself stays open: it holds nothing, and links to it may come from anywhere.
+    let page = app
+        .client
+        .get(app.admin_url(paths::CONSOLE))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_console_shows_real_traffic_in_chromium() {
     if let Some(why) = missing_browser() {
