@@ -37,6 +37,8 @@ const regionNames = (() => {
 })();
 const countryName = (code) => {
   if (!code || code === '*') return 'other countries';
+  // The guard's region of the non-geographic calling codes (+800, +881…): UN M.49's "world".
+  if (code === '001') return 'non-geographic';
   try { return regionNames?.of(code) ?? code; } catch { return code; }
 };
 const count = (n) => (n == null ? '—' : Number(n).toLocaleString('en-US'));
