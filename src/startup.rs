@@ -212,6 +212,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
             &settings.api_key,
             settings.api_keys.clone().unwrap_or_default(),
         ),
+        sms_prices: settings.sms.prices.clone(),
     }
 }
 

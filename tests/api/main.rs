@@ -40,6 +40,7 @@ macro_rules! on_every_store {
 mod api_keys;
 mod browser;
 mod captcha;
+mod console;
 mod contract;
 mod fraud_guard;
 mod idempotency;

@@ -7,6 +7,7 @@
 //! always written; unknown fields are ignored when reading, so either side can grow first.
 
 mod captcha;
+mod console;
 mod dev;
 mod envelope;
 mod error_code;
@@ -18,6 +19,7 @@ mod pow;
 mod stats;
 
 pub use captcha::{CaptchaCreated, CaptchaVerifyRequest, Verified};
+pub use console::SmsPricesData;
 pub use dev::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery};
 pub use envelope::{Envelope, OK, OK_MESSAGE};
 pub use error_code::ErrorCode;

@@ -20,6 +20,14 @@ pub const READYZ: &str = "/readyz";
 pub const METRICS: &str = "/metrics";
 /// `GET ?days=N` on the operator listener, behind the admin bearer token.
 pub const STATS: &str = api_v1!("/stats");
+/// `GET` on the operator listener: the console page. The page and its files are static and
+/// served without the admin token; the data they fetch asks for it.
+pub const CONSOLE: &str = "/console";
+/// `GET` on the operator listener: the console's scripts and styles (vendored uPlot); the route
+/// pattern of [`console_asset`].
+pub const CONSOLE_ASSET: &str = "/console/{file}";
+/// `GET` on the operator listener → [`crate::SmsPricesData`].
+pub const SMS_PRICES: &str = api_v1!("/admin/sms-prices");
 
 /// `POST` [`crate::SendRequest`] → [`crate::SendData`].
 pub const OTP_SEND: &str = api_v1!("/otp/send");
@@ -83,11 +91,11 @@ pub const PUBLIC: [&str; 15] = [
 pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
-pub const OPERATOR: [&str; 2] = [METRICS, STATS];
+pub const OPERATOR: [&str; 5] = [METRICS, STATS, CONSOLE, CONSOLE_ASSET, SMS_PRICES];
 
 /// The path parameter in [`CAPTCHA_IMAGE`] and [`DEV_CAPTCHA_ANSWER`].
 const ID: &str = "{id}";
-/// The path parameter in [`DOCS_ASSET`] and [`DEMO_ASSET`].
+/// The path parameter in [`DOCS_ASSET`], [`DEMO_ASSET`] and [`CONSOLE_ASSET`].
 const FILE: &str = "{file}";
 
 /// Where the picture of captcha `id` is fetched (the `image_url` of its creation).
@@ -108,6 +116,11 @@ pub fn docs_asset(name: &str) -> String {
 /// Where the demo page's file `name` is served.
 pub fn demo_asset(name: &str) -> String {
     DEMO_ASSET.replace(FILE, name)
+}
+
+/// Where the console page's file `name` is served.
+pub fn console_asset(name: &str) -> String {
+    CONSOLE_ASSET.replace(FILE, name)
 }
 
 #[cfg(test)]
@@ -143,6 +156,9 @@ mod tests {
             (READYZ, "/readyz"),
             (METRICS, "/metrics"),
             (STATS, "/api/v1/stats"),
+            (CONSOLE, "/console"),
+            (CONSOLE_ASSET, "/console/{file}"),
+            (SMS_PRICES, "/api/v1/admin/sms-prices"),
             (OTP_SEND, "/api/v1/otp/send"),
             (OTP_VERIFY, "/api/v1/otp/verify"),
             (CAPTCHA, "/api/v1/captcha"),
