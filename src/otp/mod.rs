@@ -10,11 +10,11 @@ mod settings;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::captcha::CaptchaService;
+use crate::captcha::{CaptchaService, SolvedCaptcha};
 use crate::domain::{Code, Phone, PhoneParser, Purpose};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
-use crate::pow::PowService;
+use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
@@ -42,6 +42,56 @@ pub struct SendGate {
     pub captcha: Option<Arc<CaptchaService>>,
     /// A solved proof-of-work challenge (`altcha`), consumed by the send.
     pub pow: Option<Arc<PowService>>,
+}
+
+/// The proofs one send consumed at the gate.
+#[derive(Default)]
+struct GatePasses {
+    pow: Option<SolvedPow>,
+    captcha: Option<SolvedCaptcha>,
+}
+
+impl SendGate {
+    /// Checks and consumes the proofs the gate requires: the proof of work first, as it costs
+    /// a refusal nothing; then the captcha. One solved proof buys one send attempt. A captcha
+    /// that fails on the server side gives the proof of work back.
+    async fn pass(
+        &self,
+        altcha: Option<&str>,
+        captcha: (Option<&str>, Option<&str>),
+    ) -> Result<GatePasses, OtpError> {
+        let mut passes = GatePasses::default();
+        if let Some(pow) = &self.pow {
+            passes.pow = Some(pow.verify(altcha).await?);
+        }
+        if let Some(service) = &self.captcha {
+            match service.verify(captcha.0, captcha.1).await {
+                Ok(solved) => passes.captcha = Some(solved),
+                Err(error) => {
+                    let error = OtpError::from(error);
+                    self.give_back_after(&error, passes).await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(passes)
+    }
+
+    /// Gives the consumed proofs back when the send failed on the server side (`error`), so
+    /// that the client's retry needs no new ones. Only for a send whose SMS did not go out and
+    /// cannot have: a proof buys at most one SMS. One after the other: on a stalled store each
+    /// waits in the connection the one before left there (a new connection would not open).
+    async fn give_back_after(&self, error: &OtpError, passes: GatePasses) {
+        if !error.is_service_failure() {
+            return;
+        }
+        if let (Some(service), Some(solved)) = (&self.pow, passes.pow) {
+            service.give_back(solved).await;
+        }
+        if let (Some(service), Some(solved)) = (&self.captcha, passes.captcha) {
+            service.give_back(solved).await;
+        }
+    }
 }
 
 pub struct OtpService {

@@ -1,7 +1,8 @@
 //! `send`: the gate, the idempotency key, the issue in the store, the client's and global
 //! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
-//! store still holds exactly what this send wrote. An SMS in doubt (the provider never
-//! answered) is no failure: it may arrive, so its code, cooldown and quota stay.
+//! store still holds exactly what this send wrote, and a server-side failure gives the gate's
+//! proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
+//! its code, cooldown and quota stay.
 
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -150,26 +151,33 @@ impl OtpService {
         locale: Option<&Locale>,
         monitored: bool,
     ) -> Result<SendReceipt, OtpError> {
-        if let Some(pow) = &self.gate.pow {
-            // First, as it costs a refusal nothing: one solved challenge buys one send attempt.
-            pow.verify(command.altcha.as_deref()).await?;
-        }
-        if let Some(captcha) = &self.gate.captcha {
-            // Consumed before any code or SMS exists: one solved captcha buys one send.
-            captcha
-                .verify(
+        let passes = self
+            .gate
+            .pass(
+                command.altcha.as_deref(),
+                (
                     command.captcha_id.as_deref(),
                     command.captcha_answer.as_deref(),
-                )
-                .await?;
-        }
-        self.issue_and_deliver(phone, purpose, locale, command.client_ip)
+                ),
+            )
+            .await?;
+        // An error here means no SMS went out nor may have (an unconfirmed one is a success),
+        // so a server-side failure gives the gate's proofs back for the retry.
+        match self
+            .issue_and_deliver(phone, purpose, locale, command.client_ip)
             .await
-            .inspect(|_| {
+        {
+            Ok(receipt) => {
                 if monitored {
                     self.monitored_sms(phone, purpose);
                 }
-            })
+                Ok(receipt)
+            }
+            Err(error) => {
+                self.gate.give_back_after(&error, passes).await;
+                Err(error)
+            }
+        }
     }
 
     /// Issues a code within the phone's quota and the client's and the global SMS budget, and

@@ -59,6 +59,7 @@ mod redis_sentinel;
 mod redis_tls;
 mod secrets_at_rest;
 mod security;
+mod server_failures;
 mod sms_providers;
 mod sms_providers_config;
 mod sms_providers_sdk;
