@@ -7,6 +7,7 @@ mod error;
 mod send;
 mod settings;
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -28,7 +29,7 @@ pub use self::destinations::{
 };
 pub use self::error::OtpError;
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
-pub use self::settings::{AbuseSettings, OtpSettings};
+pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers};
 
 use self::send::{DAY, HOUR, MINUTE};
 
@@ -109,6 +110,8 @@ pub struct OtpService {
     ip_quota: Vec<QuotaRule>,
     global_quota: Vec<QuotaRule>,
     gate: SendGate,
+    /// Phones (E.164) whose sends store this fixed code and send no SMS.
+    test_numbers: HashMap<String, Code>,
     idempotency: Idempotency,
     /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
     keyring: Arc<Keyring>,
@@ -178,6 +181,13 @@ impl OtpService {
                 .into_iter()
                 .collect(),
             gate,
+            // Checked at start-up (`Settings::validate`): every entry reads.
+            test_numbers: settings
+                .test_numbers()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(phone, code)| (phone.as_e164().to_owned(), code))
+                .collect(),
             keyring,
             tokens,
             idempotency: Idempotency::new(

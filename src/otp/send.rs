@@ -15,8 +15,8 @@ use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, OutboxMessage,
-    QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams,
+    OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -92,7 +92,9 @@ impl OtpService {
     pub async fn send(&self, command: SendCommand) -> Result<SendReceipt, OtpError> {
         self.stats.record(Event::SendRequest);
         let phone = self.parse_phone(&command.phone)?;
-        let monitored = self.check_destination(&phone)? == GeoPermission::Monitor;
+        // A test number is no destination: no SMS goes to it.
+        let monitored = !self.test_numbers.contains_key(phone.as_e164())
+            && self.check_destination(&phone)? == GeoPermission::Monitor;
         let purpose = self.parse_purpose(command.purpose.as_deref())?;
         let locale = match command.locale.as_deref() {
             Some(raw) => Some(Locale::parse(raw).ok_or(OtpError::InvalidLocale)?),
@@ -163,10 +165,14 @@ impl OtpService {
             .await?;
         // An error here means no SMS went out nor may have (an unconfirmed one is a success),
         // so a server-side failure gives the gate's proofs back for the retry.
-        match self
-            .issue_and_deliver(phone, purpose, locale, command.client_ip)
-            .await
-        {
+        let sent = match self.test_numbers.get(phone.as_e164()) {
+            Some(code) => self.issue_test_code(phone, purpose, code).await,
+            None => {
+                self.issue_and_deliver(phone, purpose, locale, command.client_ip)
+                    .await
+            }
+        };
+        match sent {
             Ok(receipt) => {
                 if monitored {
                     self.monitored_sms(phone, purpose);
@@ -317,6 +323,53 @@ impl OtpService {
             resend_after: self.settings.resend_cooldown,
             delivery: status,
         })
+    }
+
+    /// A send to a test number: its fixed code becomes the pending code through the same
+    /// atomic issue (digested and sealed, same cooldown, TTL and attempts), on no quota or
+    /// budget, and no SMS goes out.
+    async fn issue_test_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        code: &Code,
+    ) -> Result<SendReceipt, OtpError> {
+        let digest = self
+            .keyring
+            .code_digest(phone.as_e164(), purpose.as_str(), code);
+        let candidate = CodeCandidate {
+            sealed: (self.issue_params.policy == ResendPolicy::Reuse)
+                .then(|| self.keyring.seal_code(&digest, code)),
+            digest,
+        };
+        let params = IssueParams {
+            phone_quota: Vec::new(),
+            ..self.issue_params.clone()
+        };
+        match self
+            .codes
+            .issue_code(phone, purpose, candidate, &params, Budgets::none())
+            .await?
+        {
+            IssueOutcome::Deliver(delivery) => {
+                self.stats.record(Event::TestNumberSend);
+                tracing::info!(%phone, %purpose, delivery = delivery.kind.as_str(), "test number: fixed code stored, no SMS");
+                Ok(SendReceipt {
+                    expires_in: self.settings.code_ttl,
+                    resend_after: self.settings.resend_cooldown,
+                    delivery: DeliveryStatus::Sent,
+                })
+            }
+            IssueOutcome::Cooldown { retry_after } => {
+                self.stats.record(Event::DedupCooldown);
+                Err(OtpError::ResendCooldown { retry_after })
+            }
+            // Without quotas or budgets neither can refuse; answered as they would be.
+            IssueOutcome::QuotaExceeded { retry_after }
+            | IssueOutcome::BudgetExceeded { retry_after, .. } => {
+                Err(OtpError::QuotaExceeded { retry_after })
+            }
+        }
     }
 
     /// An SMS delivered to a monitored country: counted per region and logged.

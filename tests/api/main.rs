@@ -66,4 +66,5 @@ mod sms_providers_sdk;
 mod sms_webhook;
 mod stats;
 mod store_conformance;
+mod test_numbers;
 mod tokens;
