@@ -21,7 +21,7 @@ const BUCKETS: [f64; 14] = [
 
 /// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
 /// (`vcode_sms` is not one: the SMS senders count it per provider, see `observe_sms_attempt`.)
-const EVENT_FAMILIES: [(&str, &str); 7] = [
+const EVENT_FAMILIES: [(&str, &str); 8] = [
     ("vcode_otp_send_requests", "otp/send requests"),
     (
         "vcode_otp_dedup",
@@ -34,6 +34,10 @@ const EVENT_FAMILIES: [(&str, &str); 7] = [
         "proof-of-work challenges made, and payloads solved or refused",
     ),
     ("vcode_quota_rejections", "requests refused by a quota"),
+    (
+        "vcode_otp_test_number_sends",
+        "sends to test numbers (VCODE_TEST_NUMBERS): a fixed code stored, no SMS",
+    ),
     (
         "vcode_destination_refusals",
         "sends refused for the number: its type (premium rate, non-geographic…) or its country",

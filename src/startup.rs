@@ -47,6 +47,12 @@ impl Application {
         if settings.dev_mode {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }
+        if !settings.otp.test_numbers.is_empty() {
+            tracing::warn!(
+                numbers = %settings.otp.test_numbers_masked(),
+                "test numbers (VCODE_TEST_NUMBERS): each verifies with its fixed code; no SMS, no quota, no destination check"
+            );
+        }
         let services = Services::build(&settings, &stores)?;
         let state = web::Data::new(app_state(&settings, &stores, services));
         let (port, server) = serve_public(&settings, state.clone())?;

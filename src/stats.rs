@@ -45,6 +45,8 @@ pub enum Event {
     RefusedRegion,
     /// An SMS delivered to a monitored country.
     SmsMonitored,
+    /// A send to a test number (`VCODE_TEST_NUMBERS`): its fixed code stored, no SMS.
+    TestNumberSend,
     // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
     SmsLogSent,
     SmsLogFailed,
@@ -59,7 +61,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 33] = [
+    pub const ALL: [Event; 34] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -83,6 +85,7 @@ impl Event {
         Event::RefusedNumberType,
         Event::RefusedRegion,
         Event::SmsMonitored,
+        Event::TestNumberSend,
         Event::SmsLogSent,
         Event::SmsLogFailed,
         Event::SmsWebhookSent,
@@ -121,6 +124,7 @@ impl Event {
             Event::RefusedNumberType => "refused_number_type",
             Event::RefusedRegion => "refused_region",
             Event::SmsMonitored => "sms_monitored",
+            Event::TestNumberSend => "test_number_sends",
             Event::SmsLogSent => "sms_log_sent",
             Event::SmsLogFailed => "sms_log_failed",
             Event::SmsWebhookSent => "sms_webhook_sent",
@@ -161,6 +165,7 @@ impl Event {
             Event::RefusedRegion => ("vcode_destination_refusals", "reason", "region"),
             // Per region: `crate::metrics::count_monitored_sms`.
             Event::SmsMonitored => return None,
+            Event::TestNumberSend => ("vcode_otp_test_number_sends", "route", "otp_send"),
             Event::SmsLogSent
             | Event::SmsLogFailed
             | Event::SmsWebhookSent

@@ -50,7 +50,7 @@ pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
 use crate::keyring::SecretKey;
-pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions};
+pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions, TestNumbers};
 use crate::postmortem::VerifyStrategy;
 use crate::pow::PowSettings;
 pub use crate::sms::SmsSettings;
@@ -381,6 +381,20 @@ impl Settings {
             return Err(ConfigError::Inconsistent(format!(
                 "VCODE_ADMIN_BIND={} is not a loopback address: the operator routes (/metrics, /api/v1/stats) would be open to the network; set VCODE_ADMIN_TOKEN (or VCODE_ADMIN_TOKEN_FILE), which every operator route then requires, or bind a loopback address",
                 self.admin_bind
+            )));
+        }
+        let test_numbers = self
+            .otp
+            .test_numbers()
+            .map_err(|reason| ConfigError::invalid("VCODE_TEST_NUMBERS", "", reason))?;
+        if !test_numbers.is_empty()
+            && !self.bind.ip().is_loopback()
+            && !self.otp.test_numbers_on_public_bind
+        {
+            // Anyone who knows a test number and its code passes as its owner.
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_TEST_NUMBERS: test numbers verify with a fixed code and are refused on the non-loopback address {} (VCODE_BIND); set VCODE_TEST_NUMBERS_ON_PUBLIC_BIND=true to serve them anyway (app-store review)",
+                self.bind
             )));
         }
         if self.dev_mode && !self.bind.ip().is_loopback() {

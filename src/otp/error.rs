@@ -69,3 +69,40 @@ pub enum OtpError {
     #[error(transparent)]
     Token(#[from] TokenError),
 }
+
+impl OtpError {
+    /// Whether the service failed (its store, its SMS provider, its keys), not the request:
+    /// what the API answers with a 5xx. Such a failure keeps nothing a retry would trip on.
+    pub fn is_service_failure(&self) -> bool {
+        match self {
+            Self::InvalidPhone
+            | Self::DestinationRefused(_)
+            | Self::InvalidLocale
+            | Self::UndeliverablePhone(_)
+            | Self::InvalidPurpose
+            | Self::InvalidCode
+            | Self::InvalidAudience
+            | Self::WrongCode { .. }
+            | Self::TooManyAttempts
+            | Self::CodeExpired
+            | Self::ResendCooldown { .. }
+            | Self::QuotaExceeded { .. }
+            | Self::SmsThrottled { .. } => false,
+            Self::Gate(error) => match error {
+                CaptchaError::Wrong
+                | CaptchaError::NotFound
+                | CaptchaError::QuotaExceeded { .. } => false,
+                CaptchaError::Render(_) | CaptchaError::Store(_) => true,
+            },
+            Self::PowGate(error) => match error {
+                PowError::Refused(_) => false,
+                PowError::Challenge(_) | PowError::Store(_) => true,
+            },
+            Self::Idempotency(error) => match error {
+                IdempotencyError::InProgress | IdempotencyError::Mismatch => false,
+                IdempotencyError::Store(_) => true,
+            },
+            Self::Unsealable | Self::SmsDelivery(_) | Self::Store(_) | Self::Token(_) => true,
+        }
+    }
+}

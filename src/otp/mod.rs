@@ -7,14 +7,15 @@ mod error;
 mod send;
 mod settings;
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
-use crate::captcha::CaptchaService;
+use crate::captcha::{CaptchaService, SolvedCaptcha};
 use crate::domain::{Code, Phone, PhoneParser, Purpose};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
-use crate::pow::PowService;
+use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
@@ -28,7 +29,7 @@ pub use self::destinations::{
 };
 pub use self::error::OtpError;
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
-pub use self::settings::{AbuseSettings, OtpSettings};
+pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers};
 
 use self::send::{DAY, HOUR, MINUTE};
 
@@ -42,6 +43,56 @@ pub struct SendGate {
     pub captcha: Option<Arc<CaptchaService>>,
     /// A solved proof-of-work challenge (`altcha`), consumed by the send.
     pub pow: Option<Arc<PowService>>,
+}
+
+/// The proofs one send consumed at the gate.
+#[derive(Default)]
+struct GatePasses {
+    pow: Option<SolvedPow>,
+    captcha: Option<SolvedCaptcha>,
+}
+
+impl SendGate {
+    /// Checks and consumes the proofs the gate requires: the proof of work first, as it costs
+    /// a refusal nothing; then the captcha. One solved proof buys one send attempt. A captcha
+    /// that fails on the server side gives the proof of work back.
+    async fn pass(
+        &self,
+        altcha: Option<&str>,
+        captcha: (Option<&str>, Option<&str>),
+    ) -> Result<GatePasses, OtpError> {
+        let mut passes = GatePasses::default();
+        if let Some(pow) = &self.pow {
+            passes.pow = Some(pow.verify(altcha).await?);
+        }
+        if let Some(service) = &self.captcha {
+            match service.verify(captcha.0, captcha.1).await {
+                Ok(solved) => passes.captcha = Some(solved),
+                Err(error) => {
+                    let error = OtpError::from(error);
+                    self.give_back_after(&error, passes).await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(passes)
+    }
+
+    /// Gives the consumed proofs back when the send failed on the server side (`error`), so
+    /// that the client's retry needs no new ones. Only for a send whose SMS did not go out and
+    /// cannot have: a proof buys at most one SMS. One after the other: on a stalled store each
+    /// waits in the connection the one before left there (a new connection would not open).
+    async fn give_back_after(&self, error: &OtpError, passes: GatePasses) {
+        if !error.is_service_failure() {
+            return;
+        }
+        if let (Some(service), Some(solved)) = (&self.pow, passes.pow) {
+            service.give_back(solved).await;
+        }
+        if let (Some(service), Some(solved)) = (&self.captcha, passes.captcha) {
+            service.give_back(solved).await;
+        }
+    }
 }
 
 pub struct OtpService {
@@ -59,6 +110,8 @@ pub struct OtpService {
     ip_quota: Vec<QuotaRule>,
     global_quota: Vec<QuotaRule>,
     gate: SendGate,
+    /// Phones (E.164) whose sends store this fixed code and send no SMS.
+    test_numbers: HashMap<String, Code>,
     idempotency: Idempotency,
     /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
     keyring: Arc<Keyring>,
@@ -128,6 +181,13 @@ impl OtpService {
                 .into_iter()
                 .collect(),
             gate,
+            // Checked at start-up (`Settings::validate`): every entry reads.
+            test_numbers: settings
+                .test_numbers()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(phone, code)| (phone.as_e164().to_owned(), code))
+                .collect(),
             keyring,
             tokens,
             idempotency: Idempotency::new(

@@ -343,7 +343,9 @@ pub trait CaptchaStore: Send + Sync + 'static {
     /// The captcha, left in place (to draw its picture, and for the dev route).
     async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
 
-    /// Removes and returns the captcha in one step: of concurrent takers only one gets it.
+    /// Removes and returns the captcha in one step: of concurrent takers only one gets it. A
+    /// take that reaches a shared store after its caller gave up waiting takes nothing (the
+    /// caller answered a failure, and its retry must find the captcha).
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
 }
 
@@ -352,7 +354,8 @@ pub trait CaptchaStore: Send + Sync + 'static {
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Claims `key` with `running` for `lease` (returns `None`), or returns the record the key
-    /// already holds. One step, so of concurrent first requests exactly one runs.
+    /// already holds. One step, so of concurrent first requests exactly one runs. A claim that
+    /// reaches a shared store after its caller gave up waiting claims nothing.
     async fn begin_idempotent(
         &self,
         key: &str,
@@ -401,8 +404,13 @@ pub trait OutboxStore: Send + Sync + 'static {
 #[async_trait]
 pub trait PowReplayStore: Send + Sync + 'static {
     /// Records the challenge `digest` for `ttl` unless it is recorded already, in one atomic
-    /// step; true if it was new. Of concurrent recorders of one digest exactly one gets true.
+    /// step; true if it was new. Of concurrent recorders of one digest exactly one gets true. A
+    /// record that reaches a shared store after its caller gave up waiting records nothing.
     async fn record_solved_pow(&self, digest: &str, ttl: Duration) -> Result<bool, StoreError>;
+
+    /// Forgets a recorded challenge, so that it is accepted once more: the send it was
+    /// recorded for failed on the server side before any SMS went out.
+    async fn forget_solved_pow(&self, digest: &str) -> Result<(), StoreError>;
 }
 
 /// Whether the store answers (for `/readyz`).

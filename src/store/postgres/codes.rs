@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_postgres::types::Type;
 
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
 use crate::domain::{CodeDigest, Phone, Purpose, SealedCode};
@@ -15,6 +16,18 @@ use crate::store::{
 
 const ISSUE: &str = "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+const UNDO_TYPES: [Type; 10] = [
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::INT8,
+    Type::INT4,
+    Type::INT8,
+    Type::BYTEA,
+    Type::BYTEA,
+    Type::INT8,
+    Type::INT8,
+];
 const VERIFY: &str = "SELECT * FROM vcode_verify($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
 const PENDING: &str = "SELECT digest, sealed, failed_attempts, deliveries FROM vcode_codes
                        WHERE phone = $1 AND purpose = $2 AND expires_at_ms > vcode_now_ms()";
@@ -116,8 +129,9 @@ impl CodeStore for PostgresStore {
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
         let previous = undo.previous.as_ref();
-        let row = self
-            .query_one(
+        // At once: an undo that meets a stalled server must still run when it resumes.
+        let rows = self
+            .query_at_once(
                 UNDO,
                 &[
                     &phone.as_e164(),
@@ -131,9 +145,13 @@ impl CodeStore for PostgresStore {
                     &previous.map(|p| p.sent_at_ms as i64),
                     &previous.map(|p| p.expires_at_ms as i64),
                 ],
+                &UNDO_TYPES,
             )
             .await?;
-        column(&row, 0)
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Protocol(format!("no row from {UNDO}")))?;
+        column(row, 0)
     }
 
     async fn verify_code(

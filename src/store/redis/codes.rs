@@ -54,23 +54,20 @@ impl CodeStore for RedisStore {
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
-        let mut invocation = SCRIPTS.undo_issue.prepare_invoke();
-        invocation
-            .key(&keys::issue(phone, purpose))
+        let mut command = whole_script(UNDO_ISSUE, &keys::issue(phone, purpose));
+        command
             .arg(undo.digest.as_bytes())
             .arg(undo.sent_at_ms)
             .arg(undo.deliveries)
             .arg(undo.quota_token.0);
         if let Some(previous) = &undo.previous {
-            invocation
+            command
                 .arg(code_record(&previous.digest, previous.sealed.as_ref()))
                 .arg(previous.sent_at_ms)
                 .arg(previous.expires_at_ms);
         }
         let mut connection = self.connections.get();
-        let undone: i64 = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
+        let undone: i64 = self.bounded(command.query_async(&mut connection)).await?;
         Ok(undone == 1)
     }
 

@@ -40,10 +40,25 @@ use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
 /// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
 struct Scripts {
     issue: Script,
-    undo_issue: Script,
     verify: Script,
     reserve_quota: Script,
-    abandon_idempotent: Script,
+    begin_idempotent: Script,
+    record_pow: Script,
+    take_captcha: Script,
+}
+
+/// The scripts that undo what a failed request took, sent whole (`EVAL`, see [`whole_script`]).
+const UNDO_ISSUE: &str = include_str!("undo_issue.lua");
+const ABANDON_IDEMPOTENT: &str = include_str!("abandon_idempotent.lua");
+
+/// `EVAL` of `body` on `keys`, for the steps that undo or free what a failed request took.
+/// `EVALSHA` meets `NOSCRIPT` when the script was never run since Redis started, and the client
+/// loads it and retries: a second round trip, which never happens if the caller gave up while
+/// Redis was stalled. Sent whole, the step waits in the connection and runs when Redis resumes.
+fn whole_script(body: &str, keys: &[String]) -> redis::Cmd {
+    let mut command = redis::cmd("EVAL");
+    command.arg(body).arg(keys.len()).arg(keys);
+    command
 }
 
 /// The sliding-window functions the quota-enforcing scripts share.
@@ -51,10 +66,11 @@ const QUOTA_PRELUDE: &str = include_str!("quota.lua");
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     issue: Script::new(&[QUOTA_PRELUDE, include_str!("issue.lua")].concat()),
-    undo_issue: Script::new(include_str!("undo_issue.lua")),
     verify: Script::new(&[QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
     reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),
-    abandon_idempotent: Script::new(include_str!("abandon_idempotent.lua")),
+    begin_idempotent: Script::new(include_str!("begin_idempotent.lua")),
+    record_pow: Script::new(include_str!("record_pow.lua")),
+    take_captcha: Script::new(include_str!("take_captcha.lua")),
 });
 
 /// Quota rules as the scripts read them: limit, window in ms, ...
@@ -148,6 +164,17 @@ fn store_error(error: RedisError) -> StoreError {
 
 fn duration_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The reply of a script that answers a value, nothing (`false`), or -1 when it ran past its
+/// caller's deadline (`begin_idempotent.lua`, `take_captcha.lua`): `Err(())` for the latter.
+fn value_or_too_late(reply: Value, what: &str) -> Result<Result<Option<Vec<u8>>, ()>, StoreError> {
+    match reply {
+        Value::Nil => Ok(Ok(None)),
+        Value::BulkString(bytes) => Ok(Ok(Some(bytes))),
+        Value::Int(-1) => Ok(Err(())),
+        other => Err(StoreError::Protocol(format!("{what}: {other:?}"))),
+    }
 }
 
 fn protocol(what: &str, reply: &[Value]) -> StoreError {
