@@ -31,6 +31,31 @@ pub struct OtpSettings {
     /// the default unless `login` is listed.
     #[serde(rename = "VCODE_PURPOSES", with = "purposes")]
     pub purposes: Vec<Purpose>,
+    /// What `otp/verify` goes by: the send's verification id (the default), the phone (as
+    /// before ids existed), or either.
+    #[serde(rename = "VCODE_VERIFY_BY", with = "verify_by")]
+    pub verify_by: VerifyBy,
+    /// How long a verification can still be read after its code's TTL (`GET
+    /// /otp/verifications/{id}`: approved, expired…).
+    #[serde(
+        rename = "VCODE_VERIFICATION_RETENTION_SECS",
+        with = "Secs::<0, 86_400>"
+    )]
+    pub verification_retention: Duration,
+}
+
+/// What `otp/verify` goes by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VerifyBy {
+    /// The `verification_id` `otp/send` answered: required; each id has its own attempts, so
+    /// nobody without it can spend or destroy the code.
+    #[default]
+    Id,
+    /// The phone, as before ids existed: any caller may try the phone's code, and
+    /// `VCODE_MAX_ATTEMPTS` wrong tries destroy it. For clients that cannot carry an id.
+    Phone,
+    /// The id when the request carries one, else the phone.
+    Either,
 }
 
 /// Limits against SMS pumping and guessing. A limit of 0 is off.
@@ -159,6 +184,8 @@ impl Default for OtpSettings {
                 .into_iter()
                 .filter_map(Purpose::parse)
                 .collect(),
+            verify_by: VerifyBy::Id,
+            verification_retention: Duration::from_secs(600),
         }
     }
 }
@@ -202,6 +229,30 @@ mod resend_policy {
             match policy {
                 ResendPolicy::Reuse => "reuse",
                 ResendPolicy::Rotate => "rotate",
+            },
+            s,
+        )
+    }
+}
+
+mod verify_by {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VerifyBy, D::Error> {
+        parse_text(d, |raw| match raw {
+            "id" => Ok(VerifyBy::Id),
+            "phone" => Ok(VerifyBy::Phone),
+            "either" => Ok(VerifyBy::Either),
+            _ => Err("expected id, phone or either".to_owned()),
+        })
+    }
+
+    pub fn serialize<S: Serializer>(by: &VerifyBy, s: S) -> Result<S::Ok, S::Error> {
+        show_text(
+            match by {
+                VerifyBy::Id => "id",
+                VerifyBy::Phone => "phone",
+                VerifyBy::Either => "either",
             },
             s,
         )

@@ -140,6 +140,7 @@ async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
     use vcode::store::{CaptchaStore, CodeCandidate, CodeStore, IssueParams, ResendPolicy};
     let store = open_store();
     let short = IssueParams {
+        retention: Duration::ZERO,
         ttl: Duration::from_millis(50),
         cooldown: Duration::ZERO,
         policy: ResendPolicy::Reuse,
@@ -159,6 +160,7 @@ async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
                 let candidate = CodeCandidate {
                     digest: CodeDigest([1; 16]),
                     sealed: None,
+                    verification: vcode::domain::VerificationId::generate(),
                 };
                 let phone = crate::support::phone(&random_phone());
                 store

@@ -25,6 +25,21 @@ pub const STATS: &str = api_v1!("/stats");
 pub const OTP_SEND: &str = api_v1!("/otp/send");
 /// `POST` [`crate::VerifyRequest`] → [`crate::VerifyData`].
 pub const OTP_VERIFY: &str = api_v1!("/otp/verify");
+/// `GET` → [`crate::VerificationData`]; the route pattern of [`verification`].
+pub const OTP_VERIFICATION: &str = api_v1!("/otp/verifications/{id}");
+/// `POST` (no body) → [`crate::VerificationData`]; the route pattern of
+/// [`verification_cancel`].
+pub const OTP_VERIFICATION_CANCEL: &str = api_v1!("/otp/verifications/{id}/cancel");
+
+/// [`OTP_VERIFICATION`] of one id (as `otp/send` answered it: URL-safe already).
+pub fn verification(id: &str) -> String {
+    OTP_VERIFICATION.replace("{id}", id)
+}
+
+/// [`OTP_VERIFICATION_CANCEL`] of one id.
+pub fn verification_cancel(id: &str) -> String {
+    OTP_VERIFICATION_CANCEL.replace("{id}", id)
+}
 
 /// `POST` (no body) → [`crate::CaptchaCreated`].
 pub const CAPTCHA: &str = api_v1!("/captcha");
