@@ -214,7 +214,14 @@ impl OtpService {
         let outcome = match &id {
             Some(id) => {
                 self.codes
-                    .verify_by_id(&phone, &purpose, id, &candidates, client, self.verify_params)
+                    .verify_by_id(
+                        &phone,
+                        &purpose,
+                        id,
+                        &candidates,
+                        client,
+                        self.verify_params,
+                    )
                     .await?
             }
             None => {
@@ -243,8 +250,12 @@ impl OtpService {
             VerifyOutcome::Destroyed => {
                 self.stats.record(Event::VerifyLocked);
                 match id {
-                    Some(_) => tracing::warn!(%phone, %purpose, "wrong code: the verification's attempts are spent; its code stays for its other ids"),
-                    None => tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed"),
+                    Some(_) => {
+                        tracing::warn!(%phone, %purpose, "wrong code: the verification's attempts are spent; its code stays for its other ids")
+                    }
+                    None => {
+                        tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed")
+                    }
                 }
                 Err(OtpError::TooManyAttempts)
             }

@@ -105,8 +105,7 @@ impl OtpService {
         id: VerificationId,
         record: VerificationRecord,
     ) -> Result<VerificationView, OtpError> {
-        let (phone, purpose) =
-            target_of(self, &record.target.phone_e164, &record.target.purpose)?;
+        let (phone, purpose) = target_of(self, &record.target.phone_e164, &record.target.purpose)?;
         let remaining_attempts = match record.status {
             VerificationStatus::Pending => self
                 .settings

@@ -19,9 +19,7 @@ use crate::otp::{self, DeliveryStatus, SendCommand, VerificationView, VerifyComm
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
         .service(super::post_resource(paths::OTP_VERIFY).route(web::post().to(verify)))
-        .service(
-            super::get_resource(paths::OTP_VERIFICATION).route(super::get().to(verification)),
-        )
+        .service(super::get_resource(paths::OTP_VERIFICATION).route(super::get().to(verification)))
         .service(
             super::post_resource(paths::OTP_VERIFICATION_CANCEL)
                 .route(web::post().to(cancel_verification)),
@@ -141,24 +139,28 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
         .ok_envelope(verification.clone())
         .errors(&[VerificationNotFound, Internal, StoreUnavailable]);
     key_for(Operation::Status, api, paths::OTP_VERIFICATION);
-    api.post(paths::OTP_VERIFICATION_CANCEL, "otp", "Cancel a verification")
-        .describe(
-            "No body. A pending verification becomes `canceled`: its id no longer verifies \
+    api.post(
+        paths::OTP_VERIFICATION_CANCEL,
+        "otp",
+        "Cancel a verification",
+    )
+    .describe(
+        "No body. A pending verification becomes `canceled`: its id no longer verifies \
              (41000). The code stays pending for its other ids (the sends that re-sent it), so \
              one requester never ends another's; under VCODE_VERIFY_BY=id a code without a live \
              id cannot be verified and expires. Its cooldown stays. An ended verification is \
              left as it is. Answers the verification; 40401 for an unknown id. Behind the API \
              key of `verify` when VCODE_REQUIRE_API_KEY lists it.",
-        )
-        .parameter(
-            "path",
-            "id",
-            true,
-            id_parameter,
-            "`verification_id` of the send",
-        )
-        .ok_envelope(verification)
-        .errors(&[VerificationNotFound, Internal, StoreUnavailable]);
+    )
+    .parameter(
+        "path",
+        "id",
+        true,
+        id_parameter,
+        "`verification_id` of the send",
+    )
+    .ok_envelope(verification)
+    .errors(&[VerificationNotFound, Internal, StoreUnavailable]);
     key_for(Operation::Verify, api, paths::OTP_VERIFICATION_CANCEL);
 }
 
@@ -266,9 +268,7 @@ fn verification_data(view: VerificationView) -> VerificationData {
             otp::VerificationStatus::Approved => VerificationStatus::Approved,
             otp::VerificationStatus::Canceled => VerificationStatus::Canceled,
             otp::VerificationStatus::Expired => VerificationStatus::Expired,
-            otp::VerificationStatus::MaxAttemptsReached => {
-                VerificationStatus::MaxAttemptsReached
-            }
+            otp::VerificationStatus::MaxAttemptsReached => VerificationStatus::MaxAttemptsReached,
         },
         delivery: match view.delivery {
             DeliveryStatus::Sent => Delivery::Sent,

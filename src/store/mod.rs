@@ -425,8 +425,7 @@ pub trait CodeStore: Send + Sync + 'static {
 
     /// Records that the SMS of the send that answered `id` is unconfirmed (the issue wrote
     /// `sent`, the common case, so that a confirmed send costs no second write).
-    async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId)
-    -> Result<(), StoreError>;
+    async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId) -> Result<(), StoreError>;
 }
 
 /// Budgets shared by many phones: per client address and global.

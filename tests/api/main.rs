@@ -66,3 +66,4 @@ mod sms_webhook;
 mod stats;
 mod store_conformance;
 mod tokens;
+mod verifications;

@@ -135,7 +135,10 @@ impl VirtualUser {
         if matches!(resend.answer, SendAnswer::Delivered(_)) {
             // Device B types the newest SMS.
             if let Some(second) = self.read_new_sms().await.pop() {
-                let verify = self.client.verify(self.id(), &self.phone, &second.code).await;
+                let verify = self
+                    .client
+                    .verify(self.id(), &self.phone, &second.code)
+                    .await;
                 attempts.extend(self.note_verify(&second.code, &verify));
             }
         }

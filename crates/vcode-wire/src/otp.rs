@@ -50,10 +50,7 @@ pub struct VerifyRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
-        schema(
-            pattern = "^[A-Za-z0-9_-]{22}$",
-            examples("q3Vd0m9YyTnJkqW8cXoB4A")
-        )
+        schema(pattern = "^[A-Za-z0-9_-]{22}$", examples("q3Vd0m9YyTnJkqW8cXoB4A"))
     )]
     pub verification_id: Option<String>,
     /// Required when verifying by phone; with a `verification_id`, it must be the

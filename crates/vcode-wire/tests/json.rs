@@ -6,8 +6,7 @@ use serde::de::DeserializeOwned;
 use vcode_wire::{
     CaptchaCreated, CaptchaVerifyRequest, Delivery, Envelope, ErrorCode, Health, HealthStatus,
     OutboxData, OutboxMessage, RetryAfterData, SendData, SendRequest, VerificationData,
-    VerificationStatus, VerifyData, VerifyRequest,
-    WrongCodeData, paths,
+    VerificationStatus, VerifyData, VerifyRequest, WrongCodeData, paths,
 };
 
 /// `value` is written as exactly `json`, and `json` reads back as `value`.

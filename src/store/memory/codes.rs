@@ -65,7 +65,14 @@ impl CodeStore for MemoryStore {
             entry.deliveries += 1;
             entry.sent_at_ms = now;
             entry.expires_at_ms = expires_at_ms;
-            self.bind_verification(phone, purpose, &candidate.verification, entry.digest, now, params);
+            self.bind_verification(
+                phone,
+                purpose,
+                &candidate.verification,
+                entry.digest,
+                now,
+                params,
+            );
             return Ok(IssueOutcome::Deliver(Delivery {
                 sealed,
                 kind,
@@ -80,7 +87,14 @@ impl CodeStore for MemoryStore {
                 },
             }));
         }
-        self.bind_verification(phone, purpose, &candidate.verification, candidate.digest, now, params);
+        self.bind_verification(
+            phone,
+            purpose,
+            &candidate.verification,
+            candidate.digest,
+            now,
+            params,
+        );
         shard.insert(
             key.into_boxed_str(),
             PendingEntry {

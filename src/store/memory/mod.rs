@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 use super::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
-    IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode,
-    PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError,
-    StoredCaptcha, VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome,
-    VerifyParams,
+    IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue,
+    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha,
+    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 

@@ -142,7 +142,8 @@ impl MemoryStore {
         let live = entry.ended.is_none()
             && entry.expires_at_ms > now
             && codes.get(key.as_str()).is_some_and(|code| {
-                code.expires_at_ms > now && code.digest.is_any_of(std::slice::from_ref(&entry.digest))
+                code.expires_at_ms > now
+                    && code.digest.is_any_of(std::slice::from_ref(&entry.digest))
             });
         if cancel && live {
             entry.ended = Some(VerificationStatus::Canceled);

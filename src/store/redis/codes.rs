@@ -52,8 +52,14 @@ impl CodeStore for RedisStore {
         if int_at(&reply, 0) == Some(-2) {
             return Err(self.ran_too_late());
         }
-        let outcome = parse_issue(&reply, candidate.verification.clone(), quota_token, in_script, one_node)
-            .ok_or_else(|| protocol("issue", &reply))?;
+        let outcome = parse_issue(
+            &reply,
+            candidate.verification.clone(),
+            quota_token,
+            in_script,
+            one_node,
+        )
+        .ok_or_else(|| protocol("issue", &reply))?;
         if let IssueOutcome::Deliver(delivery) = &outcome
             && !one_node
         {
@@ -220,11 +226,7 @@ impl CodeStore for RedisStore {
         self.run_verification(id, "cancel").await
     }
 
-    async fn mark_unconfirmed(
-        &self,
-        phone: &Phone,
-        id: &VerificationId,
-    ) -> Result<(), StoreError> {
+    async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId) -> Result<(), StoreError> {
         let mut invocation = SCRIPTS.verification.prepare_invoke();
         // The code key only matters to a cancel; any key of the phone's tag does.
         invocation

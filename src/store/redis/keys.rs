@@ -272,10 +272,7 @@ mod tests {
                 e164.to_owned(),
             ),
             (outbox(e164), e164.to_owned()),
-            (
-                verification(e164, &sample_verification()),
-                e164.to_owned(),
-            ),
+            (verification(e164, &sample_verification()), e164.to_owned()),
             (
                 verification_target(&sample_verification()),
                 sample_verification().as_str().to_owned(),

@@ -208,7 +208,9 @@ impl TestApp {
         if path == paths::OTP_SEND
             && answer.status == 200
             && let (Some(phone), Some(id)) = (
-                serde_json::to_value(body).ok().and_then(|b| b["phone"].as_str().map(str::to_owned)),
+                serde_json::to_value(body)
+                    .ok()
+                    .and_then(|b| b["phone"].as_str().map(str::to_owned)),
                 answer.body["data"]["verification_id"].as_str(),
             )
         {
