@@ -11,7 +11,16 @@ use vcode_wire::{
 };
 
 use crate::support::app::TestApp;
-use crate::support::{Backend, random_phone, spawn_app, spawn_app_with};
+use crate::support::{Backend, random_phone, spawn_app_with};
+
+/// An app verifying by id (the service's default; the harness's is by phone).
+async fn by_id(backend: Backend, customise: impl FnOnce(&mut vcode::Settings)) -> TestApp {
+    spawn_app_with(backend, |settings| {
+        settings.otp.verify_by = VerifyBy::Id;
+        customise(settings);
+    })
+    .await
+}
 
 fn wrong(code: &str) -> String {
     code.bytes()
@@ -44,7 +53,7 @@ async fn guess_from(app: &TestApp, body: &VerifyRequest, client: &str) -> u16 {
 /// owner's id (none, made up, or ids of its own sends of the same code), never destroys the
 /// owner's code: under the owner's id it still verifies.
 async fn guesses_without_the_owners_id_never_cost_the_owners_code(backend: Backend) {
-    let app = spawn_app_with(backend, |settings| {
+    let app = by_id(backend, |settings| {
         settings.otp.resend_cooldown = std::time::Duration::ZERO;
         settings.abuse = AbuseSettings {
             trusted_proxies: TrustedProxies::parse("127.0.0.0/8").unwrap(),
@@ -96,7 +105,7 @@ async fn guesses_without_the_owners_id_never_cost_the_owners_code(backend: Backe
 }
 
 async fn verify_by_id_refuses_what_does_not_match(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let app = by_id(backend, |_| {}).await;
     let number = random_phone();
     let id = send_id(&app, &number).await;
     let code = app.last_code(&number).await;
@@ -145,7 +154,7 @@ async fn verify_by_id_refuses_what_does_not_match(backend: Backend) {
 }
 
 async fn the_resource_follows_a_verification(backend: Backend) {
-    let app = spawn_app_with(backend, |settings| {
+    let app = by_id(backend, |settings| {
         settings.otp.resend_cooldown = std::time::Duration::ZERO;
     })
     .await;
@@ -206,7 +215,7 @@ async fn the_resource_follows_a_verification(backend: Backend) {
 }
 
 async fn a_verification_expires_with_its_code(backend: Backend) {
-    let app = spawn_app_with(backend, |settings| {
+    let app = by_id(backend, |settings| {
         settings.otp.code_ttl = std::time::Duration::from_secs(1);
     })
     .await;
@@ -256,7 +265,7 @@ async fn status_and_cancel_are_behind_their_api_keys(backend: Backend) {
     use vcode::api_keys::{ApiKeySettings, ApiKeys, Operation};
     const KEY: &str = "vck_test-key-0123456789abcdefghijklmnopqrstu";
     let entry = format!("backend:{}", hex::encode(Sha256::digest(KEY)));
-    let app = spawn_app_with(backend, |settings| {
+    let app = by_id(backend, |settings| {
         settings.api_key = ApiKeySettings {
             required: vec![Operation::Status, Operation::Verify],
         };

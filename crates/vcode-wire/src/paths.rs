@@ -76,11 +76,13 @@ pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
 /// Every route of the public listener but the dev routes, as route patterns.
-pub const PUBLIC: [&str; 15] = [
+pub const PUBLIC: [&str; 17] = [
     HEALTHZ,
     READYZ,
     OTP_SEND,
     OTP_VERIFY,
+    OTP_VERIFICATION,
+    OTP_VERIFICATION_CANCEL,
     CAPTCHA,
     CAPTCHA_VERIFY,
     CAPTCHA_IMAGE,

@@ -42,15 +42,20 @@ pub struct TestApp {
     pub postgres_url: Option<String>,
 }
 
-/// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender.
+/// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender, and
+/// verify by phone: the suites written before verification ids test the code's own attempts
+/// and the phone's limits through it; `verifications.rs` (and every test that sets
+/// `VerifyBy::Id`, the service's default) tests verify by id.
 pub fn test_settings() -> Settings {
-    Settings {
+    let mut settings = Settings {
         bind: "127.0.0.1:0".parse().expect("valid address"),
         admin_bind: "127.0.0.1:0".parse().expect("valid address"),
         dev_mode: true,
         secret_key: Some(super::codes::test_secret_key()),
         ..Settings::default()
-    }
+    };
+    settings.otp.verify_by = vcode::otp::VerifyBy::Phone;
+    settings
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
