@@ -46,8 +46,24 @@ impl CodeStore for RedisStore {
         let in_script = if one_node { budgets.budgets } else { &[] };
         add_budgets(&mut invocation, in_script);
         let mut connection = self.connections.get();
+        let started = std::time::Instant::now();
+        if !one_node {
+            // On a Cluster the target lives on its id's slot: written first, so that a failure
+            // leaves nothing issued, and within the same command timeout as the issue (its
+            // "not after" is already in the invocation): a send never waits longer for the
+            // store than on one node.
+            let keep = duration_ms(params.ttl) + duration_ms(params.retention);
+            let command = redis::cmd("SET")
+                .arg(keys::verification_target(id))
+                .arg(&target)
+                .arg("PX")
+                .arg(keep)
+                .to_owned();
+            let () = self.bounded(command.query_async(&mut connection)).await?;
+        }
+        let left = self.command_timeout.saturating_sub(started.elapsed());
         let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
+            .bounded_for(left, invocation.invoke_async(&mut connection))
             .await?;
         if int_at(&reply, 0) == Some(-2) {
             return Err(self.ran_too_late());
@@ -60,27 +76,15 @@ impl CodeStore for RedisStore {
             one_node,
         )
         .ok_or_else(|| protocol("issue", &reply))?;
-        if let IssueOutcome::Deliver(delivery) = &outcome
-            && !one_node
-        {
-            // On a Cluster the target lives on its id's slot: a second write, after the issue
-            // (a refused send leaves none behind). Without it the id would lead nowhere, so a
-            // failure undoes the issue.
-            let keep = duration_ms(params.ttl) + duration_ms(params.retention);
-            let command = redis::cmd("SET")
-                .arg(keys::verification_target(id))
-                .arg(&target)
-                .arg("PX")
-                .arg(keep)
-                .to_owned();
-            let written: Result<(), StoreError> =
-                self.bounded(command.query_async(&mut connection)).await;
-            if let Err(error) = written {
-                if let Err(undo_error) = self.undo_issue(phone, purpose, &delivery.undo).await {
-                    tracing::error!(%phone, %undo_error, "verification target not written and the issue not undone");
-                }
-                return Err(error);
-            }
+        if !one_node && !matches!(outcome, IssueOutcome::Deliver(_)) {
+            // A refused send's id is never handed out: its target goes, off the send's path.
+            let (store, key) = (self.clone(), keys::verification_target(id));
+            tokio::spawn(async move {
+                let mut connection = store.connections.get();
+                let command = redis::cmd("DEL").arg(key).to_owned();
+                let _: Result<i64, StoreError> =
+                    store.bounded(command.query_async(&mut connection)).await;
+            });
         }
         Ok(outcome)
     }

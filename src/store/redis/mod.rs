@@ -123,8 +123,17 @@ impl RedisStore {
         &self,
         call: impl Future<Output = Result<T, RedisError>>,
     ) -> Result<T, StoreError> {
+        self.bounded_for(self.command_timeout, call).await
+    }
+
+    /// `bounded`, within `limit` (what is left of one operation's command timeout).
+    async fn bounded_for<T>(
+        &self,
+        limit: Duration,
+        call: impl Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, StoreError> {
         let started = std::time::Instant::now();
-        let result = match tokio::time::timeout(self.command_timeout, call).await {
+        let result = match tokio::time::timeout(limit, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(store_error(error)),
             Err(_) => {

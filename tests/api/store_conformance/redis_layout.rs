@@ -78,7 +78,11 @@ async fn redis_keys_follow_the_documented_layout() {
         .query_async(&mut redis)
         .await
         .unwrap();
-    assert_eq!(fields, ["g", "c", "e"], "the code's digest, created, expires: no code");
+    assert_eq!(
+        fields,
+        ["g", "c", "e"],
+        "the code's digest, created, expires: no code"
+    );
     let target: String = ::redis::cmd("GET")
         .arg(&target)
         .query_async(&mut redis)
