@@ -244,7 +244,7 @@ async fn either_takes_an_id_or_a_phone_and_phone_ignores_ids(backend: Backend) {
         let code = app.last_code(&number).await;
         let body = VerifyRequest {
             phone: Some(number.clone()),
-            ..VerifyRequest::with_id(&id, &wrong(&code))
+            ..VerifyRequest::with_id(&id, wrong(&code))
         };
         assert_eq!(app.post_json(paths::OTP_VERIFY, &body).await.code(), 40010);
         let attempts = status(&app, &id).await.remaining_attempts;

@@ -44,7 +44,7 @@ struct VerificationEntry {
     delivery: DeliveryStatus,
     failed_attempts: u32,
     /// The id verifies until then (the store's clock).
-    expires_at_ms: u64,
+    verifies_until_ms: u64,
     /// The record is kept until then, for its status (the store's clock).
     retained_until_ms: u64,
     /// Unix ms, for the answer (the store's clock is monotonic, not the wall clock).
@@ -273,7 +273,7 @@ fn scope_key(scope: QuotaScope) -> String {
 fn unix_now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |since| duration_ms(since))
+        .map_or(0, duration_ms)
 }
 
 fn duration_ms(duration: Duration) -> u64 {

@@ -27,7 +27,7 @@ impl MemoryStore {
             ended: None,
             delivery: DeliveryStatus::Sent,
             failed_attempts: 0,
-            expires_at_ms: now.saturating_add(ttl),
+            verifies_until_ms: now.saturating_add(ttl),
             retained_until_ms: now
                 .saturating_add(ttl)
                 .saturating_add(duration_ms(params.retention)),
@@ -71,7 +71,7 @@ impl MemoryStore {
             Some(VerificationStatus::Canceled) => return VerifyOutcome::Canceled,
             Some(VerificationStatus::MaxAttemptsReached) => return VerifyOutcome::Destroyed,
             Some(_) => return VerifyOutcome::CodeExpired,
-            None if verification.expires_at_ms <= now => return VerifyOutcome::CodeExpired,
+            None if verification.verifies_until_ms <= now => return VerifyOutcome::CodeExpired,
             None => {}
         }
         let phone_key = phone_failures_key(phone);
@@ -140,7 +140,7 @@ impl MemoryStore {
             .get_mut(id.as_str())
             .filter(|entry| entry.retained_until_ms > now)?;
         let live = entry.ended.is_none()
-            && entry.expires_at_ms > now
+            && entry.verifies_until_ms > now
             && codes.get(key.as_str()).is_some_and(|code| {
                 code.expires_at_ms > now
                     && code.digest.is_any_of(std::slice::from_ref(&entry.digest))
