@@ -417,6 +417,13 @@ impl Settings {
                     self.verify_strategy
                 )));
             }
+            if self.otp.verify_by != crate::otp::VerifyBy::Phone {
+                // The Go service knew no verification ids.
+                return Err(ConfigError::Inconsistent(format!(
+                    "VCODE_VERIFY_STRATEGY={} verifies by phone, as the Go service did: set VCODE_VERIFY_BY=phone",
+                    self.verify_strategy
+                )));
+            }
         }
         Ok(())
     }

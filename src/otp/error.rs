@@ -37,6 +37,18 @@ pub enum OtpError {
     TooManyAttempts,
     #[error("code expired or not found")]
     CodeExpired,
+    /// A verify without the `verification_id` where the service verifies by id.
+    #[error("verification_id is required")]
+    VerificationIdRequired,
+    /// The phone or purpose of a verify by id is not the verification's.
+    #[error("the phone or purpose does not match the verification")]
+    VerificationMismatch,
+    /// No such verification (unknown, malformed, or its record has expired).
+    #[error("no such verification")]
+    VerificationNotFound,
+    /// The verification was canceled: its id no longer verifies.
+    #[error("the verification was canceled")]
+    VerificationCanceled,
     #[error("a code was sent recently")]
     ResendCooldown { retry_after: Duration },
     #[error("quota exceeded")]
@@ -87,7 +99,11 @@ impl OtpError {
             | Self::CodeExpired
             | Self::ResendCooldown { .. }
             | Self::QuotaExceeded { .. }
-            | Self::SmsThrottled { .. } => false,
+            | Self::SmsThrottled { .. }
+            | Self::VerificationIdRequired
+            | Self::VerificationMismatch
+            | Self::VerificationNotFound
+            | Self::VerificationCanceled => false,
             Self::Gate(error) => match error {
                 CaptchaError::Wrong
                 | CaptchaError::NotFound

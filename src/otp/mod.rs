@@ -6,13 +6,13 @@ mod destinations;
 mod error;
 mod send;
 mod settings;
+mod verification;
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 
 use crate::captcha::{CaptchaService, SolvedCaptcha};
-use crate::domain::{Code, Phone, PhoneParser, Purpose};
+use crate::domain::{Code, Phone, PhoneParser, Purpose, VerificationId};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
 use crate::pow::{PowService, SolvedPow};
@@ -29,7 +29,9 @@ pub use self::destinations::{
 };
 pub use self::error::OtpError;
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
-pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers};
+pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
+pub use self::verification::{VerificationView, VerifyCommand};
+pub use crate::store::VerificationStatus;
 
 use self::send::{DAY, HOUR, MINUTE};
 
@@ -150,6 +152,7 @@ impl OtpService {
         } = dependencies;
         let issue_params = IssueParams {
             ttl: settings.code_ttl,
+            retention: settings.verification_retention,
             cooldown: settings.resend_cooldown,
             policy: settings.resend,
             phone_quota: [
@@ -233,53 +236,98 @@ impl OtpService {
             .ok_or(OtpError::InvalidPurpose)
     }
 
-    /// Checks a code in one atomic step: it is consumed on a match, counted otherwise (per
-    /// code, per phone and per (phone, client); `client` as the routes group it). A match
-    /// answers a signed token naming the phone, the purpose and `audience` (checked before
-    /// the code is touched: a bad one consumes nothing).
-    pub async fn verify(
-        &self,
-        phone: &str,
-        purpose: Option<&str>,
-        code: &str,
-        audience: Option<&str>,
-        client: IpAddr,
-    ) -> Result<String, OtpError> {
-        let phone = self.parse_phone(phone)?;
-        let purpose = self.parse_purpose(purpose)?;
-        let code = Code::parse(code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
-        let audience = audience
+    /// Checks a code in one atomic step, by verification id or by phone
+    /// (`VCODE_VERIFY_BY`): it is consumed on a match, counted otherwise (per id or per code,
+    /// per phone and per (phone, client); `client` as the routes group it). A match answers a
+    /// signed token naming the phone, the purpose, `audience` and the id (the audience is
+    /// checked before the code is touched: a bad one consumes nothing).
+    pub async fn verify(&self, command: VerifyCommand) -> Result<String, OtpError> {
+        let code =
+            Code::parse(&command.code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
+        let audience = command
+            .audience
+            .as_deref()
             .map(|raw| Audience::parse(raw).ok_or(OtpError::InvalidAudience))
             .transpose()?;
+        let by_id = match (self.settings.verify_by, &command.verification_id) {
+            (VerifyBy::Phone, _) => None,
+            (VerifyBy::Id | VerifyBy::Either, Some(id)) => Some(id.as_str()),
+            (VerifyBy::Id, None) => return Err(OtpError::VerificationIdRequired),
+            (VerifyBy::Either, None) => None,
+        };
+        let (phone, purpose, id) = match by_id {
+            Some(raw) => {
+                let (phone, purpose, id) = self.verification_target(raw, &command).await?;
+                (phone, purpose, Some(id))
+            }
+            None => {
+                let phone = command.phone.as_deref().ok_or(OtpError::InvalidPhone)?;
+                let phone = self.parse_phone(phone)?;
+                let purpose = self.parse_purpose(command.purpose.as_deref())?;
+                (phone, purpose, None)
+            }
+        };
         let candidates = self
             .keyring
             .code_digests(phone.as_e164(), purpose.as_str(), &code);
-        let outcome = self
-            .codes
-            .verify_code(&phone, &purpose, &candidates, client, self.verify_params)
-            .await?;
+        let client = command.client;
+        let outcome = match &id {
+            Some(id) => {
+                self.codes
+                    .verify_by_id(
+                        &phone,
+                        &purpose,
+                        id,
+                        &candidates,
+                        client,
+                        self.verify_params,
+                    )
+                    .await?
+            }
+            None => {
+                self.codes
+                    .verify_code(&phone, &purpose, &candidates, client, self.verify_params)
+                    .await?
+            }
+        };
+        let by = if id.is_some() { "id" } else { "phone" };
         match outcome {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
-                tracing::info!(%phone, %purpose, "code verified");
-                Ok(self
-                    .tokens
-                    .issue(phone.as_e164(), purpose.as_str(), audience.as_ref())?)
+                tracing::info!(%phone, %purpose, by, "code verified");
+                Ok(self.tokens.issue_for(
+                    phone.as_e164(),
+                    purpose.as_str(),
+                    audience.as_ref(),
+                    id.as_ref().map(VerificationId::as_str),
+                )?)
             }
             VerifyOutcome::Mismatch { remaining_attempts } => {
                 self.stats.record(Event::VerifyWrong);
-                tracing::info!(%phone, %purpose, remaining_attempts, "wrong code");
+                tracing::info!(%phone, %purpose, by, remaining_attempts, "wrong code");
                 Err(OtpError::WrongCode { remaining_attempts })
             }
             VerifyOutcome::Destroyed => {
                 self.stats.record(Event::VerifyLocked);
-                tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed");
+                match id {
+                    Some(_) => {
+                        tracing::warn!(%phone, %purpose, "wrong code: the verification's attempts are spent; its code stays for its other ids")
+                    }
+                    None => {
+                        tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed")
+                    }
+                }
                 Err(OtpError::TooManyAttempts)
             }
             VerifyOutcome::CodeExpired => {
                 self.stats.record(Event::VerifyExpired);
-                tracing::debug!(%phone, %purpose, "verify: no pending code");
+                tracing::debug!(%phone, %purpose, by, "verify: no pending code");
                 Err(OtpError::CodeExpired)
+            }
+            VerifyOutcome::Canceled => {
+                self.stats.record(Event::VerifyExpired);
+                tracing::debug!(%phone, %purpose, "verify: the verification was canceled");
+                Err(OtpError::VerificationCanceled)
             }
             VerifyOutcome::QuotaExceeded { retry_after } => {
                 self.stats.record(Event::QuotaFailures);

@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{GeoPermission, OtpError, OtpService, Refusal};
-use crate::domain::{Code, Locale, Phone, Purpose};
+use crate::domain::{Code, Locale, Phone, Purpose, VerificationId};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
@@ -39,33 +39,20 @@ pub struct SendCommand {
     pub idempotency_key: Option<IdempotencyKey>,
 }
 
+pub use crate::store::DeliveryStatus;
+
 /// What a successful send tells the client (and what an idempotency key keeps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendReceipt {
     pub expires_in: Duration,
     pub resend_after: Duration,
     /// Records kept before the field existed were all confirmed sends.
     #[serde(default)]
     pub delivery: DeliveryStatus,
-}
-
-/// Whether the provider confirmed the SMS of an accepted send.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeliveryStatus {
-    #[default]
-    Sent,
-    /// The request reached the provider and no answer came: the SMS may arrive.
-    Unconfirmed,
-}
-
-impl DeliveryStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sent => "sent",
-            Self::Unconfirmed => "unconfirmed",
-        }
-    }
+    /// This send's own id: what verifies the code it delivered. Absent only from a record
+    /// kept before ids existed.
+    #[serde(default)]
+    pub verification_id: Option<VerificationId>,
 }
 
 /// The request as normalised: what makes two requests under one key "the same request".
@@ -199,11 +186,13 @@ impl OtpService {
         let code = Code::generate(self.settings.code_length);
         let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
         let digest = self.keyring.code_digest(e164, purpose_name, &code);
+        let verification = VerificationId::generate();
         let candidate = CodeCandidate {
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, &code)),
             digest,
+            verification: verification.clone(),
         };
         let budgets = self.budgets(client_ip);
         let budgets = Budgets {
@@ -294,6 +283,10 @@ impl OtpService {
                     error = sms_error.code(),
                     "SMS unconfirmed: no answer from the provider; the code and its cooldown stay"
                 );
+                // The issue wrote `sent`; this rarer case costs the second write.
+                if let Err(error) = self.codes.mark_unconfirmed(phone, &verification).await {
+                    tracing::warn!(%phone, %error, "verification not marked unconfirmed");
+                }
                 DeliveryStatus::Unconfirmed
             }
             Err(sms_error) => {
@@ -322,6 +315,7 @@ impl OtpService {
             expires_in: self.settings.code_ttl,
             resend_after: self.settings.resend_cooldown,
             delivery: status,
+            verification_id: Some(verification),
         })
     }
 
@@ -337,10 +331,12 @@ impl OtpService {
         let digest = self
             .keyring
             .code_digest(phone.as_e164(), purpose.as_str(), code);
+        let verification = VerificationId::generate();
         let candidate = CodeCandidate {
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, code)),
             digest,
+            verification: verification.clone(),
         };
         let params = IssueParams {
             phone_quota: Vec::new(),
@@ -358,6 +354,7 @@ impl OtpService {
                     expires_in: self.settings.code_ttl,
                     resend_after: self.settings.resend_cooldown,
                     delivery: DeliveryStatus::Sent,
+                    verification_id: Some(verification),
                 })
             }
             IssueOutcome::Cooldown { retry_after } => {

@@ -38,6 +38,31 @@ pub struct OtpSettings {
     /// Test numbers on a non-loopback `VCODE_BIND`: refused unless this says so.
     #[serde(rename = "VCODE_TEST_NUMBERS_ON_PUBLIC_BIND", with = "Flag")]
     pub test_numbers_on_public_bind: bool,
+    /// What `otp/verify` goes by: the send's verification id (the default), the phone (as
+    /// before ids existed), or either.
+    #[serde(rename = "VCODE_VERIFY_BY", with = "verify_by")]
+    pub verify_by: VerifyBy,
+    /// How long a verification can still be read after its code's TTL (`GET
+    /// /otp/verifications/{id}`: approved, expired…).
+    #[serde(
+        rename = "VCODE_VERIFICATION_RETENTION_SECS",
+        with = "Secs::<0, 86_400>"
+    )]
+    pub verification_retention: Duration,
+}
+
+/// What `otp/verify` goes by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VerifyBy {
+    /// The `verification_id` `otp/send` answered: required; each id has its own attempts, so
+    /// nobody without it can spend or destroy the code.
+    #[default]
+    Id,
+    /// The phone, as before ids existed: any caller may try the phone's code, and
+    /// `VCODE_MAX_ATTEMPTS` wrong tries destroy it. For clients that cannot carry an id.
+    Phone,
+    /// The id when the request carries one, else the phone.
+    Either,
 }
 
 /// `VCODE_TEST_NUMBERS` as written: (phone, code) pairs, read against the default region and
@@ -265,6 +290,8 @@ impl Default for OtpSettings {
                 .collect(),
             test_numbers: TestNumbers::default(),
             test_numbers_on_public_bind: false,
+            verify_by: VerifyBy::Id,
+            verification_retention: Duration::from_secs(600),
         }
     }
 }
@@ -308,6 +335,30 @@ mod resend_policy {
             match policy {
                 ResendPolicy::Reuse => "reuse",
                 ResendPolicy::Rotate => "rotate",
+            },
+            s,
+        )
+    }
+}
+
+mod verify_by {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VerifyBy, D::Error> {
+        parse_text(d, |raw| match raw {
+            "id" => Ok(VerifyBy::Id),
+            "phone" => Ok(VerifyBy::Phone),
+            "either" => Ok(VerifyBy::Either),
+            _ => Err("expected id, phone or either".to_owned()),
+        })
+    }
+
+    pub fn serialize<S: Serializer>(by: &VerifyBy, s: S) -> Result<S::Ok, S::Error> {
+        show_text(
+            match by {
+                VerifyBy::Id => "id",
+                VerifyBy::Phone => "phone",
+                VerifyBy::Either => "either",
             },
             s,
         )

@@ -69,3 +69,4 @@ mod stats;
 mod store_conformance;
 mod test_numbers;
 mod tokens;
+mod verifications;

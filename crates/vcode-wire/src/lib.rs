@@ -25,7 +25,8 @@ pub use envelope::{Envelope, OK, OK_MESSAGE};
 pub use error_code::ErrorCode;
 pub use health::{Health, HealthStatus};
 pub use otp::{
-    Delivery, RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest, WrongCodeData,
+    Delivery, RetryAfterData, SendData, SendRequest, VerificationData, VerificationStatus,
+    VerifyData, VerifyRequest, WrongCodeData,
 };
 pub use pow::PowVerifyRequest;
 pub use stats::StatsQuery;

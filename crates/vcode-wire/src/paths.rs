@@ -33,6 +33,21 @@ pub const SMS_PRICES: &str = api_v1!("/admin/sms-prices");
 pub const OTP_SEND: &str = api_v1!("/otp/send");
 /// `POST` [`crate::VerifyRequest`] → [`crate::VerifyData`].
 pub const OTP_VERIFY: &str = api_v1!("/otp/verify");
+/// `GET` → [`crate::VerificationData`]; the route pattern of [`verification`].
+pub const OTP_VERIFICATION: &str = api_v1!("/otp/verifications/{id}");
+/// `POST` (no body) → [`crate::VerificationData`]; the route pattern of
+/// [`verification_cancel`].
+pub const OTP_VERIFICATION_CANCEL: &str = api_v1!("/otp/verifications/{id}/cancel");
+
+/// [`OTP_VERIFICATION`] of one id (as `otp/send` answered it: URL-safe already).
+pub fn verification(id: &str) -> String {
+    OTP_VERIFICATION.replace("{id}", id)
+}
+
+/// [`OTP_VERIFICATION_CANCEL`] of one id.
+pub fn verification_cancel(id: &str) -> String {
+    OTP_VERIFICATION_CANCEL.replace("{id}", id)
+}
 
 /// `POST` (no body) → [`crate::CaptchaCreated`].
 pub const CAPTCHA: &str = api_v1!("/captcha");
@@ -69,11 +84,13 @@ pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
 /// Every route of the public listener but the dev routes, as route patterns.
-pub const PUBLIC: [&str; 15] = [
+pub const PUBLIC: [&str; 17] = [
     HEALTHZ,
     READYZ,
     OTP_SEND,
     OTP_VERIFY,
+    OTP_VERIFICATION,
+    OTP_VERIFICATION_CANCEL,
     CAPTCHA,
     CAPTCHA_VERIFY,
     CAPTCHA_IMAGE,

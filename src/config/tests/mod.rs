@@ -400,12 +400,17 @@ fn verify_strategy_is_atomic_by_default_and_legacy_only_in_dev_mode_on_redis() {
 
     let redis = ("VCODE_REDIS_URL", "redis://127.0.0.1:6390");
     let dev = ("VCODE_DEV_MODE", "1");
+    let by_phone = ("VCODE_VERIFY_BY", "phone");
     for strategy in ["legacy-original", "legacy-postmortem-fix"] {
         let chosen = ("VCODE_VERIFY_STRATEGY", strategy);
-        let s = settings(&[chosen, dev, redis, ("VCODE_LEGACY_GAP_MS", "25")]).unwrap();
+        let s = settings(&[chosen, dev, redis, by_phone, ("VCODE_LEGACY_GAP_MS", "25")]).unwrap();
         assert_eq!(s.verify_strategy.as_str(), strategy);
         assert_eq!(s.legacy_gap, Duration::from_millis(25));
-        for refused in [vec![chosen, redis], vec![chosen, dev]] {
+        for refused in [
+            vec![chosen, redis, by_phone],
+            vec![chosen, dev, by_phone],
+            vec![chosen, dev, redis],
+        ] {
             let error = settings(&refused).unwrap_err().to_string();
             assert!(error.contains("VCODE_VERIFY_STRATEGY"), "{error}");
         }
