@@ -45,6 +45,14 @@ pub enum Event {
     RefusedRegion,
     /// An SMS delivered to a monitored country.
     SmsMonitored,
+    /// The fraud guard suspended a prefix (its conversion) or held one back (a surge).
+    FraudSuspended,
+    FraudHeld,
+    /// A send the fraud guard refused, by why its prefix is blocked.
+    FraudRefusedConversion,
+    FraudRefusedSurge,
+    /// An operator lifted a prefix's suspension or hold.
+    FraudLifted,
     // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
     SmsLogSent,
     SmsLogFailed,
@@ -59,7 +67,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 33] = [
+    pub const ALL: [Event; 38] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -83,6 +91,11 @@ impl Event {
         Event::RefusedNumberType,
         Event::RefusedRegion,
         Event::SmsMonitored,
+        Event::FraudSuspended,
+        Event::FraudHeld,
+        Event::FraudRefusedConversion,
+        Event::FraudRefusedSurge,
+        Event::FraudLifted,
         Event::SmsLogSent,
         Event::SmsLogFailed,
         Event::SmsWebhookSent,
@@ -121,6 +134,11 @@ impl Event {
             Event::RefusedNumberType => "refused_number_type",
             Event::RefusedRegion => "refused_region",
             Event::SmsMonitored => "sms_monitored",
+            Event::FraudSuspended => "fraud_suspended",
+            Event::FraudHeld => "fraud_held",
+            Event::FraudRefusedConversion => "fraud_refused_conversion",
+            Event::FraudRefusedSurge => "fraud_refused_surge",
+            Event::FraudLifted => "fraud_lifted",
             Event::SmsLogSent => "sms_log_sent",
             Event::SmsLogFailed => "sms_log_failed",
             Event::SmsWebhookSent => "sms_webhook_sent",
@@ -161,6 +179,11 @@ impl Event {
             Event::RefusedRegion => ("vcode_destination_refusals", "reason", "region"),
             // Per region: `crate::metrics::count_monitored_sms`.
             Event::SmsMonitored => return None,
+            // Per country: `crate::metrics::count_fraud_block`.
+            Event::FraudSuspended | Event::FraudHeld => return None,
+            Event::FraudRefusedConversion => ("vcode_fraud_refused", "reason", "conversion"),
+            Event::FraudRefusedSurge => ("vcode_fraud_refused", "reason", "surge"),
+            Event::FraudLifted => ("vcode_fraud_lifts", "by", "operator"),
             Event::SmsLogSent
             | Event::SmsLogFailed
             | Event::SmsWebhookSent

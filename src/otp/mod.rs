@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use crate::captcha::CaptchaService;
 use crate::domain::{Code, Phone, PhoneParser, Purpose};
+use crate::fraud::FraudGuard;
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
 use crate::pow::PowService;
@@ -59,6 +60,8 @@ pub struct OtpService {
     ip_quota: Vec<QuotaRule>,
     global_quota: Vec<QuotaRule>,
     gate: SendGate,
+    /// Counts sends and conversions per destination prefix; refuses a blocked prefix.
+    fraud: Arc<FraudGuard>,
     idempotency: Idempotency,
     /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
     keyring: Arc<Keyring>,
@@ -76,6 +79,7 @@ pub struct OtpDependencies {
     pub tokens: Arc<TokenIssuer>,
     pub sender: Arc<dyn SmsSender>,
     pub gate: SendGate,
+    pub fraud: Arc<FraudGuard>,
     pub stats: Arc<Stats>,
 }
 
@@ -93,6 +97,7 @@ impl OtpService {
             tokens,
             sender,
             gate,
+            fraud,
             stats,
         } = dependencies;
         let issue_params = IssueParams {
@@ -128,6 +133,7 @@ impl OtpService {
                 .into_iter()
                 .collect(),
             gate,
+            fraud,
             keyring,
             tokens,
             idempotency: Idempotency::new(
@@ -202,6 +208,7 @@ impl OtpService {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
                 tracing::info!(%phone, %purpose, "code verified");
+                self.fraud.converted(&phone, &purpose).await;
                 Ok(self
                     .tokens
                     .issue(phone.as_e164(), purpose.as_str(), audience.as_ref())?)

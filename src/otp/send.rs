@@ -1,4 +1,4 @@
-//! `send`: the gate, the idempotency key, the issue in the store, the client's and global
+//! `send`: the fraud guard, the gate, the idempotency key, the issue in the store, the client's and global
 //! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
 //! store still holds exactly what this send wrote. An SMS in doubt (the provider never
 //! answered) is no failure: it may arrive, so its code, cooldown and quota stay.
@@ -142,7 +142,25 @@ impl OtpService {
         })
     }
 
+    /// The fraud guard's step first, so that a refusal does not consume the user's solved
+    /// gate; a send that then sends no SMS is given back to it.
     async fn send_gated(
+        &self,
+        command: &SendCommand,
+        phone: &Phone,
+        purpose: &Purpose,
+        locale: Option<&Locale>,
+        monitored: bool,
+    ) -> Result<SendReceipt, OtpError> {
+        let admitted = self.fraud.admit(phone, purpose).await?;
+        let result = self
+            .gate_and_deliver(command, phone, purpose, locale, monitored)
+            .await;
+        self.fraud.settle(admitted, phone, result.is_ok()).await;
+        result
+    }
+
+    async fn gate_and_deliver(
         &self,
         command: &SendCommand,
         phone: &Phone,

@@ -9,6 +9,7 @@ mod captcha;
 mod dev;
 mod envelope;
 mod error;
+mod fraud;
 mod hardening;
 mod health;
 mod jwks;
@@ -85,11 +86,13 @@ impl PublicRoutes {
     }
 }
 
-/// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, and `/api/v1/stats` when a token
-/// is set (which [`require_admin_token`] then asks of every route).
+/// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, the fraud guard's routes, and
+/// `/api/v1/stats` when a token is set (which [`require_admin_token`] then asks of every
+/// route).
 pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     extractors(cfg, 256);
     cfg.configure(admin::metrics_config);
+    cfg.configure(fraud::config);
     if stats {
         cfg.configure(admin::stats_config);
     }

@@ -4,6 +4,7 @@
 //! requests never wait for an exclusive connection. Every call is bounded by the command timeout.
 
 mod codes;
+mod fraud;
 mod pow;
 mod records;
 
