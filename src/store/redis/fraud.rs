@@ -233,7 +233,10 @@ impl FraudStore for RedisStore {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64)
             / BUCKET_MS;
-        let first = since_minute.min(now_minute);
+        // No attribution outlives the counters: never more hours than they keep.
+        let first = since_minute
+            .max(now_minute.saturating_sub(RETENTION_MINUTES))
+            .min(now_minute);
         let oldest_hour = first / 60;
         let mut invocation = FRAUD_SCRIPTS.convert.prepare_invoke();
         invocation

@@ -49,9 +49,9 @@ CREATE FUNCTION vcode_fraud_add(p_scope text, p_minute bigint, p_sends bigint,
   p_conversions bigint, p_refused bigint, p_expires bigint)
 RETURNS void LANGUAGE sql AS $$
   INSERT INTO vcode_fraud_counts AS f (scope, minute, sends, conversions, refused, expires_at_ms)
-    VALUES (p_scope, p_minute, greatest(p_sends, 0), p_conversions, p_refused, p_expires)
+    VALUES (p_scope, p_minute, p_sends, p_conversions, p_refused, p_expires)
     ON CONFLICT (scope, minute) DO UPDATE
-      SET sends = greatest(f.sends + excluded.sends, 0),
+      SET sends = f.sends + excluded.sends,
           conversions = f.conversions + excluded.conversions,
           refused = f.refused + excluded.refused,
           expires_at_ms = greatest(f.expires_at_ms, excluded.expires_at_ms)
@@ -117,10 +117,15 @@ CREATE FUNCTION vcode_fraud_release(
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM vcode_lock('fraud:' || p_prefix);
-  PERFORM vcode_fraud_add('p:' || p_prefix, p_minute, -1, 0, 0, 0);
-  PERFORM vcode_fraud_add('c:' || p_country, p_minute, -1, 0, 0, 0);
-  PERFORM vcode_fraud_add('*', p_minute, -1, 0, CASE WHEN p_refused THEN 1 ELSE 0 END,
-    p_now + p_retention_ms);
+  UPDATE vcode_fraud_counts SET sends = greatest(sends - 1, 0)
+    WHERE scope = 'p:' || p_prefix AND minute = p_minute;
+  UPDATE vcode_fraud_counts SET sends = greatest(sends - 1, 0)
+    WHERE scope = 'c:' || p_country AND minute = p_minute;
+  UPDATE vcode_fraud_counts SET sends = greatest(sends - 1, 0)
+    WHERE scope = '*' AND minute = p_minute;
+  IF p_refused THEN
+    PERFORM vcode_fraud_add('*', p_minute, 0, 0, 1, p_now + p_retention_ms);
+  END IF;
   IF p_previous IS NULL THEN
     DELETE FROM vcode_fraud_attributions WHERE attribution = p_attribution;
   ELSE
