@@ -241,8 +241,16 @@ impl FraudGuard {
             ..admitted
         };
         // A safe destination is never judged; a prefix already flagged (monitor) is not
-        // judged again until its block is over.
-        if safe || block.as_ref().is_some_and(|b| b.is_active(now)) {
+        // judged again until its block is over, nor one an operator lifted until the counts
+        // that blocked it have left the window.
+        let pardoned = |b: &PrefixBlock| {
+            b.lifted_ms > 0 && now.saturating_sub(b.lifted_ms) < WINDOW_MINUTES * BUCKET_MS
+        };
+        if safe
+            || block
+                .as_ref()
+                .is_some_and(|b| b.is_active(now) || pardoned(b))
+        {
             return Ok(Some(admitted));
         }
         let prior_strikes = block
@@ -294,6 +302,7 @@ impl FraudGuard {
             struck_ms: 0,
             sends: tally.judged.sends,
             conversions: tally.judged.conversions,
+            lifted_ms: 0,
         }
     }
 
@@ -403,8 +412,9 @@ impl FraudGuard {
         Ok(active)
     }
 
-    /// Ends `prefix`'s suspension or hold now; false if it had none. Its strikes stay, so a
-    /// prefix that goes on pumping is suspended for longer next time.
+    /// Ends `prefix`'s suspension or hold now; false if it had none. The prefix is not judged
+    /// again for an hour (the window: the counts that blocked it leave it); its strikes
+    /// stay, so a prefix that goes on pumping is suspended for longer next time.
     pub async fn lift(&self, prefix: &str) -> Result<bool, FraudError> {
         let lifted = self.store.lift_block(prefix, now_ms()).await?;
         if lifted {

@@ -435,6 +435,9 @@ pub struct PrefixBlock {
     /// The prefix's judged sends and conversions when it was blocked.
     pub sends: u64,
     pub conversions: u64,
+    /// When an operator last lifted a block of it (0: never).
+    #[serde(default)]
+    pub lifted_ms: u64,
 }
 
 impl PrefixBlock {
@@ -536,7 +539,8 @@ pub trait FraudStore: Send + Sync + 'static {
     /// Every block record, active or not.
     async fn prefix_blocks(&self) -> Result<Vec<PrefixBlock>, StoreError>;
 
-    /// Ends the prefix's active block now (its strikes stay); false if none was active.
+    /// Ends the prefix's active block now and notes the lift (its strikes stay); false if
+    /// none was active.
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError>;
 
     /// The counts of the minutes `from..=to`.

@@ -41,6 +41,7 @@ mod api_keys;
 mod browser;
 mod captcha;
 mod contract;
+mod fraud_conversion;
 mod fraud_guard;
 mod idempotency;
 mod interleavings;

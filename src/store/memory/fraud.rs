@@ -196,6 +196,7 @@ impl FraudStore for MemoryStore {
         match state.blocks.get_mut(prefix) {
             Some(block) if block.is_active(now_ms) => {
                 block.until_ms = now_ms;
+                block.lifted_ms = now_ms;
                 Ok(true)
             }
             _ => Ok(false),

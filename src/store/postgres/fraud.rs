@@ -144,7 +144,7 @@ impl FraudStore for PostgresStore {
     async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
         let row = self
             .query_one(
-                "SELECT vcode_fraud_block($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                "SELECT vcode_fraud_block($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 &[
                     &block.prefix,
                     &block.country,
@@ -155,6 +155,7 @@ impl FraudStore for PostgresStore {
                     &bigint(block.struck_ms),
                     &bigint(block.sends),
                     &bigint(block.conversions),
+                    &bigint(block.lifted_ms),
                     &bigint(now_ms),
                 ],
             )
@@ -173,7 +174,7 @@ impl FraudStore for PostgresStore {
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError> {
         let rows = self
             .query(
-                "UPDATE vcode_fraud_blocks SET until_ms = $2
+                "UPDATE vcode_fraud_blocks SET until_ms = $2, lifted_ms = $2
                  WHERE prefix = $1 AND until_ms > $2 RETURNING prefix",
                 &[&prefix, &bigint(now_ms)],
             )

@@ -71,6 +71,7 @@ fn block(prefix: &str, reason: Reason, now: u64, until_ms: u64) -> PrefixBlock {
         struck_ms: now,
         sends: 40,
         conversions: 1,
+        lifted_ms: 0,
     }
 }
 
@@ -265,6 +266,7 @@ async fn fraud_blocks_refuse_flag_list_and_lift(backend: Backend) {
     let blocks = t.store.prefix_blocks().await.unwrap();
     assert_eq!(blocks.len(), 1);
     assert_eq!(blocks[0].until_ms, lifted_at);
+    assert_eq!(blocks[0].lifted_ms, lifted_at);
     assert_eq!(blocks[0].strikes, 1);
     assert!(!blocks[0].is_active(lifted_at));
     admit(&*t.store, &send("44740", "+447400000002:login", lifted_at)).await;

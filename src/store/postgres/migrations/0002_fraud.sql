@@ -42,7 +42,8 @@ CREATE TABLE vcode_fraud_blocks (
   strikes integer NOT NULL,
   struck_ms bigint NOT NULL,
   sends bigint NOT NULL,
-  conversions bigint NOT NULL
+  conversions bigint NOT NULL,
+  lifted_ms bigint NOT NULL DEFAULT 0
 );
 
 CREATE FUNCTION vcode_fraud_add(p_scope text, p_minute bigint, p_sends bigint,
@@ -157,18 +158,19 @@ END $$;
 -- fraud_block.lua's contract: recorded unless an active block stands.
 CREATE FUNCTION vcode_fraud_block(
   p_prefix text, p_country text, p_reason text, p_since bigint, p_until bigint,
-  p_strikes integer, p_struck bigint, p_sends bigint, p_conversions bigint, p_now bigint)
+  p_strikes integer, p_struck bigint, p_sends bigint, p_conversions bigint, p_lifted bigint,
+  p_now bigint)
 RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM vcode_lock('fraud:' || p_prefix);
   INSERT INTO vcode_fraud_blocks AS b
     VALUES (p_prefix, p_country, p_reason, p_since, p_until, p_strikes, p_struck, p_sends,
-      p_conversions)
+      p_conversions, p_lifted)
     ON CONFLICT (prefix) DO UPDATE
       SET country = excluded.country, reason = excluded.reason, since_ms = excluded.since_ms,
           until_ms = excluded.until_ms, strikes = excluded.strikes,
           struck_ms = excluded.struck_ms, sends = excluded.sends,
-          conversions = excluded.conversions
+          conversions = excluded.conversions, lifted_ms = excluded.lifted_ms
       WHERE b.until_ms <= p_now;
   RETURN FOUND;
 END $$;
