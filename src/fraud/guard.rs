@@ -15,7 +15,7 @@ use super::policy::{
 use super::settings::FraudSettings;
 use crate::domain::{Phone, Purpose};
 use crate::stats::{Event, Stats};
-use crate::store::{Admission, FraudSend, FraudStore, PrefixBlock, StoreError};
+use crate::store::{Admission, FraudSend, FraudStore, PrefixBlock, SendMark, StoreError};
 
 /// How many prefixes the traffic report ranks.
 const TOP_PREFIXES: usize = 20;
@@ -37,9 +37,10 @@ pub struct Admitted {
     prefix: String,
     country: String,
     attribution: String,
+    token: u64,
     now_ms: u64,
     minute: u64,
-    previous: Option<u64>,
+    previous: Option<SendMark>,
 }
 
 impl Admitted {
@@ -48,6 +49,7 @@ impl Admitted {
             prefix: &self.prefix,
             country: &self.country,
             attribution: &self.attribution,
+            token: self.token,
             now_ms: self.now_ms,
         }
     }
@@ -219,6 +221,7 @@ impl FraudGuard {
             prefix: prefix_of(phone, self.settings.prefix_digits).to_owned(),
             country: country_of(phone),
             attribution: attribution(phone, purpose),
+            token: rand::random(),
             now_ms: now,
             minute: window.minute,
             previous: None,
@@ -271,6 +274,9 @@ impl FraudGuard {
                 until_ms,
                 strikes: prior_strikes,
                 struck_ms: block.as_ref().map_or(0, |b| b.struck_ms),
+                // The sends within grace decided it.
+                sends: prefix.unjudged.sends,
+                conversions: prefix.unjudged.conversions,
                 ..self.block_of(&admitted, &prefix)
             },
             Verdict::Suspend { until_ms, strikes } => PrefixBlock {
@@ -287,7 +293,7 @@ impl FraudGuard {
         if !enforce {
             return Ok(Some(admitted));
         }
-        self.give_back(admitted, true).await;
+        give_back(&*self.store, admitted, true).await;
         Err(self.refused(phone, &new_block, now))
     }
 
@@ -341,29 +347,16 @@ impl FraudGuard {
         }
     }
 
-    /// Gives an admitted send back: its SMS did not go out (`refused`: the guard refused it).
-    async fn give_back(&self, admitted: Admitted, refused: bool) {
-        if let Err(error) = self
-            .store
-            .release_send(
-                &admitted.send(),
-                admitted.minute,
-                admitted.previous,
-                refused,
-            )
-            .await
-        {
-            tracing::warn!(%error, prefix = %admitted.prefix, "fraud guard: send not given back; it stays counted");
-        }
-    }
-
     /// After the send: an SMS that went out (or may have) is counted per country; a send
-    /// refused or rolled back after its admission is given back, uncounted.
-    pub async fn settle(&self, admitted: Option<Admitted>, phone: &Phone, sent: bool) {
+    /// refused or rolled back after its admission is given back, uncounted, in the
+    /// background: the answer must not wait for it (with the store failing, that would be a
+    /// second timeout).
+    pub fn settle(&self, admitted: Option<Admitted>, phone: &Phone, sent: bool) {
         if sent {
             crate::metrics::count_sms_by_country(&country_of(phone));
         } else if let Some(admitted) = admitted {
-            self.give_back(admitted, false).await;
+            let store = self.store.clone();
+            tokio::spawn(async move { give_back(&*store, admitted, false).await });
         }
     }
 
@@ -522,6 +515,21 @@ impl FraudGuard {
             Some(block) if block.reason == Reason::Surge => PrefixState::Held,
             Some(_) => PrefixState::Suspended,
         }
+    }
+}
+
+/// Gives an admitted send back: its SMS did not go out (`refused`: the guard refused it).
+async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
+    if let Err(error) = store
+        .release_send(
+            &admitted.send(),
+            admitted.minute,
+            admitted.previous,
+            refused,
+        )
+        .await
+    {
+        tracing::warn!(%error, prefix = %admitted.prefix, "fraud guard: send not given back; it stays counted");
     }
 }
 

@@ -1,7 +1,8 @@
 //! The guard's judgement as pure functions of counts and time: which minutes are judged
 //! (past the grace period), the service's baseline conversion, and whether a prefix is
-//! suspended (its judged conversion far below the baseline), held back (its sends still
-//! within grace surge far above its own recent rate) or passes. No clock, no store.
+//! suspended (its judged conversion far below the baseline), held back (its unverified sends
+//! still within grace surge far above its own recent rate while few of them convert) or
+//! passes. No clock, no store.
 
 use std::time::Duration;
 
@@ -269,7 +270,11 @@ pub fn judge(
             };
         }
     }
-    if prefix.unjudged.unconverted() > surge_limit(thresholds, window, prefix) {
+    // A surge is judged on volume, as its conversion cannot be yet; but an honest burst
+    // already converts in part (most codes are typed within seconds), a bot's does not.
+    let fresh_conversion = prefix.unjudged.conversion().unwrap_or(0.0);
+    let converting = fresh_conversion >= thresholds.min_conversion_ratio * reference(service);
+    if prefix.unjudged.unconverted() > surge_limit(thresholds, window, prefix) && !converting {
         return Verdict::Hold {
             until_ms: window.now_ms + grace.as_millis() as u64,
         };
@@ -438,6 +443,24 @@ mod tests {
         let surging = tally(counts(5800, 5000), counts(801, 0));
         assert!(matches!(
             judge(&standard, &window(), GRACE, &surging, &service, 0),
+            Verdict::Hold { .. }
+        ));
+    }
+
+    #[test]
+    fn a_burst_that_converts_in_part_is_not_held() {
+        let standard = Level::Standard.thresholds();
+        let service = healthy_service();
+        // 400 fresh sends at a cold start, 100 not verified yet: the verified 75 % say honest
+        // users are typing their codes. Reference 0.8, ratio 0.2: below 16 % would be held.
+        let honest = tally(Counts::default(), counts(400, 300));
+        assert_eq!(
+            judge(&standard, &window(), GRACE, &honest, &service, 0),
+            Verdict::Pass
+        );
+        let pumped = tally(Counts::default(), counts(400, 60));
+        assert!(matches!(
+            judge(&standard, &window(), GRACE, &pumped, &service, 0),
             Verdict::Hold { .. }
         ));
     }

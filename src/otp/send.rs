@@ -156,7 +156,7 @@ impl OtpService {
         let result = self
             .gate_and_deliver(command, phone, purpose, locale, monitored)
             .await;
-        self.fraud.settle(admitted, phone, result.is_ok()).await;
+        self.fraud.settle(admitted, phone, result.is_ok());
         result
     }
 

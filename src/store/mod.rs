@@ -409,13 +409,22 @@ pub trait PowReplayStore: Send + Sync + 'static {
 
 /// One send as the fraud guard counts it: its destination prefix and country, the pending code
 /// it is for (`attribution`: E.164 and purpose, so that the verify of that code converts it),
-/// and the caller's clock.
+/// a token of its own (so that giving it back never touches another send's mark), and the
+/// caller's clock.
 #[derive(Clone, Copy, Debug)]
 pub struct FraudSend<'a> {
     pub prefix: &'a str,
     pub country: &'a str,
     pub attribution: &'a str,
+    pub token: u64,
     pub now_ms: u64,
+}
+
+/// What an attribution holds: the minute of the last send of its code, and that send's token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SendMark {
+    pub minute: u64,
+    pub token: u64,
 }
 
 /// A prefix's suspension or hold, as the store keeps it (also once over: its strikes are
@@ -467,12 +476,12 @@ pub enum Admission {
     Refused(PrefixBlock),
     /// Counted: the prefix's and the service's counts over the window, this send included,
     /// the prefix's block record if it has one (active only when not enforced), and the
-    /// minute the attribution held before (to restore on release).
+    /// mark the attribution held before (to restore on release).
     Admitted {
         prefix: Tally,
         service: Tally,
         block: Option<PrefixBlock>,
-        previous: Option<u64>,
+        previous: Option<SendMark>,
     },
 }
 
@@ -502,7 +511,7 @@ pub struct FraudTraffic {
 pub trait FraudStore: Send + Sync + 'static {
     /// The guard's one step per send: refuses it if its prefix is blocked and `enforce` (and
     /// counts the refusal); else counts it (prefix, country, service, in `window.minute`),
-    /// remembers its minute for `attribution` for `attribution_ttl`, and answers the counts
+    /// marks `attribution` with its minute and token for `attribution_ttl`, and answers the counts
     /// over `window`. Atomic: concurrent sends are each counted once.
     async fn admit_send(
         &self,
@@ -513,12 +522,14 @@ pub trait FraudStore: Send + Sync + 'static {
     ) -> Result<Admission, StoreError>;
 
     /// Takes an admitted send back out (its SMS did not go out): uncounts it from `minute`,
-    /// gives the attribution back its `previous` minute, and counts a refusal if `refused`.
+    /// gives the attribution back its `previous` mark if it still holds this send's (a
+    /// concurrent send of the same code may have marked it since), and counts a refusal if
+    /// `refused`.
     async fn release_send(
         &self,
         send: &FraudSend<'_>,
         minute: u64,
-        previous: Option<u64>,
+        previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError>;
 

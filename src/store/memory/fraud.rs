@@ -9,7 +9,9 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::fraud::policy::{Counts, RETENTION_MINUTES, Tally, Window};
-use crate::store::{Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock};
+use crate::store::{
+    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
+};
 
 /// Every counter of one scope, by minute.
 type Minutes = BTreeMap<u64, MinuteCounts>;
@@ -20,8 +22,8 @@ pub(super) struct FraudState {
     countries: HashMap<String, Minutes>,
     /// Each prefix's country and minutes.
     prefixes: HashMap<String, (String, Minutes)>,
-    /// Attribution → (minute of its send, expiry in the caller's ms).
-    attributions: HashMap<String, (u64, u64)>,
+    /// Attribution → (its last send's mark, expiry in the caller's ms).
+    attributions: HashMap<String, (SendMark, u64)>,
     blocks: HashMap<String, PrefixBlock>,
     pruned_minute: u64,
 }
@@ -110,11 +112,15 @@ impl FraudStore for MemoryStore {
         }
         state.each_scope(send, window.minute, |c| c.sends += 1);
         let expires_at_ms = send.now_ms.saturating_add(duration_ms(attribution_ttl));
+        let mark = SendMark {
+            minute: window.minute,
+            token: send.token,
+        };
         let previous = state
             .attributions
-            .insert(send.attribution.to_owned(), (window.minute, expires_at_ms))
+            .insert(send.attribution.to_owned(), (mark, expires_at_ms))
             .filter(|(_, expiry)| *expiry > send.now_ms)
-            .map(|(minute, _)| minute);
+            .map(|(mark, _)| mark);
         let prefix = tally(&state.prefixes[send.prefix].1, window);
         let service = tally(&state.service, window);
         Ok(Admission::Admitted {
@@ -129,22 +135,32 @@ impl FraudStore for MemoryStore {
         &self,
         send: &FraudSend<'_>,
         minute: u64,
-        previous: Option<u64>,
+        previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError> {
         let mut state = lock(&self.fraud);
+        let ours = SendMark {
+            minute,
+            token: send.token,
+        };
         state.each_scope(send, minute, |c| c.sends = c.sends.saturating_sub(1));
         if refused {
             bump(&mut state.service, minute, |c| c.refused += 1);
         }
-        match previous {
-            Some(previous) => {
-                if let Some(entry) = state.attributions.get_mut(send.attribution) {
-                    entry.0 = previous;
+        let still_ours = state
+            .attributions
+            .get(send.attribution)
+            .is_some_and(|(mark, _)| *mark == ours);
+        if still_ours {
+            match previous {
+                Some(previous) => {
+                    if let Some(entry) = state.attributions.get_mut(send.attribution) {
+                        entry.0 = previous;
+                    }
                 }
-            }
-            None => {
-                state.attributions.remove(send.attribution);
+                None => {
+                    state.attributions.remove(send.attribution);
+                }
             }
         }
         Ok(())
@@ -158,7 +174,7 @@ impl FraudStore for MemoryStore {
         since_minute: u64,
     ) -> Result<Option<u64>, StoreError> {
         let mut state = lock(&self.fraud);
-        let Some((minute, _)) = state.attributions.remove(attribution) else {
+        let Some((SendMark { minute, .. }, _)) = state.attributions.remove(attribution) else {
             return Ok(None);
         };
         if minute < since_minute {
@@ -168,6 +184,7 @@ impl FraudStore for MemoryStore {
             prefix,
             country,
             attribution,
+            token: 0,
             now_ms: 0,
         };
         state.each_scope(&send, minute, |c| c.conversions += 1);

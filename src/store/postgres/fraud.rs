@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use super::{PostgresStore, column, millis};
 use crate::fraud::policy::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
-    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, StoreError,
+    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark, StoreError,
 };
 
 /// How long counters are kept: the retention and a minute's slack.
@@ -55,7 +55,7 @@ impl FraudStore for PostgresStore {
     ) -> Result<Admission, StoreError> {
         let row = self
             .query_one(
-                "SELECT * FROM vcode_fraud_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+                "SELECT * FROM vcode_fraud_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 &[
                     &send.prefix,
                     &send.country,
@@ -67,6 +67,7 @@ impl FraudStore for PostgresStore {
                     &enforce,
                     &millis(attribution_ttl).max(1),
                     &RETENTION_MS,
+                    &(send.token as i64),
                 ],
             )
             .await?;
@@ -82,11 +83,17 @@ impl FraudStore for PostgresStore {
         let prefix: Vec<i64> = column(&row, 2)?;
         let service: Vec<i64> = column(&row, 3)?;
         let previous: Option<i64> = column(&row, 4)?;
+        let previous_token: Option<i64> = column(&row, 5)?;
         Ok(Admission::Admitted {
             prefix: tally(&prefix)?,
             service: tally(&service)?,
             block,
-            previous: previous.map(unsigned),
+            previous: previous
+                .zip(previous_token)
+                .map(|(minute, token)| SendMark {
+                    minute: unsigned(minute),
+                    token: token as u64,
+                }),
         })
     }
 
@@ -94,17 +101,19 @@ impl FraudStore for PostgresStore {
         &self,
         send: &FraudSend<'_>,
         minute: u64,
-        previous: Option<u64>,
+        previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError> {
         self.query(
-            "SELECT vcode_fraud_release($1, $2, $3, $4, $5, $6, $7, $8)",
+            "SELECT vcode_fraud_release($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             &[
                 &send.prefix,
                 &send.country,
                 &send.attribution,
                 &bigint(minute),
-                &previous.map(bigint),
+                &(send.token as i64),
+                &previous.map(|mark| bigint(mark.minute)),
+                &previous.map(|mark| mark.token as i64),
                 &refused,
                 &bigint(send.now_ms),
                 &RETENTION_MS,

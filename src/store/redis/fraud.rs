@@ -14,7 +14,23 @@ use async_trait::async_trait;
 use super::keys::{FraudScope, fraud_attribution, fraud_blocks, fraud_minutes};
 use super::*;
 use crate::fraud::policy::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
-use crate::store::{Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock};
+use crate::store::{
+    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
+};
+
+/// A mark as the attribution key holds it: `<minute>:<token>`.
+fn encode_mark(mark: SendMark) -> String {
+    format!("{}:{}", mark.minute, mark.token)
+}
+
+fn mark_at(reply: &[Value], at: usize) -> Option<SendMark> {
+    let raw = std::str::from_utf8(bytes_at(reply, at)?).ok()?;
+    let (minute, token) = raw.split_once(':')?;
+    Some(SendMark {
+        minute: minute.parse().ok()?,
+        token: token.parse().ok()?,
+    })
+}
 
 struct FraudScripts {
     admit: Script,
@@ -176,7 +192,11 @@ impl FraudStore for RedisStore {
             .arg(window.judged_before)
             .arg(u8::from(enforce))
             .arg(duration_ms(attribution_ttl).max(1))
-            .arg(COUNTERS_TTL_MS);
+            .arg(COUNTERS_TTL_MS)
+            .arg(encode_mark(SendMark {
+                minute: window.minute,
+                token: send.token,
+            }));
         let mut connection = self.connections.get();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
@@ -193,7 +213,7 @@ impl FraudStore for RedisStore {
             prefix,
             service,
             block,
-            previous: u64_at(&reply, 10),
+            previous: mark_at(&reply, 10),
         })
     }
 
@@ -201,9 +221,13 @@ impl FraudStore for RedisStore {
         &self,
         send: &FraudSend<'_>,
         minute: u64,
-        previous: Option<u64>,
+        previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError> {
+        let ours = SendMark {
+            minute,
+            token: send.token,
+        };
         let mut invocation = FRAUD_SCRIPTS.release.prepare_invoke();
         invocation
             .key(release_keys(
@@ -213,9 +237,10 @@ impl FraudStore for RedisStore {
                 minute,
             ))
             .arg(minute)
-            .arg(previous.map(|m| m.to_string()).unwrap_or_default())
+            .arg(previous.map(encode_mark).unwrap_or_default())
             .arg(u8::from(refused))
-            .arg(COUNTERS_TTL_MS);
+            .arg(COUNTERS_TTL_MS)
+            .arg(encode_mark(ours));
         let mut connection = self.connections.get();
         self.bounded(invocation.invoke_async::<i64>(&mut connection))
             .await
@@ -272,9 +297,10 @@ impl FraudStore for RedisStore {
 
     async fn prefix_blocks(&self) -> Result<Vec<PrefixBlock>, StoreError> {
         let mut connection = self.connections.get();
-        let command = redis::cmd("HVALS").arg(fraud_blocks()).to_owned();
-        let raw: Vec<Vec<u8>> = self.bounded(command.query_async(&mut connection)).await?;
-        raw.iter().map(|raw| parse_block(raw)).collect()
+        let command = redis::cmd("HGETALL").arg(fraud_blocks()).to_owned();
+        let raw: HashMap<String, Vec<u8>> =
+            self.bounded(command.query_async(&mut connection)).await?;
+        raw.values().map(|raw| parse_block(raw)).collect()
     }
 
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError> {
@@ -292,11 +318,12 @@ impl FraudStore for RedisStore {
         let names = redis::pipe()
             .cmd("HGETALL")
             .arg(super::keys::fraud_prefixes())
-            .cmd("SMEMBERS")
+            .cmd("HGETALL")
             .arg(super::keys::fraud_countries())
             .to_owned();
-        let (prefixes, countries): (HashMap<String, String>, Vec<String>) =
+        let (prefixes, countries): (HashMap<String, String>, HashMap<String, String>) =
             self.bounded(names.query_async(&mut connection)).await?;
+        let countries: Vec<String> = countries.into_keys().collect();
         let prefixes: Vec<(String, String)> = prefixes.into_iter().collect();
         let hours: Vec<u64> = (from / 60..=to / 60).collect();
         let scopes: Vec<FraudScope<'_>> = std::iter::once(FraudScope::Service)

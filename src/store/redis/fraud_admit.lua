@@ -4,10 +4,11 @@
 -- 4 the send's attribution, 5/6 the prefix's minutes of this hour and the one before,
 -- 7 the country's of this hour, 8/9 the service's of this hour and the one before.
 -- ARGV: 1 prefix, 2 country, 3 now (ms), 4 minute, 5 window's first minute, 6 first minute
--- within grace, 7 enforce (1/0), 8 attribution ttl (ms), 9 counters' ttl (ms).
+-- within grace, 7 enforce (1/0), 8 attribution ttl (ms), 9 counters' ttl (ms), 10 this
+-- send's mark ('<minute>:<token>').
 -- Returns {1, block} when refused; else {0, block or '', prefix's judged sends, conversions,
--- unjudged sends, conversions, the service's four alike, the attribution's previous minute
--- or ''}.
+-- unjudged sends, conversions, the service's four alike, the attribution's previous mark or
+-- ''}.
 local prefix, country = ARGV[1], ARGV[2]
 local now, minute = tonumber(ARGV[3]), tonumber(ARGV[4])
 local from, judged_before = tonumber(ARGV[5]), tonumber(ARGV[6])
@@ -28,9 +29,9 @@ count(KEYS[5], 's' .. minute)
 count(KEYS[7], 's' .. minute)
 count(KEYS[8], 's' .. minute)
 redis.call('HSET', KEYS[2], prefix, country)
-redis.call('SADD', KEYS[3], country)
+redis.call('HSET', KEYS[3], country, 1)
 local previous = redis.call('GET', KEYS[4])
-redis.call('SET', KEYS[4], minute, 'PX', ARGV[8])
+redis.call('SET', KEYS[4], ARGV[10], 'PX', ARGV[8])
 
 local function read(key, fields)
   if #fields == 0 then return {} end

@@ -5,7 +5,10 @@
 -- attribution can still be from).
 -- ARGV: 1 the first of those hours, 2 the first minute still counted, 3 counters' ttl (ms).
 -- Returns the minute converted, or -1.
-local minute = tonumber(redis.call('GET', KEYS[1]))
+local mark = redis.call('GET', KEYS[1])
+if not mark then return -1 end
+-- '<minute>:<token>'
+local minute = tonumber(string.match(mark, '^(%d+):'))
 if not minute then return -1 end
 redis.call('DEL', KEYS[1])
 local base = (math.floor(minute / 60) - tonumber(ARGV[1])) * 3 + 1

@@ -69,7 +69,8 @@ pub fn fraud_prefixes() -> String {
     format!("{FRAUD}prefixes")
 }
 
-/// `verify_code:fraud:{guard}:countries`: the countries counted.
+/// `verify_code:fraud:{guard}:countries`: the countries counted (a hash, country → 1: the
+/// commands vcode's documented ACL rule allows).
 pub fn fraud_countries() -> String {
     format!("{FRAUD}countries")
 }

@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::*;
 use vcode::fraud::Reason;
 use vcode::fraud::policy::{BUCKET_MS, Counts, Tally, WINDOW_MINUTES, Window};
-use vcode::store::{Admission, FraudSend, PrefixBlock};
+use vcode::store::{Admission, FraudSend, PrefixBlock, SendMark};
 
 const GRACE: Duration = Duration::from_secs(60);
 /// Longer than the oldest send a test makes: its attribution is still there to convert.
@@ -26,6 +26,7 @@ fn send<'a>(prefix: &'a str, attribution: &'a str, at_ms: u64) -> FraudSend<'a> 
         prefix,
         country: "GB",
         attribution,
+        token: at_ms ^ attribution.len() as u64 ^ rand::random::<u64>(),
         now_ms: at_ms,
     }
 }
@@ -40,7 +41,7 @@ fn window(at_ms: u64) -> Window {
 }
 
 /// Admits `send` at its time (enforced) and returns the counts it answers.
-async fn admit(store: &dyn Store, send: &FraudSend<'_>) -> (Tally, Tally, Option<u64>) {
+async fn admit(store: &dyn Store, send: &FraudSend<'_>) -> (Tally, Tally, Option<SendMark>) {
     match store
         .admit_send(send, &window(send.now_ms), true, CODE_TTL)
         .await
@@ -163,7 +164,7 @@ async fn fraud_a_release_uncounts_the_send_and_restores_its_attribution(backend:
     let resend = send("44740", attribution, now);
     let (prefix, _, previous) = admit(&*t.store, &resend).await;
     assert_eq!((prefix.judged.sends, prefix.unjudged.sends), (1, 1));
-    assert_eq!(previous, Some(earlier / BUCKET_MS));
+    assert_eq!(previous.map(|mark| mark.minute), Some(earlier / BUCKET_MS));
     t.store
         .release_send(&resend, now / BUCKET_MS, previous, false)
         .await
@@ -211,6 +212,26 @@ async fn fraud_a_release_uncounts_the_send_and_restores_its_attribution(backend:
         None,
         "a released first send has no attribution left"
     );
+    // Two sends of one code at once, the first given back after the second marked it: the
+    // second's mark stays, and its verify converts it.
+    let first = send("44743", "+447430000001:login", earlier);
+    let second = send("44743", "+447430000001:login", now);
+    let (_, _, none) = admit(&*t.store, &first).await;
+    let (_, _, first_mark) = admit(&*t.store, &second).await;
+    assert_eq!(
+        first_mark.map(|mark| mark.minute),
+        Some(earlier / BUCKET_MS)
+    );
+    t.store
+        .release_send(&first, earlier / BUCKET_MS, none, false)
+        .await
+        .unwrap();
+    let converted = t
+        .store
+        .count_conversion("+447430000001:login", "44743", "GB", since())
+        .await
+        .unwrap();
+    assert_eq!(converted, Some(minute), "the second send's mark stayed");
 }
 
 async fn fraud_blocks_refuse_flag_list_and_lift(backend: Backend) {
@@ -336,6 +357,7 @@ async fn fraud_traffic_reads_minutes_countries_and_prefixes(backend: Backend) {
         prefix: "1202",
         country: "US",
         attribution: "+12025550143:login",
+        token: 7,
         now_ms: now,
     };
     admit(&*t.store, &us).await;

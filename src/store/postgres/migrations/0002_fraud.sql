@@ -24,10 +24,12 @@ CREATE TABLE vcode_fraud_prefixes (
 );
 CREATE INDEX vcode_fraud_prefixes_expiry ON vcode_fraud_prefixes (expires_at_ms);
 
--- The minute of the last send of a pending code ('<E.164>:<purpose>'): its verify converts it.
+-- The mark (minute and token) of the last send of a pending code ('<E.164>:<purpose>'): its
+-- verify converts it.
 CREATE TABLE vcode_fraud_attributions (
   attribution text PRIMARY KEY,
   minute bigint NOT NULL,
+  token bigint NOT NULL,
   expires_at_ms bigint NOT NULL
 );
 CREATE INDEX vcode_fraud_attributions_expiry ON vcode_fraud_attributions (expires_at_ms);
@@ -60,13 +62,14 @@ $$;
 
 -- fraud_admit.lua's contract: refused (and the block), or counted (and the prefix's and the
 -- service's judged and unjudged sends and conversions, the block if any, the attribution's
--- previous minute).
+-- previous mark).
 CREATE FUNCTION vcode_fraud_admit(
   p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
   p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
-  p_retention_ms bigint,
+  p_retention_ms bigint, p_token bigint,
   OUT o_refused boolean, OUT o_block text,
-  OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint)
+  OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint,
+  OUT o_previous_token bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   b vcode_fraud_blocks%ROWTYPE;
@@ -89,12 +92,13 @@ BEGIN
   INSERT INTO vcode_fraud_prefixes AS f (prefix, country, expires_at_ms)
     VALUES (p_prefix, p_country, expires)
     ON CONFLICT (prefix) DO UPDATE SET country = excluded.country, expires_at_ms = excluded.expires_at_ms;
-  SELECT minute INTO o_previous FROM vcode_fraud_attributions
+  SELECT minute, token INTO o_previous, o_previous_token FROM vcode_fraud_attributions
     WHERE attribution = p_attribution AND expires_at_ms > p_now;
-  INSERT INTO vcode_fraud_attributions AS a (attribution, minute, expires_at_ms)
-    VALUES (p_attribution, p_minute, p_now + p_attribution_ttl_ms)
+  INSERT INTO vcode_fraud_attributions AS a (attribution, minute, token, expires_at_ms)
+    VALUES (p_attribution, p_minute, p_token, p_now + p_attribution_ttl_ms)
     ON CONFLICT (attribution) DO UPDATE
-      SET minute = excluded.minute, expires_at_ms = excluded.expires_at_ms;
+      SET minute = excluded.minute, token = excluded.token,
+          expires_at_ms = excluded.expires_at_ms;
   SELECT ARRAY[
       coalesce(sum(sends) FILTER (WHERE minute < p_judged_before), 0)::bigint,
       coalesce(sum(conversions) FILTER (WHERE minute < p_judged_before), 0)::bigint,
@@ -113,8 +117,9 @@ END $$;
 
 -- fraud_release.lua's contract.
 CREATE FUNCTION vcode_fraud_release(
-  p_prefix text, p_country text, p_attribution text, p_minute bigint, p_previous bigint,
-  p_refused boolean, p_now bigint, p_retention_ms bigint)
+  p_prefix text, p_country text, p_attribution text, p_minute bigint, p_token bigint,
+  p_previous bigint, p_previous_token bigint, p_refused boolean, p_now bigint,
+  p_retention_ms bigint)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM vcode_lock('fraud:' || p_prefix);
@@ -127,10 +132,13 @@ BEGIN
   IF p_refused THEN
     PERFORM vcode_fraud_add('*', p_minute, 0, 0, 1, p_now + p_retention_ms);
   END IF;
+  -- Only while it holds this send's mark: a concurrent send of the same code may own it now.
   IF p_previous IS NULL THEN
-    DELETE FROM vcode_fraud_attributions WHERE attribution = p_attribution;
+    DELETE FROM vcode_fraud_attributions
+      WHERE attribution = p_attribution AND minute = p_minute AND token = p_token;
   ELSE
-    UPDATE vcode_fraud_attributions SET minute = p_previous WHERE attribution = p_attribution;
+    UPDATE vcode_fraud_attributions SET minute = p_previous, token = p_previous_token
+      WHERE attribution = p_attribution AND minute = p_minute AND token = p_token;
   END IF;
 END $$;
 
