@@ -4,11 +4,12 @@
 //! lists the blocked prefix, lifts it (the prefix is open again), and reads the traffic; the
 //! operator routes need the admin token; the per-country series count sends and verifies.
 
+use serde_json::Value;
 use vcode::config::AbuseSettings;
 use vcode::fraud::FraudSettings;
 use vcode_wire::{
-    FraudLifted, FraudPrefixState, FraudReason, FraudSuspensions, FraudTraffic, RetryAfterData,
-    paths,
+    CaptchaAnswer, CaptchaCreated, FraudLifted, FraudPrefixState, FraudReason, FraudSuspensions,
+    FraudTraffic, RetryAfterData, SendRequest, paths,
 };
 
 use crate::support::app::Answer;
@@ -210,6 +211,51 @@ async fn the_guard_off_counts_nothing_and_monitor_never_refuses(backend: Backend
             assert_eq!(traffic.top_prefixes[0].state, FraudPrefixState::Monitored);
         }
     }
+}
+
+/// A solved captcha and the send that carries it.
+async fn gated_send(app: &TestApp, phone: &str, captcha: &(String, String)) -> Answer {
+    let body = SendRequest {
+        captcha_id: Some(captcha.0.clone()),
+        captcha_answer: Some(captcha.1.clone()),
+        ..SendRequest::new(phone)
+    };
+    app.post_json(paths::OTP_SEND, &body).await
+}
+
+async fn solved_captcha(app: &TestApp) -> (String, String) {
+    let created = app.post_json(paths::CAPTCHA, &Value::Null).await;
+    let id = created.data::<CaptchaCreated>().captcha_id;
+    let answer = app
+        .get(&paths::dev_captcha_answer(&id))
+        .await
+        .data::<CaptchaAnswer>()
+        .answer;
+    (id, answer)
+}
+
+/// The guard refuses before the gate: a refused send leaves the user's solved captcha for
+/// the next send.
+#[tokio::test]
+async fn a_refused_send_does_not_consume_the_solved_captcha() {
+    let app = spawn_app_with(Backend::Memory, |s| {
+        s.abuse = AbuseSettings::unlimited();
+        s.captcha.send_requires_captcha = true;
+        s.fraud = FraudSettings {
+            surge_floor: SURGE_FLOOR,
+            ..FraudSettings::default()
+        };
+    })
+    .await;
+    for _ in 0..SURGE_FLOOR {
+        let captcha = solved_captcha(&app).await;
+        assert_eq!(gated_send(&app, &number("138"), &captcha).await.status, 200);
+    }
+    let captcha = solved_captcha(&app).await;
+    let refused = gated_send(&app, &number("138"), &captcha).await;
+    assert_eq!(refused.code(), 40300, "{refused:?}");
+    let next = gated_send(&app, &number("139"), &captcha).await;
+    assert_eq!(next.status, 200, "the captcha is still there: {next:?}");
 }
 
 on_every_store!(

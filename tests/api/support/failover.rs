@@ -46,7 +46,11 @@ pub fn assert_failed_fast_and_recovered(command_timeout: Duration, report: &Fail
     // A send makes two store steps before it can fail (the fraud guard's, then the code's),
     // each bounded on its own: behind a first step slowed by the failover, the second may
     // time out. A verify fails at its one step.
-    let steps_before_failing = if report.slowest_failure_step == "send" { 2 } else { 1 };
+    let steps_before_failing = if report.slowest_failure_step == "send" {
+        2
+    } else {
+        1
+    };
     assert!(
         report.slowest_failure <= command_timeout * steps_before_failing + SLACK,
         "a failing request waited past the command timeout of its steps: {report:?}"
