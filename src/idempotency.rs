@@ -2,8 +2,10 @@
 //! request gets the kept result without running again; a repeat with another request is refused;
 //! a repeat while the first still runs waits for its result (bounded). Only results worth
 //! keeping are kept (for a send: one that stored a code or sent an SMS); anything else frees
-//! the key, so the client's retry runs again. Keys are per API-key caller: one caller's key is
-//! never another's record. The store sees the records as opaque bytes.
+//! the key, so the client's retry runs again. A key freed while the store does not answer is
+//! freed again and again in the background until the store does, within the lease; and a
+//! claim the store runs after its caller gave up claims nothing. Keys are per API-key caller:
+//! one caller's key is never another's record. The store sees the records as opaque bytes.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +21,8 @@ use crate::store::{IdempotencyStore, StoreError};
 /// instance must not block a key for its whole retention).
 const LEASE: Duration = Duration::from_secs(30);
 const POLL: Duration = Duration::from_millis(25);
+/// How often a key whose release could not reach the store is released again.
+const RELEASE_RETRY: Duration = Duration::from_millis(250);
 
 /// A client's key as stored: a digest, so any header value makes a short, safe store key.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -75,14 +79,23 @@ pub enum IdempotencyError {
 #[derive(Serialize, Deserialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 enum Record<R> {
-    Running { fingerprint: String },
-    Done { fingerprint: String, result: R },
+    Running {
+        fingerprint: String,
+        /// Random per first request: a late release of a failed one never frees the record
+        /// of its retry (same key, same fingerprint).
+        #[serde(default)]
+        attempt: u64,
+    },
+    Done {
+        fingerprint: String,
+        result: R,
+    },
 }
 
 impl<R> Record<R> {
     fn fingerprint(&self) -> &str {
         match self {
-            Self::Running { fingerprint } | Self::Done { fingerprint, .. } => fingerprint,
+            Self::Running { fingerprint, .. } | Self::Done { fingerprint, .. } => fingerprint,
         }
     }
 }
@@ -128,6 +141,7 @@ impl Idempotency {
         let deadline = tokio::time::Instant::now() + self.wait;
         let running = encode(&Record::<R>::Running {
             fingerprint: fingerprint.to_owned(),
+            attempt: rand::random(),
         })?;
         loop {
             let held = self
@@ -156,6 +170,7 @@ impl Idempotency {
             }
         }
 
+        let leased_until = tokio::time::Instant::now() + LEASE;
         let outcome = operation().await;
         let saved = match &outcome {
             Ok(result) => {
@@ -172,11 +187,14 @@ impl Idempotency {
                     Err(error) => Err(error),
                 }
             }
-            Err(_) => self
-                .store
-                .abandon_idempotent(key.as_str(), &running)
-                .await
-                .map_err(IdempotencyError::from),
+            Err(_) => {
+                let released = self.store.abandon_idempotent(key.as_str(), &running).await;
+                if let Err(error) = &released {
+                    tracing::warn!(%error, "idempotency key not released: retrying until the store answers");
+                    self.release_later(key, running, leased_until);
+                }
+                released.map_err(IdempotencyError::from)
+            }
         };
         if let Err(error) = saved {
             // The answer itself stands; only a repeat of this key loses its protection.
@@ -186,6 +204,34 @@ impl Idempotency {
             result,
             replayed: false,
         })
+    }
+}
+
+impl Idempotency {
+    /// Releases the key of a failed first request in the background, until the store answers
+    /// or the lease has run out (the record is gone by itself then): a retry must not meet a
+    /// running record for the whole lease because the store was down when its first request
+    /// failed. Only this attempt's record is released, however late.
+    fn release_later(
+        &self,
+        key: &IdempotencyKey,
+        running: Vec<u8>,
+        leased_until: tokio::time::Instant,
+    ) {
+        let (store, key) = (self.store.clone(), key.clone());
+        tokio::spawn(async move {
+            while tokio::time::Instant::now() + RELEASE_RETRY < leased_until {
+                tokio::time::sleep(RELEASE_RETRY).await;
+                if store
+                    .abandon_idempotent(key.as_str(), &running)
+                    .await
+                    .is_ok()
+                {
+                    tracing::info!("idempotency key released once the store answered");
+                    return;
+                }
+            }
+        });
     }
 }
 

@@ -21,7 +21,7 @@ const BUCKETS: [f64; 14] = [
 
 /// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
 /// (`vcode_sms` is not one: the SMS senders count it per provider, see `observe_sms_attempt`.)
-const EVENT_FAMILIES: [(&str, &str); 9] = [
+const EVENT_FAMILIES: [(&str, &str); 10] = [
     (
         "vcode_fraud_refused",
         "sends the fraud guard refused, by why their prefix is blocked (conversion, surge)",
@@ -42,6 +42,10 @@ const EVENT_FAMILIES: [(&str, &str); 9] = [
         "proof-of-work challenges made, and payloads solved or refused",
     ),
     ("vcode_quota_rejections", "requests refused by a quota"),
+    (
+        "vcode_otp_test_number_sends",
+        "sends to test numbers (VCODE_TEST_NUMBERS): a fixed code stored, no SMS",
+    ),
     (
         "vcode_destination_refusals",
         "sends refused for the number: its type (premium rate, non-geographic…) or its country",

@@ -48,6 +48,12 @@ impl Application {
         if settings.dev_mode {
             tracing::warn!("dev mode: the dev routes expose codes; never run it in production");
         }
+        if !settings.otp.test_numbers.is_empty() {
+            tracing::warn!(
+                numbers = %settings.otp.test_numbers_masked(),
+                "test numbers (VCODE_TEST_NUMBERS): each verifies with its fixed code; no SMS, no quota, no destination check"
+            );
+        }
         let services = Services::build(&settings, &stores)?;
         let state = web::Data::new(app_state(&settings, &stores, services));
         let (port, server) = serve_public(&settings, state.clone())?;
@@ -224,6 +230,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
             &settings.api_key,
             settings.api_keys.clone().unwrap_or_default(),
         ),
+        sms_prices: settings.sms.prices.clone(),
     }
 }
 

@@ -45,6 +45,8 @@ pub enum Event {
     RefusedRegion,
     /// An SMS delivered to a monitored country.
     SmsMonitored,
+    /// A send to a test number (`VCODE_TEST_NUMBERS`): its fixed code stored, no SMS.
+    TestNumberSend,
     /// The fraud guard suspended a prefix (its conversion) or held one back (a surge).
     FraudSuspended,
     FraudHeld,
@@ -67,7 +69,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 38] = [
+    pub const ALL: [Event; 39] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -91,6 +93,7 @@ impl Event {
         Event::RefusedNumberType,
         Event::RefusedRegion,
         Event::SmsMonitored,
+        Event::TestNumberSend,
         Event::FraudSuspended,
         Event::FraudHeld,
         Event::FraudRefusedConversion,
@@ -134,6 +137,7 @@ impl Event {
             Event::RefusedNumberType => "refused_number_type",
             Event::RefusedRegion => "refused_region",
             Event::SmsMonitored => "sms_monitored",
+            Event::TestNumberSend => "test_number_sends",
             Event::FraudSuspended => "fraud_suspended",
             Event::FraudHeld => "fraud_held",
             Event::FraudRefusedConversion => "fraud_refused_conversion",
@@ -179,6 +183,7 @@ impl Event {
             Event::RefusedRegion => ("vcode_destination_refusals", "reason", "region"),
             // Per region: `crate::metrics::count_monitored_sms`.
             Event::SmsMonitored => return None,
+            Event::TestNumberSend => ("vcode_otp_test_number_sends", "route", "otp_send"),
             // Per country: `crate::metrics::count_fraud_block`.
             Event::FraudSuspended | Event::FraudHeld => return None,
             Event::FraudRefusedConversion => ("vcode_fraud_refused", "reason", "conversion"),

@@ -11,12 +11,15 @@ const SENTENCES = {
   40003: 'This kind of code is not offered.',
   40004: 'Codes are sent to mobile numbers only. Please use your mobile number.',
   40005: 'Codes are not sent to numbers of this country.',
+  40006: 'Please ask for a code first.',
+  40007: 'This code was sent to another number. Please ask for a new one.',
   40010: 'That code is not the one we sent.',
   40020: 'The characters do not match the picture. Here is a new one.',
   40021: 'The "I am not a robot" check did not pass. Please try it again.',
   40100: 'This page is not allowed to call the service.',
   40300: 'Codes cannot be sent to numbers like this one for now. Please try again later.',
   40400: 'That was not found.',
+  40401: 'This code request is no longer known. Please ask for a new code.',
   40500: 'The service does not accept that kind of request here.',
   40800: 'Your request took too long to arrive. Please try again.',
   40900: 'The same request is already being handled. Wait a moment.',
@@ -33,7 +36,9 @@ const SENTENCES = {
 
 const page = document.body.dataset;
 const $ = (id) => document.getElementById(id);
-const state = { phone: '', captchaId: null, altcha: null };
+// verificationId: what the send answered; the verify carries it, so only this page's own
+// request can spend the code it sent.
+const state = { phone: '', captchaId: null, altcha: null, verificationId: null };
 
 function showError(envelope) {
   const box = $('error');
@@ -109,6 +114,7 @@ async function send(event) {
     if (page.pow === 'true') resetAltcha();
     return;
   }
+  state.verificationId = answer.data.verification_id;
   const minutes = Math.round(answer.data.expires_in / 60);
   // Unconfirmed: the provider never answered, but the SMS may still arrive and its code works.
   $('sent-to').textContent = answer.data.delivery === 'unconfirmed'
@@ -143,7 +149,12 @@ async function verify(event) {
   event.preventDefault();
   showError(null);
   $('verify').disabled = true;
-  const answer = await call('POST', '/api/v1/otp/verify', { phone: state.phone, code: $('code').value.trim() });
+  // The phone too: it must match the id, and a service verifying by phone needs it.
+  const answer = await call('POST', '/api/v1/otp/verify', {
+    verification_id: state.verificationId,
+    phone: state.phone,
+    code: $('code').value.trim(),
+  });
   $('verify').disabled = false;
   if (answer.code !== 200) {
     showError(answer);

@@ -11,7 +11,10 @@ use crate::config::text::{list, parse_text, show_text};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Operation {
     Send,
+    /// `otp/verify`, and canceling a verification.
     Verify,
+    /// Reading a verification (`GET /otp/verifications/{id}`).
+    Status,
 }
 
 impl Operation {
@@ -19,6 +22,7 @@ impl Operation {
         match self {
             Self::Send => "send",
             Self::Verify => "verify",
+            Self::Status => "status",
         }
     }
 }
@@ -26,7 +30,7 @@ impl Operation {
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(default)]
 pub struct ApiKeySettings {
-    /// `send`, `verify`, both (comma-separated) or `none` (the default).
+    /// `send`, `verify`, `status`, several (comma-separated) or `none` (the default).
     #[serde(rename = "VCODE_REQUIRE_API_KEY", with = "operations")]
     pub required: Vec<Operation>,
 }
@@ -40,11 +44,11 @@ mod operations {
                 return Ok(Vec::new());
             }
             let mut operations = list(raw, |item| {
-                [Operation::Send, Operation::Verify]
+                [Operation::Send, Operation::Verify, Operation::Status]
                     .into_iter()
                     .find(|operation| operation.as_str().eq_ignore_ascii_case(item))
                     .ok_or(format!(
-                        "{item:?}: expected none, send, verify or send,verify"
+                        "{item:?}: expected none, or send, verify and status (comma-separated)"
                     ))
             })?;
             operations.dedup();

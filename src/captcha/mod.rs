@@ -37,6 +37,13 @@ pub enum CaptchaError {
     Store(#[from] StoreError),
 }
 
+/// A captcha consumed by a right answer, which [`CaptchaService::give_back`] can restore.
+#[derive(Debug)]
+pub struct SolvedCaptcha {
+    id: CaptchaId,
+    captcha: StoredCaptcha,
+}
+
 pub struct CaptchaService {
     store: Arc<dyn CaptchaStore>,
     quotas: Arc<dyn QuotaStore>,
@@ -133,9 +140,31 @@ impl CaptchaService {
         Ok((id, captcha))
     }
 
+    /// Puts a solved captcha back, so that the same answer passes once more: what it bought
+    /// failed on the server side before any SMS went out (the client's retry must not have to
+    /// solve again). It lives one captcha TTL from now. A give-back that cannot reach the
+    /// store is logged, and the captcha stays used.
+    pub async fn give_back(&self, solved: SolvedCaptcha) {
+        let SolvedCaptcha { id, captcha } = solved;
+        match self
+            .store
+            .put_captcha(&id, &captcha, self.settings.ttl)
+            .await
+        {
+            Ok(()) => tracing::info!(%id, "captcha given back: the send failed before any SMS"),
+            Err(error) => {
+                tracing::warn!(%id, %error, "captcha not given back: the store did not answer");
+            }
+        }
+    }
+
     /// Consumes the captcha and checks the answer. A malformed id is no captcha; an empty
     /// answer never matches, and still consumes the captcha.
-    pub async fn verify(&self, id: Option<&str>, answer: Option<&str>) -> Result<(), CaptchaError> {
+    pub async fn verify(
+        &self,
+        id: Option<&str>,
+        answer: Option<&str>,
+    ) -> Result<SolvedCaptcha, CaptchaError> {
         let Some(id) = id.and_then(CaptchaId::parse) else {
             self.stats.record(Event::CaptchaFailed);
             return Err(CaptchaError::Wrong);
@@ -158,7 +187,7 @@ impl CaptchaService {
             {
                 self.stats.record(Event::CaptchaSolved);
                 tracing::info!(%id, "captcha solved");
-                Ok(())
+                Ok(SolvedCaptcha { id, captcha })
             }
             (Some(_), _) => {
                 self.stats.record(Event::CaptchaFailed);

@@ -51,7 +51,7 @@ use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
 pub use crate::fraud::FraudSettings;
 use crate::keyring::SecretKey;
-pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions};
+pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions, TestNumbers};
 use crate::postmortem::VerifyStrategy;
 use crate::pow::PowSettings;
 pub use crate::sms::SmsSettings;
@@ -390,6 +390,20 @@ impl Settings {
                 self.admin_bind
             )));
         }
+        let test_numbers = self
+            .otp
+            .test_numbers()
+            .map_err(|reason| ConfigError::invalid("VCODE_TEST_NUMBERS", "", reason))?;
+        if !test_numbers.is_empty()
+            && !self.bind.ip().is_loopback()
+            && !self.otp.test_numbers_on_public_bind
+        {
+            // Anyone who knows a test number and its code passes as its owner.
+            return Err(ConfigError::Inconsistent(format!(
+                "VCODE_TEST_NUMBERS: test numbers verify with a fixed code and are refused on the non-loopback address {} (VCODE_BIND); set VCODE_TEST_NUMBERS_ON_PUBLIC_BIND=true to serve them anyway (app-store review)",
+                self.bind
+            )));
+        }
         if self.dev_mode && !self.bind.ip().is_loopback() {
             return Err(ConfigError::Inconsistent(format!(
                 "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",
@@ -407,6 +421,13 @@ impl Settings {
             if !matches!(self.store, StoreSettings::Redis(_)) {
                 return Err(ConfigError::Inconsistent(format!(
                     "VCODE_VERIFY_STRATEGY={} runs on the Redis store only (VCODE_REDIS_URL)",
+                    self.verify_strategy
+                )));
+            }
+            if self.otp.verify_by != crate::otp::VerifyBy::Phone {
+                // The Go service knew no verification ids.
+                return Err(ConfigError::Inconsistent(format!(
+                    "VCODE_VERIFY_STRATEGY={} verifies by phone, as the Go service did: set VCODE_VERIFY_BY=phone",
                     self.verify_strategy
                 )));
             }

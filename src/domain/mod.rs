@@ -7,9 +7,11 @@ mod locale;
 mod phone;
 mod purpose;
 pub(crate) mod secret;
+mod verification;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
 pub use locale::Locale;
 pub use phone::{NumberType, Phone, PhoneParser, Region};
 pub use purpose::Purpose;
+pub use verification::VerificationId;

@@ -38,6 +38,18 @@ pub enum OtpError {
     TooManyAttempts,
     #[error("code expired or not found")]
     CodeExpired,
+    /// A verify without the `verification_id` where the service verifies by id.
+    #[error("verification_id is required")]
+    VerificationIdRequired,
+    /// The phone or purpose of a verify by id is not the verification's.
+    #[error("the phone or purpose does not match the verification")]
+    VerificationMismatch,
+    /// No such verification (unknown, malformed, or its record has expired).
+    #[error("no such verification")]
+    VerificationNotFound,
+    /// The verification was canceled: its id no longer verifies.
+    #[error("the verification was canceled")]
+    VerificationCanceled,
     #[error("a code was sent recently")]
     ResendCooldown { retry_after: Duration },
     #[error("quota exceeded")]
@@ -72,6 +84,48 @@ pub enum OtpError {
     /// at start-up).
     #[error(transparent)]
     Token(#[from] TokenError),
+}
+
+impl OtpError {
+    /// Whether the service failed (its store, its SMS provider, its keys), not the request:
+    /// what the API answers with a 5xx. Such a failure keeps nothing a retry would trip on.
+    pub fn is_service_failure(&self) -> bool {
+        match self {
+            Self::InvalidPhone
+            | Self::DestinationRefused(_)
+            | Self::InvalidLocale
+            | Self::UndeliverablePhone(_)
+            | Self::InvalidPurpose
+            | Self::InvalidCode
+            | Self::InvalidAudience
+            | Self::WrongCode { .. }
+            | Self::TooManyAttempts
+            | Self::CodeExpired
+            | Self::ResendCooldown { .. }
+            | Self::QuotaExceeded { .. }
+            | Self::FraudRefused { .. }
+            | Self::SmsThrottled { .. }
+            | Self::VerificationIdRequired
+            | Self::VerificationMismatch
+            | Self::VerificationNotFound
+            | Self::VerificationCanceled => false,
+            Self::Gate(error) => match error {
+                CaptchaError::Wrong
+                | CaptchaError::NotFound
+                | CaptchaError::QuotaExceeded { .. } => false,
+                CaptchaError::Render(_) | CaptchaError::Store(_) => true,
+            },
+            Self::PowGate(error) => match error {
+                PowError::Refused(_) => false,
+                PowError::Challenge(_) | PowError::Store(_) => true,
+            },
+            Self::Idempotency(error) => match error {
+                IdempotencyError::InProgress | IdempotencyError::Mismatch => false,
+                IdempotencyError::Store(_) => true,
+            },
+            Self::Unsealable | Self::SmsDelivery(_) | Self::Store(_) | Self::Token(_) => true,
+        }
+    }
 }
 
 impl From<FraudError> for OtpError {

@@ -6,16 +6,17 @@ mod destinations;
 mod error;
 mod send;
 mod settings;
+mod verification;
 
-use std::net::IpAddr;
+use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::captcha::CaptchaService;
-use crate::domain::{Code, Phone, PhoneParser, Purpose};
+use crate::captcha::{CaptchaService, SolvedCaptcha};
+use crate::domain::{Code, Phone, PhoneParser, Purpose, VerificationId};
 use crate::fraud::FraudGuard;
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
-use crate::pow::PowService;
+use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
@@ -29,7 +30,9 @@ pub use self::destinations::{
 };
 pub use self::error::OtpError;
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
-pub use self::settings::{AbuseSettings, OtpSettings};
+pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
+pub use self::verification::{VerificationView, VerifyCommand};
+pub use crate::store::VerificationStatus;
 
 use self::send::{DAY, HOUR, MINUTE};
 
@@ -43,6 +46,56 @@ pub struct SendGate {
     pub captcha: Option<Arc<CaptchaService>>,
     /// A solved proof-of-work challenge (`altcha`), consumed by the send.
     pub pow: Option<Arc<PowService>>,
+}
+
+/// The proofs one send consumed at the gate.
+#[derive(Default)]
+struct GatePasses {
+    pow: Option<SolvedPow>,
+    captcha: Option<SolvedCaptcha>,
+}
+
+impl SendGate {
+    /// Checks and consumes the proofs the gate requires: the proof of work first, as it costs
+    /// a refusal nothing; then the captcha. One solved proof buys one send attempt. A captcha
+    /// that fails on the server side gives the proof of work back.
+    async fn pass(
+        &self,
+        altcha: Option<&str>,
+        captcha: (Option<&str>, Option<&str>),
+    ) -> Result<GatePasses, OtpError> {
+        let mut passes = GatePasses::default();
+        if let Some(pow) = &self.pow {
+            passes.pow = Some(pow.verify(altcha).await?);
+        }
+        if let Some(service) = &self.captcha {
+            match service.verify(captcha.0, captcha.1).await {
+                Ok(solved) => passes.captcha = Some(solved),
+                Err(error) => {
+                    let error = OtpError::from(error);
+                    self.give_back_after(&error, passes).await;
+                    return Err(error);
+                }
+            }
+        }
+        Ok(passes)
+    }
+
+    /// Gives the consumed proofs back when the send failed on the server side (`error`), so
+    /// that the client's retry needs no new ones. Only for a send whose SMS did not go out and
+    /// cannot have: a proof buys at most one SMS. One after the other: on a stalled store each
+    /// waits in the connection the one before left there (a new connection would not open).
+    async fn give_back_after(&self, error: &OtpError, passes: GatePasses) {
+        if !error.is_service_failure() {
+            return;
+        }
+        if let (Some(service), Some(solved)) = (&self.pow, passes.pow) {
+            service.give_back(solved).await;
+        }
+        if let (Some(service), Some(solved)) = (&self.captcha, passes.captcha) {
+            service.give_back(solved).await;
+        }
+    }
 }
 
 pub struct OtpService {
@@ -60,6 +113,8 @@ pub struct OtpService {
     ip_quota: Vec<QuotaRule>,
     global_quota: Vec<QuotaRule>,
     gate: SendGate,
+    /// Phones (E.164) whose sends store this fixed code and send no SMS.
+    test_numbers: HashMap<String, Code>,
     /// Counts sends and conversions per destination prefix; refuses a blocked prefix.
     fraud: Arc<FraudGuard>,
     idempotency: Idempotency,
@@ -102,6 +157,7 @@ impl OtpService {
         } = dependencies;
         let issue_params = IssueParams {
             ttl: settings.code_ttl,
+            retention: settings.verification_retention,
             cooldown: settings.resend_cooldown,
             policy: settings.resend,
             phone_quota: [
@@ -133,6 +189,13 @@ impl OtpService {
                 .into_iter()
                 .collect(),
             gate,
+            // Checked at start-up (`Settings::validate`): every entry reads.
+            test_numbers: settings
+                .test_numbers()
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(phone, code)| (phone.as_e164().to_owned(), code))
+                .collect(),
             fraud,
             keyring,
             tokens,
@@ -179,54 +242,99 @@ impl OtpService {
             .ok_or(OtpError::InvalidPurpose)
     }
 
-    /// Checks a code in one atomic step: it is consumed on a match, counted otherwise (per
-    /// code, per phone and per (phone, client); `client` as the routes group it). A match
-    /// answers a signed token naming the phone, the purpose and `audience` (checked before
-    /// the code is touched: a bad one consumes nothing).
-    pub async fn verify(
-        &self,
-        phone: &str,
-        purpose: Option<&str>,
-        code: &str,
-        audience: Option<&str>,
-        client: IpAddr,
-    ) -> Result<String, OtpError> {
-        let phone = self.parse_phone(phone)?;
-        let purpose = self.parse_purpose(purpose)?;
-        let code = Code::parse(code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
-        let audience = audience
+    /// Checks a code in one atomic step, by verification id or by phone
+    /// (`VCODE_VERIFY_BY`): it is consumed on a match, counted otherwise (per id or per code,
+    /// per phone and per (phone, client); `client` as the routes group it). A match answers a
+    /// signed token naming the phone, the purpose, `audience` and the id (the audience is
+    /// checked before the code is touched: a bad one consumes nothing).
+    pub async fn verify(&self, command: VerifyCommand) -> Result<String, OtpError> {
+        let code =
+            Code::parse(&command.code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
+        let audience = command
+            .audience
+            .as_deref()
             .map(|raw| Audience::parse(raw).ok_or(OtpError::InvalidAudience))
             .transpose()?;
+        let by_id = match (self.settings.verify_by, &command.verification_id) {
+            (VerifyBy::Phone, _) => None,
+            (VerifyBy::Id | VerifyBy::Either, Some(id)) => Some(id.as_str()),
+            (VerifyBy::Id, None) => return Err(OtpError::VerificationIdRequired),
+            (VerifyBy::Either, None) => None,
+        };
+        let (phone, purpose, id) = match by_id {
+            Some(raw) => {
+                let (phone, purpose, id) = self.verification_target(raw, &command).await?;
+                (phone, purpose, Some(id))
+            }
+            None => {
+                let phone = command.phone.as_deref().ok_or(OtpError::InvalidPhone)?;
+                let phone = self.parse_phone(phone)?;
+                let purpose = self.parse_purpose(command.purpose.as_deref())?;
+                (phone, purpose, None)
+            }
+        };
         let candidates = self
             .keyring
             .code_digests(phone.as_e164(), purpose.as_str(), &code);
-        let outcome = self
-            .codes
-            .verify_code(&phone, &purpose, &candidates, client, self.verify_params)
-            .await?;
+        let client = command.client;
+        let outcome = match &id {
+            Some(id) => {
+                self.codes
+                    .verify_by_id(
+                        &phone,
+                        &purpose,
+                        id,
+                        &candidates,
+                        client,
+                        self.verify_params,
+                    )
+                    .await?
+            }
+            None => {
+                self.codes
+                    .verify_code(&phone, &purpose, &candidates, client, self.verify_params)
+                    .await?
+            }
+        };
+        let by = if id.is_some() { "id" } else { "phone" };
         match outcome {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
-                tracing::info!(%phone, %purpose, "code verified");
+                tracing::info!(%phone, %purpose, by, "code verified");
                 self.fraud.converted(&phone, &purpose).await;
-                Ok(self
-                    .tokens
-                    .issue(phone.as_e164(), purpose.as_str(), audience.as_ref())?)
+                Ok(self.tokens.issue_for(
+                    phone.as_e164(),
+                    purpose.as_str(),
+                    audience.as_ref(),
+                    id.as_ref().map(VerificationId::as_str),
+                )?)
             }
             VerifyOutcome::Mismatch { remaining_attempts } => {
                 self.stats.record(Event::VerifyWrong);
-                tracing::info!(%phone, %purpose, remaining_attempts, "wrong code");
+                tracing::info!(%phone, %purpose, by, remaining_attempts, "wrong code");
                 Err(OtpError::WrongCode { remaining_attempts })
             }
             VerifyOutcome::Destroyed => {
                 self.stats.record(Event::VerifyLocked);
-                tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed");
+                match id {
+                    Some(_) => {
+                        tracing::warn!(%phone, %purpose, "wrong code: the verification's attempts are spent; its code stays for its other ids")
+                    }
+                    None => {
+                        tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed")
+                    }
+                }
                 Err(OtpError::TooManyAttempts)
             }
             VerifyOutcome::CodeExpired => {
                 self.stats.record(Event::VerifyExpired);
-                tracing::debug!(%phone, %purpose, "verify: no pending code");
+                tracing::debug!(%phone, %purpose, by, "verify: no pending code");
                 Err(OtpError::CodeExpired)
+            }
+            VerifyOutcome::Canceled => {
+                self.stats.record(Event::VerifyExpired);
+                tracing::debug!(%phone, %purpose, "verify: the verification was canceled");
+                Err(OtpError::VerificationCanceled)
             }
             VerifyOutcome::QuotaExceeded { retry_after } => {
                 self.stats.record(Event::QuotaFailures);

@@ -1,7 +1,8 @@
 //! `send`: the fraud guard, the gate, the idempotency key, the issue in the store, the client's and global
 //! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
-//! store still holds exactly what this send wrote. An SMS in doubt (the provider never
-//! answered) is no failure: it may arrive, so its code, cooldown and quota stay.
+//! store still holds exactly what this send wrote, and a server-side failure gives the gate's
+//! proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
+//! its code, cooldown and quota stay.
 
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -9,13 +10,13 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{GeoPermission, OtpError, OtpService, Refusal};
-use crate::domain::{Code, Locale, Phone, Purpose};
+use crate::domain::{Code, Locale, Phone, Purpose, VerificationId};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, OutboxMessage,
-    QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams,
+    OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -38,33 +39,20 @@ pub struct SendCommand {
     pub idempotency_key: Option<IdempotencyKey>,
 }
 
+pub use crate::store::DeliveryStatus;
+
 /// What a successful send tells the client (and what an idempotency key keeps).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SendReceipt {
     pub expires_in: Duration,
     pub resend_after: Duration,
     /// Records kept before the field existed were all confirmed sends.
     #[serde(default)]
     pub delivery: DeliveryStatus,
-}
-
-/// Whether the provider confirmed the SMS of an accepted send.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeliveryStatus {
-    #[default]
-    Sent,
-    /// The request reached the provider and no answer came: the SMS may arrive.
-    Unconfirmed,
-}
-
-impl DeliveryStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Sent => "sent",
-            Self::Unconfirmed => "unconfirmed",
-        }
-    }
+    /// This send's own id: what verifies the code it delivered. Absent only from a record
+    /// kept before ids existed.
+    #[serde(default)]
+    pub verification_id: Option<VerificationId>,
 }
 
 /// The request as normalised: what makes two requests under one key "the same request".
@@ -91,7 +79,9 @@ impl OtpService {
     pub async fn send(&self, command: SendCommand) -> Result<SendReceipt, OtpError> {
         self.stats.record(Event::SendRequest);
         let phone = self.parse_phone(&command.phone)?;
-        let monitored = self.check_destination(&phone)? == GeoPermission::Monitor;
+        // A test number is no destination: no SMS goes to it.
+        let monitored = !self.test_numbers.contains_key(phone.as_e164())
+            && self.check_destination(&phone)? == GeoPermission::Monitor;
         let purpose = self.parse_purpose(command.purpose.as_deref())?;
         let locale = match command.locale.as_deref() {
             Some(raw) => Some(Locale::parse(raw).ok_or(OtpError::InvalidLocale)?),
@@ -143,7 +133,8 @@ impl OtpService {
     }
 
     /// The fraud guard's step first, so that a refusal does not consume the user's solved
-    /// gate; a send that then sends no SMS is given back to it.
+    /// gate; a send that then sends no SMS is given back to it. A test number gets no SMS:
+    /// nothing for the guard to judge or count.
     async fn send_gated(
         &self,
         command: &SendCommand,
@@ -152,15 +143,20 @@ impl OtpService {
         locale: Option<&Locale>,
         monitored: bool,
     ) -> Result<SendReceipt, OtpError> {
+        if self.test_numbers.contains_key(phone.as_e164()) {
+            return self
+                .gate_and_send(command, phone, purpose, locale, monitored)
+                .await;
+        }
         let admitted = self.fraud.admit(phone, purpose).await?;
         let result = self
-            .gate_and_deliver(command, phone, purpose, locale, monitored)
+            .gate_and_send(command, phone, purpose, locale, monitored)
             .await;
         self.fraud.settle(admitted, phone, result.is_ok());
         result
     }
 
-    async fn gate_and_deliver(
+    async fn gate_and_send(
         &self,
         command: &SendCommand,
         phone: &Phone,
@@ -168,26 +164,37 @@ impl OtpService {
         locale: Option<&Locale>,
         monitored: bool,
     ) -> Result<SendReceipt, OtpError> {
-        if let Some(pow) = &self.gate.pow {
-            // First, as it costs a refusal nothing: one solved challenge buys one send attempt.
-            pow.verify(command.altcha.as_deref()).await?;
-        }
-        if let Some(captcha) = &self.gate.captcha {
-            // Consumed before any code or SMS exists: one solved captcha buys one send.
-            captcha
-                .verify(
+        let passes = self
+            .gate
+            .pass(
+                command.altcha.as_deref(),
+                (
                     command.captcha_id.as_deref(),
                     command.captcha_answer.as_deref(),
-                )
-                .await?;
-        }
-        self.issue_and_deliver(phone, purpose, locale, command.client_ip)
-            .await
-            .inspect(|_| {
+                ),
+            )
+            .await?;
+        // An error here means no SMS went out nor may have (an unconfirmed one is a success),
+        // so a server-side failure gives the gate's proofs back for the retry.
+        let sent = match self.test_numbers.get(phone.as_e164()) {
+            Some(code) => self.issue_test_code(phone, purpose, code).await,
+            None => {
+                self.issue_and_deliver(phone, purpose, locale, command.client_ip)
+                    .await
+            }
+        };
+        match sent {
+            Ok(receipt) => {
                 if monitored {
                     self.monitored_sms(phone, purpose);
                 }
-            })
+                Ok(receipt)
+            }
+            Err(error) => {
+                self.gate.give_back_after(&error, passes).await;
+                Err(error)
+            }
+        }
     }
 
     /// Issues a code within the phone's quota and the client's and the global SMS budget, and
@@ -203,11 +210,13 @@ impl OtpService {
         let code = Code::generate(self.settings.code_length);
         let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
         let digest = self.keyring.code_digest(e164, purpose_name, &code);
+        let verification = VerificationId::generate();
         let candidate = CodeCandidate {
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, &code)),
             digest,
+            verification: verification.clone(),
         };
         let budgets = self.budgets(client_ip);
         let budgets = Budgets {
@@ -298,6 +307,10 @@ impl OtpService {
                     error = sms_error.code(),
                     "SMS unconfirmed: no answer from the provider; the code and its cooldown stay"
                 );
+                // The issue wrote `sent`; this rarer case costs the second write.
+                if let Err(error) = self.codes.mark_unconfirmed(phone, &verification).await {
+                    tracing::warn!(%phone, %error, "verification not marked unconfirmed");
+                }
                 DeliveryStatus::Unconfirmed
             }
             Err(sms_error) => {
@@ -326,7 +339,58 @@ impl OtpService {
             expires_in: self.settings.code_ttl,
             resend_after: self.settings.resend_cooldown,
             delivery: status,
+            verification_id: Some(verification),
         })
+    }
+
+    /// A send to a test number: its fixed code becomes the pending code through the same
+    /// atomic issue (digested and sealed, same cooldown, TTL and attempts), on no quota or
+    /// budget, and no SMS goes out.
+    async fn issue_test_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        code: &Code,
+    ) -> Result<SendReceipt, OtpError> {
+        let digest = self
+            .keyring
+            .code_digest(phone.as_e164(), purpose.as_str(), code);
+        let verification = VerificationId::generate();
+        let candidate = CodeCandidate {
+            sealed: (self.issue_params.policy == ResendPolicy::Reuse)
+                .then(|| self.keyring.seal_code(&digest, code)),
+            digest,
+            verification: verification.clone(),
+        };
+        let params = IssueParams {
+            phone_quota: Vec::new(),
+            ..self.issue_params.clone()
+        };
+        match self
+            .codes
+            .issue_code(phone, purpose, candidate, &params, Budgets::none())
+            .await?
+        {
+            IssueOutcome::Deliver(delivery) => {
+                self.stats.record(Event::TestNumberSend);
+                tracing::info!(%phone, %purpose, delivery = delivery.kind.as_str(), "test number: fixed code stored, no SMS");
+                Ok(SendReceipt {
+                    expires_in: self.settings.code_ttl,
+                    resend_after: self.settings.resend_cooldown,
+                    delivery: DeliveryStatus::Sent,
+                    verification_id: Some(verification),
+                })
+            }
+            IssueOutcome::Cooldown { retry_after } => {
+                self.stats.record(Event::DedupCooldown);
+                Err(OtpError::ResendCooldown { retry_after })
+            }
+            // Without quotas or budgets neither can refuse; answered as they would be.
+            IssueOutcome::QuotaExceeded { retry_after }
+            | IssueOutcome::BudgetExceeded { retry_after, .. } => {
+                Err(OtpError::QuotaExceeded { retry_after })
+            }
+        }
     }
 
     /// An SMS delivered to a monitored country: counted per region and logged.

@@ -8,8 +8,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::destinations::{Destinations, GeoPermissions, NumberTypes, Regions};
 use crate::client_ip::TrustedProxies;
-use crate::config::text::{Secs, Whole, list, parse_text, show_text};
-use crate::domain::{CodeLength, Purpose, Region};
+use crate::config::text::{Flag, Secs, Whole, list, parse_text, show_text};
+use crate::domain::{Code, CodeLength, Phone, Purpose, Region};
 use crate::store::ResendPolicy;
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -31,6 +31,135 @@ pub struct OtpSettings {
     /// the default unless `login` is listed.
     #[serde(rename = "VCODE_PURPOSES", with = "purposes")]
     pub purposes: Vec<Purpose>,
+    /// Phones whose sends store a fixed code and send no SMS (app-store review, end-to-end
+    /// tests): `phone=code,…`, or the file's `[test_numbers]` table.
+    #[serde(rename = "VCODE_TEST_NUMBERS")]
+    pub test_numbers: TestNumbers,
+    /// Test numbers on a non-loopback `VCODE_BIND`: refused unless this says so.
+    #[serde(rename = "VCODE_TEST_NUMBERS_ON_PUBLIC_BIND", with = "Flag")]
+    pub test_numbers_on_public_bind: bool,
+    /// What `otp/verify` goes by: the send's verification id (the default), the phone (as
+    /// before ids existed), or either.
+    #[serde(rename = "VCODE_VERIFY_BY", with = "verify_by")]
+    pub verify_by: VerifyBy,
+    /// How long a verification can still be read after its code's TTL (`GET
+    /// /otp/verifications/{id}`: approved, expired…).
+    #[serde(
+        rename = "VCODE_VERIFICATION_RETENTION_SECS",
+        with = "Secs::<0, 86_400>"
+    )]
+    pub verification_retention: Duration,
+}
+
+/// What `otp/verify` goes by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum VerifyBy {
+    /// The `verification_id` `otp/send` answered: required; each id has its own attempts, so
+    /// nobody without it can spend or destroy the code.
+    #[default]
+    Id,
+    /// The phone, as before ids existed: any caller may try the phone's code, and
+    /// `VCODE_MAX_ATTEMPTS` wrong tries destroy it. For clients that cannot carry an id.
+    Phone,
+    /// The id when the request carries one, else the phone.
+    Either,
+}
+
+/// `VCODE_TEST_NUMBERS` as written: (phone, code) pairs, read against the default region and
+/// the code length by [`OtpSettings::test_numbers`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TestNumbers(Vec<(String, String)>);
+
+impl TestNumbers {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn parse(raw: &str) -> Result<Self, String> {
+        list(raw, |item| {
+            let (phone, code) = item
+                .split_once('=')
+                .ok_or_else(|| format!("{item:?}: expected phone=code"))?;
+            Ok((phone.trim().to_owned(), code.trim().to_owned()))
+        })
+        .map(Self)
+    }
+}
+
+impl Serialize for TestNumbers {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let pairs: Vec<String> = self.0.iter().map(|(p, c)| format!("{p}={c}")).collect();
+        show_text(pairs.join(","), s)
+    }
+}
+
+impl<'de> Deserialize<'de> for TestNumbers {
+    /// A variable's `phone=code,…`, or the file's table of `"phone" = "code"` (a code as a
+    /// string: a TOML integer would lose its leading zeros).
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = TestNumbers;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("phone=code pairs, or a table of \"phone\" = \"code\"")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, raw: &str) -> Result<TestNumbers, E> {
+                TestNumbers::parse(raw.trim()).map_err(E::custom)
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<TestNumbers, A::Error> {
+                let mut pairs = Vec::new();
+                while let Some((phone, code)) = map.next_entry::<String, String>()? {
+                    pairs.push((phone, code));
+                }
+                Ok(TestNumbers(pairs))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
+}
+
+impl OtpSettings {
+    /// The test numbers, each a valid phone (in the default region) with a code of the code
+    /// length; the reason names the first that is not.
+    pub fn test_numbers(&self) -> Result<Vec<(Phone, Code)>, String> {
+        let mut numbers: Vec<(Phone, Code)> = Vec::new();
+        for (raw_phone, raw_code) in &self.test_numbers.0 {
+            let phone = Phone::parse(raw_phone, self.default_region)
+                .ok_or_else(|| format!("{raw_phone:?} is not a valid phone number"))?;
+            let code = Code::parse(raw_code, self.code_length).ok_or_else(|| {
+                format!(
+                    "the code of {phone} is not {} digits (VCODE_CODE_LENGTH)",
+                    self.code_length.get()
+                )
+            })?;
+            if numbers
+                .iter()
+                .any(|(known, _)| known.as_e164() == phone.as_e164())
+            {
+                return Err(format!("{phone} is listed twice"));
+            }
+            numbers.push((phone, code));
+        }
+        Ok(numbers)
+    }
+
+    /// The test numbers as logs and `check-config` show them: masked, without their codes.
+    pub fn test_numbers_masked(&self) -> String {
+        match self.test_numbers() {
+            Ok(numbers) => numbers
+                .iter()
+                .map(|(phone, _)| format!("{phone}=***"))
+                .collect::<Vec<_>>()
+                .join(","),
+            Err(_) => "(invalid)".to_owned(),
+        }
+    }
 }
 
 /// Limits against SMS pumping and guessing. A limit of 0 is off.
@@ -159,6 +288,10 @@ impl Default for OtpSettings {
                 .into_iter()
                 .filter_map(Purpose::parse)
                 .collect(),
+            test_numbers: TestNumbers::default(),
+            test_numbers_on_public_bind: false,
+            verify_by: VerifyBy::Id,
+            verification_retention: Duration::from_secs(600),
         }
     }
 }
@@ -202,6 +335,30 @@ mod resend_policy {
             match policy {
                 ResendPolicy::Reuse => "reuse",
                 ResendPolicy::Rotate => "rotate",
+            },
+            s,
+        )
+    }
+}
+
+mod verify_by {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<VerifyBy, D::Error> {
+        parse_text(d, |raw| match raw {
+            "id" => Ok(VerifyBy::Id),
+            "phone" => Ok(VerifyBy::Phone),
+            "either" => Ok(VerifyBy::Either),
+            _ => Err("expected id, phone or either".to_owned()),
+        })
+    }
+
+    pub fn serialize<S: Serializer>(by: &VerifyBy, s: S) -> Result<S::Ok, S::Error> {
+        show_text(
+            match by {
+                VerifyBy::Id => "id",
+                VerifyBy::Phone => "phone",
+                VerifyBy::Either => "either",
             },
             s,
         )

@@ -20,10 +20,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_redis::{Config, Pool, Runtime};
 
-use crate::domain::{CodeDigest, Phone, Purpose};
+use crate::domain::{CodeDigest, Phone, Purpose, VerificationId};
 use crate::store::{
     Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams,
-    IssueUndo, PendingCode, QuotaToken, StoreError, VerifyOutcome, VerifyParams,
+    IssueUndo, PendingCode, QuotaToken, StoreError, VerificationRecord, VerificationTarget,
+    VerifyOutcome, VerifyParams,
 };
 
 /// The Go service's key prefix. vcode's own keys share it, but this one is the Go service's
@@ -189,6 +190,7 @@ impl CodeStore for LegacyRedisStore {
             kind: DeliveryKind::Created,
             budgets_reserved: false,
             undo: IssueUndo {
+                verification: candidate.verification,
                 quota_token: QuotaToken(0),
                 digest: candidate.digest,
                 sent_at_ms: 0,
@@ -255,6 +257,48 @@ impl CodeStore for LegacyRedisStore {
                 failed_attempts: 0,
                 deliveries: 1,
             }))
+    }
+
+    /// The Go service knew no verification ids (the reproduction verifies by phone).
+    async fn locate_verification(
+        &self,
+        _id: &VerificationId,
+    ) -> Result<Option<VerificationTarget>, StoreError> {
+        Ok(None)
+    }
+
+    async fn verify_by_id(
+        &self,
+        _phone: &Phone,
+        _purpose: &Purpose,
+        _id: &VerificationId,
+        _candidates: &[CodeDigest],
+        _client: std::net::IpAddr,
+        _params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError> {
+        Ok(VerifyOutcome::CodeExpired)
+    }
+
+    async fn verification(
+        &self,
+        _id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        Ok(None)
+    }
+
+    async fn cancel_verification(
+        &self,
+        _id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        Ok(None)
+    }
+
+    async fn mark_unconfirmed(
+        &self,
+        _phone: &Phone,
+        _id: &VerificationId,
+    ) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 

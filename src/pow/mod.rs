@@ -58,6 +58,12 @@ pub enum Refusal {
     AlreadyUsed,
 }
 
+/// A challenge accepted and recorded as used, which [`PowService::give_back`] can free again.
+#[derive(Debug)]
+pub struct SolvedPow {
+    digest: String,
+}
+
 pub struct PowService {
     replays: Arc<dyn PowReplayStore>,
     settings: PowSettings,
@@ -129,12 +135,12 @@ impl PowService {
 
     /// Checks a solved challenge (the base64 payload the widget produces) and records it, so
     /// that it is accepted once. Nothing is recorded for a refused payload.
-    pub async fn verify(&self, payload: Option<&str>) -> Result<(), PowError> {
+    pub async fn verify(&self, payload: Option<&str>) -> Result<SolvedPow, PowError> {
         match self.check(payload).await {
-            Ok(()) => {
+            Ok(solved) => {
                 tracing::info!("proof of work accepted");
                 self.stats.record(Event::PowSolved);
-                Ok(())
+                Ok(solved)
             }
             Err(PowError::Refused(refusal)) => {
                 tracing::info!(%refusal, "proof of work refused");
@@ -145,7 +151,19 @@ impl PowService {
         }
     }
 
-    async fn check(&self, payload: Option<&str>) -> Result<(), PowError> {
+    /// Accepts a solved challenge once more: what it bought failed on the server side before
+    /// any SMS went out (the client's retry must not have to solve again). A give-back that
+    /// cannot reach the store is logged, and the challenge stays used.
+    pub async fn give_back(&self, solved: SolvedPow) {
+        match self.replays.forget_solved_pow(&solved.digest).await {
+            Ok(()) => tracing::info!("proof of work given back: the send failed before any SMS"),
+            Err(error) => {
+                tracing::warn!(%error, "proof of work not given back: the store did not answer");
+            }
+        }
+    }
+
+    async fn check(&self, payload: Option<&str>) -> Result<SolvedPow, PowError> {
         let payload = payload
             .map(str::trim)
             .filter(|payload| !payload.is_empty())
@@ -179,12 +197,9 @@ impl PowService {
         let keep = Duration::from_secs(expires_at)
             .saturating_sub(unix_now())
             .saturating_add(CLOCK_SKEW_MARGIN);
-        if self
-            .replays
-            .record_solved_pow(&challenge_digest(signature), keep)
-            .await?
-        {
-            Ok(())
+        let digest = challenge_digest(signature);
+        if self.replays.record_solved_pow(&digest, keep).await? {
+            Ok(SolvedPow { digest })
         } else {
             Err(PowError::Refused(Refusal::AlreadyUsed))
         }

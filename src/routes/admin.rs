@@ -4,7 +4,7 @@
 
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::CONTENT_TYPE;
+use actix_web::http::header::{CONTENT_TYPE, HOST, ORIGIN};
 use actix_web::middleware::Next;
 use actix_web::{HttpRequest, HttpResponse, web};
 use secrecy::ExposeSecret;
@@ -21,15 +21,21 @@ use vcode_wire::paths;
 /// `Authorization: Bearer` (what Prometheus sends with `authorization: credentials_file`), or
 /// gets `401` with `WWW-Authenticate: Bearer` before any route runs: the metrics tell traffic,
 /// provider failures and API key names, and a listener off loopback is allowed only with a
-/// token (`Settings::validate`). Unknown paths too, so that no path is told to exist.
+/// token (`Settings::validate`). Unknown paths too, so that no path is told to exist. The one
+/// exception is the console page and its static files (`console::is_open_file`). A request
+/// another site's page made is refused the same way, token or not ([`from_another_site`]).
 pub async fn require_admin_token<B: MessageBody + 'static>(
     request: ServiceRequest,
     next: Next<B>,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
-    let refused = request
-        .app_data::<web::Data<AppState>>()
-        .and_then(|state| state.admin_token.as_ref())
-        .is_some_and(|token| !bearer_matches(request.request(), token.expose_secret()));
+    // The console page and its files are static: a browser loads them without a header, and
+    // their script then asks for the token for every fetch of data.
+    let refused = !super::console::is_open_file(request.path())
+        && (from_another_site(request.request())
+            || request
+                .app_data::<web::Data<AppState>>()
+                .and_then(|state| state.admin_token.as_ref())
+                .is_some_and(|token| !bearer_matches(request.request(), token.expose_secret())));
     if refused {
         return Ok(request
             .error_response(ApiError::Unauthorized)
@@ -84,6 +90,29 @@ async fn stats(
     }
     let report = state.stats.report(days).await?;
     Ok(envelope::ok(report))
+}
+
+/// Whether a page of another site made the browser send this request: `Sec-Fetch-Site` says so,
+/// or (from a browser without it) an `Origin` other than the listener's own. Refused on every
+/// operator route, token or not: without a token the listener is open on loopback, and any page
+/// the operator visits could otherwise make their browser post to it (a lift has no body, so
+/// CORS lets it through unasked). Prometheus and curl send neither header; the console's own
+/// requests are same-origin.
+fn from_another_site(request: &HttpRequest) -> bool {
+    let headers = request.headers();
+    if let Some(site) = headers.get("sec-fetch-site") {
+        return !matches!(site.as_bytes(), b"same-origin" | b"none");
+    }
+    let Some(origin) = headers.get(ORIGIN) else {
+        return false;
+    };
+    let host = headers.get(HOST).map(|host| host.as_bytes());
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|origin| origin.split_once("://"))
+        .map(|(_, host)| host.as_bytes());
+    origin_host.is_none() || origin_host != host
 }
 
 /// `Authorization: Bearer <token>`, compared in time independent of its content and length.

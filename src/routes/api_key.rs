@@ -108,7 +108,20 @@ impl FromRequest for MaySend {
     }
 }
 
-/// A caller allowed to verify (with a key if verifies require one).
+/// A caller allowed to read a verification (with a key if `status` requires one).
+pub struct MayReadStatus;
+
+impl FromRequest for MayReadStatus {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(caller(request, Operation::Status).map(|_| Self))
+    }
+}
+
+/// A caller allowed to verify, or to cancel a verification (with a key if verifies require
+/// one).
 pub struct MayVerify;
 
 impl FromRequest for MayVerify {

@@ -44,6 +44,14 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("code expired or not found")]
     CodeExpired,
+    #[error("verification_id is required")]
+    VerificationIdRequired,
+    #[error("the phone or purpose does not match the verification")]
+    VerificationMismatch,
+    #[error("no such verification")]
+    VerificationNotFound,
+    #[error("the verification was canceled")]
+    VerificationCanceled,
     #[error("request body not received in time")]
     BodyTimeout,
     #[error("request body too large")]
@@ -107,6 +115,10 @@ impl From<OtpError> for ApiError {
             OtpError::WrongCode { remaining_attempts } => Self::WrongCode { remaining_attempts },
             OtpError::TooManyAttempts => Self::TooManyAttempts,
             OtpError::CodeExpired => Self::CodeExpired,
+            OtpError::VerificationIdRequired => Self::VerificationIdRequired,
+            OtpError::VerificationMismatch => Self::VerificationMismatch,
+            OtpError::VerificationNotFound => Self::VerificationNotFound,
+            OtpError::VerificationCanceled => Self::VerificationCanceled,
             OtpError::ResendCooldown { retry_after } => Self::ResendCooldown {
                 retry_after_secs: retry_after_secs(retry_after),
             },
@@ -195,6 +207,11 @@ impl ApiError {
             Self::NotFound => ErrorCode::NotFound,
             Self::MethodNotAllowed => ErrorCode::MethodNotAllowed,
             Self::CodeExpired => ErrorCode::CodeExpired,
+            Self::VerificationIdRequired => ErrorCode::VerificationIdRequired,
+            Self::VerificationMismatch => ErrorCode::VerificationMismatch,
+            Self::VerificationNotFound => ErrorCode::VerificationNotFound,
+            // Gone, as an expired code: the answer a verify of a canceled id gets.
+            Self::VerificationCanceled => ErrorCode::CodeExpired,
             Self::IdempotencyInProgress => ErrorCode::IdempotencyInProgress,
             Self::BodyTimeout => ErrorCode::BodyTimeout,
             Self::PayloadTooLarge => ErrorCode::PayloadTooLarge,
@@ -312,6 +329,10 @@ mod tests {
             ApiError::NotFound,
             ApiError::MethodNotAllowed,
             ApiError::CodeExpired,
+            ApiError::VerificationIdRequired,
+            ApiError::VerificationMismatch,
+            ApiError::VerificationNotFound,
+            ApiError::VerificationCanceled,
             ApiError::PayloadTooLarge,
             ApiError::BodyTimeout,
             ApiError::IdempotencyInProgress,

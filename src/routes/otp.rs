@@ -1,20 +1,29 @@
-//! `POST /api/v1/otp/send` and `POST /api/v1/otp/verify`.
+//! `POST /api/v1/otp/send`, `POST /api/v1/otp/verify`, and the verification resource:
+//! `GET /api/v1/otp/verifications/{id}` and `POST /api/v1/otp/verifications/{id}/cancel`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use tracing::Instrument;
-use vcode_wire::{Delivery, SendData, SendRequest, VerifyData, VerifyRequest, headers, paths};
+use vcode_wire::{
+    Delivery, SendData, SendRequest, VerificationData, VerificationStatus, VerifyData,
+    VerifyRequest, headers, paths,
+};
 
-use super::api_key::{MaySend, MayVerify};
+use super::api_key::{MayReadStatus, MaySend, MayVerify};
 use super::envelope;
 use super::openapi::Api;
 use super::{ApiError, AppState};
 use crate::api_keys::{ApiKeyName, Operation};
 use crate::idempotency::IdempotencyKey;
-use crate::otp::{DeliveryStatus, SendCommand};
+use crate::otp::{self, DeliveryStatus, SendCommand, VerificationView, VerifyCommand};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
-        .service(super::post_resource(paths::OTP_VERIFY).route(web::post().to(verify)));
+        .service(super::post_resource(paths::OTP_VERIFY).route(web::post().to(verify)))
+        .service(super::get_resource(paths::OTP_VERIFICATION).route(super::get().to(verification)))
+        .service(
+            super::post_resource(paths::OTP_VERIFICATION_CANCEL)
+                .route(web::post().to(cancel_verification)),
+        );
 }
 
 /// What `config` serves, for the OpenAPI description.
@@ -86,8 +95,15 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
     let data = api.schema::<VerifyData>();
     api.post(paths::OTP_VERIFY, "otp", "Verify a code")
         .describe(
-            "One atomic step: a match consumes the code; a mismatch counts a failed attempt \
-             (40010 with the attempts left) and the last one destroys the code (42901).",
+            "By the `verification_id` the send answered (VCODE_VERIFY_BY=id, the default; 40006 \
+             without it, 40401 for an unknown one, 40007 when a `phone` or `purpose` given is \
+             not the verification's), or by phone (`phone`), or either. One atomic step: a match \
+             consumes the code (for every id) and the token names the id (`vid`); a mismatch \
+             counts a failed attempt of that id alone (40010 with the attempts left) and the \
+             last one spends the id (42901), never the code: under its own id its requester \
+             still verifies it. By phone, the attempts are the code's and the last destroys it. \
+             41000 when the code is no longer pending for this id (used, replaced, expired, or \
+             the verification canceled).",
         )
         .body(body)
         .ok_envelope(data)
@@ -95,7 +111,10 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             InvalidPhone,
             InvalidCode,
             InvalidPurpose,
+            VerificationIdRequired,
+            VerificationMismatch,
             WrongCode,
+            VerificationNotFound,
             CodeExpired,
             TooManyAttempts,
             QuotaExceeded,
@@ -103,6 +122,49 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             StoreUnavailable,
         ]);
     key_for(Operation::Verify, api, paths::OTP_VERIFY);
+    let verification = api.schema::<VerificationData>();
+    let id_parameter = serde_json::json!({"type": "string", "pattern": "^[A-Za-z0-9_-]{22}$"});
+    api.get(paths::OTP_VERIFICATION, "otp", "A verification's status")
+        .describe(
+            "One send's verification: `pending`, `approved`, `canceled`, `expired` or \
+             `max_attempts_reached`, its delivery, the attempts it has left, when it was created \
+             and until when it verifies, the phone (masked) and the purpose. Kept \
+             VCODE_VERIFICATION_RETENTION_SECS after its code's TTL; 40401 after that or for an \
+             unknown id.",
+        )
+        .parameter(
+            "path",
+            "id",
+            true,
+            id_parameter.clone(),
+            "`verification_id` of the send",
+        )
+        .ok_envelope(verification.clone())
+        .errors(&[VerificationNotFound, Internal, StoreUnavailable]);
+    key_for(Operation::Status, api, paths::OTP_VERIFICATION);
+    api.post(
+        paths::OTP_VERIFICATION_CANCEL,
+        "otp",
+        "Cancel a verification",
+    )
+    .describe(
+        "No body. A pending verification becomes `canceled`: its id no longer verifies \
+             (41000). The code stays pending for its other ids (the sends that re-sent it), so \
+             one requester never ends another's; under VCODE_VERIFY_BY=id a code without a live \
+             id cannot be verified and expires. Its cooldown stays. An ended verification is \
+             left as it is. Answers the verification; 40401 for an unknown id. Behind the API \
+             key of `verify` when VCODE_REQUIRE_API_KEY lists it.",
+    )
+    .parameter(
+        "path",
+        "id",
+        true,
+        id_parameter,
+        "`verification_id` of the send",
+    )
+    .ok_envelope(verification)
+    .errors(&[VerificationNotFound, Internal, StoreUnavailable]);
+    key_for(Operation::Verify, api, paths::OTP_VERIFICATION_CANCEL);
 }
 
 /// The request's `Idempotency-Key`, in the namespace of the API-key `caller` that sent it.
@@ -147,6 +209,11 @@ async fn send(
         .await
         .map_err(|e| ApiError::Internal(e.into()))??;
     Ok(envelope::ok(SendData {
+        // None only when an `Idempotency-Key` repeat replays an answer kept before ids existed.
+        verification_id: receipt
+            .verification_id
+            .map(|id| id.as_str().to_owned())
+            .unwrap_or_default(),
         expires_in: receipt.expires_in.as_secs(),
         resend_after: receipt.resend_after.as_secs(),
         delivery: match receipt.delivery {
@@ -162,19 +229,58 @@ async fn verify(
     state: web::Data<AppState>,
     body: web::Json<VerifyRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let client = super::client_ip(&request, &state)?;
-    let token = state
-        .otp
-        .verify(
-            &body.phone,
-            body.purpose.as_deref(),
-            &body.code,
-            body.audience.as_deref(),
-            client,
-        )
-        .await?;
+    let body = body.into_inner();
+    let command = VerifyCommand {
+        verification_id: body.verification_id,
+        phone: body.phone,
+        purpose: body.purpose,
+        code: body.code,
+        audience: body.audience,
+        client: super::client_ip(&request, &state)?,
+    };
+    let token = state.otp.verify(command).await?;
     Ok(envelope::ok(VerifyData {
         verified: true,
         token: Some(token),
     }))
+}
+
+async fn verification(
+    _caller: MayReadStatus,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let view = state.otp.verification(&id).await?;
+    Ok(envelope::ok(verification_data(view)))
+}
+
+async fn cancel_verification(
+    _caller: MayVerify,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let view = state.otp.cancel(&id).await?;
+    Ok(envelope::ok(verification_data(view)))
+}
+
+fn verification_data(view: VerificationView) -> VerificationData {
+    VerificationData {
+        verification_id: view.id.as_str().to_owned(),
+        status: match view.status {
+            otp::VerificationStatus::Pending => VerificationStatus::Pending,
+            otp::VerificationStatus::Approved => VerificationStatus::Approved,
+            otp::VerificationStatus::Canceled => VerificationStatus::Canceled,
+            otp::VerificationStatus::Expired => VerificationStatus::Expired,
+            otp::VerificationStatus::MaxAttemptsReached => VerificationStatus::MaxAttemptsReached,
+        },
+        delivery: match view.delivery {
+            DeliveryStatus::Sent => Delivery::Sent,
+            DeliveryStatus::Unconfirmed => Delivery::Unconfirmed,
+        },
+        remaining_attempts: view.remaining_attempts,
+        created_at: view.created_at_ms / 1000,
+        expires_at: view.expires_at_ms / 1000,
+        phone: view.phone.masked(),
+        purpose: view.purpose.as_str().to_owned(),
+    }
 }

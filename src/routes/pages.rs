@@ -12,10 +12,10 @@ use super::ApiError;
 use super::openapi::Api;
 
 /// One embedded file: its name in the URL, its content type, its bytes.
-type Asset = (&'static str, &'static str, &'static [u8]);
+pub(super) type Asset = (&'static str, &'static str, &'static [u8]);
 
-const JS: &str = "text/javascript; charset=utf-8";
-const CSS: &str = "text/css; charset=utf-8";
+pub(super) const JS: &str = "text/javascript; charset=utf-8";
+pub(super) const CSS: &str = "text/css; charset=utf-8";
 const HTML: &str = "text/html; charset=utf-8";
 
 const DOCS_PAGE: &str = include_str!("../../assets/docs/index.html");
@@ -157,15 +157,20 @@ fn describe_assets(api: &mut Api, path: &'static str, summary: &'static str, ass
 }
 
 fn page(html: String) -> HttpResponse {
+    page_with_csp(html, CSP)
+}
+
+/// A page under its own content security policy, never framed, sending no referrer.
+pub(super) fn page_with_csp(html: String, csp: &'static str) -> HttpResponse {
     HttpResponse::Ok()
         .insert_header((CONTENT_TYPE, HTML))
-        .insert_header(("content-security-policy", CSP))
+        .insert_header(("content-security-policy", csp))
         .insert_header(("referrer-policy", "no-referrer"))
         .insert_header(("x-frame-options", "DENY"))
         .body(html)
 }
 
-fn asset(assets: &[Asset], name: &str) -> Result<HttpResponse, ApiError> {
+pub(super) fn asset(assets: &[Asset], name: &str) -> Result<HttpResponse, ApiError> {
     let (_, content_type, bytes) = assets
         .iter()
         .find(|(known, _, _)| *known == name)

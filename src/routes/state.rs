@@ -1,5 +1,5 @@
 //! What every handler can reach: the use cases, and the few settings the HTTP layer applies
-//! itself (which proxies to believe, the operator token).
+//! itself (which proxies to believe, the operator token, the SMS prices the console shows).
 
 use std::sync::Arc;
 
@@ -11,6 +11,7 @@ use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::otp::OtpService;
 use crate::pow::PowService;
+use crate::sms::SmsPrices;
 use crate::stats::Stats;
 use crate::token::TokenIssuer;
 
@@ -30,4 +31,6 @@ pub struct AppState {
     pub admin_token: Option<Secret>,
     /// Which operations need an API key, and the keys.
     pub api_keys: ApiKeyGate,
+    /// What one SMS costs per region, for the console's spend estimate.
+    pub sms_prices: SmsPrices,
 }

@@ -10,6 +10,7 @@ pub mod http;
 mod locales;
 mod log;
 mod observe;
+pub mod prices;
 mod routing;
 pub mod settings;
 #[cfg(test)]
@@ -32,6 +33,7 @@ pub use self::error::{SmsError, SmsErrorKind};
 pub use self::locales::Locales;
 pub use self::log::LogSender;
 pub use self::observe::{NoObserver, SmsAttempt, SmsObserver};
+pub use self::prices::SmsPrices;
 pub use self::routing::SmsRouter;
 pub use self::settings::{ProviderName, SmsRoute, SmsSettings};
 use self::templates::ProviderTemplates;

@@ -15,6 +15,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::aliyun::{self, AliyunSettings};
 use super::locales::Locales;
+use super::prices::{self, SmsPrices};
 use super::templates::TextTemplates;
 use super::templates::{DEFAULT_PURPOSE, ProviderTemplate, ProviderTemplates, TemplateValue};
 use super::tencent::{self, TencentSettings};
@@ -83,6 +84,8 @@ pub struct SmsSettings {
     pub locales: Locales,
     /// Texts for `log`, `webhook` and `twilio`: built-in ones, replaced by `[sms.texts]`.
     pub texts: Arc<TextTemplates>,
+    /// What one SMS costs per region (`VCODE_SMS_PRICES`), for the console's spend estimate.
+    pub prices: SmsPrices,
     pub webhook: Option<WebhookSettings>,
     pub aliyun: Option<AliyunSettings>,
     pub tencent: Option<TencentSettings>,
@@ -99,6 +102,7 @@ impl Default for SmsSettings {
             routes: Vec::new(),
             locales: Locales::new(BTreeMap::new(), &texts.languages(), english()),
             texts: Arc::new(texts),
+            prices: SmsPrices::default(),
             webhook: None,
             aliyun: None,
             tencent: None,
@@ -247,6 +251,11 @@ struct SmsVariables {
     /// `[sms.texts.<purpose>]`: `<locale> = "text"`.
     #[serde(rename = "VCODE_SMS_TEXTS", skip_serializing)]
     texts: BTreeMap<String, BTreeMap<String, String>>,
+    /// What one SMS costs per region: `CN=0.045,*=0.05`, or `[sms.prices]` (`CN = 0.045`).
+    #[serde(rename = "VCODE_SMS_PRICES", skip_serializing)]
+    prices: PricesGiven,
+    #[serde(rename = "VCODE_SMS_PRICE_CURRENCY", with = "OptionalText")]
+    price_currency: Option<String>,
 }
 
 impl Default for SmsVariables {
@@ -257,6 +266,8 @@ impl Default for SmsVariables {
             default_locale: english(),
             region_locales: RegionLocalesGiven::default(),
             texts: BTreeMap::new(),
+            prices: PricesGiven::default(),
+            price_currency: Some(prices::DEFAULT_CURRENCY.to_owned()),
         }
     }
 }
@@ -407,7 +418,8 @@ template_variables!(TencentTemplateVariables: "VCODE_TENCENT_TEMPLATE", "VCODE_T
 /// A setting a variable gives as text and the file as a table: `VCODE_SMS_ROUTES=
 /// "+86:aliyun,tencent;+1:twilio"` or `[sms.routes]` (`"+86" = ["aliyun"]`,
 /// `"+1" = { providers = ["tencent"], tencent = { … } }`); `VCODE_REGION_LOCALES="US:en,JP:ja"`
-/// or `[sms.region_locales]` (`US = "en"`).
+/// or `[sms.region_locales]` (`US = "en"`); `VCODE_SMS_PRICES="CN=0.045,*=0.05"` or
+/// `[sms.prices]` (`CN = 0.045`).
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(untagged, expecting = "text as the variable takes it, or a table")]
 enum TextOrTable<T> {
@@ -419,6 +431,7 @@ enum TextOrTable<T> {
 
 type RoutesGiven = TextOrTable<BTreeMap<String, RouteGiven>>;
 type RegionLocalesGiven = TextOrTable<BTreeMap<String, String>>;
+type PricesGiven = TextOrTable<BTreeMap<String, f64>>;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(
@@ -522,6 +535,7 @@ impl SmsSettings {
             default_route: given.providers,
             routes,
             texts: Arc::new(texts),
+            prices: prices(sources, &given.prices, given.price_currency.as_deref())?,
             ..Self::default()
         };
         let by_region = region_locales(sources, &given.region_locales)?;
@@ -1054,6 +1068,30 @@ fn region_locales(
     Ok(by_region)
 }
 
+/// The price table, each refusal naming the variable (or file key) that gave it.
+fn prices(
+    sources: &Sources,
+    given: &PricesGiven,
+    currency: Option<&str>,
+) -> Result<SmsPrices, ConfigError> {
+    const PRICES: &str = "VCODE_SMS_PRICES";
+    const CURRENCY: &str = "VCODE_SMS_PRICE_CURRENCY";
+    let refused = |name: &str, reason: String| {
+        let (value, _) = sources.given(name).unwrap_or_default();
+        ConfigError::invalid(sources.origin(name), value, reason)
+    };
+    let currency = currency.unwrap_or(prices::DEFAULT_CURRENCY);
+    SmsPrices::new(currency, []).map_err(|reason| refused(CURRENCY, reason))?;
+    let entries = match given {
+        TextOrTable::None => Vec::new(),
+        TextOrTable::Text(text) => {
+            SmsPrices::parse_pairs(text).map_err(|reason| refused(PRICES, reason))?
+        }
+        TextOrTable::Table(table) => table.clone().into_iter().collect(),
+    };
+    SmsPrices::new(currency, entries).map_err(|reason| refused(PRICES, reason))
+}
+
 /// The built-in texts with `[sms.texts.<purpose>]` (`<locale> = "text"`) over them.
 fn texts(given: &BTreeMap<String, BTreeMap<String, String>>) -> Result<TextTemplates, ConfigError> {
     let mut texts = TextTemplates::default();
@@ -1167,6 +1205,7 @@ impl fmt::Debug for SmsSettings {
             .field("default_route", &self.default_route)
             .field("routes", &self.routes)
             .field("locales", &self.locales)
+            .field("prices", &self.prices)
             .field("webhook", &webhook)
             .field("aliyun", &self.aliyun)
             .field("tencent", &self.tencent)

@@ -123,6 +123,45 @@ fn the_operator_maps_regions_to_languages_and_sets_the_default() {
 }
 
 #[test]
+fn the_price_table_comes_from_a_variable_or_the_file() {
+    let none = parse(&[], None).unwrap();
+    assert_eq!(none.prices.currency(), "USD");
+    assert!(none.prices.table().is_empty());
+    let given = parse(
+        &[
+            ("VCODE_SMS_PRICES", "CN=0.045, gb=0.04, *=0.05"),
+            ("VCODE_SMS_PRICE_CURRENCY", "eur"),
+        ],
+        None,
+    )
+    .unwrap();
+    assert_eq!(given.prices.currency(), "EUR");
+    assert_eq!(given.prices.price_of("GB"), Some(0.04));
+    assert_eq!(given.prices.price_of("US"), Some(0.05));
+    let file = "[sms]\nprice_currency = \"CNY\"\n[sms.prices]\nCN = 0.3\n\"*\" = 1\n";
+    let from_file = parse(&[], Some(file)).unwrap();
+    assert_eq!(from_file.prices.currency(), "CNY");
+    assert_eq!(from_file.prices.price_of("CN"), Some(0.3));
+    assert_eq!(from_file.prices.price_of("JP"), Some(1.0));
+    let over_file = parse(&[("VCODE_SMS_PRICES", "CN=0.2")], Some(file)).unwrap();
+    assert_eq!(over_file.prices.price_of("JP"), None);
+    for bad in ["XX=0.1", "CN=-1", "CN", "CN=0.1,CN=0.2"] {
+        let error = parse(&[("VCODE_SMS_PRICES", bad)], None).unwrap_err();
+        assert!(
+            error.starts_with(&format!("VCODE_SMS_PRICES=\"{bad}\"")),
+            "{error}"
+        );
+    }
+    let error = parse(&[], Some("[sms.prices]\nXX = 0.1\n")).unwrap_err();
+    assert!(
+        error.starts_with("sms.prices (VCODE_CONFIG_FILE)"),
+        "{error}"
+    );
+    let error = parse(&[("VCODE_SMS_PRICE_CURRENCY", "dollars")], None).unwrap_err();
+    assert!(error.starts_with("VCODE_SMS_PRICE_CURRENCY="), "{error}");
+}
+
+#[test]
 fn providers_routes_and_locale_come_from_variables() {
     let mut vars = aliyun_vars();
     vars.extend(twilio_vars());

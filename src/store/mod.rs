@@ -1,6 +1,6 @@
 //! What the use cases keep, as narrow roles (codes, quotas, captchas, idempotency records,
-//! stats, dev outbox, health, used proof-of-work challenges, the fraud guard's counts), and the
-//! backends that play them:
+//! verifications, stats, dev outbox, health, used proof-of-work challenges, the fraud guard's
+//! counts), and the backends that play them:
 //! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
 //! instances). Every operation that reads, compares and writes is one atomic step in each.
 
@@ -16,7 +16,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
+use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 use crate::fraud::policy::{Reason, Tally, Window};
 
 pub use self::memory::MemoryStore;
@@ -46,6 +46,9 @@ pub enum ResendPolicy {
 #[derive(Clone, Debug)]
 pub struct IssueParams {
     pub ttl: Duration,
+    /// How long a verification's record outlives its code's TTL, so that its status can still
+    /// be read (`approved`, `expired`…).
+    pub retention: Duration,
     pub cooldown: Duration,
     pub policy: ResendPolicy,
     /// Limits on SMS per phone (all purposes), checked in the same step as the issue.
@@ -168,6 +171,28 @@ impl DeliveryKind {
 pub struct CodeCandidate {
     pub digest: CodeDigest,
     pub sealed: Option<SealedCode>,
+    /// The id this send answers. The store binds it to the code the send delivers (the
+    /// candidate, or the pending code it re-sends), with its own attempt budget.
+    pub verification: VerificationId,
+}
+
+/// Whether the provider confirmed the SMS of an accepted send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryStatus {
+    #[default]
+    Sent,
+    /// The request reached the provider and no answer came: the SMS may arrive.
+    Unconfirmed,
+}
+
+impl DeliveryStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Sent => "sent",
+            Self::Unconfirmed => "unconfirmed",
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -193,6 +218,8 @@ impl Delivery {
 /// still holds exactly what this issue wrote, so it never removes a later send's code.
 #[derive(Clone, Debug)]
 pub struct IssueUndo {
+    /// The send's verification, removed with the issue: its id was never handed out.
+    pub(crate) verification: VerificationId,
     pub(crate) quota_token: QuotaToken,
     pub(crate) digest: CodeDigest,
     pub(crate) sent_at_ms: u64,
@@ -214,10 +241,14 @@ pub enum VerifyOutcome {
     Verified,
     /// Wrong code; it stays pending with this many attempts left.
     Mismatch { remaining_attempts: u32 },
-    /// Wrong code and the attempt limit is reached: the code was destroyed.
+    /// Wrong code and the attempt limit is reached: by phone, the code was destroyed; by id,
+    /// that id is spent (also the answer to every later try with it).
     Destroyed,
-    /// No code is pending (never sent, expired, used or destroyed).
+    /// No code is pending (never sent, expired, used or destroyed); by id: the code the id was
+    /// sent with is no longer pending (verified, replaced, expired) or the id has expired.
     CodeExpired,
+    /// By id: the verification was canceled.
+    Canceled,
     /// The phone's failed-verify quota is used up: nothing was compared.
     QuotaExceeded { retry_after: Duration },
 }
@@ -240,6 +271,53 @@ pub struct PendingCode {
     pub sealed: Option<SealedCode>,
     pub failed_attempts: u32,
     pub deliveries: u32,
+}
+
+/// Where a verification id leads: the (phone, purpose) it was sent for. Written once by the send
+/// and never changed, so it can be read before the atomic step on the phone's records.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerificationTarget {
+    pub phone_e164: String,
+    pub purpose: String,
+}
+
+/// A verification's life-cycle, as `GET /otp/verifications/{id}` answers it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VerificationStatus {
+    /// Its code is pending and it may still verify it.
+    Pending,
+    /// Its code was verified under this id.
+    Approved,
+    Canceled,
+    /// Its code is no longer pending (expired, replaced by `rotate`, verified under another id
+    /// or by phone), or its own TTL has passed.
+    Expired,
+    /// Its attempts are spent.
+    MaxAttemptsReached,
+}
+
+impl VerificationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Approved => "approved",
+            Self::Canceled => "canceled",
+            Self::Expired => "expired",
+            Self::MaxAttemptsReached => "max_attempts_reached",
+        }
+    }
+}
+
+/// A verification as the store holds it. Times are unix milliseconds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerificationRecord {
+    pub target: VerificationTarget,
+    pub status: VerificationStatus,
+    pub delivery: DeliveryStatus,
+    pub failed_attempts: u32,
+    pub created_at_ms: u64,
+    /// When its code expired (or will) as this send left it: the id verifies until then.
+    pub expires_at_ms: u64,
 }
 
 /// A captcha as stored: the seed its picture and (under the service's key) its answer are
@@ -310,6 +388,45 @@ pub trait CodeStore: Send + Sync + 'static {
         phone: &Phone,
         purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError>;
+
+    /// The (phone, purpose) a verification was sent for; `None` for an unknown or forgotten
+    /// id. Never changes once written, so reading it outside the verify's atomic step is safe.
+    async fn locate_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationTarget>, StoreError>;
+
+    /// `verify_code` under one verification id (whose target is `phone`, `purpose`): compares
+    /// only while the id is pending and bound to the pending code. A match consumes the code
+    /// (for every id) and approves this id; a mismatch counts in this id's attempts alone (and
+    /// in the phone's and the (phone, client)'s failure logs) and spends the id at
+    /// `max_attempts`: the code itself is never destroyed by guesses. One atomic step.
+    async fn verify_by_id(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: &VerificationId,
+        candidates: &[CodeDigest],
+        client: IpAddr,
+        params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError>;
+
+    /// The verification, its status worked out against the pending code; `None` when unknown.
+    async fn verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError>;
+
+    /// Cancels a pending verification (an ended one stays as it is) and returns it. The code
+    /// stays pending for its other ids: one requester never ends another's verification.
+    async fn cancel_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError>;
+
+    /// Records that the SMS of the send that answered `id` is unconfirmed (the issue wrote
+    /// `sent`, the common case, so that a confirmed send costs no second write).
+    async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId) -> Result<(), StoreError>;
 }
 
 /// Budgets shared by many phones: per client address and global.
@@ -345,7 +462,9 @@ pub trait CaptchaStore: Send + Sync + 'static {
     /// The captcha, left in place (to draw its picture, and for the dev route).
     async fn captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
 
-    /// Removes and returns the captcha in one step: of concurrent takers only one gets it.
+    /// Removes and returns the captcha in one step: of concurrent takers only one gets it. A
+    /// take that reaches a shared store after its caller gave up waiting takes nothing (the
+    /// caller answered a failure, and its retry must find the captcha).
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError>;
 }
 
@@ -354,7 +473,8 @@ pub trait CaptchaStore: Send + Sync + 'static {
 #[async_trait]
 pub trait IdempotencyStore: Send + Sync + 'static {
     /// Claims `key` with `running` for `lease` (returns `None`), or returns the record the key
-    /// already holds. One step, so of concurrent first requests exactly one runs.
+    /// already holds. One step, so of concurrent first requests exactly one runs. A claim that
+    /// reaches a shared store after its caller gave up waiting claims nothing.
     async fn begin_idempotent(
         &self,
         key: &str,
@@ -403,8 +523,13 @@ pub trait OutboxStore: Send + Sync + 'static {
 #[async_trait]
 pub trait PowReplayStore: Send + Sync + 'static {
     /// Records the challenge `digest` for `ttl` unless it is recorded already, in one atomic
-    /// step; true if it was new. Of concurrent recorders of one digest exactly one gets true.
+    /// step; true if it was new. Of concurrent recorders of one digest exactly one gets true. A
+    /// record that reaches a shared store after its caller gave up waiting records nothing.
     async fn record_solved_pow(&self, digest: &str, ttl: Duration) -> Result<bool, StoreError>;
+
+    /// Forgets a recorded challenge, so that it is accepted once more: the send it was
+    /// recorded for failed on the server side before any SMS went out.
+    async fn forget_solved_pow(&self, digest: &str) -> Result<(), StoreError>;
 }
 
 /// One send as the fraud guard counts it: its destination prefix and country, the pending code

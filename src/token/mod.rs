@@ -1,7 +1,7 @@
 //! Verification tokens: after a code is verified, a JWT signed with Ed25519 (EdDSA) that a
 //! backend checks against the published keys (`GET /.well-known/jwks.json`) without calling
-//! the service. Claims: `iss`, `sub` (the E.164 phone), `purpose`, `iat`, `exp`, `jti` and the
-//! `aud` the caller asked for. Keys are in `keys`, settings in `settings`.
+//! the service. Claims: `iss`, `sub` (the E.164 phone), `purpose`, `iat`, `exp`, `jti`, the
+//! `aud` the caller asked for and `vid`, the verification id the code was verified under. Keys are in `keys`, settings in `settings`.
 
 mod keys;
 mod settings;
@@ -54,6 +54,10 @@ pub struct Claims {
     pub iat: u64,
     pub exp: u64,
     pub jti: String,
+    /// The verification id (`otp/send`'s `verification_id`) the code was verified under;
+    /// absent for a verify by phone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vid: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -122,6 +126,17 @@ impl TokenIssuer {
         purpose: &str,
         audience: Option<&Audience>,
     ) -> Result<String, TokenError> {
+        self.issue_for(phone, purpose, audience, None)
+    }
+
+    /// `issue`, naming the verification id the code was verified under (`vid`).
+    pub fn issue_for(
+        &self,
+        phone: &str,
+        purpose: &str,
+        audience: Option<&Audience>,
+        verification: Option<&str>,
+    ) -> Result<String, TokenError> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -134,6 +149,7 @@ impl TokenIssuer {
             iat: now,
             exp: now + self.settings.ttl.as_secs(),
             jti: random_jti(),
+            vid: verification.map(str::to_owned),
         };
         // The JWS compact form (RFC 7515): header.claims.signature, each base64url.
         let mut token = String::with_capacity(320);

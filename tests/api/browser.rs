@@ -18,7 +18,7 @@ fn screenshots() -> PathBuf {
 }
 
 /// Why the browser cannot run here, if it cannot.
-fn missing_browser() -> Option<String> {
+pub fn missing_browser() -> Option<String> {
     for program in ["/usr/bin/chromium", "/usr/bin/chromedriver"] {
         if !Path::new(program).exists() {
             return Some(format!(

@@ -49,6 +49,7 @@ fn legacy_pair(
 
 fn params() -> IssueParams {
     IssueParams {
+        retention: Duration::ZERO,
         ttl: Duration::from_secs(300),
         cooldown: Duration::from_secs(60),
         policy: ResendPolicy::Reuse,

@@ -17,6 +17,10 @@ async fn load(strategy: VerifyStrategy) -> Report {
         // Quotas would refuse the load itself; the load test measures the strategy.
         settings.abuse = AbuseSettings::unlimited();
         settings.verify_strategy = strategy;
+        if strategy.is_legacy() {
+            // The Go service knew no verification ids.
+            settings.otp.verify_by = vcode::otp::VerifyBy::Phone;
+        }
         settings.legacy_gap = Duration::from_millis(5);
     };
     let first = spawn_app_with(Backend::Redis, configure).await;

@@ -15,9 +15,12 @@ async fn happy_path_send_read_verify(backend: Backend) {
     let number = random_phone();
     let sent = app.send(&number).await;
     assert_eq!(sent.status, 200, "{sent:?}");
+    let id = sent.data::<SendData>().verification_id;
+    assert_eq!(id.len(), 22, "{sent:?}");
     assert_eq!(
         sent.body,
         ok_body(SendData {
+            verification_id: id,
             expires_in: 300,
             resend_after: 60,
             delivery: Delivery::Sent,

@@ -33,7 +33,7 @@ macro_rules! on_memory_and_redis {
 use on_memory_and_redis;
 
 /// Challenges a debug build and the Python client solve in milliseconds.
-fn easy_pow(settings: &mut Settings) {
+pub(crate) fn easy_pow(settings: &mut Settings) {
     settings.pow.cost = 10;
     settings.pow.max_counter = 50;
 }
@@ -97,7 +97,7 @@ async fn fetch_challenge(app: &TestApp) -> (u16, String, Value) {
 }
 
 /// A payload for a fresh challenge of `app`, solved by the independent client.
-async fn solved_payload(app: &TestApp) -> String {
+pub(crate) async fn solved_payload(app: &TestApp) -> String {
     let (status, _, challenge) = fetch_challenge(app).await;
     assert_eq!(status, 200, "{challenge}");
     altcha_client("solve", &challenge.to_string()).await

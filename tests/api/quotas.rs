@@ -28,6 +28,7 @@ fn no_limits(settings: &mut vcode::Settings) {
 
 fn issue_params(phone_quota: Vec<QuotaRule>) -> IssueParams {
     IssueParams {
+        retention: Duration::ZERO,
         ttl: Duration::from_secs(300),
         cooldown: Duration::ZERO,
         policy: ResendPolicy::Reuse,

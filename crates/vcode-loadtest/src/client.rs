@@ -131,9 +131,18 @@ impl Client {
         .await
     }
 
-    /// `POST /api/v1/otp/verify`.
-    pub async fn verify(&self, phone: &str, code: &str) -> Timed<VerifyAnswer> {
-        let body = VerifyRequest::new(phone, code);
+    /// `POST /api/v1/otp/verify`: under the send's `verification_id` (with the phone, which
+    /// must match it), or by phone alone for a service that verifies by phone.
+    pub async fn verify(
+        &self,
+        verification_id: Option<&str>,
+        phone: &str,
+        code: &str,
+    ) -> Timed<VerifyAnswer> {
+        let body = VerifyRequest {
+            verification_id: verification_id.map(str::to_owned),
+            ..VerifyRequest::new(phone, code)
+        };
         self.timed(async {
             match self.post(paths::OTP_VERIFY, &body).await {
                 Ok(answer) => (answer.into_verify(), true),
@@ -284,10 +293,11 @@ mod tests {
 
     #[test]
     fn sends_read_the_lifetime_and_cooldown_from_the_answer() {
-        let sent = r#"{"code":200,"message":"ok","data":{"expires_in":120,"resend_after":30,"delivery":"unconfirmed"}}"#;
+        let sent = r#"{"code":200,"message":"ok","data":{"verification_id":"q3Vd0m9YyTnJkqW8cXoB4A","expires_in":120,"resend_after":30,"delivery":"unconfirmed"}}"#;
         assert_eq!(
             answered(200, sent).into_send(),
             SendAnswer::Delivered(SendData {
+                verification_id: "q3Vd0m9YyTnJkqW8cXoB4A".into(),
                 expires_in: 120,
                 resend_after: 30,
                 delivery: Delivery::Unconfirmed,

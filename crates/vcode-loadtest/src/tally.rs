@@ -206,12 +206,13 @@ mod tests {
         let mut a = Tally::new().unwrap();
         let mut b = Tally::new().unwrap();
         let sent = SendData {
+            verification_id: "q3Vd0m9YyTnJkqW8cXoB4A".into(),
             expires_in: 300,
             resend_after: 60,
             delivery: Delivery::Sent,
         };
         for ms in 1..=99 {
-            let call = answered(SendAnswer::Delivered(sent), ms);
+            let call = answered(SendAnswer::Delivered(sent.clone()), ms);
             a.request(&call);
             a.send(&call.answer);
         }

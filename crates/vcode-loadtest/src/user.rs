@@ -29,6 +29,8 @@ pub struct VirtualUser {
     live: Arc<Live>,
     shape: Shape,
     ledger: Ledger,
+    /// The `verification_id` of the newest delivered send: what verifies the newest SMS.
+    verification_id: Option<String>,
     /// The last SMS read; everything after it in the outbox is new.
     last_seen: Option<OutboxMessage>,
     tally: Tally,
@@ -50,6 +52,7 @@ impl VirtualUser {
             live,
             shape,
             ledger: Ledger::default(),
+            verification_id: None,
             last_seen: None,
             tally,
         }
@@ -114,7 +117,7 @@ impl VirtualUser {
             }
         }
         let code = self.first_new_code().await?;
-        let verify = self.client.verify(&self.phone, &code).await;
+        let verify = self.client.verify(self.id(), &self.phone, &code).await;
         Some(self.note_verify(&code, &verify).into_iter().collect())
     }
 
@@ -132,7 +135,10 @@ impl VirtualUser {
         if matches!(resend.answer, SendAnswer::Delivered(_)) {
             // Device B types the newest SMS.
             if let Some(second) = self.read_new_sms().await.pop() {
-                let verify = self.client.verify(&self.phone, &second.code).await;
+                let verify = self
+                    .client
+                    .verify(self.id(), &self.phone, &second.code)
+                    .await;
                 attempts.extend(self.note_verify(&second.code, &verify));
             }
         }
@@ -164,9 +170,16 @@ impl VirtualUser {
         tokio::spawn(async move { client.send(&phone).await })
     }
 
+    /// Verifies `code` under the id of the newest delivered send (device A keeps the id its
+    /// own send answered, as a page would).
     fn spawn_verify(&self, code: &str) -> JoinHandle<Timed<VerifyAnswer>> {
         let (client, phone, code) = (self.client.clone(), self.phone.clone(), code.to_owned());
-        tokio::spawn(async move { client.verify(&phone, &code).await })
+        let id = self.verification_id.clone();
+        tokio::spawn(async move { client.verify(id.as_deref(), &phone, &code).await })
+    }
+
+    fn id(&self) -> Option<&str> {
+        self.verification_id.as_deref()
     }
 
     /// The code of the first SMS that arrived since the last read; without one, the newest
@@ -214,6 +227,7 @@ impl VirtualUser {
         if let SendAnswer::Delivered(sent) = &send.answer {
             self.ledger
                 .code_ttl_announced(Duration::from_secs(sent.expires_in));
+            self.verification_id = Some(sent.verification_id.clone());
         }
     }
 

@@ -18,6 +18,11 @@ pub enum ErrorCode {
     NumberTypeRefused = 40004,
     /// No SMS goes to this number's country (the service's geo permissions).
     RegionRefused = 40005,
+    /// A verify without `verification_id` where the service verifies by id
+    /// (`VCODE_VERIFY_BY=id`, the default).
+    VerificationIdRequired = 40006,
+    /// The `phone` or `purpose` of a verify by id is not its verification's.
+    VerificationMismatch = 40007,
     /// Wrong code; data [`crate::WrongCodeData`].
     WrongCode = 40010,
     /// Wrong or missing captcha.
@@ -32,6 +37,8 @@ pub enum ErrorCode {
     DestinationSuspended = 40300,
     /// No such route or captcha.
     NotFound = 40400,
+    /// No such verification: unknown or malformed id, or its record has expired.
+    VerificationNotFound = 40401,
     /// The route exists, not for this method.
     MethodNotAllowed = 40500,
     /// The request body did not arrive within the body deadline.
@@ -58,19 +65,22 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in ascending order.
-    pub const ALL: [Self; 24] = [
+    pub const ALL: [Self; 27] = [
         Self::Malformed,
         Self::InvalidPhone,
         Self::InvalidCode,
         Self::InvalidPurpose,
         Self::NumberTypeRefused,
         Self::RegionRefused,
+        Self::VerificationIdRequired,
+        Self::VerificationMismatch,
         Self::WrongCode,
         Self::WrongCaptcha,
         Self::PowRejected,
         Self::Unauthorized,
         Self::DestinationSuspended,
         Self::NotFound,
+        Self::VerificationNotFound,
         Self::MethodNotAllowed,
         Self::BodyTimeout,
         Self::IdempotencyInProgress,
@@ -126,19 +136,22 @@ mod tests {
     use super::*;
 
     /// DESIGN.md's table, row by row: code and HTTP status written out, not computed.
-    const TABLE: [(ErrorCode, u32, u16); 24] = [
+    const TABLE: [(ErrorCode, u32, u16); 27] = [
         (ErrorCode::Malformed, 40000, 400),
         (ErrorCode::InvalidPhone, 40001, 400),
         (ErrorCode::InvalidCode, 40002, 400),
         (ErrorCode::InvalidPurpose, 40003, 400),
         (ErrorCode::NumberTypeRefused, 40004, 400),
         (ErrorCode::RegionRefused, 40005, 400),
+        (ErrorCode::VerificationIdRequired, 40006, 400),
+        (ErrorCode::VerificationMismatch, 40007, 400),
         (ErrorCode::WrongCode, 40010, 400),
         (ErrorCode::WrongCaptcha, 40020, 400),
         (ErrorCode::PowRejected, 40021, 400),
         (ErrorCode::Unauthorized, 40100, 401),
         (ErrorCode::DestinationSuspended, 40300, 403),
         (ErrorCode::NotFound, 40400, 404),
+        (ErrorCode::VerificationNotFound, 40401, 404),
         (ErrorCode::MethodNotAllowed, 40500, 405),
         (ErrorCode::BodyTimeout, 40800, 408),
         (ErrorCode::IdempotencyInProgress, 40900, 409),
@@ -170,7 +183,7 @@ mod tests {
 
     #[test]
     fn unknown_numbers_are_no_code() {
-        for number in [0, 200, 40006, 42903, 50100] {
+        for number in [0, 200, 40008, 42903, 50100] {
             assert_eq!(ErrorCode::from_code(number), None, "{number}");
         }
     }
@@ -181,6 +194,6 @@ mod tests {
         assert_eq!(json, "42901");
         let read: ErrorCode = serde_json::from_str("40021").unwrap();
         assert_eq!(read, ErrorCode::PowRejected);
-        assert!(serde_json::from_str::<ErrorCode>("40006").is_err());
+        assert!(serde_json::from_str::<ErrorCode>("40008").is_err());
     }
 }

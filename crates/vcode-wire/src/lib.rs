@@ -7,6 +7,7 @@
 //! always written; unknown fields are ignored when reading, so either side can grow first.
 
 mod captcha;
+mod console;
 mod dev;
 mod envelope;
 mod error_code;
@@ -19,6 +20,7 @@ mod pow;
 mod stats;
 
 pub use captcha::{CaptchaCreated, CaptchaVerifyRequest, Verified};
+pub use console::SmsPricesData;
 pub use dev::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery};
 pub use envelope::{Envelope, OK, OK_MESSAGE};
 pub use error_code::ErrorCode;
@@ -28,7 +30,8 @@ pub use fraud::{
 };
 pub use health::{Health, HealthStatus};
 pub use otp::{
-    Delivery, RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest, WrongCodeData,
+    Delivery, RetryAfterData, SendData, SendRequest, VerificationData, VerificationStatus,
+    VerifyData, VerifyRequest, WrongCodeData,
 };
 pub use pow::PowVerifyRequest;
 pub use stats::StatsQuery;

@@ -41,19 +41,31 @@ impl SendRequest {
     }
 }
 
-/// `POST /api/v1/otp/verify`.
+/// `POST /api/v1/otp/verify`: the code and the `verification_id` its send answered (by phone
+/// instead where the service allows it, `VCODE_VERIFY_BY`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct VerifyRequest {
+    /// What `otp/send` answered; required unless the service verifies by phone (40006).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[A-Za-z0-9_-]{22}$", examples("q3Vd0m9YyTnJkqW8cXoB4A"))
+    )]
+    pub verification_id: Option<String>,
+    /// Required when verifying by phone; with a `verification_id`, it must be the
+    /// verification's if given (40007).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(examples("+8613800138000")))]
-    pub phone: String,
+    pub phone: Option<String>,
     /// The digits of the SMS (`VCODE_CODE_LENGTH` of them, 6 by default).
     #[cfg_attr(
         feature = "openapi",
         schema(pattern = "^[0-9]{4,10}$", examples("123456"))
     )]
     pub code: String,
-    /// `login` when left out.
+    /// By phone, `login` when left out; with a `verification_id`, it must be the
+    /// verification's if given (40007).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
         feature = "openapi",
@@ -76,21 +88,39 @@ pub struct VerifyRequest {
 }
 
 impl VerifyRequest {
-    /// A verify of `code` for `phone` and the default purpose.
+    /// A verify of `code` under the `verification_id` its send answered.
+    pub fn with_id(verification_id: impl Into<String>, code: impl Into<String>) -> Self {
+        Self {
+            verification_id: Some(verification_id.into()),
+            code: code.into(),
+            ..Self::default()
+        }
+    }
+
+    /// A verify of `code` for `phone` and the default purpose, without an id (for a service
+    /// that verifies by phone).
     pub fn new(phone: impl Into<String>, code: impl Into<String>) -> Self {
         Self {
-            phone: phone.into(),
+            phone: Some(phone.into()),
             code: code.into(),
-            purpose: None,
-            audience: None,
+            ..Self::default()
         }
     }
 }
 
 /// A send's answer: the code was stored and its SMS handed to the provider.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendData {
+    /// This send's own id (128 random bits, URL-safe base64): `otp/verify` takes it with the
+    /// code, and only guesses under it count against it. Every send answers a new one, also
+    /// when it re-sends the pending code. Empty only from a service that predates ids.
+    #[serde(default)]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(required = true, examples("q3Vd0m9YyTnJkqW8cXoB4A"))
+    )]
+    pub verification_id: String,
     /// Seconds until the code expires.
     pub expires_in: u64,
     /// Seconds until another send may deliver an SMS (the resend cooldown).
@@ -115,6 +145,45 @@ pub enum Delivery {
     /// provider was tried; after `resend_after` a send delivers the pending code again
     /// (`VCODE_RESEND=reuse`, the default).
     Unconfirmed,
+}
+
+/// Where a verification stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum VerificationStatus {
+    /// Its code is pending and this id may verify it.
+    Pending,
+    /// Its code was verified under this id.
+    Approved,
+    /// Canceled: this id no longer verifies.
+    Canceled,
+    /// Its code is no longer pending (expired, replaced by a `rotate` resend, verified under
+    /// another id or by phone), or the id's own time has passed.
+    Expired,
+    /// Its attempts are spent (42901); the code may still verify under its other ids.
+    MaxAttemptsReached,
+}
+
+/// `GET /api/v1/otp/verifications/{id}` and its `cancel`: one send's verification.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VerificationData {
+    pub verification_id: String,
+    pub status: VerificationStatus,
+    /// What the SMS provider said of this send's message.
+    pub delivery: Delivery,
+    /// Wrong codes this id may still try (0 once it is no longer pending).
+    pub remaining_attempts: u32,
+    /// Unix seconds.
+    pub created_at: u64,
+    /// Unix seconds: the id verifies until then.
+    pub expires_at: u64,
+    /// Masked, as logs show it.
+    #[cfg_attr(feature = "openapi", schema(examples("+86138****8000")))]
+    pub phone: String,
+    #[cfg_attr(feature = "openapi", schema(examples("login")))]
+    pub purpose: String,
 }
 
 /// A verify's answer: the code matched and is gone.

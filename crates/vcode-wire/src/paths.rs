@@ -20,6 +20,14 @@ pub const READYZ: &str = "/readyz";
 pub const METRICS: &str = "/metrics";
 /// `GET ?days=N` on the operator listener, behind the admin bearer token.
 pub const STATS: &str = api_v1!("/stats");
+/// `GET` on the operator listener: the console page. The page and its files are static and
+/// served without the admin token; the data they fetch asks for it.
+pub const CONSOLE: &str = "/console";
+/// `GET` on the operator listener: the console's scripts and styles (vendored uPlot); the route
+/// pattern of [`console_asset`].
+pub const CONSOLE_ASSET: &str = "/console/{file}";
+/// `GET` on the operator listener → [`crate::SmsPricesData`].
+pub const SMS_PRICES: &str = api_v1!("/admin/sms-prices");
 
 /// `GET` on the operator listener → [`crate::FraudSuspensions`]: the prefixes the fraud
 /// guard suspended or holds back.
@@ -35,6 +43,21 @@ pub const FRAUD_TRAFFIC: &str = api_v1!("/admin/fraud/traffic");
 pub const OTP_SEND: &str = api_v1!("/otp/send");
 /// `POST` [`crate::VerifyRequest`] → [`crate::VerifyData`].
 pub const OTP_VERIFY: &str = api_v1!("/otp/verify");
+/// `GET` → [`crate::VerificationData`]; the route pattern of [`verification`].
+pub const OTP_VERIFICATION: &str = api_v1!("/otp/verifications/{id}");
+/// `POST` (no body) → [`crate::VerificationData`]; the route pattern of
+/// [`verification_cancel`].
+pub const OTP_VERIFICATION_CANCEL: &str = api_v1!("/otp/verifications/{id}/cancel");
+
+/// [`OTP_VERIFICATION`] of one id (as `otp/send` answered it: URL-safe already).
+pub fn verification(id: &str) -> String {
+    OTP_VERIFICATION.replace("{id}", id)
+}
+
+/// [`OTP_VERIFICATION_CANCEL`] of one id.
+pub fn verification_cancel(id: &str) -> String {
+    OTP_VERIFICATION_CANCEL.replace("{id}", id)
+}
 
 /// `POST` (no body) → [`crate::CaptchaCreated`].
 pub const CAPTCHA: &str = api_v1!("/captcha");
@@ -71,11 +94,13 @@ pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
 /// Every route of the public listener but the dev routes, as route patterns.
-pub const PUBLIC: [&str; 15] = [
+pub const PUBLIC: [&str; 17] = [
     HEALTHZ,
     READYZ,
     OTP_SEND,
     OTP_VERIFY,
+    OTP_VERIFICATION,
+    OTP_VERIFICATION_CANCEL,
     CAPTCHA,
     CAPTCHA_VERIFY,
     CAPTCHA_IMAGE,
@@ -93,11 +118,20 @@ pub const PUBLIC: [&str; 15] = [
 pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
-pub const OPERATOR: [&str; 5] = [METRICS, STATS, FRAUD_SUSPENSIONS, FRAUD_LIFT, FRAUD_TRAFFIC];
+pub const OPERATOR: [&str; 8] = [
+    METRICS,
+    STATS,
+    CONSOLE,
+    CONSOLE_ASSET,
+    SMS_PRICES,
+    FRAUD_SUSPENSIONS,
+    FRAUD_LIFT,
+    FRAUD_TRAFFIC,
+];
 
 /// The path parameter in [`CAPTCHA_IMAGE`] and [`DEV_CAPTCHA_ANSWER`].
 const ID: &str = "{id}";
-/// The path parameter in [`DOCS_ASSET`] and [`DEMO_ASSET`].
+/// The path parameter in [`DOCS_ASSET`], [`DEMO_ASSET`] and [`CONSOLE_ASSET`].
 const FILE: &str = "{file}";
 
 /// The path parameter in [`FRAUD_LIFT`].
@@ -126,6 +160,11 @@ pub fn docs_asset(name: &str) -> String {
 /// Where the demo page's file `name` is served.
 pub fn demo_asset(name: &str) -> String {
     DEMO_ASSET.replace(FILE, name)
+}
+
+/// Where the console page's file `name` is served.
+pub fn console_asset(name: &str) -> String {
+    CONSOLE_ASSET.replace(FILE, name)
 }
 
 #[cfg(test)]
@@ -161,6 +200,9 @@ mod tests {
             (READYZ, "/readyz"),
             (METRICS, "/metrics"),
             (STATS, "/api/v1/stats"),
+            (CONSOLE, "/console"),
+            (CONSOLE_ASSET, "/console/{file}"),
+            (SMS_PRICES, "/api/v1/admin/sms-prices"),
             (FRAUD_SUSPENSIONS, "/api/v1/admin/fraud/suspensions"),
             (FRAUD_LIFT, "/api/v1/admin/fraud/suspensions/{prefix}/lift"),
             (FRAUD_TRAFFIC, "/api/v1/admin/fraud/traffic"),

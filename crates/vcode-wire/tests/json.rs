@@ -5,8 +5,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vcode_wire::{
     CaptchaCreated, CaptchaVerifyRequest, Delivery, Envelope, ErrorCode, Health, HealthStatus,
-    OutboxData, OutboxMessage, RetryAfterData, SendData, SendRequest, VerifyData, VerifyRequest,
-    WrongCodeData, paths,
+    OutboxData, OutboxMessage, RetryAfterData, SendData, SendRequest, VerificationData,
+    VerificationStatus, VerifyData, VerifyRequest, WrongCodeData, paths,
 };
 
 /// `value` is written as exactly `json`, and `json` reads back as `value`.
@@ -22,19 +22,21 @@ where
 fn successes_are_enveloped_as_the_service_writes_them() {
     assert_wire(
         &Envelope::ok(SendData {
+            verification_id: "q3Vd0m9YyTnJkqW8cXoB4A".into(),
             expires_in: 300,
             resend_after: 60,
             delivery: Delivery::Sent,
         }),
-        r#"{"code":200,"message":"ok","data":{"expires_in":300,"resend_after":60,"delivery":"sent"}}"#,
+        r#"{"code":200,"message":"ok","data":{"verification_id":"q3Vd0m9YyTnJkqW8cXoB4A","expires_in":300,"resend_after":60,"delivery":"sent"}}"#,
     );
     assert_wire(
         &SendData {
+            verification_id: "q3Vd0m9YyTnJkqW8cXoB4A".into(),
             expires_in: 300,
             resend_after: 60,
             delivery: Delivery::Unconfirmed,
         },
-        r#"{"expires_in":300,"resend_after":60,"delivery":"unconfirmed"}"#,
+        r#"{"verification_id":"q3Vd0m9YyTnJkqW8cXoB4A","expires_in":300,"resend_after":60,"delivery":"unconfirmed"}"#,
     );
     // An answer of a service that predates the field: every 200 was a confirmed SMS.
     let older: SendData = serde_json::from_str(r#"{"expires_in":300,"resend_after":60}"#).unwrap();
@@ -128,6 +130,23 @@ fn requests_leave_out_what_is_not_set() {
     assert_wire(
         &VerifyRequest::new("13800138000", "123456"),
         r#"{"phone":"13800138000","code":"123456"}"#,
+    );
+    assert_wire(
+        &VerifyRequest::with_id("q3Vd0m9YyTnJkqW8cXoB4A", "123456"),
+        r#"{"verification_id":"q3Vd0m9YyTnJkqW8cXoB4A","code":"123456"}"#,
+    );
+    assert_wire(
+        &VerificationData {
+            verification_id: "q3Vd0m9YyTnJkqW8cXoB4A".into(),
+            status: VerificationStatus::MaxAttemptsReached,
+            delivery: Delivery::Sent,
+            remaining_attempts: 0,
+            created_at: 1_800_000_000,
+            expires_at: 1_800_000_300,
+            phone: "+86138****8000".into(),
+            purpose: "login".into(),
+        },
+        r#"{"verification_id":"q3Vd0m9YyTnJkqW8cXoB4A","status":"max_attempts_reached","delivery":"sent","remaining_attempts":0,"created_at":1800000000,"expires_at":1800000300,"phone":"+86138****8000","purpose":"login"}"#,
     );
     assert_wire(
         &CaptchaVerifyRequest {

@@ -438,12 +438,17 @@ fn verify_strategy_is_atomic_by_default_and_legacy_only_in_dev_mode_on_redis() {
 
     let redis = ("VCODE_REDIS_URL", "redis://127.0.0.1:6390");
     let dev = ("VCODE_DEV_MODE", "1");
+    let by_phone = ("VCODE_VERIFY_BY", "phone");
     for strategy in ["legacy-original", "legacy-postmortem-fix"] {
         let chosen = ("VCODE_VERIFY_STRATEGY", strategy);
-        let s = settings(&[chosen, dev, redis, ("VCODE_LEGACY_GAP_MS", "25")]).unwrap();
+        let s = settings(&[chosen, dev, redis, by_phone, ("VCODE_LEGACY_GAP_MS", "25")]).unwrap();
         assert_eq!(s.verify_strategy.as_str(), strategy);
         assert_eq!(s.legacy_gap, Duration::from_millis(25));
-        for refused in [vec![chosen, redis], vec![chosen, dev]] {
+        for refused in [
+            vec![chosen, redis, by_phone],
+            vec![chosen, dev, by_phone],
+            vec![chosen, dev, redis],
+        ] {
             let error = settings(&refused).unwrap_err().to_string();
             assert!(error.contains("VCODE_VERIFY_STRATEGY"), "{error}");
         }
@@ -587,4 +592,82 @@ fn api_keys_parse_and_go_with_a_requirement() {
     assert_debug_hides(&s, &[&"ab".repeat(32)], &["shop"]);
     let none = settings(&[("VCODE_REQUIRE_API_KEY", "none")]).unwrap();
     assert!(none.api_key.required.is_empty());
+}
+
+#[test]
+fn test_numbers_read_from_a_variable_or_the_file_and_are_checked() {
+    let read = settings(&[(
+        "VCODE_TEST_NUMBERS",
+        "+8613800000000=123456, +14155552671=000000",
+    )])
+    .unwrap();
+    let numbers = read.otp.test_numbers().unwrap();
+    let shown: Vec<(&str, &str)> = numbers
+        .iter()
+        .map(|(phone, code)| (phone.as_e164(), code.expose()))
+        .collect();
+    assert_eq!(
+        shown,
+        [("+8613800000000", "123456"), ("+14155552671", "000000")]
+    );
+    assert_eq!(
+        read.otp.test_numbers_masked(),
+        "+86138****0000=***,+141****2671=***"
+    );
+    let file = temp_file(
+        "test-numbers.toml",
+        "[test_numbers]\n\"+8613800000000\" = \"654321\"\n",
+    );
+    let from_file = settings(&[("VCODE_CONFIG_FILE", file.to_str().unwrap())]).unwrap();
+    assert_eq!(
+        from_file.otp.test_numbers().unwrap()[0].1.expose(),
+        "654321"
+    );
+    for (bad, reason) in [
+        ("+86138=123456", "not a valid phone"),
+        ("+8613800000000=12345", "not 6 digits"),
+        ("+8613800000000=12345a", "not 6 digits"),
+        ("+8613800000000", "phone=code"),
+        ("+8613800000000=123456,13800000000=111111", "twice"),
+    ] {
+        let error = settings(&[("VCODE_TEST_NUMBERS", bad)])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains("VCODE_TEST_NUMBERS") && error.contains(reason),
+            "{bad}: {error}"
+        );
+        assert!(
+            !error.contains("123456") || bad.contains("=123456,"),
+            "{error}"
+        );
+    }
+    // Eight digits when codes are eight long.
+    assert!(
+        settings(&[
+            ("VCODE_CODE_LENGTH", "8"),
+            ("VCODE_TEST_NUMBERS", "+8613800000000=12345678"),
+        ])
+        .is_ok()
+    );
+}
+
+#[test]
+fn test_numbers_need_a_loopback_bind_or_an_explicit_choice() {
+    let public = [
+        ("VCODE_TEST_NUMBERS", "+8613800000000=123456"),
+        ("VCODE_BIND", "0.0.0.0:8080"),
+        ("VCODE_SMS", "log"),
+    ];
+    let error = settings(&public).unwrap_err().to_string();
+    assert!(
+        error.contains("VCODE_TEST_NUMBERS_ON_PUBLIC_BIND"),
+        "{error}"
+    );
+    let allowed = [
+        &public[..],
+        &[("VCODE_TEST_NUMBERS_ON_PUBLIC_BIND", "true")],
+    ]
+    .concat();
+    assert!(settings(&allowed).is_ok());
 }

@@ -168,3 +168,13 @@ fn a_bad_setting_gives_no_table_but_its_error() {
         "{error}"
     );
 }
+
+#[test]
+fn test_numbers_are_shown_masked_without_their_codes() {
+    let table = render(&table(&[("VCODE_TEST_NUMBERS", "+8613800000000=123456")]));
+    assert!(table.contains("+86138****0000=***"), "{table}");
+    assert!(
+        !table.contains("123456") && !table.contains("13800000000"),
+        "{table}"
+    );
+}

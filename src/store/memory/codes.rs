@@ -65,11 +65,20 @@ impl CodeStore for MemoryStore {
             entry.deliveries += 1;
             entry.sent_at_ms = now;
             entry.expires_at_ms = expires_at_ms;
+            self.bind_verification(
+                phone,
+                purpose,
+                &candidate.verification,
+                entry.digest,
+                now,
+                params,
+            );
             return Ok(IssueOutcome::Deliver(Delivery {
                 sealed,
                 kind,
                 budgets_reserved: false,
                 undo: IssueUndo {
+                    verification: candidate.verification,
                     quota_token,
                     digest: entry.digest,
                     sent_at_ms: now,
@@ -78,6 +87,14 @@ impl CodeStore for MemoryStore {
                 },
             }));
         }
+        self.bind_verification(
+            phone,
+            purpose,
+            &candidate.verification,
+            candidate.digest,
+            now,
+            params,
+        );
         shard.insert(
             key.into_boxed_str(),
             PendingEntry {
@@ -94,6 +111,7 @@ impl CodeStore for MemoryStore {
             kind: DeliveryKind::Created,
             budgets_reserved: false,
             undo: IssueUndo {
+                verification: candidate.verification,
                 quota_token,
                 digest: candidate.digest,
                 sent_at_ms: now,
@@ -113,6 +131,8 @@ impl CodeStore for MemoryStore {
         let sends_key = phone_sends_key(phone);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
+        let id = undo.verification.as_str();
+        self.verifications.lock(id).remove(id);
         if let Some(log) = self.quotas.lock(&sends_key).get_mut(sends_key.as_str()) {
             log.remove(undo.quota_token);
         }
@@ -219,5 +239,47 @@ impl CodeStore for MemoryStore {
                 failed_attempts: entry.failed_attempts,
                 deliveries: entry.deliveries,
             }))
+    }
+
+    async fn locate_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationTarget>, StoreError> {
+        Ok(self.locate(id))
+    }
+
+    async fn verify_by_id(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: &VerificationId,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError> {
+        Ok(self.verify_id(phone, purpose, id, candidates, client, params))
+    }
+
+    async fn verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        Ok(self.read_verification(id, false))
+    }
+
+    async fn cancel_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        Ok(self.read_verification(id, true))
+    }
+
+    async fn mark_unconfirmed(
+        &self,
+        _phone: &Phone,
+        id: &VerificationId,
+    ) -> Result<(), StoreError> {
+        self.set_unconfirmed(id);
+        Ok(())
     }
 }

@@ -5,6 +5,7 @@ mod codes;
 mod fraud;
 mod pow;
 mod records;
+mod verifications;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::{BuildHasher, RandomState};
@@ -12,12 +13,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
-    OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision,
-    QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome,
-    VerifyParams,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
+    IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue,
+    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha,
+    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
-use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
+use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 
 /// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
 const SHARDS: usize = 64;
@@ -31,6 +32,31 @@ struct PendingEntry {
     deliveries: u32,
     sent_at_ms: u64,
     expires_at_ms: u64,
+}
+
+/// One send's verification: what it was sent for, the code it was sent with, its own attempts.
+#[derive(Debug)]
+struct VerificationEntry {
+    target: VerificationTarget,
+    /// The digest of the code this send delivered: the id verifies only that code.
+    digest: CodeDigest,
+    /// Set once the id has ended: approved, canceled or spent.
+    ended: Option<VerificationStatus>,
+    delivery: DeliveryStatus,
+    failed_attempts: u32,
+    /// The id verifies until then (the store's clock).
+    verifies_until_ms: u64,
+    /// The record is kept until then, for its status (the store's clock).
+    retained_until_ms: u64,
+    /// Unix ms, for the answer (the store's clock is monotonic, not the wall clock).
+    created_at_unix_ms: u64,
+    expires_at_unix_ms: u64,
+}
+
+impl Expiring for VerificationEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.retained_until_ms
+    }
 }
 
 #[derive(Debug)]
@@ -181,6 +207,9 @@ impl<V: Expiring> Shards<V> {
 
 pub struct MemoryStore {
     codes: Shards<PendingEntry>,
+    /// By verification id. Lock order everywhere: a code's shard, then a verification's shard,
+    /// then a quota log's.
+    verifications: Shards<VerificationEntry>,
     captchas: Shards<CaptchaEntry>,
     quotas: Shards<QuotaLog>,
     /// Client and global budgets, under one lock: a send reserves in all of them at once, and
@@ -204,6 +233,7 @@ impl Default for MemoryStore {
     fn default() -> Self {
         Self {
             codes: Shards::new(SHARDS),
+            verifications: Shards::new(SHARDS),
             captchas: Shards::new(SHARDS),
             quotas: Shards::new(SHARDS),
             budgets: Shards::new(1),
@@ -243,6 +273,13 @@ fn scope_key(scope: QuotaScope) -> String {
     }
 }
 
+/// The wall clock in unix ms: only for times a client is shown, never for an expiry check.
+fn unix_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, duration_ms)
+}
+
 fn duration_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
@@ -276,6 +313,7 @@ impl MemoryStore {
     pub fn sweep(&self) -> usize {
         let now = self.now_ms();
         self.codes.sweep(now)
+            + self.verifications.sweep(now)
             + self.captchas.sweep(now)
             + self.quotas.sweep(now)
             + self.budgets.sweep(now)
@@ -340,6 +378,7 @@ mod tests {
         let purpose = Purpose::default();
         let params = |ttl_ms| IssueParams {
             ttl: Duration::from_millis(ttl_ms),
+            retention: Duration::ZERO,
             cooldown: Duration::ZERO,
             policy: ResendPolicy::Reuse,
             phone_quota: Vec::new(),
@@ -349,6 +388,7 @@ mod tests {
             let code = CodeCandidate {
                 digest: CodeDigest([7; 16]),
                 sealed: None,
+                verification: VerificationId::generate(),
             };
             store
                 .issue_code(&phone, &purpose, code, &params(ttl_ms), Budgets::none())
@@ -357,7 +397,8 @@ mod tests {
         }
         assert_eq!(store.len(), 2);
         tokio::time::sleep(Duration::from_millis(60)).await;
-        assert_eq!(store.sweep(), 1);
+        // The code and its verification (kept for no longer than the code here).
+        assert_eq!(store.sweep(), 2);
         assert_eq!(store.len(), 1);
     }
 }

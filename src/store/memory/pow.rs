@@ -35,4 +35,9 @@ impl PowReplayStore for MemoryStore {
         shard.insert(digest.into(), solved);
         Ok(true)
     }
+
+    async fn forget_solved_pow(&self, digest: &str) -> Result<(), StoreError> {
+        self.pow_replays.lock(digest).remove(digest);
+        Ok(())
+    }
 }

@@ -4,18 +4,39 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_postgres::types::Type;
 
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
-use crate::domain::{CodeDigest, Phone, Purpose, SealedCode};
+use crate::domain::{CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 use crate::store::{
-    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams,
-    IssueUndo, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError, VerifyOutcome,
-    VerifyParams,
+    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
+    IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError,
+    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
 
-const ISSUE: &str = "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
-const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+const ISSUE: &str =
+    "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const UNDO_TYPES: [Type; 11] = [
+    Type::TEXT,
+    Type::TEXT,
+    Type::BYTEA,
+    Type::INT8,
+    Type::INT4,
+    Type::INT8,
+    Type::BYTEA,
+    Type::BYTEA,
+    Type::INT8,
+    Type::INT8,
+    Type::TEXT,
+];
 const VERIFY: &str = "SELECT * FROM vcode_verify($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+const VERIFY_BY_ID: &str =
+    "SELECT * FROM vcode_verify_by_id($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+const LOCATE: &str = "SELECT phone, purpose FROM vcode_verifications
+                      WHERE id = $1 AND expires_at_ms > vcode_now_ms()";
+const VERIFICATION: &str = "SELECT * FROM vcode_verification($1, $2)";
+const UNCONFIRMED: &str = "UPDATE vcode_verifications SET unconfirmed = true WHERE id = $1";
 const PENDING: &str = "SELECT digest, sealed, failed_attempts, deliveries FROM vcode_codes
                        WHERE phone = $1 AND purpose = $2 AND expires_at_ms > vcode_now_ms()";
 
@@ -29,6 +50,25 @@ fn sealed(bytes: Option<Vec<u8>>) -> Option<SealedCode> {
 
 fn count(value: i32) -> Result<u32, StoreError> {
     u32::try_from(value).map_err(|_| StoreError::Protocol(format!("count {value}")))
+}
+
+/// `vcode_verify`'s and `vcode_verify_by_id`'s answer.
+fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError> {
+    let value: Option<i64> = column(row, 1)?;
+    let value = value.unwrap_or(0);
+    Ok(match column::<i32>(row, 0)? {
+        1 => VerifyOutcome::Verified,
+        0 => VerifyOutcome::Mismatch {
+            remaining_attempts: u32::try_from(value).unwrap_or(0),
+        },
+        -1 => VerifyOutcome::CodeExpired,
+        -2 => VerifyOutcome::Destroyed,
+        -3 => VerifyOutcome::QuotaExceeded {
+            retry_after: Duration::from_millis(u64::try_from(value).unwrap_or(0)),
+        },
+        -4 => VerifyOutcome::Canceled,
+        other => return Err(StoreError::Protocol(format!("verify outcome {other}"))),
+    })
 }
 
 fn unix_ms(value: i64) -> Result<u64, StoreError> {
@@ -63,6 +103,8 @@ impl CodeStore for PostgresStore {
                     &self.give_up_at_ms(),
                     &limits,
                     &windows,
+                    &candidate.verification.as_str(),
+                    &millis(params.retention),
                 ],
             )
             .await?;
@@ -100,6 +142,7 @@ impl CodeStore for PostgresStore {
             kind,
             budgets_reserved: false,
             undo: IssueUndo {
+                verification: candidate.verification,
                 quota_token,
                 digest: digest(column(&row, 2)?)?,
                 sent_at_ms: unix_ms(column(&row, 4)?)?,
@@ -116,8 +159,9 @@ impl CodeStore for PostgresStore {
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
         let previous = undo.previous.as_ref();
-        let row = self
-            .query_one(
+        // At once: an undo that meets a stalled server must still run when it resumes.
+        let rows = self
+            .query_at_once(
                 UNDO,
                 &[
                     &phone.as_e164(),
@@ -130,10 +174,15 @@ impl CodeStore for PostgresStore {
                     &previous.and_then(|p| p.sealed.as_ref().map(|sealed| &sealed.0[..])),
                     &previous.map(|p| p.sent_at_ms as i64),
                     &previous.map(|p| p.expires_at_ms as i64),
+                    &undo.verification.as_str(),
                 ],
+                &UNDO_TYPES,
             )
             .await?;
-        column(&row, 0)
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Protocol(format!("no row from {UNDO}")))?;
+        column(row, 0)
     }
 
     async fn verify_code(
@@ -164,20 +213,7 @@ impl CodeStore for PostgresStore {
                 ],
             )
             .await?;
-        let value: Option<i64> = column(&row, 1)?;
-        let value = value.unwrap_or(0);
-        Ok(match column::<i32>(&row, 0)? {
-            1 => VerifyOutcome::Verified,
-            0 => VerifyOutcome::Mismatch {
-                remaining_attempts: u32::try_from(value).unwrap_or(0),
-            },
-            -1 => VerifyOutcome::CodeExpired,
-            -2 => VerifyOutcome::Destroyed,
-            -3 => VerifyOutcome::QuotaExceeded {
-                retry_after: Duration::from_millis(u64::try_from(value).unwrap_or(0)),
-            },
-            other => return Err(StoreError::Protocol(format!("verify outcome {other}"))),
-        })
+        verify_outcome(&row)
     }
 
     async fn pending_code(
@@ -196,6 +232,115 @@ impl CodeStore for PostgresStore {
             sealed: sealed(column(row, 1)?),
             failed_attempts: count(column(row, 2)?)?,
             deliveries: count(column(row, 3)?)?,
+        }))
+    }
+
+    async fn locate_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationTarget>, StoreError> {
+        let rows = self.query(LOCATE, &[&id.as_str()]).await?;
+        rows.first()
+            .map(|row| {
+                Ok(VerificationTarget {
+                    phone_e164: column(row, 0)?,
+                    purpose: column(row, 1)?,
+                })
+            })
+            .transpose()
+    }
+
+    async fn verify_by_id(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: &VerificationId,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
+        let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
+        let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
+        let row = self
+            .query_one(
+                VERIFY_BY_ID,
+                &[
+                    &phone.as_e164(),
+                    &purpose.as_str(),
+                    &id.as_str(),
+                    &client.to_string(),
+                    &candidates,
+                    &i32::try_from(params.max_attempts).unwrap_or(i32::MAX),
+                    &as_bigint(QuotaToken::generate().0),
+                    &phone_limits,
+                    &phone_windows,
+                    &client_limits,
+                    &client_windows,
+                ],
+            )
+            .await?;
+        verify_outcome(&row)
+    }
+
+    async fn verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        self.read_verification(id, false).await
+    }
+
+    async fn cancel_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        self.read_verification(id, true).await
+    }
+
+    async fn mark_unconfirmed(
+        &self,
+        _phone: &Phone,
+        id: &VerificationId,
+    ) -> Result<(), StoreError> {
+        self.query(UNCONFIRMED, &[&id.as_str()]).await?;
+        Ok(())
+    }
+}
+
+impl PostgresStore {
+    async fn read_verification(
+        &self,
+        id: &VerificationId,
+        cancel: bool,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        let rows = self.query(VERIFICATION, &[&id.as_str(), &cancel]).await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let status: String = column(row, 2)?;
+        let status = match status.as_str() {
+            "pending" => VerificationStatus::Pending,
+            "approved" => VerificationStatus::Approved,
+            "canceled" => VerificationStatus::Canceled,
+            "expired" => VerificationStatus::Expired,
+            "max_attempts_reached" => VerificationStatus::MaxAttemptsReached,
+            other => return Err(StoreError::Protocol(format!("verification status {other}"))),
+        };
+        let unconfirmed: bool = column(row, 3)?;
+        Ok(Some(VerificationRecord {
+            target: VerificationTarget {
+                phone_e164: column(row, 0)?,
+                purpose: column(row, 1)?,
+            },
+            status,
+            delivery: if unconfirmed {
+                DeliveryStatus::Unconfirmed
+            } else {
+                DeliveryStatus::Sent
+            },
+            failed_attempts: count(column(row, 4)?)?,
+            created_at_ms: unix_ms(column(row, 5)?)?,
+            expires_at_ms: unix_ms(column(row, 6)?)?,
         }))
     }
 }

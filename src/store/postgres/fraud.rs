@@ -1,5 +1,5 @@
 //! The fraud-guard role of the PostgreSQL store: one function per step
-//! (`migrations/0002_fraud.sql`), each one statement and one transaction; the reports are
+//! (`migrations/0003_fraud.sql`), each one statement and one transaction; the reports are
 //! plain reads.
 
 use std::collections::HashMap;

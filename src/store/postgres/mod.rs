@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
 use tokio_postgres::Row;
-use tokio_postgres::types::ToSql;
+use tokio_postgres::types::{ToSql, Type};
 
 pub use self::settings::{PostgresSettings, PostgresVariables};
 
@@ -106,6 +106,29 @@ impl PostgresStore {
     /// wait for a pooled connection included. A connection whose reply did not come in time
     /// is closed rather than reused: its late reply must not answer another request.
     async fn query(&self, sql: &'static str, params: &Params<'_>) -> Result<Vec<Row>, StoreError> {
+        self.run(sql, params, None).await
+    }
+
+    /// Like [`Self::query`], but parsed, bound and run in one round trip (`types`: the
+    /// parameters' types), and a connection whose reply is late is kept: for the steps that
+    /// undo or give back what a failed request took. A statement still to be prepared costs a
+    /// round trip first, and on a stalled server its caller gave up before the statement itself
+    /// was sent; sent at once, it waits in the connection and runs when the server resumes.
+    async fn query_at_once(
+        &self,
+        sql: &'static str,
+        params: &Params<'_>,
+        types: &[Type],
+    ) -> Result<Vec<Row>, StoreError> {
+        self.run(sql, params, Some(types)).await
+    }
+
+    async fn run(
+        &self,
+        sql: &'static str,
+        params: &Params<'_>,
+        at_once: Option<&[Type]>,
+    ) -> Result<Vec<Row>, StoreError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::from_std(started + self.statement_timeout);
         let timeout = StoreError::Timeout(self.statement_timeout);
@@ -115,12 +138,27 @@ impl PostgresStore {
                 .map_err(|_| StoreError::Timeout(self.statement_timeout))?
                 .map_err(pool_error)?;
             let reply = tokio::time::timeout_at(deadline, async {
-                let statement = client.prepare_cached(sql).await?;
-                client.query(&statement, params).await
+                match at_once {
+                    Some(types) => {
+                        let typed: Vec<_> =
+                            params.iter().copied().zip(types.iter().cloned()).collect();
+                        client.query_typed(sql, &typed).await
+                    }
+                    None => {
+                        let statement = client.prepare_cached(sql).await?;
+                        client.query(&statement, params).await
+                    }
+                }
             })
             .await;
             match reply {
                 Ok(rows) => rows.map_err(db_error),
+                // A statement sent at once stays queued in its connection and runs when the
+                // server resumes; the connection goes back to the pool, so that the failed
+                // request's other undo steps queue behind it instead of waiting for a new
+                // connection to a stalled server. (Its late reply goes to no one: each reply
+                // belongs to the call that sent its statement.)
+                Err(_) if at_once.is_some() => Err(timeout),
                 Err(_) => {
                     drop(deadpool_postgres::Object::take(client));
                     Err(timeout)

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_postgres::types::Type;
 
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
 use crate::domain::{CaptchaId, Phone};
@@ -77,9 +78,10 @@ impl QuotaStore for PostgresStore {
         token: QuotaToken,
     ) -> Result<(), StoreError> {
         let logs: Vec<String> = scopes.iter().map(|scope| scope_log(*scope)).collect();
-        self.query(
+        self.query_at_once(
             "DELETE FROM vcode_quota_events WHERE log = ANY ($1) AND token = $2",
             &[&logs, &as_bigint(token.0)],
+            &[Type::TEXT_ARRAY, Type::INT8],
         )
         .await
         .map(drop)
@@ -94,12 +96,14 @@ impl CaptchaStore for PostgresStore {
         captcha: &StoredCaptcha,
         ttl: Duration,
     ) -> Result<(), StoreError> {
-        self.query(
+        // At once: it also gives a captcha back after a failed send.
+        self.query_at_once(
             "INSERT INTO vcode_captchas (id, seed, expires_at_ms)
              VALUES ($1, $2, vcode_now_ms() + $3)
              ON CONFLICT (id) DO UPDATE
                SET seed = excluded.seed, expires_at_ms = excluded.expires_at_ms",
             &[&id.as_str(), &as_bigint(captcha.seed), &millis(ttl)],
+            &[Type::TEXT, Type::INT8, Type::INT8],
         )
         .await
         .map(drop)
@@ -122,21 +126,30 @@ impl CaptchaStore for PostgresStore {
     }
 
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        // A DELETE takes the row lock: of concurrent takers exactly one gets the row.
-        let rows = self
-            .query(
-                "DELETE FROM vcode_captchas WHERE id = $1
-                 RETURNING seed, expires_at_ms > vcode_now_ms()",
-                &[&id.as_str()],
+        // A DELETE takes the row lock: of concurrent takers exactly one gets the row. Nothing
+        // is taken once the caller has given up (`in_time` false).
+        let row = self
+            .query_one(
+                "WITH clock AS (SELECT vcode_now_ms() AS now_ms),
+                 taken AS (
+                   DELETE FROM vcode_captchas WHERE id = $1
+                     AND (SELECT now_ms FROM clock) <= $2
+                   RETURNING seed, expires_at_ms)
+                 SELECT clock.now_ms <= $2, taken.seed,
+                        taken.expires_at_ms > clock.now_ms
+                 FROM clock LEFT JOIN taken ON true",
+                &[&id.as_str(), &self.give_up_at_ms()],
             )
             .await?;
-        let Some(row) = rows.first() else {
-            return Ok(None);
-        };
-        let alive: bool = column(row, 1)?;
-        Ok(alive.then_some(StoredCaptcha {
-            seed: column::<i64>(row, 0)? as u64,
-        }))
+        let in_time: bool = column(&row, 0)?;
+        if !in_time {
+            return Err(self.ran_too_late());
+        }
+        let seed: Option<i64> = column(&row, 1)?;
+        let alive: Option<bool> = column(&row, 2)?;
+        Ok(seed
+            .filter(|_| alive == Some(true))
+            .map(|seed| StoredCaptcha { seed: seed as u64 }))
     }
 }
 
@@ -148,13 +161,17 @@ impl IdempotencyStore for PostgresStore {
         running: &[u8],
         lease: Duration,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let row = self
-            .query_one(
-                "SELECT vcode_begin_idempotent($1, $2, $3)",
-                &[&key, &running, &millis(lease)],
+        // No row: the function was not called, as the caller had given up by then.
+        let rows = self
+            .query(
+                "SELECT vcode_begin_idempotent($1, $2, $3) WHERE vcode_now_ms() <= $4",
+                &[&key, &running, &millis(lease), &self.give_up_at_ms()],
             )
             .await?;
-        column(&row, 0)
+        match rows.first() {
+            Some(row) => column(row, 0),
+            None => Err(self.ran_too_late()),
+        }
     }
 
     async fn finish_idempotent(
@@ -175,9 +192,10 @@ impl IdempotencyStore for PostgresStore {
     }
 
     async fn abandon_idempotent(&self, key: &str, running: &[u8]) -> Result<(), StoreError> {
-        self.query(
+        self.query_at_once(
             "DELETE FROM vcode_idempotency WHERE key = $1 AND record = $2",
             &[&key, &running],
+            &[Type::TEXT, Type::BYTEA],
         )
         .await
         .map(drop)
@@ -187,18 +205,36 @@ impl IdempotencyStore for PostgresStore {
 #[async_trait]
 impl PowReplayStore for PostgresStore {
     async fn record_solved_pow(&self, digest: &str, ttl: Duration) -> Result<bool, StoreError> {
-        // A row comes back only when inserted or when it replaced an expired record.
-        let rows = self
-            .query(
-                "INSERT INTO vcode_pow_replays AS r (digest, expires_at_ms)
-                 VALUES ($1, vcode_now_ms() + $2)
-                 ON CONFLICT (digest) DO UPDATE SET expires_at_ms = excluded.expires_at_ms
-                   WHERE r.expires_at_ms <= vcode_now_ms()
-                 RETURNING 1",
-                &[&digest, &millis(ttl)],
+        // A row comes back only when inserted or when it replaced an expired record; the first
+        // column says whether the caller was still waiting (nothing is written otherwise).
+        let row = self
+            .query_one(
+                "WITH clock AS (SELECT vcode_now_ms() AS now_ms),
+                 recorded AS (
+                   INSERT INTO vcode_pow_replays AS r (digest, expires_at_ms)
+                   SELECT $1, now_ms + $2 FROM clock WHERE now_ms <= $3
+                   ON CONFLICT (digest) DO UPDATE SET expires_at_ms = excluded.expires_at_ms
+                     WHERE r.expires_at_ms <= vcode_now_ms()
+                   RETURNING 1)
+                 SELECT clock.now_ms <= $3, EXISTS (SELECT 1 FROM recorded) FROM clock",
+                &[&digest, &millis(ttl), &self.give_up_at_ms()],
             )
             .await?;
-        Ok(!rows.is_empty())
+        let in_time: bool = column(&row, 0)?;
+        if !in_time {
+            return Err(self.ran_too_late());
+        }
+        column(&row, 1)
+    }
+
+    async fn forget_solved_pow(&self, digest: &str) -> Result<(), StoreError> {
+        self.query_at_once(
+            "DELETE FROM vcode_pow_replays WHERE digest = $1",
+            &[&digest],
+            &[Type::TEXT],
+        )
+        .await
+        .map(drop)
     }
 }
 

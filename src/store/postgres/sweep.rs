@@ -11,6 +11,7 @@ const BATCH: i64 = 1000;
 /// Every table with an `expires_at_ms` column.
 const TABLES: &[&str] = &[
     "vcode_codes",
+    "vcode_verifications",
     "vcode_quota_events",
     "vcode_captchas",
     "vcode_idempotency",

@@ -21,31 +21,72 @@ impl CodeStore for RedisStore {
         };
         let quota_token = QuotaToken::generate();
         let phone_rules = rule_args(&params.phone_quota);
+        let id = &candidate.verification;
+        let target = encode_target(phone, purpose);
+        // The budgets' logs and the id's target share no hash tag with the phone's: in this
+        // script on one node only.
+        let one_node = self.connections.one_node();
         let mut invocation = SCRIPTS.issue.prepare_invoke();
         invocation
-            .key(&keys::issue(phone, purpose))
+            .key(&keys::issue(phone, purpose, id))
             .arg(code_record(&candidate.digest, candidate.sealed.as_ref()))
             .arg(duration_ms(params.ttl))
             .arg(duration_ms(params.cooldown))
             .arg(policy)
             .arg(quota_token.0)
             .arg(self.give_up_at_ms())
+            .arg(duration_ms(params.retention))
+            .arg(if one_node { target.as_str() } else { "" })
             .arg(phone_rules.len())
             .arg(phone_rules)
             .arg(budgets.token.0);
-        // The budgets' logs share no hash tag with the phone's: in this script on one node only.
-        let one_node = self.connections.one_node();
+        if one_node {
+            invocation.key(keys::verification_target(id));
+        }
         let in_script = if one_node { budgets.budgets } else { &[] };
         add_budgets(&mut invocation, in_script);
         let mut connection = self.connections.get();
+        let started = std::time::Instant::now();
+        if !one_node {
+            // On a Cluster the target lives on its id's slot: written first, so that a failure
+            // leaves nothing issued, and within the same command timeout as the issue (its
+            // "not after" is already in the invocation): a send never waits longer for the
+            // store than on one node.
+            let keep = duration_ms(params.ttl) + duration_ms(params.retention);
+            let command = redis::cmd("SET")
+                .arg(keys::verification_target(id))
+                .arg(&target)
+                .arg("PX")
+                .arg(keep)
+                .to_owned();
+            let () = self.bounded(command.query_async(&mut connection)).await?;
+        }
+        let left = self.command_timeout.saturating_sub(started.elapsed());
         let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
+            .bounded_for(left, invocation.invoke_async(&mut connection))
             .await?;
         if int_at(&reply, 0) == Some(-2) {
             return Err(self.ran_too_late());
         }
-        parse_issue(&reply, quota_token, in_script, one_node)
-            .ok_or_else(|| protocol("issue", &reply))
+        let outcome = parse_issue(
+            &reply,
+            candidate.verification.clone(),
+            quota_token,
+            in_script,
+            one_node,
+        )
+        .ok_or_else(|| protocol("issue", &reply))?;
+        if !one_node && !matches!(outcome, IssueOutcome::Deliver(_)) {
+            // A refused send's id is never handed out: its target goes, off the send's path.
+            let (store, key) = (self.clone(), keys::verification_target(id));
+            tokio::spawn(async move {
+                let mut connection = store.connections.get();
+                let command = redis::cmd("DEL").arg(key).to_owned();
+                let _: Result<i64, StoreError> =
+                    store.bounded(command.query_async(&mut connection)).await;
+            });
+        }
+        Ok(outcome)
     }
 
     async fn undo_issue(
@@ -54,23 +95,21 @@ impl CodeStore for RedisStore {
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
-        let mut invocation = SCRIPTS.undo_issue.prepare_invoke();
-        invocation
-            .key(&keys::issue(phone, purpose))
+        let mut command =
+            whole_script(UNDO_ISSUE, &keys::issue(phone, purpose, &undo.verification));
+        command
             .arg(undo.digest.as_bytes())
             .arg(undo.sent_at_ms)
             .arg(undo.deliveries)
             .arg(undo.quota_token.0);
         if let Some(previous) = &undo.previous {
-            invocation
+            command
                 .arg(code_record(&previous.digest, previous.sealed.as_ref()))
                 .arg(previous.sent_at_ms)
                 .arg(previous.expires_at_ms);
         }
         let mut connection = self.connections.get();
-        let undone: i64 = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
+        let undone: i64 = self.bounded(command.query_async(&mut connection)).await?;
         Ok(undone == 1)
     }
 
@@ -128,5 +167,101 @@ impl CodeStore for RedisStore {
             }
             (None, ..) => None,
         })
+    }
+
+    async fn locate_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationTarget>, StoreError> {
+        let mut connection = self.connections.get();
+        let command = redis::cmd("GET")
+            .arg(keys::verification_target(id))
+            .to_owned();
+        let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
+        raw.map(|raw| {
+            decode_target(&raw)
+                .ok_or_else(|| StoreError::Protocol(format!("verification target {raw:?}")))
+        })
+        .transpose()
+    }
+
+    async fn verify_by_id(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: &VerificationId,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let phone_rules = rule_args(params.phone_failures.as_slice());
+        let mut invocation = SCRIPTS.verify_id.prepare_invoke();
+        invocation
+            .key(&keys::verify_id(phone, purpose, client, id))
+            .arg(params.max_attempts)
+            .arg(QuotaToken::generate().0)
+            .arg(phone_rules.len())
+            .arg(phone_rules)
+            .arg(rule_args(params.client_failures.as_slice()))
+            .arg("|");
+        for candidate in candidates {
+            invocation.arg(candidate.as_bytes());
+        }
+        let mut connection = self.connections.get();
+        let reply: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        parse_verify(&reply).ok_or_else(|| protocol("verify_id", &reply))
+    }
+
+    async fn verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        self.run_verification(id, "read").await
+    }
+
+    async fn cancel_verification(
+        &self,
+        id: &VerificationId,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        self.run_verification(id, "cancel").await
+    }
+
+    async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId) -> Result<(), StoreError> {
+        let mut invocation = SCRIPTS.verification.prepare_invoke();
+        // The code key only matters to a cancel; any key of the phone's tag does.
+        invocation
+            .key(keys::phone_sends(phone))
+            .key(keys::verification(phone.as_e164(), id))
+            .arg("unconfirmed");
+        let mut connection = self.connections.get();
+        let _: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(())
+    }
+}
+
+impl RedisStore {
+    /// `verification.lua` (`read` or `cancel`) on the verification `id` leads to.
+    async fn run_verification(
+        &self,
+        id: &VerificationId,
+        operation: &str,
+    ) -> Result<Option<VerificationRecord>, StoreError> {
+        let Some(target) = self.locate_verification(id).await? else {
+            return Ok(None);
+        };
+        let mut invocation = SCRIPTS.verification.prepare_invoke();
+        invocation
+            .key(keys::code_of(&target.phone_e164, &target.purpose))
+            .key(keys::verification(&target.phone_e164, id))
+            .arg(operation);
+        let mut connection = self.connections.get();
+        let reply: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        parse_verification(&reply, target).ok_or_else(|| protocol("verification", &reply))
     }
 }

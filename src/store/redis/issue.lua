@@ -6,13 +6,20 @@
 --         n = deliveries (absent: 1), t = last sent (ms)}; fields at their default are left
 --         out, which keeps a pending code within one small allocation
 -- KEYS[2] the phone's SMS log (quota.lua)
--- KEYS[3..] the send's other budgets' logs (the client's, the global one), on one node only:
+-- KEYS[3] this send's verification {g = digest of the code it delivers, c = created (ms),
+--         e = its code's expiry (ms), later a = failed attempts, s = how it ended, d = 'u' for
+--         an unconfirmed SMS}: the id's own attempt budget, under the phone's hash tag
+-- KEYS[4] on one node only (ARGV[8] not empty): the id's target, `<E.164> <purpose>`, the one
+--         record a verify by id reads before this phone's script (on a Cluster it has its own
+--         hash tag, so the caller writes it)
+-- KEYS[5..] (one node only) the send's other budgets' logs (the client's, the global one):
 --         reserved in this same step, so a send is one round trip and a refusal by any limit
 --         records nothing anywhere
 -- ARGV[1] candidate record, ARGV[2] TTL ms, ARGV[3] cooldown ms, ARGV[4] 'reuse' | 'rotate',
 -- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
--- ARGV[7] how many phone rule numbers follow (n), ARGV[8..7+n] the phone's quota rules,
--- ARGV[8+n] the budgets' token, then for each of KEYS[3..] the number of its rules followed
+-- ARGV[7] how long the verification outlives the code's TTL (ms), ARGV[8] its target or '',
+-- ARGV[9] how many phone rule numbers follow (n), ARGV[10..9+n] the phone's quota rules,
+-- ARGV[10+n] the budgets' token, then for each of KEYS[5..] the number of its rules followed
 --         by those rules
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
@@ -21,15 +28,29 @@
 --         {kind, record, sent_at_ms, deliveries[, previous_record, previous_sent_at_ms,
 --          previous_expires_at_ms]}
 --         with kind 1 created, 2 redelivered, 3 rotated.
+-- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
+local DIGEST_BYTES = 16
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if now > tonumber(ARGV[6]) then
   return {-2}
 end
-local phone_last = 7 + tonumber(ARGV[7])
-local rules = quota_rules(8, phone_last)
+local phone_last = 9 + tonumber(ARGV[9])
+local rules = quota_rules(10, phone_last)
 local budget_token = ARGV[phone_last + 1]
-local budgets = quota_budgets(3, phone_last + 2)
+local with_target = ARGV[8] ~= ''
+local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2)
+
+-- The send's verification, bound to the code it delivers (whose record starts with its digest).
+local function bind_verification(record)
+  local keep = tonumber(ARGV[2]) + tonumber(ARGV[7])
+  redis.call('HSET', KEYS[3], 'g', string.sub(record, 1, DIGEST_BYTES), 'c', int(now),
+    'e', int(now + tonumber(ARGV[2])))
+  redis.call('PEXPIRE', KEYS[3], keep)
+  if with_target then
+    redis.call('SET', KEYS[4], ARGV[8], 'PX', keep)
+  end
+end
 
 local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't')
 if pending[1] then
@@ -58,9 +79,11 @@ if pending[1] then
   local deliveries = tonumber(pending[2] or 1) + 1
   redis.call('HSET', KEYS[1], 'h', record, 'n', int(deliveries), 't', int(now))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  bind_verification(record)
   return {kind, record, now, deliveries, pending[1], tonumber(pending[3]), expires_at}
 end
 
 redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', int(now))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+bind_verification(ARGV[1])
 return {1, ARGV[1], now, 1}

@@ -3,14 +3,19 @@
 
 use std::net::IpAddr;
 
-use crate::domain::{CaptchaId, Phone, Purpose};
+use crate::domain::{CaptchaId, Phone, Purpose, VerificationId};
 use crate::store::QuotaScope;
 
 pub const PREFIX: &str = "verify_code:";
 
 /// `verify_code:{+8613800138000}:login`: the pending code for (phone, purpose).
 pub fn code(phone: &Phone, purpose: &Purpose) -> String {
-    format!("{PREFIX}{{{}}}:{}", phone.as_e164(), purpose.as_str())
+    code_of(phone.as_e164(), purpose.as_str())
+}
+
+/// `code`, from a stored E.164 and purpose (a verification's target).
+pub fn code_of(phone_e164: &str, purpose: &str) -> String {
+    format!("{PREFIX}{{{phone_e164}}}:{purpose}")
 }
 
 /// `verify_code:quota:{+8613800138000}:sends`: the phone's SMS log (sliding-window quota).
@@ -49,9 +54,42 @@ pub fn stats(date: &str) -> String {
     format!("{PREFIX}stats:{date}")
 }
 
-/// `KEYS` of `issue.lua` and `undo_issue.lua`: the code and the phone's SMS log (one hash tag).
-pub fn issue(phone: &Phone, purpose: &Purpose) -> [String; 2] {
-    [code(phone, purpose), phone_sends(phone)]
+/// `verify_code:{+8613800138000}:verification:<id>`: one send's verification (its code's
+/// digest, times, attempts, end), under the phone's tag so a verify updates it with the code.
+pub fn verification(phone_e164: &str, id: &VerificationId) -> String {
+    format!("{PREFIX}{{{phone_e164}}}:verification:{}", id.as_str())
+}
+
+/// `verify_code:verification:{<id>}`: where an id leads (`<E.164> <purpose>`), never changed
+/// once written, so it is read on its own before the phone's script.
+pub fn verification_target(id: &VerificationId) -> String {
+    format!("{PREFIX}verification:{{{}}}", id.as_str())
+}
+
+/// `KEYS` of `issue.lua` and `undo_issue.lua`: the code, the phone's SMS log and the send's
+/// verification (one hash tag).
+pub fn issue(phone: &Phone, purpose: &Purpose, id: &VerificationId) -> [String; 3] {
+    [
+        code(phone, purpose),
+        phone_sends(phone),
+        verification(phone.as_e164(), id),
+    ]
+}
+
+/// `KEYS` of `verify_id.lua`: `verify`'s, and the id's verification (one hash tag).
+pub fn verify_id(
+    phone: &Phone,
+    purpose: &Purpose,
+    client: IpAddr,
+    id: &VerificationId,
+) -> [String; 4] {
+    let [code, phone_failures, client_failures] = verify(phone, purpose, client);
+    [
+        code,
+        phone_failures,
+        client_failures,
+        verification(phone.as_e164(), id),
+    ]
 }
 
 /// Where the fraud guard's keys start: one hash tag for all of them, so that one script sees
@@ -178,6 +216,10 @@ mod tests {
         Phone::parse("13800138000", Region::default()).unwrap()
     }
 
+    fn sample_verification() -> VerificationId {
+        VerificationId::parse("AAECAwQFBgcICQoLDA0ODw").unwrap()
+    }
+
     fn sample_idempotency_key() -> String {
         "5d41402abc4b2a76b9719d911017c592".to_owned()
     }
@@ -188,16 +230,29 @@ mod tests {
         let purpose = Purpose::default();
         let idem = sample_idempotency_key();
         let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
+        let id = sample_verification();
+        let client = "203.0.113.7".parse().unwrap();
         vec![
+            // As on a Cluster: the target (KEYS[4]) and budgets only on one node.
             (
                 "issue",
                 include_str!("issue.lua"),
-                issue(&phone, &purpose).to_vec(),
+                issue(&phone, &purpose, &id).to_vec(),
             ),
             (
                 "undo_issue",
                 include_str!("undo_issue.lua"),
-                issue(&phone, &purpose).to_vec(),
+                issue(&phone, &purpose, &id).to_vec(),
+            ),
+            (
+                "verify_id",
+                include_str!("verify_id.lua"),
+                verify_id(&phone, &purpose, client, &id).to_vec(),
+            ),
+            (
+                "verification",
+                include_str!("verification.lua"),
+                vec![code(&phone, &purpose), verification(phone.as_e164(), &id)],
             ),
             (
                 "verify",
@@ -293,6 +348,11 @@ mod tests {
                 e164.to_owned(),
             ),
             (outbox(e164), e164.to_owned()),
+            (verification(e164, &sample_verification()), e164.to_owned()),
+            (
+                verification_target(&sample_verification()),
+                sample_verification().as_str().to_owned(),
+            ),
             (captcha(&id), id.as_str().to_owned()),
             (idempotency(&idem), idem.clone()),
             (pow(&idem), idem.clone()),

@@ -30,21 +30,38 @@ pub use self::settings::{
 pub use self::tls::read_ca_file;
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams, IssueUndo,
-    OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision,
-    QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha, VerifyOutcome,
-    VerifyParams,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
+    IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue,
+    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha,
+    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
-use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode};
+use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 
 /// The scripts, hashed once per process; `Script` sends EVALSHA and loads the body again on
 /// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
 struct Scripts {
     issue: Script,
-    undo_issue: Script,
     verify: Script,
+    verify_id: Script,
+    verification: Script,
     reserve_quota: Script,
-    abandon_idempotent: Script,
+    begin_idempotent: Script,
+    record_pow: Script,
+    take_captcha: Script,
+}
+
+/// The scripts that undo what a failed request took, sent whole (`EVAL`, see [`whole_script`]).
+const UNDO_ISSUE: &str = include_str!("undo_issue.lua");
+const ABANDON_IDEMPOTENT: &str = include_str!("abandon_idempotent.lua");
+
+/// `EVAL` of `body` on `keys`, for the steps that undo or free what a failed request took.
+/// `EVALSHA` meets `NOSCRIPT` when the script was never run since Redis started, and the client
+/// loads it and retries: a second round trip, which never happens if the caller gave up while
+/// Redis was stalled. Sent whole, the step waits in the connection and runs when Redis resumes.
+fn whole_script(body: &str, keys: &[String]) -> redis::Cmd {
+    let mut command = redis::cmd("EVAL");
+    command.arg(body).arg(keys.len()).arg(keys);
+    command
 }
 
 /// The sliding-window functions the quota-enforcing scripts share.
@@ -52,10 +69,13 @@ const QUOTA_PRELUDE: &str = include_str!("quota.lua");
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     issue: Script::new(&[QUOTA_PRELUDE, include_str!("issue.lua")].concat()),
-    undo_issue: Script::new(include_str!("undo_issue.lua")),
     verify: Script::new(&[QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
+    verify_id: Script::new(&[QUOTA_PRELUDE, include_str!("verify_id.lua")].concat()),
+    verification: Script::new(include_str!("verification.lua")),
     reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),
-    abandon_idempotent: Script::new(include_str!("abandon_idempotent.lua")),
+    begin_idempotent: Script::new(include_str!("begin_idempotent.lua")),
+    record_pow: Script::new(include_str!("record_pow.lua")),
+    take_captcha: Script::new(include_str!("take_captcha.lua")),
 });
 
 /// Quota rules as the scripts read them: limit, window in ms, ...
@@ -120,8 +140,17 @@ impl RedisStore {
         &self,
         call: impl Future<Output = Result<T, RedisError>>,
     ) -> Result<T, StoreError> {
+        self.bounded_for(self.command_timeout, call).await
+    }
+
+    /// `bounded`, within `limit` (what is left of one operation's command timeout).
+    async fn bounded_for<T>(
+        &self,
+        limit: Duration,
+        call: impl Future<Output = Result<T, RedisError>>,
+    ) -> Result<T, StoreError> {
         let started = std::time::Instant::now();
-        let result = match tokio::time::timeout(self.command_timeout, call).await {
+        let result = match tokio::time::timeout(limit, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(store_error(error)),
             Err(_) => {
@@ -149,6 +178,17 @@ fn store_error(error: RedisError) -> StoreError {
 
 fn duration_ms(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The reply of a script that answers a value, nothing (`false`), or -1 when it ran past its
+/// caller's deadline (`begin_idempotent.lua`, `take_captcha.lua`): `Err(())` for the latter.
+fn value_or_too_late(reply: Value, what: &str) -> Result<Result<Option<Vec<u8>>, ()>, StoreError> {
+    match reply {
+        Value::Nil => Ok(Ok(None)),
+        Value::BulkString(bytes) => Ok(Ok(Some(bytes))),
+        Value::Int(-1) => Ok(Err(())),
+        other => Err(StoreError::Protocol(format!("{what}: {other:?}"))),
+    }
 }
 
 fn protocol(what: &str, reply: &[Value]) -> StoreError {
@@ -217,6 +257,7 @@ fn record_at(reply: &[Value], index: usize) -> Option<(CodeDigest, Option<Sealed
 /// `budgets_reserved` (reserved if it delivers).
 fn parse_issue(
     reply: &[Value],
+    verification: VerificationId,
     quota_token: QuotaToken,
     budgets: &[Budget<'_>],
     budgets_reserved: bool,
@@ -265,6 +306,7 @@ fn parse_issue(
         kind,
         budgets_reserved,
         undo: IssueUndo {
+            verification,
             quota_token,
             digest,
             sent_at_ms: u64_at(reply, 2)?,
@@ -285,8 +327,58 @@ fn parse_verify(reply: &[Value]) -> Option<VerifyOutcome> {
         -3 => VerifyOutcome::QuotaExceeded {
             retry_after: Duration::from_millis(u64_at(reply, 1)?),
         },
+        -4 => VerifyOutcome::Canceled,
         _ => return None,
     })
+}
+
+/// The target as `issue.lua` stores it: `<E.164> <purpose>` (neither contains a space).
+fn encode_target(phone: &Phone, purpose: &Purpose) -> String {
+    [phone.as_e164(), " ", purpose.as_str()].concat()
+}
+
+fn decode_target(raw: &str) -> Option<VerificationTarget> {
+    let (phone, purpose) = raw.split_once(' ')?;
+    Some(VerificationTarget {
+        phone_e164: phone.to_owned(),
+        purpose: purpose.to_owned(),
+    })
+}
+
+/// `verification.lua`'s answer: `{now, bound, c, e, a, s, d}`, or `None` for `{}`.
+fn parse_verification(
+    reply: &[Value],
+    target: VerificationTarget,
+) -> Option<Option<VerificationRecord>> {
+    if reply.is_empty() {
+        return Some(None);
+    }
+    let now = u64_at(reply, 0)?;
+    let bound = int_at(reply, 1)? == 1;
+    let expires_at_ms = u64_at(reply, 3)?;
+    let text = |index| bytes_at(reply, index);
+    let status = match text(5)? {
+        b"a" => VerificationStatus::Approved,
+        b"c" => VerificationStatus::Canceled,
+        b"m" => VerificationStatus::MaxAttemptsReached,
+        b"" if bound && expires_at_ms > now => VerificationStatus::Pending,
+        b"" => VerificationStatus::Expired,
+        _ => return None,
+    };
+    Some(Some(VerificationRecord {
+        target,
+        status,
+        delivery: match text(6)? {
+            b"u" => DeliveryStatus::Unconfirmed,
+            _ => DeliveryStatus::Sent,
+        },
+        failed_attempts: match text(4)? {
+            b"" => 0,
+            _ => u32_at(reply, 4)?,
+        },
+        created_at_ms: u64_at(reply, 2)?,
+        expires_at_ms,
+    }))
 }
 
 #[cfg(test)]
@@ -297,6 +389,9 @@ mod tests {
     fn the_scripts_know_the_digest_length() {
         let line = format!("local DIGEST_BYTES = {}\n", CodeDigest::LEN);
         assert!(include_str!("verify.lua").contains(&line));
+        assert!(include_str!("verify_id.lua").contains(&line));
+        assert!(include_str!("verification.lua").contains(&line));
+        assert!(include_str!("issue.lua").contains(&line));
         assert!(include_str!("undo_issue.lua").contains(&line));
     }
 

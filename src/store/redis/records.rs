@@ -85,11 +85,21 @@ impl CaptchaStore for RedisStore {
     }
 
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
-        let mut connection = self.connections.get();
         // GETDEL is atomic: of concurrent verifies exactly one receives the value.
-        let command = redis::cmd("GETDEL").arg(keys::captcha(id)).to_owned();
-        let raw: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
-        raw.map(|raw| decode_captcha(&raw)).transpose()
+        let mut invocation = SCRIPTS.take_captcha.key(keys::captcha(id));
+        invocation.arg(self.give_up_at_ms());
+        let mut connection = self.connections.get();
+        let reply: Value = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        let raw =
+            value_or_too_late(reply, "take_captcha.lua")?.map_err(|()| self.ran_too_late())?;
+        raw.map(|raw| {
+            std::str::from_utf8(&raw)
+                .map_err(|_| StoreError::Protocol("captcha value not UTF-8".to_owned()))
+                .and_then(decode_captcha)
+        })
+        .transpose()
     }
 }
 
@@ -101,17 +111,17 @@ impl IdempotencyStore for RedisStore {
         running: &[u8],
         lease: Duration,
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let mut connection = self.connections.get();
         // SET NX GET: claims the key, or returns what holds it, in one command.
-        let command = redis::cmd("SET")
-            .arg(keys::idempotency(key))
+        let mut invocation = SCRIPTS.begin_idempotent.key(keys::idempotency(key));
+        invocation
             .arg(running)
-            .arg("NX")
-            .arg("GET")
-            .arg("PX")
             .arg(duration_ms(lease))
-            .to_owned();
-        self.bounded(command.query_async(&mut connection)).await
+            .arg(self.give_up_at_ms());
+        let mut connection = self.connections.get();
+        let reply: Value = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        value_or_too_late(reply, "begin_idempotent.lua")?.map_err(|()| self.ran_too_late())
     }
 
     async fn finish_idempotent(
@@ -132,10 +142,10 @@ impl IdempotencyStore for RedisStore {
     }
 
     async fn abandon_idempotent(&self, key: &str, running: &[u8]) -> Result<(), StoreError> {
-        let mut invocation = SCRIPTS.abandon_idempotent.key(keys::idempotency(key));
-        invocation.arg(running);
+        let mut command = whole_script(ABANDON_IDEMPOTENT, &[keys::idempotency(key)]);
+        command.arg(running);
         let mut connection = self.connections.get();
-        self.bounded(invocation.invoke_async::<i64>(&mut connection))
+        self.bounded(command.query_async::<i64>(&mut connection))
             .await
             .map(drop)
     }

@@ -1,7 +1,9 @@
 -- Undo an issue whose SMS was not sent. Its event leaves the phone's SMS log in any case; the
 -- code hash is restored only while it still holds exactly what that issue wrote (same code
 -- digest, send time and delivery count): a later send's code is never touched.
--- KEYS[1] code hash, KEYS[2] the phone's SMS log
+-- The send's verification goes too: its id was never handed out (its target, on a Cluster under
+-- another hash tag, is left to expire: without this record it leads nowhere).
+-- KEYS[1] code hash, KEYS[2] the phone's SMS log, KEYS[3] the send's verification
 -- ARGV[1] digest, ARGV[2] sent_at_ms, ARGV[3] deliveries written by the issue, ARGV[4] quota
 -- token; ARGV[5..7] previous record, sent_at_ms, expires_at_ms (absent when the issue created
 -- the hash)
@@ -9,6 +11,7 @@
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
 redis.call('ZREM', KEYS[2], ARGV[4])
+redis.call('DEL', KEYS[3])
 local pending = redis.call('HMGET', KEYS[1], 'h', 't', 'n')
 if not pending[1] or string.sub(pending[1], 1, DIGEST_BYTES) ~= ARGV[1]
     or tonumber(pending[2]) ~= tonumber(ARGV[2])

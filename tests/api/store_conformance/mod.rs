@@ -6,11 +6,12 @@ mod captchas;
 mod fraud;
 mod pending_codes;
 mod redis_layout;
+mod verifications;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use vcode::domain::{Code, CodeLength, Phone, Purpose};
+use vcode::domain::{Code, CodeLength, Phone, Purpose, VerificationId};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
     Budgets, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, MemoryStore, OutboxMessage,
@@ -70,6 +71,7 @@ const MINUTE: Duration = Duration::from_secs(60);
 fn params(ttl: Duration, cooldown: Duration, policy: ResendPolicy) -> IssueParams {
     IssueParams {
         ttl,
+        retention: MINUTE,
         cooldown,
         policy,
         phone_quota: Vec::new(),
@@ -108,29 +110,37 @@ async fn issue(
     purpose: &Purpose,
     p: &IssueParams,
 ) -> (IssueOutcome, Option<Code>) {
+    let (outcome, sent, _) = issue_with_id(store, phone, purpose, p).await;
+    (outcome, sent)
+}
+
+/// `issue`, and the id the send answers.
+async fn issue_with_id(
+    store: &dyn Store,
+    phone: &Phone,
+    purpose: &Purpose,
+    p: &IssueParams,
+) -> (IssueOutcome, Option<Code>, VerificationId) {
     let code = new_code();
+    let candidate = codes::candidate(phone, purpose, &code);
+    let id = candidate.verification.clone();
     let outcome = store
-        .issue_code(
-            phone,
-            purpose,
-            codes::candidate(phone, purpose, &code),
-            p,
-            Budgets::none(),
-        )
+        .issue_code(phone, purpose, candidate, p, Budgets::none())
         .await
         .expect("store answers");
     let sent = match &outcome {
         IssueOutcome::Deliver(delivery) => Some(codes::delivered(phone, purpose, delivery, &code)),
         _ => None,
     };
-    (outcome, sent)
+    (outcome, sent, id)
 }
 
-/// A delivery and the code it sends.
+/// A delivery, the code it sends and the id it answers.
 struct Delivered {
     code: Code,
     kind: DeliveryKind,
     undo: IssueUndo,
+    id: VerificationId,
 }
 
 async fn deliver_for(
@@ -139,13 +149,14 @@ async fn deliver_for(
     purpose: &Purpose,
     p: &IssueParams,
 ) -> Delivered {
-    match issue(store, phone, purpose, p).await {
-        (IssueOutcome::Deliver(delivery), Some(code)) => Delivered {
+    match issue_with_id(store, phone, purpose, p).await {
+        (IssueOutcome::Deliver(delivery), Some(code), id) => Delivered {
             code,
             kind: delivery.kind,
             undo: delivery.undo,
+            id,
         },
-        (other, _) => panic!("expected a delivery, got {other:?}"),
+        (other, ..) => panic!("expected a delivery, got {other:?}"),
     }
 }
 

@@ -32,7 +32,8 @@ async fn redis_keys_follow_the_documented_layout() {
     let t = open(Backend::Redis);
     let server = t.redis.as_ref().expect("a Redis backend");
     let phone = phone("13800138000");
-    let code = deliver(&*t.store, &phone, &standard()).await.code;
+    let sent = deliver(&*t.store, &phone, &standard()).await;
+    let code = sent.code;
     let mut redis = server.connection().await;
     let key = "verify_code:{+8613800138000}:login";
     // One field holds the record: the digest, then the code sealed; the attempt and delivery
@@ -57,10 +58,35 @@ async fn redis_keys_follow_the_documented_layout() {
         .await
         .unwrap();
     assert!((295..=300).contains(&ttl), "TTL {ttl}");
-    let keys: Vec<String> = ::redis::cmd("KEYS")
+    let mut keys: Vec<String> = ::redis::cmd("KEYS")
         .arg("*")
         .query_async(&mut redis)
         .await
         .unwrap();
-    assert_eq!(keys, [key], "one key per pending code, nothing else");
+    keys.sort();
+    let id = sent.id.as_str();
+    // The send's verification: its state under the phone's tag, its target under its own.
+    let state = format!("verify_code:{{+8613800138000}}:verification:{id}");
+    let target = format!("verify_code:verification:{{{id}}}");
+    assert_eq!(
+        keys,
+        [target.clone(), key.to_owned(), state.clone()],
+        "a pending code and its send's verification, nothing else"
+    );
+    let fields: Vec<String> = ::redis::cmd("HKEYS")
+        .arg(&state)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(
+        fields,
+        ["g", "c", "e"],
+        "the code's digest, created, expires: no code"
+    );
+    let target: String = ::redis::cmd("GET")
+        .arg(&target)
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(target, "+8613800138000 login");
 }

@@ -1,5 +1,7 @@
 //! The application on a random port, against either store, with helpers that speak its API.
 
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -40,15 +42,20 @@ pub struct TestApp {
     pub postgres_url: Option<String>,
 }
 
-/// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender.
+/// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender, and
+/// verify by phone: the suites written before verification ids test the code's own attempts
+/// and the phone's limits through it; `verifications.rs` (and every test that sets
+/// `VerifyBy::Id`, the service's default) tests verify by id.
 pub fn test_settings() -> Settings {
-    Settings {
+    let mut settings = Settings {
         bind: "127.0.0.1:0".parse().expect("valid address"),
         admin_bind: "127.0.0.1:0".parse().expect("valid address"),
         dev_mode: true,
         secret_key: Some(super::codes::test_secret_key()),
         ..Settings::default()
-    }
+    };
+    settings.otp.verify_by = vcode::otp::VerifyBy::Phone;
+    settings
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
@@ -178,10 +185,46 @@ pub fn ok_body(data: impl Serialize) -> Value {
     serde_json::to_value(Envelope::ok(data)).expect("wire types serialise")
 }
 
+/// The `verification_id` of the latest accepted send to each phone, by any instance of the
+/// test binary: `TestApp::verify` verifies under it, as a client carries the id of its send.
+/// Keyed by the number's last ten digits, so a national and an E.164 form are one phone (each
+/// test draws phones of its own).
+static VERIFICATION_IDS: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Mutex::default);
+
+fn phone_key(phone: &str) -> String {
+    let digits: Vec<char> = phone.chars().filter(char::is_ascii_digit).collect();
+    digits[digits.len().saturating_sub(10)..].iter().collect()
+}
+
+/// The id of the latest send to `phone` these tests saw answered.
+pub fn verification_id(phone: &str) -> Option<String> {
+    VERIFICATION_IDS
+        .lock()
+        .unwrap()
+        .get(&phone_key(phone))
+        .cloned()
+}
+
 impl TestApp {
     pub async fn post_json(&self, path: &str, body: &impl Serialize) -> Answer {
-        self.request(self.client.post(self.url(path)).json(body))
-            .await
+        let answer = self
+            .request(self.client.post(self.url(path)).json(body))
+            .await;
+        if path == paths::OTP_SEND
+            && answer.status == 200
+            && let (Some(phone), Some(id)) = (
+                serde_json::to_value(body)
+                    .ok()
+                    .and_then(|b| b["phone"].as_str().map(str::to_owned)),
+                answer.body["data"]["verification_id"].as_str(),
+            )
+        {
+            VERIFICATION_IDS
+                .lock()
+                .unwrap()
+                .insert(phone_key(&phone), id.to_owned());
+        }
+        answer
     }
 
     pub async fn get(&self, path: &str) -> Answer {
@@ -228,14 +271,26 @@ impl TestApp {
         self.post_json(paths::OTP_SEND, &body).await
     }
 
+    /// A verify of `code` for `phone`, under the id of the latest send to it (if any), as a
+    /// client carrying its send's id would.
     pub async fn verify(&self, phone: &str, code: &str) -> Answer {
-        self.post_json(paths::OTP_VERIFY, &VerifyRequest::new(phone, code))
+        let body = VerifyRequest {
+            verification_id: verification_id(phone),
+            ..VerifyRequest::new(phone, code)
+        };
+        self.post_json(paths::OTP_VERIFY, &body).await
+    }
+
+    /// A verify of `code` under `id` alone.
+    pub async fn verify_id(&self, id: &str, code: &str) -> Answer {
+        self.post_json(paths::OTP_VERIFY, &VerifyRequest::with_id(id, code))
             .await
     }
 
     pub async fn verify_for(&self, phone: &str, code: &str, purpose: &str) -> Answer {
         let body = VerifyRequest {
             purpose: Some(purpose.to_owned()),
+            verification_id: verification_id(phone),
             ..VerifyRequest::new(phone, code)
         };
         self.post_json(paths::OTP_VERIFY, &body).await

@@ -25,12 +25,13 @@ pub fn keyring() -> &'static Keyring {
 /// The client address store-level verifies come from.
 pub const CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7));
 
-/// What an issue stores for `code`: its digest, and the code sealed (for a resend).
+/// What an issue stores for `code`: its digest, the code sealed (for a resend), a new id.
 pub fn candidate(phone: &Phone, purpose: &Purpose, code: &Code) -> CodeCandidate {
     let digest = keyring().code_digest(phone.as_e164(), purpose.as_str(), code);
     CodeCandidate {
         sealed: Some(keyring().seal_code(&digest, code)),
         digest,
+        verification: vcode::domain::VerificationId::generate(),
     }
 }
 

@@ -253,6 +253,23 @@ impl PostgresServer {
         }
     }
 
+    /// The postmaster and its children (backends, background workers): SIGSTOP to each
+    /// freezes the server as a paused Redis is frozen (connections open, nothing answers).
+    pub fn processes(&self) -> Vec<u32> {
+        let child = self.child.lock().unwrap();
+        let postmaster = child.as_ref().expect("postgres is running").id();
+        let children =
+            std::fs::read_to_string(format!("/proc/{postmaster}/task/{postmaster}/children"))
+                .unwrap_or_default();
+        std::iter::once(postmaster)
+            .chain(
+                children
+                    .split_whitespace()
+                    .filter_map(|pid| pid.parse().ok()),
+            )
+            .collect()
+    }
+
     /// Starts again on the same port and data directory (after `kill`): crash recovery runs.
     pub fn restart(&self) {
         self.kill();

@@ -103,12 +103,12 @@ impl RedisServer {
     }
 
     fn signal(&self, signal: &str) {
-        let pid = self.child.as_ref().expect("server is running").id();
-        let status = Command::new("kill")
-            .args([signal, &pid.to_string()])
-            .status()
-            .expect("kill can be run");
-        assert!(status.success());
+        signal_process(self.pid(), signal);
+    }
+
+    /// The server's process id (to pause it from a hook that outlives a borrow).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("server is running").id()
     }
 
     /// A synchronous client for assertions straight on the keys.
@@ -122,6 +122,15 @@ impl RedisServer {
             .await
             .expect("test Redis answers")
     }
+}
+
+/// Sends `signal` (`-STOP`, `-CONT`) to one process the harness started.
+pub fn signal_process(pid: u32, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill can be run");
+    assert!(status.success(), "kill {signal} {pid}");
 }
 
 // SIGKILL ends a paused (SIGSTOPped) process too.

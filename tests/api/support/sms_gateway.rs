@@ -49,6 +49,8 @@ struct GatewayState {
     location: Mutex<Option<String>>,
     /// Answer `fail_status` with this `Retry-After`.
     retry_after: Mutex<Option<String>>,
+    /// Run on each arrival, before the answer (e.g. to stall the store mid-send).
+    on_arrival: Mutex<Option<Arc<dyn Fn() + Send + Sync>>>,
 }
 
 #[derive(Clone)]
@@ -63,6 +65,10 @@ async fn receive(
     body: web::Bytes,
 ) -> HttpResponse {
     state.hits.fetch_add(1, Ordering::SeqCst);
+    let hook = state.on_arrival.lock().expect("gateway lock").clone();
+    if let Some(hook) = hook {
+        hook();
+    }
     let late = state.late_ms.load(Ordering::SeqCst);
     if late > 0 {
         // Taken before the sender gives up waiting: this SMS reaches the phone either way.
@@ -163,7 +169,13 @@ impl SmsGateway {
         self.fail_with(429);
     }
 
+    /// Run `hook` when each request arrives, before it is answered (until `succeed`).
+    pub fn on_arrival(&self, hook: impl Fn() + Send + Sync + 'static) {
+        *self.state.on_arrival.lock().expect("gateway lock") = Some(Arc::new(hook));
+    }
+
     pub fn succeed(&self) {
+        *self.state.on_arrival.lock().expect("gateway lock") = None;
         self.state.fail_status.store(0, Ordering::SeqCst);
         self.state.delay_ms.store(0, Ordering::SeqCst);
         self.state.late_ms.store(0, Ordering::SeqCst);

@@ -1,4 +1,4 @@
--- vcode's PostgreSQL store, version 2: the fraud guard's counts and blocks. Times are the
+-- vcode's PostgreSQL store, version 3: the fraud guard's counts and blocks. Times are the
 -- caller's unix milliseconds (the guard judges with one clock on every store). Counts are one
 -- row per scope ('p:<prefix>', 'c:<country>', '*' for the service) and minute; a send's step
 -- serialises on an advisory lock named after its prefix, then updates its rows in one order

@@ -1,0 +1,143 @@
+//! Verifications as a resource: what a verify by id resolves first (the id's phone and
+//! purpose, checked against what the request says), and the status read and the cancel of
+//! `GET /otp/verifications/{id}` and its `cancel`.
+
+use std::net::IpAddr;
+
+use super::{OtpError, OtpService};
+use crate::domain::{Phone, Purpose, VerificationId};
+use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus};
+
+/// One verify, as the client asked for it.
+#[derive(Debug, Clone)]
+pub struct VerifyCommand {
+    /// What `otp/send` answered; required when verifying by id.
+    pub verification_id: Option<String>,
+    /// Required when verifying by phone; by id, it must be the verification's if given.
+    pub phone: Option<String>,
+    /// By phone, `login` when absent; by id, it must be the verification's if given.
+    pub purpose: Option<String>,
+    pub code: String,
+    pub audience: Option<String>,
+    pub client: IpAddr,
+}
+
+/// A verification as `GET /otp/verifications/{id}` shows it.
+#[derive(Debug, Clone)]
+pub struct VerificationView {
+    pub id: VerificationId,
+    pub status: VerificationStatus,
+    pub delivery: DeliveryStatus,
+    /// Wrong codes this id may still try (0 once it has ended).
+    pub remaining_attempts: u32,
+    pub created_at_ms: u64,
+    pub expires_at_ms: u64,
+    /// Shown masked (its `Display`).
+    pub phone: Phone,
+    pub purpose: Purpose,
+}
+
+impl OtpService {
+    /// The (phone, purpose) verification `raw` was sent for, and the id; refuses an unknown
+    /// or malformed id (`VerificationNotFound`) and a phone or purpose the request names that
+    /// is not the verification's (`VerificationMismatch`). Reads the id's immutable record
+    /// only: nothing is counted or changed.
+    pub(super) async fn verification_target(
+        &self,
+        raw: &str,
+        command: &VerifyCommand,
+    ) -> Result<(Phone, Purpose, VerificationId), OtpError> {
+        let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
+        let (phone, purpose) = self.locate(&id).await?;
+        if let Some(claimed) = command.phone.as_deref() {
+            // A malformed phone is still the client's error to hear about.
+            if self.parse_phone(claimed)?.as_e164() != phone.as_e164() {
+                return Err(OtpError::VerificationMismatch);
+            }
+        }
+        if command
+            .purpose
+            .as_deref()
+            .is_some_and(|claimed| claimed != purpose.as_str())
+        {
+            return Err(OtpError::VerificationMismatch);
+        }
+        Ok((phone, purpose, id))
+    }
+
+    async fn locate(&self, id: &VerificationId) -> Result<(Phone, Purpose), OtpError> {
+        let target = self
+            .codes
+            .locate_verification(id)
+            .await?
+            .ok_or(OtpError::VerificationNotFound)?;
+        target_of(self, &target.phone_e164, &target.purpose)
+    }
+
+    /// The verification `raw` names.
+    pub async fn verification(&self, raw: &str) -> Result<VerificationView, OtpError> {
+        let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
+        let record = self
+            .codes
+            .verification(&id)
+            .await?
+            .ok_or(OtpError::VerificationNotFound)?;
+        self.view(id, record)
+    }
+
+    /// Cancels the verification `raw` names while it is pending (an ended one is left as it
+    /// is), and shows it. Its code stays pending for the code's other ids, if any: one
+    /// requester's cancel never ends another's verification.
+    pub async fn cancel(&self, raw: &str) -> Result<VerificationView, OtpError> {
+        let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
+        let record = self
+            .codes
+            .cancel_verification(&id)
+            .await?
+            .ok_or(OtpError::VerificationNotFound)?;
+        let view = self.view(id, record)?;
+        tracing::info!(phone = %view.phone, purpose = %view.purpose, status = view.status.as_str(), "verification cancel");
+        Ok(view)
+    }
+
+    fn view(
+        &self,
+        id: VerificationId,
+        record: VerificationRecord,
+    ) -> Result<VerificationView, OtpError> {
+        let (phone, purpose) = target_of(self, &record.target.phone_e164, &record.target.purpose)?;
+        let remaining_attempts = match record.status {
+            VerificationStatus::Pending => self
+                .settings
+                .max_attempts
+                .saturating_sub(record.failed_attempts),
+            _ => 0,
+        };
+        Ok(VerificationView {
+            id,
+            status: record.status,
+            delivery: record.delivery,
+            remaining_attempts,
+            created_at_ms: record.created_at_ms,
+            expires_at_ms: record.expires_at_ms,
+            phone,
+            purpose,
+        })
+    }
+}
+
+/// A stored target as domain values; a store that holds anything else is broken.
+fn target_of(
+    service: &OtpService,
+    phone_e164: &str,
+    purpose: &str,
+) -> Result<(Phone, Purpose), OtpError> {
+    let broken = || {
+        OtpError::Store(crate::store::StoreError::Protocol(format!(
+            "verification target {purpose:?}"
+        )))
+    };
+    let phone = service.parse_phone(phone_e164).map_err(|_| broken())?;
+    let purpose = Purpose::parse(purpose).ok_or_else(broken)?;
+    Ok((phone, purpose))
+}

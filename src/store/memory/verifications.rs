@@ -1,0 +1,171 @@
+//! The verifications of the embedded store: one entry per send's id, bound to the code that send
+//! delivered, with its own attempts. A verify by id holds the code's shard, then the id's, then
+//! the failure logs': one critical section, as `verify_code`.
+
+use super::*;
+
+impl MemoryStore {
+    /// Records the verification of a send that delivers the code of digest `digest` (the
+    /// caller holds that code's shard).
+    pub(super) fn bind_verification(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: &VerificationId,
+        digest: CodeDigest,
+        now: u64,
+        params: &IssueParams,
+    ) {
+        let ttl = duration_ms(params.ttl);
+        let created_at_unix_ms = unix_now_ms();
+        let entry = VerificationEntry {
+            target: VerificationTarget {
+                phone_e164: phone.as_e164().to_owned(),
+                purpose: purpose.as_str().to_owned(),
+            },
+            digest,
+            ended: None,
+            delivery: DeliveryStatus::Sent,
+            failed_attempts: 0,
+            verifies_until_ms: now.saturating_add(ttl),
+            retained_until_ms: now
+                .saturating_add(ttl)
+                .saturating_add(duration_ms(params.retention)),
+            created_at_unix_ms,
+            expires_at_unix_ms: created_at_unix_ms.saturating_add(ttl),
+        };
+        self.verifications
+            .lock(id.as_str())
+            .insert(id.as_str().into(), entry);
+    }
+
+    pub(super) fn locate(&self, id: &VerificationId) -> Option<VerificationTarget> {
+        let now = self.now_ms();
+        self.verifications
+            .lock(id.as_str())
+            .get(id.as_str())
+            .filter(|entry| entry.retained_until_ms > now)
+            .map(|entry| entry.target.clone())
+    }
+
+    pub(super) fn verify_id(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: &VerificationId,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+    ) -> VerifyOutcome {
+        let key = code_key(phone, purpose);
+        let now = self.now_ms();
+        let mut codes = self.codes.lock(&key);
+        let mut verifications = self.verifications.lock(id.as_str());
+        let Some(verification) = verifications
+            .get_mut(id.as_str())
+            .filter(|entry| entry.retained_until_ms > now)
+        else {
+            return VerifyOutcome::CodeExpired;
+        };
+        match verification.ended {
+            Some(VerificationStatus::Canceled) => return VerifyOutcome::Canceled,
+            Some(VerificationStatus::MaxAttemptsReached) => return VerifyOutcome::Destroyed,
+            Some(_) => return VerifyOutcome::CodeExpired,
+            None if verification.verifies_until_ms <= now => return VerifyOutcome::CodeExpired,
+            None => {}
+        }
+        let phone_key = phone_failures_key(phone);
+        let mut logs = self.quotas.lock(&phone_key);
+        let limits = [
+            params.phone_failures.map(|rule| (phone_key, rule)),
+            params
+                .client_failures
+                .map(|rule| (client_failures_key(phone, client), rule)),
+        ];
+        let mut wait = 0;
+        for (log_key, rule) in limits.iter().flatten() {
+            if let Some(log) = logs.get_mut(log_key.as_str()) {
+                wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
+            }
+        }
+        if wait > 0 {
+            return VerifyOutcome::QuotaExceeded {
+                retry_after: Duration::from_millis(wait),
+            };
+        }
+        let bound = codes.get(key.as_str()).is_some_and(|code| {
+            code.expires_at_ms > now
+                && code
+                    .digest
+                    .is_any_of(std::slice::from_ref(&verification.digest))
+        });
+        if !bound {
+            return VerifyOutcome::CodeExpired;
+        }
+        if verification.digest.is_any_of(candidates) {
+            codes.remove(key.as_str());
+            verification.ended = Some(VerificationStatus::Approved);
+            return VerifyOutcome::Verified;
+        }
+        let token = QuotaToken::generate();
+        for (log_key, rule) in limits.into_iter().flatten() {
+            logs.entry(log_key.into_boxed_str()).or_default().record(
+                now,
+                std::slice::from_ref(&rule),
+                token,
+            );
+        }
+        verification.failed_attempts += 1;
+        if verification.failed_attempts >= params.max_attempts {
+            verification.ended = Some(VerificationStatus::MaxAttemptsReached);
+            return VerifyOutcome::Destroyed;
+        }
+        VerifyOutcome::Mismatch {
+            remaining_attempts: params.max_attempts - verification.failed_attempts,
+        }
+    }
+
+    /// The verification, canceled first when `cancel` and still pending.
+    pub(super) fn read_verification(
+        &self,
+        id: &VerificationId,
+        cancel: bool,
+    ) -> Option<VerificationRecord> {
+        let target = self.locate(id)?;
+        let key = [target.phone_e164.as_str(), ":", target.purpose.as_str()].concat();
+        let now = self.now_ms();
+        let codes = self.codes.lock(&key);
+        let mut verifications = self.verifications.lock(id.as_str());
+        let entry = verifications
+            .get_mut(id.as_str())
+            .filter(|entry| entry.retained_until_ms > now)?;
+        let live = entry.ended.is_none()
+            && entry.verifies_until_ms > now
+            && codes.get(key.as_str()).is_some_and(|code| {
+                code.expires_at_ms > now
+                    && code.digest.is_any_of(std::slice::from_ref(&entry.digest))
+            });
+        if cancel && live {
+            entry.ended = Some(VerificationStatus::Canceled);
+        }
+        let status = match entry.ended {
+            Some(ended) => ended,
+            None if live => VerificationStatus::Pending,
+            None => VerificationStatus::Expired,
+        };
+        Some(VerificationRecord {
+            target,
+            status,
+            delivery: entry.delivery,
+            failed_attempts: entry.failed_attempts,
+            created_at_ms: entry.created_at_unix_ms,
+            expires_at_ms: entry.expires_at_unix_ms,
+        })
+    }
+
+    pub(super) fn set_unconfirmed(&self, id: &VerificationId) {
+        if let Some(entry) = self.verifications.lock(id.as_str()).get_mut(id.as_str()) {
+            entry.delivery = DeliveryStatus::Unconfirmed;
+        }
+    }
+}

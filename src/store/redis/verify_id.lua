@@ -1,0 +1,62 @@
+-- Verify a code under one verification id: compare only while the id is pending and bound to
+-- the pending code; a match deletes the code (for every id) and approves this id; a mismatch
+-- counts in this id's attempts (and the phone's and the (phone, client)'s failure logs) and
+-- spends the id at the limit. Guesses never destroy the code: under its own id, its owner can
+-- still verify it. One step, so of concurrent verifies at most one succeeds.
+-- KEYS[1] code hash (its record starts with the code's digest), KEYS[2] the phone's failure
+-- log, KEYS[3] the (phone, client)'s (quota.lua), KEYS[4] the id's verification (issue.lua)
+-- ARGV as verify.lua's.
+-- Returns {1} verified, {0, remaining_attempts} wrong, {-1} the id's code is no longer pending
+--         (or the id expired, or it was approved), {-2} the id is spent, {-3, retry_after_ms}
+--         a failure quota is used up (nothing compared), {-4} canceled.
+-- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
+local DIGEST_BYTES = 16
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local phone_last = 3 + tonumber(ARGV[3])
+local separator = phone_last + 1
+while ARGV[separator] ~= '|' do
+  separator = separator + 1
+  -- Arguments without the separator would spin here, and a busy script blocks all of Redis.
+  if separator > #ARGV then
+    return redis.error_reply('verify_id.lua: no | before the candidate digests')
+  end
+end
+local phone_rules = quota_rules(4, phone_last)
+local client_rules = quota_rules(phone_last + 1, separator - 1)
+
+local verification = redis.call('HMGET', KEYS[4], 'g', 'e', 's')
+if not verification[1] then
+  return {-1}
+end
+if verification[3] == 'c' then
+  return {-4}
+elseif verification[3] == 'm' then
+  return {-2}
+elseif verification[3] or tonumber(verification[2]) <= now then
+  return {-1}
+end
+local wait = math.max(quota_wait(KEYS[2], now, phone_rules), quota_wait(KEYS[3], now, client_rules))
+if wait > 0 then
+  return {-3, wait}
+end
+local record = redis.call('HGET', KEYS[1], 'h')
+if not record or string.sub(record, 1, DIGEST_BYTES) ~= verification[1] then
+  return {-1}
+end
+for i = separator + 1, #ARGV do
+  if verification[1] == ARGV[i] then
+    redis.call('DEL', KEYS[1])
+    redis.call('HSET', KEYS[4], 's', 'a')
+    return {1}
+  end
+end
+quota_record(KEYS[2], now, phone_rules, ARGV[2])
+quota_record(KEYS[3], now, client_rules, ARGV[2])
+local failed = redis.call('HINCRBY', KEYS[4], 'a', 1)
+local limit = tonumber(ARGV[1])
+if failed >= limit then
+  redis.call('HSET', KEYS[4], 's', 'm')
+  return {-2}
+end
+return {0, limit - failed}

@@ -1,0 +1,220 @@
+//! The operator console: its page and files are open on the operator listener while every data
+//! route stays behind the admin token, and the SMS price table is served as configured. Then
+//! the whole console in headless Chromium (`tests/browser/console_flow.py`): real traffic
+//! through the public API in dev mode, the token asked for once, the charts and tables showing
+//! that traffic, and the console without a token configured; a screenshot of each step under
+//! `target/console-screenshots/`.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use vcode::config::AbuseSettings;
+use vcode::sms::SmsPrices;
+use vcode_wire::{SmsPricesData, paths};
+
+use crate::browser::missing_browser;
+use crate::support::{Backend, TestApp, spawn_app_with};
+
+const TOKEN: &str = "console-admin-token-0123";
+const TIME_LIMIT: Duration = Duration::from_secs(120);
+/// SMS per client address an hour: the browser flow sends this many, then two more.
+const BUDGET: u32 = 8;
+
+fn prices() -> SmsPrices {
+    let table = SmsPrices::parse_pairs("CN=0.045,GB=0.040,*=0.050").expect("a price table");
+    SmsPrices::new("USD", table).expect("a price table")
+}
+
+async fn console_app(token: Option<&str>) -> TestApp {
+    spawn_app_with(Backend::Memory, |s| {
+        s.admin_token = token.map(Into::into);
+        s.sms.prices = prices();
+        s.abuse = AbuseSettings {
+            sends_per_ip_hour: BUDGET,
+            allowed_regions: vcode::config::Regions::parse("CN,GB").expect("regions"),
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await
+}
+
+async fn get(app: &TestApp, path: &str, token: Option<&str>) -> reqwest::Response {
+    let mut request = app.client.get(app.admin_url(path));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    request.send().await.expect("the operator listener answers")
+}
+
+#[tokio::test]
+async fn the_page_is_open_and_the_data_behind_the_token() {
+    let app = console_app(Some(TOKEN)).await;
+    let page = get(&app, paths::CONSOLE, None).await;
+    assert_eq!(page.status(), 200);
+    let csp = page.headers()["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && !csp.contains("unsafe"),
+        "{csp}"
+    );
+    assert!(page.text().await.unwrap().contains("console.js"));
+    for file in [
+        "console.js",
+        "console.css",
+        "uPlot.iife.min.js",
+        "uPlot.min.css",
+    ] {
+        let answer = get(&app, &paths::console_asset(file), None).await;
+        assert_eq!(answer.status(), 200, "{file}");
+    }
+    // Every data route, and any other path under the page's, asks for the token.
+    for gated in [
+        paths::SMS_PRICES,
+        paths::STATS,
+        paths::METRICS,
+        "/console/",
+        "/console/other.js",
+        "/console/%2e%2e/metrics",
+    ] {
+        let answer = get(&app, gated, None).await;
+        assert_eq!(answer.status(), 401, "{gated}");
+        let wrong = get(&app, gated, Some("console-admin-token-0124")).await;
+        assert_eq!(wrong.status(), 401, "{gated}");
+    }
+    let prices = get(&app, paths::SMS_PRICES, Some(TOKEN)).await;
+    assert_eq!(prices.status(), 200);
+    let body: serde_json::Value = prices.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"code": 200, "message": "ok",
+               "data": {"currency": "USD", "prices": {"*": 0.05, "CN": 0.045, "GB": 0.04}}})
+    );
+    let data: SmsPricesData = serde_json::from_value(body["data"].clone()).unwrap();
+    assert_eq!(data.prices["CN"], 0.045);
+    // The page is the operator listener's only: the public one knows no console.
+    let public = app
+        .client
+        .get(app.url(paths::CONSOLE))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(public.status(), 404);
+}
+
+#[tokio::test]
+async fn without_a_token_configured_the_prices_are_open_on_loopback() {
+    let app = console_app(None).await;
+    let prices = get(&app, paths::SMS_PRICES, None).await;
+    assert_eq!(prices.status(), 200);
+    let body: serde_json::Value = prices.json().await.unwrap();
+    assert_eq!(body["data"]["currency"], "USD");
+    let unpriced = spawn_app_with(Backend::Memory, |_| {}).await;
+    let body: serde_json::Value = get(&unpriced, paths::SMS_PRICES, None)
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(body["data"], json!({"currency": "USD", "prices": {}}));
+}
+
+#[tokio::test]
+async fn another_sites_page_cannot_use_the_operator_routes_even_without_a_token() {
+    let app = console_app(None).await;
+    let host = app.admin_address.trim_start_matches("http://").to_owned();
+    let ask = |headers: &[(&str, String)]| {
+        let mut request = app.client.get(app.admin_url(paths::SMS_PRICES));
+        for (name, value) in headers {
+            request = request.header(*name, value);
+        }
+        request.send()
+    };
+    let status = |headers: Vec<(&str, String)>| {
+        let answer = ask(&headers);
+        async move {
+            answer
+                .await
+                .expect("the listener answers")
+                .status()
+                .as_u16()
+        }
+    };
+    // Tools and the console itself.
+    assert_eq!(status(vec![]).await, 200);
+    assert_eq!(
+        status(vec![("sec-fetch-site", "same-origin".into())]).await,
+        200
+    );
+    assert_eq!(status(vec![("sec-fetch-site", "none".into())]).await, 200);
+    assert_eq!(
+        status(vec![("origin", format!("http://{host}"))]).await,
+        200
+    );
+    // A page of another site, or of this host's other port (the public listener).
+    assert_eq!(
+        status(vec![("sec-fetch-site", "cross-site".into())]).await,
+        401
+    );
+    assert_eq!(
+        status(vec![("sec-fetch-site", "same-site".into())]).await,
+        401
+    );
+    assert_eq!(
+        status(vec![("origin", "https://evil.example".into())]).await,
+        401
+    );
+    assert_eq!(status(vec![("origin", "null".into())]).await, 401);
+    assert_eq!(status(vec![("origin", app.address.clone())]).await, 401);
+    // The page itself stays open: it holds nothing, and links to it may come from anywhere.
+    let page = app
+        .client
+        .get(app.admin_url(paths::CONSOLE))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(page.status(), 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_console_shows_real_traffic_in_chromium() {
+    if let Some(why) = missing_browser() {
+        assert!(
+            std::env::var_os("TEST_REQUIRE_SDK").is_none(),
+            "TEST_REQUIRE_SDK is set but the browser cannot run: {why}"
+        );
+        eprintln!(
+            "\n*** SKIPPED the console in a browser: {why} (scripts/provision installs it)\n"
+        );
+        return;
+    }
+    let app = console_app(Some(TOKEN)).await;
+    let open = console_app(None).await;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let started = Instant::now();
+    let run = tokio::process::Command::new("python3")
+        .arg(root.join("tests/browser/console_flow.py"))
+        .args(["--url", &app.address])
+        .args(["--admin-url", &app.admin_address])
+        .args(["--token", TOKEN])
+        .args(["--open-admin-url", &open.admin_address])
+        .arg("--screenshots")
+        .arg(root.join("target/console-screenshots"))
+        .env("SE_OFFLINE", "true")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(TIME_LIMIT, run)
+        .await
+        .expect("the browser finishes in time")
+        .expect("python3 runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    eprintln!(
+        "console in Chromium: {:.1} s\n{report}",
+        started.elapsed().as_secs_f64()
+    );
+    assert!(output.status.success(), "a step failed:\n{report}");
+    assert!(report.contains("console flow passed"), "{report}");
+}

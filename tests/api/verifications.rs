@@ -1,0 +1,310 @@
+//! Verification ids over HTTP: the attacker of issue 26 (guesses without the owner's id, from
+//! many clients, never cost the owner's code), the `VCODE_VERIFY_BY` modes, the errors of a
+//! verify by id, the token's `vid`, and the verification resource (status, cancel).
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use vcode::client_ip::TrustedProxies;
+use vcode::otp::{AbuseSettings, VerifyBy};
+use vcode_wire::{
+    Delivery, SendData, VerificationData, VerificationStatus, VerifyData, VerifyRequest, paths,
+};
+
+use crate::support::app::TestApp;
+use crate::support::{Backend, random_phone, spawn_app_with};
+
+/// An app verifying by id (the service's default; the harness's is by phone).
+async fn by_id(backend: Backend, customise: impl FnOnce(&mut vcode::Settings)) -> TestApp {
+    spawn_app_with(backend, |settings| {
+        settings.otp.verify_by = VerifyBy::Id;
+        customise(settings);
+    })
+    .await
+}
+
+fn wrong(code: &str) -> String {
+    code.bytes()
+        .map(|b| char::from(b'0' + (b - b'0' + 1) % 10))
+        .collect()
+}
+
+async fn send_id(app: &TestApp, number: &str) -> String {
+    let sent = app.send(number).await;
+    assert_eq!(sent.status, 200, "{sent:?}");
+    sent.data::<SendData>().verification_id
+}
+
+async fn status(app: &TestApp, id: &str) -> VerificationData {
+    let answer = app.get(&paths::verification(id)).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    answer.data()
+}
+
+async fn guess_from(app: &TestApp, body: &VerifyRequest, client: &str) -> u16 {
+    let request = app
+        .client
+        .post(app.url(paths::OTP_VERIFY))
+        .header("x-forwarded-for", client)
+        .json(body);
+    app.request(request).await.status
+}
+
+/// Issue 26's attacker: a bot that guesses the owner's phone from many networks, without the
+/// owner's id (none, made up, or ids of its own sends of the same code), never destroys the
+/// owner's code: under the owner's id it still verifies.
+async fn guesses_without_the_owners_id_never_cost_the_owners_code(backend: Backend) {
+    let app = by_id(backend, |settings| {
+        settings.otp.resend_cooldown = std::time::Duration::ZERO;
+        settings.abuse = AbuseSettings {
+            trusted_proxies: TrustedProxies::parse("127.0.0.0/8").unwrap(),
+            ..AbuseSettings::unlimited()
+        };
+    })
+    .await;
+    let number = random_phone();
+    let owner = send_id(&app, &number).await;
+    let code = app.last_code(&number).await;
+    let guess = wrong(&code);
+    for network in 0..20 {
+        let client = format!("2001:db8:{network:x}::1");
+        // Without an id, and with ids that lead nowhere.
+        let none = VerifyRequest::new(&number, &guess);
+        assert_eq!(guess_from(&app, &none, &client).await, 400);
+        let made_up = VerifyRequest {
+            verification_id: Some(URL_SAFE_NO_PAD.encode([network as u8; 16])),
+            ..VerifyRequest::new(&number, &guess)
+        };
+        assert_eq!(guess_from(&app, &made_up, &client).await, 404);
+        // With an id of its own: a send re-sends the owner's pending code (reuse).
+        let own = send_id(&app, &number).await;
+        for _ in 0..5 {
+            let body = VerifyRequest::with_id(&own, &guess);
+            assert!([400, 429].contains(&guess_from(&app, &body, &client).await));
+        }
+        assert_eq!(
+            status(&app, &own).await.status,
+            VerificationStatus::MaxAttemptsReached
+        );
+    }
+    assert_eq!(
+        app.last_code(&number).await,
+        code,
+        "the same code all along"
+    );
+    let mine = status(&app, &owner).await;
+    assert_eq!(
+        (mine.status, mine.remaining_attempts),
+        (VerificationStatus::Pending, 5)
+    );
+    let verified = app.verify_id(&owner, &code).await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+    assert_eq!(
+        status(&app, &owner).await.status,
+        VerificationStatus::Approved
+    );
+}
+
+async fn verify_by_id_refuses_what_does_not_match(backend: Backend) {
+    let app = by_id(backend, |_| {}).await;
+    let number = random_phone();
+    let id = send_id(&app, &number).await;
+    let code = app.last_code(&number).await;
+    let bare = app
+        .post_json(paths::OTP_VERIFY, &VerifyRequest::new(&number, &code))
+        .await;
+    assert_eq!((bare.status, bare.code()), (400, 40006), "{bare:?}");
+    let other_phone = VerifyRequest {
+        phone: Some(random_phone()),
+        ..VerifyRequest::with_id(&id, &code)
+    };
+    let answer = app.post_json(paths::OTP_VERIFY, &other_phone).await;
+    assert_eq!((answer.status, answer.code()), (400, 40007), "{answer:?}");
+    let other_purpose = VerifyRequest {
+        purpose: Some("register".into()),
+        ..VerifyRequest::with_id(&id, &code)
+    };
+    let answer = app.post_json(paths::OTP_VERIFY, &other_purpose).await;
+    assert_eq!((answer.status, answer.code()), (400, 40007), "{answer:?}");
+    for unknown in ["nope", "AAAAAAAAAAAAAAAAAAAAAA"] {
+        let answer = app.verify_id(unknown, &code).await;
+        assert_eq!((answer.status, answer.code()), (404, 40401), "{answer:?}");
+        let answer = app.get(&paths::verification(unknown)).await;
+        assert_eq!((answer.status, answer.code()), (404, 40401), "{answer:?}");
+    }
+    // None of these counted or changed anything.
+    assert_eq!(status(&app, &id).await.remaining_attempts, 5);
+    // The phone given and the id agree (national form too): verified, and the token says by
+    // which id.
+    let national = format!("138{}", &number[6..]);
+    let body = VerifyRequest {
+        phone: Some(national),
+        ..VerifyRequest::with_id(&id, &code)
+    };
+    let verified = app.post_json(paths::OTP_VERIFY, &body).await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+    let token = verified.data::<VerifyData>().token.unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(
+        &URL_SAFE_NO_PAD
+            .decode(token.split('.').nth(1).unwrap())
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(claims["vid"], id.as_str());
+    assert_eq!(claims["sub"], number.as_str());
+}
+
+async fn the_resource_follows_a_verification(backend: Backend) {
+    let app = by_id(backend, |settings| {
+        settings.otp.resend_cooldown = std::time::Duration::ZERO;
+    })
+    .await;
+    let number = random_phone();
+    let first = send_id(&app, &number).await;
+    let code = app.last_code(&number).await;
+    let pending = status(&app, &first).await;
+    assert_eq!(pending.status, VerificationStatus::Pending);
+    assert_eq!(pending.delivery, Delivery::Sent);
+    assert_eq!(pending.remaining_attempts, 5);
+    assert_eq!(pending.purpose, "login");
+    assert!(
+        pending.phone.contains('*') && !pending.phone.contains(&number[6..]),
+        "{pending:?}"
+    );
+    assert_eq!(pending.expires_at - pending.created_at, 300);
+    assert_eq!(app.verify_id(&first, &wrong(&code)).await.code(), 40010);
+    assert_eq!(status(&app, &first).await.remaining_attempts, 4);
+
+    // A second send answers its own id for the same code; canceling the first leaves it.
+    let second = send_id(&app, &number).await;
+    assert_ne!(first, second);
+    let canceled = app
+        .post_json(&paths::verification_cancel(&first), &())
+        .await;
+    assert_eq!(canceled.status, 200, "{canceled:?}");
+    assert_eq!(
+        canceled.data::<VerificationData>().status,
+        VerificationStatus::Canceled
+    );
+    assert_eq!(app.verify_id(&first, &code).await.code(), 41000);
+    assert_eq!(app.verify_id(&second, &code).await.status, 200);
+    assert_eq!(
+        status(&app, &second).await.status,
+        VerificationStatus::Approved
+    );
+    assert_eq!(
+        status(&app, &first).await.status,
+        VerificationStatus::Canceled
+    );
+    let unknown = app
+        .post_json(&paths::verification_cancel("AAAAAAAAAAAAAAAAAAAAAA"), &())
+        .await;
+    assert_eq!((unknown.status, unknown.code()), (404, 40401));
+
+    // Spent: five wrong codes.
+    let third = send_id(&app, &number).await;
+    let code = app.last_code(&number).await;
+    for _ in 0..4 {
+        assert_eq!(app.verify_id(&third, &wrong(&code)).await.code(), 40010);
+    }
+    assert_eq!(app.verify_id(&third, &wrong(&code)).await.code(), 42901);
+    let spent = status(&app, &third).await;
+    assert_eq!(
+        (spent.status, spent.remaining_attempts),
+        (VerificationStatus::MaxAttemptsReached, 0)
+    );
+}
+
+async fn a_verification_expires_with_its_code(backend: Backend) {
+    let app = by_id(backend, |settings| {
+        settings.otp.code_ttl = std::time::Duration::from_secs(1);
+    })
+    .await;
+    let number = random_phone();
+    let id = send_id(&app, &number).await;
+    let code = app.last_code(&number).await;
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    assert_eq!(status(&app, &id).await.status, VerificationStatus::Expired);
+    assert_eq!(app.verify_id(&id, &code).await.code(), 41000);
+}
+
+async fn either_takes_an_id_or_a_phone_and_phone_ignores_ids(backend: Backend) {
+    for by in [VerifyBy::Either, VerifyBy::Phone] {
+        let app = spawn_app_with(backend, |settings| settings.otp.verify_by = by).await;
+        // By phone.
+        let number = random_phone();
+        send_id(&app, &number).await;
+        let code = app.last_code(&number).await;
+        let answer = app
+            .post_json(paths::OTP_VERIFY, &VerifyRequest::new(&number, &code))
+            .await;
+        assert_eq!(answer.status, 200, "{by:?} {answer:?}");
+        // By id: either uses it; phone mode goes by the phone and its code's own attempts.
+        let number = random_phone();
+        let id = send_id(&app, &number).await;
+        let code = app.last_code(&number).await;
+        let body = VerifyRequest {
+            phone: Some(number.clone()),
+            ..VerifyRequest::with_id(&id, wrong(&code))
+        };
+        assert_eq!(app.post_json(paths::OTP_VERIFY, &body).await.code(), 40010);
+        let attempts = status(&app, &id).await.remaining_attempts;
+        match by {
+            VerifyBy::Either => assert_eq!(attempts, 4),
+            _ => assert_eq!(
+                attempts, 5,
+                "by phone, the code's attempts count, not the id's"
+            ),
+        }
+        let answer = app.verify(&number, &code).await;
+        assert_eq!(answer.status, 200, "{by:?} {answer:?}");
+    }
+}
+
+async fn status_and_cancel_are_behind_their_api_keys(backend: Backend) {
+    use sha2::{Digest, Sha256};
+    use vcode::api_keys::{ApiKeySettings, ApiKeys, Operation};
+    const KEY: &str = "vck_test-key-0123456789abcdefghijklmnopqrstu";
+    let entry = format!("backend:{}", hex::encode(Sha256::digest(KEY)));
+    let app = by_id(backend, |settings| {
+        settings.api_key = ApiKeySettings {
+            required: vec![Operation::Status, Operation::Verify],
+        };
+        settings.api_keys = Some(ApiKeys::parse(&entry).unwrap());
+    })
+    .await;
+    let number = random_phone();
+    let id = send_id(&app, &number).await;
+    let read = app.get(&paths::verification(&id)).await;
+    assert_eq!((read.status, read.code()), (401, 40100));
+    let cancel = app.post_json(&paths::verification_cancel(&id), &()).await;
+    assert_eq!((cancel.status, cancel.code()), (401, 40100));
+    let bearer = format!("Bearer {KEY}");
+    let read = app
+        .request(
+            app.client
+                .get(app.url(&paths::verification(&id)))
+                .header("authorization", &bearer),
+        )
+        .await;
+    assert_eq!(read.status, 200, "{read:?}");
+    let cancel = app
+        .request(
+            app.client
+                .post(app.url(&paths::verification_cancel(&id)))
+                .header("authorization", &bearer),
+        )
+        .await;
+    assert_eq!(
+        cancel.data::<VerificationData>().status,
+        VerificationStatus::Canceled
+    );
+}
+
+on_every_store!(
+    guesses_without_the_owners_id_never_cost_the_owners_code,
+    verify_by_id_refuses_what_does_not_match,
+    the_resource_follows_a_verification,
+    a_verification_expires_with_its_code,
+    either_takes_an_id_or_a_phone_and_phone_ignores_ids,
+    status_and_cancel_are_behind_their_api_keys,
+);
