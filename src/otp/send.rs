@@ -14,6 +14,7 @@ use crate::domain::{Code, Locale, Phone, Purpose, VerificationId};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
+use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams,
     OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
@@ -148,10 +149,13 @@ impl OtpService {
                 .gate_and_send(command, phone, purpose, locale, monitored)
                 .await;
         }
+        let started = std::time::Instant::now();
         let admitted = self.fraud.admit(phone, purpose).await?;
-        let result = self
-            .gate_and_send(command, phone, purpose, locale, monitored)
-            .await;
+        let result = deadline::from(
+            started,
+            self.gate_and_send(command, phone, purpose, locale, monitored),
+        )
+        .await;
         self.fraud.settle(admitted, phone, result.is_ok());
         result
     }
@@ -223,11 +227,16 @@ impl OtpService {
             budgets: &budgets,
             token: QuotaToken::generate(),
         };
-        let delivery = match self
-            .codes
-            .issue_code(phone, purpose, candidate, &self.issue_params, budgets)
-            .await?
-        {
+        // Within what the fraud guard's step left of one timeout: a store stalled between the
+        // two never makes the send wait twice.
+        let issued = deadline::shared(self.codes.issue_code(
+            phone,
+            purpose,
+            candidate,
+            &self.issue_params,
+            budgets,
+        ));
+        let delivery = match issued.await? {
             IssueOutcome::Deliver(delivery) => delivery,
             IssueOutcome::Cooldown { retry_after } => {
                 self.stats.record(Event::DedupCooldown);

@@ -4,6 +4,7 @@
 //! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
 //! instances). Every operation that reads, compares and writes is one atomic step in each.
 
+pub mod deadline;
 mod memory;
 pub mod postgres;
 pub mod redis;
