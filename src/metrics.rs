@@ -21,7 +21,15 @@ const BUCKETS: [f64; 14] = [
 
 /// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
 /// (`vcode_sms` is not one: the SMS senders count it per provider, see `observe_sms_attempt`.)
-const EVENT_FAMILIES: [(&str, &str); 8] = [
+const EVENT_FAMILIES: [(&str, &str); 10] = [
+    (
+        "vcode_fraud_refused",
+        "sends the fraud guard refused, by why their prefix is blocked (conversion, surge)",
+    ),
+    (
+        "vcode_fraud_lifts",
+        "fraud-guard suspensions and holds lifted by an operator",
+    ),
     ("vcode_otp_send_requests", "otp/send requests"),
     (
         "vcode_otp_dedup",
@@ -72,6 +80,17 @@ struct Metrics {
     api_key_requests: Family<ApiKeyLabels, Counter>,
     api_key_refusals: Family<OneLabel, Counter>,
     monitored_sms: Family<RegionLabel, Counter>,
+    sms_by_country: Family<CountryLabel, Counter>,
+    verified_by_country: Family<CountryLabel, Counter>,
+    fraud_suspensions: Family<CountryLabel, Counter>,
+    fraud_holds: Family<CountryLabel, Counter>,
+}
+
+/// A country (ISO region, `001` for the non-geographic codes): bounded, unlike the fraud
+/// guard's prefixes, which no per-send series is labelled with.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CountryLabel {
+    country: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -157,9 +176,38 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "SMS delivered to a monitored country (VCODE_MONITORED_REGIONS), by region",
         monitored_sms.clone(),
     );
+    let by_country = |registry: &mut Registry, name: &str, help: &str| {
+        let family = Family::<CountryLabel, Counter>::default();
+        registry.register(name, help, family.clone());
+        family
+    };
+    let sms_by_country = by_country(
+        &mut registry,
+        "vcode_sms_sent_by_country",
+        "SMS sent (or in doubt), by the destination's country",
+    );
+    let verified_by_country = by_country(
+        &mut registry,
+        "vcode_verified_by_country",
+        "codes verified, by the phone's country",
+    );
+    let fraud_suspensions = by_country(
+        &mut registry,
+        "vcode_fraud_suspensions",
+        "destination prefixes the fraud guard suspended for poor conversion, by country",
+    );
+    let fraud_holds = by_country(
+        &mut registry,
+        "vcode_fraud_holds",
+        "destination prefixes the fraud guard held back for a surge, by country",
+    );
     Metrics {
         registry,
         monitored_sms,
+        sms_by_country,
+        verified_by_country,
+        fraud_suspensions,
+        fraud_holds,
         api_key_requests,
         api_key_refusals,
         sms_attempts,
@@ -201,6 +249,34 @@ pub fn count_monitored_sms(region: &str) {
         .monitored_sms
         .get_or_create(&RegionLabel {
             region: region.to_owned(),
+        })
+        .inc();
+}
+
+/// Counts one SMS sent to `country`.
+pub fn count_sms_by_country(country: &str) {
+    count_country(&METRICS.sms_by_country, country);
+}
+
+/// Counts one code verified for a phone of `country`.
+pub fn count_verified_by_country(country: &str) {
+    count_country(&METRICS.verified_by_country, country);
+}
+
+/// Counts a prefix of `country` the fraud guard suspended (`suspended`) or held back.
+pub fn count_fraud_block(country: &str, suspended: bool) {
+    let family = if suspended {
+        &METRICS.fraud_suspensions
+    } else {
+        &METRICS.fraud_holds
+    };
+    count_country(family, country);
+}
+
+fn count_country(family: &Family<CountryLabel, Counter>, country: &str) {
+    family
+        .get_or_create(&CountryLabel {
+            country: country.to_owned(),
         })
         .inc();
 }

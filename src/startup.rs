@@ -15,6 +15,7 @@ use tracing_actix_web::TracingLogger;
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
+use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
 use crate::otp::{OtpDependencies, OtpService, SendGate};
@@ -131,6 +132,7 @@ async fn open_redis(settings: &Settings, redis: &RedisSettings) -> anyhow::Resul
 /// The use cases and what they share, built once for every worker.
 struct Services {
     otp: Arc<OtpService>,
+    fraud: Arc<FraudGuard>,
     captcha: Arc<CaptchaService>,
     pow: Arc<PowService>,
     tokens: Arc<TokenIssuer>,
@@ -166,6 +168,13 @@ impl Services {
                 .then(|| captcha.clone()),
             pow: settings.pow.send_requires_pow.then(|| pow.clone()),
         };
+        let fraud = Arc::new(FraudGuard::new(
+            stores.fraud.clone(),
+            settings.fraud.clone(),
+            settings.otp.code_ttl,
+            stats.clone(),
+        ));
+        tracing::info!(guard = %fraud.describe(), "fraud guard (VCODE_FRAUD_*)");
         let otp = Arc::new(OtpService::new(
             OtpDependencies {
                 stores: stores.clone(),
@@ -173,6 +182,7 @@ impl Services {
                 tokens: tokens.clone(),
                 sender,
                 gate,
+                fraud: fraud.clone(),
                 stats: stats.clone(),
             },
             settings.otp.clone(),
@@ -185,6 +195,7 @@ impl Services {
         );
         Ok(Self {
             otp,
+            fraud,
             captcha,
             pow,
             tokens,
@@ -206,6 +217,7 @@ fn keyring(settings: &Settings) -> Keyring {
 fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppState {
     AppState {
         otp: services.otp,
+        fraud: services.fraud,
         captcha: services.captcha,
         pow: services.pow,
         tokens: services.tokens,

@@ -47,6 +47,14 @@ pub enum Event {
     SmsMonitored,
     /// A send to a test number (`VCODE_TEST_NUMBERS`): its fixed code stored, no SMS.
     TestNumberSend,
+    /// The fraud guard suspended a prefix (its conversion) or held one back (a surge).
+    FraudSuspended,
+    FraudHeld,
+    /// A send the fraud guard refused, by why its prefix is blocked.
+    FraudRefusedConversion,
+    FraudRefusedSurge,
+    /// An operator lifted a prefix's suspension or hold.
+    FraudLifted,
     // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
     SmsLogSent,
     SmsLogFailed,
@@ -61,7 +69,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 34] = [
+    pub const ALL: [Event; 39] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -86,6 +94,11 @@ impl Event {
         Event::RefusedRegion,
         Event::SmsMonitored,
         Event::TestNumberSend,
+        Event::FraudSuspended,
+        Event::FraudHeld,
+        Event::FraudRefusedConversion,
+        Event::FraudRefusedSurge,
+        Event::FraudLifted,
         Event::SmsLogSent,
         Event::SmsLogFailed,
         Event::SmsWebhookSent,
@@ -125,6 +138,11 @@ impl Event {
             Event::RefusedRegion => "refused_region",
             Event::SmsMonitored => "sms_monitored",
             Event::TestNumberSend => "test_number_sends",
+            Event::FraudSuspended => "fraud_suspended",
+            Event::FraudHeld => "fraud_held",
+            Event::FraudRefusedConversion => "fraud_refused_conversion",
+            Event::FraudRefusedSurge => "fraud_refused_surge",
+            Event::FraudLifted => "fraud_lifted",
             Event::SmsLogSent => "sms_log_sent",
             Event::SmsLogFailed => "sms_log_failed",
             Event::SmsWebhookSent => "sms_webhook_sent",
@@ -166,6 +184,11 @@ impl Event {
             // Per region: `crate::metrics::count_monitored_sms`.
             Event::SmsMonitored => return None,
             Event::TestNumberSend => ("vcode_otp_test_number_sends", "route", "otp_send"),
+            // Per country: `crate::metrics::count_fraud_block`.
+            Event::FraudSuspended | Event::FraudHeld => return None,
+            Event::FraudRefusedConversion => ("vcode_fraud_refused", "reason", "conversion"),
+            Event::FraudRefusedSurge => ("vcode_fraud_refused", "reason", "surge"),
+            Event::FraudLifted => ("vcode_fraud_lifts", "by", "operator"),
             Event::SmsLogSent
             | Event::SmsLogFailed
             | Event::SmsWebhookSent

@@ -17,6 +17,7 @@ const SENTENCES = {
   40020: 'The characters do not match the picture. Here is a new one.',
   40021: 'The "I am not a robot" check did not pass. Please try it again.',
   40100: 'This page is not allowed to call the service.',
+  40300: 'Codes cannot be sent to numbers like this one for now. Please try again later.',
   40400: 'That was not found.',
   40401: 'This code request is no longer known. Please ask for a new code.',
   40500: 'The service does not accept that kind of request here.',

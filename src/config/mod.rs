@@ -49,6 +49,7 @@ use self::text::{Flag, Millis, Whole, parse_text, show_text};
 pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
+pub use crate::fraud::FraudSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions, TestNumbers};
 use crate::postmortem::VerifyStrategy;
@@ -77,6 +78,9 @@ pub struct Settings {
     pub sms: SmsSettings,
     #[serde(skip)]
     pub abuse: AbuseSettings,
+    /// The fraud guard (`VCODE_FRAUD_*`).
+    #[serde(skip)]
+    pub fraud: FraudSettings,
     /// Enables `GET /api/v1/stats` for this bearer token; without one the route does not exist.
     #[serde(skip)]
     pub admin_token: Option<Secret>,
@@ -159,6 +163,7 @@ impl Default for Settings {
             captcha: CaptchaSettings::default(),
             sms: SmsSettings::default(),
             abuse: AbuseSettings::default(),
+            fraud: FraudSettings::default(),
             admin_token: None,
             dev_mode: false,
             demo: false,
@@ -192,6 +197,7 @@ fn all_settings(purposes: &[String]) -> Vec<Setting> {
         settings_of::<PostgresVariables>(top),
         settings_of::<OtpSettings>(top),
         settings_of::<AbuseSettings>(top),
+        settings_of::<FraudSettings>(top),
         settings_of::<CaptchaSettings>(top),
         settings_of::<LogSettings>(top),
         settings_of::<PowSettings>(top),
@@ -300,6 +306,7 @@ impl Settings {
             otp,
             captcha: sources.extract()?,
             abuse: sources.extract()?,
+            fraud: sources.extract()?,
             log: sources.extract()?,
             pow: PowSettings {
                 hmac_key: pow_hmac_key(lookup)?,

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use super::Refusal;
 use crate::captcha::CaptchaError;
+use crate::fraud::FraudError;
 use crate::idempotency::IdempotencyError;
 use crate::pow::PowError;
 use crate::sms::SmsError;
@@ -53,6 +54,9 @@ pub enum OtpError {
     ResendCooldown { retry_after: Duration },
     #[error("quota exceeded")]
     QuotaExceeded { retry_after: Duration },
+    /// The fraud guard suspended or held back the destination's prefix.
+    #[error("sends to this destination are suspended")]
+    FraudRefused { retry_after: Duration },
     /// The send gate refused: no solved captcha.
     #[error(transparent)]
     Gate(#[from] CaptchaError),
@@ -99,6 +103,7 @@ impl OtpError {
             | Self::CodeExpired
             | Self::ResendCooldown { .. }
             | Self::QuotaExceeded { .. }
+            | Self::FraudRefused { .. }
             | Self::SmsThrottled { .. }
             | Self::VerificationIdRequired
             | Self::VerificationMismatch
@@ -119,6 +124,15 @@ impl OtpError {
                 IdempotencyError::Store(_) => true,
             },
             Self::Unsealable | Self::SmsDelivery(_) | Self::Store(_) | Self::Token(_) => true,
+        }
+    }
+}
+
+impl From<FraudError> for OtpError {
+    fn from(error: FraudError) -> Self {
+        match error {
+            FraudError::Refused { retry_after } => Self::FraudRefused { retry_after },
+            FraudError::Store(error) => Self::Store(error),
         }
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use crate::captcha::{CaptchaService, SolvedCaptcha};
 use crate::domain::{Code, Phone, PhoneParser, Purpose, VerificationId};
+use crate::fraud::FraudGuard;
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
 use crate::pow::{PowService, SolvedPow};
@@ -114,6 +115,8 @@ pub struct OtpService {
     gate: SendGate,
     /// Phones (E.164) whose sends store this fixed code and send no SMS.
     test_numbers: HashMap<String, Code>,
+    /// Counts sends and conversions per destination prefix; refuses a blocked prefix.
+    fraud: Arc<FraudGuard>,
     idempotency: Idempotency,
     /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
     keyring: Arc<Keyring>,
@@ -131,6 +134,7 @@ pub struct OtpDependencies {
     pub tokens: Arc<TokenIssuer>,
     pub sender: Arc<dyn SmsSender>,
     pub gate: SendGate,
+    pub fraud: Arc<FraudGuard>,
     pub stats: Arc<Stats>,
 }
 
@@ -148,6 +152,7 @@ impl OtpService {
             tokens,
             sender,
             gate,
+            fraud,
             stats,
         } = dependencies;
         let issue_params = IssueParams {
@@ -191,6 +196,7 @@ impl OtpService {
                 .into_iter()
                 .map(|(phone, code)| (phone.as_e164().to_owned(), code))
                 .collect(),
+            fraud,
             keyring,
             tokens,
             idempotency: Idempotency::new(
@@ -295,6 +301,7 @@ impl OtpService {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
                 tracing::info!(%phone, %purpose, by, "code verified");
+                self.fraud.converted(&phone, &purpose).await;
                 Ok(self.tokens.issue_for(
                     phone.as_e164(),
                     purpose.as_str(),

@@ -1,4 +1,4 @@
-//! `send`: the gate, the idempotency key, the issue in the store, the client's and global
+//! `send`: the fraud guard, the gate, the idempotency key, the issue in the store, the client's and global
 //! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
 //! store still holds exactly what this send wrote, and a server-side failure gives the gate's
 //! proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
@@ -14,6 +14,7 @@ use crate::domain::{Code, Locale, Phone, Purpose, VerificationId};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
+use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams,
     OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
@@ -132,7 +133,34 @@ impl OtpService {
         })
     }
 
+    /// The fraud guard's step first, so that a refusal does not consume the user's solved
+    /// gate; a send that then sends no SMS is given back to it. A test number gets no SMS:
+    /// nothing for the guard to judge or count.
     async fn send_gated(
+        &self,
+        command: &SendCommand,
+        phone: &Phone,
+        purpose: &Purpose,
+        locale: Option<&Locale>,
+        monitored: bool,
+    ) -> Result<SendReceipt, OtpError> {
+        if self.test_numbers.contains_key(phone.as_e164()) {
+            return self
+                .gate_and_send(command, phone, purpose, locale, monitored)
+                .await;
+        }
+        let started = std::time::Instant::now();
+        let admitted = self.fraud.admit(phone, purpose).await?;
+        let result = deadline::from(
+            started,
+            self.gate_and_send(command, phone, purpose, locale, monitored),
+        )
+        .await;
+        self.fraud.settle(admitted, phone, result.is_ok());
+        result
+    }
+
+    async fn gate_and_send(
         &self,
         command: &SendCommand,
         phone: &Phone,
@@ -199,11 +227,16 @@ impl OtpService {
             budgets: &budgets,
             token: QuotaToken::generate(),
         };
-        let delivery = match self
-            .codes
-            .issue_code(phone, purpose, candidate, &self.issue_params, budgets)
-            .await?
-        {
+        // Within what the fraud guard's step left of one timeout: a store stalled between the
+        // two never makes the send wait twice.
+        let issued = deadline::shared(self.codes.issue_code(
+            phone,
+            purpose,
+            candidate,
+            &self.issue_params,
+            budgets,
+        ));
+        let delivery = match issued.await? {
             IssueOutcome::Deliver(delivery) => delivery,
             IssueOutcome::Cooldown { retry_after } => {
                 self.stats.record(Event::DedupCooldown);

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::envelope::{Envelope, Reply};
 use crate::captcha::CaptchaError;
+use crate::fraud::FraudError;
 use crate::idempotency::IdempotencyError;
 use crate::otp::{OtpError, Refusal};
 use crate::pow::PowError;
@@ -65,6 +66,8 @@ pub enum ApiError {
     TooManyAttempts,
     #[error("quota exceeded")]
     QuotaExceeded { retry_after_secs: u64 },
+    #[error("sends to this destination are suspended; retry later")]
+    DestinationSuspended { retry_after_secs: u64 },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
     #[error("SMS delivery failed")]
@@ -123,6 +126,9 @@ impl From<OtpError> for ApiError {
             | OtpError::SmsThrottled { retry_after, .. } => Self::QuotaExceeded {
                 retry_after_secs: retry_after_secs(retry_after),
             },
+            OtpError::FraudRefused { retry_after } => Self::DestinationSuspended {
+                retry_after_secs: retry_after_secs(retry_after),
+            },
             OtpError::Gate(error) => error.into(),
             OtpError::PowGate(error) => error.into(),
             OtpError::Idempotency(error) => error.into(),
@@ -130,6 +136,17 @@ impl From<OtpError> for ApiError {
             error @ OtpError::Unsealable => Self::Internal(error.into()),
             OtpError::Store(error) => error.into(),
             OtpError::Token(error) => Self::Internal(error.into()),
+        }
+    }
+}
+
+impl From<FraudError> for ApiError {
+    fn from(error: FraudError) -> Self {
+        match error {
+            FraudError::Refused { retry_after } => Self::DestinationSuspended {
+                retry_after_secs: retry_after_secs(retry_after),
+            },
+            FraudError::Store(error) => error.into(),
         }
     }
 }
@@ -202,6 +219,7 @@ impl ApiError {
             Self::ResendCooldown { .. } => ErrorCode::ResendCooldown,
             Self::TooManyAttempts => ErrorCode::TooManyAttempts,
             Self::QuotaExceeded { .. } => ErrorCode::QuotaExceeded,
+            Self::DestinationSuspended { .. } => ErrorCode::DestinationSuspended,
             Self::Internal(_) => ErrorCode::Internal,
             Self::SmsDelivery(_) => ErrorCode::SmsDelivery,
             Self::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
@@ -214,9 +232,12 @@ impl ApiError {
                 remaining_attempts: *remaining_attempts,
             }),
             Self::ResendCooldown { retry_after_secs }
-            | Self::QuotaExceeded { retry_after_secs } => ErrorData::RetryAfter(RetryAfterData {
-                retry_after: *retry_after_secs,
-            }),
+            | Self::QuotaExceeded { retry_after_secs }
+            | Self::DestinationSuspended { retry_after_secs } => {
+                ErrorData::RetryAfter(RetryAfterData {
+                    retry_after: *retry_after_secs,
+                })
+            }
             _ => ErrorData::None,
         }
     }
@@ -224,7 +245,8 @@ impl ApiError {
     fn retry_after_secs(&self) -> Option<u64> {
         match self {
             Self::ResendCooldown { retry_after_secs }
-            | Self::QuotaExceeded { retry_after_secs } => Some(*retry_after_secs),
+            | Self::QuotaExceeded { retry_after_secs }
+            | Self::DestinationSuspended { retry_after_secs } => Some(*retry_after_secs),
             _ => None,
         }
     }
@@ -320,6 +342,9 @@ mod tests {
             },
             ApiError::TooManyAttempts,
             ApiError::QuotaExceeded {
+                retry_after_secs: 1,
+            },
+            ApiError::DestinationSuspended {
                 retry_after_secs: 1,
             },
             ApiError::Internal(anyhow::anyhow!("x")),

@@ -10,6 +10,7 @@ mod console;
 mod dev;
 mod envelope;
 mod error;
+mod fraud;
 mod hardening;
 mod health;
 mod jwks;
@@ -86,13 +87,14 @@ impl PublicRoutes {
     }
 }
 
-/// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, the console and its SMS prices, and
-/// `/api/v1/stats` when a token is set (which [`require_admin_token`] then asks of every route
-/// but the console's static files).
+/// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, the console and its SMS prices, the
+/// fraud guard's routes, and `/api/v1/stats` when a token is set (which [`require_admin_token`]
+/// then asks of every route but the console's static files).
 pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     extractors(cfg, 256);
     cfg.configure(admin::metrics_config)
-        .configure(console::config);
+        .configure(console::config)
+        .configure(fraud::config);
     if stats {
         cfg.configure(admin::stats_config);
     }

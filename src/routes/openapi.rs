@@ -324,9 +324,12 @@ fn error_response(codes: &[ErrorCode]) -> Value {
     if codes.contains(&ErrorCode::WrongCode) {
         data.push(json!({"$ref": format!("#/components/schemas/{}", WrongCodeData::name())}));
     }
-    let retry_after = codes
-        .iter()
-        .any(|code| matches!(code, ErrorCode::ResendCooldown | ErrorCode::QuotaExceeded));
+    let retry_after = codes.iter().any(|code| {
+        matches!(
+            code,
+            ErrorCode::ResendCooldown | ErrorCode::QuotaExceeded | ErrorCode::DestinationSuspended
+        )
+    });
     if retry_after {
         data.push(json!({"$ref": format!("#/components/schemas/{}", RetryAfterData::name())}));
     }

@@ -59,7 +59,9 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
              carries a solved captcha (40020 otherwise) or an ALTCHA payload (40021 otherwise). Only \
              numbers of the allowed types (mobile, fixed-line-or-mobile by default; 40004 \
              otherwise: premium rate, toll-free, non-geographic…) in served countries (the \
-             default region's by default; 40005 otherwise) get an SMS.",
+             default region's by default; 40005 otherwise) get an SMS. A destination prefix the \
+             fraud guard suspended (its sends stopped converting) or held back (a surge of \
+             unverified sends) is refused with 40300 and retry_after, before the gate is consumed.",
         )
         .parameter(
             "header",
@@ -77,6 +79,7 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             InvalidPurpose,
             NumberTypeRefused,
             RegionRefused,
+            DestinationSuspended,
             WrongCaptcha,
             PowRejected,
             IdempotencyInProgress,

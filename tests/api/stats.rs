@@ -90,6 +90,8 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
         "quota_phone": 0, "quota_ip": 1, "quota_global": 0, "quota_failures": 0,
         "refused_number_type": 0, "refused_region": 0, "sms_monitored": 0,
         "test_number_sends": 0,
+        "fraud_suspended": 0, "fraud_held": 0, "fraud_refused_conversion": 0,
+        "fraud_refused_surge": 0, "fraud_lifted": 0,
         "sms_log_sent": 3, "sms_log_failed": 0, "sms_webhook_sent": 0, "sms_webhook_failed": 0,
         "sms_aliyun_sent": 0, "sms_aliyun_failed": 0, "sms_tencent_sent": 0,
         "sms_tencent_failed": 0, "sms_twilio_sent": 0, "sms_twilio_failed": 0,

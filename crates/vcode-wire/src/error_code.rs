@@ -31,6 +31,10 @@ pub enum ErrorCode {
     PowRejected = 40021,
     /// Missing or wrong bearer token.
     Unauthorized = 40100,
+    /// The fraud guard suspended or held back the destination's prefix (its sends stopped
+    /// converting, or unverified sends surged); data [`crate::RetryAfterData`] and a
+    /// `Retry-After` header.
+    DestinationSuspended = 40300,
     /// No such route or captcha.
     NotFound = 40400,
     /// No such verification: unknown or malformed id, or its record has expired.
@@ -61,7 +65,7 @@ pub enum ErrorCode {
 
 impl ErrorCode {
     /// Every code, in ascending order.
-    pub const ALL: [Self; 26] = [
+    pub const ALL: [Self; 27] = [
         Self::Malformed,
         Self::InvalidPhone,
         Self::InvalidCode,
@@ -74,6 +78,7 @@ impl ErrorCode {
         Self::WrongCaptcha,
         Self::PowRejected,
         Self::Unauthorized,
+        Self::DestinationSuspended,
         Self::NotFound,
         Self::VerificationNotFound,
         Self::MethodNotAllowed,
@@ -131,7 +136,7 @@ mod tests {
     use super::*;
 
     /// DESIGN.md's table, row by row: code and HTTP status written out, not computed.
-    const TABLE: [(ErrorCode, u32, u16); 26] = [
+    const TABLE: [(ErrorCode, u32, u16); 27] = [
         (ErrorCode::Malformed, 40000, 400),
         (ErrorCode::InvalidPhone, 40001, 400),
         (ErrorCode::InvalidCode, 40002, 400),
@@ -144,6 +149,7 @@ mod tests {
         (ErrorCode::WrongCaptcha, 40020, 400),
         (ErrorCode::PowRejected, 40021, 400),
         (ErrorCode::Unauthorized, 40100, 401),
+        (ErrorCode::DestinationSuspended, 40300, 403),
         (ErrorCode::NotFound, 40400, 404),
         (ErrorCode::VerificationNotFound, 40401, 404),
         (ErrorCode::MethodNotAllowed, 40500, 405),

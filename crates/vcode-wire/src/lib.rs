@@ -11,6 +11,7 @@ mod console;
 mod dev;
 mod envelope;
 mod error_code;
+mod fraud;
 pub mod headers;
 mod health;
 mod otp;
@@ -23,6 +24,10 @@ pub use console::SmsPricesData;
 pub use dev::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery};
 pub use envelope::{Envelope, OK, OK_MESSAGE};
 pub use error_code::ErrorCode;
+pub use fraud::{
+    FraudCountryCounts, FraudLevel, FraudLifted, FraudPrefixState, FraudPrefixTraffic, FraudReason,
+    FraudSuspension, FraudSuspensions, FraudTraffic, FraudTrafficBucket, FraudTrafficQuery,
+};
 pub use health::{Health, HealthStatus};
 pub use otp::{
     Delivery, RetryAfterData, SendData, SendRequest, VerificationData, VerificationStatus,

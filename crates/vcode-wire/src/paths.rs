@@ -29,6 +29,16 @@ pub const CONSOLE_ASSET: &str = "/console/{file}";
 /// `GET` on the operator listener → [`crate::SmsPricesData`].
 pub const SMS_PRICES: &str = api_v1!("/admin/sms-prices");
 
+/// `GET` on the operator listener → [`crate::FraudSuspensions`]: the prefixes the fraud
+/// guard suspended or holds back.
+pub const FRAUD_SUSPENSIONS: &str = api_v1!("/admin/fraud/suspensions");
+/// `POST` (no body) on the operator listener → [`crate::FraudLifted`]; the route pattern of
+/// [`fraud_lift`] (`{prefix}`: digits without `+`).
+pub const FRAUD_LIFT: &str = api_v1!("/admin/fraud/suspensions/{prefix}/lift");
+/// `GET ?minutes=N` ([`crate::FraudTrafficQuery`]) on the operator listener →
+/// [`crate::FraudTraffic`].
+pub const FRAUD_TRAFFIC: &str = api_v1!("/admin/fraud/traffic");
+
 /// `POST` [`crate::SendRequest`] → [`crate::SendData`].
 pub const OTP_SEND: &str = api_v1!("/otp/send");
 /// `POST` [`crate::VerifyRequest`] → [`crate::VerifyData`].
@@ -108,12 +118,29 @@ pub const PUBLIC: [&str; 17] = [
 pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
-pub const OPERATOR: [&str; 5] = [METRICS, STATS, CONSOLE, CONSOLE_ASSET, SMS_PRICES];
+pub const OPERATOR: [&str; 8] = [
+    METRICS,
+    STATS,
+    CONSOLE,
+    CONSOLE_ASSET,
+    SMS_PRICES,
+    FRAUD_SUSPENSIONS,
+    FRAUD_LIFT,
+    FRAUD_TRAFFIC,
+];
 
 /// The path parameter in [`CAPTCHA_IMAGE`] and [`DEV_CAPTCHA_ANSWER`].
 const ID: &str = "{id}";
 /// The path parameter in [`DOCS_ASSET`], [`DEMO_ASSET`] and [`CONSOLE_ASSET`].
 const FILE: &str = "{file}";
+
+/// The path parameter in [`FRAUD_LIFT`].
+const PREFIX: &str = "{prefix}";
+
+/// Where an operator lifts `prefix`'s suspension.
+pub fn fraud_lift(prefix: &str) -> String {
+    FRAUD_LIFT.replace(PREFIX, prefix)
+}
 
 /// Where the picture of captcha `id` is fetched (the `image_url` of its creation).
 pub fn captcha_image(id: &str) -> String {
@@ -176,6 +203,9 @@ mod tests {
             (CONSOLE, "/console"),
             (CONSOLE_ASSET, "/console/{file}"),
             (SMS_PRICES, "/api/v1/admin/sms-prices"),
+            (FRAUD_SUSPENSIONS, "/api/v1/admin/fraud/suspensions"),
+            (FRAUD_LIFT, "/api/v1/admin/fraud/suspensions/{prefix}/lift"),
+            (FRAUD_TRAFFIC, "/api/v1/admin/fraud/traffic"),
             (OTP_SEND, "/api/v1/otp/send"),
             (OTP_VERIFY, "/api/v1/otp/verify"),
             (CAPTCHA, "/api/v1/captcha"),
@@ -204,6 +234,10 @@ mod tests {
         assert_eq!(
             captcha_image(id),
             "/api/v1/captcha/0123456789abcdef0123456789abcdef.png"
+        );
+        assert_eq!(
+            fraud_lift("44770"),
+            "/api/v1/admin/fraud/suspensions/44770/lift"
         );
         assert_eq!(
             dev_captcha_answer(id),

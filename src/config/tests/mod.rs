@@ -276,6 +276,37 @@ fn a_region_with_two_geo_permissions_stops_start_up() {
 }
 
 #[test]
+fn the_fraud_guard_reads_its_level_safe_list_and_thresholds() {
+    let defaults = settings(&[]).unwrap().fraud;
+    assert_eq!(defaults.level, crate::fraud::Level::Standard);
+    assert_eq!(
+        defaults.thresholds(),
+        crate::fraud::Level::Standard.thresholds()
+    );
+    let read = settings(&[
+        ("VCODE_FRAUD_GUARD", "strict"),
+        ("VCODE_FRAUD_PREFIX_DIGITS", "4"),
+        ("VCODE_FRAUD_GRACE_SECS", "90"),
+        ("VCODE_FRAUD_SAFE_LIST", "+447400123456, 1202"),
+        ("VCODE_FRAUD_SURGE_FLOOR", "200"),
+        ("VCODE_FRAUD_MIN_CONVERSION_PCT", "35"),
+    ])
+    .unwrap()
+    .fraud;
+    assert_eq!(read.level, crate::fraud::Level::Strict);
+    assert_eq!(read.prefix_digits, 4);
+    assert_eq!(read.grace, Duration::from_secs(90));
+    assert_eq!(read.safe_list, ["447400123456", "1202"]);
+    let thresholds = read.thresholds();
+    let strict = crate::fraud::Level::Strict.thresholds();
+    assert_eq!(thresholds.surge_floor, 200);
+    assert_eq!(thresholds.min_conversion_ratio, 0.35);
+    // Those left at 0 are the level's.
+    assert_eq!(thresholds.min_judged_sends, strict.min_judged_sends);
+    assert_eq!(thresholds.surge_factor, strict.surge_factor);
+}
+
+#[test]
 fn bad_values_name_their_variable() {
     for (var, value) in [
         ("VCODE_BIND", "localhost"),
@@ -317,6 +348,13 @@ fn bad_values_name_their_variable() {
             "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----",
         ),
         ("VCODE_REQUIRE_API_KEY", "captcha"),
+        ("VCODE_FRAUD_GUARD", "paranoid"),
+        ("VCODE_FRAUD_PREFIX_DIGITS", "0"),
+        ("VCODE_FRAUD_PREFIX_DIGITS", "9"),
+        ("VCODE_FRAUD_GRACE_SECS", "5"),
+        ("VCODE_FRAUD_SAFE_LIST", "+44 7400"),
+        ("VCODE_FRAUD_SAFE_LIST", "1234567890123456"),
+        ("VCODE_FRAUD_MIN_CONVERSION_PCT", "101"),
     ] {
         let error = settings(&[(var, value)]).unwrap_err().to_string();
         assert!(error.contains(var), "{var}={value}: {error}");

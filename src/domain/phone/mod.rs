@@ -132,6 +132,9 @@ fn only_dialling_characters(input: &str) -> bool {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Phone {
     e164: String,
+    /// The country calling code (`86` of `+8613800138000`): where the fraud guard's
+    /// destination prefixes start.
+    calling_code: u16,
     /// The region the number belongs to, where the number plan tells one: `None` for the
     /// non-geographic calling codes (+800, +870, +881, +979…).
     region: Option<Region>,
@@ -156,11 +159,13 @@ impl Phone {
         match input.strip_prefix('+') {
             Some(digits) => numbering_plan::validate(digits).map(|valid| Self {
                 e164: input.to_owned(),
+                calling_code: valid.calling_code,
                 region: valid.region,
                 number_type: valid.number_type,
             }),
             None => numbering_plan::validate_national(input, default_region).map(|valid| Self {
                 e164: format!("+{}{input}", valid.calling_code),
+                calling_code: valid.calling_code,
                 region: valid.region,
                 number_type: valid.number_type,
             }),
@@ -192,6 +197,7 @@ impl Phone {
         };
         Some(Self {
             e164,
+            calling_code: number.country().code(),
             region,
             number_type,
         })
@@ -205,6 +211,11 @@ impl Phone {
 
     pub fn as_e164(&self) -> &str {
         &self.e164
+    }
+
+    /// The country calling code, without `+`.
+    pub fn calling_code(&self) -> u16 {
+        self.calling_code
     }
 
     pub fn region(&self) -> Option<Region> {

@@ -2,6 +2,7 @@
 //! section on one shard; expiry is enforced on every read and a background sweep frees memory.
 
 mod codes;
+mod fraud;
 mod pow;
 mod records;
 mod verifications;
@@ -221,6 +222,8 @@ pub struct MemoryStore {
     outboxes: Shards<Outbox>,
     /// Used proof-of-work challenges, by digest.
     pow_replays: Shards<pow::SolvedPow>,
+    /// The fraud guard's counts and blocks: one lock, as every send counts in the service's.
+    fraud: Mutex<fraud::FraudState>,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -238,6 +241,7 @@ impl Default for MemoryStore {
             stats: Mutex::default(),
             outboxes: Shards::new(4),
             pow_replays: Shards::new(SHARDS),
+            fraud: Mutex::default(),
             epoch: Instant::now(),
         }
     }

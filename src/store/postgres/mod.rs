@@ -6,6 +6,7 @@
 
 mod codes;
 mod connection;
+mod fraud;
 mod migrations;
 mod records;
 mod settings;
@@ -94,7 +95,7 @@ impl PostgresStore {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        millis(now + self.statement_timeout)
+        millis(now + super::deadline::bound(self.statement_timeout))
     }
 
     fn ran_too_late(&self) -> StoreError {
@@ -129,7 +130,9 @@ impl PostgresStore {
         at_once: Option<&[Type]>,
     ) -> Result<Vec<Row>, StoreError> {
         let started = Instant::now();
-        let deadline = tokio::time::Instant::from_std(started + self.statement_timeout);
+        let deadline = tokio::time::Instant::from_std(
+            started + super::deadline::bound(self.statement_timeout),
+        );
         let timeout = StoreError::Timeout(self.statement_timeout);
         let result = async {
             let client = tokio::time::timeout_at(deadline, self.pool.get())

@@ -18,6 +18,9 @@ const TABLES: &[&str] = &[
     "vcode_pow_replays",
     "vcode_stats",
     "vcode_outbox",
+    "vcode_fraud_counts",
+    "vcode_fraud_prefixes",
+    "vcode_fraud_attributions",
 ];
 
 /// One batch of `table`; the outer condition is checked again on the row's newest version, so

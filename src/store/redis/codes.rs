@@ -61,7 +61,8 @@ impl CodeStore for RedisStore {
                 .to_owned();
             let () = self.bounded(command.query_async(&mut connection)).await?;
         }
-        let left = self.command_timeout.saturating_sub(started.elapsed());
+        let left =
+            super::super::deadline::bound(self.command_timeout).saturating_sub(started.elapsed());
         let reply: Vec<Value> = self
             .bounded_for(left, invocation.invoke_async(&mut connection))
             .await?;

@@ -92,6 +92,52 @@ pub fn verify_id(
     ]
 }
 
+/// Where the fraud guard's keys start: one hash tag for all of them, so that one script sees
+/// a prefix's counts and the service's baseline. On a Cluster they share a node, which every
+/// send visits for the service's counts anyway.
+const FRAUD: &str = "verify_code:fraud:{guard}:";
+
+/// `verify_code:fraud:{guard}:blocks`: prefix → its block (JSON).
+pub fn fraud_blocks() -> String {
+    format!("{FRAUD}blocks")
+}
+
+/// `verify_code:fraud:{guard}:prefixes`: prefix → its country, for the traffic report.
+pub fn fraud_prefixes() -> String {
+    format!("{FRAUD}prefixes")
+}
+
+/// `verify_code:fraud:{guard}:countries`: the countries counted (a hash, country → 1: the
+/// commands vcode's documented ACL rule allows).
+pub fn fraud_countries() -> String {
+    format!("{FRAUD}countries")
+}
+
+/// `verify_code:fraud:{guard}:sent:+447700900123:login`: the minute of the last send of a
+/// pending code, which its verify converts.
+pub fn fraud_attribution(attribution: &str) -> String {
+    format!("{FRAUD}sent:{attribution}")
+}
+
+/// One scope of the fraud guard's counts.
+#[derive(Clone, Copy, Debug)]
+pub enum FraudScope<'a> {
+    Prefix(&'a str),
+    Country(&'a str),
+    Service,
+}
+
+/// `verify_code:fraud:{guard}:p:44770:482000` (prefix), `…:c:GB:482000` (country) or
+/// `…:all:482000` (service): the scope's counters of one hour (unix hour), fields `s<minute>`
+/// (sends), `c<minute>` (conversions) and `r<minute>` (refusals, service only).
+pub fn fraud_minutes(scope: FraudScope<'_>, hour: u64) -> String {
+    match scope {
+        FraudScope::Prefix(prefix) => format!("{FRAUD}p:{prefix}:{hour}"),
+        FraudScope::Country(country) => format!("{FRAUD}c:{country}:{hour}"),
+        FraudScope::Service => format!("{FRAUD}all:{hour}"),
+    }
+}
+
 /// `verify_code:{+8613800138000}:fails:203.0.113.7`: failed verifies of one (phone, client).
 pub fn client_failures(phone: &Phone, client: IpAddr) -> String {
     format!("{PREFIX}{{{}}}:fails:{client}", phone.as_e164())
@@ -223,6 +269,36 @@ mod tests {
                 include_str!("abandon_idempotent.lua"),
                 vec![idempotency(&idem)],
             ),
+            (
+                "fraud_admit",
+                include_str!("fraud_admit.lua"),
+                super::super::fraud::admit_keys("44770", "GB", "+447700900123:login", 482_000),
+            ),
+            (
+                "fraud_release",
+                include_str!("fraud_release.lua"),
+                super::super::fraud::release_keys("44770", "GB", "+447700900123:login", 482_000),
+            ),
+            (
+                "fraud_convert",
+                include_str!("fraud_convert.lua"),
+                super::super::fraud::convert_keys(
+                    "44770",
+                    "GB",
+                    "+447700900123:login",
+                    481_999..=482_000,
+                ),
+            ),
+            (
+                "fraud_block",
+                include_str!("fraud_block.lua"),
+                vec![fraud_blocks()],
+            ),
+            (
+                "fraud_lift",
+                include_str!("fraud_lift.lua"),
+                vec![fraud_blocks()],
+            ),
         ]
     }
 
@@ -285,6 +361,22 @@ mod tests {
                 "budgets".to_owned(),
             ),
             (quota(QuotaScope::Global), "budgets".to_owned()),
+            (fraud_blocks(), "guard".to_owned()),
+            (fraud_prefixes(), "guard".to_owned()),
+            (fraud_countries(), "guard".to_owned()),
+            (fraud_attribution("+447700900123:login"), "guard".to_owned()),
+            (
+                fraud_minutes(FraudScope::Prefix("44770"), 482_000),
+                "guard".to_owned(),
+            ),
+            (
+                fraud_minutes(FraudScope::Country("GB"), 482_000),
+                "guard".to_owned(),
+            ),
+            (
+                fraud_minutes(FraudScope::Service, 482_000),
+                "guard".to_owned(),
+            ),
         ];
         for (key, entity) in tagged {
             assert_eq!(key.matches('{').count(), 1, "{key}");

@@ -4,6 +4,7 @@
 //! requests never wait for an exclusive connection. Every call is bounded by the command timeout.
 
 mod codes;
+mod fraud;
 mod pow;
 mod records;
 
@@ -125,7 +126,7 @@ impl RedisStore {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap_or_default();
-        duration_ms(now + self.command_timeout)
+        duration_ms(now + super::deadline::bound(self.command_timeout))
     }
 
     /// A script that refused to run past its caller's deadline: only seen when Redis's clock
@@ -139,7 +140,8 @@ impl RedisStore {
         &self,
         call: impl Future<Output = Result<T, RedisError>>,
     ) -> Result<T, StoreError> {
-        self.bounded_for(self.command_timeout, call).await
+        self.bounded_for(super::deadline::bound(self.command_timeout), call)
+            .await
     }
 
     /// `bounded`, within `limit` (what is left of one operation's command timeout).

@@ -1,0 +1,578 @@
+//! The fraud guard as a use case: admits a send (one store step: the prefix's block checked,
+//! the send counted) and judges its prefix; gives a send whose SMS did not go out back;
+//! counts a verified code as its send's conversion; and answers the operator's questions
+//! (blocks, lift, traffic). Suspensions, holds, refusals and lifts are logged, counted in the
+//! metrics and the daily stats.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use super::policy::{
+    BUCKET_MS, Counts, Level, Reason, Tally, Thresholds, Verdict, WINDOW_MINUTES, Window, baseline,
+    judge, remembered_strikes,
+};
+use super::settings::FraudSettings;
+use crate::domain::{Phone, Purpose};
+use crate::stats::{Event, Stats};
+use crate::store::{Admission, FraudSend, FraudStore, PrefixBlock, SendMark, StoreError};
+
+/// How many prefixes the traffic report ranks.
+const TOP_PREFIXES: usize = 20;
+/// The country of numbers of the non-geographic calling codes, as libphonenumber names it.
+const NON_GEOGRAPHIC: &str = "001";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FraudError {
+    /// The destination's prefix is suspended or held back until `retry_after` has passed.
+    #[error("sends to this destination are suspended")]
+    Refused { retry_after: Duration },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A send the guard counted: what it needs to give it back if its SMS does not go out.
+#[derive(Debug)]
+pub struct Admitted {
+    prefix: String,
+    country: String,
+    attribution: String,
+    token: u64,
+    now_ms: u64,
+    minute: u64,
+    previous: Option<SendMark>,
+}
+
+impl Admitted {
+    fn send(&self) -> FraudSend<'_> {
+        FraudSend {
+            prefix: &self.prefix,
+            country: &self.country,
+            attribution: &self.attribution,
+            token: self.token,
+            now_ms: self.now_ms,
+        }
+    }
+}
+
+/// An active suspension or hold, as the operator sees it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Suspension {
+    pub prefix: String,
+    pub country: String,
+    pub reason: Reason,
+    pub since_ms: u64,
+    pub until_ms: u64,
+    pub strikes: u32,
+    pub sends: u64,
+    pub conversions: u64,
+}
+
+/// What the guard does about a prefix now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PrefixState {
+    Ok,
+    /// Blocked, but the level only monitors.
+    Monitored,
+    Held,
+    Suspended,
+}
+
+impl PrefixState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Monitored => "monitored",
+            Self::Held => "held",
+            Self::Suspended => "suspended",
+        }
+    }
+}
+
+/// One minute of the service's traffic.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrafficBucket {
+    pub t_ms: u64,
+    pub sends: u64,
+    pub verified: u64,
+    pub refused: u64,
+    /// Country → sends and verified.
+    pub by_country: BTreeMap<String, Counts>,
+}
+
+/// A prefix's traffic over the report's span.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PrefixTraffic {
+    pub prefix: String,
+    pub country: String,
+    pub sends: u64,
+    pub verified: u64,
+    /// Sends past grace that were not verified.
+    pub unconverted: u64,
+    /// Of the sends past grace, the share verified.
+    pub conversion: Option<f64>,
+    pub state: PrefixState,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrafficReport {
+    pub bucket_secs: u64,
+    pub level: Level,
+    /// The service's conversion over the guard's window, past grace.
+    pub baseline_conversion: Option<f64>,
+    /// Oldest first, one per minute of the span.
+    pub series: Vec<TrafficBucket>,
+    pub top_prefixes: Vec<PrefixTraffic>,
+}
+
+pub struct FraudGuard {
+    store: Arc<dyn FraudStore>,
+    settings: FraudSettings,
+    thresholds: Thresholds,
+    /// How long a send's attribution waits for its verify: the code's own lifetime.
+    attribution_ttl: Duration,
+    stats: Arc<Stats>,
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// The country the guard counts `phone` under: its ISO region, or `001`.
+pub fn country_of(phone: &Phone) -> String {
+    phone
+        .region()
+        .map_or(NON_GEOGRAPHIC.to_owned(), |r| r.as_str().to_owned())
+}
+
+/// The destination prefix of `phone`: its calling code and the next `digits` digits (fewer if
+/// the number is shorter), without `+`.
+pub fn prefix_of(phone: &Phone, digits: usize) -> &str {
+    let e164 = &phone.as_e164()[1..];
+    let code_len = phone
+        .calling_code()
+        .checked_ilog10()
+        .map_or(1, |l| l as usize + 1);
+    &e164[..(code_len + digits).min(e164.len())]
+}
+
+impl FraudGuard {
+    pub fn new(
+        store: Arc<dyn FraudStore>,
+        settings: FraudSettings,
+        code_ttl: Duration,
+        stats: Arc<Stats>,
+    ) -> Self {
+        Self {
+            store,
+            thresholds: settings.thresholds(),
+            settings,
+            attribution_ttl: code_ttl,
+            stats,
+        }
+    }
+
+    pub fn level(&self) -> Level {
+        self.settings.level
+    }
+
+    /// What start-up logs: the level and the thresholds in effect.
+    pub fn describe(&self) -> String {
+        let t = &self.thresholds;
+        format!(
+            "{} (prefix: calling code + {} digits, grace {} s, suspend below {:.0} % of the baseline after {} judged sends, hold past {} unconverted or {}x the prefix's rate, {} safe entries)",
+            self.settings.level.as_str(),
+            self.settings.prefix_digits,
+            self.settings.grace.as_secs(),
+            t.min_conversion_ratio * 100.0,
+            t.min_judged_sends,
+            t.surge_floor,
+            t.surge_factor,
+            self.settings.safe_list.len()
+        )
+    }
+
+    fn is_safe(&self, phone: &Phone) -> bool {
+        on_safe_list(&self.settings.safe_list, phone)
+    }
+
+    fn window(&self, now_ms: u64) -> Window {
+        Window::at(now_ms, self.settings.grace, WINDOW_MINUTES)
+    }
+
+    /// The guard's step before a send's gate, code and SMS: refuses a send to a blocked
+    /// prefix, else counts it and judges the prefix (a send that blocks it is refused and
+    /// given back). `None` when the guard is off.
+    pub async fn admit(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+    ) -> Result<Option<Admitted>, FraudError> {
+        if self.settings.level == Level::Off {
+            return Ok(None);
+        }
+        let now = now_ms();
+        let window = self.window(now);
+        let safe = self.is_safe(phone);
+        let enforce = self.settings.level.enforces() && !safe;
+        let admitted = Admitted {
+            prefix: prefix_of(phone, self.settings.prefix_digits).to_owned(),
+            country: country_of(phone),
+            attribution: attribution(phone, purpose),
+            token: rand::random(),
+            now_ms: now,
+            minute: window.minute,
+            previous: None,
+        };
+        let admission = self
+            .store
+            .admit_send(&admitted.send(), &window, enforce, self.attribution_ttl)
+            .await?;
+        let (prefix, service, block, previous) = match admission {
+            Admission::Refused(block) => return Err(self.refused(phone, &block, now)),
+            Admission::Admitted {
+                prefix,
+                service,
+                block,
+                previous,
+            } => (prefix, service, block, previous),
+        };
+        let admitted = Admitted {
+            previous,
+            ..admitted
+        };
+        // A safe destination is never judged; a prefix already flagged (monitor) is not
+        // judged again until its block is over, nor one an operator lifted until the counts
+        // that blocked it have left the window.
+        let pardoned = |b: &PrefixBlock| {
+            b.lifted_ms > 0 && now.saturating_sub(b.lifted_ms) < WINDOW_MINUTES * BUCKET_MS
+        };
+        if safe
+            || block
+                .as_ref()
+                .is_some_and(|b| b.is_active(now) || pardoned(b))
+        {
+            return Ok(Some(admitted));
+        }
+        let prior_strikes = block
+            .as_ref()
+            .map_or(0, |b| remembered_strikes(b.strikes, b.struck_ms, now));
+        let verdict = judge(
+            &self.thresholds,
+            &window,
+            self.settings.grace,
+            &prefix,
+            &service,
+            prior_strikes,
+        );
+        let new_block = match verdict {
+            Verdict::Pass => return Ok(Some(admitted)),
+            Verdict::Hold { until_ms } => PrefixBlock {
+                reason: Reason::Surge,
+                until_ms,
+                strikes: prior_strikes,
+                struck_ms: block.as_ref().map_or(0, |b| b.struck_ms),
+                // The sends within grace decided it.
+                sends: prefix.unjudged.sends,
+                conversions: prefix.unjudged.conversions,
+                ..self.block_of(&admitted, &prefix)
+            },
+            Verdict::Suspend { until_ms, strikes } => PrefixBlock {
+                reason: Reason::Conversion,
+                until_ms,
+                strikes,
+                struck_ms: now,
+                ..self.block_of(&admitted, &prefix)
+            },
+        };
+        if self.store.block_prefix(&new_block, now).await? {
+            self.blocked(phone, &new_block);
+        }
+        if !enforce {
+            return Ok(Some(admitted));
+        }
+        give_back(&*self.store, admitted, true).await;
+        Err(self.refused(phone, &new_block, now))
+    }
+
+    fn block_of(&self, admitted: &Admitted, tally: &Tally) -> PrefixBlock {
+        PrefixBlock {
+            prefix: admitted.prefix.clone(),
+            country: admitted.country.clone(),
+            reason: Reason::Conversion,
+            since_ms: admitted.now_ms,
+            until_ms: admitted.now_ms,
+            strikes: 0,
+            struck_ms: 0,
+            sends: tally.judged.sends,
+            conversions: tally.judged.conversions,
+            lifted_ms: 0,
+        }
+    }
+
+    /// A new suspension or hold: an event in the log, the metrics and the stats.
+    fn blocked(&self, phone: &Phone, block: &PrefixBlock) {
+        let suspended = block.reason == Reason::Conversion;
+        self.stats.record(if suspended {
+            Event::FraudSuspended
+        } else {
+            Event::FraudHeld
+        });
+        crate::metrics::count_fraud_block(&block.country, suspended);
+        tracing::warn!(
+            prefix = %block.prefix,
+            country = %block.country,
+            reason = block.reason.as_str(),
+            strikes = block.strikes,
+            judged_sends = block.sends,
+            judged_conversions = block.conversions,
+            until_ms = block.until_ms,
+            level = self.settings.level.as_str(),
+            %phone,
+            "fraud guard: prefix {}",
+            if suspended { "suspended" } else { "held back" }
+        );
+    }
+
+    fn refused(&self, phone: &Phone, block: &PrefixBlock, now: u64) -> FraudError {
+        self.stats.record(match block.reason {
+            Reason::Conversion => Event::FraudRefusedConversion,
+            Reason::Surge => Event::FraudRefusedSurge,
+        });
+        tracing::info!(%phone, prefix = %block.prefix, reason = block.reason.as_str(), "send refused: fraud guard");
+        FraudError::Refused {
+            retry_after: Duration::from_millis(block.until_ms.saturating_sub(now)),
+        }
+    }
+
+    /// After the send: an SMS that went out (or may have) is counted per country; a send
+    /// refused or rolled back after its admission is given back, uncounted, in the
+    /// background: the answer must not wait for it (with the store failing, that would be a
+    /// second timeout).
+    pub fn settle(&self, admitted: Option<Admitted>, phone: &Phone, sent: bool) {
+        if sent {
+            crate::metrics::count_sms_by_country(&country_of(phone));
+        } else if let Some(admitted) = admitted {
+            let store = self.store.clone();
+            tokio::spawn(async move { give_back(&*store, admitted, false).await });
+        }
+    }
+
+    /// A code was verified: its send converted. Never fails the verify (the code is consumed
+    /// already); a store error is logged.
+    pub async fn converted(&self, phone: &Phone, purpose: &Purpose) {
+        let country = country_of(phone);
+        crate::metrics::count_verified_by_country(&country);
+        if self.settings.level == Level::Off {
+            return;
+        }
+        // The send can be no older than its code: only those minutes are looked at.
+        let since =
+            (now_ms() / BUCKET_MS).saturating_sub(self.attribution_ttl.as_secs().div_ceil(60) + 1);
+        let prefix = prefix_of(phone, self.settings.prefix_digits);
+        if let Err(error) = self
+            .store
+            .count_conversion(&attribution(phone, purpose), prefix, &country, since)
+            .await
+        {
+            tracing::warn!(%error, %prefix, "fraud guard: conversion not counted");
+        }
+    }
+
+    /// The prefixes suspended or held back now.
+    pub async fn suspensions(&self) -> Result<Vec<Suspension>, FraudError> {
+        let now = now_ms();
+        let mut active: Vec<Suspension> = self
+            .store
+            .prefix_blocks()
+            .await?
+            .into_iter()
+            .filter(|block| block.is_active(now))
+            .map(|block| Suspension {
+                prefix: block.prefix,
+                country: block.country,
+                reason: block.reason,
+                since_ms: block.since_ms,
+                until_ms: block.until_ms,
+                strikes: block.strikes,
+                sends: block.sends,
+                conversions: block.conversions,
+            })
+            .collect();
+        active.sort_by(|a, b| b.since_ms.cmp(&a.since_ms).then(a.prefix.cmp(&b.prefix)));
+        Ok(active)
+    }
+
+    /// Ends `prefix`'s suspension or hold now; false if it had none. The prefix is not judged
+    /// again for an hour (the window: the counts that blocked it leave it); its strikes
+    /// stay, so a prefix that goes on pumping is suspended for longer next time.
+    pub async fn lift(&self, prefix: &str) -> Result<bool, FraudError> {
+        let lifted = self.store.lift_block(prefix, now_ms()).await?;
+        if lifted {
+            self.stats.record(Event::FraudLifted);
+            tracing::warn!(%prefix, "fraud guard: prefix lifted by an operator");
+        }
+        Ok(lifted)
+    }
+
+    /// The last `minutes` minutes: the service's series per minute and per country, and the
+    /// prefixes with most sends.
+    pub async fn traffic(&self, minutes: u64) -> Result<TrafficReport, FraudError> {
+        let now = now_ms();
+        let span = Window::at(now, self.settings.grace, minutes);
+        let traffic = self.store.fraud_traffic(span.from, span.minute).await?;
+        let mut series: Vec<TrafficBucket> = (span.from..=span.minute)
+            .map(|minute| TrafficBucket {
+                t_ms: minute * BUCKET_MS,
+                sends: 0,
+                verified: 0,
+                refused: 0,
+                by_country: BTreeMap::new(),
+            })
+            .collect();
+        let slot = |minute: u64| (minute.checked_sub(span.from)).map(|i| i as usize);
+        for counts in &traffic.service {
+            if let Some(bucket) = slot(counts.minute).and_then(|i| series.get_mut(i)) {
+                bucket.sends = counts.sends;
+                bucket.verified = counts.conversions;
+                bucket.refused = counts.refused;
+            }
+        }
+        for (country, minutes) in &traffic.countries {
+            for counts in minutes {
+                if let Some(bucket) = slot(counts.minute).and_then(|i| series.get_mut(i))
+                    && (counts.sends > 0 || counts.conversions > 0)
+                {
+                    bucket.by_country.insert(
+                        country.clone(),
+                        Counts {
+                            sends: counts.sends,
+                            conversions: counts.conversions,
+                        },
+                    );
+                }
+            }
+        }
+        let blocks: BTreeMap<String, PrefixBlock> = self
+            .store
+            .prefix_blocks()
+            .await?
+            .into_iter()
+            .filter(|block| block.is_active(now))
+            .map(|block| (block.prefix.clone(), block))
+            .collect();
+        let mut prefixes: Vec<PrefixTraffic> = traffic
+            .prefixes
+            .iter()
+            .map(|(prefix, country, minutes)| {
+                let mut tally = Tally::default();
+                for counts in minutes {
+                    let sends = Counts {
+                        sends: counts.sends,
+                        conversions: counts.conversions,
+                    };
+                    span.tally(&mut tally, counts.minute, sends);
+                }
+                PrefixTraffic {
+                    prefix: prefix.clone(),
+                    country: country.clone(),
+                    sends: tally.judged.sends + tally.unjudged.sends,
+                    verified: tally.judged.conversions + tally.unjudged.conversions,
+                    unconverted: tally.judged.unconverted(),
+                    conversion: tally.judged.conversion(),
+                    state: self.state_of(blocks.get(prefix)),
+                }
+            })
+            .filter(|prefix| prefix.sends > 0)
+            .collect();
+        prefixes.sort_by(|a, b| b.sends.cmp(&a.sends).then(a.prefix.cmp(&b.prefix)));
+        prefixes.truncate(TOP_PREFIXES);
+        // The baseline as the guard judges with it: the last hour past grace.
+        let judged = self.window(now);
+        let mut service = Tally::default();
+        for counts in &traffic.service {
+            let sends = Counts {
+                sends: counts.sends,
+                conversions: counts.conversions,
+            };
+            judged.tally(&mut service, counts.minute, sends);
+        }
+        Ok(TrafficReport {
+            bucket_secs: BUCKET_MS / 1000,
+            level: self.settings.level,
+            baseline_conversion: baseline(&service),
+            series,
+            top_prefixes: prefixes,
+        })
+    }
+
+    fn state_of(&self, block: Option<&PrefixBlock>) -> PrefixState {
+        match block {
+            None => PrefixState::Ok,
+            Some(_) if !self.settings.level.enforces() => PrefixState::Monitored,
+            Some(block) if block.reason == Reason::Surge => PrefixState::Held,
+            Some(_) => PrefixState::Suspended,
+        }
+    }
+}
+
+/// Gives an admitted send back: its SMS did not go out (`refused`: the guard refused it).
+async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
+    if let Err(error) = store
+        .release_send(
+            &admitted.send(),
+            admitted.minute,
+            admitted.previous,
+            refused,
+        )
+        .await
+    {
+        tracing::warn!(%error, prefix = %admitted.prefix, "fraud guard: send not given back; it stays counted");
+    }
+}
+
+/// Whether `phone` is, or starts with, an entry of the safe list (digits without `+`).
+fn on_safe_list(safe_list: &[String], phone: &Phone) -> bool {
+    let digits = &phone.as_e164()[1..];
+    safe_list
+        .iter()
+        .any(|entry| digits.starts_with(entry.as_str()))
+}
+
+/// The pending code a send is for: its verify converts it.
+fn attribution(phone: &Phone, purpose: &Purpose) -> String {
+    [phone.as_e164(), ":", purpose.as_str()].concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::Region;
+
+    fn phone(raw: &str) -> Phone {
+        Phone::parse(raw, Region::default()).unwrap_or_else(|| panic!("{raw} is not valid"))
+    }
+
+    #[test]
+    fn a_prefix_is_the_calling_code_and_the_next_digits() {
+        assert_eq!(prefix_of(&phone("+447400123456"), 3), "44740");
+        assert_eq!(prefix_of(&phone("+12025550143"), 3), "1202");
+        assert_eq!(prefix_of(&phone("13800138000"), 3), "86138");
+        assert_eq!(prefix_of(&phone("13800138000"), 1), "861");
+        assert_eq!(prefix_of(&phone("+447400123456"), 8), "4474001234");
+        assert_eq!(country_of(&phone("+447400123456")), "GB");
+        assert_eq!(country_of(&phone("+80012345678")), "001");
+    }
+
+    #[test]
+    fn the_safe_list_holds_numbers_and_prefixes() {
+        let list = vec!["447400123456".to_owned(), "1202".to_owned()];
+        assert!(on_safe_list(&list, &phone("+447400123456")));
+        assert!(!on_safe_list(&list, &phone("+447400123457")));
+        assert!(on_safe_list(&list, &phone("+12025550143")));
+        assert!(!on_safe_list(&list, &phone("+12125550123")));
+        assert!(!on_safe_list(&[], &phone("+12125550123")));
+    }
+}

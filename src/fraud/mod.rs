@@ -1,0 +1,17 @@
+//! The fraud guard (issue 25): per destination prefix (calling code and the next digits) and
+//! per country, sends and verified codes are counted per minute in the store, shared by every
+//! instance; a prefix whose judged sends convert far below the service's baseline is
+//! suspended for a cool-off that grows on repeat, and one whose fresh unconverted sends surge
+//! far above its own recent rate is held back until they can be judged. `policy` judges,
+//! `guard` is the use case the send and verify paths and the operator routes call.
+
+mod guard;
+pub mod policy;
+mod settings;
+
+pub use self::guard::{
+    Admitted, FraudError, FraudGuard, PrefixState, PrefixTraffic, Suspension, TrafficBucket,
+    TrafficReport,
+};
+pub use self::policy::{Level, Reason};
+pub use self::settings::FraudSettings;

@@ -1,0 +1,113 @@
+//! The fraud guard's settings (`VCODE_FRAUD_*`): its level, how destinations group into
+//! prefixes, the grace period, the safe list and the thresholds (0 = the level's own). Each
+//! field's serde name is its variable; the defaults are the `Default` impl.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::policy::{Level, Thresholds};
+use crate::config::text::{Secs, Whole, list, parse_text, show_text};
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default)]
+pub struct FraudSettings {
+    #[serde(rename = "VCODE_FRAUD_GUARD", with = "level")]
+    pub level: Level,
+    /// Digits after the calling code that make a destination prefix (`44` + `770`).
+    #[serde(rename = "VCODE_FRAUD_PREFIX_DIGITS", with = "Whole::<1, 8>")]
+    pub prefix_digits: usize,
+    /// How long a send may go unverified before it counts as unconverted.
+    #[serde(rename = "VCODE_FRAUD_GRACE_SECS", with = "Secs::<10, 600>")]
+    pub grace: Duration,
+    /// Numbers and prefixes (digits, `+` optional) never suspended or held back.
+    #[serde(rename = "VCODE_FRAUD_SAFE_LIST", with = "safe_list")]
+    pub safe_list: Vec<String>,
+    /// Judged sends before a prefix's conversion is judged; 0 = the level's.
+    #[serde(rename = "VCODE_FRAUD_MIN_SENDS", with = "Whole::<0, 1_000_000>")]
+    pub min_sends: u64,
+    /// Suspended below this percentage of the reference conversion; 0 = the level's.
+    #[serde(rename = "VCODE_FRAUD_MIN_CONVERSION_PCT", with = "Whole::<0, 100>")]
+    pub min_conversion_pct: u32,
+    /// Unconverted sends within grace a prefix may always have; 0 = the level's.
+    #[serde(rename = "VCODE_FRAUD_SURGE_FLOOR", with = "Whole::<0, 1_000_000>")]
+    pub surge_floor: u64,
+    /// How many times its own recent rate a prefix may surge to; 0 = the level's.
+    #[serde(rename = "VCODE_FRAUD_SURGE_FACTOR", with = "Whole::<0, 1000>")]
+    pub surge_factor: u32,
+}
+
+impl Default for FraudSettings {
+    fn default() -> Self {
+        Self {
+            level: Level::Standard,
+            prefix_digits: 3,
+            grace: Duration::from_secs(60),
+            safe_list: Vec::new(),
+            min_sends: 0,
+            min_conversion_pct: 0,
+            surge_floor: 0,
+            surge_factor: 0,
+        }
+    }
+}
+
+impl FraudSettings {
+    /// The level's thresholds with the configured ones in their place.
+    pub fn thresholds(&self) -> Thresholds {
+        let preset = self.level.thresholds();
+        let or_preset = |configured: u64, preset: u64| match configured {
+            0 => preset,
+            configured => configured,
+        };
+        Thresholds {
+            min_judged_sends: or_preset(self.min_sends, preset.min_judged_sends),
+            min_conversion_ratio: match self.min_conversion_pct {
+                0 => preset.min_conversion_ratio,
+                pct => f64::from(pct) / 100.0,
+            },
+            surge_floor: or_preset(self.surge_floor, preset.surge_floor),
+            surge_factor: match self.surge_factor {
+                0 => preset.surge_factor,
+                factor => f64::from(factor),
+            },
+        }
+    }
+}
+
+mod level {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Level, D::Error> {
+        parse_text(d, |raw| {
+            Level::parse(raw).ok_or_else(|| "expected off, monitor, standard or strict".to_owned())
+        })
+    }
+
+    pub fn serialize<S: Serializer>(level: &Level, s: S) -> Result<S::Ok, S::Error> {
+        show_text(level.as_str(), s)
+    }
+}
+
+mod safe_list {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        parse_text(d, |raw| {
+            list(raw, |item| {
+                let digits = item.strip_prefix('+').unwrap_or(item);
+                if (1..=15).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_digit()) {
+                    Ok(digits.to_owned())
+                } else {
+                    Err(format!(
+                        "{item:?} is not a number or prefix (1 to 15 digits, + optional)"
+                    ))
+                }
+            })
+        })
+    }
+
+    pub fn serialize<S: Serializer>(entries: &[String], s: S) -> Result<S::Ok, S::Error> {
+        show_text(entries.join(","), s)
+    }
+}

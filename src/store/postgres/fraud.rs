@@ -1,0 +1,233 @@
+//! The fraud-guard role of the PostgreSQL store: one function per step
+//! (`migrations/0003_fraud.sql`), each one statement and one transaction; the reports are
+//! plain reads.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{PostgresStore, column, millis};
+use crate::fraud::policy::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
+use crate::store::{
+    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark, StoreError,
+};
+
+/// How long counters are kept: the retention and a minute's slack.
+const RETENTION_MS: i64 = ((RETENTION_MINUTES + 1) * BUCKET_MS) as i64;
+
+fn bigint(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+fn unsigned(value: i64) -> u64 {
+    u64::try_from(value).unwrap_or(0)
+}
+
+fn parse_block(raw: &str) -> Result<PrefixBlock, StoreError> {
+    serde_json::from_str(raw).map_err(|e| StoreError::Protocol(format!("fraud block: {e}")))
+}
+
+fn tally(values: &[i64]) -> Result<Tally, StoreError> {
+    let [js, jc, us, uc] = values else {
+        return Err(StoreError::Protocol(format!("fraud tally: {values:?}")));
+    };
+    Ok(Tally {
+        judged: Counts {
+            sends: unsigned(*js),
+            conversions: unsigned(*jc),
+        },
+        unjudged: Counts {
+            sends: unsigned(*us),
+            conversions: unsigned(*uc),
+        },
+    })
+}
+
+#[async_trait]
+impl FraudStore for PostgresStore {
+    async fn admit_send(
+        &self,
+        send: &FraudSend<'_>,
+        window: &Window,
+        enforce: bool,
+        attribution_ttl: Duration,
+    ) -> Result<Admission, StoreError> {
+        let row = self
+            .query_one(
+                "SELECT * FROM vcode_fraud_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                &[
+                    &send.prefix,
+                    &send.country,
+                    &send.attribution,
+                    &bigint(send.now_ms),
+                    &bigint(window.minute),
+                    &bigint(window.from),
+                    &bigint(window.judged_before),
+                    &enforce,
+                    &millis(attribution_ttl).max(1),
+                    &RETENTION_MS,
+                    &(send.token as i64),
+                ],
+            )
+            .await?;
+        let refused: bool = column(&row, 0)?;
+        let block = column::<Option<String>>(&row, 1)?
+            .map(|raw| parse_block(&raw))
+            .transpose()?;
+        if refused {
+            let block =
+                block.ok_or_else(|| StoreError::Protocol("fraud admit: no block".into()))?;
+            return Ok(Admission::Refused(block));
+        }
+        let prefix: Vec<i64> = column(&row, 2)?;
+        let service: Vec<i64> = column(&row, 3)?;
+        let previous: Option<i64> = column(&row, 4)?;
+        let previous_token: Option<i64> = column(&row, 5)?;
+        Ok(Admission::Admitted {
+            prefix: tally(&prefix)?,
+            service: tally(&service)?,
+            block,
+            previous: previous
+                .zip(previous_token)
+                .map(|(minute, token)| SendMark {
+                    minute: unsigned(minute),
+                    token: token as u64,
+                }),
+        })
+    }
+
+    async fn release_send(
+        &self,
+        send: &FraudSend<'_>,
+        minute: u64,
+        previous: Option<SendMark>,
+        refused: bool,
+    ) -> Result<(), StoreError> {
+        self.query(
+            "SELECT vcode_fraud_release($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            &[
+                &send.prefix,
+                &send.country,
+                &send.attribution,
+                &bigint(minute),
+                &(send.token as i64),
+                &previous.map(|mark| bigint(mark.minute)),
+                &previous.map(|mark| mark.token as i64),
+                &refused,
+                &bigint(send.now_ms),
+                &RETENTION_MS,
+            ],
+        )
+        .await
+        .map(drop)
+    }
+
+    async fn count_conversion(
+        &self,
+        attribution: &str,
+        prefix: &str,
+        country: &str,
+        since_minute: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let row = self
+            .query_one(
+                "SELECT vcode_fraud_convert($1, $2, $3, $4, $5, $6)",
+                &[
+                    &attribution,
+                    &prefix,
+                    &country,
+                    &bigint(since_minute),
+                    &millis(now),
+                    &RETENTION_MS,
+                ],
+            )
+            .await?;
+        let minute: i64 = column(&row, 0)?;
+        Ok(u64::try_from(minute).ok())
+    }
+
+    async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
+        let row = self
+            .query_one(
+                "SELECT vcode_fraud_block($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                &[
+                    &block.prefix,
+                    &block.country,
+                    &block.reason.as_str(),
+                    &bigint(block.since_ms),
+                    &bigint(block.until_ms),
+                    &i32::try_from(block.strikes).unwrap_or(i32::MAX),
+                    &bigint(block.struck_ms),
+                    &bigint(block.sends),
+                    &bigint(block.conversions),
+                    &bigint(block.lifted_ms),
+                    &bigint(now_ms),
+                ],
+            )
+            .await?;
+        column(&row, 0)
+    }
+
+    async fn prefix_blocks(&self) -> Result<Vec<PrefixBlock>, StoreError> {
+        self.query("SELECT row_to_json(b)::text FROM vcode_fraud_blocks b", &[])
+            .await?
+            .iter()
+            .map(|row| parse_block(&column::<String>(row, 0)?))
+            .collect()
+    }
+
+    async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError> {
+        let rows = self
+            .query(
+                "UPDATE vcode_fraud_blocks SET until_ms = $2, lifted_ms = $2
+                 WHERE prefix = $1 AND until_ms > $2 RETURNING prefix",
+                &[&prefix, &bigint(now_ms)],
+            )
+            .await?;
+        Ok(!rows.is_empty())
+    }
+
+    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {
+        let rows = self
+            .query(
+                "SELECT scope, minute, sends, conversions, refused FROM vcode_fraud_counts
+                 WHERE minute BETWEEN $1 AND $2 ORDER BY minute",
+                &[&bigint(from), &bigint(to)],
+            )
+            .await?;
+        let countries_of = self
+            .query("SELECT prefix, country FROM vcode_fraud_prefixes", &[])
+            .await?;
+        let mut scopes: HashMap<String, Vec<MinuteCounts>> = HashMap::new();
+        for row in &rows {
+            let scope: String = column(row, 0)?;
+            scopes.entry(scope).or_default().push(MinuteCounts {
+                minute: unsigned(column(row, 1)?),
+                sends: unsigned(column(row, 2)?),
+                conversions: unsigned(column(row, 3)?),
+                refused: unsigned(column(row, 4)?),
+            });
+        }
+        let mut traffic = FraudTraffic {
+            service: scopes.remove("*").unwrap_or_default(),
+            ..FraudTraffic::default()
+        };
+        let mut country_of: HashMap<String, String> = HashMap::new();
+        for row in &countries_of {
+            country_of.insert(column(row, 0)?, column(row, 1)?);
+        }
+        for (scope, minutes) in scopes {
+            if let Some(country) = scope.strip_prefix("c:") {
+                traffic.countries.push((country.to_owned(), minutes));
+            } else if let Some(prefix) = scope.strip_prefix("p:") {
+                let country = country_of.get(prefix).cloned().unwrap_or_default();
+                traffic.prefixes.push((prefix.to_owned(), country, minutes));
+            }
+        }
+        Ok(traffic)
+    }
+}

@@ -1,0 +1,363 @@
+//! The fraud-guard role of the Redis store: every key under the one hash tag `{guard}`
+//! (keys.rs), so each step is one script on one node. Counters are hashes per scope and hour,
+//! fields per minute, expiring after the retention; blocks are one hash of JSON records.
+//! The guard's keys share no slot with a phone's, so its steps are apart from the code
+//! scripts', as the client and global budgets are.
+
+use std::collections::HashMap;
+use std::ops::RangeInclusive;
+use std::sync::LazyLock;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use async_trait::async_trait;
+
+use super::keys::{FraudScope, fraud_attribution, fraud_blocks, fraud_minutes};
+use super::*;
+use crate::fraud::policy::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
+use crate::store::{
+    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
+};
+
+/// A mark as the attribution key holds it: `<minute>:<token>`.
+fn encode_mark(mark: SendMark) -> String {
+    format!("{}:{}", mark.minute, mark.token)
+}
+
+fn mark_at(reply: &[Value], at: usize) -> Option<SendMark> {
+    let raw = std::str::from_utf8(bytes_at(reply, at)?).ok()?;
+    let (minute, token) = raw.split_once(':')?;
+    Some(SendMark {
+        minute: minute.parse().ok()?,
+        token: token.parse().ok()?,
+    })
+}
+
+struct FraudScripts {
+    admit: Script,
+    release: Script,
+    convert: Script,
+    block: Script,
+    lift: Script,
+}
+
+static FRAUD_SCRIPTS: LazyLock<FraudScripts> = LazyLock::new(|| FraudScripts {
+    admit: Script::new(include_str!("fraud_admit.lua")),
+    release: Script::new(include_str!("fraud_release.lua")),
+    convert: Script::new(include_str!("fraud_convert.lua")),
+    block: Script::new(include_str!("fraud_block.lua")),
+    lift: Script::new(include_str!("fraud_lift.lua")),
+});
+
+/// How long the hourly counters live: the retention and the hour they cover.
+const COUNTERS_TTL_MS: u64 = (RETENTION_MINUTES + 60) * BUCKET_MS;
+
+/// `KEYS` of `fraud_admit.lua`.
+pub(super) fn admit_keys(
+    prefix: &str,
+    country: &str,
+    attribution: &str,
+    minute: u64,
+) -> Vec<String> {
+    let hour = minute / 60;
+    let before = hour.saturating_sub(1);
+    vec![
+        fraud_blocks(),
+        super::keys::fraud_prefixes(),
+        super::keys::fraud_countries(),
+        fraud_attribution(attribution),
+        fraud_minutes(FraudScope::Prefix(prefix), hour),
+        fraud_minutes(FraudScope::Prefix(prefix), before),
+        fraud_minutes(FraudScope::Country(country), hour),
+        fraud_minutes(FraudScope::Service, hour),
+        fraud_minutes(FraudScope::Service, before),
+    ]
+}
+
+/// `KEYS` of `fraud_release.lua`.
+pub(super) fn release_keys(
+    prefix: &str,
+    country: &str,
+    attribution: &str,
+    minute: u64,
+) -> Vec<String> {
+    let hour = minute / 60;
+    vec![
+        fraud_attribution(attribution),
+        fraud_minutes(FraudScope::Prefix(prefix), hour),
+        fraud_minutes(FraudScope::Country(country), hour),
+        fraud_minutes(FraudScope::Service, hour),
+    ]
+}
+
+/// `KEYS` of `fraud_convert.lua`: the attribution, then three per hour of `minutes`.
+pub(super) fn convert_keys(
+    prefix: &str,
+    country: &str,
+    attribution: &str,
+    minutes: RangeInclusive<u64>,
+) -> Vec<String> {
+    let hours = minutes.start() / 60..=minutes.end() / 60;
+    std::iter::once(fraud_attribution(attribution))
+        .chain(hours.flat_map(|hour| {
+            [
+                fraud_minutes(FraudScope::Prefix(prefix), hour),
+                fraud_minutes(FraudScope::Country(country), hour),
+                fraud_minutes(FraudScope::Service, hour),
+            ]
+        }))
+        .collect()
+}
+
+fn parse_block(raw: &[u8]) -> Result<PrefixBlock, StoreError> {
+    serde_json::from_slice(raw).map_err(|e| StoreError::Protocol(format!("fraud block: {e}")))
+}
+
+fn encode_block(block: &PrefixBlock) -> Result<String, StoreError> {
+    serde_json::to_string(block).map_err(|e| StoreError::Protocol(format!("fraud block: {e}")))
+}
+
+fn tally_at(reply: &[Value], at: usize) -> Option<Tally> {
+    Some(Tally {
+        judged: Counts {
+            sends: u64_at(reply, at)?,
+            conversions: u64_at(reply, at + 1)?,
+        },
+        unjudged: Counts {
+            sends: u64_at(reply, at + 2)?,
+            conversions: u64_at(reply, at + 3)?,
+        },
+    })
+}
+
+/// A block in a reply: a bulk string, empty for none.
+fn block_at(reply: &[Value], at: usize) -> Result<Option<PrefixBlock>, StoreError> {
+    match bytes_at(reply, at) {
+        Some(raw) if !raw.is_empty() => parse_block(raw).map(Some),
+        Some(_) => Ok(None),
+        None => Err(protocol("fraud admit", reply)),
+    }
+}
+
+/// One scope's hourly hash, read into per-minute counts.
+fn minutes_of(fields: HashMap<String, u64>, into: &mut HashMap<u64, MinuteCounts>) {
+    for (field, value) in fields {
+        let (kind, minute) = field.split_at(1);
+        let Ok(minute) = minute.parse::<u64>() else {
+            continue;
+        };
+        let counts = into.entry(minute).or_insert(MinuteCounts {
+            minute,
+            ..MinuteCounts::default()
+        });
+        match kind {
+            "s" => counts.sends = value,
+            "c" => counts.conversions = value,
+            "r" => counts.refused = value,
+            _ => {}
+        }
+    }
+}
+
+fn within(minutes: HashMap<u64, MinuteCounts>, from: u64, to: u64) -> Vec<MinuteCounts> {
+    let mut minutes: Vec<MinuteCounts> = minutes
+        .into_values()
+        .filter(|counts| (from..=to).contains(&counts.minute))
+        .collect();
+    minutes.sort_by_key(|counts| counts.minute);
+    minutes
+}
+
+#[async_trait]
+impl FraudStore for RedisStore {
+    async fn admit_send(
+        &self,
+        send: &FraudSend<'_>,
+        window: &Window,
+        enforce: bool,
+        attribution_ttl: Duration,
+    ) -> Result<Admission, StoreError> {
+        let mut invocation = FRAUD_SCRIPTS.admit.prepare_invoke();
+        invocation
+            .key(admit_keys(
+                send.prefix,
+                send.country,
+                send.attribution,
+                window.minute,
+            ))
+            .arg(send.prefix)
+            .arg(send.country)
+            .arg(send.now_ms)
+            .arg(window.minute)
+            .arg(window.from)
+            .arg(window.judged_before)
+            .arg(u8::from(enforce))
+            .arg(duration_ms(attribution_ttl).max(1))
+            .arg(COUNTERS_TTL_MS)
+            .arg(encode_mark(SendMark {
+                minute: window.minute,
+                token: send.token,
+            }));
+        let mut connection = self.connections.get();
+        let reply: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        if int_at(&reply, 0) == Some(1) {
+            let block = block_at(&reply, 1)?.ok_or_else(|| protocol("fraud admit", &reply))?;
+            return Ok(Admission::Refused(block));
+        }
+        let block = block_at(&reply, 1)?;
+        let (Some(prefix), Some(service)) = (tally_at(&reply, 2), tally_at(&reply, 6)) else {
+            return Err(protocol("fraud admit", &reply));
+        };
+        Ok(Admission::Admitted {
+            prefix,
+            service,
+            block,
+            previous: mark_at(&reply, 10),
+        })
+    }
+
+    async fn release_send(
+        &self,
+        send: &FraudSend<'_>,
+        minute: u64,
+        previous: Option<SendMark>,
+        refused: bool,
+    ) -> Result<(), StoreError> {
+        let ours = SendMark {
+            minute,
+            token: send.token,
+        };
+        let mut invocation = FRAUD_SCRIPTS.release.prepare_invoke();
+        invocation
+            .key(release_keys(
+                send.prefix,
+                send.country,
+                send.attribution,
+                minute,
+            ))
+            .arg(minute)
+            .arg(previous.map(encode_mark).unwrap_or_default())
+            .arg(u8::from(refused))
+            .arg(COUNTERS_TTL_MS)
+            .arg(encode_mark(ours));
+        let mut connection = self.connections.get();
+        self.bounded(invocation.invoke_async::<i64>(&mut connection))
+            .await
+            .map(drop)
+    }
+
+    async fn count_conversion(
+        &self,
+        attribution: &str,
+        prefix: &str,
+        country: &str,
+        since_minute: u64,
+    ) -> Result<Option<u64>, StoreError> {
+        let now_minute = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            / BUCKET_MS;
+        // No attribution outlives the counters: never more hours than they keep.
+        let first = since_minute
+            .max(now_minute.saturating_sub(RETENTION_MINUTES))
+            .min(now_minute);
+        let oldest_hour = first / 60;
+        let mut invocation = FRAUD_SCRIPTS.convert.prepare_invoke();
+        invocation
+            .key(convert_keys(
+                prefix,
+                country,
+                attribution,
+                first..=now_minute,
+            ))
+            .arg(oldest_hour)
+            .arg(since_minute)
+            .arg(COUNTERS_TTL_MS);
+        let mut connection = self.connections.get();
+        let minute: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(u64::try_from(minute).ok())
+    }
+
+    async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
+        let mut invocation = FRAUD_SCRIPTS.block.prepare_invoke();
+        invocation
+            .key(fraud_blocks())
+            .arg(&block.prefix)
+            .arg(encode_block(block)?)
+            .arg(now_ms);
+        let mut connection = self.connections.get();
+        let recorded: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(recorded == 1)
+    }
+
+    async fn prefix_blocks(&self) -> Result<Vec<PrefixBlock>, StoreError> {
+        let mut connection = self.connections.get();
+        let command = redis::cmd("HGETALL").arg(fraud_blocks()).to_owned();
+        let raw: HashMap<String, Vec<u8>> =
+            self.bounded(command.query_async(&mut connection)).await?;
+        raw.values().map(|raw| parse_block(raw)).collect()
+    }
+
+    async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError> {
+        let mut invocation = FRAUD_SCRIPTS.lift.prepare_invoke();
+        invocation.key(fraud_blocks()).arg(prefix).arg(now_ms);
+        let mut connection = self.connections.get();
+        let lifted: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(lifted == 1)
+    }
+
+    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {
+        let mut connection = self.connections.get();
+        let names = redis::pipe()
+            .cmd("HGETALL")
+            .arg(super::keys::fraud_prefixes())
+            .cmd("HGETALL")
+            .arg(super::keys::fraud_countries())
+            .to_owned();
+        let (prefixes, countries): (HashMap<String, String>, HashMap<String, String>) =
+            self.bounded(names.query_async(&mut connection)).await?;
+        let countries: Vec<String> = countries.into_keys().collect();
+        let prefixes: Vec<(String, String)> = prefixes.into_iter().collect();
+        let hours: Vec<u64> = (from / 60..=to / 60).collect();
+        let scopes: Vec<FraudScope<'_>> = std::iter::once(FraudScope::Service)
+            .chain(countries.iter().map(|c| FraudScope::Country(c)))
+            .chain(prefixes.iter().map(|(p, _)| FraudScope::Prefix(p)))
+            .collect();
+        let mut pipeline = redis::pipe();
+        for scope in &scopes {
+            for hour in &hours {
+                pipeline.cmd("HGETALL").arg(fraud_minutes(*scope, *hour));
+            }
+        }
+        let replies: Vec<HashMap<String, u64>> =
+            self.bounded(pipeline.query_async(&mut connection)).await?;
+        let mut per_scope = replies.chunks(hours.len().max(1)).map(|chunk| {
+            let mut minutes = HashMap::new();
+            for fields in chunk {
+                minutes_of(fields.clone(), &mut minutes);
+            }
+            within(minutes, from, to)
+        });
+        let service = per_scope.next().unwrap_or_default();
+        let countries = countries
+            .into_iter()
+            .map(|country| (country, per_scope.next().unwrap_or_default()))
+            .collect();
+        let prefixes = prefixes
+            .into_iter()
+            .map(|(prefix, country)| (prefix, country, per_scope.next().unwrap_or_default()))
+            .collect();
+        Ok(FraudTraffic {
+            service,
+            countries,
+            prefixes,
+        })
+    }
+}

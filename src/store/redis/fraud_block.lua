@@ -1,0 +1,9 @@
+-- Records a prefix's block unless it has an active one.
+-- KEYS[1] blocks ({guard}); ARGV: 1 prefix, 2 the block (JSON), 3 now (ms).
+-- Returns 1 if recorded, else 0.
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if current and cjson.decode(current).until_ms > tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+return 1
