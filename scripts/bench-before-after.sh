@@ -10,7 +10,9 @@
 #   ROUNDS=1 DURATION=3s scripts/bench-before-after.sh 7e7a6cf
 #
 # Both builds run with the quotas off (the load uses few addresses) and warn logs, as in
-# bench-http.sh. The older build ignores the variables it does not know.
+# bench-http.sh. AFTER_ENV (default: the fraud guard on, counting every send, its thresholds out
+# of reach of a load that never verifies) goes to the current build only: an older build
+# refuses variables it does not know.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BEFORE=${1:?usage: scripts/bench-before-after.sh <git revision or label>}
@@ -56,10 +58,12 @@ start() { # name binary [VAR=value ...]
   for _ in $(seq 100); do curl -fs -o /dev/null "${URL[$name]}/healthz" && return 0; sleep 0.1; done
   echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; return 1
 }
+read -r -a AFTER_VARS <<<"${AFTER_ENV-VCODE_FRAUD_MIN_SENDS=1000000 VCODE_FRAUD_SURGE_FLOOR=1000000}"
 for build in before after; do
-  bin=$BEFORE_BIN; [ $build = after ] && bin=$AFTER_BIN
-  start "$build embedded" "$bin"
-  start "$build Redis" "$bin" VCODE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT"
+  bin=$BEFORE_BIN; extra=()
+  [ $build = after ] && bin=$AFTER_BIN && extra=("${AFTER_VARS[@]}")
+  start "$build embedded" "$bin" "${extra[@]}"
+  start "$build Redis" "$bin" VCODE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" "${extra[@]}"
 done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
