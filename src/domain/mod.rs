@@ -7,6 +7,7 @@ mod locale;
 mod phone;
 mod purpose;
 pub(crate) mod secret;
+pub mod traffic;
 mod verification;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};

@@ -17,8 +17,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
+use crate::domain::traffic::{Reason, Tally, Window};
 use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
-use crate::fraud::policy::{Reason, Tally, Window};
 
 pub use self::memory::MemoryStore;
 pub use self::postgres::PostgresStore;

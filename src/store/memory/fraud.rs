@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use async_trait::async_trait;
 
 use super::*;
-use crate::fraud::policy::{Counts, RETENTION_MINUTES, Tally, Window};
+use crate::domain::traffic::{Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
     Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
 };

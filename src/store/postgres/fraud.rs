@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{PostgresStore, column, millis};
-use crate::fraud::policy::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
+use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
     Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark, StoreError,
 };

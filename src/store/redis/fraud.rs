@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 use super::keys::{FraudScope, fraud_attribution, fraud_blocks, fraud_minutes};
 use super::*;
-use crate::fraud::policy::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
+use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
     Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
 };
