@@ -265,6 +265,7 @@ class Flow:
         before = self.loads()
         Select(d.find_element(By.ID, "country")).select_by_value("")
         self.wait.until(lambda _: self.loads() > before)
+        d.execute_script("document.activeElement.blur()")
         # The spend: SMS per country × the price table.
         for country, price in PRICES.items():
             cells = self.cells(f"#spend tr[data-country={country}]")
