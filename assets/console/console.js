@@ -42,7 +42,8 @@ const countryName = (code) => {
   try { return regionNames?.of(code) ?? code; } catch { return code; }
 };
 const count = (n) => (n == null ? '—' : Number(n).toLocaleString('en-US'));
-const percent = (share) => (share == null ? '—' : `${(share * 100).toFixed(share < 0.1 ? 1 : 0)} %`);
+// One decimal below 10 % (where a tenth matters), none at 0 or above.
+const percent = (share) => (share == null ? '—' : `${(share * 100).toFixed(share > 0 && share < 0.1 ? 1 : 0)} %`);
 
 class NeedToken extends Error {}
 
@@ -59,10 +60,11 @@ async function api(path, init = {}) {
   return { status: response.status, body, text };
 }
 
-/// The `data` of a 200 answer; null for a route this instance does not serve (404).
-async function data(path) {
+/// The `data` of a 200 answer; null for a route this instance does not serve (404), when
+/// `optional` (the stats route exists only with an admin token).
+async function data(path, { optional = false } = {}) {
   const answer = await api(path);
-  if (answer.status === 404) return null;
+  if (optional && answer.status === 404) return null;
   if (answer.status !== 200 || !answer.body) {
     const message = answer.body?.message || `HTTP ${answer.status}`;
     throw new Error(`${path}: ${message}`);
@@ -94,7 +96,19 @@ const axes = (yLabel, format) => [
   { stroke: '#4b5563', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e5e7eb' } },
   { stroke: '#4b5563', grid: { stroke: '#eef0f3' }, ticks: { stroke: '#e5e7eb' }, size: 44, label: yLabel, labelSize: 14, values: format },
 ];
-const line = (label, color, extra = {}) => ({ label, stroke: color, width: 2, points: { show: false }, ...extra });
+// A value with no neighbour draws no line: a lone minute (the first of a fresh service, a
+// burst) is drawn as a dot instead, so it does not vanish from the chart.
+const loneValues = (u, seriesIdx) => {
+  const values = u.data[seriesIdx];
+  const lone = [];
+  for (let i = 0; i < values.length; i += 1) {
+    if (values[i] != null && values[i - 1] == null && values[i + 1] == null) lone.push(i);
+  }
+  return lone.length ? lone : null;
+};
+const line = (label, color, extra = {}) => ({
+  label, stroke: color, width: 2, points: { show: false, filter: loneValues, size: 6, fill: color }, ...extra,
+});
 const wholeNumbers = (_, ticks) => ticks.map((v) => (Number.isInteger(v) ? count(v) : ''));
 
 function note(id, text) {
@@ -149,6 +163,7 @@ function drawTraffic(traffic) {
     series.push(line('refused by the guard', COLORS.refused, { dash: [4, 3] }));
     rows.push(traffic.series.map((e) => e.refused));
   }
+  note('traffic-note', traffic.level === 'off' ? 'The fraud guard is off (VCODE_FRAUD_GUARD=off): it counts nothing.' : '');
   chart('chart-traffic', {
     series,
     axes: axes(`SMS per ${traffic.bucket_secs} s`, wholeNumbers),
@@ -212,9 +227,13 @@ function drawPrefixes(traffic) {
   const tbody = $('prefixes').tBodies[0];
   tbody.replaceChildren();
   for (const p of traffic.top_prefixes) {
+    // Conversion is the guard's: of the sends past the grace period only (null before any).
+    const conversion = p.conversion == null
+      ? num('—', 'no send past the grace period yet: not judged')
+      : num(percent(p.conversion), `${count(p.unconverted)} of the sends past the grace period not verified`);
     row(tbody, [
       prefixCell(p.prefix, p.country), num(count(p.sends)), num(count(p.verified)),
-      num(count(p.unconverted)), num(percent(p.conversion)), badge(p.state, p.state),
+      num(count(p.unconverted)), conversion, badge(p.state, p.state),
     ], { prefix: p.prefix, state: p.state });
   }
   note('prefixes-note', traffic.top_prefixes.length ? '' : 'No SMS sent in the range.');
@@ -231,15 +250,19 @@ function drawSuspensions(suspensions) {
     lift.title = `Lift the suspension of +${s.prefix} now`;
     lift.addEventListener('click', () => liftSuspension(s.prefix, lift));
     const conversion = s.sends ? s.conversions / s.sends : null;
-    // A repeat offence is suspended for longer: the strike count says which this is.
-    const why = badge(s.strikes > 1 ? `${s.reason} ×${s.strikes}` : s.reason, s.reason);
-    why.title = `strike ${s.strikes}`;
+    // A surge is held back for the grace period, no strike; a conversion suspension is a
+    // strike, and a repeat offence is suspended for longer: the count says which this is.
+    const held = s.reason === 'surge';
+    const why = badge(!held && s.strikes > 1 ? `${s.reason} ×${s.strikes}` : s.reason, held ? 'held' : 'suspended');
+    why.title = held
+      ? 'held back: its unverified sends surged; judged again when the hold ends'
+      : `suspended: its sends convert far below the baseline (strike ${s.strikes})`;
     row(tbody, [
       prefixCell(s.prefix, s.country), why, num(count(s.sends)),
       num(percent(conversion), `${count(s.conversions)} verified`),
       { text: relative(s.until_ms), title: `since ${new Date(s.since_ms).toLocaleString()}` },
       lift,
-    ], { prefix: s.prefix });
+    ], { prefix: s.prefix, reason: s.reason });
   }
   const n = suspensions.suspensions.length;
   $('suspensions-count').textContent = n ? `${n} now` : '';
@@ -265,7 +288,7 @@ async function liftSuspension(prefix, button) {
 /// Quota refusals by day from the stats route; without it (no admin token configured, so no
 /// stats route), this instance's counters since it started, from /metrics.
 async function drawRefusals() {
-  const stats = await data(ROUTES.stats);
+  const stats = await data(ROUTES.stats, { optional: true });
   const tbody = $('refusals').tBodies[0];
   tbody.replaceChildren();
   const chartElement = $('chart-refusals');
@@ -311,7 +334,7 @@ async function drawRefusals() {
 }
 
 /// SMS per country over the range × the price table.
-function drawSpend(countries, prices, minutes, counted) {
+function drawSpend(countries, prices, minutes) {
   const tbody = $('spend').tBodies[0];
   tbody.replaceChildren();
   const table = prices?.prices || {};
@@ -330,13 +353,12 @@ function drawSpend(countries, prices, minutes, counted) {
       num(count(counts.sends)), num(money(price, 3)), num(money(spend, 2)),
     ], { country: code });
   }
-  $('spend-sms').textContent = counted ? count(sms) : '—';
-  $('spend-total').textContent = priced && counted ? money(total, 2) : '—';
+  $('spend-sms').textContent = count(sms);
+  $('spend-total').textContent = priced ? money(total, 2) : '—';
   $('spend-scope').textContent = `last ${label(minutes)}${priced ? `, ${prices.currency}` : ''}`;
-  $('tile-spend').textContent = priced && counted ? money(total, 2) : '—';
+  $('tile-spend').textContent = priced ? money(total, 2) : '—';
   $('tile-currency').textContent = priced ? `last ${label(minutes)}` : 'no price table';
-  if (!counted) note('spend-note', "The SMS per country are the fraud guard's traffic, which this instance does not serve.");
-  else if (!priced) note('spend-note', 'No price table: set VCODE_SMS_PRICES (CN=0.045,GB=0.040,*=0.050) and VCODE_SMS_PRICE_CURRENCY.');
+  if (!priced) note('spend-note', 'No price table: set VCODE_SMS_PRICES (CN=0.045,GB=0.040,*=0.050) and VCODE_SMS_PRICE_CURRENCY.');
   else if (unpriced) note('spend-note', `${count(unpriced)} SMS to countries without a price (no * entry) are not counted.`);
   else note('spend-note', countries.length ? '' : 'No SMS sent in the range.');
 }
@@ -361,8 +383,6 @@ function drawLevel(level) {
   element.className = `badge level-${level || 'none'}`;
 }
 
-const GUARD_MISSING = "This instance does not serve the fraud guard's routes.";
-
 // --- Loading ----------------------------------------------------------------------------------
 
 let loading = null;
@@ -377,18 +397,15 @@ async function load() {
         data(ROUTES.traffic(minutes)), data(ROUTES.suspensions), data(ROUTES.prices),
       ]);
       showConsole();
-      const countries = traffic ? countriesBySends(traffic) : [];
-      if (traffic) {
-        fillCountryChoice(countries);
-        drawTiles(traffic);
-        drawTraffic(traffic);
-        drawConversion(traffic, countries.map(([code]) => code));
-        drawPrefixes(traffic);
-      }
-      for (const id of ['traffic-note', 'conversion-note', 'prefixes-note']) if (!traffic) note(id, GUARD_MISSING);
-      if (suspensions) drawSuspensions(suspensions); else note('suspensions-note', GUARD_MISSING);
-      drawLevel(traffic?.level || suspensions?.level);
-      drawSpend(countries, prices, minutes, traffic != null);
+      const countries = countriesBySends(traffic);
+      fillCountryChoice(countries);
+      drawTiles(traffic);
+      drawTraffic(traffic);
+      drawConversion(traffic, countries.map(([code]) => code));
+      drawPrefixes(traffic);
+      drawSuspensions(suspensions);
+      drawLevel(traffic.level);
+      drawSpend(countries, prices, minutes);
       await drawRefusals();
       hideError();
       $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;

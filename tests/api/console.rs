@@ -1,15 +1,17 @@
 //! The operator console: its page and files are open on the operator listener while every data
 //! route stays behind the admin token, and the SMS price table is served as configured. Then
-//! the whole console in headless Chromium (`tests/browser/console_flow.py`): real traffic
-//! through the public API in dev mode, the token asked for once, the charts and tables showing
-//! that traffic, and the console without a token configured; a screenshot of each step under
-//! `target/console-screenshots/`.
+//! the whole console in headless Chromium (`tests/browser/console_flow.py`) against the real
+//! fraud guard: real traffic through the public API in dev mode, a prefix pumped until the
+//! guard holds it back, the token asked for once, the charts and tables showing that traffic
+//! and the held prefix, its lift in one click (the prefix served again), and the console
+//! without a token configured; a screenshot of each step under `target/console-screenshots/`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
 use vcode::config::AbuseSettings;
+use vcode::fraud::FraudSettings;
 use vcode::sms::SmsPrices;
 use vcode_wire::{SmsPricesData, paths};
 
@@ -19,7 +21,13 @@ use crate::support::{Backend, TestApp, spawn_app_with};
 const TOKEN: &str = "console-admin-token-0123";
 const TIME_LIMIT: Duration = Duration::from_secs(120);
 /// SMS per client address an hour: the browser flow sends this many, then two more.
-const BUDGET: u32 = 8;
+const BUDGET: u32 = 12;
+/// Unverified sends within grace a prefix may have: the browser flow's pumped prefix is held
+/// back at the next one.
+const SURGE_FLOOR: u64 = 3;
+/// A hold lasts the grace period: long enough to outlast the browser's steps up to the Lift
+/// (a loaded machine included), which the flow clicks rather than waits for.
+const GRACE: Duration = Duration::from_secs(300);
 
 fn prices() -> SmsPrices {
     let table = SmsPrices::parse_pairs("CN=0.045,GB=0.040,*=0.050").expect("a price table");
@@ -34,6 +42,11 @@ async fn console_app(token: Option<&str>) -> TestApp {
             sends_per_ip_hour: BUDGET,
             allowed_regions: vcode::config::Regions::parse("CN,GB").expect("regions"),
             ..AbuseSettings::unlimited()
+        };
+        s.fraud = FraudSettings {
+            surge_floor: SURGE_FLOOR,
+            grace: GRACE,
+            ..FraudSettings::default()
         };
     })
     .await
@@ -197,6 +210,8 @@ async fn the_console_shows_real_traffic_in_chromium() {
         .args(["--admin-url", &app.admin_address])
         .args(["--token", TOKEN])
         .args(["--open-admin-url", &open.admin_address])
+        .args(["--budget", &BUDGET.to_string()])
+        .args(["--surge-floor", &SURGE_FLOOR.to_string()])
         .arg("--screenshots")
         .arg(root.join("target/console-screenshots"))
         .env("SE_OFFLINE", "true")

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
 """Drives vcode's operator console in headless Chromium on a laptop-sized window (1366 × 768)
-after real traffic, and keeps a screenshot of each step:
+after real traffic, against the real fraud guard, and keeps a screenshot of each step:
 
     python3 tests/browser/console_flow.py --url http://127.0.0.1:8080 \\
         --admin-url http://127.0.0.1:9091 --token <VCODE_ADMIN_TOKEN> \\
-        --open-admin-url http://127.0.0.1:9092 --screenshots target/console-screenshots
+        --open-admin-url http://127.0.0.1:9092 --budget 12 --surge-floor 3 \\
+        --screenshots target/console-screenshots
 
-`--url` is a vcode in dev mode (codes are read from the dev outbox) whose operator listener
-`--admin-url` asks for `--token`, with a per-client budget of BUDGET SMS an hour and the price
-table PRICES; `--open-admin-url` is the operator listener of one with no token. The traffic goes
-through the public API as users would send it: sends to CN and GB numbers, most verified with the
-code the outbox shows, then sends past the budget. The console must show that traffic. A failed
-step raises, with a screenshot of the page as it was (`failed-<step>.png`).
+`--url` is a vcode in dev mode (codes are read from the dev outbox) serving CN and GB, whose
+operator listener `--admin-url` asks for `--token`, with a per-client budget of `--budget` SMS an
+hour, a fraud guard that holds a prefix back past `--surge-floor` unverified sends within its
+grace period (a grace longer than this flow), and the price table PRICES; `--open-admin-url` is
+the operator listener of one with no token. The traffic goes through the public API as users
+and a pumping bot would send it: CN and GB users verify their codes as they come (but one of
+each), the bot's prefix never verifies until the guard holds it back (`40300`). The console must
+show that traffic and the held prefix as the operator routes' JSON says, lift it in one click
+(the prefix is served again), and show sends past the budget as quota refusals. A failed step
+raises, with a screenshot of the page as it was (`failed-<step>.png`).
 """
 
 import argparse
@@ -24,18 +29,23 @@ import urllib.request
 
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as seen
-from selenium.webdriver.support.ui import WebDriverWait
+from selenium.webdriver.support.ui import Select, WebDriverWait
 
 from demo_flow import browser
 
-BUDGET = 8
-# Sent to (and mostly verified by) users; the per-client budget refuses what comes after.
+PRICES = {"CN": 0.045, "GB": 0.040}
+# Users: each code verified as it comes, but the last of each country's.
 CN_PHONES = [f"+861380013{n:04d}" for n in range(8101, 8106)]
 GB_PHONES = [f"+4474001234{n:02d}" for n in range(51, 54)]
-assert len(CN_PHONES) + len(GB_PHONES) == BUDGET
+USERS = CN_PHONES + GB_PHONES
 UNVERIFIED = {CN_PHONES[-1], GB_PHONES[-1]}
+# The bot's prefix (China Mobile's 150 range): never verified.
+PUMPED_PREFIX = "86150"
+PUMPED_COUNTRY = "CN"
+PUMPED = [f"+861500013{n:04d}" for n in range(8301, 8331)]
 OVER_BUDGET = [f"+861390013{n:04d}" for n in range(8201, 8203)]
-GUARD_MISSING = "This instance does not serve the fraud guard's routes."
+# Sends the guard refused: the one that tipped the prefix over, and one while it is held.
+REFUSED = 2
 
 
 def call(url, body=None, headers=None):
@@ -50,29 +60,41 @@ def call(url, body=None, headers=None):
         return error.code, json.load(error)
 
 
-def drive_traffic(url):
-    """Sends within the budget (all but UNVERIFIED verified with the outbox's code), then
-    sends past it; returns how many went out per country."""
-    for phone in CN_PHONES + GB_PHONES:
-        status, body = call(f"{url}/api/v1/otp/send", {"phone": phone})
-        assert status == 200, (phone, status, body)
-    for phone in CN_PHONES + GB_PHONES:
-        if phone in UNVERIFIED:
-            continue
-        _, outbox = call(f"{url}/api/v1/dev/outbox?phone={urllib.parse.quote(phone)}")
-        code = outbox["data"]["messages"][-1]["code"]
-        status, body = call(f"{url}/api/v1/otp/verify", {"phone": phone, "code": code})
-        assert status == 200 and body["data"]["verified"], (phone, status, body)
-    for phone in OVER_BUDGET:
-        status, body = call(f"{url}/api/v1/otp/send", {"phone": phone})
-        assert status == 429, (phone, status, body)
-    print(f"  traffic: {len(CN_PHONES)} CN and {len(GB_PHONES)} GB sent, "
-          f"{len(CN_PHONES) + len(GB_PHONES) - len(UNVERIFIED)} verified, {len(OVER_BUDGET)} over the budget")
+def send(url, phone, expected=200, code=None):
+    status, body = call(f"{url}/api/v1/otp/send", {"phone": phone})
+    assert status == expected and (code is None or body["code"] == code), (phone, status, body)
+    return body
+
+
+def verify(url, phone):
+    _, outbox = call(f"{url}/api/v1/dev/outbox?phone={urllib.parse.quote(phone)}")
+    code = outbox["data"]["messages"][-1]["code"]
+    status, body = call(f"{url}/api/v1/otp/verify", {"phone": phone, "code": code})
+    assert status == 200 and body["data"]["verified"], (phone, status, body)
+
+
+def drive_traffic(args):
+    """Users' sends, verified as they come (but UNVERIFIED), then the bot's into PUMPED_PREFIX
+    until the guard holds the prefix back; returns the bot's numbers not used yet."""
+    for phone in USERS:
+        send(args.url, phone)
+        if phone not in UNVERIFIED:
+            verify(args.url, phone)
+    pumped = iter(PUMPED)
+    for _ in range(args.surge_floor):
+        send(args.url, next(pumped))
+    for _ in range(REFUSED):
+        refused = send(args.url, next(pumped), expected=403, code=40300)
+        assert refused["data"]["retry_after"] > 0, refused
+    print(f"  traffic: {len(CN_PHONES)} CN and {len(GB_PHONES)} GB users, "
+          f"{len(USERS) - len(UNVERIFIED)} verified; {args.surge_floor} sent to +{PUMPED_PREFIX} "
+          f"unverified, then {REFUSED} refused (40300)")
+    return pumped
 
 
 class Flow:
-    def __init__(self, args, driver):
-        self.args, self.driver = args, driver
+    def __init__(self, args, driver, pumped):
+        self.args, self.driver, self.pumped = args, driver, pumped
         self.wait = WebDriverWait(driver, 20)
         self.count = 0
 
@@ -98,12 +120,33 @@ class Flow:
     def text(self, css):
         return self.driver.find_element(By.CSS_SELECTOR, css).text.strip()
 
+    def cells(self, css):
+        return [cell.text.strip() for cell in self.driver.find_elements(By.CSS_SELECTOR, f"{css} td")]
+
     def loads(self):
         return int(self.driver.execute_script("return document.body.dataset.loads || '0'"))
 
+    def reload(self):
+        """Clicks Refresh and waits for the page to have drawn the new data."""
+        before = self.loads()
+        self.driver.find_element(By.ID, "refresh").click()
+        self.wait.until(lambda _: self.loads() > before)
+
+    def admin(self, path):
+        """The `data` of an operator route, as the console reads it."""
+        status, body = call(self.args.admin_url + path, headers={"authorization": f"Bearer {self.args.token}"})
+        assert status == 200, (path, status, body)
+        return body["data"]
+
+    def chart(self, element_id):
+        """The labels and data of a chart, as drawn (uPlot's own instance)."""
+        return self.driver.execute_script(
+            "const plot = charts[arguments[0]];"
+            "return {labels: plot.series.map((s) => s.label), data: plot.data};", element_id)
+
     def browser_problems(self):
         """What the page's console reported, but for the answers the console expects: 401
-        before the token, 404 from routes an instance does not serve."""
+        before the token, 404 from the stats route without a token configured."""
         expected = ("status of 401", "status of 404")
         return [entry for entry in self.driver.get_log("browser")
                 if entry["level"] == "SEVERE"
@@ -124,7 +167,7 @@ class Flow:
             assert "refused" in refused.text, refused.text
         self.step("asks-for-the-token", asks_for_the_token)
 
-        def shows_the_traffic():
+        def shows_the_held_prefix():
             self.visible("token").send_keys(self.args.token)
             d.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
             self.visible("console")
@@ -132,26 +175,44 @@ class Flow:
             # The token is this tab's, never in the URL.
             assert self.args.token not in d.current_url
             assert d.execute_script("return sessionStorage.getItem('vcode-console-token')") == self.args.token
-            # Quota refusals of today, from the stats route.
+            self.check_traffic()
+            self.check_held_prefix()
+            problems = self.browser_problems()
+            assert not problems, problems
+        self.step("shows-the-held-prefix", shows_the_held_prefix)
+
+        def lifts_the_hold():
+            lift = d.find_element(By.CSS_SELECTOR, f"#suspensions tr[data-prefix='{PUMPED_PREFIX}'] button.lift")
+            before = self.loads()
+            lift.click()
+            self.wait.until(lambda _: self.loads() > before)
+            assert not d.find_elements(By.CSS_SELECTOR, "#suspensions tbody tr"), "still listed"
+            assert self.text("#suspensions-note") == "None: every prefix is served."
+            assert self.text("#tile-suspended") == "0"
+            state = d.find_element(By.CSS_SELECTOR, f"#prefixes tr[data-prefix='{PUMPED_PREFIX}']")
+            assert state.get_attribute("data-state") == "ok", state.get_attribute("data-state")
+            # The operator routes agree, and the prefix is served again.
+            assert self.admin("/api/v1/admin/fraud/suspensions")["suspensions"] == []
+            send(self.args.url, next(self.pumped))
+            self.reload()
+            sends = len(USERS) + self.args.surge_floor + 1
+            assert self.text("#tile-sends") == str(sends), (self.text("#tile-sends"), sends)
+            cells = self.cells(f"#prefixes tr[data-prefix='{PUMPED_PREFIX}']")
+            assert cells[1] == str(self.args.surge_floor + 1) and cells[5] == "ok", cells
+        self.step("lifts-the-hold", lifts_the_hold)
+
+        def shows_quota_refusals():
+            # Every send so far was within the per-client budget; these two are past it.
+            assert len(USERS) + self.args.surge_floor + 1 == self.args.budget
+            for phone in OVER_BUDGET:
+                send(self.args.url, phone, expected=429)
+            self.reload()
             over = self.text("#refusals tr[data-quota=quota_ip] td:nth-child(2)")
             assert over == str(len(OVER_BUDGET)), over
             assert d.find_elements(By.CSS_SELECTOR, "#chart-refusals canvas"), "no refusals chart"
-            guard = self.text("#suspensions-note")
-            if guard == GUARD_MISSING:
-                print("  the fraud guard's routes are not served: their panels say so")
-                assert self.text("#traffic-note") == GUARD_MISSING
-                assert "fraud guard" in self.text("#spend-note"), self.text("#spend-note")
-                assert self.text("#tile-spend") == "—"
-            else:
-                self.check_guard_panels()
-            problems = self.browser_problems()
-            assert not problems, problems
-        self.step("shows-the-traffic", shows_the_traffic)
+        self.step("shows-quota-refusals", shows_quota_refusals)
 
         def stays_in_the_tab():
-            before = self.loads()
-            d.find_element(By.ID, "refresh").click()
-            self.wait.until(lambda _: self.loads() > before)
             d.refresh()
             self.visible("console")
             assert not d.find_element(By.ID, "login").is_displayed()
@@ -168,20 +229,77 @@ class Flow:
             note = self.text("#refusals-note")
             assert "VCODE_ADMIN_TOKEN" in note, note
             assert self.text("#refusals-total-head") == "since start"
+            assert self.text("#tile-sends") == "0"
+            assert self.text("#suspensions-note") == "None: every prefix is served."
             problems = self.browser_problems()
             assert not problems, problems
         self.step("no-token-configured", open_without_a_token)
 
-    def check_guard_panels(self):
+    def check_traffic(self):
+        """Tiles, charts and spend against the traffic route's JSON and what was sent."""
         d = self.driver
-        sends = len(CN_PHONES) + len(GB_PHONES)
+        traffic = self.admin("/api/v1/admin/fraud/traffic?minutes=60")
+        sends = len(USERS) + self.args.surge_floor
+        verified = len(USERS) - len(UNVERIFIED)
+        assert sum(b["sends"] for b in traffic["series"]) == sends, traffic["series"]
+        assert sum(b["refused"] for b in traffic["series"]) == REFUSED, traffic["series"]
         assert self.text("#tile-sends") == str(sends), self.text("#tile-sends")
-        for country, phones, price in (("CN", CN_PHONES, 0.045), ("GB", GB_PHONES, 0.040)):
-            cells = d.find_elements(By.CSS_SELECTOR, f"#spend tr[data-country={country}] td")
-            assert cells and cells[1].text == str(len(phones)), [c.text for c in cells]
-            assert cells[3].text == f"${price * len(phones):.2f}", cells[3].text
-        assert d.find_elements(By.CSS_SELECTOR, "#chart-traffic canvas"), "no traffic chart"
-        assert d.find_elements(By.CSS_SELECTOR, "#prefixes tbody tr"), "no top prefix"
+        assert self.text("#tile-verified") == str(verified), self.text("#tile-verified")
+        assert self.text("#tile-refused") == str(REFUSED), self.text("#tile-refused")
+        assert self.text("#tile-suspended") == "1", self.text("#tile-suspended")
+        assert self.text("#level") == f"fraud guard: {traffic['level']}", self.text("#level")
+        # The charts: every send in the sends series, a conversion line per country.
+        drawn = self.chart("chart-traffic")
+        assert drawn["labels"][1:] == ["sent", "verified", "refused by the guard"], drawn["labels"]
+        assert [sum(series) for series in drawn["data"][1:]] == [sends, verified, REFUSED], drawn["data"][1:]
+        conversion = self.chart("chart-conversion")
+        assert {"CN", "GB"} <= set(conversion["labels"]), conversion["labels"]
+        by_country = {"CN": len(CN_PHONES) + self.args.surge_floor, "GB": len(GB_PHONES)}
+        for country, count in by_country.items():
+            assert sum(b["by_country"].get(country, {}).get("sends", 0) for b in traffic["series"]) == count
+            before = self.loads()
+            Select(d.find_element(By.ID, "country")).select_by_value(country)
+            self.wait.until(lambda _: self.loads() > before)
+            drawn = self.chart("chart-traffic")
+            assert sum(drawn["data"][1]) == count, (country, drawn["data"][1])
+        before = self.loads()
+        Select(d.find_element(By.ID, "country")).select_by_value("")
+        self.wait.until(lambda _: self.loads() > before)
+        d.execute_script("document.activeElement.blur()")
+        # The spend: SMS per country × the price table.
+        for country, price in PRICES.items():
+            cells = self.cells(f"#spend tr[data-country={country}]")
+            assert cells and cells[1] == str(by_country[country]), cells
+            assert cells[3] == f"${price * by_country[country]:.2f}", cells[3]
+        # The top prefixes, as the route ranks them; the guard's conversion is null before any
+        # send is past the grace period, and says so.
+        rows = d.find_elements(By.CSS_SELECTOR, "#prefixes tbody tr")
+        assert [r.get_attribute("data-prefix") for r in rows] == [p["prefix"] for p in traffic["top_prefixes"]]
+        for prefix in traffic["top_prefixes"]:
+            cells = self.cells(f"#prefixes tr[data-prefix='{prefix['prefix']}']")
+            assert cells[0] == f"+{prefix['prefix']} {prefix['country']}", cells
+            assert cells[1:4] == [str(prefix["sends"]), str(prefix["verified"]), str(prefix["unconverted"])], cells
+            assert prefix["conversion"] is None and cells[4] == "—", (prefix, cells)
+            assert cells[5] == prefix["state"], (prefix, cells)
+
+    def check_held_prefix(self):
+        """The pumped prefix: held back in the suspended table and in the top prefixes, with
+        its country, as the suspensions route says."""
+        d = self.driver
+        listed = self.admin("/api/v1/admin/fraud/suspensions")["suspensions"]
+        assert [s["prefix"] for s in listed] == [PUMPED_PREFIX], listed
+        held = listed[0]
+        assert held["country"] == PUMPED_COUNTRY and held["reason"] == "surge", held
+        row = d.find_element(By.CSS_SELECTOR, f"#suspensions tr[data-prefix='{PUMPED_PREFIX}']")
+        assert row.get_attribute("data-reason") == "surge"
+        cells = self.cells(f"#suspensions tr[data-prefix='{PUMPED_PREFIX}']")
+        assert cells[0] == f"+{PUMPED_PREFIX} {PUMPED_COUNTRY}", cells
+        assert cells[1] == "surge" and cells[2] == str(held["sends"]), cells
+        assert cells[3] == "0 %" and cells[4].startswith("in "), cells
+        title = row.find_element(By.CSS_SELECTOR, "td:first-child").get_attribute("title")
+        assert title == "China", title
+        cells = self.cells(f"#prefixes tr[data-prefix='{PUMPED_PREFIX}']")
+        assert cells[1] == str(self.args.surge_floor) and cells[5] == "held", cells
 
 
 def main():
@@ -190,13 +308,15 @@ def main():
     parser.add_argument("--admin-url", required=True)
     parser.add_argument("--token", required=True)
     parser.add_argument("--open-admin-url", required=True)
+    parser.add_argument("--budget", type=int, required=True)
+    parser.add_argument("--surge-floor", type=int, required=True)
     parser.add_argument("--screenshots", required=True)
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
-    drive_traffic(args.url)
+    pumped = drive_traffic(args)
     driver = browser(1366, 768)
     try:
-        Flow(args, driver).run()
+        Flow(args, driver, pumped).run()
     finally:
         driver.quit()
     print("console flow passed")
