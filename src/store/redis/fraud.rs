@@ -11,7 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 
-use super::keys::{FraudScope, fraud_attribution, fraud_blocks, fraud_minutes};
+use super::keys::{FraudScope, fraud_attribution, fraud_blocks, fraud_minutes, fraud_tally};
 use super::*;
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
@@ -32,6 +32,9 @@ fn mark_at(reply: &[Value], at: usize) -> Option<SendMark> {
     })
 }
 
+/// The running tallies the admit, release and convert scripts keep (`fraud_tally.lua`).
+pub(super) const TALLY_PRELUDE: &str = include_str!("fraud_tally.lua");
+
 struct FraudScripts {
     admit: Script,
     release: Script,
@@ -41,9 +44,9 @@ struct FraudScripts {
 }
 
 static FRAUD_SCRIPTS: LazyLock<FraudScripts> = LazyLock::new(|| FraudScripts {
-    admit: Script::new(include_str!("fraud_admit.lua")),
-    release: Script::new(include_str!("fraud_release.lua")),
-    convert: Script::new(include_str!("fraud_convert.lua")),
+    admit: Script::new(&[TALLY_PRELUDE, include_str!("fraud_admit.lua")].concat()),
+    release: Script::new(&[TALLY_PRELUDE, include_str!("fraud_release.lua")].concat()),
+    convert: Script::new(&[TALLY_PRELUDE, include_str!("fraud_convert.lua")].concat()),
     block: Script::new(include_str!("fraud_block.lua")),
     lift: Script::new(include_str!("fraud_lift.lua")),
 });
@@ -70,6 +73,8 @@ pub(super) fn admit_keys(
         fraud_minutes(FraudScope::Country(country), hour),
         fraud_minutes(FraudScope::Service, hour),
         fraud_minutes(FraudScope::Service, before),
+        fraud_tally(FraudScope::Prefix(prefix)),
+        fraud_tally(FraudScope::Service),
     ]
 }
 
@@ -86,10 +91,13 @@ pub(super) fn release_keys(
         fraud_minutes(FraudScope::Prefix(prefix), hour),
         fraud_minutes(FraudScope::Country(country), hour),
         fraud_minutes(FraudScope::Service, hour),
+        fraud_tally(FraudScope::Prefix(prefix)),
+        fraud_tally(FraudScope::Service),
     ]
 }
 
-/// `KEYS` of `fraud_convert.lua`: the attribution, then three per hour of `minutes`.
+/// `KEYS` of `fraud_convert.lua`: the attribution, the prefix's and the service's tallies,
+/// then three per hour of `minutes`.
 pub(super) fn convert_keys(
     prefix: &str,
     country: &str,
@@ -97,15 +105,20 @@ pub(super) fn convert_keys(
     minutes: RangeInclusive<u64>,
 ) -> Vec<String> {
     let hours = minutes.start() / 60..=minutes.end() / 60;
-    std::iter::once(fraud_attribution(attribution))
-        .chain(hours.flat_map(|hour| {
-            [
-                fraud_minutes(FraudScope::Prefix(prefix), hour),
-                fraud_minutes(FraudScope::Country(country), hour),
-                fraud_minutes(FraudScope::Service, hour),
-            ]
-        }))
-        .collect()
+    [
+        fraud_attribution(attribution),
+        fraud_tally(FraudScope::Prefix(prefix)),
+        fraud_tally(FraudScope::Service),
+    ]
+    .into_iter()
+    .chain(hours.flat_map(|hour| {
+        [
+            fraud_minutes(FraudScope::Prefix(prefix), hour),
+            fraud_minutes(FraudScope::Country(country), hour),
+            fraud_minutes(FraudScope::Service, hour),
+        ]
+    }))
+    .collect()
 }
 
 fn parse_block(raw: &[u8]) -> Result<PrefixBlock, StoreError> {

@@ -2,7 +2,8 @@
 -- enforces), else count it (prefix, country, service) and answer the counts over the window.
 -- KEYS (one hash tag, {guard}): 1 blocks, 2 prefixes (prefix -> country), 3 countries,
 -- 4 the send's attribution, 5/6 the prefix's minutes of this hour and the one before,
--- 7 the country's of this hour, 8/9 the service's of this hour and the one before.
+-- 7 the country's of this hour, 8/9 the service's of this hour and the one before, 10/11 the
+-- prefix's and the service's running tallies (fraud_tally.lua).
 -- ARGV: 1 prefix, 2 country, 3 now (ms), 4 minute, 5 window's first minute, 6 first minute
 -- within grace, 7 enforce (1/0), 8 attribution ttl (ms), 9 counters' ttl (ms), 10 this
 -- send's mark ('<minute>:<token>').
@@ -61,6 +62,22 @@ local function tally(this_hour, hour_before)
   return totals
 end
 
-local p = tally(KEYS[5], KEYS[6])
-local s = tally(KEYS[8], KEYS[9])
+-- The running tally of the window, with this send counted (in its minute, within grace), or
+-- the window summed afresh when the tally is of another window.
+local window = from .. ':' .. judged_before .. ':' .. minute
+local function current(key, this_hour, hour_before)
+  local kept = redis.call('HMGET', key, 'w', 'js', 'jc', 'us', 'uc')
+  if kept[1] == window then
+    local unjudged = redis.call('HINCRBY', key, 'us', 1)
+    return {tonumber(kept[2]), tonumber(kept[3]), unjudged, tonumber(kept[5])}
+  end
+  local totals = tally(this_hour, hour_before)
+  redis.call('HSET', key, 'w', window, 'js', totals[1], 'jc', totals[2], 'us', totals[3],
+    'uc', totals[4])
+  redis.call('PEXPIRE', key, retention)
+  return totals
+end
+
+local p = current(KEYS[10], KEYS[5], KEYS[6])
+local s = current(KEYS[11], KEYS[8], KEYS[9])
 return {0, block or '', p[1], p[2], p[3], p[4], s[1], s[2], s[3], s[4], previous or ''}

@@ -138,6 +138,16 @@ pub fn fraud_minutes(scope: FraudScope<'_>, hour: u64) -> String {
     }
 }
 
+/// `verify_code:fraud:{guard}:t:p:44770` (prefix) or `…:t:all` (service): the scope's running
+/// tally over the current window (`fraud_tally.lua`). Countries are not judged: none.
+pub fn fraud_tally(scope: FraudScope<'_>) -> String {
+    match scope {
+        FraudScope::Prefix(prefix) => format!("{FRAUD}t:p:{prefix}"),
+        FraudScope::Country(country) => format!("{FRAUD}t:c:{country}"),
+        FraudScope::Service => format!("{FRAUD}t:all"),
+    }
+}
+
 /// `verify_code:{+8613800138000}:fails:203.0.113.7`: failed verifies of one (phone, client).
 pub fn client_failures(phone: &Phone, client: IpAddr) -> String {
     format!("{PREFIX}{{{}}}:fails:{client}", phone.as_e164())
@@ -433,7 +443,7 @@ mod tests {
                     (arguments[0] != "'TIME'").then(|| arguments.get(1).copied().unwrap_or(""))
                 })
             });
-        let helpers = ["quota_wait(", "quota_record("]
+        let helpers = ["quota_wait(", "quota_record(", "tally_adjust("]
             .into_iter()
             .flat_map(|helper| {
                 source
@@ -456,7 +466,10 @@ mod tests {
         let sources = script_calls()
             .into_iter()
             .map(|(name, source, _)| (name, source))
-            .chain([("quota prelude", include_str!("quota.lua"))]);
+            .chain([
+                ("quota prelude", include_str!("quota.lua")),
+                ("tally prelude", include_str!("fraud_tally.lua")),
+            ]);
         for (name, source) in sources {
             assert_eq!(keys_built_in(source), Vec::<String>::new(), "{name}");
         }
