@@ -16,9 +16,14 @@ local from, judged_before = tonumber(ARGV[5]), tonumber(ARGV[6])
 local retention = ARGV[9]
 local hour = math.floor(minute / 60)
 
+-- Counts one in `field` of the hourly hash at `key`; true for the field's first (the hash's
+-- expiry is set then: every field of the hour is counted within its retention).
 local function count(key, field)
-  redis.call('HINCRBY', key, field, 1)
-  redis.call('PEXPIRE', key, retention)
+  if redis.call('HINCRBY', key, field, 1) == 1 then
+    redis.call('PEXPIRE', key, retention)
+    return true
+  end
+  return false
 end
 
 local block = redis.call('HGET', KEYS[1], prefix)
@@ -26,13 +31,11 @@ if block and ARGV[7] == '1' and cjson.decode(block).until_ms > now then
   count(KEYS[8], 'r' .. minute)
   return {1, block}
 end
-count(KEYS[5], 's' .. minute)
-count(KEYS[7], 's' .. minute)
+-- The prefix and country registries change at most once a minute per prefix and country.
+if count(KEYS[5], 's' .. minute) then redis.call('HSET', KEYS[2], prefix, country) end
+if count(KEYS[7], 's' .. minute) then redis.call('HSET', KEYS[3], country, 1) end
 count(KEYS[8], 's' .. minute)
-redis.call('HSET', KEYS[2], prefix, country)
-redis.call('HSET', KEYS[3], country, 1)
-local previous = redis.call('GET', KEYS[4])
-redis.call('SET', KEYS[4], ARGV[10], 'PX', ARGV[8])
+local previous = redis.call('SET', KEYS[4], ARGV[10], 'PX', ARGV[8], 'GET')
 
 local function read(key, fields)
   if #fields == 0 then return {} end
