@@ -11,11 +11,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use rand::RngExt;
 use rand::rngs::StdRng;
 
-/// The service's default `VCODE_CLIENT_IPV6_PREFIX`: an IPv6 client is its /64.
-pub const IPV6_CLIENT_PREFIX: u8 = 64;
-
 /// The IPv4 groups there are room for (198.19.0.0/16), and as many IPv6 /64s.
 const IPV4_GROUPS: u64 = 1 << 16;
+/// The fewest clients a bot spreads over, however few its sends: a botnet, not a host.
+pub const MIN_BOT_CLIENTS: u64 = 64;
 
 /// The address of the `index`-th honest user, each its own client (198.18.0.0/16, reused after
 /// 65,536 users, an hour and more apart at any rate that makes sense).
@@ -27,7 +26,7 @@ pub fn honest_address(index: u64) -> IpAddr {
 /// The bot's clients: its `n`-th send comes from group `n mod groups` (every other group an
 /// IPv4 address, the rest IPv6 /64s, each send from a fresh address in its /64), so each group
 /// is used once per round and at most `budget` times in all; the pool is sized for the sends
-/// planned, and runs dry rather than exceed the budget.
+/// planned (and at least [`MIN_BOT_CLIENTS`]), and runs dry rather than exceed the budget.
 #[derive(Clone, Debug)]
 pub struct BotClients {
     groups: u64,
@@ -36,12 +35,12 @@ pub struct BotClients {
 }
 
 impl BotClients {
-    /// Enough groups for `planned` sends at `budget` sends each (at least one group).
+    /// Enough groups for `planned` sends at `budget` sends each.
     pub fn new(planned: u64, budget: u32) -> Self {
         let budget = budget.max(1);
         let groups = planned
             .div_ceil(u64::from(budget))
-            .clamp(1, 2 * IPV4_GROUPS);
+            .clamp(MIN_BOT_CLIENTS, 2 * IPV4_GROUPS);
         Self {
             groups,
             budget,
@@ -79,20 +78,6 @@ fn group_address(group: u64, rng: &mut StdRng) -> IpAddr {
     }
 }
 
-/// The client an address counts as: itself for IPv4, its /`prefix` network for IPv6 (as the
-/// service's per-client limits group them).
-pub fn client_group(address: IpAddr, prefix: u8) -> IpAddr {
-    match address {
-        IpAddr::V4(_) => address,
-        IpAddr::V6(v6) => {
-            let mask = u128::MAX
-                .checked_shl(128 - u32::from(prefix.min(128)))
-                .unwrap_or(0);
-            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::{HashMap, HashSet};
@@ -100,6 +85,23 @@ mod tests {
     use rand::SeedableRng;
 
     use super::*;
+
+    /// The service's default `VCODE_CLIENT_IPV6_PREFIX`: an IPv6 client is its /64.
+    const IPV6_CLIENT_PREFIX: u8 = 64;
+
+    /// The client an address counts as: itself for IPv4, its /`prefix` network for IPv6 (as the
+    /// service's per-client limits group them).
+    fn client_group(address: IpAddr, prefix: u8) -> IpAddr {
+        match address {
+            IpAddr::V4(_) => address,
+            IpAddr::V6(v6) => {
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(prefix.min(128)))
+                    .unwrap_or(0);
+                IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+            }
+        }
+    }
 
     /// Every address the pool gives, until it runs dry.
     fn drain(pool: &mut BotClients, rng: &mut StdRng) -> Vec<IpAddr> {
@@ -132,18 +134,20 @@ mod tests {
     #[test]
     fn a_pool_that_does_not_divide_evenly_stays_within_the_budget() {
         let mut rng = StdRng::seed_from_u64(4);
-        let mut pool = BotClients::new(101, 20);
-        assert_eq!(pool.groups(), 6);
+        let mut pool = BotClients::new(1_301, 20);
+        assert_eq!(pool.groups(), 66);
         let addresses = drain(&mut pool, &mut rng);
-        // Room for 120 sends, never more.
-        assert_eq!(addresses.len(), 120);
+        // Room for 1,320 sends, never more.
+        assert_eq!(addresses.len(), 1_320);
         let mut per_client: HashMap<IpAddr, u32> = HashMap::new();
         for address in addresses {
             *per_client.entry(client_group(address, 64)).or_default() += 1;
         }
         assert!(per_client.values().all(|&sends| sends <= 20));
-        // A budget of 0 (the limit off) still makes a pool, of one send per group.
-        assert_eq!(BotClients::new(0, 0).groups(), 1);
+        // However few sends, a botnet; a budget of 0 (the limit off) is one send per client.
+        assert_eq!(BotClients::new(10, 20).groups(), MIN_BOT_CLIENTS);
+        let mut pool = BotClients::new(0, 0);
+        assert_eq!(drain(&mut pool, &mut rng).len() as u64, MIN_BOT_CLIENTS);
     }
 
     #[test]

@@ -204,6 +204,19 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
         rate: pumping.bot_rate,
         rng: bot_rng,
     };
+    live.say(format_args!(
+        "honest users of {} from the start, {}/s; the bot pumps {} from {:?}, {}/s for {:?}",
+        numbers::regions().join(", "),
+        pumping.honest_rate,
+        prefixes
+            .iter()
+            .map(|p| p.e164)
+            .collect::<Vec<_>>()
+            .join(", "),
+        pumping.bot_start,
+        pumping.bot_rate,
+        attack
+    ));
     tokio::time::sleep(pumping.bot_start).await;
     live.bot_started();
     let (bot_sends, skipped) = bot.pump(attack).await?;
