@@ -256,8 +256,8 @@ impl HonestFigures {
 }
 
 impl Goals {
-    /// Issue 25's goals against a run's figures.
-    pub fn judge(bot: &BotFigures, honest: &HonestFigures) -> Self {
+    /// Issue 25's goals against the figures of a run whose bot pumped for `attack_secs`.
+    pub fn judge(bot: &BotFigures, honest: &HonestFigures, attack_secs: f64) -> Self {
         let mut missed = Vec::new();
         for prefix in &bot.prefixes {
             if prefix.paid > MAX_PAID_PER_PREFIX {
@@ -274,7 +274,8 @@ impl Goals {
                     MAX_TIME_TO_STOP.as_secs()
                 )),
                 None => missed.push(format!(
-                    "{} was never refused by the guard (within {} s)",
+                    "{} was never refused by the guard in {attack_secs} s of attack (the goal: \
+                     within {} s)",
                     prefix.prefix,
                     MAX_TIME_TO_STOP.as_secs()
                 )),
@@ -306,7 +307,7 @@ impl PumpingReport {
     ) -> Self {
         let bot = BotFigures::new(prefixes, bot_sends, skipped);
         let honest = HonestFigures::new(honest_logins);
-        let goals = Goals::judge(&bot, &honest);
+        let goals = Goals::judge(&bot, &honest, setup.bot_secs);
         Self {
             setup,
             elapsed_secs: secs(elapsed),
@@ -600,15 +601,18 @@ mod tests {
             ..BotFigures::default()
         };
         let clean = HonestFigures::default();
-        let met = Goals::judge(&bot(vec![stopped(100, Some(120.0))]), &clean);
+        let met = Goals::judge(&bot(vec![stopped(100, Some(120.0))]), &clean, 150.0);
         assert!(met.met(), "{:?}", met.missed);
         let cases = [
             (stopped(101, Some(30.0)), "paid 101 SMS into +447537"),
             (stopped(10, Some(120.1)), "first refused 120.1 s"),
-            (stopped(10, None), "never refused"),
+            (
+                stopped(10, None),
+                "never refused by the guard in 150 s of attack",
+            ),
         ];
         for (prefix, expected) in cases {
-            let goals = Goals::judge(&bot(vec![prefix]), &clean);
+            let goals = Goals::judge(&bot(vec![prefix]), &clean, 150.0);
             assert_eq!(goals.missed.len(), 1, "{:?}", goals.missed);
             assert!(goals.missed[0].contains(expected), "{:?}", goals.missed);
         }
@@ -616,7 +620,7 @@ mod tests {
             refused: BTreeMap::from([(42902, 1)]),
             ..HonestFigures::default()
         };
-        let goals = Goals::judge(&bot(vec![stopped(1, Some(1.0))]), &refused);
+        let goals = Goals::judge(&bot(vec![stopped(1, Some(1.0))]), &refused, 150.0);
         assert_eq!(
             goals.missed,
             ["1 honest sends were refused (0 by the guard; none may be)"]
