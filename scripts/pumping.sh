@@ -17,6 +17,7 @@
 #   RATES="3 30" STORES=postgres scripts/pumping.sh
 #   PROFILE=release scripts/pumping.sh      # the release binary (default: the dev build the
 #                                           # tests use; a few dozen requests a second need no more)
+#   BIN=/tmp/vcode scripts/pumping.sh       # a binary built elsewhere (another branch's), no build
 #   EXTRA="--bot-prefixes 1 --duration 200s" scripts/pumping.sh   # more loadtest flags for every run
 #   VCODE_FRAUD_GUARD=strict scripts/pumping.sh   # VCODE_* variables set here reach the instances
 set -euo pipefail
@@ -39,8 +40,10 @@ if [[ $STORES == *postgres* && -z $PG_BIN ]]; then
   scripts/provision; PG_BIN=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 fi
 
-cargo build --quiet --profile "$PROFILE" --bin vcode
-BIN=target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/vcode
+if [ -z "${BIN:-}" ]; then
+  cargo build --quiet --profile "$PROFILE" --bin vcode
+  BIN=target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/vcode
+fi
 REPORTS=target/pumping
 mkdir -p "$REPORTS"; rm -f "$REPORTS"/*.json
 
@@ -131,7 +134,7 @@ run() {
   kill "${instance_pids[@]}" 2>/dev/null || true
   wait "${instance_pids[@]}" 2>/dev/null || true
   # The guard's own word on what it did, if it logged any (the instances log warnings and up).
-  grep -ih 'fraud\|suspend\|held' "$WORK/$store-$rate"-*.log | head -5 | sed 's/^/   log: /' || true
+  grep -ih 'fraud\|suspend\|held' "$WORK/$store-$rate"-*.log | sort | head -8 | sed 's/^/   log: /' || true
 }
 
 for store in $STORES; do
