@@ -68,7 +68,7 @@ impl BotClients {
 /// address in 2001:db8:h:l::/64.
 fn group_address(group: u64, rng: &mut StdRng) -> IpAddr {
     let index = group / 2;
-    if group % 2 == 0 {
+    if group.is_multiple_of(2) {
         let [.., high, low] = index.to_be_bytes();
         IpAddr::V4(Ipv4Addr::new(198, 19, high, low))
     } else {
