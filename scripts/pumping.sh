@@ -10,7 +10,8 @@
 # 30 s the bot pumps three prefixes for 150 s from many IPv4 addresses and IPv6 /64s, each
 # within the per-client budget (20 SMS an hour). Prints one line per run and fails if a run
 # missed a goal (at most 100 SMS paid per prefix, each first refused within 120 s, no honest
-# send refused); the JSON reports are kept in target/pumping/.
+# send refused by the guard; other refusals are listed); the JSON reports are kept in
+# target/pumping/.
 #
 #   scripts/pumping.sh                      # 3, 10 and 30 a second on Redis and PostgreSQL (~22 min)
 #   QUICK=1 scripts/pumping.sh              # CI: 10 a second into one prefix, Redis only (~2 min)

@@ -15,7 +15,8 @@ pub const GUARD_REFUSAL: u32 = 40300;
 
 /// The goals: the bot is paid at most this many SMS per prefix it attacks...
 pub const MAX_PAID_PER_PREFIX: u64 = 100;
-/// ...and is first refused within this long of its first send, while no honest send is refused.
+/// ...and is first refused within this long of its first send, while the guard refuses no
+/// honest send.
 pub const MAX_TIME_TO_STOP: Duration = Duration::from_secs(120);
 
 /// How the service answered one call.
@@ -281,10 +282,11 @@ impl Goals {
                 )),
             }
         }
-        let refused: u64 = honest.refused.values().sum();
-        if refused > 0 {
+        // Other refusals (a quota, a store that timed out) are listed by the report, and are
+        // not the guard's to answer for.
+        if honest.refused_by_guard > 0 {
             missed.push(format!(
-                "{refused} honest sends were refused ({} by the guard; none may be)",
+                "{} honest sends were refused by the guard (none may be)",
                 honest.refused_by_guard
             ));
         }
@@ -390,7 +392,7 @@ impl PumpingReport {
             let _ = writeln!(
                 out,
                 "\ngoals met: at most {} SMS paid per prefix, each stopped within {} s, no honest \
-                 send refused",
+                 send refused by the guard",
                 self.goals.max_paid_per_prefix, self.goals.max_secs_to_stop
             );
         } else {
@@ -586,7 +588,7 @@ mod tests {
     }
 
     #[test]
-    fn goals_are_missed_by_pay_by_time_and_by_any_honest_refusal() {
+    fn goals_are_missed_by_pay_by_time_and_by_the_guard_refusing_an_honest_send() {
         let stopped = |paid, after| PrefixFigures {
             prefix: "+447537".into(),
             region: "GB".into(),
@@ -616,14 +618,22 @@ mod tests {
             assert_eq!(goals.missed.len(), 1, "{:?}", goals.missed);
             assert!(goals.missed[0].contains(expected), "{:?}", goals.missed);
         }
-        let refused = HonestFigures {
-            refused: BTreeMap::from([(42902, 1)]),
-            ..HonestFigures::default()
+        let refused = |codes: &[(u32, u64)]| {
+            let refused = BTreeMap::from_iter(codes.iter().copied());
+            HonestFigures {
+                refused_by_guard: refused.get(&GUARD_REFUSAL).copied().unwrap_or(0),
+                refused,
+                ..HonestFigures::default()
+            }
         };
-        let goals = Goals::judge(&bot(vec![stopped(1, Some(1.0))]), &refused, 150.0);
+        let by_others = refused(&[(42902, 1), (50300, 2)]);
+        let goals = Goals::judge(&bot(vec![stopped(1, Some(1.0))]), &by_others, 150.0);
+        assert!(goals.met(), "listed, not the guard's: {:?}", goals.missed);
+        let by_the_guard = refused(&[(GUARD_REFUSAL, 2), (50300, 2)]);
+        let goals = Goals::judge(&bot(vec![stopped(1, Some(1.0))]), &by_the_guard, 150.0);
         assert_eq!(
             goals.missed,
-            ["1 honest sends were refused (0 by the guard; none may be)"]
+            ["2 honest sends were refused by the guard (none may be)"]
         );
     }
 
