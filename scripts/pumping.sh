@@ -20,7 +20,8 @@
 #                                           # tests use; a few dozen requests a second need no more)
 #   BIN=/tmp/vcode scripts/pumping.sh       # a binary built elsewhere (another branch's), no build
 #   EXTRA="--bot-prefixes 1 --duration 200s" scripts/pumping.sh   # more loadtest flags for every run
-#   VCODE_FRAUD_GUARD=strict scripts/pumping.sh   # VCODE_* variables set here reach the instances
+#   VCODE_FRAUD_GUARD=strict NOTE=strict scripts/pumping.sh   # VCODE_* variables set here reach
+#                                           # the instances; NOTE goes into each run's label
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -111,7 +112,7 @@ REPORT_FILES=()
 run() {
   local store=$1 rate=$2 name label setting targets=() instance_pids=() i port
   name=$(case $store in redis) echo Redis ;; postgres) echo PostgreSQL ;; esac)
-  label="$name, $rate/s"
+  label="$name, $rate/s${NOTE:+, $NOTE}"
   setting=$(fresh_store "$store")
   for i in $(seq "$INSTANCES"); do
     port=$(free_port)

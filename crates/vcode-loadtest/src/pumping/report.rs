@@ -423,8 +423,15 @@ fn by_kind(counts: &BTreeMap<String, u64>) -> String {
 
 /// Several runs' reports, one line each: the script's summary.
 pub fn pumping_table(reports: &[PumpingReport]) -> String {
+    let label = |report: &PumpingReport| report.setup.label.clone().unwrap_or("-".to_owned());
+    let width = reports
+        .iter()
+        .map(|r| label(r).chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(3);
     let mut out = format!(
-        "{:<24} {:>6} {:>8} {:>11} {:>13} {:>12} {:>9} {:>9} {:>10}  {}\n",
+        "{:<width$} {:>6} {:>8} {:>11} {:>13} {:>12} {:>9} {:>9} {:>10}  {}\n",
         "run",
         "bot/s",
         "prefixes",
@@ -459,8 +466,8 @@ pub fn pumping_table(reports: &[PumpingReport]) -> String {
             .map_or("-".to_owned(), |c| format!("{:.1} %", c * 100.0));
         let _ = writeln!(
             out,
-            "{:<24} {:>6} {:>8} {:>11} {:>13} {:>12} {:>9} {:>9} {:>10}  {}",
-            report.setup.label.as_deref().unwrap_or("-"),
+            "{:<width$} {:>6} {:>8} {:>11} {:>13} {:>12} {:>9} {:>9} {:>10}  {}",
+            label(report),
             report.setup.bot_rate,
             bot.prefixes.len(),
             format!("{} ({max_paid})", bot.paid),
