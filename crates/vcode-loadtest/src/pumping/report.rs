@@ -7,11 +7,12 @@ use std::fmt::Write as _;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use vcode_wire::ErrorCode;
 
 use super::numbers::Prefix;
 
 /// The envelope code of the conversion guard's refusal: `403`, a suspended or held-back prefix.
-pub const GUARD_REFUSAL: u32 = 40300;
+pub const GUARD_REFUSAL: u32 = ErrorCode::DestinationSuspended.code();
 
 /// The goals: the bot is paid at most this many SMS per prefix it attacks...
 pub const MAX_PAID_PER_PREFIX: u64 = 100;
@@ -532,7 +533,7 @@ mod tests {
             send(0, 2_000, Answer::Ok),
             send(0, 4_999, Answer::Ok),
             send(0, 5_500, Answer::Ok),
-            send(1, 3_000, Answer::Refused(42902)),
+            send(1, 3_000, Answer::Refused(ErrorCode::QuotaExceeded.code())),
             send(1, 3_500, Answer::Ok),
             send(1, 4_000, Answer::Failed("send: timeout".into())),
         ]
