@@ -100,10 +100,12 @@ async fn legacy_postmortem_fix_still_refuses_delivered_codes() {
 const CLIENT_BUDGET: u32 = 2;
 
 /// Two instances on one Redis with the per-client budget at [`CLIENT_BUDGET`], trusting the
-/// load generator as their proxy and serving the simulation's countries; a pumping run of 4 s
-/// at 50 sends a second, the bot allowing itself `bot_budget` sends per client.
-async fn pump(bot_budget: u32) -> PumpingReport {
+/// load generator as their proxy and serving the simulation's countries, the fraud guard's
+/// surge floor at `surge_floor` (0: its default); a pumping run of 4 s at 50 sends a second, the
+/// bot allowing itself `bot_budget` sends per client.
+async fn pump(bot_budget: u32, surge_floor: u64) -> PumpingReport {
     let configure = |settings: &mut Settings| {
+        settings.fraud.surge_floor = surge_floor;
         settings.abuse.sends_per_ip_hour = CLIENT_BUDGET;
         settings.abuse.trusted_proxies = TrustedProxies::parse("127.0.0.1/32").unwrap();
         settings.abuse.allowed_regions = Regions::parse("CN,DE,GB,US").unwrap();
@@ -131,7 +133,8 @@ async fn pump(bot_budget: u32) -> PumpingReport {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_pumping_bot_stays_within_the_per_client_budget_and_honest_users_verify() {
-    let report = pump(CLIENT_BUDGET).await;
+    // Below the guard's default surge floor (80): about 67 sends per prefix.
+    let report = pump(CLIENT_BUDGET, 0).await;
     let table = report.table();
     let bot = &report.bot;
     // 200 sends from 101 clients, two each at most: not one refused by the client quota.
@@ -158,9 +161,28 @@ async fn the_pumping_bot_stays_within_the_per_client_budget_and_honest_users_ver
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_bot_that_overspends_its_clients_is_refused_by_the_client_quota() {
     // The control: a third send per client is over the service's budget of two.
-    let report = pump(CLIENT_BUDGET + 1).await;
+    let report = pump(CLIENT_BUDGET + 1, 0).await;
     let table = report.table();
     let over_quota = report.bot.refused.get(&42902).copied().unwrap_or(0);
     assert!(over_quota > 0, "{table}");
     assert_eq!(report.honest.sent, report.honest.logins, "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_report_counts_what_the_guard_let_through_before_it_refused() {
+    // A surge floor of 10: each prefix is held back at its 11th unverified send, well within
+    // the run, while honest users (about two per prefix, verifying in 2 s) stay under it.
+    let report = pump(CLIENT_BUDGET, 10).await;
+    let table = report.table();
+    let bot = &report.bot;
+    for prefix in &bot.prefixes {
+        assert!(prefix.first_refusal_after_secs.is_some(), "{table}");
+        assert_eq!(prefix.paid_before_first_refusal, 10, "{table}");
+        assert_eq!(prefix.paid, 10, "{table}");
+        assert_eq!(prefix.refused_by_guard, prefix.sends - 10, "{table}");
+    }
+    assert_eq!(bot.paid, 30, "{table}");
+    assert_eq!(report.honest.refused_by_guard, 0, "{table}");
+    assert_eq!(report.honest.verified, report.honest.sent, "{table}");
+    assert!(report.goals.met(), "{table}");
 }
