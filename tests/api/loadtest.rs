@@ -9,6 +9,7 @@ use std::time::Duration;
 use vcode::Settings;
 use vcode::client_ip::TrustedProxies;
 use vcode::config::{AbuseSettings, Regions};
+use vcode::otp::VerifyBy;
 use vcode::postmortem::VerifyStrategy;
 use vcode_loadtest::pumping::PumpingReport;
 use vcode_loadtest::{Options, Report, Scenario};
@@ -105,6 +106,9 @@ const CLIENT_BUDGET: u32 = 2;
 /// bot allowing itself `bot_budget` sends per client.
 async fn pump(bot_budget: u32, surge_floor: u64) -> PumpingReport {
     let configure = |settings: &mut Settings| {
+        // The service's own default (the harness verifies by phone): honest users must carry
+        // the id their send answered.
+        settings.otp.verify_by = VerifyBy::default();
         settings.fraud.surge_floor = surge_floor;
         settings.abuse.sends_per_ip_hour = CLIENT_BUDGET;
         settings.abuse.trusted_proxies = TrustedProxies::parse("127.0.0.1/32").unwrap();

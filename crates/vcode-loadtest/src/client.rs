@@ -155,18 +155,40 @@ impl Client {
 
     /// `POST /api/v1/otp/send` for the client at `from`, as its proxy (`X-Forwarded-For`, which
     /// an instance believes when it trusts this load generator's address): the envelope code
-    /// (200 on success), or the kind of failure that kept an answer from coming.
-    pub async fn send_from(&self, phone: &str, from: IpAddr) -> Result<u32, String> {
+    /// (200 on success) and the `verification_id` a success answered, or the kind of failure
+    /// that kept an answer from coming.
+    pub async fn send_from(
+        &self,
+        phone: &str,
+        from: IpAddr,
+    ) -> Result<(u32, Option<String>), String> {
         let body = SendRequest::new(phone);
         match self.post(paths::OTP_SEND, &body, Some(from)).await {
-            Ok(answer) => Ok(answer.envelope.code),
+            Ok(answer) => {
+                let code = answer.envelope.code;
+                let id = match answer.into_send() {
+                    SendAnswer::Delivered(sent) => Some(sent.verification_id),
+                    SendAnswer::Cooldown | SendAnswer::Failed(_) => None,
+                };
+                Ok((code, id))
+            }
             Err(error) => Err(transport("send", &error)),
         }
     }
 
-    /// `POST /api/v1/otp/verify` for the client at `from`, as [`Self::send_from`] sends.
-    pub async fn verify_from(&self, phone: &str, code: &str, from: IpAddr) -> Result<u32, String> {
-        let body = VerifyRequest::new(phone, code);
+    /// `POST /api/v1/otp/verify` for the client at `from`, as [`Self::send_from`] sends, under
+    /// the send's `verification_id` (by phone alone without one): the envelope code.
+    pub async fn verify_from(
+        &self,
+        verification_id: Option<&str>,
+        phone: &str,
+        code: &str,
+        from: IpAddr,
+    ) -> Result<u32, String> {
+        let body = VerifyRequest {
+            verification_id: verification_id.map(str::to_owned),
+            ..VerifyRequest::new(phone, code)
+        };
         match self.post(paths::OTP_VERIFY, &body, Some(from)).await {
             Ok(answer) => Ok(answer.envelope.code),
             Err(error) => Err(transport("verify", &error)),

@@ -278,16 +278,25 @@ struct HonestUser {
 impl HonestUser {
     /// Sends; if an SMS came and the user means to, reads it and types its code.
     async fn login(self, client: Arc<Client>, live: Arc<Live>) -> HonestLogin {
-        let send = Answer::of(client.send_from(&self.phone, self.from).await);
+        let reply = client.send_from(&self.phone, self.from).await;
+        let verification_id = reply.as_ref().ok().and_then(|(_, id)| id.clone());
+        let send = Answer::of(reply.map(|(code, _)| code));
         live.honest(&send);
         let verify = if send == Answer::Ok && self.types_code {
             tokio::time::sleep(self.typing).await;
             Some(match client.outbox(&self.phone).await {
                 // The newest SMS is this send's (the number is fresh; a rerun's are older).
                 Ok(messages) => match messages.last() {
-                    Some(sms) => {
-                        Answer::of(client.verify_from(&self.phone, &sms.code, self.from).await)
-                    }
+                    Some(sms) => Answer::of(
+                        client
+                            .verify_from(
+                                verification_id.as_deref(),
+                                &self.phone,
+                                &sms.code,
+                                self.from,
+                            )
+                            .await,
+                    ),
                     None => Answer::Failed("outbox: no SMS after a 200".to_owned()),
                 },
                 Err(error) => Answer::Failed(error.to_string()),
@@ -333,7 +342,7 @@ impl Bot<'_> {
             let phone = self.prefixes[prefix].draw(&mut self.rng);
             let (client, live) = (self.client.clone(), self.live.clone());
             sends.push(tokio::spawn(async move {
-                let answer = Answer::of(client.send_from(&phone, from).await);
+                let answer = Answer::of(client.send_from(&phone, from).await.map(|(code, _)| code));
                 let answered_after = started.elapsed();
                 live.bot(prefix, &answer, answered_after);
                 BotSend {
