@@ -47,7 +47,8 @@ if [ -z "${BIN:-}" ]; then
   BIN=target/$([ "$PROFILE" = dev ] && echo debug || echo "$PROFILE")/vcode
 fi
 REPORTS=target/pumping
-mkdir -p "$REPORTS"; rm -f "$REPORTS"/*.json
+# Each run overwrites its own report only: two scripts at once keep each other's.
+mkdir -p "$REPORTS"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PIDS=()
