@@ -1,12 +1,17 @@
 //! A short `vcode loadtest` (the `vcode-loadtest` crate) against two in-process instances sharing
 //! one harness-started redis-server, as the postmortem's servers shared theirs: `atomic` shows
-//! no anomaly, the legacy strategies refuse codes their users were sent.
+//! no anomaly, the legacy strategies refuse codes their users were sent. And a short pumping
+//! scenario against the same: its bot's client fan-out stays within the service's own
+//! per-client budget, and its honest users get and type their codes.
 
 use std::time::Duration;
 
 use vcode::Settings;
-use vcode::config::AbuseSettings;
+use vcode::client_ip::TrustedProxies;
+use vcode::config::{AbuseSettings, Regions};
+use vcode::otp::VerifyBy;
 use vcode::postmortem::VerifyStrategy;
+use vcode_loadtest::pumping::PumpingReport;
 use vcode_loadtest::{Options, Report, Scenario};
 
 use crate::support::{Backend, spawn_app_with, spawn_second_instance};
@@ -90,4 +95,98 @@ async fn legacy_postmortem_fix_still_refuses_delivered_codes() {
     let table = report.table();
     assert!(report.false_rejections > 0, "{table}");
     assert!(report.failures.is_empty(), "{table}");
+}
+
+/// The service's per-client budget in the pumping runs: small, so that a short run reaches it.
+const CLIENT_BUDGET: u32 = 2;
+
+/// Two instances on one Redis with the per-client budget at [`CLIENT_BUDGET`], trusting the
+/// load generator as their proxy and serving the simulation's countries, the fraud guard's
+/// surge floor at `surge_floor` (0: its default); a pumping run of 4 s at 50 sends a second, the
+/// bot allowing itself `bot_budget` sends per client.
+async fn pump(bot_budget: u32, surge_floor: u64) -> PumpingReport {
+    let configure = |settings: &mut Settings| {
+        // The service's own default (the harness verifies by phone): honest users must carry
+        // the id their send answered.
+        settings.otp.verify_by = VerifyBy::default();
+        settings.fraud.surge_floor = surge_floor;
+        settings.abuse.sends_per_ip_hour = CLIENT_BUDGET;
+        settings.abuse.trusted_proxies = TrustedProxies::parse("127.0.0.1/32").unwrap();
+        settings.abuse.allowed_regions = Regions::parse("CN,DE,GB,US").unwrap();
+    };
+    let first = spawn_app_with(Backend::Redis, configure).await;
+    let second = spawn_second_instance(&first, configure).await;
+    let targets = [&first, &second]
+        .map(|app| reqwest::Url::parse(&app.address).expect("an URL"))
+        .to_vec();
+    let mut options = Options::new(targets);
+    options.scenario = Scenario::Pumping;
+    options.duration = Some(Duration::from_secs(4));
+    options.quiet = true;
+    let pumping = &mut options.pumping;
+    pumping.bot_rate = 50.0;
+    pumping.bot_start = Duration::from_secs(1);
+    pumping.client_budget = bot_budget;
+    pumping.honest_rate = 5.0;
+    pumping.honest_abandon = 0.0;
+    pumping.typing_delay = Duration::from_secs(2);
+    vcode_loadtest::pumping::run(&options)
+        .await
+        .expect("the simulation runs")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_pumping_bot_stays_within_the_per_client_budget_and_honest_users_verify() {
+    // Below the guard's default surge floor (80): about 67 sends per prefix.
+    let report = pump(CLIENT_BUDGET, 0).await;
+    let table = report.table();
+    let bot = &report.bot;
+    // 200 sends from 101 clients, two each at most: not one refused by the client quota.
+    assert_eq!(report.setup.bot_clients, 101, "{table}");
+    assert_eq!(bot.sends, 200, "{table}");
+    assert_eq!(bot.skipped, 0, "{table}");
+    assert!(!bot.refused.contains_key(&42902), "{table}");
+    assert!(bot.failures.is_empty(), "{table}");
+    assert_eq!(
+        bot.prefixes.iter().map(|p| p.sends).sum::<u64>(),
+        200,
+        "{table}"
+    );
+    // Every honest user was sent a code, read it from the outbox and typed it.
+    let honest = &report.honest;
+    assert!(honest.logins >= 20, "{table}");
+    assert_eq!(honest.sent, honest.logins, "{table}");
+    assert!(honest.refused.is_empty(), "{table}");
+    assert!(honest.failures.is_empty(), "{table}");
+    assert_eq!(honest.verified, honest.sent, "{table}");
+    assert_eq!(honest.conversion, Some(1.0), "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bot_that_overspends_its_clients_is_refused_by_the_client_quota() {
+    // The control: a third send per client is over the service's budget of two.
+    let report = pump(CLIENT_BUDGET + 1, 0).await;
+    let table = report.table();
+    let over_quota = report.bot.refused.get(&42902).copied().unwrap_or(0);
+    assert!(over_quota > 0, "{table}");
+    assert_eq!(report.honest.sent, report.honest.logins, "{table}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_report_counts_what_the_guard_let_through_before_it_refused() {
+    // A surge floor of 10: each prefix is held back at its 11th unverified send, well within
+    // the run, while honest users (about two per prefix, verifying in 2 s) stay under it.
+    let report = pump(CLIENT_BUDGET, 10).await;
+    let table = report.table();
+    let bot = &report.bot;
+    for prefix in &bot.prefixes {
+        assert!(prefix.first_refusal_after_secs.is_some(), "{table}");
+        assert_eq!(prefix.paid_before_first_refusal, 10, "{table}");
+        assert_eq!(prefix.paid, 10, "{table}");
+        assert_eq!(prefix.refused_by_guard, prefix.sends - 10, "{table}");
+    }
+    assert_eq!(bot.paid, 30, "{table}");
+    assert_eq!(report.honest.refused_by_guard, 0, "{table}");
+    assert_eq!(report.honest.verified, report.honest.sent, "{table}");
+    assert!(report.goals.met(), "{table}");
 }

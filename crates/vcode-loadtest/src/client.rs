@@ -1,6 +1,7 @@
 //! The HTTP side of a load test: the API calls a user makes, spread in turn over the targets,
 //! each timed and classified by its envelope code, with the data the service answered.
 
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -123,7 +124,7 @@ impl Client {
     pub async fn send(&self, phone: &str) -> Timed<SendAnswer> {
         let body = SendRequest::new(phone);
         self.timed(async {
-            match self.post(paths::OTP_SEND, &body).await {
+            match self.post(paths::OTP_SEND, &body, None).await {
                 Ok(answer) => (answer.into_send(), true),
                 Err(error) => (SendAnswer::Failed(transport("send", &error)), false),
             }
@@ -144,12 +145,54 @@ impl Client {
             ..VerifyRequest::new(phone, code)
         };
         self.timed(async {
-            match self.post(paths::OTP_VERIFY, &body).await {
+            match self.post(paths::OTP_VERIFY, &body, None).await {
                 Ok(answer) => (answer.into_verify(), true),
                 Err(error) => (VerifyAnswer::Failed(transport("verify", &error)), false),
             }
         })
         .await
+    }
+
+    /// `POST /api/v1/otp/send` for the client at `from`, as its proxy (`X-Forwarded-For`, which
+    /// an instance believes when it trusts this load generator's address): the envelope code
+    /// (200 on success) and the `verification_id` a success answered, or the kind of failure
+    /// that kept an answer from coming.
+    pub async fn send_from(
+        &self,
+        phone: &str,
+        from: IpAddr,
+    ) -> Result<(u32, Option<String>), String> {
+        let body = SendRequest::new(phone);
+        match self.post(paths::OTP_SEND, &body, Some(from)).await {
+            Ok(answer) => {
+                let code = answer.envelope.code;
+                let id = match answer.into_send() {
+                    SendAnswer::Delivered(sent) => Some(sent.verification_id),
+                    SendAnswer::Cooldown | SendAnswer::Failed(_) => None,
+                };
+                Ok((code, id))
+            }
+            Err(error) => Err(transport("send", &error)),
+        }
+    }
+
+    /// `POST /api/v1/otp/verify` for the client at `from`, as [`Self::send_from`] sends, under
+    /// the send's `verification_id` (by phone alone without one): the envelope code.
+    pub async fn verify_from(
+        &self,
+        verification_id: Option<&str>,
+        phone: &str,
+        code: &str,
+        from: IpAddr,
+    ) -> Result<u32, String> {
+        let body = VerifyRequest {
+            verification_id: verification_id.map(str::to_owned),
+            ..VerifyRequest::new(phone, code)
+        };
+        match self.post(paths::OTP_VERIFY, &body, Some(from)).await {
+            Ok(answer) => Ok(answer.envelope.code),
+            Err(error) => Err(transport("verify", &error)),
+        }
     }
 
     /// `GET /api/v1/dev/outbox?phone=`: every SMS the phone got, oldest first.
@@ -179,14 +222,18 @@ impl Client {
         &self.targets[index]
     }
 
-    /// Posts JSON; the HTTP status and the envelope.
-    async fn post(&self, path: &str, body: &impl Serialize) -> Result<Answered, reqwest::Error> {
-        let response = self
-            .http
-            .post(join(self.target(), path))
-            .json(body)
-            .send()
-            .await?;
+    /// Posts JSON, forwarded for `client` if there is one; the HTTP status and the envelope.
+    async fn post(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+        client: Option<IpAddr>,
+    ) -> Result<Answered, reqwest::Error> {
+        let mut request = self.http.post(join(self.target(), path)).json(body);
+        if let Some(client) = client {
+            request = request.header("x-forwarded-for", client.to_string());
+        }
+        let response = request.send().await?;
         let status = response.status().as_u16();
         let envelope = response.json().await?;
         Ok(Answered { status, envelope })

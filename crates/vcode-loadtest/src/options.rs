@@ -7,6 +7,8 @@ use clap::{Args, ValueEnum};
 use reqwest::Url;
 use serde::{Deserialize, Serialize};
 
+use crate::pumping::PumpingOptions;
+
 /// What one virtual user's login looks like.
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, ValueEnum, Serialize, Deserialize,
@@ -23,6 +25,9 @@ pub enum Scenario {
     DoubleSubmit,
     /// Each login picks one of the others at random (seeded).
     Mixed,
+    /// Not logins: an SMS pumping bot beside honest users, to see the conversion guard stop
+    /// it (see the "Pumping scenario" flags and `crate::pumping`).
+    Pumping,
 }
 
 impl Scenario {
@@ -35,6 +40,7 @@ impl Scenario {
             Self::LoginVsResend => "login-vs-resend",
             Self::DoubleSubmit => "double-submit",
             Self::Mixed => "mixed",
+            Self::Pumping => "pumping",
         }
     }
 }
@@ -76,7 +82,8 @@ pub struct Options {
     /// How many users are logging in at the same time.
     #[arg(long, default_value_t = DEFAULT_CONCURRENCY)]
     pub concurrency: usize,
-    /// Stop starting logins after this long (`10s`, `1500ms`, `2m`; 10s unless --requests).
+    /// Stop starting logins after this long (`10s`, `1500ms`, `2m`; 10s unless --requests);
+    /// in the pumping scenario, how long the bot pumps (150s unless set).
     #[arg(long, value_parser = parse_duration, conflicts_with = "requests")]
     pub duration: Option<Duration>,
     /// Stop starting logins once this many API requests (sends and verifies) were made.
@@ -100,9 +107,11 @@ pub struct Options {
     /// Exit non-zero if any anomaly was seen (or any request failed, which could hide one).
     #[arg(long)]
     pub expect_clean: bool,
-    /// No progress bar.
+    /// No progress bar (no progress lines in the pumping scenario).
     #[arg(long, short)]
     pub quiet: bool,
+    #[command(flatten)]
+    pub pumping: PumpingOptions,
 }
 
 impl Options {
@@ -122,6 +131,7 @@ impl Options {
             json: false,
             expect_clean: false,
             quiet: false,
+            pumping: PumpingOptions::default(),
         }
     }
 
@@ -141,6 +151,15 @@ impl Options {
             ((1..=20).contains(&self.taps), "--taps from 1 to 20"),
             ((2..=20).contains(&self.submits), "--submits from 2 to 20"),
         ];
+        if self.scenario == Scenario::Pumping {
+            if self.requests.is_some() {
+                return Err(
+                    "--requests does not apply to pumping: --duration says how long the bot pumps"
+                        .to_owned(),
+                );
+            }
+            self.pumping.check()?;
+        }
         match rules.into_iter().find(|(ok, _)| !ok) {
             Some((_, expected)) => Err(format!("expected {expected}")),
             None => match self.stop() {
@@ -269,7 +288,10 @@ mod tests {
 
     #[test]
     fn scenario_names_are_the_flag_values() {
-        for scenario in Scenario::CONCRETE.into_iter().chain([Scenario::Mixed]) {
+        for scenario in Scenario::CONCRETE
+            .into_iter()
+            .chain([Scenario::Mixed, Scenario::Pumping])
+        {
             let parsed = Scenario::from_str(scenario.as_str(), false).unwrap();
             assert_eq!(parsed, scenario);
             let json = serde_json::to_string(&scenario).unwrap();

@@ -53,6 +53,9 @@ impl Budget {
 /// the progress bar (unless `quiet` or `json`).
 pub async fn run(options: &Options) -> anyhow::Result<Report> {
     options.check().map_err(anyhow::Error::msg)?;
+    if options.scenario == Scenario::Pumping {
+        anyhow::bail!("the pumping scenario plays no logins: it is run by pumping::run");
+    }
     let client = Arc::new(Client::new(options.targets.clone())?);
     client.preflight().await?;
 

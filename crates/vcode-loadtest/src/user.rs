@@ -82,8 +82,10 @@ impl VirtualUser {
         let attempts = match scenario {
             Scenario::ResendStorm => self.resend_storm().await,
             Scenario::LoginVsResend => self.login_vs_resend().await,
-            // `pick` never returns `Mixed`.
-            Scenario::DoubleSubmit | Scenario::Mixed => self.double_submit().await,
+            // `pick` never returns `Mixed`, and the runner plays no `Pumping` logins.
+            Scenario::DoubleSubmit | Scenario::Mixed | Scenario::Pumping => {
+                self.double_submit().await
+            }
         };
         let mut figures = ScenarioFigures {
             logins: 1,
