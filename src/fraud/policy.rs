@@ -69,13 +69,15 @@ impl Level {
             Self::Strict => Thresholds {
                 min_judged_sends: 15,
                 min_conversion_ratio: 0.5,
-                surge_floor: 40,
+                surge_floor: 20,
                 surge_factor: 2.0,
             },
             _ => Thresholds {
                 min_judged_sends: 30,
                 min_conversion_ratio: 0.2,
-                surge_floor: 80,
+                // 80 let a bot at 1 SMS a second per prefix run until its first minutes were
+                // judged, up to 105 SMS (the pumping simulation); 40 holds it within a minute.
+                surge_floor: 40,
                 surge_factor: 4.0,
             },
         }
@@ -230,15 +232,15 @@ mod tests {
 
     #[test]
     fn sends_within_grace_are_neither_converted_nor_unconverted() {
-        // 60 fresh sends, none verified yet: none judged, and under the surge floor.
-        let prefix = tally(counts(0, 0), counts(60, 0));
+        // 30 fresh sends, none verified yet: none judged, and under the surge floor.
+        let prefix = tally(counts(0, 0), counts(30, 0));
         let standard = Level::Standard.thresholds();
         assert_eq!(
             judge(&standard, &window(), GRACE, &prefix, &healthy_service(), 0),
             Verdict::Pass
         );
         // The same sends past grace are judged: 0 % is suspended.
-        let judged = tally(counts(60, 0), counts(0, 0));
+        let judged = tally(counts(30, 0), counts(0, 0));
         assert!(matches!(
             judge(&standard, &window(), GRACE, &judged, &healthy_service(), 0),
             Verdict::Suspend { strikes: 1, .. }
