@@ -78,7 +78,8 @@ bench_postgres() {
   PG_SWEEP_CPU=$(awk -v t=$(( cpu_after - cpu_before )) -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.1f", t / hz }')
 }
 
-# pg_fill COUNT TTL_MS SEALED_BYTES: COUNT pending codes through vcode_issue, 10,000 a statement.
+# pg_fill COUNT TTL_MS SEALED_BYTES: COUNT pending codes through vcode_issue (each with its
+# verification), 10,000 a statement.
 pg_fill() {
   local count=$1 ttl=$2 sealed=$3 from=0 step=10000
   while [ "$from" -lt "$count" ]; do
@@ -86,7 +87,8 @@ pg_fill() {
     pg_sql -d vcode -c "SELECT count(*) FROM generate_series($from + 1, $to) AS i,
       LATERAL vcode_issue('+86138' || lpad(i::text, 8, '0'), 'login',
         decode(md5(i::text), 'hex'), substr(decode(md5('s' || i), 'hex'), 1, $sealed),
-        $ttl, 0, false, i, 9000000000000000, '{}', '{}')" >/dev/null
+        $ttl, 0, false, i, 9000000000000000, '{}', '{}',
+        substr(md5(random()::text || i), 1, 22), 600000)" >/dev/null
     from=$to
   done
 }
