@@ -28,7 +28,7 @@
 //! fails (exit status 1) if a goal was missed.
 
 mod clients;
-mod numbers;
+pub(crate) mod numbers;
 mod report;
 
 use std::net::IpAddr;
@@ -37,7 +37,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use clap::Args;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tokio::task::JoinHandle;
@@ -50,93 +49,13 @@ pub use self::report::{
     BotFigures, Goals, HonestFigures, PrefixFigures, PumpingReport, Setup, pumping_table,
 };
 use crate::client::Client;
-use crate::options::{Options, parse_duration};
+pub use crate::options::PumpingOptions;
+use crate::options::{MIN_TYPING, Options};
 
 /// How long the bot pumps unless `--duration` says.
 pub const DEFAULT_ATTACK: Duration = Duration::from_secs(150);
-/// The quickest an honest user types a code.
-const MIN_TYPING: Duration = Duration::from_secs(2);
 /// How often the progress line is printed.
 const PROGRESS_EVERY: Duration = Duration::from_secs(10);
-
-pub const DEFAULT_HONEST_RATE: f64 = 1.0;
-pub const DEFAULT_HONEST_ABANDON: f64 = 10.0;
-pub const DEFAULT_TYPING_DELAY: Duration = Duration::from_secs(20);
-pub const DEFAULT_BOT_RATE: f64 = 3.0;
-pub const DEFAULT_BOT_PREFIXES: usize = 3;
-pub const DEFAULT_BOT_START: Duration = Duration::from_secs(30);
-/// The service's default `VCODE_QUOTA_IP_HOUR`.
-pub const DEFAULT_CLIENT_BUDGET: u32 = 20;
-
-/// The pumping scenario's own flags.
-#[derive(Clone, Debug, Args)]
-#[command(next_help_heading = "Pumping scenario (--scenario pumping)")]
-pub struct PumpingOptions {
-    /// Honest logins started per second, from the start to the end of the attack.
-    #[arg(long, default_value_t = DEFAULT_HONEST_RATE)]
-    pub honest_rate: f64,
-    /// Percent of honest users who never type their code.
-    #[arg(long, default_value_t = DEFAULT_HONEST_ABANDON)]
-    pub honest_abandon: f64,
-    /// Honest users type their code between 2 s and this long after their send.
-    #[arg(long, value_parser = parse_duration, default_value = "20s")]
-    pub typing_delay: Duration,
-    /// Bot sends started per second.
-    #[arg(long, default_value_t = DEFAULT_BOT_RATE)]
-    pub bot_rate: f64,
-    /// How many ranges the bot pumps, 1 to 6 (+447537, +491779, +861709, +13057, +447588,
-    /// +861992, in that order).
-    #[arg(long, default_value_t = DEFAULT_BOT_PREFIXES)]
-    pub bot_prefixes: usize,
-    /// Honest traffic alone for this long before the bot's first send.
-    #[arg(long, value_parser = parse_duration, default_value = "30s")]
-    pub bot_start: Duration,
-    /// Sends per client (IPv4 address or IPv6 /64) the bot allows itself: the service's
-    /// VCODE_QUOTA_IP_HOUR, so that no per-client limit stops it.
-    #[arg(long, default_value_t = DEFAULT_CLIENT_BUDGET)]
-    pub client_budget: u32,
-}
-
-impl Default for PumpingOptions {
-    fn default() -> Self {
-        Self {
-            honest_rate: DEFAULT_HONEST_RATE,
-            honest_abandon: DEFAULT_HONEST_ABANDON,
-            typing_delay: DEFAULT_TYPING_DELAY,
-            bot_rate: DEFAULT_BOT_RATE,
-            bot_prefixes: DEFAULT_BOT_PREFIXES,
-            bot_start: DEFAULT_BOT_START,
-            client_budget: DEFAULT_CLIENT_BUDGET,
-        }
-    }
-}
-
-impl PumpingOptions {
-    /// Refuses values that make no attack.
-    pub fn check(&self) -> Result<(), String> {
-        let rate = |r: f64| r.is_finite() && (0.01..=1000.0).contains(&r);
-        let rules: [(bool, &str); 5] = [
-            (rate(self.honest_rate), "--honest-rate from 0.01 to 1000"),
-            (rate(self.bot_rate), "--bot-rate from 0.01 to 1000"),
-            (
-                (0.0..=100.0).contains(&self.honest_abandon),
-                "--honest-abandon from 0 to 100",
-            ),
-            (
-                self.typing_delay >= MIN_TYPING,
-                "a --typing-delay of at least 2s",
-            ),
-            (
-                (1..=BOT_PREFIXES.len()).contains(&self.bot_prefixes),
-                "--bot-prefixes from 1 to 6",
-            ),
-        ];
-        match rules.into_iter().find(|(ok, _)| !ok) {
-            Some((_, expected)) => Err(format!("expected {expected}")),
-            None => Ok(()),
-        }
-    }
-}
 
 /// `vcode loadtest --scenario pumping`: runs, prints the report (a table, or JSON with
 /// `--json`) on stdout, and fails if a goal was missed.
