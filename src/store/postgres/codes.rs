@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use tokio_postgres::types::Type;
+use tokio_postgres::types::{ToSql, Type};
 
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
 use crate::domain::{CodeDigest, Phone, Purpose, SealedCode, VerificationId};
@@ -73,6 +73,52 @@ fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError
 
 fn unix_ms(value: i64) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Protocol(format!("time {value}")))
+}
+
+impl PostgresStore {
+    /// `vcode_verify` (by phone) or `vcode_verify_by_id` (`id` after the purpose): the same
+    /// arguments but the id.
+    #[allow(clippy::too_many_arguments)]
+    async fn verify(
+        &self,
+        statement: &'static str,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: Option<&VerificationId>,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
+        let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
+        let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
+        let (e164, purpose, id) = (
+            phone.as_e164(),
+            purpose.as_str(),
+            id.map(VerificationId::as_str),
+        );
+        let (client, max_attempts) = (
+            client.to_string(),
+            i32::try_from(params.max_attempts).unwrap_or(i32::MAX),
+        );
+        let token = as_bigint(QuotaToken::generate().0);
+        let mut arguments: Vec<&(dyn ToSql + Sync)> = vec![&e164, &purpose];
+        if let Some(id) = &id {
+            arguments.push(id);
+        }
+        arguments.extend([
+            &client as &(dyn ToSql + Sync),
+            &candidates,
+            &max_attempts,
+            &token,
+            &phone_limits,
+            &phone_windows,
+            &client_limits,
+            &client_windows,
+        ]);
+        let row = self.query_one(statement, &arguments).await?;
+        verify_outcome(&row)
+    }
 }
 
 #[async_trait]
@@ -193,27 +239,8 @@ impl CodeStore for PostgresStore {
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
-        let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
-        let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
-        let row = self
-            .query_one(
-                VERIFY,
-                &[
-                    &phone.as_e164(),
-                    &purpose.as_str(),
-                    &client.to_string(),
-                    &candidates,
-                    &i32::try_from(params.max_attempts).unwrap_or(i32::MAX),
-                    &as_bigint(QuotaToken::generate().0),
-                    &phone_limits,
-                    &phone_windows,
-                    &client_limits,
-                    &client_windows,
-                ],
-            )
-            .await?;
-        verify_outcome(&row)
+        self.verify(VERIFY, phone, purpose, None, candidates, client, params)
+            .await
     }
 
     async fn pending_code(
@@ -259,28 +286,16 @@ impl CodeStore for PostgresStore {
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
-        let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
-        let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
-        let row = self
-            .query_one(
-                VERIFY_BY_ID,
-                &[
-                    &phone.as_e164(),
-                    &purpose.as_str(),
-                    &id.as_str(),
-                    &client.to_string(),
-                    &candidates,
-                    &i32::try_from(params.max_attempts).unwrap_or(i32::MAX),
-                    &as_bigint(QuotaToken::generate().0),
-                    &phone_limits,
-                    &phone_windows,
-                    &client_limits,
-                    &client_windows,
-                ],
-            )
-            .await?;
-        verify_outcome(&row)
+        self.verify(
+            VERIFY_BY_ID,
+            phone,
+            purpose,
+            Some(id),
+            candidates,
+            client,
+            params,
+        )
+        .await
     }
 
     async fn verification(
