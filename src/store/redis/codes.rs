@@ -5,6 +5,38 @@ use async_trait::async_trait;
 use super::*;
 use crate::store::CodeStore;
 
+impl RedisStore {
+    /// `verify.lua` or `verify_id.lua` over `keys`: the same arguments (the limits, a quota
+    /// token, the candidate digests after a `|`) and the same reply.
+    async fn run_verify(
+        &self,
+        script: &Script,
+        keys: &[String],
+        candidates: &[CodeDigest],
+        params: VerifyParams,
+        name: &str,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let phone_rules = rule_args(params.phone_failures.as_slice());
+        let mut invocation = script.prepare_invoke();
+        invocation
+            .key(keys)
+            .arg(params.max_attempts)
+            .arg(QuotaToken::generate().0)
+            .arg(phone_rules.len())
+            .arg(phone_rules)
+            .arg(rule_args(params.client_failures.as_slice()))
+            .arg("|");
+        for candidate in candidates {
+            invocation.arg(candidate.as_bytes());
+        }
+        let mut connection = self.connections.get();
+        let reply: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        parse_verify(&reply).ok_or_else(|| protocol(name, &reply))
+    }
+}
+
 #[async_trait]
 impl CodeStore for RedisStore {
     async fn issue_code(
@@ -122,24 +154,9 @@ impl CodeStore for RedisStore {
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let phone_rules = rule_args(params.phone_failures.as_slice());
-        let mut invocation = SCRIPTS.verify.prepare_invoke();
-        invocation
-            .key(&keys::verify(phone, purpose, client))
-            .arg(params.max_attempts)
-            .arg(QuotaToken::generate().0)
-            .arg(phone_rules.len())
-            .arg(phone_rules)
-            .arg(rule_args(params.client_failures.as_slice()))
-            .arg("|");
-        for candidate in candidates {
-            invocation.arg(candidate.as_bytes());
-        }
-        let mut connection = self.connections.get();
-        let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        parse_verify(&reply).ok_or_else(|| protocol("verify", &reply))
+        let keys = keys::verify(phone, purpose, client);
+        self.run_verify(&SCRIPTS.verify, &keys, candidates, params, "verify")
+            .await
     }
 
     async fn pending_code(
@@ -195,24 +212,9 @@ impl CodeStore for RedisStore {
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let phone_rules = rule_args(params.phone_failures.as_slice());
-        let mut invocation = SCRIPTS.verify_id.prepare_invoke();
-        invocation
-            .key(&keys::verify_id(phone, purpose, client, id))
-            .arg(params.max_attempts)
-            .arg(QuotaToken::generate().0)
-            .arg(phone_rules.len())
-            .arg(phone_rules)
-            .arg(rule_args(params.client_failures.as_slice()))
-            .arg("|");
-        for candidate in candidates {
-            invocation.arg(candidate.as_bytes());
-        }
-        let mut connection = self.connections.get();
-        let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        parse_verify(&reply).ok_or_else(|| protocol("verify_id", &reply))
+        let keys = keys::verify_id(phone, purpose, client, id);
+        self.run_verify(&SCRIPTS.verify_id, &keys, candidates, params, "verify_id")
+            .await
     }
 
     async fn verification(
