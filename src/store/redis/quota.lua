@@ -116,3 +116,19 @@ local function quota_budgets_record(budgets, now, token)
     quota_record(budget.key, now, budget.rules, token)
   end
 end
+
+-- The arguments verify.lua and verify_id.lua share: ARGV[3] how many phone rule numbers follow
+-- (n), ARGV[4..3+n] the phone's failure rules, then the client's, then '|' and the candidate
+-- digests. Returns the two rule lists and the separator's index, or nothing without a '|'.
+local function verify_arguments()
+  local phone_last = 3 + tonumber(ARGV[3])
+  local separator = phone_last + 1
+  while ARGV[separator] ~= '|' do
+    separator = separator + 1
+    -- Arguments without the separator would spin here, and a busy script blocks all of Redis.
+    if separator > #ARGV then
+      return nil
+    end
+  end
+  return quota_rules(4, phone_last), quota_rules(phone_last + 1, separator - 1), separator
+end

@@ -13,17 +13,10 @@
 local DIGEST_BYTES = 16
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-local phone_last = 3 + tonumber(ARGV[3])
-local separator = phone_last + 1
-while ARGV[separator] ~= '|' do
-  separator = separator + 1
-  -- Arguments without the separator would spin here, and a busy script blocks all of Redis.
-  if separator > #ARGV then
-    return redis.error_reply('verify_id.lua: no | before the candidate digests')
-  end
+local phone_rules, client_rules, separator = verify_arguments()
+if not separator then
+  return redis.error_reply('verify_id.lua: no | before the candidate digests')
 end
-local phone_rules = quota_rules(4, phone_last)
-local client_rules = quota_rules(phone_last + 1, separator - 1)
 
 local verification = redis.call('HMGET', KEYS[4], 'g', 'e', 's')
 if not verification[1] then
