@@ -204,7 +204,9 @@ async fn send(
     let otp = state.otp.clone();
     // Runs to the end even if the client goes away, so a code is never left stored without
     // its SMS or its roll-back, nor an idempotency record half-written.
-    let task = async move { otp.send(command).await };
+    // Boxed: the send's state machine is several kilobytes, which the task would otherwise
+    // copy on each move (into the task, and each stage change).
+    let task = Box::pin(async move { otp.send(command).await });
     let receipt = tokio::spawn(task.instrument(tracing::Span::current()))
         .await
         .map_err(|e| ApiError::Internal(e.into()))??;
