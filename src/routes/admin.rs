@@ -23,19 +23,23 @@ use vcode_wire::paths;
 /// provider failures and API key names, and a listener off loopback is allowed only with a
 /// token (`Settings::validate`). Unknown paths too, so that no path is told to exist. The one
 /// exception is the console page and its static files (`console::is_open_file`). A request
-/// another site's page made is refused the same way, token or not ([`from_another_site`]).
+/// another site's page made is refused the same way, token or not ([`from_another_site`]), and
+/// without a token, a request that names another host than loopback ([`names_loopback`]).
 pub async fn require_admin_token<B: MessageBody + 'static>(
     request: ServiceRequest,
     next: Next<B>,
 ) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
     // The console page and its files are static: a browser loads them without a header, and
     // their script then asks for the token for every fetch of data.
+    let token = request
+        .app_data::<web::Data<AppState>>()
+        .and_then(|state| state.admin_token.as_ref());
     let refused = !super::console::is_open_file(request.path())
         && (from_another_site(request.request())
-            || request
-                .app_data::<web::Data<AppState>>()
-                .and_then(|state| state.admin_token.as_ref())
-                .is_some_and(|token| !bearer_matches(request.request(), token.expose_secret())));
+            || match token {
+                Some(token) => !bearer_matches(request.request(), token.expose_secret()),
+                None => !names_loopback(request.request()),
+            });
     if refused {
         return Ok(request
             .error_response(ApiError::Unauthorized)
@@ -113,6 +117,31 @@ fn from_another_site(request: &HttpRequest) -> bool {
         .and_then(|origin| origin.split_once("://"))
         .map(|(_, host)| host.as_bytes());
     origin_host.is_none() || origin_host != host
+}
+
+/// Whether the request's `Host` names this machine's loopback (`localhost`, `*.localhost`, a
+/// loopback address), or is absent (no browser omits it). Without a token the listener is open
+/// on loopback, and a page of another site whose name the attacker re-points at 127.0.0.1 (DNS
+/// rebinding) is same-origin to the browser, so its requests pass [`from_another_site`]: their
+/// `Host` is still the attacker's name, so they are refused here.
+fn names_loopback(request: &HttpRequest) -> bool {
+    let Some(host) = request.headers().get(HOST) else {
+        return true;
+    };
+    let Ok(host) = host.to_str() else {
+        return false;
+    };
+    // `name[:port]`, `v4[:port]` or `[v6][:port]`.
+    let name = match host.strip_prefix('[') {
+        Some(rest) => rest.split_once(']').map_or(rest, |(address, _)| address),
+        None => host.rsplit_once(':').map_or(host, |(name, _)| name),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }
 
 /// `Authorization: Bearer <token>`, compared in time independent of its content and length.

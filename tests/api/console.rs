@@ -188,6 +188,64 @@ async fn another_sites_page_cannot_use_the_operator_routes_even_without_a_token(
     assert_eq!(page.status(), 200);
 }
 
+/// DNS rebinding: a page of `evil.example`, whose name now points at 127.0.0.1, is same-origin
+/// to the browser; only the `Host` it sends tells it apart, and that is refused without a token.
+#[tokio::test]
+async fn without_a_token_only_a_loopback_host_name_reaches_the_operator_routes() {
+    let app = console_app(None).await;
+    let port = app
+        .admin_address
+        .rsplit(':')
+        .next()
+        .expect("a port")
+        .to_owned();
+    let status = |host: String| {
+        let answer = app
+            .client
+            .get(app.admin_url(paths::SMS_PRICES))
+            .header("host", host)
+            .header("sec-fetch-site", "same-origin")
+            .send();
+        async move {
+            answer
+                .await
+                .expect("the listener answers")
+                .status()
+                .as_u16()
+        }
+    };
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        format!("LOCALHOST.:{port}"),
+        format!("console.localhost:{port}"),
+        format!("[::1]:{port}"),
+        "127.0.0.2".to_owned(),
+    ] {
+        assert_eq!(status(host.clone()).await, 200, "{host}");
+    }
+    for host in [
+        format!("evil.example:{port}"),
+        "evil.example".to_owned(),
+        format!("localhost.evil.example:{port}"),
+        format!("10.0.0.1:{port}"),
+        format!("[::2]:{port}"),
+    ] {
+        assert_eq!(status(host.clone()).await, 401, "{host}");
+    }
+    // With a token, the token is what counts (a rebinding page cannot know it).
+    let guarded = console_app(Some("a-long-operator-token-for-tests")).await;
+    let answer = guarded
+        .client
+        .get(guarded.admin_url(paths::SMS_PRICES))
+        .header("host", "ops.example.com")
+        .bearer_auth("a-long-operator-token-for-tests")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_console_shows_real_traffic_in_chromium() {
     if let Some(why) = missing_browser() {
