@@ -69,14 +69,15 @@ async fn runs_every_kind_of_request(app: &TestApp) {
         first.body,
         "the repeat is answered from Redis"
     );
+    let sent = first.verification_id();
     let code = app.last_code(&number).await;
     let wrong = if code == "000000" { "111111" } else { "000000" };
-    let mismatch = app.verify(&number, wrong).await;
+    let mismatch = app.verify_id(&sent, wrong).await;
     assert_eq!(
         mismatch.body["data"]["remaining_attempts"], 4,
         "{mismatch:?}"
     );
-    let verified = app.verify(&number, &code).await;
+    let verified = app.verify_id(&sent, &code).await;
     assert_eq!(verified.status, 200, "{verified:?}");
 
     let created = app.post_json("/api/v1/captcha", &Value::Null).await;
