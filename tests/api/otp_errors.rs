@@ -7,6 +7,7 @@ use vcode::otp::VerifyBy;
 use vcode::store::PendingCode;
 use vcode_wire::{SendRequest, VerifyRequest, paths};
 
+use crate::support::app::verify_request;
 use crate::support::{Backend, TestApp, phone, random_phone, spawn_app, spawn_app_with};
 
 fn assert_envelope(answer: &crate::support::app::Answer, status: u16, code: i64) {
@@ -134,7 +135,11 @@ async fn bad_input_changes_nothing(backend: Backend) {
     for bad_code in ["12345", "abcdef", "1234567", ""] {
         app.verify(&number, bad_code).await;
     }
-    app.verify_for(&number, "123456", "NOT VALID").await;
+    let bad_purpose = VerifyRequest {
+        purpose: Some("NOT VALID".into()),
+        ..verify_request(&number, "123456")
+    };
+    app.post_json(paths::OTP_VERIFY, &bad_purpose).await;
     app.send_for(&number, "NOT VALID").await;
     post_raw(
         &app,
@@ -150,7 +155,7 @@ async fn bad_input_changes_nothing(backend: Backend) {
         format!("{{\"phone\":\"{number}\""),
     )
     .await;
-    let huge = VerifyRequest::new(&number, "1".repeat(10_000));
+    let huge = verify_request(&number, &"1".repeat(10_000));
     app.post_json(paths::OTP_VERIFY, &huge).await;
 
     assert_eq!(snapshot(&app, &number).await, Some(before));
