@@ -10,7 +10,9 @@ use vcode_wire::{
 };
 
 use crate::support::app::ok_body;
-use crate::support::{Backend, TestApp, phone, random_phone, spawn_app, spawn_app_with};
+use crate::support::{
+    Backend, TestApp, phone, random_phone, spawn_app, spawn_app_with, wrong_code,
+};
 
 async fn happy_path_send_read_verify(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -116,11 +118,6 @@ async fn rotate_delivers_a_new_code_and_retires_the_old(backend: Backend) {
     assert_eq!(app.verify(&number, &second).await.status, 200);
 }
 
-/// A code that is not `code`.
-fn wrong(code: &str) -> &'static str {
-    if code == "000000" { "111111" } else { "000000" }
-}
-
 /// Four wrong codes under the latest send's id count down its attempts; the fifth spends them.
 async fn spend_the_attempts(app: &TestApp, number: &str, wrong: &str) {
     for remaining in (1..=4).rev() {
@@ -139,7 +136,7 @@ async fn wrong_codes_up_to_the_limit_spend_the_verification(backend: Backend) {
     let number = random_phone();
     let spent = app.send_id(&number).await;
     let code = app.last_code(&number).await;
-    spend_the_attempts(&app, &number, wrong(&code)).await;
+    spend_the_attempts(&app, &number, wrong_code(&code)).await;
     let refused = app.verify_id(&spent, &code).await;
     assert_eq!(
         (refused.status, refused.code()),
@@ -159,7 +156,7 @@ async fn wrong_codes_up_to_the_limit_destroy_the_code(backend: Backend) {
     let number = random_phone();
     app.send(&number).await;
     let code = app.last_code(&number).await;
-    spend_the_attempts(&app, &number, wrong(&code)).await;
+    spend_the_attempts(&app, &number, wrong_code(&code)).await;
     let gone = app.verify(&number, &code).await;
     assert_eq!(
         (gone.status, gone.code()),
@@ -183,7 +180,7 @@ async fn a_resend_does_not_reset_failed_attempts(backend: Backend) {
         // Under the first send's id, and its phone for the phone path.
         let guess = VerifyRequest {
             phone: Some(number.clone()),
-            ..VerifyRequest::with_id(&first, wrong(&code))
+            ..VerifyRequest::with_id(&first, wrong_code(&code))
         };
         for _ in 0..3 {
             app.post_json(paths::OTP_VERIFY, &guess).await;

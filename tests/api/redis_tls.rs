@@ -16,7 +16,7 @@ use crate::support::redis_tls::{
     ADMIN_PASSWORD, Authority, MASTER, SENTINEL_PASSWORD, TlsCluster, TlsRedis, TlsSentinel,
     VCODE_PASSWORD, VCODE_USER,
 };
-use crate::support::{Backend, TestApp, eventually, random_phone, spawn_app_with};
+use crate::support::{Backend, TestApp, eventually, random_phone, spawn_app_with, wrong_code};
 
 fn settings(topology: RedisTopology, ca_file: Option<&Path>) -> RedisSettings {
     RedisSettings {
@@ -71,7 +71,7 @@ async fn runs_every_kind_of_request(app: &TestApp) {
     );
     let sent = first.verification_id();
     let code = app.last_code(&number).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let wrong = wrong_code(&code);
     let mismatch = app.verify_id(&sent, wrong).await;
     assert_eq!(
         mismatch.body["data"]["remaining_attempts"], 4,

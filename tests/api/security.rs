@@ -11,7 +11,7 @@ use vcode::client_ip::TrustedProxies;
 use vcode_wire::{SendRequest, VerifyRequest, paths};
 
 use crate::support::app::Answer;
-use crate::support::{Backend, TestApp, random_phone, spawn_app, spawn_app_with};
+use crate::support::{Backend, TestApp, random_phone, spawn_app, spawn_app_with, wrong_code};
 
 /// An app behind a trusted proxy on loopback, so a test can speak for many client addresses.
 async fn behind_proxy(backend: Backend) -> TestApp {
@@ -44,10 +44,6 @@ async fn send_id_from(app: &TestApp, client: &str, phone: &str) -> String {
     let sent = send_from(app, client, &SendRequest::new(phone)).await;
     assert_eq!(sent.status, 200, "{sent:?}");
     sent.verification_id()
-}
-
-fn wrong(code: &str) -> &'static str {
-    if code == "000000" { "111111" } else { "000000" }
 }
 
 /// SMS pumping: every address of one IPv6 /64 is one client for the SMS budget (20 an hour).
@@ -86,7 +82,7 @@ async fn guessing_stops_the_guesser_not_the_owner(backend: Backend) {
     for _ in 0..2 {
         let theirs = send_id_from(&app, guesser, &victim).await;
         for _ in 0..5 {
-            let answer = verify_from(&app, guesser, &theirs, wrong(&code)).await;
+            let answer = verify_from(&app, guesser, &theirs, wrong_code(&code)).await;
             assert!(
                 [40010, 42901].contains(&answer.code()),
                 "guesses count against the guesser's own id: {answer:?}"
