@@ -8,7 +8,7 @@ mod support;
 use std::collections::HashMap;
 
 use serde_json::json;
-use support::{Backend, random_phone, spawn_app, spawn_app_with};
+use support::{Backend, random_phone, spawn_app, spawn_app_with, wrong_code};
 
 /// Samples by metric name and sorted `key=value` label pairs.
 fn parse(text: &str) -> HashMap<(String, String), f64> {
@@ -49,7 +49,7 @@ async fn metrics_count_a_scripted_sequence() {
     assert_eq!(app.send(&phone).await.status, 200);
     assert_eq!(app.send(&phone).await.code(), 42900);
     let code = app.last_code(&phone).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let wrong = wrong_code(&code);
     assert_eq!(app.verify(&phone, wrong).await.code(), 40010);
     assert_eq!(app.verify(&phone, &code).await.status, 200);
     assert_eq!(app.get("/no/such/route").await.status, 404);

@@ -105,13 +105,14 @@ async fn a_key_is_required_where_listed_and_checked(backend: Backend) {
     // Verify needs it too.
     let (answer, _) = send_with(&app, Some(&bearer), &phone).await;
     assert_eq!(answer.status, 200);
+    let id = answer.verification_id();
     let code = app.last_code(&phone).await;
-    assert_eq!(app.verify(&phone, &code).await.code(), 40100);
+    assert_eq!(app.verify_id(&id, &code).await.code(), 40100);
     let verify = app
         .client
         .post(app.url(paths::OTP_VERIFY))
         .bearer_auth(KEY)
-        .json(&VerifyRequest::new(&phone, &code));
+        .json(&VerifyRequest::with_id(&id, &code));
     assert_eq!(app.request(verify).await.status, 200);
 
     // The metrics count by the key's name, and never show the key.
@@ -149,7 +150,8 @@ async fn operations_not_listed_stay_open(backend: Backend) {
     assert_eq!(app.get(paths::HEALTHZ).await.status, 200);
     assert_eq!(app.get(paths::JWKS).await.status, 200);
     let code = app.last_code(&phone).await;
-    assert_eq!(app.verify(&phone, &code).await.code(), 40100);
+    let id = answer.verification_id();
+    assert_eq!(app.verify_id(&id, &code).await.code(), 40100);
 }
 
 async fn without_the_setting_no_route_needs_a_key(backend: Backend) {
@@ -159,7 +161,8 @@ async fn without_the_setting_no_route_needs_a_key(backend: Backend) {
     let (answer, _) = send_with(&app, Some("Bearer anything"), &phone).await;
     assert_eq!(answer.status, 200);
     let code = app.last_code(&phone).await;
-    assert_eq!(app.verify(&phone, &code).await.status, 200);
+    let verified = app.verify_id(&answer.verification_id(), &code).await;
+    assert_eq!(verified.status, 200, "{verified:?}");
 }
 
 /// Two callers, "billing" (`KEY`) and "shop" (`OTHER_KEY`), keyed for sends.

@@ -24,7 +24,7 @@ async fn load(strategy: VerifyStrategy) -> Report {
         settings.verify_strategy = strategy;
         if strategy.is_legacy() {
             // The Go service knew no verification ids.
-            settings.otp.verify_by = vcode::otp::VerifyBy::Phone;
+            settings.otp.verify_by = VerifyBy::Phone;
         }
         settings.legacy_gap = Duration::from_millis(5);
     };
@@ -106,8 +106,8 @@ const CLIENT_BUDGET: u32 = 2;
 /// bot allowing itself `bot_budget` sends per client.
 async fn pump(bot_budget: u32, surge_floor: u64) -> PumpingReport {
     let configure = |settings: &mut Settings| {
-        // The service's own default (the harness verifies by phone): honest users must carry
-        // the id their send answered.
+        // The service's own default, whatever the harness's: honest users must carry the id
+        // their send answered.
         settings.otp.verify_by = VerifyBy::default();
         settings.fraud.surge_floor = surge_floor;
         settings.abuse.sends_per_ip_hour = CLIENT_BUDGET;

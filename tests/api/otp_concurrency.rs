@@ -5,9 +5,10 @@ use std::collections::HashMap;
 use futures::future::join_all;
 use serde::Serialize;
 use vcode::domain::Purpose;
+use vcode::otp::VerifyBy;
 use vcode_wire::{Envelope, SendRequest, VerifyRequest, paths};
 
-use crate::support::{Backend, codes, phone, random_phone, spawn_app, spawn_app_with};
+use crate::support::{Backend, codes, phone, random_phone, spawn_app_with};
 
 /// Posts `body` to `url` `times` times at once, each on its own connection so that the server
 /// sees them truly in parallel; counts the answers by (HTTP status, envelope code).
@@ -41,15 +42,21 @@ async fn post_at_once(
     tally
 }
 
+/// Under its id (the default) and by phone: each mode is its own atomic step in the store.
 async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) {
-    let app = spawn_app(backend).await;
-    let number = random_phone();
-    assert_eq!(app.send(&number).await.status, 200);
-    let code = app.last_code(&number).await;
-    let body = VerifyRequest::new(&number, code);
-    let tally = post_at_once(app.url(paths::OTP_VERIFY), body, 100).await;
-    assert_eq!(tally.get(&(200, 200)), Some(&1), "{tally:?}");
-    assert_eq!(tally.get(&(410, 41000)), Some(&99), "{tally:?}");
+    for by in [VerifyBy::Id, VerifyBy::Phone] {
+        let app = spawn_app_with(backend, |s| s.otp.verify_by = by).await;
+        let number = random_phone();
+        let id = app.send_id(&number).await;
+        let code = app.last_code(&number).await;
+        let body = VerifyRequest {
+            phone: Some(number),
+            ..VerifyRequest::with_id(id, code)
+        };
+        let tally = post_at_once(app.url(paths::OTP_VERIFY), body, 100).await;
+        assert_eq!(tally.get(&(200, 200)), Some(&1), "{by:?}: {tally:?}");
+        assert_eq!(tally.get(&(410, 41000)), Some(&99), "{by:?}: {tally:?}");
+    }
 }
 
 async fn fifty_concurrent_sends_make_one_code_and_one_sms(backend: Backend) {

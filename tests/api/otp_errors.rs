@@ -3,10 +3,12 @@
 
 use serde_json::{Value, json};
 use vcode::domain::Purpose;
+use vcode::otp::VerifyBy;
 use vcode::store::PendingCode;
 use vcode_wire::{SendRequest, VerifyRequest, paths};
 
-use crate::support::{Backend, TestApp, phone, random_phone, spawn_app};
+use crate::support::app::verify_request;
+use crate::support::{Backend, TestApp, phone, random_phone, spawn_app, spawn_app_with};
 
 fn assert_envelope(answer: &crate::support::app::Answer, status: u16, code: i64) {
     assert_eq!((answer.status, answer.code()), (status, code), "{answer:?}");
@@ -73,23 +75,51 @@ async fn malformed_requests_answer_40000(backend: Backend) {
     );
 }
 
+const BAD_PHONES: [&str; 5] = ["", "12345", "+999123", "not a phone", "+86 138 0013 800x"];
+const BAD_PURPOSES: [&str; 4] = ["", "LOGIN", "log in", "a:b"];
+
 async fn invalid_fields_answer_their_own_codes(backend: Backend) {
     let app = spawn_app(backend).await;
     let number = random_phone();
-    for bad_phone in ["", "12345", "+999123", "not a phone", "+86 138 0013 800x"] {
+    let too_long = "x".repeat(33);
+    let bad_purposes = BAD_PURPOSES.into_iter().chain([too_long.as_str()]);
+    for bad_phone in BAD_PHONES {
         assert_envelope(&app.send(bad_phone).await, 400, 40001);
-        assert_envelope(&app.verify(bad_phone, "123456").await, 400, 40001);
     }
-    for bad_purpose in ["", "LOGIN", "log in", "a:b", &"x".repeat(33)] {
+    for bad_purpose in bad_purposes.clone() {
         assert_envelope(&app.send_for(&number, bad_purpose).await, 400, 40003);
-        assert_envelope(
-            &app.verify_for(&number, "123456", bad_purpose).await,
-            400,
-            40003,
-        );
     }
+    let id = app.send_id(&number).await;
     for bad_code in ["", "12345", "1234567", "12345a", "abcdef"] {
-        assert_envelope(&app.verify(&number, bad_code).await, 400, 40002);
+        assert_envelope(&app.verify_id(&id, bad_code).await, 400, 40002);
+    }
+    // Under an id the phone and purpose are claims about it: a malformed phone is still the
+    // client's error, a purpose that is not the id's (well-formed or not) a mismatch.
+    let claiming = |phone: Option<&str>, purpose: Option<&str>| VerifyRequest {
+        phone: phone.map(str::to_owned),
+        purpose: purpose.map(str::to_owned),
+        ..VerifyRequest::with_id(&id, "123456")
+    };
+    for bad_phone in BAD_PHONES {
+        let answer = app
+            .post_json(paths::OTP_VERIFY, &claiming(Some(bad_phone), None))
+            .await;
+        assert_envelope(&answer, 400, 40001);
+    }
+    for bad_purpose in bad_purposes.clone() {
+        let answer = app
+            .post_json(paths::OTP_VERIFY, &claiming(None, Some(bad_purpose)))
+            .await;
+        assert_envelope(&answer, 400, 40007);
+    }
+    // The phone path parses them as a send does.
+    let by_phone = spawn_app_with(backend, |s| s.otp.verify_by = VerifyBy::Phone).await;
+    for bad_phone in BAD_PHONES {
+        assert_envelope(&by_phone.verify(bad_phone, "123456").await, 400, 40001);
+    }
+    for bad_purpose in bad_purposes {
+        let answer = by_phone.verify_for(&number, "123456", bad_purpose).await;
+        assert_envelope(&answer, 400, 40003);
     }
 }
 
@@ -105,7 +135,11 @@ async fn bad_input_changes_nothing(backend: Backend) {
     for bad_code in ["12345", "abcdef", "1234567", ""] {
         app.verify(&number, bad_code).await;
     }
-    app.verify_for(&number, "123456", "NOT VALID").await;
+    let bad_purpose = VerifyRequest {
+        purpose: Some("NOT VALID".into()),
+        ..verify_request(&number, "123456")
+    };
+    app.post_json(paths::OTP_VERIFY, &bad_purpose).await;
     app.send_for(&number, "NOT VALID").await;
     post_raw(
         &app,
@@ -121,7 +155,7 @@ async fn bad_input_changes_nothing(backend: Backend) {
         format!("{{\"phone\":\"{number}\""),
     )
     .await;
-    let huge = VerifyRequest::new(&number, "1".repeat(10_000));
+    let huge = verify_request(&number, &"1".repeat(10_000));
     app.post_json(paths::OTP_VERIFY, &huge).await;
 
     assert_eq!(snapshot(&app, &number).await, Some(before));
@@ -159,9 +193,21 @@ async fn unknown_routes_and_methods_answer_with_the_envelope(backend: Backend) {
     );
 }
 
+/// By id: a verification whose code is gone (used here); by phone: a phone never sent to.
 async fn verify_without_a_pending_code_answers_41000(backend: Backend) {
     let app = spawn_app(backend).await;
-    assert_envelope(&app.verify(&random_phone(), "123456").await, 410, 41000);
+    let number = random_phone();
+    let id = app.send_id(&number).await;
+    let code = app.last_code(&number).await;
+    assert_eq!(app.verify_id(&id, &code).await.status, 200);
+    assert_envelope(&app.verify_id(&id, &code).await, 410, 41000);
+    // The phone path (VCODE_VERIFY_BY=phone) has no id to find first.
+    let by_phone = spawn_app_with(backend, |s| s.otp.verify_by = VerifyBy::Phone).await;
+    assert_envelope(
+        &by_phone.verify(&random_phone(), "123456").await,
+        410,
+        41000,
+    );
 }
 
 on_every_store!(

@@ -2,13 +2,17 @@
 
 use std::time::Duration;
 
+use vcode::otp::VerifyBy;
 use vcode::store::ResendPolicy;
 use vcode_wire::{
-    Delivery, Health, HealthStatus, RetryAfterData, SendData, VerifyData, WrongCodeData, paths,
+    Delivery, Health, HealthStatus, RetryAfterData, SendData, VerifyData, VerifyRequest,
+    WrongCodeData, paths,
 };
 
 use crate::support::app::ok_body;
-use crate::support::{Backend, phone, random_phone, spawn_app, spawn_app_with};
+use crate::support::{
+    Backend, TestApp, phone, random_phone, spawn_app, spawn_app_with, wrong_code,
+};
 
 async fn happy_path_send_read_verify(backend: Backend) {
     let app = spawn_app(backend).await;
@@ -114,19 +118,45 @@ async fn rotate_delivers_a_new_code_and_retires_the_old(backend: Backend) {
     assert_eq!(app.verify(&number, &second).await.status, 200);
 }
 
+/// Four wrong codes under the latest send's id count down its attempts; the fifth spends them.
+async fn spend_the_attempts(app: &TestApp, number: &str, wrong: &str) {
+    for remaining in (1..=4).rev() {
+        let answer = app.verify(number, wrong).await;
+        assert_eq!((answer.status, answer.code()), (400, 40010), "{answer:?}");
+        assert_eq!(answer.data::<WrongCodeData>().remaining_attempts, remaining);
+    }
+    let locked = app.verify(number, wrong).await;
+    assert_eq!((locked.status, locked.code()), (429, 42901), "{locked:?}");
+}
+
+/// By id (the default), five wrong codes end that verification: the right code no longer
+/// verifies under it, and guesses never destroy the code, which a new send's id still verifies.
+async fn wrong_codes_up_to_the_limit_spend_the_verification(backend: Backend) {
+    let app = spawn_app_with(backend, |s| s.otp.resend_cooldown = Duration::ZERO).await;
+    let number = random_phone();
+    let spent = app.send_id(&number).await;
+    let code = app.last_code(&number).await;
+    spend_the_attempts(&app, &number, wrong_code(&code)).await;
+    let refused = app.verify_id(&spent, &code).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (429, 42901),
+        "the spent verification takes not even the right code: {refused:?}"
+    );
+    let fresh = app.send_id(&number).await;
+    assert_eq!(app.last_code(&number).await, code, "the same code again");
+    let verified = app.verify_id(&fresh, &code).await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+}
+
+/// By phone the budget is the code's own: five wrong codes destroy it.
 async fn wrong_codes_up_to_the_limit_destroy_the_code(backend: Backend) {
-    let app = spawn_app(backend).await;
+    // The phone path (VCODE_VERIFY_BY=phone) keeps its destroying budget.
+    let app = spawn_app_with(backend, |s| s.otp.verify_by = VerifyBy::Phone).await;
     let number = random_phone();
     app.send(&number).await;
     let code = app.last_code(&number).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
-    for remaining in (1..=4).rev() {
-        let answer = app.verify(&number, wrong).await;
-        assert_eq!((answer.status, answer.code()), (400, 40010));
-        assert_eq!(answer.data::<WrongCodeData>().remaining_attempts, remaining);
-    }
-    let locked = app.verify(&number, wrong).await;
-    assert_eq!((locked.status, locked.code()), (429, 42901));
+    spend_the_attempts(&app, &number, wrong_code(&code)).await;
     let gone = app.verify(&number, &code).await;
     assert_eq!(
         (gone.status, gone.code()),
@@ -135,19 +165,36 @@ async fn wrong_codes_up_to_the_limit_destroy_the_code(backend: Backend) {
     );
 }
 
+/// A resend answers a new id but gives no attempts back: by id, the first send's attempts stay
+/// spent; by phone, the code's.
 async fn a_resend_does_not_reset_failed_attempts(backend: Backend) {
-    let app = spawn_app_with(backend, |s| s.otp.resend_cooldown = Duration::ZERO).await;
-    let number = random_phone();
-    app.send(&number).await;
-    let code = app.last_code(&number).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
-    for _ in 0..3 {
-        app.verify(&number, wrong).await;
+    for by in [VerifyBy::Id, VerifyBy::Phone] {
+        let app = spawn_app_with(backend, |s| {
+            s.otp.verify_by = by;
+            s.otp.resend_cooldown = Duration::ZERO;
+        })
+        .await;
+        let number = random_phone();
+        let first = app.send_id(&number).await;
+        let code = app.last_code(&number).await;
+        // Under the first send's id, and its phone for the phone path.
+        let guess = VerifyRequest {
+            phone: Some(number.clone()),
+            ..VerifyRequest::with_id(&first, wrong_code(&code))
+        };
+        for _ in 0..3 {
+            app.post_json(paths::OTP_VERIFY, &guess).await;
+        }
+        assert_eq!(app.send(&number).await.status, 200);
+        let answer = app.post_json(paths::OTP_VERIFY, &guess).await;
+        assert_eq!(
+            answer.data::<WrongCodeData>().remaining_attempts,
+            1,
+            "{by:?}"
+        );
+        let locked = app.post_json(paths::OTP_VERIFY, &guess).await;
+        assert_eq!(locked.code(), 42901, "{by:?}: {locked:?}");
     }
-    assert_eq!(app.send(&number).await.status, 200);
-    let answer = app.verify(&number, wrong).await;
-    assert_eq!(answer.data::<WrongCodeData>().remaining_attempts, 1);
-    assert_eq!(app.verify(&number, wrong).await.code(), 42901);
 }
 
 async fn codes_expire_after_their_ttl(backend: Backend) {
@@ -226,6 +273,7 @@ on_every_store!(
     resend_inside_cooldown_is_refused_with_retry_after,
     reuse_delivers_the_same_code_again,
     rotate_delivers_a_new_code_and_retires_the_old,
+    wrong_codes_up_to_the_limit_spend_the_verification,
     wrong_codes_up_to_the_limit_destroy_the_code,
     a_resend_does_not_reset_failed_attempts,
     codes_expire_after_their_ttl,

@@ -15,7 +15,7 @@ use vcode_wire::{RetryAfterData, SendRequest, paths};
 
 use crate::support::app::Answer;
 use crate::support::{
-    Backend, TestApp, phone, random_phone, spawn_app_with, spawn_second_instance,
+    Backend, TestApp, phone, random_phone, spawn_app_with, spawn_second_instance, wrong_code,
 };
 
 fn assert_quota_answer(answer: &Answer) {
@@ -100,7 +100,7 @@ async fn failed_verify_quota_outlives_fresh_codes(backend: Backend) {
     let number = random_phone();
     app.send(&number).await;
     let code = app.last_code(&number).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let wrong = wrong_code(&code);
     for _ in 0..3 {
         assert_eq!(app.verify(&number, wrong).await.code(), 40010);
     }

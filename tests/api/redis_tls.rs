@@ -16,7 +16,7 @@ use crate::support::redis_tls::{
     ADMIN_PASSWORD, Authority, MASTER, SENTINEL_PASSWORD, TlsCluster, TlsRedis, TlsSentinel,
     VCODE_PASSWORD, VCODE_USER,
 };
-use crate::support::{Backend, TestApp, eventually, random_phone, spawn_app_with};
+use crate::support::{Backend, TestApp, eventually, random_phone, spawn_app_with, wrong_code};
 
 fn settings(topology: RedisTopology, ca_file: Option<&Path>) -> RedisSettings {
     RedisSettings {
@@ -69,14 +69,15 @@ async fn runs_every_kind_of_request(app: &TestApp) {
         first.body,
         "the repeat is answered from Redis"
     );
+    let sent = first.verification_id();
     let code = app.last_code(&number).await;
-    let wrong = if code == "000000" { "111111" } else { "000000" };
-    let mismatch = app.verify(&number, wrong).await;
+    let wrong = wrong_code(&code);
+    let mismatch = app.verify_id(&sent, wrong).await;
     assert_eq!(
         mismatch.body["data"]["remaining_attempts"], 4,
         "{mismatch:?}"
     );
-    let verified = app.verify(&number, &code).await;
+    let verified = app.verify_id(&sent, &code).await;
     assert_eq!(verified.status, 200, "{verified:?}");
 
     let created = app.post_json("/api/v1/captcha", &Value::Null).await;

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use vcode::captcha::render::ALPHABET;
-use vcode::domain::{CaptchaId, CodeLength, Purpose};
+use vcode::domain::{CaptchaId, CodeLength, Purpose, VerificationId};
 use vcode::idempotency::IdempotencyKey;
 use vcode::keyring::{Keyring, SecretKey};
 use vcode::store::{PendingCode, StoredCaptcha};
@@ -50,6 +50,8 @@ fn key(hex: &str) -> Arc<SecretKey> {
 struct Secrets {
     number: String,
     code: String,
+    /// The id the wrong guess went under.
+    verification: String,
     captcha_id: String,
     answer: String,
 }
@@ -98,13 +100,15 @@ async fn leave_secrets(app: &TestApp, gateway: &SmsGateway) -> Secrets {
     let first = first.header(vcode_wire::headers::IDEMPOTENCY_KEY, IDEMPOTENCY_KEY);
     let answer = app.request(first.json(&SendRequest::new(&number))).await;
     assert_eq!(answer.status, 200, "{answer:?}");
-    assert_eq!(app.send(&number).await.status, 200);
+    let verification = app.send_id(&number).await;
     let received = gateway.received();
     assert_eq!(received.len(), 2);
     let code = received[0]["code"].as_str().unwrap().to_owned();
     assert_eq!(received[1]["code"], code.as_str(), "resend=reuse");
     assert_eq!(
-        app.verify(&number, &another_code(&code)).await.code(),
+        app.verify_id(&verification, &another_code(&code))
+            .await
+            .code(),
         40010
     );
     let captcha_id = create_captcha(app).await;
@@ -119,6 +123,7 @@ async fn leave_secrets(app: &TestApp, gateway: &SmsGateway) -> Secrets {
     Secrets {
         number,
         code,
+        verification,
         captcha_id,
         answer,
     }
@@ -276,7 +281,11 @@ async fn the_embedded_store_holds_no_code_and_no_captcha_answer() {
         .await
         .unwrap()
         .expect("pending");
-    assert_eq!((failed_attempts, deliveries), (1, 2));
+    // The wrong guess went under an id: its attempts count, not the code's.
+    assert_eq!((failed_attempts, deliveries), (0, 2));
+    let guessed = VerificationId::parse(&secrets.verification).expect("an id");
+    let guessed = app.store.codes.verification(&guessed).await.unwrap();
+    assert_eq!(guessed.expect("kept").failed_attempts, 1);
     let sealed = sealed.expect("resend=reuse keeps a sealed copy");
     for (place, bytes) in [("digest", &digest.0[..]), ("sealed copy", &sealed.0[..])] {
         assert_eq!(occurs(place, bytes, &secrets.code), None);

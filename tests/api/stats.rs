@@ -10,7 +10,7 @@ use vcode_wire::{
 };
 
 use crate::support::app::Answer;
-use crate::support::{Backend, TestApp, random_phone, spawn_app, spawn_app_with};
+use crate::support::{Backend, TestApp, random_phone, spawn_app, spawn_app_with, wrong_code};
 
 const TOKEN: &str = "s3cret-admin-token-0123";
 
@@ -22,10 +22,6 @@ async fn stats(app: &TestApp, token: Option<&str>, days: &str) -> Answer {
         request = request.bearer_auth(token);
     }
     app.request(request).await
-}
-
-fn wrong_code(code: &str) -> &'static str {
-    if code == "000000" { "111111" } else { "000000" }
 }
 
 async fn counters_match_a_scripted_sequence(backend: Backend) {

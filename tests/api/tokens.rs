@@ -13,7 +13,7 @@ use vcode::Settings;
 use vcode::token::parse_pem_keys;
 use vcode_wire::{VerifyData, VerifyRequest, paths};
 
-use crate::support::app::Answer;
+use crate::support::app::{Answer, verify_request};
 use crate::support::{Backend, TestApp, random_phone, spawn_app_with, spawn_second_instance};
 
 const ISSUER: &str = "https://vcode.test";
@@ -57,7 +57,7 @@ fn recipe_checks(app: &TestApp, audience: &str, tokens: &[&str]) -> Vec<Value> {
 async fn verify_with_audience(app: &TestApp, phone: &str, code: &str, audience: &str) -> Answer {
     let body = VerifyRequest {
         audience: Some(audience.to_owned()),
-        ..VerifyRequest::new(phone, code)
+        ..verify_request(phone, code)
     };
     app.post_json(paths::OTP_VERIFY, &body).await
 }

@@ -7,13 +7,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use vcode::client_ip::TrustedProxies;
 use vcode::otp::{AbuseSettings, VerifyBy};
 use vcode_wire::{
-    Delivery, SendData, VerificationData, VerificationStatus, VerifyData, VerifyRequest, paths,
+    Delivery, VerificationData, VerificationStatus, VerifyData, VerifyRequest, paths,
 };
 
 use crate::support::app::TestApp;
 use crate::support::{Backend, random_phone, spawn_app_with};
 
-/// An app verifying by id (the service's default; the harness's is by phone).
+/// An app verifying by id (the service's default and the harness's), whatever the harness says.
 async fn by_id(backend: Backend, customise: impl FnOnce(&mut vcode::Settings)) -> TestApp {
     spawn_app_with(backend, |settings| {
         settings.otp.verify_by = VerifyBy::Id;
@@ -26,12 +26,6 @@ fn wrong(code: &str) -> String {
     code.bytes()
         .map(|b| char::from(b'0' + (b - b'0' + 1) % 10))
         .collect()
-}
-
-async fn send_id(app: &TestApp, number: &str) -> String {
-    let sent = app.send(number).await;
-    assert_eq!(sent.status, 200, "{sent:?}");
-    sent.data::<SendData>().verification_id
 }
 
 async fn status(app: &TestApp, id: &str) -> VerificationData {
@@ -62,7 +56,7 @@ async fn guesses_without_the_owners_id_never_cost_the_owners_code(backend: Backe
     })
     .await;
     let number = random_phone();
-    let owner = send_id(&app, &number).await;
+    let owner = app.send_id(&number).await;
     let code = app.last_code(&number).await;
     let guess = wrong(&code);
     for network in 0..20 {
@@ -76,7 +70,7 @@ async fn guesses_without_the_owners_id_never_cost_the_owners_code(backend: Backe
         };
         assert_eq!(guess_from(&app, &made_up, &client).await, 404);
         // With an id of its own: a send re-sends the owner's pending code (reuse).
-        let own = send_id(&app, &number).await;
+        let own = app.send_id(&number).await;
         for _ in 0..5 {
             let body = VerifyRequest::with_id(&own, &guess);
             assert!([400, 429].contains(&guess_from(&app, &body, &client).await));
@@ -107,7 +101,7 @@ async fn guesses_without_the_owners_id_never_cost_the_owners_code(backend: Backe
 async fn verify_by_id_refuses_what_does_not_match(backend: Backend) {
     let app = by_id(backend, |_| {}).await;
     let number = random_phone();
-    let id = send_id(&app, &number).await;
+    let id = app.send_id(&number).await;
     let code = app.last_code(&number).await;
     let bare = app
         .post_json(paths::OTP_VERIFY, &VerifyRequest::new(&number, &code))
@@ -159,7 +153,7 @@ async fn the_resource_follows_a_verification(backend: Backend) {
     })
     .await;
     let number = random_phone();
-    let first = send_id(&app, &number).await;
+    let first = app.send_id(&number).await;
     let code = app.last_code(&number).await;
     let pending = status(&app, &first).await;
     assert_eq!(pending.status, VerificationStatus::Pending);
@@ -175,7 +169,7 @@ async fn the_resource_follows_a_verification(backend: Backend) {
     assert_eq!(status(&app, &first).await.remaining_attempts, 4);
 
     // A second send answers its own id for the same code; canceling the first leaves it.
-    let second = send_id(&app, &number).await;
+    let second = app.send_id(&number).await;
     assert_ne!(first, second);
     let canceled = app
         .post_json(&paths::verification_cancel(&first), &())
@@ -201,7 +195,7 @@ async fn the_resource_follows_a_verification(backend: Backend) {
     assert_eq!((unknown.status, unknown.code()), (404, 40401));
 
     // Spent: five wrong codes.
-    let third = send_id(&app, &number).await;
+    let third = app.send_id(&number).await;
     let code = app.last_code(&number).await;
     for _ in 0..4 {
         assert_eq!(app.verify_id(&third, &wrong(&code)).await.code(), 40010);
@@ -220,7 +214,7 @@ async fn a_verification_expires_with_its_code(backend: Backend) {
     })
     .await;
     let number = random_phone();
-    let id = send_id(&app, &number).await;
+    let id = app.send_id(&number).await;
     let code = app.last_code(&number).await;
     tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
     assert_eq!(status(&app, &id).await.status, VerificationStatus::Expired);
@@ -232,7 +226,7 @@ async fn either_takes_an_id_or_a_phone_and_phone_ignores_ids(backend: Backend) {
         let app = spawn_app_with(backend, |settings| settings.otp.verify_by = by).await;
         // By phone.
         let number = random_phone();
-        send_id(&app, &number).await;
+        app.send_id(&number).await;
         let code = app.last_code(&number).await;
         let answer = app
             .post_json(paths::OTP_VERIFY, &VerifyRequest::new(&number, &code))
@@ -240,7 +234,7 @@ async fn either_takes_an_id_or_a_phone_and_phone_ignores_ids(backend: Backend) {
         assert_eq!(answer.status, 200, "{by:?} {answer:?}");
         // By id: either uses it; phone mode goes by the phone and its code's own attempts.
         let number = random_phone();
-        let id = send_id(&app, &number).await;
+        let id = app.send_id(&number).await;
         let code = app.last_code(&number).await;
         let body = VerifyRequest {
             phone: Some(number.clone()),
@@ -273,7 +267,7 @@ async fn status_and_cancel_are_behind_their_api_keys(backend: Backend) {
     })
     .await;
     let number = random_phone();
-    let id = send_id(&app, &number).await;
+    let id = app.send_id(&number).await;
     let read = app.get(&paths::verification(&id)).await;
     assert_eq!((read.status, read.code()), (401, 40100));
     let cancel = app.post_json(&paths::verification_cancel(&id), &()).await;

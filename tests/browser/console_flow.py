@@ -66,10 +66,11 @@ def send(url, phone, expected=200, code=None):
     return body
 
 
-def verify(url, phone):
+def verify(url, phone, verification_id):
+    """Verifies the latest code sent to `phone` under the id its send answered."""
     _, outbox = call(f"{url}/api/v1/dev/outbox?phone={urllib.parse.quote(phone)}")
     code = outbox["data"]["messages"][-1]["code"]
-    status, body = call(f"{url}/api/v1/otp/verify", {"phone": phone, "code": code})
+    status, body = call(f"{url}/api/v1/otp/verify", {"verification_id": verification_id, "code": code})
     assert status == 200 and body["data"]["verified"], (phone, status, body)
 
 
@@ -77,9 +78,9 @@ def drive_traffic(args):
     """Users' sends, verified as they come (but UNVERIFIED), then the bot's into PUMPED_PREFIX
     until the guard holds the prefix back; returns the bot's numbers not used yet."""
     for phone in USERS:
-        send(args.url, phone)
+        sent = send(args.url, phone)
         if phone not in UNVERIFIED:
-            verify(args.url, phone)
+            verify(args.url, phone, sent["data"]["verification_id"])
     pumped = iter(PUMPED)
     for _ in range(args.surge_floor):
         send(args.url, next(pumped))

@@ -12,7 +12,7 @@ use vcode::store::Stores;
 use vcode::store::postgres::PostgresSettings;
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::{Application, Settings};
-use vcode_wire::{Envelope, OutboxData, OutboxQuery, SendRequest, VerifyRequest, paths};
+use vcode_wire::{Envelope, OutboxData, OutboxQuery, SendData, SendRequest, VerifyRequest, paths};
 
 use super::{Deployment, RedisServer};
 
@@ -42,20 +42,18 @@ pub struct TestApp {
     pub postgres_url: Option<String>,
 }
 
-/// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender, and
-/// verify by phone: the suites written before verification ids test the code's own attempts
-/// and the phone's limits through it; `verifications.rs` (and every test that sets
-/// `VerifyBy::Id`, the service's default) tests verify by id.
+/// Test defaults: dev mode (the outbox is how a test reads its SMS), the log sender, and the
+/// service's own `VCODE_VERIFY_BY=id`: a verify names the id its send answered
+/// (`TestApp::verify` does it for the latest send to the phone). A test of the phone path sets
+/// `VerifyBy::Phone` (or `Either`) itself and says why.
 pub fn test_settings() -> Settings {
-    let mut settings = Settings {
+    Settings {
         bind: "127.0.0.1:0".parse().expect("valid address"),
         admin_bind: "127.0.0.1:0".parse().expect("valid address"),
         dev_mode: true,
         secret_key: Some(super::codes::test_secret_key()),
         ..Settings::default()
-    };
-    settings.otp.verify_by = vcode::otp::VerifyBy::Phone;
-    settings
+    }
 }
 
 pub async fn spawn_app(backend: Backend) -> TestApp {
@@ -169,6 +167,16 @@ impl Answer {
         self.body["code"].as_i64().unwrap_or_default()
     }
 
+    /// The `verification_id` of an accepted send's answer; panics with the answer otherwise.
+    pub fn verification_id(&self) -> String {
+        let id = self.data::<SendData>().verification_id;
+        assert!(
+            !id.is_empty(),
+            "a send answers its verification_id: {self:?}"
+        );
+        id
+    }
+
     /// The envelope's `data` read as the wire type `T`; panics with the answer if it is not one.
     pub fn data<T: DeserializeOwned>(&self) -> T {
         serde_json::from_value(self.body["data"].clone()).unwrap_or_else(|error| {
@@ -185,24 +193,60 @@ pub fn ok_body(data: impl Serialize) -> Value {
     serde_json::to_value(Envelope::ok(data)).expect("wire types serialise")
 }
 
-/// The `verification_id` of the latest accepted send to each phone, by any instance of the
-/// test binary: `TestApp::verify` verifies under it, as a client carries the id of its send.
-/// Keyed by the number's last ten digits, so a national and an E.164 form are one phone (each
-/// test draws phones of its own).
-static VERIFICATION_IDS: LazyLock<Mutex<HashMap<String, String>>> = LazyLock::new(Mutex::default);
+/// The `verification_id` of the latest accepted send to each phone and purpose, by any
+/// instance of the test binary: `TestApp::verify` verifies under it, as a client carries the
+/// id of its send. Keyed by the number's last ten digits, so a national and an E.164 form are
+/// one phone (each test draws phones of its own).
+static VERIFICATION_IDS: LazyLock<Mutex<HashMap<(String, String), String>>> =
+    LazyLock::new(Mutex::default);
 
-fn phone_key(phone: &str) -> String {
+fn send_key(phone: &str, purpose: Option<&str>) -> (String, String) {
     let digits: Vec<char> = phone.chars().filter(char::is_ascii_digit).collect();
-    digits[digits.len().saturating_sub(10)..].iter().collect()
+    let phone = digits[digits.len().saturating_sub(10)..].iter().collect();
+    // The service's default purpose.
+    (phone, purpose.unwrap_or("login").to_owned())
 }
 
-/// The id of the latest send to `phone` these tests saw answered.
-pub fn verification_id(phone: &str) -> Option<String> {
+/// Notes the id a send answered, if it was accepted.
+fn remember_verification(send: &Value, answer: &Answer) {
+    if answer.status != 200 {
+        return;
+    }
+    if let (Some(phone), Some(id)) = (
+        send["phone"].as_str(),
+        answer.body["data"]["verification_id"].as_str(),
+    ) {
+        let key = send_key(phone, send["purpose"].as_str());
+        VERIFICATION_IDS.lock().unwrap().insert(key, id.to_owned());
+    }
+}
+
+/// The id of the latest send to `phone` for `purpose` (`login` if `None`) these tests saw
+/// answered.
+pub fn verification_id(phone: &str, purpose: Option<&str>) -> Option<String> {
     VERIFICATION_IDS
         .lock()
         .unwrap()
-        .get(&phone_key(phone))
+        .get(&send_key(phone, purpose))
         .cloned()
+}
+
+/// `request` under the id of the latest send to its phone and purpose (if any), as a client
+/// carrying its send's id would send it.
+pub fn with_latest_id(request: VerifyRequest) -> VerifyRequest {
+    let id = request
+        .phone
+        .as_deref()
+        .and_then(|phone| verification_id(phone, request.purpose.as_deref()));
+    VerifyRequest {
+        verification_id: id,
+        ..request
+    }
+}
+
+/// A verify of `code` for `phone` (`login`) under the id of the latest send to it.
+pub fn verify_request(phone: &str, code: &str) -> VerifyRequest {
+    with_latest_id(VerifyRequest::new(phone, code))
 }
 
 impl TestApp {
@@ -211,18 +255,9 @@ impl TestApp {
             .request(self.client.post(self.url(path)).json(body))
             .await;
         if path == paths::OTP_SEND
-            && answer.status == 200
-            && let (Some(phone), Some(id)) = (
-                serde_json::to_value(body)
-                    .ok()
-                    .and_then(|b| b["phone"].as_str().map(str::to_owned)),
-                answer.body["data"]["verification_id"].as_str(),
-            )
+            && let Ok(send) = serde_json::to_value(body)
         {
-            VERIFICATION_IDS
-                .lock()
-                .unwrap()
-                .insert(phone_key(&phone), id.to_owned());
+            remember_verification(&send, &answer);
         }
         answer
     }
@@ -263,6 +298,13 @@ impl TestApp {
             .await
     }
 
+    /// An accepted send to `phone`: the `verification_id` it answered.
+    pub async fn send_id(&self, phone: &str) -> String {
+        let sent = self.send(phone).await;
+        assert_eq!(sent.status, 200, "{sent:?}");
+        sent.verification_id()
+    }
+
     pub async fn send_for(&self, phone: &str, purpose: &str) -> Answer {
         let body = SendRequest {
             purpose: Some(purpose.to_owned()),
@@ -274,11 +316,8 @@ impl TestApp {
     /// A verify of `code` for `phone`, under the id of the latest send to it (if any), as a
     /// client carrying its send's id would.
     pub async fn verify(&self, phone: &str, code: &str) -> Answer {
-        let body = VerifyRequest {
-            verification_id: verification_id(phone),
-            ..VerifyRequest::new(phone, code)
-        };
-        self.post_json(paths::OTP_VERIFY, &body).await
+        self.post_json(paths::OTP_VERIFY, &verify_request(phone, code))
+            .await
     }
 
     /// A verify of `code` under `id` alone.
@@ -288,11 +327,10 @@ impl TestApp {
     }
 
     pub async fn verify_for(&self, phone: &str, code: &str, purpose: &str) -> Answer {
-        let body = VerifyRequest {
+        let body = with_latest_id(VerifyRequest {
             purpose: Some(purpose.to_owned()),
-            verification_id: verification_id(phone),
             ..VerifyRequest::new(phone, code)
-        };
+        });
         self.post_json(paths::OTP_VERIFY, &body).await
     }
 

@@ -65,7 +65,8 @@ pub struct FailoverReport {
     pub slowest_failure: Duration,
     /// Which request it was (send, outbox, verify).
     pub slowest_failure_step: &'static str,
-    /// Sent (200 and in the outbox) but unknown at verify (410): a write the failover lost.
+    /// Sent (200 and in the outbox) but unknown at verify (410, or 404 for its id): a write the
+    /// failover lost.
     pub lost_codes: usize,
     /// Sent (200) but missing from the dev outbox: its write was lost, or failed (only logged).
     pub lost_outbox: usize,
@@ -243,6 +244,14 @@ async fn user(shared: Arc<Shared>) {
             expect_failure(&shared, "send", status, &body);
             continue;
         }
+        let Some(id) = body["data"]["verification_id"].as_str().map(str::to_owned) else {
+            shared.tally(|report| {
+                report
+                    .unexpected
+                    .push(format!("send without an id: {body}"))
+            });
+            continue;
+        };
         let outbox = shared
             .client
             .get(format!("{}{}", shared.address, paths::DEV_OUTBOX))
@@ -261,10 +270,11 @@ async fn user(shared: Arc<Shared>) {
             shared.tally(|report| report.lost_outbox += 1);
             continue;
         };
-        let verify = VerifyRequest::new(&phone, sms.code);
+        let verify = VerifyRequest::with_id(id, sms.code);
         match shared.post("verify", paths::OTP_VERIFY, verify).await {
             (200, _) => {}
-            (410, _) => shared.tally(|report| report.lost_codes += 1),
+            // The code, or its verification, is gone.
+            (410, _) | (404, _) => shared.tally(|report| report.lost_codes += 1),
             (status, body) => expect_failure(&shared, "verify", status, &body),
         }
     }

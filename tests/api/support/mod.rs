@@ -32,6 +32,11 @@ pub fn random_phone() -> String {
     format!("+86138{:08}", rng.random_range(0..100_000_000u32))
 }
 
+/// A six-digit code that is not `code`.
+pub fn wrong_code(code: &str) -> &'static str {
+    if code == "000000" { "111111" } else { "000000" }
+}
+
 pub fn phone(raw: &str) -> Phone {
     Phone::parse(raw, Region::default()).expect("test phone numbers are valid")
 }
