@@ -49,6 +49,8 @@ use self::text::{Flag, Millis, Whole, parse_text, show_text};
 pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
+pub use crate::email::EmailSettings;
+use crate::email::EmailVariables;
 pub use crate::fraud::FraudSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions, TestNumbers};
@@ -81,6 +83,9 @@ pub struct Settings {
     /// The fraud guard (`VCODE_FRAUD_*`).
     #[serde(skip)]
     pub fraud: FraudSettings,
+    /// The email channel's relay (`VCODE_EMAIL_*`); off without `VCODE_EMAIL_SMTP_URL`.
+    #[serde(skip)]
+    pub email: EmailSettings,
     /// Enables `GET /api/v1/stats` for this bearer token; without one the route does not exist.
     #[serde(skip)]
     pub admin_token: Option<Secret>,
@@ -164,6 +169,7 @@ impl Default for Settings {
             sms: SmsSettings::default(),
             abuse: AbuseSettings::default(),
             fraud: FraudSettings::default(),
+            email: EmailSettings::default(),
             admin_token: None,
             dev_mode: false,
             demo: false,
@@ -203,6 +209,7 @@ fn all_settings(purposes: &[String]) -> Vec<Setting> {
         settings_of::<PowSettings>(top),
         settings_of::<TokenSettings>(top),
         settings_of::<ApiKeySettings>(top),
+        settings_of::<EmailVariables>(top),
         crate::sms::settings::settings(purposes),
     ]
     .concat()
@@ -213,14 +220,19 @@ fn tables() -> Vec<Table> {
     [&[Table::TOP][..], &crate::sms::settings::TABLES].concat()
 }
 
-/// Every secret: the service's own and the SMS providers'.
+/// Every secret: the service's own, the SMS providers' and the mail relay's.
 fn secrets() -> Vec<SecretVariable> {
-    [&SECRETS[..], &crate::sms::settings::SECRETS].concat()
+    [
+        &SECRETS[..],
+        &crate::sms::settings::SECRETS,
+        &[crate::email::settings::SMTP_PASSWORD],
+    ]
+    .concat()
 }
 
 /// Settings that may hold a password (in a URL's user info or query), so that each may also come
 /// from a file, as the secrets do.
-const WITH_FILES: [SecretVariable; 5] = [
+const WITH_FILES: [SecretVariable; 6] = [
     SecretVariable::new("VCODE_REDIS_URL", "VCODE_REDIS_URL_FILE"),
     SecretVariable::new(
         "VCODE_REDIS_CLUSTER_NODES",
@@ -229,6 +241,7 @@ const WITH_FILES: [SecretVariable; 5] = [
     SecretVariable::new("VCODE_REDIS_SENTINELS", "VCODE_REDIS_SENTINELS_FILE"),
     SecretVariable::new("VCODE_DATABASE_URL", "VCODE_DATABASE_URL_FILE"),
     SecretVariable::new("VCODE_SMS_WEBHOOK_URL", "VCODE_SMS_WEBHOOK_URL_FILE"),
+    SecretVariable::new("VCODE_EMAIL_SMTP_URL", "VCODE_EMAIL_SMTP_URL_FILE"),
 ];
 
 /// The sources for `lookup`: its variables over the config file. The purposes are read first,
@@ -307,6 +320,9 @@ impl Settings {
             captcha: sources.extract()?,
             abuse: sources.extract()?,
             fraud: sources.extract()?,
+            email: sources
+                .extract::<EmailVariables>()?
+                .settings(secret(lookup, crate::email::settings::SMTP_PASSWORD)?)?,
             log: sources.extract()?,
             pow: PowSettings {
                 hmac_key: pow_hmac_key(lookup)?,

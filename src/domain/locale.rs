@@ -1,6 +1,7 @@
 //! The language an SMS is written in: a BCP 47 tag (`zh-CN`, `en`, `zh-Hant-TW`), checked and
 //! written in its canonical case so that `ZH-cn` and `zh-CN` are one locale.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 /// A well-formed BCP 47 language tag: a 2–3 letter language, then optional subtags (a 4-letter
@@ -72,6 +73,20 @@ impl Locale {
     /// The primary language subtag (`zh` of `zh-Hant-TW`).
     pub fn language(&self) -> &str {
         self.0.split('-').next().unwrap_or(&self.0)
+    }
+
+    /// The entry of `by_locale` this locale reads best: its own tag, then each shorter prefix
+    /// (`zh-Hant-TW`, `zh-Hant`, `zh`), then any entry in the same language (`zh-CN` for
+    /// `zh-TW`). The one choice of SMS texts and email templates.
+    pub fn pick<'a, T>(&self, by_locale: &'a BTreeMap<Locale, T>) -> Option<&'a T> {
+        self.fallbacks()
+            .find_map(|tag| by_locale.iter().find(|(l, _)| l.as_str() == tag))
+            .or_else(|| {
+                by_locale
+                    .iter()
+                    .find(|(l, _)| l.language() == self.language())
+            })
+            .map(|(_, entry)| entry)
     }
 
     /// This tag and each shorter prefix of it, longest first (`zh-Hant-TW`, `zh-Hant`, `zh`):

@@ -3,6 +3,7 @@
 
 mod captcha;
 mod code;
+mod email;
 mod locale;
 mod phone;
 mod purpose;
@@ -12,6 +13,7 @@ mod verification;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
+pub use email::{EmailAddress, InvalidEmail};
 pub use locale::Locale;
 pub use phone::{NumberType, Phone, PhoneParser, Region};
 pub use purpose::Purpose;

@@ -251,24 +251,13 @@ impl TextTemplates {
             .get(message.purpose.as_str())
             .expect("the built-in default texts are never removed");
         let requested = message.locale.unwrap_or(default_locale);
-        let text = pick_locale(locales, requested)
-            .or_else(|| pick_locale(locales, default_locale))
+        let text = requested
+            .pick(locales)
+            .or_else(|| default_locale.pick(locales))
             .or_else(|| locales.values().next())
             .expect("a purpose has at least one text");
         fill(text, message)
     }
-}
-
-fn pick_locale<'a>(locales: &'a BTreeMap<Locale, String>, wanted: &Locale) -> Option<&'a String> {
-    wanted
-        .fallbacks()
-        .find_map(|tag| locales.iter().find(|(l, _)| l.as_str() == tag))
-        .or_else(|| {
-            locales
-                .iter()
-                .find(|(l, _)| l.language() == wanted.language())
-        })
-        .map(|(_, text)| text)
 }
 
 fn check_text(text: &str) -> Result<(), String> {
