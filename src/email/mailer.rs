@@ -267,15 +267,16 @@ impl SmtpMailer {
     }
 }
 
-/// Headers the DKIM signature covers: all a reader sees, and the body's type.
-const SIGNED_HEADERS: [&str; 7] = [
+/// Headers the DKIM signature covers: all a reader sees. Not `Content-Type`: lettre writes a
+/// multipart's type with the body, after signing, so a signature over it never verifies (the
+/// body hash covers the parts, their types included).
+const SIGNED_HEADERS: [&str; 6] = [
     "From",
     "To",
     "Subject",
     "Date",
     "Message-ID",
     "MIME-Version",
-    "Content-Type",
 ];
 
 #[async_trait::async_trait]
