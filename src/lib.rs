@@ -6,6 +6,7 @@ pub mod captcha;
 pub mod client_ip;
 pub mod config;
 pub mod domain;
+pub mod events;
 pub mod fraud;
 pub(crate) mod health;
 pub mod idempotency;

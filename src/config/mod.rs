@@ -49,6 +49,8 @@ use self::text::{Flag, Millis, Whole, parse_text, show_text};
 pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
+pub use crate::events::EventSettings;
+use crate::events::EventVariables;
 pub use crate::fraud::FraudSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions, TestNumbers};
@@ -81,6 +83,9 @@ pub struct Settings {
     /// The fraud guard (`VCODE_FRAUD_*`).
     #[serde(skip)]
     pub fraud: FraudSettings,
+    /// The event webhooks (`VCODE_EVENTS_*`); no endpoint: no events.
+    #[serde(skip)]
+    pub events: EventSettings,
     /// Enables `GET /api/v1/stats` for this bearer token; without one the route does not exist.
     #[serde(skip)]
     pub admin_token: Option<Secret>,
@@ -164,6 +169,7 @@ impl Default for Settings {
             sms: SmsSettings::default(),
             abuse: AbuseSettings::default(),
             fraud: FraudSettings::default(),
+            events: EventSettings::default(),
             admin_token: None,
             dev_mode: false,
             demo: false,
@@ -198,6 +204,7 @@ fn all_settings(purposes: &[String]) -> Vec<Setting> {
         settings_of::<OtpSettings>(top),
         settings_of::<AbuseSettings>(top),
         settings_of::<FraudSettings>(top),
+        settings_of::<EventVariables>(crate::events::settings::TABLE),
         settings_of::<CaptchaSettings>(top),
         settings_of::<LogSettings>(top),
         settings_of::<PowSettings>(top),
@@ -210,17 +217,26 @@ fn all_settings(purposes: &[String]) -> Vec<Setting> {
 
 /// The config file's tables.
 fn tables() -> Vec<Table> {
-    [&[Table::TOP][..], &crate::sms::settings::TABLES].concat()
+    [
+        &[Table::TOP, crate::events::settings::TABLE][..],
+        &crate::sms::settings::TABLES,
+    ]
+    .concat()
 }
 
 /// Every secret: the service's own and the SMS providers'.
 fn secrets() -> Vec<SecretVariable> {
-    [&SECRETS[..], &crate::sms::settings::SECRETS].concat()
+    [
+        &SECRETS[..],
+        &crate::sms::settings::SECRETS,
+        &[crate::events::settings::WEBHOOK_SECRET],
+    ]
+    .concat()
 }
 
 /// Settings that may hold a password (in a URL's user info or query), so that each may also come
 /// from a file, as the secrets do.
-const WITH_FILES: [SecretVariable; 5] = [
+const WITH_FILES: [SecretVariable; 6] = [
     SecretVariable::new("VCODE_REDIS_URL", "VCODE_REDIS_URL_FILE"),
     SecretVariable::new(
         "VCODE_REDIS_CLUSTER_NODES",
@@ -229,6 +245,7 @@ const WITH_FILES: [SecretVariable; 5] = [
     SecretVariable::new("VCODE_REDIS_SENTINELS", "VCODE_REDIS_SENTINELS_FILE"),
     SecretVariable::new("VCODE_DATABASE_URL", "VCODE_DATABASE_URL_FILE"),
     SecretVariable::new("VCODE_SMS_WEBHOOK_URL", "VCODE_SMS_WEBHOOK_URL_FILE"),
+    SecretVariable::new("VCODE_EVENTS_WEBHOOK_URL", "VCODE_EVENTS_WEBHOOK_URL_FILE"),
 ];
 
 /// The sources for `lookup`: its variables over the config file. The purposes are read first,
@@ -307,6 +324,7 @@ impl Settings {
             captcha: sources.extract()?,
             abuse: sources.extract()?,
             fraud: sources.extract()?,
+            events: EventSettings::read(sources, lookup)?,
             log: sources.extract()?,
             pow: PowSettings {
                 hmac_key: pow_hmac_key(lookup)?,
@@ -409,6 +427,14 @@ impl Settings {
                 "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",
                 self.bind
             )));
+        }
+        if self.events.is_on()
+            && let StoreSettings::Redis(redis) = &self.store
+            && matches!(redis.topology, crate::store::redis::RedisTopology::Cluster { .. })
+        {
+            return Err(ConfigError::Inconsistent(
+                "VCODE_EVENTS_*: events need an outbox the store writes with each change; a Redis Cluster has none yet (one node, Sentinel, PostgreSQL and the embedded store do)".to_owned(),
+            ));
         }
         if self.verify_strategy.is_legacy() {
             // The legacy strategies lose codes on purpose: never where real users are.

@@ -13,6 +13,6 @@ mod verification;
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
 pub use locale::Locale;
-pub use phone::{NumberType, Phone, PhoneParser, Region};
+pub use phone::{NumberType, Phone, PhoneParser, Region, masked_e164};
 pub use purpose::Purpose;
 pub use verification::VerificationId;
