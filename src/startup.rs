@@ -15,7 +15,7 @@ use tracing_actix_web::TracingLogger;
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
-use crate::events::Dispatcher;
+use crate::events::{Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
@@ -249,6 +249,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
     AppState {
         otp: services.otp,
         fraud: services.fraud,
+        events: Arc::new(EventOperations::new(stores.events.clone())),
         captcha: services.captcha,
         pow: services.pow,
         tokens: services.tokens,

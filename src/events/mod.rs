@@ -20,12 +20,14 @@
 //! (`provider`, `message_id`, `error_code` for receipts). Never a code.
 
 pub mod dispatcher;
+mod operations;
 pub mod settings;
 pub mod signature;
 
 use serde_json::{Map, Value, json};
 
 pub use self::dispatcher::Dispatcher;
+pub use self::operations::EventOperations;
 pub use self::settings::{Endpoint, EventSettings, EventVariables};
 pub use self::signature::WebhookSecret;
 pub use crate::store::{EventKind, StoredEvent};

@@ -10,6 +10,7 @@ mod console;
 mod dev;
 mod envelope;
 mod error;
+mod events;
 mod fraud;
 mod hardening;
 mod health;
@@ -88,13 +89,14 @@ impl PublicRoutes {
 }
 
 /// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, the console and its SMS prices, the
-/// fraud guard's routes, and `/api/v1/stats` when a token is set (which [`require_admin_token`]
+/// fraud guard's routes, the event outbox's, and `/api/v1/stats` when a token is set (which [`require_admin_token`]
 /// then asks of every route but the console's static files).
 pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     extractors(cfg, 256);
     cfg.configure(admin::metrics_config)
         .configure(console::config)
-        .configure(fraud::config);
+        .configure(fraud::config)
+        .configure(events::config);
     if stats {
         cfg.configure(admin::stats_config);
     }
