@@ -42,6 +42,7 @@ mod browser;
 mod captcha;
 mod console;
 mod contract;
+mod events;
 mod fraud_conversion;
 mod fraud_guard;
 mod idempotency;
