@@ -43,6 +43,7 @@ mod captcha;
 mod console;
 mod contract;
 mod events;
+mod events_crash;
 mod fraud_conversion;
 mod fraud_guard;
 mod idempotency;
