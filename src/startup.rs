@@ -147,11 +147,7 @@ async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<()
         // PostgreSQL not reachable yet: the dispatcher turns them on once it is.
         tracing::warn!(%error, "event outbox: not turned on yet, retrying");
     }
-    let dispatcher = Dispatcher::new(
-        stores.events.clone(),
-        stores.codes.clone(),
-        events.clone(),
-    )?;
+    let dispatcher = Dispatcher::new(stores.events.clone(), stores.codes.clone(), events.clone())?;
     Arc::new(dispatcher).spawn();
     tracing::info!(
         endpoints = events.endpoints.len(),

@@ -16,6 +16,7 @@
 //! - PostgreSQL: change the verification's row; its trigger (`vcode_verification_events`,
 //!   migration 0004) writes the event. A new column (a delivery state) gets a branch there
 //!   calling `vcode_event_append`.
+//!
 //! `detail` is `key=value` pairs joined by `;`: the payload shows each as a field of `data`
 //! (`provider`, `message_id`, `error_code` for receipts). Never a code.
 
@@ -130,8 +131,14 @@ mod tests {
 
     #[test]
     fn the_expiry_timer_is_sent_as_expired_at_its_time() {
-        let event = StoredEvent::of_verification(EventKind::ExpiryDue, "id", "+8613800138000", "login", 1000)
-            .placed_at(301_000);
+        let event = StoredEvent::of_verification(
+            EventKind::ExpiryDue,
+            "id",
+            "+8613800138000",
+            "login",
+            1000,
+        )
+        .placed_at(301_000);
         let body: Value = serde_json::from_slice(&payload(&event, EventKind::Expired)).unwrap();
         assert_eq!(body["type"], "verification.expired");
         assert_eq!(body["data"]["occurred_at_ms"], 301_000);

@@ -49,10 +49,7 @@ pub struct EventVariables {
     )]
     backoff: Duration,
     /// How long an event is retried before it is given up (kept for a replay).
-    #[serde(
-        rename = "VCODE_EVENTS_RETRY_FOR_SECS",
-        with = "Secs::<60, 2_592_000>"
-    )]
+    #[serde(rename = "VCODE_EVENTS_RETRY_FOR_SECS", with = "Secs::<60, 2_592_000>")]
     retry_for: Duration,
     /// How often an idle dispatcher looks for due events.
     #[serde(rename = "VCODE_EVENTS_POLL_MS", with = "Millis::<10, 60_000>")]
@@ -135,9 +132,10 @@ impl EventSettings {
     /// The wait after try number `attempts` (from 1) failed: the first delay, doubled each
     /// time, at most an hour.
     pub fn backoff_after(&self, attempts: u32) -> Duration {
-        let doubled = self
-            .backoff
-            .saturating_mul(1u32.checked_shl(attempts.saturating_sub(1)).unwrap_or(u32::MAX));
+        let doubled = self.backoff.saturating_mul(
+            1u32.checked_shl(attempts.saturating_sub(1))
+                .unwrap_or(u32::MAX),
+        );
         doubled.min(MAX_BACKOFF)
     }
 

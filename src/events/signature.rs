@@ -41,7 +41,9 @@ impl WebhookSecret {
             .decode(encoded)
             .map_err(|_| "the part after whsec_ is not base64")?;
         if key.len() < MIN_KEY_BYTES {
-            return Err("the key is shorter than 24 bytes (`echo whsec_$(openssl rand -base64 32)`)");
+            return Err(
+                "the key is shorter than 24 bytes (`echo whsec_$(openssl rand -base64 32)`)",
+            );
         }
         Ok(Self(key.into()))
     }
@@ -73,7 +75,12 @@ impl WebhookSecret {
 }
 
 /// The `webhook-signature` value: one signature per secret.
-pub fn signature_header(secrets: &[WebhookSecret], id: &str, timestamp: u64, body: &[u8]) -> String {
+pub fn signature_header(
+    secrets: &[WebhookSecret],
+    id: &str,
+    timestamp: u64,
+    body: &[u8],
+) -> String {
     secrets
         .iter()
         .map(|secret| secret.sign(id, timestamp, body))
@@ -103,7 +110,10 @@ mod tests {
         let new = WebhookSecret::parse(&format!("whsec_{}", STANDARD.encode([7u8; 32]))).unwrap();
         let header = signature_header(&[old.clone(), new.clone()], "msg_1", 1, b"{}");
         let parts: Vec<&str> = header.split(' ').collect();
-        assert_eq!(parts, [old.sign("msg_1", 1, b"{}"), new.sign("msg_1", 1, b"{}")]);
+        assert_eq!(
+            parts,
+            [old.sign("msg_1", 1, b"{}"), new.sign("msg_1", 1, b"{}")]
+        );
         assert_ne!(parts[0], parts[1]);
     }
 
@@ -112,6 +122,12 @@ mod tests {
         assert!(WebhookSecret::parse("MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").is_err());
         assert!(WebhookSecret::parse("whsec_%%%").is_err());
         assert!(WebhookSecret::parse("whsec_c2hvcnQ=").is_err());
-        assert!(format!("{:?}", WebhookSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap()).ends_with("***"));
+        assert!(
+            format!(
+                "{:?}",
+                WebhookSecret::parse("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw").unwrap()
+            )
+            .ends_with("***")
+        );
     }
 }

@@ -73,7 +73,10 @@ async fn a_verification_s_events_arrive_signed_and_in_order(backend: Backend) {
         "verification.approved",
     ];
     assert!(
-        eventually(WAIT, || async { receiver.accepted_types(&id).await.len() >= 4 }).await,
+        eventually(WAIT, || async {
+            receiver.accepted_types(&id).await.len() >= 4
+        })
+        .await,
         "{:?}",
         receiver.deliveries().await
     );
@@ -114,7 +117,10 @@ async fn expired_and_canceled_verifications_say_so_once(backend: Backend) {
     let (expiring, _) = send(&app).await;
     let (canceled, _) = send(&app).await;
     let cancel = app
-        .request(app.client.post(app.url(&format!("/api/v1/otp/verifications/{canceled}/cancel"))))
+        .request(
+            app.client
+                .post(app.url(&format!("/api/v1/otp/verifications/{canceled}/cancel"))),
+        )
         .await;
     assert_eq!(cancel.status, 200, "{cancel:?}");
     assert!(
@@ -170,7 +176,11 @@ async fn a_receiver_that_was_down_gets_every_event_in_order(backend: Backend) {
     assert!(before.iter().all(|delivery| !delivery.accepted()));
     // Only the first event of each verification was tried while the receiver was down.
     for delivery in &before {
-        assert_eq!(delivery.kind.as_deref(), Some("verification.created"), "{delivery:?}");
+        assert_eq!(
+            delivery.kind.as_deref(),
+            Some("verification.created"),
+            "{delivery:?}"
+        );
     }
     receiver.set_mode(200, 0).await;
     let expected = [
@@ -180,7 +190,10 @@ async fn a_receiver_that_was_down_gets_every_event_in_order(backend: Backend) {
     ];
     for id in &ids {
         assert!(
-            eventually(WAIT, || async { receiver.accepted_types(id).await.len() >= 3 }).await,
+            eventually(WAIT, || async {
+                receiver.accepted_types(id).await.len() >= 3
+            })
+            .await,
             "{id}: {:?}",
             receiver.accepted_types(id).await
         );
@@ -208,9 +221,12 @@ async fn concurrent_dispatchers_deliver_each_event_once(backend: Backend) {
     let settings = events_to(&receiver.url, &[&secret]);
     let app = app_for(backend, &receiver, &secret).await;
     for _ in 0..4 {
-        let dispatcher =
-            Dispatcher::new(app.store.events.clone(), app.store.codes.clone(), settings.clone())
-                .unwrap();
+        let dispatcher = Dispatcher::new(
+            app.store.events.clone(),
+            app.store.codes.clone(),
+            settings.clone(),
+        )
+        .unwrap();
         Arc::new(dispatcher).spawn();
     }
     let mut ids = Vec::new();
@@ -237,7 +253,10 @@ async fn concurrent_dispatchers_deliver_each_event_once(backend: Backend) {
     }
     assert_eq!(tries.len(), 40);
     let repeated: Vec<_> = tries.iter().filter(|(_, count)| **count > 1).collect();
-    assert!(repeated.is_empty(), "delivered more than once: {repeated:?}");
+    assert!(
+        repeated.is_empty(),
+        "delivered more than once: {repeated:?}"
+    );
     for id in &ids {
         assert_eq!(
             receiver.accepted_types(id).await,
@@ -285,7 +304,10 @@ async fn failed_events_are_listed_and_replayed(backend: Backend) {
         .await;
     assert_eq!(replay.data::<Replayed>().replayed, 1, "{replay:?}");
     assert!(
-        eventually(WAIT, || async { !receiver.accepted_types(&id).await.is_empty() }).await
+        eventually(WAIT, || async {
+            !receiver.accepted_types(&id).await.is_empty()
+        })
+        .await
     );
     let accepted: Vec<_> = receiver
         .deliveries()

@@ -39,7 +39,11 @@ impl Instance {
                 ("VCODE_EVENTS_WEBHOOK_SECRET", secret.to_owned()),
                 ("VCODE_EVENTS_RETRY_BACKOFF_MS", "100".to_owned()),
             ])
-            .envs(store_vars.iter().map(|(name, value)| (*name, value.as_str())))
+            .envs(
+                store_vars
+                    .iter()
+                    .map(|(name, value)| (*name, value.as_str())),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -77,7 +81,10 @@ impl Instance {
     async fn verify_a_code(&self) -> String {
         let phone = random_phone();
         let sent = self.post("/api/v1/otp/send", json!({"phone": phone})).await;
-        let id = sent["data"]["verification_id"].as_str().expect("an id").to_owned();
+        let id = sent["data"]["verification_id"]
+            .as_str()
+            .expect("an id")
+            .to_owned();
         let outbox: Value = reqwest::Client::new()
             .get(format!("{}/api/v1/dev/outbox", self.address))
             .query(&[("phone", &phone)])
@@ -87,14 +94,26 @@ impl Instance {
             .json()
             .await
             .unwrap();
-        let code = outbox["data"]["messages"][0]["code"].as_str().unwrap().to_owned();
-        let wrong: String = code.chars().map(|d| if d == '0' { '1' } else { '0' }).collect();
+        let code = outbox["data"]["messages"][0]["code"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let wrong: String = code
+            .chars()
+            .map(|d| if d == '0' { '1' } else { '0' })
+            .collect();
         let refused = self
-            .post("/api/v1/otp/verify", json!({"verification_id": id, "code": wrong}))
+            .post(
+                "/api/v1/otp/verify",
+                json!({"verification_id": id, "code": wrong}),
+            )
             .await;
         assert_eq!(refused["code"], 40010, "{refused}");
         let verified = self
-            .post("/api/v1/otp/verify", json!({"verification_id": id, "code": code}))
+            .post(
+                "/api/v1/otp/verify",
+                json!({"verification_id": id, "code": code}),
+            )
             .await;
         assert_eq!(verified["code"], 200, "{verified}");
         id
@@ -121,7 +140,10 @@ async fn no_event_is_lost_to_a_kill_9(store_vars: &[(&str, String)], store: Stor
     };
     receiver.set_mode(503, 0).await;
     let instance = Instance::start(store_vars, &receiver.url, &secret).await;
-    let ids = [instance.verify_a_code().await, instance.verify_a_code().await];
+    let ids = [
+        instance.verify_a_code().await,
+        instance.verify_a_code().await,
+    ];
     instance.kill_9();
     assert!(
         receiver.deliveries().await.iter().all(|d| !d.accepted()),
@@ -165,6 +187,9 @@ async fn no_event_is_lost_to_a_kill_9_on_redis() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_event_is_lost_to_a_kill_9_on_postgres() {
     let url = PostgresServer::shared().fresh_database().await;
-    no_event_is_lost_to_a_kill_9(&[("VCODE_DATABASE_URL", url.clone())], postgres_settings(&url))
-        .await;
+    no_event_is_lost_to_a_kill_9(
+        &[("VCODE_DATABASE_URL", url.clone())],
+        postgres_settings(&url),
+    )
+    .await;
 }

@@ -9,9 +9,7 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::store::events::CLAIM_WINDOW;
-use crate::store::{
-    ClaimedEvent, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent,
-};
+use crate::store::{ClaimedEvent, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent};
 
 struct Pending {
     event: StoredEvent,

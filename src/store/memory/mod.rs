@@ -14,11 +14,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, EventKind, IssueOutcome,
-    IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue,
-    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha,
-    StoredEvent,
-    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, EventKind,
+    IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode,
+    PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError,
+    StoredCaptcha, StoredEvent, VerificationRecord, VerificationStatus, VerificationTarget,
+    VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 

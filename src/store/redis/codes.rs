@@ -232,7 +232,7 @@ impl CodeStore for RedisStore {
             params,
             ("verify_id", Some(events)),
         )
-            .await
+        .await
     }
 
     async fn verification(

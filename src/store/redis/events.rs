@@ -74,7 +74,10 @@ impl RedisStore {
     }
 
     /// The outbox's KEYS and ARGV at the end of a script call, when events are written.
-    pub(super) fn outbox_args(&self, subject: &EventSubject<'_>) -> Option<([String; 2], [String; 5])> {
+    pub(super) fn outbox_args(
+        &self,
+        subject: &EventSubject<'_>,
+    ) -> Option<([String; 2], [String; 5])> {
         if !self.writes_events() {
             return None;
         }
@@ -113,8 +116,19 @@ fn text(value: &Value) -> Option<String> {
 /// An entry (`events.lua`) as the event, its tries, the endpoints that took it and its lease.
 fn parse_entry(field: &str, entry: &str) -> Option<(StoredEvent, u32, u64, u64)> {
     let fields: Vec<&str> = entry.splitn(11, '|').collect();
-    let [_due, attempts, delivered_to, lease, kind, subject, phone, purpose, at, place, detail] =
-        fields[..]
+    let [
+        _due,
+        attempts,
+        delivered_to,
+        lease,
+        kind,
+        subject,
+        phone,
+        purpose,
+        at,
+        place,
+        detail,
+    ] = fields[..]
     else {
         return None;
     };

@@ -69,7 +69,8 @@ pub fn verification_target(id: &VerificationId) -> String {
 /// The event outbox (one node: its keys share no tag with the phone's), `events.lua`: its
 /// entries, its pending index, its failed index and the failures' errors, under `{events}`.
 pub fn outbox_keys() -> [String; 4] {
-    ["entries", "pending", "failed", "errors"].map(|part| format!("{PREFIX}events:{{events}}:{part}"))
+    ["entries", "pending", "failed", "errors"]
+        .map(|part| format!("{PREFIX}events:{{events}}:{part}"))
 }
 
 /// `KEYS` of `issue.lua` and `undo_issue.lua`: the code, the phone's SMS log and the send's
