@@ -16,6 +16,7 @@ if ARGV[#ARGV] == 'outbox' then
 end
 
 -- Appends one event of the caller's subject, placed (and due) at `place`; returns its field.
+-- Nothing without an outbox (callers that build a detail check OUTBOX first, to skip that work).
 local function outbox_append(kind, at, place, detail)
   if not OUTBOX then return nil end
   local seq = redis.call('HINCRBY', OUTBOX.entries, 'seq', 1)
@@ -25,13 +26,4 @@ local function outbox_append(kind, at, place, detail)
     '0', kind, OUTBOX.subject, OUTBOX.phone, OUTBOX.purpose, string.format('%d', at),
     string.format('%d', place), detail or OUTBOX.detail}, '|'))
   return field
-end
-
--- Drops the entries `fields` (space-separated) from the outbox: a send rolled back.
-local function outbox_forget(fields)
-  if not OUTBOX or not fields then return end
-  for field in string.gmatch(fields, '%d+') do
-    redis.call('ZREM', OUTBOX.pending, field)
-    redis.call('HDEL', OUTBOX.entries, field)
-  end
 end

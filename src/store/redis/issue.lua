@@ -52,10 +52,11 @@ local function bind_verification(record)
     redis.call('SET', KEYS[4], ARGV[8], 'PX', keep)
   end
   -- Its events: created, and the timer that tells at its expiry whether it expired unused.
-  local expires = now + tonumber(ARGV[2])
-  local created = outbox_append('verification.created', now, now, 'expires_at_ms=' .. int(expires))
-  local timer = outbox_append('timer.expiry', now, expires, '')
-  if created then
+  if OUTBOX then
+    local expires = now + tonumber(ARGV[2])
+    local created = outbox_append('verification.created', now, now,
+      'expires_at_ms=' .. int(expires))
+    local timer = outbox_append('timer.expiry', now, expires, '')
     redis.call('HSET', KEYS[3], 'o', created .. ' ' .. timer)
   end
 end

@@ -11,6 +11,16 @@
 -- Returns 1 if the code was rolled back, 0 if the hash had moved on.
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
+
+-- Drops the entries `fields` (space-separated) from the outbox: a send rolled back.
+local function outbox_forget(fields)
+  if not OUTBOX or not fields then return end
+  for field in string.gmatch(fields, '%d+') do
+    redis.call('ZREM', OUTBOX.pending, field)
+    redis.call('HDEL', OUTBOX.entries, field)
+  end
+end
+
 redis.call('ZREM', KEYS[2], ARGV[4])
 outbox_forget(redis.call('HGET', KEYS[3], 'o'))
 redis.call('DEL', KEYS[3])

@@ -49,10 +49,14 @@ quota_record(KEYS[2], now, phone_rules, ARGV[2])
 quota_record(KEYS[3], now, client_rules, ARGV[2])
 local failed = redis.call('HINCRBY', KEYS[4], 'a', 1)
 local limit = tonumber(ARGV[1])
-outbox_append('verification.failed_attempt', now, now, 'attempts=' .. int(failed))
+if OUTBOX then
+  outbox_append('verification.failed_attempt', now, now, 'attempts=' .. int(failed))
+end
 if failed >= limit then
   redis.call('HSET', KEYS[4], 's', 'm')
-  outbox_append('verification.max_attempts_reached', now, now, 'attempts=' .. int(failed))
+  if OUTBOX then
+    outbox_append('verification.max_attempts_reached', now, now, 'attempts=' .. int(failed))
+  end
   return {-2}
 end
 return {0, limit - failed}
