@@ -49,14 +49,14 @@ fn event_of(row: &Row) -> Result<(StoredEvent, u32, u64, u64), StoreError> {
 
 #[async_trait]
 impl EventStore for PostgresStore {
-    /// The database records events once any instance sharing it has turned them on: the
-    /// outbox is the shared store's, and that instance delivers what the others write. Off
-    /// is left to the operator (`UPDATE vcode_event_settings SET record = false`).
+    /// The database records events once any instance sharing it has turned them on (its
+    /// triggers enabled): the outbox is the shared store's, and that instance delivers what the
+    /// others write. Off is left to the operator (`ALTER TABLE … DISABLE TRIGGER`).
     async fn record_events(&self, on: bool) -> Result<(), StoreError> {
         if !on {
             return Ok(());
         }
-        self.query("UPDATE vcode_event_settings SET record = true", &[])
+        self.query("SELECT vcode_events_record()", &[])
             .await
             .map(drop)
     }

@@ -1,7 +1,8 @@
 -- Version 4: the event outbox. Events are written by triggers on the rows whose change they
 -- describe (a verification's, a prefix block's), so each is in the transaction of its change:
--- committed with it or not at all. No function of the earlier versions changed. Nothing is
--- written while vcode_event_settings.record is false (no endpoint configured).
+-- committed with it or not at all. No function of the earlier versions changed. The triggers
+-- are created disabled: a database no instance has turned events on for (no endpoint
+-- configured) writes nothing and pays nothing; vcode_events_record() enables them.
 CREATE TABLE vcode_event_outbox (
   seq bigserial PRIMARY KEY,
   kind text NOT NULL,
@@ -25,19 +26,15 @@ CREATE INDEX vcode_event_outbox_order ON vcode_event_outbox (order_ms, seq)
   WHERE failed_at_ms IS NULL;
 CREATE INDEX vcode_event_outbox_subject ON vcode_event_outbox (subject);
 
-CREATE TABLE vcode_event_settings (
-  only_row boolean PRIMARY KEY DEFAULT true CHECK (only_row),
-  record boolean NOT NULL
-);
-INSERT INTO vcode_event_settings VALUES (true, false);
-
+-- PL/pgSQL, so its statement's plan is cached per connection (a SQL function's is made anew
+-- on every call).
 CREATE FUNCTION vcode_event_append(p_kind text, p_subject text, p_phone text, p_purpose text,
   p_at bigint, p_order bigint, p_detail text)
-RETURNS void LANGUAGE sql AS $$
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
   INSERT INTO vcode_event_outbox (kind, subject, phone, purpose, at_ms, order_ms, detail, due_ms)
-    SELECT p_kind, p_subject, p_phone, p_purpose, p_at, p_order, p_detail, p_order
-    WHERE (SELECT record FROM vcode_event_settings);
-$$;
+    VALUES (p_kind, p_subject, p_phone, p_purpose, p_at, p_order, p_detail, p_order);
+END $$;
 
 -- A verification's life: created (with its expiry timer), each wrong code, its end. A row
 -- deleted before its time is a send rolled back (its id never handed out): its events go too;
@@ -94,6 +91,24 @@ END $$;
 CREATE TRIGGER vcode_block_events
   AFTER INSERT OR UPDATE ON vcode_fraud_blocks
   FOR EACH ROW EXECUTE FUNCTION vcode_block_events();
+
+ALTER TABLE vcode_verifications DISABLE TRIGGER vcode_verification_events;
+ALTER TABLE vcode_fraud_blocks DISABLE TRIGGER vcode_block_events;
+
+-- Turns the event triggers on (once: an enabled trigger is left alone, so instances starting
+-- later take no lock on the tables). Turning them off is the operator's (ALTER TABLE ... DISABLE
+-- TRIGGER): other instances may deliver what this one's writes.
+CREATE FUNCTION vcode_events_record() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'vcode_verification_events'
+             AND tgenabled = 'D') THEN
+    ALTER TABLE vcode_verifications ENABLE TRIGGER vcode_verification_events;
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'vcode_block_events'
+             AND tgenabled = 'D') THEN
+    ALTER TABLE vcode_fraud_blocks ENABLE TRIGGER vcode_block_events;
+  END IF;
+END $$;
 
 -- Up to p_limit due events, each the first pending one of its subject among the oldest
 -- p_window, leased until p_now + p_lease_ms. Claims take turns on one lock, so two never
