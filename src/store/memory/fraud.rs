@@ -202,10 +202,12 @@ impl FraudStore for MemoryStore {
             return Ok(false);
         }
         state.blocks.insert(block.prefix.clone(), block.clone());
-        self.events.append(
-            StoredEvent::of_prefix(EventKind::PrefixSuspended, &block.prefix, unix_now_ms())
-                .with_detail(block_detail(block)),
-        );
+        if self.events.is_on() {
+            self.events.append(
+                StoredEvent::of_prefix(EventKind::PrefixSuspended, &block.prefix, unix_now_ms())
+                    .with_detail(block_detail(block)),
+            );
+        }
         Ok(true)
     }
 
@@ -219,11 +221,13 @@ impl FraudStore for MemoryStore {
             Some(block) if block.is_active(now_ms) => {
                 block.until_ms = now_ms;
                 block.lifted_ms = now_ms;
-                let detail = block_detail(block);
-                self.events.append(
-                    StoredEvent::of_prefix(EventKind::PrefixLifted, prefix, unix_now_ms())
-                        .with_detail(detail),
-                );
+                if self.events.is_on() {
+                    let detail = block_detail(block);
+                    self.events.append(
+                        StoredEvent::of_prefix(EventKind::PrefixLifted, prefix, unix_now_ms())
+                            .with_detail(detail),
+                    );
+                }
                 Ok(true)
             }
             _ => Ok(false),

@@ -56,14 +56,19 @@ impl MemoryStore {
         }
     }
 
-    /// Appends an event of the verification `entry` (the caller holds its shard).
+    /// Appends an event of the verification `entry` (the caller holds its shard), its detail
+    /// made only when events are on.
     fn verification_event(
         &self,
         kind: EventKind,
         id: &VerificationId,
         entry: &VerificationEntry,
-        detail: String,
+        detail: impl FnOnce() -> String,
     ) {
+        if !self.events.is_on() {
+            return;
+        }
+        let detail = detail();
         self.events.append(
             StoredEvent::of_verification(
                 kind,
@@ -142,7 +147,7 @@ impl MemoryStore {
         if verification.digest.is_any_of(candidates) {
             codes.remove(key.as_str());
             verification.ended = Some(VerificationStatus::Approved);
-            self.verification_event(EventKind::Approved, id, verification, String::new());
+            self.verification_event(EventKind::Approved, id, verification, String::new);
             return VerifyOutcome::Verified;
         }
         let token = QuotaToken::generate();
@@ -154,8 +159,9 @@ impl MemoryStore {
             );
         }
         verification.failed_attempts += 1;
-        let attempts = format!("attempts={}", verification.failed_attempts);
-        self.verification_event(EventKind::FailedAttempt, id, verification, attempts.clone());
+        let failed = verification.failed_attempts;
+        let attempts = || format!("attempts={failed}");
+        self.verification_event(EventKind::FailedAttempt, id, verification, attempts);
         if verification.failed_attempts >= params.max_attempts {
             verification.ended = Some(VerificationStatus::MaxAttemptsReached);
             self.verification_event(EventKind::MaxAttemptsReached, id, verification, attempts);
@@ -188,7 +194,7 @@ impl MemoryStore {
             });
         if cancel && live {
             entry.ended = Some(VerificationStatus::Canceled);
-            self.verification_event(EventKind::Canceled, id, entry, String::new());
+            self.verification_event(EventKind::Canceled, id, entry, String::new);
         }
         let status = match entry.ended {
             Some(ended) => ended,
