@@ -22,8 +22,9 @@ fn unsigned(value: i64) -> u64 {
     u64::try_from(value).unwrap_or(0)
 }
 
-/// A row of `COLUMNS`: the event, its tries, the endpoints that took it, its lease.
-fn event_of(row: &Row) -> Result<(StoredEvent, u32, u64, u64), StoreError> {
+/// An outbox row (`seq` … `lease` first): the event, its tries, the endpoints that took it,
+/// its lease.
+fn event_of(row: &Row) -> Result<ClaimedEvent, StoreError> {
     let kind: String = column(row, 1)?;
     let event = StoredEvent {
         seq: unsigned(column(row, 0)?),
@@ -39,12 +40,12 @@ fn event_of(row: &Row) -> Result<(StoredEvent, u32, u64, u64), StoreError> {
     let attempts: i32 = column(row, 8)?;
     let delivered_to: i64 = column(row, 9)?;
     let lease: i64 = column(row, 10)?;
-    Ok((
+    Ok(ClaimedEvent {
         event,
-        u32::try_from(attempts).unwrap_or(0),
-        delivered_to as u64,
-        lease as u64,
-    ))
+        attempts: u32::try_from(attempts).unwrap_or(0),
+        delivered_to: delivered_to as u64,
+        lease: lease as u64,
+    })
 }
 
 #[async_trait]
@@ -76,15 +77,7 @@ impl EventStore for PostgresStore {
         )
         .await?
         .iter()
-        .map(|row| {
-            let (event, attempts, delivered_to, lease) = event_of(row)?;
-            Ok(ClaimedEvent {
-                event,
-                attempts,
-                delivered_to,
-                lease,
-            })
-        })
+        .map(event_of)
         .collect()
     }
 
@@ -150,7 +143,12 @@ impl EventStore for PostgresStore {
         .await?
         .iter()
         .map(|row| {
-            let (event, attempts, delivered_to, _) = event_of(row)?;
+            let ClaimedEvent {
+                event,
+                attempts,
+                delivered_to,
+                ..
+            } = event_of(row)?;
             Ok(FailedEvent {
                 event,
                 attempts,

@@ -114,7 +114,7 @@ fn text(value: &Value) -> Option<String> {
 }
 
 /// An entry (`events.lua`) as the event, its tries, the endpoints that took it and its lease.
-fn parse_entry(field: &str, entry: &str) -> Option<(StoredEvent, u32, u64, u64)> {
+fn parse_entry(field: &str, entry: &str) -> Option<ClaimedEvent> {
     let fields: Vec<&str> = entry.splitn(11, '|').collect();
     let [
         _due,
@@ -142,12 +142,12 @@ fn parse_entry(field: &str, entry: &str) -> Option<(StoredEvent, u32, u64, u64)>
         order_ms: place.parse().ok()?,
         detail: detail.to_owned(),
     };
-    Some((
+    Some(ClaimedEvent {
         event,
-        attempts.parse().ok()?,
-        delivered_to.parse().ok()?,
-        lease.parse().ok()?,
-    ))
+        attempts: attempts.parse().ok()?,
+        delivered_to: delivered_to.parse().ok()?,
+        lease: lease.parse().ok()?,
+    })
 }
 
 fn field_of(seq: u64) -> String {
@@ -192,14 +192,7 @@ impl EventStore for RedisStore {
                     _ => (None, None),
                 };
                 let (field, entry) = field.zip(entry).ok_or_else(|| broken("claim reply"))?;
-                let (event, attempts, delivered_to, lease) =
-                    parse_entry(&field, &entry).ok_or_else(|| broken("entry"))?;
-                Ok(ClaimedEvent {
-                    event,
-                    attempts,
-                    delivered_to,
-                    lease,
-                })
+                parse_entry(&field, &entry).ok_or_else(|| broken("entry"))
             })
             .collect()
     }
@@ -259,8 +252,12 @@ impl EventStore for RedisStore {
         let mut failed_events = Vec::new();
         for (((field, failed_at_ms), body), error) in listed.iter().zip(bodies).zip(reasons) {
             let Some(body) = body else { continue };
-            let (event, attempts, delivered_to, _) =
-                parse_entry(field, &body).ok_or_else(|| broken("entry"))?;
+            let ClaimedEvent {
+                event,
+                attempts,
+                delivered_to,
+                ..
+            } = parse_entry(field, &body).ok_or_else(|| broken("entry"))?;
             failed_events.push(FailedEvent {
                 event,
                 attempts,
