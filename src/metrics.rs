@@ -209,7 +209,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let event_deliveries = Family::<OneLabel, Counter>::default();
     registry.register(
         "vcode_event_deliveries",
-        "event webhook tries, by outcome (delivered, retry, failed, skipped: an expiry timer of a verification that ended otherwise)",
+        "event webhook tries, by outcome (delivered, retry, failed; skipped: an expiry timer of a verification that ended otherwise, or an event no endpoint's filter wants)",
         event_deliveries.clone(),
     );
     let events_pending = Gauge::default();

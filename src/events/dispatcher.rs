@@ -150,6 +150,11 @@ impl Dispatcher {
             .enumerate()
             .filter(|(at, endpoint)| claim.delivered_to & (1 << at) == 0 && endpoint.wants(kind))
             .collect();
+        if owed.is_empty() {
+            // No endpoint's filter wants it.
+            crate::metrics::count_event_delivery("skipped");
+            return Settlement::Done;
+        }
         let tries = owed
             .iter()
             .map(|(_, endpoint)| self.post(endpoint, &id, &body));

@@ -239,8 +239,9 @@ impl StoredEvent {
 /// What a prefix event's subject starts with (a verification id never does).
 pub const PREFIX_SUBJECT: &str = "prefix:";
 
-/// How many pending events, from the oldest, a claim looks through for the first of each
-/// subject: a bound on the claim's work however long the outbox has grown.
+/// How many pending events placed by now, from the oldest, a claim looks through for the first
+/// of each subject: a bound on the claim's work however long the outbox has grown (the expiry
+/// timers of pending codes, placed later, are not looked at).
 pub const CLAIM_WINDOW: usize = 2048;
 
 /// A prefix event's facts: its country, why, until when and its strikes.

@@ -199,6 +199,26 @@ async fn a_receiver_that_was_down_gets_every_event_in_order(backend: Backend) {
         );
         assert_eq!(receiver.accepted_types(id).await, expected);
     }
+    // The metrics saw the retries and the deliveries (one registry for the test process).
+    let metrics = app
+        .client
+        .get(app.admin_url(paths::METRICS))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for outcome in ["retry", "delivered"] {
+        let line = format!("vcode_event_deliveries_total{{outcome=\"{outcome}\"}} ");
+        let count: u64 = metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&line))
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{line} in {metrics}"));
+        assert!(count > 0, "{line}{count}");
+    }
+    assert!(metrics.contains("vcode_events_pending "), "{metrics}");
     // Every try of one event carried its one webhook-id: each refused id was later accepted.
     let after = receiver.deliveries().await;
     for refused in before {
@@ -317,4 +337,50 @@ async fn failed_events_are_listed_and_replayed(backend: Backend) {
         .collect();
     assert_eq!(accepted[0].id, listed[0].webhook_id, "the same webhook-id");
     assert!(failed().await.is_empty());
+}
+
+/// Two endpoints, each with its own secret: one wants approvals only, the other everything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn each_endpoint_gets_the_events_its_filter_wants() {
+    let (all_secret, approved_secret) = (new_secret(), new_secret());
+    let Some(all) = Receiver::start(&all_secret, "each_endpoint_gets") else {
+        return;
+    };
+    let Some(approvals) = Receiver::start(&approved_secret, "each_endpoint_gets") else {
+        return;
+    };
+    let mut events = events_to(&all.url, &[&all_secret]);
+    let mut filtered = events_to(&approvals.url, &[&approved_secret])
+        .endpoints
+        .remove(0);
+    filtered.events = Some(vec![vcode::store::EventKind::Approved]);
+    events.endpoints.push(filtered);
+    let app = spawn_app_with(Backend::Memory, |settings| {
+        settings.otp.verify_by = VerifyBy::Id;
+        settings.events = events;
+    })
+    .await;
+    let (id, code) = send(&app).await;
+    assert_eq!(app.verify_id(&id, &wrong(&code)).await.status, 400);
+    assert_eq!(app.verify_id(&id, &code).await.status, 200);
+    assert!(
+        eventually(WAIT, || async {
+            all.accepted_types(&id).await.len() >= 3
+                && !approvals.accepted_types(&id).await.is_empty()
+        })
+        .await
+    );
+    assert_eq!(
+        approvals.accepted_types(&id).await,
+        ["verification.approved"]
+    );
+    assert!(approvals.deliveries().await.iter().all(|d| d.accepted()));
+    assert_eq!(
+        all.accepted_types(&id).await,
+        [
+            "verification.created",
+            "verification.failed_attempt",
+            "verification.approved"
+        ]
+    );
 }

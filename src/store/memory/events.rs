@@ -97,7 +97,9 @@ impl EventStore for MemoryStore {
         let mut state = lock(&self.events.state);
         let mut seen = HashSet::new();
         let mut claimed = Vec::new();
-        for pending in state.pending.values_mut().take(CLAIM_WINDOW) {
+        // Placed by now: a later expiry timer is neither due nor ahead of anything due.
+        let placed = state.pending.range_mut(..=(now, u64::MAX));
+        for pending in placed.map(|(_, pending)| pending).take(CLAIM_WINDOW) {
             if claimed.len() >= limit {
                 break;
             }

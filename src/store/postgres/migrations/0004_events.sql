@@ -111,7 +111,7 @@ BEGIN
 END $$;
 
 -- Up to p_limit due events, each the first pending one of its subject among the oldest
--- p_window, leased until p_now + p_lease_ms. Claims take turns on one lock, so two never
+-- p_window placed by now (a later expiry timer is neither due nor ahead of anything due), leased until p_now + p_lease_ms. Claims take turns on one lock, so two never
 -- hand out one event.
 CREATE FUNCTION vcode_events_claim(p_limit integer, p_window integer, p_lease_ms bigint)
 RETURNS SETOF vcode_event_outbox LANGUAGE plpgsql AS $$
@@ -124,7 +124,8 @@ BEGIN
     SELECT w.seq, w.due_ms,
       row_number() OVER (PARTITION BY w.subject ORDER BY w.order_ms, w.seq) AS rank
     FROM (SELECT o.seq, o.subject, o.order_ms, o.due_ms FROM vcode_event_outbox o
-          WHERE o.failed_at_ms IS NULL ORDER BY o.order_ms, o.seq LIMIT p_window) w
+          WHERE o.failed_at_ms IS NULL AND o.order_ms <= now_ms
+          ORDER BY o.order_ms, o.seq LIMIT p_window) w
   ), picked AS (
     SELECT walk.seq FROM walk WHERE walk.rank = 1 AND walk.due_ms <= now_ms
     ORDER BY walk.seq LIMIT p_limit
