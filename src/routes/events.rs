@@ -5,6 +5,7 @@
 use actix_web::{HttpResponse, web};
 use vcode_wire::{FailedEvents, FailedEventsQuery, ReplayRequest, Replayed, paths};
 
+use super::openapi::Api;
 use super::{ApiError, AppState, envelope};
 use crate::store::FailedEvent;
 
@@ -13,6 +14,36 @@ const DEFAULT_LIMIT: usize = 100;
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::get_resource(paths::EVENTS_FAILED).route(super::get().to(failed)))
         .service(super::post_resource(paths::EVENTS_REPLAY).route(web::post().to(replay)));
+}
+
+pub fn describe(api: &mut Api) {
+    use vcode_wire::ErrorCode::*;
+    let failed = api.schema::<FailedEvents>();
+    api.get(paths::EVENTS_FAILED, "events", "Events given up after the retry period")
+        .describe(
+            "Oldest first. Each keeps the webhook-id it was sent with, and its last failure \
+             per endpoint. With VCODE_ADMIN_TOKEN set, every operator route needs it as a \
+             bearer token.",
+        )
+        .parameter(
+            "query",
+            "limit",
+            false,
+            serde_json::json!({"type": "integer", "minimum": 0, "maximum": 1000, "default": DEFAULT_LIMIT}),
+            "how many at most (1000 at most)",
+        )
+        .ok_envelope(failed)
+        .errors(&[Malformed, Unauthorized, Internal, StoreUnavailable]);
+    let body = api.schema::<ReplayRequest>();
+    let replayed = api.schema::<Replayed>();
+    api.post(paths::EVENTS_REPLAY, "events", "Replay failed events")
+        .describe(
+            "The events named by seq (none: every failed event) are due again at once, their \
+             tries counted anew, with the same webhook-id.",
+        )
+        .body(body)
+        .ok_envelope(replayed)
+        .errors(&[Unauthorized, Internal, StoreUnavailable]);
 }
 
 async fn failed(

@@ -384,3 +384,62 @@ async fn each_endpoint_gets_the_events_its_filter_wants() {
         ]
     );
 }
+
+/// The operator listener describes its event routes in an OpenAPI document of its own (the
+/// public one leaves the operator routes out), and serves what it describes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_operator_description_covers_the_event_routes() {
+    let app = spawn_app_with(Backend::Memory, |_| {}).await;
+    let spec: serde_json::Value = app
+        .client
+        .get(app.admin_url(paths::ADMIN_OPENAPI))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        spec["openapi"].as_str().map(|v| &v[..3]),
+        Some("3.1"),
+        "{spec}"
+    );
+    let described = [
+        ("get", paths::EVENTS_FAILED),
+        ("post", paths::EVENTS_REPLAY),
+        ("get", paths::ADMIN_OPENAPI),
+    ];
+    for (method, path) in described {
+        assert!(
+            spec["paths"][path][method].is_object(),
+            "{method} {path}: {spec}"
+        );
+    }
+    assert_eq!(spec["paths"].as_object().unwrap().len(), 3, "{spec}");
+    let failed = app
+        .client
+        .get(app.admin_url(paths::EVENTS_FAILED))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(failed.status(), 200);
+    let replayed = app
+        .client
+        .post(app.admin_url(paths::EVENTS_REPLAY))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(replayed.status(), 200);
+    // The public description still leaves them out.
+    let public: serde_json::Value = app
+        .client
+        .get(app.url(paths::OPENAPI))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(public["paths"].get(paths::EVENTS_FAILED).is_none());
+}

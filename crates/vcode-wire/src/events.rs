@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `GET /api/v1/admin/events/failed?limit=N`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedEventsQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -11,6 +12,7 @@ pub struct FailedEventsQuery {
 }
 
 /// One event given up on.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedEvent {
     /// Its number in the outbox: what a replay names.
@@ -29,6 +31,7 @@ pub struct FailedEvent {
 }
 
 /// The answer of the failed list.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FailedEvents {
     pub events: Vec<FailedEvent>,
@@ -36,6 +39,7 @@ pub struct FailedEvents {
 
 /// `POST /api/v1/admin/events/failed/replay`: these (`seqs`), or every failed event (none
 /// given).
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayRequest {
     #[serde(default)]
@@ -43,6 +47,7 @@ pub struct ReplayRequest {
 }
 
 /// How many failed events are due again.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Replayed {
     pub replayed: u64,

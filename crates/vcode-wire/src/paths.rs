@@ -43,6 +43,9 @@ pub const FRAUD_TRAFFIC: &str = api_v1!("/admin/fraud/traffic");
 pub const EVENTS_FAILED: &str = api_v1!("/admin/events/failed");
 /// `POST` [`crate::ReplayRequest`] on the operator listener → [`crate::Replayed`].
 pub const EVENTS_REPLAY: &str = api_v1!("/admin/events/failed/replay");
+/// `GET` on the operator listener: the OpenAPI 3.1 description of its JSON routes that have
+/// one (the event outbox's so far; the public one is [`OPENAPI`]).
+pub const ADMIN_OPENAPI: &str = api_v1!("/admin/openapi.json");
 
 /// `POST` [`crate::SendRequest`] → [`crate::SendData`].
 pub const OTP_SEND: &str = api_v1!("/otp/send");
@@ -123,7 +126,7 @@ pub const PUBLIC: [&str; 17] = [
 pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
-pub const OPERATOR: [&str; 10] = [
+pub const OPERATOR: [&str; 11] = [
     METRICS,
     STATS,
     CONSOLE,
@@ -134,6 +137,7 @@ pub const OPERATOR: [&str; 10] = [
     FRAUD_TRAFFIC,
     EVENTS_FAILED,
     EVENTS_REPLAY,
+    ADMIN_OPENAPI,
 ];
 
 /// The path parameter in [`CAPTCHA_IMAGE`] and [`DEV_CAPTCHA_ANSWER`].
@@ -215,6 +219,7 @@ mod tests {
             (FRAUD_TRAFFIC, "/api/v1/admin/fraud/traffic"),
             (EVENTS_FAILED, "/api/v1/admin/events/failed"),
             (EVENTS_REPLAY, "/api/v1/admin/events/failed/replay"),
+            (ADMIN_OPENAPI, "/api/v1/admin/openapi.json"),
             (OTP_SEND, "/api/v1/otp/send"),
             (OTP_VERIFY, "/api/v1/otp/verify"),
             (CAPTCHA, "/api/v1/captcha"),
