@@ -7,6 +7,7 @@ pub mod client_ip;
 pub mod config;
 pub mod domain;
 pub mod email;
+pub mod events;
 pub mod fraud;
 pub(crate) mod health;
 pub mod idempotency;

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -84,6 +85,10 @@ struct Metrics {
     verified_by_country: Family<CountryLabel, Counter>,
     fraud_suspensions: Family<CountryLabel, Counter>,
     fraud_holds: Family<CountryLabel, Counter>,
+    event_deliveries: Family<OneLabel, Counter>,
+    events_pending: Gauge,
+    events_oldest_age: Gauge,
+    events_failed: Gauge,
 }
 
 /// A country (ISO region, `001` for the non-geographic codes): bounded, unlike the fraud
@@ -201,8 +206,36 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "vcode_fraud_holds",
         "destination prefixes the fraud guard held back for a surge, by country",
     );
+    let event_deliveries = Family::<OneLabel, Counter>::default();
+    registry.register(
+        "vcode_event_deliveries",
+        "event webhook tries, by outcome (delivered, retry, failed; skipped: an expiry timer of a verification that ended otherwise, or an event no endpoint's filter wants)",
+        event_deliveries.clone(),
+    );
+    let events_pending = Gauge::default();
+    registry.register(
+        "vcode_events_pending",
+        "events due or retrying in the store's outbox (sampled by the dispatcher)",
+        events_pending.clone(),
+    );
+    let events_oldest_age = Gauge::default();
+    registry.register(
+        "vcode_events_oldest_pending_age_seconds",
+        "age of the oldest event not yet delivered",
+        events_oldest_age.clone(),
+    );
+    let events_failed = Gauge::default();
+    registry.register(
+        "vcode_events_failed",
+        "events given up on, waiting for an operator's replay",
+        events_failed.clone(),
+    );
     Metrics {
         registry,
+        event_deliveries,
+        events_pending,
+        events_oldest_age,
+        events_failed,
         monitored_sms,
         sms_by_country,
         verified_by_country,
@@ -241,6 +274,22 @@ pub fn count_event(name: &'static str, label: &'static str, value: &'static str)
             handles.push((key, counter));
         }
     });
+}
+
+/// Counts one try of an event webhook by its outcome.
+pub fn count_event_delivery(outcome: &'static str) {
+    METRICS
+        .event_deliveries
+        .get_or_create(&[("outcome", outcome)])
+        .inc();
+}
+
+/// The outbox as the dispatcher last saw it.
+pub fn set_event_outbox(pending: u64, oldest_age_secs: u64, failed: u64) {
+    let gauge = |value: u64| i64::try_from(value).unwrap_or(i64::MAX);
+    METRICS.events_pending.set(gauge(pending));
+    METRICS.events_oldest_age.set(gauge(oldest_age_secs));
+    METRICS.events_failed.set(gauge(failed));
 }
 
 /// Counts one SMS delivered to a monitored `region`.

@@ -15,6 +15,7 @@ use tracing_actix_web::TracingLogger;
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
+use crate::events::{Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
@@ -54,6 +55,7 @@ impl Application {
                 "test numbers (VCODE_TEST_NUMBERS): each verifies with its fixed code; no SMS, no quota, no destination check"
             );
         }
+        start_events(&settings, &stores).await?;
         let services = Services::build(&settings, &stores)?;
         let state = web::Data::new(app_state(&settings, &stores, services));
         let (port, server) = serve_public(&settings, state.clone())?;
@@ -127,6 +129,31 @@ async fn open_redis(settings: &Settings, redis: &RedisSettings) -> anyhow::Resul
         redis.command_timeout,
     )
     .context("legacy store")
+}
+
+/// Turns the outbox writes on when an endpoint is configured, and starts this instance's
+/// dispatcher. Several instances may each run one: the store's leases keep them apart.
+async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<()> {
+    let events = &settings.events;
+    if !events.is_on() {
+        return Ok(());
+    }
+    if matches!(settings.store, StoreSettings::Embedded) {
+        tracing::warn!(
+            "events (VCODE_EVENTS_*) on the embedded store: its outbox is in this process's memory, and the events not yet delivered are lost when it stops; use Redis or PostgreSQL to keep them"
+        );
+    }
+    if let Err(error) = stores.events.record_events(true).await {
+        // PostgreSQL not reachable yet: the dispatcher turns them on once it is.
+        tracing::warn!(%error, "event outbox: not turned on yet, retrying");
+    }
+    let dispatcher = Dispatcher::new(stores.events.clone(), stores.codes.clone(), events.clone())?;
+    Arc::new(dispatcher).spawn();
+    tracing::info!(
+        endpoints = events.endpoints.len(),
+        "events: delivering to the configured webhooks (VCODE_EVENTS_*)"
+    );
+    Ok(())
 }
 
 /// The use cases and what they share, built once for every worker.
@@ -218,6 +245,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
     AppState {
         otp: services.otp,
         fraud: services.fraud,
+        events: Arc::new(EventOperations::new(stores.events.clone())),
         captcha: services.captcha,
         pow: services.pow,
         tokens: services.tokens,

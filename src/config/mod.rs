@@ -51,6 +51,8 @@ use crate::api_keys::ApiKeys;
 pub use crate::captcha::CaptchaSettings;
 pub use crate::email::EmailSettings;
 use crate::email::EmailVariables;
+pub use crate::events::EventSettings;
+use crate::events::EventVariables;
 pub use crate::fraud::FraudSettings;
 use crate::keyring::SecretKey;
 pub use crate::otp::{AbuseSettings, NumberTypes, OtpSettings, Regions, TestNumbers};
@@ -86,6 +88,9 @@ pub struct Settings {
     /// The email channel's relay (`VCODE_EMAIL_*`); off without `VCODE_EMAIL_SMTP_URL`.
     #[serde(skip)]
     pub email: EmailSettings,
+    /// The event webhooks (`VCODE_EVENTS_*`); no endpoint: no events.
+    #[serde(skip)]
+    pub events: EventSettings,
     /// Enables `GET /api/v1/stats` for this bearer token; without one the route does not exist.
     #[serde(skip)]
     pub admin_token: Option<Secret>,
@@ -170,6 +175,7 @@ impl Default for Settings {
             abuse: AbuseSettings::default(),
             fraud: FraudSettings::default(),
             email: EmailSettings::default(),
+            events: EventSettings::default(),
             admin_token: None,
             dev_mode: false,
             demo: false,
@@ -204,6 +210,7 @@ fn all_settings(purposes: &[String]) -> Vec<Setting> {
         settings_of::<OtpSettings>(top),
         settings_of::<AbuseSettings>(top),
         settings_of::<FraudSettings>(top),
+        settings_of::<EventVariables>(crate::events::settings::TABLE),
         settings_of::<CaptchaSettings>(top),
         settings_of::<LogSettings>(top),
         settings_of::<PowSettings>(top),
@@ -217,7 +224,11 @@ fn all_settings(purposes: &[String]) -> Vec<Setting> {
 
 /// The config file's tables.
 fn tables() -> Vec<Table> {
-    [&[Table::TOP][..], &crate::sms::settings::TABLES].concat()
+    [
+        &[Table::TOP, crate::events::settings::TABLE][..],
+        &crate::sms::settings::TABLES,
+    ]
+    .concat()
 }
 
 /// Every secret: the service's own, the SMS providers' and the mail relay's.
@@ -226,6 +237,7 @@ fn secrets() -> Vec<SecretVariable> {
         &SECRETS[..],
         &crate::sms::settings::SECRETS,
         &[crate::email::settings::SMTP_PASSWORD],
+        &[crate::events::settings::WEBHOOK_SECRET],
     ]
     .concat()
 }
@@ -242,6 +254,7 @@ const WITH_FILES: [SecretVariable; 6] = [
     SecretVariable::new("VCODE_DATABASE_URL", "VCODE_DATABASE_URL_FILE"),
     SecretVariable::new("VCODE_SMS_WEBHOOK_URL", "VCODE_SMS_WEBHOOK_URL_FILE"),
     SecretVariable::new("VCODE_EMAIL_SMTP_URL", "VCODE_EMAIL_SMTP_URL_FILE"),
+    SecretVariable::new("VCODE_EVENTS_WEBHOOK_URL", "VCODE_EVENTS_WEBHOOK_URL_FILE"),
 ];
 
 /// The sources for `lookup`: its variables over the config file. The purposes are read first,
@@ -323,6 +336,7 @@ impl Settings {
             email: sources
                 .extract::<EmailVariables>()?
                 .settings(secret(lookup, crate::email::settings::SMTP_PASSWORD)?)?,
+            events: EventSettings::read(sources, lookup)?,
             log: sources.extract()?,
             pow: PowSettings {
                 hmac_key: pow_hmac_key(lookup)?,
@@ -425,6 +439,17 @@ impl Settings {
                 "VCODE_DEV_MODE exposes codes and is refused on the non-loopback address {} (VCODE_BIND)",
                 self.bind
             )));
+        }
+        if self.events.is_on()
+            && let StoreSettings::Redis(redis) = &self.store
+            && matches!(
+                redis.topology,
+                crate::store::redis::RedisTopology::Cluster { .. }
+            )
+        {
+            return Err(ConfigError::Inconsistent(
+                "VCODE_EVENTS_*: events need an outbox the store writes with each change; a Redis Cluster has none yet (one node, Sentinel, PostgreSQL and the embedded store do)".to_owned(),
+            ));
         }
         if self.verify_strategy.is_legacy() {
             // The legacy strategies lose codes on purpose: never where real users are.

@@ -15,6 +15,6 @@ pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
 pub use email::{EmailAddress, InvalidEmail};
 pub use locale::Locale;
-pub use phone::{NumberType, Phone, PhoneParser, Region};
+pub use phone::{NumberType, Phone, PhoneParser, Region, masked_e164};
 pub use purpose::Purpose;
 pub use verification::VerificationId;

@@ -10,6 +10,7 @@ mod console;
 mod dev;
 mod envelope;
 mod error;
+mod events;
 mod fraud;
 mod hardening;
 mod health;
@@ -24,6 +25,7 @@ mod state;
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
 use actix_web::http::header::{ALLOW, AUTHORIZATION, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, Resource, ResponseError, guard, web};
+use vcode_wire::paths;
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -88,16 +90,44 @@ impl PublicRoutes {
 }
 
 /// The operator listener (`VCODE_ADMIN_BIND`): `/metrics`, the console and its SMS prices, the
-/// fraud guard's routes, and `/api/v1/stats` when a token is set (which [`require_admin_token`]
+/// fraud guard's routes, the event outbox's, and `/api/v1/stats` when a token is set (which [`require_admin_token`]
 /// then asks of every route but the console's static files).
 pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     extractors(cfg, 256);
+    let openapi = web::Bytes::from(operator_openapi().to_string());
     cfg.configure(admin::metrics_config)
         .configure(console::config)
-        .configure(fraud::config);
+        .configure(fraud::config)
+        .configure(events::config)
+        .service(get_resource(paths::ADMIN_OPENAPI).route(get().to(move || {
+            let openapi = openapi.clone();
+            async move {
+                HttpResponse::Ok()
+                    .content_type("application/json")
+                    .body(openapi)
+            }
+        })));
     if stats {
         cfg.configure(admin::stats_config);
     }
+}
+
+/// The OpenAPI 3.1 description of the operator routes that have one (the event outbox's).
+pub fn operator_openapi() -> serde_json::Value {
+    let mut api = openapi::Api::default();
+    openapi::register_error_data(&mut api);
+    events::describe(&mut api);
+    api.get(
+        paths::ADMIN_OPENAPI,
+        "meta",
+        "This description (OpenAPI 3.1)",
+    )
+    .ok_content(
+        "application/json",
+        serde_json::json!({"type": "object"}),
+        "the description",
+    );
+    api.document()
 }
 
 /// Extractor settings whose errors answer with the envelope.

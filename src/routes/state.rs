@@ -7,6 +7,7 @@ use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::client_ip::TrustedProxies;
 use crate::config::secret::Secret;
+use crate::events::EventOperations;
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::otp::OtpService;
@@ -19,6 +20,8 @@ pub struct AppState {
     pub otp: Arc<OtpService>,
     /// The fraud guard's operator side: suspensions, lifts, traffic.
     pub fraud: Arc<FraudGuard>,
+    /// The event outbox's operator side: failed events, replays.
+    pub events: Arc<EventOperations>,
     pub captcha: Arc<CaptchaService>,
     pub pow: Arc<PowService>,
     /// The token keys' public halves, for the JWKS route.

@@ -37,7 +37,7 @@ pub use self::prices::SmsPrices;
 pub use self::routing::SmsRouter;
 pub use self::settings::{ProviderName, SmsRoute, SmsSettings};
 use self::templates::ProviderTemplates;
-pub use self::webhook::{WebhookSender, WebhookSettings};
+pub use self::webhook::{UrlRefusal, WebhookSender, WebhookSettings, check_url};
 
 /// One SMS to deliver.
 #[derive(Debug)]

@@ -44,20 +44,17 @@ impl WebhookSettings {
     /// Why these settings would let a code leave unprotected, if they would: the URL must be
     /// https and the requests signed, unless the gateway is on this host.
     pub fn problem(&self) -> Option<WebhookProblem> {
-        let Ok(url) = reqwest::Url::parse(&self.url) else {
-            return Some(WebhookProblem::Url("expected an https:// URL"));
-        };
-        let loopback = is_loopback(&url);
-        match url.scheme() {
-            "https" => {}
-            "http" if loopback => {}
-            "http" => {
+        let loopback = match check_url(&self.url) {
+            Ok(loopback) => loopback,
+            Err(UrlRefusal::PlainHttp) => {
                 return Some(WebhookProblem::Url(
                     "expected https:// (http:// only to a loopback host): the body carries the code",
                 ));
             }
-            _ => return Some(WebhookProblem::Url("expected an https:// URL")),
-        }
+            Err(UrlRefusal::NotHttps) => {
+                return Some(WebhookProblem::Url("expected an https:// URL"));
+            }
+        };
         match &self.secret {
             Some(secret) if secret.expose_secret().len() < MIN_SECRET_BYTES => Some(
                 WebhookProblem::Secret("at least 32 characters (`openssl rand -hex 32`)"),
@@ -67,6 +64,28 @@ impl WebhookSettings {
             )),
             _ => None,
         }
+    }
+}
+
+/// Why a URL may not receive a signed request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UrlRefusal {
+    /// Not a URL, or neither https nor http.
+    NotHttps,
+    /// http:// to a host other than this one: anyone on the way reads the body.
+    PlainHttp,
+}
+
+/// Whether `url` may receive signed requests (https, or http to a loopback host); `Ok` says
+/// whether it is on this host. The SMS webhook and the event webhooks check their URLs here.
+pub fn check_url(url: &str) -> Result<bool, UrlRefusal> {
+    let url = reqwest::Url::parse(url).map_err(|_| UrlRefusal::NotHttps)?;
+    let loopback = is_loopback(&url);
+    match url.scheme() {
+        "https" => Ok(loopback),
+        "http" if loopback => Ok(true),
+        "http" => Err(UrlRefusal::PlainHttp),
+        _ => Err(UrlRefusal::NotHttps),
     }
 }
 

@@ -1,10 +1,11 @@
 //! What the use cases keep, as narrow roles (codes, quotas, captchas, idempotency records,
 //! verifications, stats, dev outbox, health, used proof-of-work challenges, the fraud guard's
-//! counts), and the backends that play them:
+//! counts, the event outbox), and the backends that play them:
 //! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
 //! instances). Every operation that reads, compares and writes is one atomic step in each.
 
 pub mod deadline;
+mod events;
 mod memory;
 pub mod postgres;
 pub mod redis;
@@ -20,6 +21,9 @@ use serde::Serialize;
 use crate::domain::traffic::{Reason, Tally, Window};
 use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 
+pub use self::events::{
+    ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent,
+};
 pub use self::memory::MemoryStore;
 pub use self::postgres::PostgresStore;
 pub use self::redis::RedisStore;
@@ -701,6 +705,7 @@ pub trait Store:
     + HealthCheck
     + PowReplayStore
     + FraudStore
+    + EventStore
 {
 }
 
@@ -714,6 +719,7 @@ impl<T> Store for T where
         + HealthCheck
         + PowReplayStore
         + FraudStore
+        + EventStore
 {
 }
 
@@ -730,6 +736,7 @@ pub struct Stores {
     pub health: Arc<dyn HealthCheck>,
     pub pow_replays: Arc<dyn PowReplayStore>,
     pub fraud: Arc<dyn FraudStore>,
+    pub events: Arc<dyn EventStore>,
 }
 
 impl Stores {
@@ -744,6 +751,7 @@ impl Stores {
             outbox: backend.clone(),
             pow_replays: backend.clone(),
             fraud: backend.clone(),
+            events: backend.clone(),
             health: backend,
         }
     }

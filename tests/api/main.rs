@@ -42,6 +42,8 @@ mod browser;
 mod captcha;
 mod console;
 mod contract;
+mod events;
+mod events_crash;
 mod fraud_conversion;
 mod fraud_guard;
 mod idempotency;

@@ -11,6 +11,7 @@ mod console;
 mod dev;
 mod envelope;
 mod error_code;
+mod events;
 mod fraud;
 pub mod headers;
 mod health;
@@ -24,6 +25,7 @@ pub use console::SmsPricesData;
 pub use dev::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery};
 pub use envelope::{Envelope, OK, OK_MESSAGE};
 pub use error_code::ErrorCode;
+pub use events::{FailedEvent, FailedEvents, FailedEventsQuery, ReplayRequest, Replayed};
 pub use fraud::{
     FraudCountryCounts, FraudLevel, FraudLifted, FraudPrefixState, FraudPrefixTraffic, FraudReason,
     FraudSuspension, FraudSuspensions, FraudTraffic, FraudTrafficBucket, FraudTrafficQuery,

@@ -38,6 +38,14 @@ pub const FRAUD_LIFT: &str = api_v1!("/admin/fraud/suspensions/{prefix}/lift");
 /// `GET ?minutes=N` ([`crate::FraudTrafficQuery`]) on the operator listener →
 /// [`crate::FraudTraffic`].
 pub const FRAUD_TRAFFIC: &str = api_v1!("/admin/fraud/traffic");
+/// `GET ?limit=N` on the operator listener → [`crate::FailedEvents`]: the events given up after
+/// the retry period.
+pub const EVENTS_FAILED: &str = api_v1!("/admin/events/failed");
+/// `POST` [`crate::ReplayRequest`] on the operator listener → [`crate::Replayed`].
+pub const EVENTS_REPLAY: &str = api_v1!("/admin/events/failed/replay");
+/// `GET` on the operator listener: the OpenAPI 3.1 description of its JSON routes that have
+/// one (the event outbox's so far; the public one is [`OPENAPI`]).
+pub const ADMIN_OPENAPI: &str = api_v1!("/admin/openapi.json");
 
 /// `POST` [`crate::SendRequest`] → [`crate::SendData`].
 pub const OTP_SEND: &str = api_v1!("/otp/send");
@@ -118,7 +126,7 @@ pub const PUBLIC: [&str; 17] = [
 pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
-pub const OPERATOR: [&str; 8] = [
+pub const OPERATOR: [&str; 11] = [
     METRICS,
     STATS,
     CONSOLE,
@@ -127,6 +135,9 @@ pub const OPERATOR: [&str; 8] = [
     FRAUD_SUSPENSIONS,
     FRAUD_LIFT,
     FRAUD_TRAFFIC,
+    EVENTS_FAILED,
+    EVENTS_REPLAY,
+    ADMIN_OPENAPI,
 ];
 
 /// The path parameter in [`CAPTCHA_IMAGE`] and [`DEV_CAPTCHA_ANSWER`].
@@ -206,6 +217,9 @@ mod tests {
             (FRAUD_SUSPENSIONS, "/api/v1/admin/fraud/suspensions"),
             (FRAUD_LIFT, "/api/v1/admin/fraud/suspensions/{prefix}/lift"),
             (FRAUD_TRAFFIC, "/api/v1/admin/fraud/traffic"),
+            (EVENTS_FAILED, "/api/v1/admin/events/failed"),
+            (EVENTS_REPLAY, "/api/v1/admin/events/failed/replay"),
+            (ADMIN_OPENAPI, "/api/v1/admin/openapi.json"),
             (OTP_SEND, "/api/v1/otp/send"),
             (OTP_VERIFY, "/api/v1/otp/verify"),
             (CAPTCHA, "/api/v1/captcha"),

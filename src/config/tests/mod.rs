@@ -1,6 +1,7 @@
 //! The settings' unit tests: every variable, default, range and message, read from a map of
 //! variables as start-up reads the environment (`Settings::from_vars`).
 
+mod events;
 mod file;
 mod names;
 mod postgres;

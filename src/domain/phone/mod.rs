@@ -240,6 +240,11 @@ impl Phone {
     }
 }
 
+/// A stored E.164 in the form `Phone::masked` shows.
+pub fn masked_e164(e164: &str) -> String {
+    mask(e164)
+}
+
 fn mask(e164: &str) -> String {
     let chars: Vec<char> = e164.chars().collect();
     // At least four digits stay hidden, whatever the length.

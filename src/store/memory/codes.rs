@@ -133,6 +133,7 @@ impl CodeStore for MemoryStore {
         let mut shard = self.codes.lock(&key);
         let id = undo.verification.as_str();
         self.verifications.lock(id).remove(id);
+        self.events.forget_subject(id);
         if let Some(log) = self.quotas.lock(&sends_key).get_mut(sends_key.as_str()) {
             log.remove(undo.quota_token);
         }

@@ -9,6 +9,7 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::domain::traffic::{Counts, RETENTION_MINUTES, Tally, Window};
+use crate::store::events::block_detail;
 use crate::store::{
     Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
 };
@@ -201,6 +202,12 @@ impl FraudStore for MemoryStore {
             return Ok(false);
         }
         state.blocks.insert(block.prefix.clone(), block.clone());
+        if self.events.is_on() {
+            self.events.append(
+                StoredEvent::of_prefix(EventKind::PrefixSuspended, &block.prefix, unix_now_ms())
+                    .with_detail(block_detail(block)),
+            );
+        }
         Ok(true)
     }
 
@@ -214,6 +221,13 @@ impl FraudStore for MemoryStore {
             Some(block) if block.is_active(now_ms) => {
                 block.until_ms = now_ms;
                 block.lifted_ms = now_ms;
+                if self.events.is_on() {
+                    let detail = block_detail(block);
+                    self.events.append(
+                        StoredEvent::of_prefix(EventKind::PrefixLifted, prefix, unix_now_ms())
+                            .with_detail(detail),
+                    );
+                }
                 Ok(true)
             }
             _ => Ok(false),

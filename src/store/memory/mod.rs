@@ -2,6 +2,7 @@
 //! section on one shard; expiry is enforced on every read and a background sweep frees memory.
 
 mod codes;
+mod events;
 mod fraud;
 mod pow;
 mod records;
@@ -13,10 +14,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
-    IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue,
-    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha,
-    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, EventKind,
+    IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode,
+    PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError,
+    StoredCaptcha, StoredEvent, VerificationRecord, VerificationStatus, VerificationTarget,
+    VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 
@@ -224,6 +226,8 @@ pub struct MemoryStore {
     pow_replays: Shards<pow::SolvedPow>,
     /// The fraud guard's counts and blocks: one lock, as every send counts in the service's.
     fraud: Mutex<fraud::FraudState>,
+    /// Events written with the changes (taken last, inside any other lock).
+    events: events::EventOutbox,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -242,6 +246,7 @@ impl Default for MemoryStore {
             outboxes: Shards::new(4),
             pow_replays: Shards::new(SHARDS),
             fraud: Mutex::default(),
+            events: events::EventOutbox::default(),
             epoch: Instant::now(),
         }
     }

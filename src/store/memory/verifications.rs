@@ -34,9 +34,51 @@ impl MemoryStore {
             created_at_unix_ms,
             expires_at_unix_ms: created_at_unix_ms.saturating_add(ttl),
         };
+        let expires_at_ms = entry.expires_at_unix_ms;
         self.verifications
             .lock(id.as_str())
             .insert(id.as_str().into(), entry);
+        if self.events.is_on() {
+            let created = |kind| {
+                StoredEvent::of_verification(
+                    kind,
+                    id.as_str(),
+                    phone.as_e164(),
+                    purpose.as_str(),
+                    created_at_unix_ms,
+                )
+            };
+            self.events.append(
+                created(EventKind::Created).with_detail(format!("expires_at_ms={expires_at_ms}")),
+            );
+            self.events
+                .append(created(EventKind::ExpiryDue).placed_at(expires_at_ms));
+        }
+    }
+
+    /// Appends an event of the verification `entry` (the caller holds its shard), its detail
+    /// made only when events are on.
+    fn verification_event(
+        &self,
+        kind: EventKind,
+        id: &VerificationId,
+        entry: &VerificationEntry,
+        detail: impl FnOnce() -> String,
+    ) {
+        if !self.events.is_on() {
+            return;
+        }
+        let detail = detail();
+        self.events.append(
+            StoredEvent::of_verification(
+                kind,
+                id.as_str(),
+                &entry.target.phone_e164,
+                &entry.target.purpose,
+                unix_now_ms(),
+            )
+            .with_detail(detail),
+        );
     }
 
     pub(super) fn locate(&self, id: &VerificationId) -> Option<VerificationTarget> {
@@ -105,6 +147,7 @@ impl MemoryStore {
         if verification.digest.is_any_of(candidates) {
             codes.remove(key.as_str());
             verification.ended = Some(VerificationStatus::Approved);
+            self.verification_event(EventKind::Approved, id, verification, String::new);
             return VerifyOutcome::Verified;
         }
         let token = QuotaToken::generate();
@@ -116,8 +159,12 @@ impl MemoryStore {
             );
         }
         verification.failed_attempts += 1;
+        let failed = verification.failed_attempts;
+        let attempts = || format!("attempts={failed}");
+        self.verification_event(EventKind::FailedAttempt, id, verification, attempts);
         if verification.failed_attempts >= params.max_attempts {
             verification.ended = Some(VerificationStatus::MaxAttemptsReached);
+            self.verification_event(EventKind::MaxAttemptsReached, id, verification, attempts);
             return VerifyOutcome::Destroyed;
         }
         VerifyOutcome::Mismatch {
@@ -147,6 +194,7 @@ impl MemoryStore {
             });
         if cancel && live {
             entry.ended = Some(VerificationStatus::Canceled);
+            self.verification_event(EventKind::Canceled, id, entry, String::new);
         }
         let status = match entry.ended {
             Some(ended) => ended,

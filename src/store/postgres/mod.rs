@@ -6,6 +6,7 @@
 
 mod codes;
 mod connection;
+mod events;
 mod fraud;
 mod migrations;
 mod records;

@@ -14,7 +14,7 @@ impl RedisStore {
         keys: &[String],
         candidates: &[CodeDigest],
         params: VerifyParams,
-        name: &str,
+        (name, events): (&str, Option<EventSubject<'_>>),
     ) -> Result<VerifyOutcome, StoreError> {
         let phone_rules = rule_args(params.phone_failures.as_slice());
         let mut invocation = script.prepare_invoke();
@@ -28,6 +28,9 @@ impl RedisStore {
             .arg("|");
         for candidate in candidates {
             invocation.arg(candidate.as_bytes());
+        }
+        if let Some(events) = &events {
+            self.add_outbox(&mut invocation, events);
         }
         let mut connection = self.connections.get();
         let reply: Vec<Value> = self
@@ -77,6 +80,7 @@ impl CodeStore for RedisStore {
         }
         let in_script = if one_node { budgets.budgets } else { &[] };
         add_budgets(&mut invocation, in_script);
+        self.add_outbox(&mut invocation, &EventSubject::of(id, phone, purpose));
         let mut connection = self.connections.get();
         let started = std::time::Instant::now();
         if !one_node {
@@ -128,8 +132,12 @@ impl CodeStore for RedisStore {
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
-        let mut command =
-            whole_script(UNDO_ISSUE, &keys::issue(phone, purpose, &undo.verification));
+        let events = self.outbox_args(&EventSubject::of(&undo.verification, phone, purpose));
+        let mut keys = keys::issue(phone, purpose, &undo.verification).to_vec();
+        if let Some((outbox, _)) = &events {
+            keys.extend_from_slice(outbox);
+        }
+        let mut command = whole_script(&UNDO_ISSUE, &keys);
         command
             .arg(undo.digest.as_bytes())
             .arg(undo.sent_at_ms)
@@ -140,6 +148,9 @@ impl CodeStore for RedisStore {
                 .arg(code_record(&previous.digest, previous.sealed.as_ref()))
                 .arg(previous.sent_at_ms)
                 .arg(previous.expires_at_ms);
+        }
+        if let Some((_, args)) = &events {
+            command.arg(&args[..]);
         }
         let mut connection = self.connections.get();
         let undone: i64 = self.bounded(command.query_async(&mut connection)).await?;
@@ -155,7 +166,7 @@ impl CodeStore for RedisStore {
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let keys = keys::verify(phone, purpose, client);
-        self.run_verify(&SCRIPTS.verify, &keys, candidates, params, "verify")
+        self.run_verify(&SCRIPTS.verify, &keys, candidates, params, ("verify", None))
             .await
     }
 
@@ -213,8 +224,15 @@ impl CodeStore for RedisStore {
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let keys = keys::verify_id(phone, purpose, client, id);
-        self.run_verify(&SCRIPTS.verify_id, &keys, candidates, params, "verify_id")
-            .await
+        let events = EventSubject::of(id, phone, purpose);
+        self.run_verify(
+            &SCRIPTS.verify_id,
+            &keys,
+            candidates,
+            params,
+            ("verify_id", Some(events)),
+        )
+        .await
     }
 
     async fn verification(
@@ -261,6 +279,15 @@ impl RedisStore {
             .key(keys::code_of(&target.phone_e164, &target.purpose))
             .key(keys::verification(&target.phone_e164, id))
             .arg(operation);
+        if operation == "cancel" {
+            let events = EventSubject {
+                subject: id.as_str(),
+                phone_e164: &target.phone_e164,
+                purpose: &target.purpose,
+                detail: "",
+            };
+            self.add_outbox(&mut invocation, &events);
+        }
         let mut connection = self.connections.get();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))

@@ -14,6 +14,7 @@ use async_trait::async_trait;
 use super::keys::{FraudScope, fraud_attribution, fraud_blocks, fraud_minutes, fraud_tally};
 use super::*;
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
+use crate::store::events::{PREFIX_SUBJECT, block_detail};
 use crate::store::{
     Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
 };
@@ -47,8 +48,8 @@ static FRAUD_SCRIPTS: LazyLock<FraudScripts> = LazyLock::new(|| FraudScripts {
     admit: Script::new(&[TALLY_PRELUDE, include_str!("fraud_admit.lua")].concat()),
     release: Script::new(&[TALLY_PRELUDE, include_str!("fraud_release.lua")].concat()),
     convert: Script::new(&[TALLY_PRELUDE, include_str!("fraud_convert.lua")].concat()),
-    block: Script::new(include_str!("fraud_block.lua")),
-    lift: Script::new(include_str!("fraud_lift.lua")),
+    block: Script::new(&[EVENTS_PRELUDE, include_str!("fraud_block.lua")].concat()),
+    lift: Script::new(&[EVENTS_PRELUDE, include_str!("fraud_lift.lua")].concat()),
 });
 
 /// How long the hourly counters live: the retention and the hour they cover.
@@ -301,6 +302,9 @@ impl FraudStore for RedisStore {
             .arg(&block.prefix)
             .arg(encode_block(block)?)
             .arg(now_ms);
+        let subject = [PREFIX_SUBJECT, &block.prefix].concat();
+        let detail = block_detail(block);
+        self.add_outbox(&mut invocation, &EventSubject::prefix(&subject, &detail));
         let mut connection = self.connections.get();
         let recorded: i64 = self
             .bounded(invocation.invoke_async(&mut connection))
@@ -319,6 +323,8 @@ impl FraudStore for RedisStore {
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError> {
         let mut invocation = FRAUD_SCRIPTS.lift.prepare_invoke();
         invocation.key(fraud_blocks()).arg(prefix).arg(now_ms);
+        let subject = [PREFIX_SUBJECT, prefix].concat();
+        self.add_outbox(&mut invocation, &EventSubject::prefix(&subject, ""));
         let mut connection = self.connections.get();
         let lifted: i64 = self
             .bounded(invocation.invoke_async(&mut connection))

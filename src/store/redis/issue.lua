@@ -21,6 +21,7 @@
 -- ARGV[9] how many phone rule numbers follow (n), ARGV[10..9+n] the phone's quota rules,
 -- ARGV[10+n] the budgets' token, then for each of KEYS[5..] the number of its rules followed
 --         by those rules
+-- With events on, the outbox's KEYS and ARGV follow (events.lua).
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
 --         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota,
@@ -39,7 +40,7 @@ local phone_last = 9 + tonumber(ARGV[9])
 local rules = quota_rules(10, phone_last)
 local budget_token = ARGV[phone_last + 1]
 local with_target = ARGV[8] ~= ''
-local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2)
+local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2, OWN_KEYS)
 
 -- The send's verification, bound to the code it delivers (whose record starts with its digest).
 local function bind_verification(record)
@@ -49,6 +50,14 @@ local function bind_verification(record)
   redis.call('PEXPIRE', KEYS[3], keep)
   if with_target then
     redis.call('SET', KEYS[4], ARGV[8], 'PX', keep)
+  end
+  -- Its events: created, and the timer that tells at its expiry whether it expired unused.
+  if OUTBOX then
+    local expires = now + tonumber(ARGV[2])
+    local created = outbox_append('verification.created', now, now,
+      'expires_at_ms=' .. int(expires))
+    local timer = outbox_append('timer.expiry', now, expires, '')
+    redis.call('HSET', KEYS[3], 'o', created .. ' ' .. timer)
   end
 end
 

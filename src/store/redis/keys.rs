@@ -66,6 +66,13 @@ pub fn verification_target(id: &VerificationId) -> String {
     format!("{PREFIX}verification:{{{}}}", id.as_str())
 }
 
+/// The event outbox (one node: its keys share no tag with the phone's), `events.lua`: its
+/// entries, its pending index, its failed index and the failures' errors, under `{events}`.
+pub fn outbox_keys() -> [String; 4] {
+    ["entries", "pending", "failed", "errors"]
+        .map(|part| format!("{PREFIX}events:{{events}}:{part}"))
+}
+
 /// `KEYS` of `issue.lua` and `undo_issue.lua`: the code, the phone's SMS log and the send's
 /// verification (one hash tag).
 pub fn issue(phone: &Phone, purpose: &Purpose, id: &VerificationId) -> [String; 3] {
@@ -453,8 +460,9 @@ mod tests {
             });
         for key in commands.chain(helpers) {
             // `key` and `budget.key` are the prelude's parameters and `quota_budgets`'s
-            // fields, each a `KEYS` element.
-            if !(is_keys_element(key) || key == "key" || key == "budget.key") {
+            // fields, `OUTBOX.*` the outbox's (`events.lua`), each a `KEYS` element.
+            let prelude_field = ["key", "budget.key", "OUTBOX.entries", "OUTBOX.pending"];
+            if !(is_keys_element(key) || prelude_field.contains(&key)) {
                 built.push(key.to_owned());
             }
         }
@@ -469,6 +477,7 @@ mod tests {
             .chain([
                 ("quota prelude", include_str!("quota.lua")),
                 ("tally prelude", include_str!("fraud_tally.lua")),
+                ("events prelude", include_str!("events.lua")),
             ]);
         for (name, source) in sources {
             assert_eq!(keys_built_in(source), Vec::<String>::new(), "{name}");

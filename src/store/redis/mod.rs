@@ -4,6 +4,7 @@
 //! requests never wait for an exclusive connection. Every call is bounded by the command timeout.
 
 mod codes;
+mod events;
 mod fraud;
 mod pow;
 mod records;
@@ -17,12 +18,14 @@ mod tls;
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::LazyLock;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use redis::{RedisError, Script, Value};
 
 use self::connection::Connections;
+use self::events::{EVENTS_PRELUDE, EventSubject};
 
 pub use self::settings::{
     RedisCredentials, RedisSettings, RedisTopology, RedisVariables, SENTINEL_MASTER_PASSWORD,
@@ -51,7 +54,8 @@ struct Scripts {
 }
 
 /// The scripts that undo what a failed request took, sent whole (`EVAL`, see [`whole_script`]).
-const UNDO_ISSUE: &str = include_str!("undo_issue.lua");
+static UNDO_ISSUE: LazyLock<String> =
+    LazyLock::new(|| [EVENTS_PRELUDE, include_str!("undo_issue.lua")].concat());
 const ABANDON_IDEMPOTENT: &str = include_str!("abandon_idempotent.lua");
 
 /// `EVAL` of `body` on `keys`, for the steps that undo or free what a failed request took.
@@ -68,10 +72,12 @@ fn whole_script(body: &str, keys: &[String]) -> redis::Cmd {
 const QUOTA_PRELUDE: &str = include_str!("quota.lua");
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    issue: Script::new(&[QUOTA_PRELUDE, include_str!("issue.lua")].concat()),
+    issue: Script::new(&[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("issue.lua")].concat()),
     verify: Script::new(&[QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
-    verify_id: Script::new(&[QUOTA_PRELUDE, include_str!("verify_id.lua")].concat()),
-    verification: Script::new(include_str!("verification.lua")),
+    verify_id: Script::new(
+        &[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("verify_id.lua")].concat(),
+    ),
+    verification: Script::new(&[EVENTS_PRELUDE, include_str!("verification.lua")].concat()),
     reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),
     begin_idempotent: Script::new(include_str!("begin_idempotent.lua")),
     record_pow: Script::new(include_str!("record_pow.lua")),
@@ -101,6 +107,8 @@ fn add_budgets(invocation: &mut redis::ScriptInvocation<'_>, budgets: &[Budget<'
 pub struct RedisStore {
     connections: Connections,
     command_timeout: Duration,
+    /// Whether the scripts append events (`EventStore::record_events`).
+    events_on: Arc<AtomicBool>,
 }
 
 impl RedisStore {
@@ -114,6 +122,7 @@ impl RedisStore {
         Ok(Self {
             connections,
             command_timeout: settings.command_timeout,
+            events_on: Arc::default(),
         })
     }
 

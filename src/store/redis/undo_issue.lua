@@ -7,10 +7,22 @@
 -- ARGV[1] digest, ARGV[2] sent_at_ms, ARGV[3] deliveries written by the issue, ARGV[4] quota
 -- token; ARGV[5..7] previous record, sent_at_ms, expires_at_ms (absent when the issue created
 -- the hash)
+-- With events on, the outbox's KEYS and ARGV follow (events.lua): the send's events go.
 -- Returns 1 if the code was rolled back, 0 if the hash had moved on.
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
+
+-- Drops the entries `fields` (space-separated) from the outbox: a send rolled back.
+local function outbox_forget(fields)
+  if not OUTBOX or not fields then return end
+  for field in string.gmatch(fields, '%d+') do
+    redis.call('ZREM', OUTBOX.pending, field)
+    redis.call('HDEL', OUTBOX.entries, field)
+  end
+end
+
 redis.call('ZREM', KEYS[2], ARGV[4])
+outbox_forget(redis.call('HGET', KEYS[3], 'o'))
 redis.call('DEL', KEYS[3])
 local pending = redis.call('HMGET', KEYS[1], 'h', 't', 'n')
 if not pending[1] or string.sub(pending[1], 1, DIGEST_BYTES) ~= ARGV[1]

@@ -1,7 +1,8 @@
 -- Read a verification (and with ARGV[1] 'cancel', cancel it while pending; with 'unconfirmed',
 -- record that its SMS is unconfirmed). Whether it is still pending is worked out here, against
 -- the code hash, in the same step as a cancel.
--- KEYS[1] the code hash of its (phone, purpose), KEYS[2] the verification (issue.lua)
+-- KEYS[1] the code hash of its (phone, purpose), KEYS[2] the verification (issue.lua); with
+-- events on, the outbox's KEYS and ARGV follow (events.lua)
 -- Returns {} when there is no such verification, else {now, digest_bound (1/0), c, e, a, s, d}
 -- with a, s and d '' when absent.
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
@@ -17,6 +18,7 @@ local bound = record and string.sub(record, 1, DIGEST_BYTES) == verification[1]
 if ARGV[1] == 'cancel' and bound and not verification[5] and tonumber(verification[3]) > now then
   redis.call('HSET', KEYS[2], 's', 'c')
   verification[5] = 'c'
+  outbox_append('verification.canceled', now, now, '')
 elseif ARGV[1] == 'unconfirmed' then
   redis.call('HSET', KEYS[2], 'd', 'u')
   verification[6] = 'u'

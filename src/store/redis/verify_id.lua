@@ -5,7 +5,7 @@
 -- still verify it. One step, so of concurrent verifies at most one succeeds.
 -- KEYS[1] code hash (its record starts with the code's digest), KEYS[2] the phone's failure
 -- log, KEYS[3] the (phone, client)'s (quota.lua), KEYS[4] the id's verification (issue.lua)
--- ARGV as verify.lua's.
+-- ARGV as verify.lua's. With events on, the outbox's KEYS and ARGV follow (events.lua).
 -- Returns {1} verified, {0, remaining_attempts} wrong, {-1} the id's code is no longer pending
 --         (or the id expired, or it was approved), {-2} the id is spent, {-3, retry_after_ms}
 --         a failure quota is used up (nothing compared), {-4} canceled.
@@ -37,10 +37,11 @@ local record = redis.call('HGET', KEYS[1], 'h')
 if not record or string.sub(record, 1, DIGEST_BYTES) ~= verification[1] then
   return {-1}
 end
-for i = separator + 1, #ARGV do
+for i = separator + 1, OWN_ARGV do
   if verification[1] == ARGV[i] then
     redis.call('DEL', KEYS[1])
     redis.call('HSET', KEYS[4], 's', 'a')
+    outbox_append('verification.approved', now, now, '')
     return {1}
   end
 end
@@ -48,8 +49,14 @@ quota_record(KEYS[2], now, phone_rules, ARGV[2])
 quota_record(KEYS[3], now, client_rules, ARGV[2])
 local failed = redis.call('HINCRBY', KEYS[4], 'a', 1)
 local limit = tonumber(ARGV[1])
+if OUTBOX then
+  outbox_append('verification.failed_attempt', now, now, 'attempts=' .. int(failed))
+end
 if failed >= limit then
   redis.call('HSET', KEYS[4], 's', 'm')
+  if OUTBOX then
+    outbox_append('verification.max_attempts_reached', now, now, 'attempts=' .. int(failed))
+  end
   return {-2}
 end
 return {0, limit - failed}

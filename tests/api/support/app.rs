@@ -60,6 +60,19 @@ pub async fn spawn_app(backend: Backend) -> TestApp {
     spawn_app_with(backend, |_| {}).await
 }
 
+/// The settings of a test's own Redis.
+pub fn redis_settings_of(server: &RedisServer) -> StoreSettings {
+    redis_settings(server)
+}
+
+/// An instance on `store` (a store another instance used before), with test settings.
+pub async fn spawn_on(store: StoreSettings, customise: impl FnOnce(&mut Settings)) -> TestApp {
+    let mut settings = test_settings();
+    settings.store = store;
+    customise(&mut settings);
+    start(settings, None).await
+}
+
 fn redis_settings(server: &RedisServer) -> StoreSettings {
     StoreSettings::Redis(RedisSettings {
         topology: RedisTopology::Single { url: server.url() },

@@ -4,6 +4,7 @@
 pub mod app;
 pub mod codes;
 pub mod deployment;
+pub mod event_receiver;
 pub mod failover;
 pub mod fake_sms_checks;
 pub mod fake_sms_provider;

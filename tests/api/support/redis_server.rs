@@ -11,7 +11,7 @@ pub struct RedisServer {
     child: Option<Child>,
 }
 
-pub(super) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|address| address.port())

@@ -1,0 +1,231 @@
+//! The dispatcher: claims due events from the store's outbox under a lease (so of several
+//! instances one at a time tries an event), posts each to the endpoints that want it and have
+//! not taken it yet (signed, `webhook-id` the same on every try), and settles it: done, retry
+//! after an exponential backoff, or failed once it has been retried for the retry period.
+//! The expiry timer is turned into `verification.expired` here, if the verification is still
+//! unresolved when it falls due.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use futures_util::future::join_all;
+
+use super::settings::{Endpoint, EventSettings};
+use super::signature::{ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, signature_header};
+use super::{EventKind, payload};
+use crate::domain::VerificationId;
+use crate::sms::http::{PreparedRequest, ProviderClient};
+use crate::store::{
+    ClaimedEvent, CodeStore, EventStore, Settlement, StoreError, VerificationStatus,
+};
+
+/// Events claimed at once: each is one subject's, so they are posted concurrently.
+const BATCH: usize = 32;
+/// How often the outbox's size is sampled for the metrics.
+const STATUS_EVERY: Duration = Duration::from_secs(5);
+
+pub struct Dispatcher {
+    outbox: Arc<dyn EventStore>,
+    codes: Arc<dyn CodeStore>,
+    settings: EventSettings,
+    client: ProviderClient,
+}
+
+fn unix_now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Dispatcher {
+    pub fn new(
+        outbox: Arc<dyn EventStore>,
+        codes: Arc<dyn CodeStore>,
+        settings: EventSettings,
+    ) -> anyhow::Result<Self> {
+        let client = ProviderClient::new("events", settings.timeout)
+            .map_err(|e| anyhow::anyhow!("event webhooks' HTTP client: {e}"))?;
+        Ok(Self {
+            outbox,
+            codes,
+            settings,
+            client,
+        })
+    }
+
+    /// Long enough for one try (the endpoints are posted at once) and a margin: no other
+    /// instance takes the event meanwhile.
+    fn lease(&self) -> Duration {
+        self.settings.timeout * 2 + Duration::from_secs(5)
+    }
+
+    /// Delivers until the process ends: a batch as soon as the last one was full, otherwise
+    /// every poll interval.
+    pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            let mut sampled = tokio::time::Instant::now() - STATUS_EVERY;
+            let mut recording = false;
+            loop {
+                if !recording {
+                    recording = self.outbox.record_events(true).await.is_ok();
+                }
+                if sampled.elapsed() >= STATUS_EVERY {
+                    sampled = tokio::time::Instant::now();
+                    self.sample_status().await;
+                }
+                match self.run_once().await {
+                    Ok(claimed) if claimed >= BATCH => continue,
+                    Ok(_) => {}
+                    Err(error) => tracing::warn!(%error, "event outbox: claim failed"),
+                }
+                tokio::time::sleep(self.settings.poll).await;
+            }
+        })
+    }
+
+    async fn sample_status(&self) {
+        match self.outbox.outbox_status().await {
+            Ok(status) => {
+                let age = status
+                    .oldest_ms
+                    .map_or(0, |oldest| unix_now_ms().saturating_sub(oldest) / 1000);
+                crate::metrics::set_event_outbox(status.pending, age, status.failed);
+            }
+            Err(error) => tracing::debug!(%error, "event outbox: status not read"),
+        }
+    }
+
+    /// Claims one batch, tries each event and settles it; returns how many were claimed.
+    pub async fn run_once(&self) -> Result<usize, StoreError> {
+        let claims = self.outbox.claim_events(BATCH, self.lease()).await?;
+        let count = claims.len();
+        join_all(claims.into_iter().map(|claim| self.try_event(claim))).await;
+        Ok(count)
+    }
+
+    async fn try_event(&self, claim: ClaimedEvent) {
+        let settlement = match self.kind_to_send(&claim).await {
+            Ok(Some(kind)) => self.post_all(&claim, kind).await,
+            Ok(None) => {
+                crate::metrics::count_event_delivery("skipped");
+                Settlement::Done
+            }
+            // Its lease runs out and a later claim tries again.
+            Err(error) => {
+                tracing::warn!(%error, "event outbox: verification not read for its expiry");
+                return;
+            }
+        };
+        if let Err(error) = self.outbox.settle_event(&claim, &settlement).await {
+            // Its lease runs out and it is tried again: at least once.
+            tracing::warn!(%error, "event outbox: outcome not recorded");
+        }
+    }
+
+    /// What `claim` is sent as: itself, or for the expiry timer `expired` if the verification
+    /// is still unresolved (nothing, if it was approved, canceled or spent, or is forgotten).
+    async fn kind_to_send(&self, claim: &ClaimedEvent) -> Result<Option<EventKind>, StoreError> {
+        let event = &claim.event;
+        if event.kind != EventKind::ExpiryDue {
+            return Ok(Some(event.kind));
+        }
+        let Some(id) = VerificationId::parse(&event.subject) else {
+            return Ok(None);
+        };
+        let record = self.codes.verification(&id).await?;
+        Ok(record
+            .filter(|record| record.status == VerificationStatus::Expired)
+            .map(|_| EventKind::Expired))
+    }
+
+    /// Posts the event to every endpoint that wants it and has not taken it, at once.
+    async fn post_all(&self, claim: &ClaimedEvent, kind: EventKind) -> Settlement {
+        let event = &claim.event;
+        let id = event.webhook_id();
+        let body = payload(event, kind);
+        let owed: Vec<(usize, &Endpoint)> = self
+            .settings
+            .endpoints
+            .iter()
+            .enumerate()
+            .filter(|(at, endpoint)| claim.delivered_to & (1 << at) == 0 && endpoint.wants(kind))
+            .collect();
+        if owed.is_empty() {
+            // No endpoint's filter wants it.
+            crate::metrics::count_event_delivery("skipped");
+            return Settlement::Done;
+        }
+        let tries = owed
+            .iter()
+            .map(|(_, endpoint)| self.post(endpoint, &id, &body));
+        let results = join_all(tries).await;
+        let mut delivered_to = claim.delivered_to;
+        let mut errors = Vec::new();
+        for ((at, endpoint), result) in owed.iter().zip(results) {
+            match result {
+                Ok(()) => delivered_to |= 1 << at,
+                Err(error) => errors.push(format!("{}: {error}", redact(&endpoint.url))),
+            }
+        }
+        if errors.is_empty() {
+            crate::metrics::count_event_delivery("delivered");
+            tracing::debug!(webhook_id = %id, kind = kind.as_str(), "event delivered");
+            return Settlement::Done;
+        }
+        let error = errors.join("; ");
+        let attempts = claim.attempts + 1;
+        let now = unix_now_ms();
+        let since = event.order_ms.min(now);
+        let retry_for = u64::try_from(self.settings.retry_for.as_millis()).unwrap_or(u64::MAX);
+        if now.saturating_sub(since) >= retry_for {
+            crate::metrics::count_event_delivery("failed");
+            tracing::warn!(webhook_id = %id, kind = kind.as_str(), attempts, %error, "event given up after the retry period: kept for a replay");
+            return Settlement::Failed {
+                delivered_to,
+                error,
+            };
+        }
+        crate::metrics::count_event_delivery("retry");
+        let wait = self.settings.backoff_after(attempts);
+        tracing::info!(webhook_id = %id, kind = kind.as_str(), attempts, retry_in_ms = wait.as_millis() as u64, %error, "event not delivered: will retry");
+        Settlement::Retry {
+            due_ms: now + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+            delivered_to,
+            error,
+        }
+    }
+
+    /// One signed POST; a 2xx answer is delivered, anything else is retried.
+    async fn post(&self, endpoint: &Endpoint, id: &str, body: &[u8]) -> Result<(), String> {
+        let timestamp = unix_now_ms() / 1000;
+        let request = PreparedRequest {
+            method: reqwest::Method::POST,
+            url: endpoint.url.clone(),
+            headers: vec![
+                ("content-type".into(), "application/json".into()),
+                (ID_HEADER.into(), id.to_owned()),
+                (TIMESTAMP_HEADER.into(), timestamp.to_string()),
+                (
+                    SIGNATURE_HEADER.into(),
+                    signature_header(&endpoint.secrets, id, timestamp, body),
+                ),
+            ],
+            body: body.to_vec(),
+        };
+        let answer = self
+            .client
+            .execute(request)
+            .await
+            .map_err(|e| e.to_string())?;
+        if (200..300).contains(&answer.status) {
+            Ok(())
+        } else {
+            Err(format!("HTTP {}", answer.status))
+        }
+    }
+}
+
+/// The URL without user info or query, for logs and the failed list.
+fn redact(url: &str) -> String {
+    crate::config::redact::redact_urls(url)
+}

@@ -1,0 +1,146 @@
+//! Events an application can follow: every change of a verification's life (and the fraud
+//! guard's prefix blocks), delivered at least once to the configured endpoints as Standard
+//! Webhooks requests (`signature`), in order per verification, from the store's outbox
+//! (`crate::store::EventStore`), by the `dispatcher`. This module owns the event types and
+//! their payload; the store owns the outbox and writes each event in the step of its change.
+//!
+//! How a store step emits an event (e.g. a delivery receipt moving a verification to
+//! `delivered`), inside the step that makes the change and only there:
+//! - memory: `self.events.append(StoredEvent::of_verification(EventKind::Delivered, id,
+//!   phone, purpose, unix_now_ms()).with_detail(format!("provider={p};message_id={m}")))`
+//!   while holding the verification's lock (the outbox lock is always taken last);
+//! - Redis: prepend `EVENTS_PRELUDE` to the script, call
+//!   `outbox_append('verification.delivered', now, now, 'provider=…;message_id=…')` in it,
+//!   and `self.add_outbox(&mut invocation, &EventSubject::of(id, phone, purpose))` on the
+//!   invocation (it adds the outbox's keys and arguments only when events are on);
+//! - PostgreSQL: change the verification's row; its trigger (`vcode_verification_events`,
+//!   migration 0004) writes the event. A new column (a delivery state) gets a branch there
+//!   calling `vcode_event_append`.
+//!
+//! `detail` is `key=value` pairs joined by `;`: the payload shows each as a field of `data`
+//! (`provider`, `message_id`, `error_code` for receipts). Never a code.
+
+pub mod dispatcher;
+mod operations;
+pub mod settings;
+pub mod signature;
+
+use serde_json::{Map, Value, json};
+
+pub use self::dispatcher::Dispatcher;
+pub use self::operations::EventOperations;
+pub use self::settings::{Endpoint, EventSettings, EventVariables};
+pub use self::signature::WebhookSecret;
+pub use crate::store::{EventKind, StoredEvent};
+
+use crate::domain::masked_e164;
+
+/// Fields of `detail` shown as numbers.
+const NUMERIC_DETAILS: [&str; 4] = ["expires_at_ms", "attempts", "until_ms", "strikes"];
+
+/// The request body of `event` (shown as `kind`: the expiry timer is sent as `expired`):
+/// `{"type", "timestamp", "data"}` as Standard Webhooks suggests. The phone is masked.
+pub fn payload(event: &StoredEvent, kind: EventKind) -> Vec<u8> {
+    let mut data = Map::new();
+    match event.prefix() {
+        Some(prefix) => {
+            data.insert("prefix".into(), json!(prefix));
+        }
+        None => {
+            data.insert("verification_id".into(), json!(event.subject));
+            data.insert("purpose".into(), json!(event.purpose));
+            data.insert("phone".into(), json!(masked_e164(&event.phone_e164)));
+        }
+    }
+    let at_ms = if kind == EventKind::Expired {
+        event.order_ms
+    } else {
+        event.at_ms
+    };
+    data.insert("occurred_at_ms".into(), json!(at_ms));
+    for pair in event.detail.split(';').filter(|pair| !pair.is_empty()) {
+        let Some((key, value)) = pair.split_once('=') else {
+            continue;
+        };
+        let value = match value.parse::<u64>() {
+            Ok(number) if NUMERIC_DETAILS.contains(&key) => Value::from(number),
+            _ => Value::from(value),
+        };
+        data.insert(key.to_owned(), value);
+    }
+    let body = json!({
+        "type": kind.as_str(),
+        "timestamp": rfc3339(at_ms),
+        "data": data,
+    });
+    serde_json::to_vec(&body).expect("JSON of plain values")
+}
+
+/// `2026-12-02T13:27:10.123Z`.
+fn rfc3339(unix_ms: u64) -> String {
+    let secs = unix_ms / 1000;
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Days to a civil date (Howard Hinnant's algorithm), from 1970-01-01.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60,
+        unix_ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_utc_times() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_614_265_330_123), "2021-02-25T15:02:10.123Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn a_payload_masks_the_phone_and_carries_no_code() {
+        let event = StoredEvent::of_verification(
+            EventKind::FailedAttempt,
+            "AAECAwQFBgcICQoLDA0ODw",
+            "+8613800138000",
+            "login",
+            1_614_265_330_123,
+        )
+        .with_detail("attempts=2".into());
+        let body: Value = serde_json::from_slice(&payload(&event, event.kind)).unwrap();
+        assert_eq!(body["type"], "verification.failed_attempt");
+        assert_eq!(body["timestamp"], "2021-02-25T15:02:10.123Z");
+        assert_eq!(body["data"]["verification_id"], "AAECAwQFBgcICQoLDA0ODw");
+        assert_eq!(body["data"]["attempts"], 2);
+        let phone = body["data"]["phone"].as_str().unwrap();
+        assert!(phone.contains('*') && !phone.contains("00138"), "{phone}");
+    }
+
+    #[test]
+    fn the_expiry_timer_is_sent_as_expired_at_its_time() {
+        let event = StoredEvent::of_verification(
+            EventKind::ExpiryDue,
+            "id",
+            "+8613800138000",
+            "login",
+            1000,
+        )
+        .placed_at(301_000);
+        let body: Value = serde_json::from_slice(&payload(&event, EventKind::Expired)).unwrap();
+        assert_eq!(body["type"], "verification.expired");
+        assert_eq!(body["data"]["occurred_at_ms"], 301_000);
+    }
+}
