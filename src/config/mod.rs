@@ -244,7 +244,7 @@ fn secrets() -> Vec<SecretVariable> {
 
 /// Settings that may hold a password (in a URL's user info or query), so that each may also come
 /// from a file, as the secrets do.
-const WITH_FILES: [SecretVariable; 6] = [
+const WITH_FILES: [SecretVariable; 7] = [
     SecretVariable::new("VCODE_REDIS_URL", "VCODE_REDIS_URL_FILE"),
     SecretVariable::new(
         "VCODE_REDIS_CLUSTER_NODES",
