@@ -68,9 +68,30 @@ fn whole_script(body: &str, keys: &[String]) -> redis::Cmd {
 const QUOTA_PRELUDE: &str = include_str!("quota.lua");
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    issue: Script::new(&[QUOTA_PRELUDE, include_str!("issue.lua")].concat()),
-    verify: Script::new(&[QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
-    verify_id: Script::new(&[QUOTA_PRELUDE, include_str!("verify_id.lua")].concat()),
+    issue: Script::new(
+        &[
+            QUOTA_PRELUDE,
+            fraud::TALLY_PRELUDE,
+            include_str!("issue.lua"),
+        ]
+        .concat(),
+    ),
+    verify: Script::new(
+        &[
+            QUOTA_PRELUDE,
+            fraud::TALLY_PRELUDE,
+            include_str!("verify.lua"),
+        ]
+        .concat(),
+    ),
+    verify_id: Script::new(
+        &[
+            QUOTA_PRELUDE,
+            fraud::TALLY_PRELUDE,
+            include_str!("verify_id.lua"),
+        ]
+        .concat(),
+    ),
     verification: Script::new(include_str!("verification.lua")),
     reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),
     begin_idempotent: Script::new(include_str!("begin_idempotent.lua")),

@@ -85,11 +85,11 @@ local function quota_rules(first, last)
   return rules
 end
 
--- A script's budgets: KEYS[first_key..], each with its rules read from ARGV[at..] (the number
--- of its rules, then those rules).
-local function quota_budgets(first_key, at)
+-- A script's budgets: KEYS[first_key..last_key] (the last key if nil), each with its rules
+-- read from ARGV[at..] (the number of its rules, then those rules).
+local function quota_budgets(first_key, at, last_key)
   local budgets = {}
-  for i = first_key, #KEYS do
+  for i = first_key, last_key or #KEYS do
     local count = tonumber(ARGV[at])
     budgets[#budgets + 1] = {key = KEYS[i], rules = quota_rules(at + 1, at + 2 * count)}
     at = at + 1 + 2 * count
