@@ -1,7 +1,7 @@
 //! `send`: the gate, the idempotency key, the issue in the store with the fraud guard's step,
-//! the client's and global budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
-//! store still holds exactly what this send wrote, and a server-side failure gives the gate's
-//! proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
+//! the client's and global budgets, and the SMS; anything that fails after the issue rolls it
+//! back, as long as the store still holds exactly what this send wrote, and a server-side
+//! failure or the guard's refusal gives the gate's proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
 //! its code, cooldown and quota stay.
 
 use std::net::IpAddr;
