@@ -279,9 +279,11 @@ impl OtpService {
         let admitted = match ticket {
             None => None,
             Some(ticket) => {
+                // Boxed: inline, these steps would grow the send's future (which the route
+                // spawns, and tokio moves) by kilobytes, costing more to copy than they do.
                 let judged = match admission {
-                    Some(admission) => self.fraud.judge(phone, ticket, admission).await,
-                    None => deadline::shared(self.fraud.admit(phone, ticket)).await,
+                    Some(admission) => Box::pin(self.fraud.judge(phone, ticket, admission)).await,
+                    None => Box::pin(deadline::shared(self.fraud.admit(phone, ticket))).await,
                 };
                 match judged {
                     Ok(admitted) => Some(admitted),
