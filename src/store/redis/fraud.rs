@@ -151,18 +151,40 @@ pub(super) fn add_admission(invocation: &mut redis::ScriptInvocation<'_>, step: 
 }
 
 /// A counted send's admission from a reply whose `at` holds `fraud_count`'s answer (the
-/// block, the two tallies, the previous mark).
+/// block, the two tallies' eight counts in one comma-separated string, the previous mark).
 pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, StoreError> {
     let block = block_at(reply, at)?;
-    let (Some(prefix), Some(service)) = (tally_at(reply, at + 1), tally_at(reply, at + 5)) else {
+    let (Some(prefix), Some(service)) = tallies_at(reply, at + 1) else {
         return Err(protocol("fraud admit", reply));
     };
     Ok(Admission::Admitted {
         prefix,
         service,
         block,
-        previous: mark_at(reply, at + 9),
+        previous: mark_at(reply, at + 2),
     })
+}
+
+/// The prefix's and the service's tallies from `js,jc,us,uc,js,jc,us,uc`.
+fn tallies_at(reply: &[Value], at: usize) -> (Option<Tally>, Option<Tally>) {
+    let Some(raw) = bytes_at(reply, at).and_then(|raw| std::str::from_utf8(raw).ok()) else {
+        return (None, None);
+    };
+    let mut counts = raw.split(',').map(|count| count.parse::<u64>().ok());
+    let mut tally = || {
+        let mut next = || counts.next().flatten();
+        Some(Tally {
+            judged: Counts {
+                sends: next()?,
+                conversions: next()?,
+            },
+            unjudged: Counts {
+                sends: next()?,
+                conversions: next()?,
+            },
+        })
+    };
+    (tally(), tally())
 }
 
 /// The block of a refused send at `at` of a reply.
@@ -204,19 +226,6 @@ fn parse_block(raw: &[u8]) -> Result<PrefixBlock, StoreError> {
 
 fn encode_block(block: &PrefixBlock) -> Result<String, StoreError> {
     serde_json::to_string(block).map_err(|e| StoreError::Protocol(format!("fraud block: {e}")))
-}
-
-fn tally_at(reply: &[Value], at: usize) -> Option<Tally> {
-    Some(Tally {
-        judged: Counts {
-            sends: u64_at(reply, at)?,
-            conversions: u64_at(reply, at + 1)?,
-        },
-        unjudged: Counts {
-            sends: u64_at(reply, at + 2)?,
-            conversions: u64_at(reply, at + 3)?,
-        },
-    })
 }
 
 /// A block in a reply: a bulk string, empty for none.

@@ -7,8 +7,8 @@
 -- ARGV: 1 prefix, 2 country, 3 now (ms), 4 minute, 5 window's first minute, 6 first minute
 -- within grace, 7 enforce (1/0), 8 attribution ttl (ms), 9 counters' ttl (ms), 10 this
 -- send's mark ('<minute>:<token>').
--- Returns {1, block} when refused; else {0, block or '', prefix's judged sends, conversions,
--- unjudged sends, conversions, the service's four alike, the attribution's previous mark or
+-- Returns {1, block} when refused; else {0, block or '', 'prefix's judged sends,conversions,
+-- unjudged sends,conversions,the service's four alike', the attribution's previous mark or
 -- ''}.
 local refused, block = fraud_refusal(0, 0)
 if refused then

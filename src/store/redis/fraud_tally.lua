@@ -44,7 +44,8 @@ end
 
 -- The admission's second half: counts the send (prefix, country, service), marks its
 -- attribution and answers {block or '', the prefix's judged sends, conversions, unjudged
--- sends, conversions, the service's four alike, the attribution's previous mark or ''}.
+-- sends, conversions and the service's four alike in one string, comma-separated (one reply
+-- value to parse instead of eight), the attribution's previous mark or ''}.
 local function fraud_count(k, a, block)
   local prefix, country = ARGV[a + 1], ARGV[a + 2]
   local minute = tonumber(ARGV[a + 4])
@@ -106,7 +107,8 @@ local function fraud_count(k, a, block)
 
   local p = current(KEYS[k + 10], KEYS[k + 5], KEYS[k + 6])
   local s = current(KEYS[k + 11], KEYS[k + 8], KEYS[k + 9])
-  return {block or '', p[1], p[2], p[3], p[4], s[1], s[2], s[3], s[4], previous or ''}
+  local counts = table.concat({p[1], p[2], p[3], p[4], s[1], s[2], s[3], s[4]}, ',')
+  return {block or '', counts, previous or ''}
 end
 
 -- A verified code: takes its send's attribution (once) and counts a conversion in the send's
