@@ -16,8 +16,9 @@
 --         reserved in this same step, so a send is one round trip and a refusal by any limit
 --         records nothing anywhere
 -- then (one node only, ARGV[10] = '1') the fraud guard's 11 keys of fraud_admit.lua: its
---         step is taken here too, refusing before anything and counting only a send that
---         issues (a double submit answered by the cooldown is no send)
+--         step is taken here too, refusing a send that would issue before anything is
+--         written and counting only a send that issues (a double submit answered by the
+--         cooldown is no send)
 -- ARGV[1] candidate record, ARGV[2] TTL ms, ARGV[3] cooldown ms, ARGV[4] 'reuse' | 'rotate',
 -- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
 -- ARGV[7] how long the verification outlives the code's TTL (ms), ARGV[8] its target or '',
@@ -52,15 +53,9 @@ if guarded then
   guard_keys, guard_args = #KEYS - 11, #ARGV - 10
 end
 local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2, guard_keys)
-local guard_block
-if guarded then
-  local refused
-  refused, guard_block = fraud_refusal(guard_keys, guard_args)
-  if refused then
-    return {-4, guard_block}
-  end
-end
 
+-- The prefix's block record, if any, once the guard has looked (below).
+local guard_block
 -- The reply of a send that delivers, with the guard's counts when it takes its step.
 local function delivered(reply)
   if guarded then
@@ -96,6 +91,14 @@ end
 local refused, budget_wait = quota_budgets_wait(budgets, now)
 if refused > 0 then
   return {-3, refused, budget_wait}
+end
+-- The guard refuses only a send that would issue, as where its step follows the issue.
+if guarded then
+  local blocked
+  blocked, guard_block = fraud_refusal(guard_keys, guard_args)
+  if blocked then
+    return {-4, guard_block}
+  end
 end
 quota_record(KEYS[2], now, rules, ARGV[5])
 quota_budgets_record(budgets, now, budget_token)
