@@ -26,8 +26,11 @@ SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 
-cargo build --release --quiet --bin vcode
-AFTER_BIN=target/release/vcode
+# AFTER_BIN=path: a build of the current tree made beforehand (not rebuilt here).
+if [ -z "${AFTER_BIN:-}" ]; then
+  cargo build --release --quiet --bin vcode
+  AFTER_BIN=target/release/vcode
+fi
 if [ -z "${BEFORE_BIN:-}" ]; then
   # A worktree of the older revision, built once and kept under target/ for the next run.
   tree=target/before-after/$BEFORE
