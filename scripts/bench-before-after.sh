@@ -12,7 +12,10 @@
 # Both builds run with the quotas off (the load uses few addresses) and warn logs, as in
 # bench-http.sh. AFTER_ENV (default: the fraud guard on, counting every send, its thresholds out
 # of reach of a load that never verifies) goes to the current build only: an older build
-# refuses variables it does not know.
+# refuses variables it does not know. BEFORE_ENV (default none) goes to the older one: the same
+# as AFTER_ENV for a build that has the guard, or, with BEFORE_BIN=target/release/vcode,
+#   BEFORE_BIN=target/release/vcode BEFORE_ENV=VCODE_FRAUD_GUARD=off scripts/bench-before-after.sh 'guard off'
+# measures the guard itself.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BEFORE=${1:?usage: scripts/bench-before-after.sh <git revision or label>}
@@ -23,8 +26,11 @@ SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
 
-cargo build --release --quiet --bin vcode
-AFTER_BIN=target/release/vcode
+# AFTER_BIN=path: a build of the current tree made beforehand (not rebuilt here).
+if [ -z "${AFTER_BIN:-}" ]; then
+  cargo build --release --quiet --bin vcode
+  AFTER_BIN=target/release/vcode
+fi
 if [ -z "${BEFORE_BIN:-}" ]; then
   # A worktree of the older revision, built once and kept under target/ for the next run.
   tree=target/before-after/$BEFORE
@@ -59,8 +65,9 @@ start() { # name binary [VAR=value ...]
   echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; return 1
 }
 read -r -a AFTER_VARS <<<"${AFTER_ENV-VCODE_FRAUD_MIN_SENDS=1000000 VCODE_FRAUD_SURGE_FLOOR=1000000}"
+read -r -a BEFORE_VARS <<<"${BEFORE_ENV-}"
 for build in before after; do
-  bin=$BEFORE_BIN; extra=()
+  bin=$BEFORE_BIN; extra=("${BEFORE_VARS[@]}")
   [ $build = after ] && bin=$AFTER_BIN && extra=("${AFTER_VARS[@]}")
   start "$build embedded" "$bin" "${extra[@]}"
   start "$build Redis" "$bin" VCODE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" "${extra[@]}"

@@ -9,13 +9,20 @@ give the same count whatever else runs).
                                    (the same build with settings of its own after `@`)
     REQUESTS=2000 scripts/instructions-per-request.py BIN...   (default 1000 per row)
 
-For each binary and each row (verify and send, embedded and Redis) it starts the binary under
-`valgrind --tool=callgrind` without instrumentation, warms up, instruments exactly REQUESTS
-sequential requests on one keep-alive connection, dumps, and divides the instructions counted
-(all threads) by REQUESTS. Quotas are off and logs at warn, as in bench-http.sh.
+For each binary and each row it starts the binary under `valgrind --tool=callgrind` without
+instrumentation, warms up, instruments exactly REQUESTS sequential requests on one keep-alive
+connection, dumps, and divides the instructions counted (all threads) by REQUESTS. Quotas are
+off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
+    verify    a verify under a random verification_id: no such verification (404)
+    send      a send to a new phone
+    verified  a verify that matches: a code sent before instrumentation (in dev mode, its
+              code read from the outbox), verified under its send's id (the fraud guard
+              counts its conversion)
+    ROWS=send,verified limits the rows.
 Needs valgrind and redis-server.
 """
 
+import base64
 import http.client
 import json
 import os
@@ -49,22 +56,66 @@ def free_port():
         return s.getsockname()[1]
 
 
-def request_body(kind, i):
-    """A phone without a pending code for verify (410, one store step), a new one per send."""
+def random_id():
+    """128 random bits as the service writes a verification id (22 URL-safe base64 characters)."""
+    return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
+
+
+def send_phone(i):
+    return f"+86138{(i * 7919 + random.randrange(10**4)) % 10**8:08d}"
+
+
+def request_body(kind, i, sent):
+    """A random id for verify (404 by id: the default VCODE_VERIFY_BY=id), a new phone per
+    send, and for verified the next code `sent` holds."""
     if kind == "verify":
-        return "/api/v1/otp/verify", {"phone": f"+86139{random.randrange(10**8):08d}", "code": "123456"}
-    return "/api/v1/otp/send", {"phone": f"+86138{(i * 7919 + random.randrange(10**4)) % 10**8:08d}"}
+        body = {"phone": f"+86139{random.randrange(10**8):08d}", "code": "123456",
+                "verification_id": random_id()}
+        return "POST", "/api/v1/otp/verify", body
+    if kind == "verified":
+        phone, verification_id, code = sent.pop()
+        return "POST", "/api/v1/otp/verify", {"phone": phone, "code": code,
+                                              "verification_id": verification_id}
+    return "POST", "/api/v1/otp/send", {"phone": send_phone(i)}
 
 
-def drive(port, kind, count):
+def call(connection, method, path, body=None):
+    headers = {"Content-Type": "application/json"} if body is not None else {}
+    connection.request(method, path, json.dumps(body) if body is not None else None, headers)
+    answer = connection.getresponse()
+    data = answer.read()
+    if answer.status >= 500:
+        sys.exit(f"{path}: HTTP {answer.status}")
+    return answer.status, data
+
+
+def sent_codes(port, count):
+    """`count` codes sent to new phones: (phone, verification_id, code) each, from the outbox."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    sent = []
+    # Phones of their own, none pending yet (other rows and runs share the Redis).
+    phones = set()
+    while len(phones) < count:
+        phones.add(f"+86137{random.randrange(10**8):08d}")
+    for phone in phones:
+        status, data = call(connection, "POST", "/api/v1/otp/send", {"phone": phone})
+        if status != 200:
+            sys.exit(f"send for verified: HTTP {status} {data!r}")
+        verification_id = json.loads(data)["data"]["verification_id"]
+        _, outbox = call(connection, "GET", "/api/v1/dev/outbox?phone=" + phone.replace("+", "%2B"))
+        code = json.loads(outbox)["data"]["messages"][-1]["code"]
+        sent.append((phone, verification_id, code))
+    connection.close()
+    return sent
+
+
+def drive(port, kind, count, sent):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for i in range(count):
-        path, body = request_body(kind, i)
-        connection.request("POST", path, json.dumps(body), {"Content-Type": "application/json"})
-        answer = connection.getresponse()
-        answer.read()
-        if answer.status >= 500:
-            sys.exit(f"{kind}: HTTP {answer.status}")
+        method, path, body = request_body(kind, i, sent)
+        status, data = call(connection, method, path, body)
+        if kind == "verified" and status != 200:
+            sys.exit(f"verified: HTTP {status} {data!r}")
     connection.close()
 
 
@@ -90,6 +141,9 @@ def measure(build, store_env, kind, redis_port):
     env.update(pair.split("=", 1) for pair in settings.split(",") if pair)
     if store_env == "Redis":
         env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}"
+    if kind == "verified":
+        # The outbox, to read the codes sent before instrumentation.
+        env["VCODE_DEV_MODE"] = "1"
     server = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=no",
          f"--callgrind-out-file={out}", binary],
@@ -101,10 +155,11 @@ def measure(build, store_env, kind, redis_port):
                 break
             except OSError:
                 time.sleep(0.1)
-        drive(port, kind, WARMUP)
+        sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
+        drive(port, kind, WARMUP, sent)
         subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        drive(port, kind, REQUESTS)
+        drive(port, kind, REQUESTS, sent)
         # A dump holds what was counted since instrumentation began: exactly these requests.
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -123,7 +178,8 @@ def main():
                               "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
     time.sleep(0.5)
     try:
-        rows = [(kind, store) for kind in ("verify", "send") for store in ("embedded", "Redis")]
+        kinds = os.environ.get("ROWS", "verify,send,verified").split(",")
+        rows = [(kind, store) for kind in kinds for store in ("embedded", "Redis")]
         for i, binary in enumerate(binaries):
             print(f"[{i}] {binary}")
         print(f"{'row':<18}" + "".join(f"{f'[{i}]':>12}" for i in range(len(binaries))))

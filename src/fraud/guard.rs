@@ -1,5 +1,6 @@
-//! The fraud guard as a use case: admits a send (one store step: the prefix's block checked,
-//! the send counted) and judges its prefix; gives a send whose SMS did not go out back;
+//! The fraud guard as a use case: prepares a send's step (which the store takes within the
+//! issue on one Redis node, or apart after it: the prefix's block checked, the send counted
+//! only once it issues) and judges its prefix; gives a send whose SMS did not go out back;
 //! counts a verified code as its send's conversion; and answers the operator's questions
 //! (blocks, lift, traffic). Suspensions, holds, refusals and lifts are logged, counted in the
 //! metrics and the daily stats.
@@ -15,7 +16,9 @@ use super::policy::{
 use super::settings::FraudSettings;
 use crate::domain::{Phone, Purpose};
 use crate::stats::{Event, Stats};
-use crate::store::{Admission, FraudSend, FraudStore, PrefixBlock, SendMark, StoreError};
+use crate::store::{
+    Admission, Conversion, FraudSend, FraudStore, GuardStep, PrefixBlock, SendMark, StoreError,
+};
 
 /// How many prefixes the traffic report ranks.
 const TOP_PREFIXES: usize = 20;
@@ -41,6 +44,36 @@ pub struct Admitted {
     now_ms: u64,
     minute: u64,
     previous: Option<SendMark>,
+}
+
+/// A send before its issue, as the guard will count and judge it (`FraudGuard::ticket`).
+#[derive(Debug)]
+pub struct SendTicket {
+    admitted: Admitted,
+    window: Window,
+    /// On the safe list: counted, never judged nor refused.
+    safe: bool,
+    enforce: bool,
+}
+
+/// A verify's send, as the guard converts it (`FraudGuard::conversion`).
+#[derive(Debug)]
+pub struct ConversionTicket {
+    attribution: String,
+    prefix: String,
+    country: String,
+    since_minute: u64,
+}
+
+impl ConversionTicket {
+    pub fn conversion(&self) -> Conversion<'_> {
+        Conversion {
+            attribution: &self.attribution,
+            prefix: &self.prefix,
+            country: &self.country,
+            since_minute: self.since_minute,
+        }
+    }
 }
 
 impl Admitted {
@@ -202,34 +235,68 @@ impl FraudGuard {
         Window::at(now_ms, self.settings.grace, WINDOW_MINUTES)
     }
 
-    /// The guard's step before a send's gate, code and SMS: refuses a send to a blocked
-    /// prefix, else counts it and judges the prefix (a send that blocks it is refused and
-    /// given back). `None` when the guard is off.
-    pub async fn admit(
-        &self,
-        phone: &Phone,
-        purpose: &Purpose,
-    ) -> Result<Option<Admitted>, FraudError> {
+    /// What the guard needs of a send before its issue: its prefix, country, attribution,
+    /// token, time and window. `None` when the guard is off or `phone` gets no SMS.
+    pub fn ticket(&self, phone: &Phone, purpose: &Purpose) -> Option<SendTicket> {
         if self.settings.level == Level::Off {
-            return Ok(None);
+            return None;
         }
         let now = now_ms();
         let window = self.window(now);
         let safe = self.is_safe(phone);
-        let enforce = self.settings.level.enforces() && !safe;
-        let admitted = Admitted {
-            prefix: prefix_of(phone, self.settings.prefix_digits).to_owned(),
-            country: country_of(phone),
-            attribution: attribution(phone, purpose),
-            token: rand::random(),
-            now_ms: now,
-            minute: window.minute,
-            previous: None,
-        };
+        Some(SendTicket {
+            admitted: Admitted {
+                prefix: prefix_of(phone, self.settings.prefix_digits).to_owned(),
+                country: country_of(phone),
+                attribution: attribution(phone, purpose),
+                token: rand::random(),
+                now_ms: now,
+                minute: window.minute,
+                previous: None,
+            },
+            window,
+            safe,
+            enforce: self.settings.level.enforces() && !safe,
+        })
+    }
+
+    /// The send's step as the store takes it within the issue (`CodeStore::issue_guarded`).
+    pub fn step<'a>(&self, ticket: &'a SendTicket) -> GuardStep<'a> {
+        GuardStep {
+            send: ticket.admitted.send(),
+            window: &ticket.window,
+            enforce: ticket.enforce,
+            attribution_ttl: self.attribution_ttl,
+        }
+    }
+
+    /// The guard's step after an issue whose store left it apart (`GuardedIssue::Apart`): the
+    /// send is counted and judged as `judge` does.
+    pub async fn admit(&self, phone: &Phone, ticket: SendTicket) -> Result<Admitted, FraudError> {
         let admission = self
             .store
-            .admit_send(&admitted.send(), &window, enforce, self.attribution_ttl)
+            .admit_send(
+                &ticket.admitted.send(),
+                &ticket.window,
+                ticket.enforce,
+                self.attribution_ttl,
+            )
             .await?;
+        self.judge(phone, ticket, admission).await
+    }
+
+    /// Judges a send the store admitted (in the issue's step or its own): refuses it if its
+    /// prefix was blocked, else judges the prefix on the counts, this send included. A send
+    /// that blocks the prefix is refused and given back (counted as a refusal), unless the
+    /// level only monitors or the destination is on the safe list; the caller undoes its issue.
+    pub async fn judge(
+        &self,
+        phone: &Phone,
+        ticket: SendTicket,
+        admission: Admission,
+    ) -> Result<Admitted, FraudError> {
+        let now = ticket.admitted.now_ms;
+        let window = ticket.window;
         let (prefix, service, block, previous) = match admission {
             Admission::Refused(block) => return Err(self.refused(phone, &block, now)),
             Admission::Admitted {
@@ -241,7 +308,7 @@ impl FraudGuard {
         };
         let admitted = Admitted {
             previous,
-            ..admitted
+            ..ticket.admitted
         };
         // A safe destination is never judged; a prefix already flagged (monitor) is not
         // judged again until its block is over, nor one an operator lifted until the counts
@@ -249,12 +316,12 @@ impl FraudGuard {
         let pardoned = |b: &PrefixBlock| {
             b.lifted_ms > 0 && now.saturating_sub(b.lifted_ms) < WINDOW_MINUTES * BUCKET_MS
         };
-        if safe
+        if ticket.safe
             || block
                 .as_ref()
                 .is_some_and(|b| b.is_active(now) || pardoned(b))
         {
-            return Ok(Some(admitted));
+            return Ok(admitted);
         }
         let prior_strikes = block
             .as_ref()
@@ -268,7 +335,7 @@ impl FraudGuard {
             prior_strikes,
         );
         let new_block = match verdict {
-            Verdict::Pass => return Ok(Some(admitted)),
+            Verdict::Pass => return Ok(admitted),
             Verdict::Hold { until_ms } => PrefixBlock {
                 reason: Reason::Surge,
                 until_ms,
@@ -290,8 +357,8 @@ impl FraudGuard {
         if self.store.block_prefix(&new_block, now).await? {
             self.blocked(phone, &new_block);
         }
-        if !enforce {
-            return Ok(Some(admitted));
+        if !ticket.enforce {
+            return Ok(admitted);
         }
         give_back(&*self.store, admitted, true).await;
         Err(self.refused(phone, &new_block, now))
@@ -336,6 +403,11 @@ impl FraudGuard {
         );
     }
 
+    /// A send the store refused in the issue's step: its prefix is blocked.
+    pub fn refused_by(&self, phone: &Phone, block: &PrefixBlock) -> FraudError {
+        self.refused(phone, block, now_ms())
+    }
+
     fn refused(&self, phone: &Phone, block: &PrefixBlock, now: u64) -> FraudError {
         self.stats.record(match block.reason {
             Reason::Conversion => Event::FraudRefusedConversion,
@@ -360,24 +432,43 @@ impl FraudGuard {
         }
     }
 
-    /// A code was verified: its send converted. Never fails the verify (the code is consumed
-    /// already); a store error is logged.
-    pub async fn converted(&self, phone: &Phone, purpose: &Purpose) {
-        let country = country_of(phone);
-        crate::metrics::count_verified_by_country(&country);
+    /// What a verify of `phone`'s code converts if it matches, for the store to count in the
+    /// verify's own step (`CodeStore::verify_converting`); `None` when the guard is off.
+    pub fn conversion(&self, phone: &Phone, purpose: &Purpose) -> Option<ConversionTicket> {
         if self.settings.level == Level::Off {
-            return;
+            return None;
         }
         // The send can be no older than its code: only those minutes are looked at.
-        let since =
+        let since_minute =
             (now_ms() / BUCKET_MS).saturating_sub(self.attribution_ttl.as_secs().div_ceil(60) + 1);
-        let prefix = prefix_of(phone, self.settings.prefix_digits);
+        Some(ConversionTicket {
+            attribution: attribution(phone, purpose),
+            prefix: prefix_of(phone, self.settings.prefix_digits).to_owned(),
+            country: country_of(phone),
+            since_minute,
+        })
+    }
+
+    /// A code was verified: its send converted (`counted`: the verify's step counted it
+    /// already). Never fails the verify (the code is consumed already); a store error is
+    /// logged.
+    pub async fn converted(&self, phone: &Phone, ticket: Option<ConversionTicket>, counted: bool) {
+        crate::metrics::count_verified_by_country(&country_of(phone));
+        let Some(ticket) = ticket.filter(|_| !counted) else {
+            return;
+        };
+        let conversion = ticket.conversion();
         if let Err(error) = self
             .store
-            .count_conversion(&attribution(phone, purpose), prefix, &country, since)
+            .count_conversion(
+                conversion.attribution,
+                conversion.prefix,
+                conversion.country,
+                conversion.since_minute,
+            )
             .await
         {
-            tracing::warn!(%error, %prefix, "fraud guard: conversion not counted");
+            tracing::warn!(%error, prefix = %ticket.prefix, "fraud guard: conversion not counted");
         }
     }
 

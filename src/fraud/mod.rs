@@ -10,8 +10,8 @@ pub mod policy;
 mod settings;
 
 pub use self::guard::{
-    Admitted, FraudError, FraudGuard, PrefixState, PrefixTraffic, Suspension, TrafficBucket,
-    TrafficReport,
+    Admitted, ConversionTicket, FraudError, FraudGuard, PrefixState, PrefixTraffic, SendTicket,
+    Suspension, TrafficBucket, TrafficReport,
 };
 pub use self::policy::{Level, Reason};
 pub use self::settings::FraudSettings;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::captcha::{CaptchaService, SolvedCaptcha};
 use crate::domain::{Code, Phone, PhoneParser, Purpose, VerificationId};
-use crate::fraud::FraudGuard;
+use crate::fraud::{ConversionTicket, FraudGuard};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
 use crate::pow::{PowService, SolvedPow};
@@ -81,12 +81,13 @@ impl SendGate {
         Ok(passes)
     }
 
-    /// Gives the consumed proofs back when the send failed on the server side (`error`), so
-    /// that the client's retry needs no new ones. Only for a send whose SMS did not go out and
+    /// Gives the consumed proofs back when the send failed on the server side (`error`) or
+    /// the fraud guard refused it (its step is taken with the issue, after the gate), so that
+    /// the client's retry needs no new ones. Only for a send whose SMS did not go out and
     /// cannot have: a proof buys at most one SMS. One after the other: on a stalled store each
     /// waits in the connection the one before left there (a new connection would not open).
     async fn give_back_after(&self, error: &OtpError, passes: GatePasses) {
-        if !error.is_service_failure() {
+        if !error.is_service_failure() && !matches!(error, OtpError::FraudRefused { .. }) {
             return;
         }
         if let (Some(service), Some(solved)) = (&self.pow, passes.pow) {
@@ -277,31 +278,27 @@ impl OtpService {
             .keyring
             .code_digests(phone.as_e164(), purpose.as_str(), &code);
         let client = command.client;
-        let outcome = match &id {
-            Some(id) => {
-                self.codes
-                    .verify_by_id(
-                        &phone,
-                        &purpose,
-                        id,
-                        &candidates,
-                        client,
-                        self.verify_params,
-                    )
-                    .await?
-            }
-            None => {
-                self.codes
-                    .verify_code(&phone, &purpose, &candidates, client, self.verify_params)
-                    .await?
-            }
-        };
+        // A match converts the code's send for the fraud guard: in the verify's own step
+        // where the store can, after it elsewhere.
+        let conversion = self.fraud.conversion(&phone, &purpose);
+        let (outcome, converted) = self
+            .codes
+            .verify_converting(
+                &phone,
+                &purpose,
+                id.as_ref(),
+                &candidates,
+                client,
+                self.verify_params,
+                conversion.as_ref().map(ConversionTicket::conversion),
+            )
+            .await?;
         let by = if id.is_some() { "id" } else { "phone" };
         match outcome {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
                 tracing::info!(%phone, %purpose, by, "code verified");
-                self.fraud.converted(&phone, &purpose).await;
+                self.fraud.converted(&phone, conversion, converted).await;
                 Ok(self.tokens.issue_for(
                     phone.as_e164(),
                     purpose.as_str(),

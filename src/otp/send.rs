@@ -1,7 +1,7 @@
-//! `send`: the fraud guard, the gate, the idempotency key, the issue in the store, the client's and global
-//! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
-//! store still holds exactly what this send wrote, and a server-side failure gives the gate's
-//! proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
+//! `send`: the gate, the idempotency key, the issue in the store with the fraud guard's step,
+//! the client's and global budgets, and the SMS; anything that fails after the issue rolls it
+//! back, as long as the store still holds exactly what this send wrote, and a server-side
+//! failure or the guard's refusal gives the gate's proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
 //! its code, cooldown and quota stay.
 
 use std::net::IpAddr;
@@ -11,13 +11,14 @@ use serde::{Deserialize, Serialize};
 
 use super::{GeoPermission, OtpError, OtpService, Refusal};
 use crate::domain::{Code, Locale, Phone, Purpose, VerificationId};
+use crate::fraud::SendTicket;
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, IssueOutcome, IssueParams,
-    OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, GuardedIssue, IssueOutcome,
+    IssueParams, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -133,9 +134,10 @@ impl OtpService {
         })
     }
 
-    /// The fraud guard's step first, so that a refusal does not consume the user's solved
-    /// gate; a send that then sends no SMS is given back to it. A test number gets no SMS:
-    /// nothing for the guard to judge or count.
+    /// The fraud guard's ticket first (no store step): its step is taken with the issue (in
+    /// the issue's own atomic step where the store can, right after it elsewhere), so that
+    /// only a send that issues a code is counted; a refusal gives the gate's proofs back. A
+    /// test number gets no SMS: nothing for the guard to judge or count.
     async fn send_gated(
         &self,
         command: &SendCommand,
@@ -144,20 +146,17 @@ impl OtpService {
         locale: Option<&Locale>,
         monitored: bool,
     ) -> Result<SendReceipt, OtpError> {
-        if self.test_numbers.contains_key(phone.as_e164()) {
-            return self
-                .gate_and_send(command, phone, purpose, locale, monitored)
-                .await;
-        }
+        let ticket = if self.test_numbers.contains_key(phone.as_e164()) {
+            None
+        } else {
+            self.fraud.ticket(phone, purpose)
+        };
         let started = std::time::Instant::now();
-        let admitted = self.fraud.admit(phone, purpose).await?;
-        let result = deadline::from(
+        deadline::from(
             started,
-            self.gate_and_send(command, phone, purpose, locale, monitored),
+            self.gate_and_send(command, phone, purpose, locale, monitored, ticket),
         )
-        .await;
-        self.fraud.settle(admitted, phone, result.is_ok());
-        result
+        .await
     }
 
     async fn gate_and_send(
@@ -167,6 +166,7 @@ impl OtpService {
         purpose: &Purpose,
         locale: Option<&Locale>,
         monitored: bool,
+        ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
         let passes = self
             .gate
@@ -183,7 +183,7 @@ impl OtpService {
         let sent = match self.test_numbers.get(phone.as_e164()) {
             Some(code) => self.issue_test_code(phone, purpose, code).await,
             None => {
-                self.issue_and_deliver(phone, purpose, locale, command.client_ip)
+                self.issue_and_deliver(phone, purpose, locale, command.client_ip, ticket)
                     .await
             }
         };
@@ -202,14 +202,15 @@ impl OtpService {
     }
 
     /// Issues a code within the phone's quota and the client's and the global SMS budget, and
-    /// sends it; undoes the issue (and releases the budgets) if anything after it fails, an
-    /// unconfirmed SMS excepted.
+    /// the fraud guard's step, and sends it; undoes the issue (and releases the budgets and
+    /// the guard's count) if anything after it fails, an unconfirmed SMS excepted.
     async fn issue_and_deliver(
         &self,
         phone: &Phone,
         purpose: &Purpose,
         locale: Option<&Locale>,
         client_ip: IpAddr,
+        ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
         let code = Code::generate(self.settings.code_length);
         let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
@@ -227,16 +228,33 @@ impl OtpService {
             budgets: &budgets,
             token: QuotaToken::generate(),
         };
-        // Within what the fraud guard's step left of one timeout: a store stalled between the
-        // two never makes the send wait twice.
-        let issued = deadline::shared(self.codes.issue_code(
-            phone,
-            purpose,
-            candidate,
-            &self.issue_params,
-            budgets,
-        ));
-        let delivery = match issued.await? {
+        // Within what the gate's steps left of one timeout: a store stalled between them
+        // never makes the send wait twice.
+        let issued = deadline::shared(async {
+            let params = &self.issue_params;
+            match &ticket {
+                Some(ticket) => {
+                    let step = self.fraud.step(ticket);
+                    let codes = &self.codes;
+                    codes
+                        .issue_guarded(phone, purpose, candidate, params, budgets, step)
+                        .await
+                }
+                None => self
+                    .codes
+                    .issue_code(phone, purpose, candidate, params, budgets)
+                    .await
+                    .map(GuardedIssue::Apart),
+            }
+        });
+        let (outcome, admission) = match issued.await? {
+            GuardedIssue::Apart(outcome) => (outcome, None),
+            GuardedIssue::Together { outcome, admission } => (outcome, admission),
+            GuardedIssue::Refused(block) => {
+                return Err(self.fraud.refused_by(phone, &block).into());
+            }
+        };
+        let delivery = match outcome {
             IssueOutcome::Deliver(delivery) => delivery,
             IssueOutcome::Cooldown { retry_after } => {
                 self.stats.record(Event::DedupCooldown);
@@ -252,17 +270,69 @@ impl OtpService {
                 return Err(self.budget_refused(scope, retry_after, client_ip));
             }
         };
+        let reserved = Reservations {
+            scopes: budgets.budgets.iter().map(|budget| budget.scope).collect(),
+            token: budgets.token,
+        };
+        // Only a send that issues is the guard's: judged on the counts the issue's step took,
+        // or counted now. A refusal undoes the issue and what it reserved.
+        let admitted = match ticket {
+            None => None,
+            Some(ticket) => {
+                // Boxed: inline, these steps would grow the send's future (which the route
+                // spawns, and tokio moves) by kilobytes, costing more to copy than they do.
+                let judged = match admission {
+                    Some(admission) => Box::pin(self.fraud.judge(phone, ticket, admission)).await,
+                    None => Box::pin(deadline::shared(self.fraud.admit(phone, ticket))).await,
+                };
+                match judged {
+                    Ok(admitted) => Some(admitted),
+                    Err(error) => {
+                        let error = OtpError::from(error);
+                        self.undo(phone, purpose, &delivery, &error).await;
+                        if delivery.budgets_reserved {
+                            self.release(reserved).await;
+                        }
+                        return Err(error);
+                    }
+                }
+            }
+        };
+        let sent = self
+            .deliver(
+                phone, purpose, locale, client_ip, code, delivery, budgets, reserved,
+            )
+            .await;
+        self.fraud.settle(admitted, phone, sent.is_ok());
+        sent.map(|status| SendReceipt {
+            expires_in: self.settings.code_ttl,
+            resend_after: self.settings.resend_cooldown,
+            delivery: status,
+            verification_id: Some(verification),
+        })
+    }
+
+    /// The SMS of an issued code (after the budgets, if the issue could not reserve them); an
+    /// SMS that does not go out undoes the issue and releases the budgets.
+    #[allow(clippy::too_many_arguments)]
+    async fn deliver(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        locale: Option<&Locale>,
+        client_ip: IpAddr,
+        code: Code,
+        delivery: Delivery,
+        budgets: Budgets<'_>,
+        reserved: Reservations,
+    ) -> Result<DeliveryStatus, OtpError> {
         if !delivery.budgets_reserved
             && let Err(error) = self.reserve_budgets(budgets, client_ip).await
         {
             self.undo(phone, purpose, &delivery, &error).await;
             return Err(error);
         }
-        let reserved = Reservations {
-            scopes: budgets.budgets.iter().map(|budget| budget.scope).collect(),
-            token: budgets.token,
-        };
-
+        let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
         let code = match delivery.kind {
             DeliveryKind::Redelivered => {
                 let opened = delivery.sealed.as_ref().and_then(|sealed| {
@@ -317,7 +387,8 @@ impl OtpService {
                     "SMS unconfirmed: no answer from the provider; the code and its cooldown stay"
                 );
                 // The issue wrote `sent`; this rarer case costs the second write.
-                if let Err(error) = self.codes.mark_unconfirmed(phone, &verification).await {
+                let verification = &delivery.undo.verification;
+                if let Err(error) = self.codes.mark_unconfirmed(phone, verification).await {
                     tracing::warn!(%phone, %error, "verification not marked unconfirmed");
                 }
                 DeliveryStatus::Unconfirmed
@@ -344,12 +415,7 @@ impl OtpService {
         if self.record_outbox {
             self.record(phone, purpose, &code).await;
         }
-        Ok(SendReceipt {
-            expires_in: self.settings.code_ttl,
-            resend_after: self.settings.resend_cooldown,
-            delivery: status,
-            verification_id: Some(verification),
-        })
+        Ok(status)
     }
 
     /// A send to a test number: its fixed code becomes the pending code through the same

@@ -432,6 +432,91 @@ pub trait CodeStore: Send + Sync + 'static {
     /// Records that the SMS of the send that answered `id` is unconfirmed (the issue wrote
     /// `sent`, the common case, so that a confirmed send costs no second write).
     async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId) -> Result<(), StoreError>;
+
+    /// `issue_code` with the fraud guard's step of the send (`FraudStore::admit_send`) in the
+    /// same atomic step, where the guard's keys meet the phone's (one Redis node): refused
+    /// before anything when its prefix is blocked and `guard.enforce`, else counted only if
+    /// the issue delivers. A backend that keeps them apart issues alone (`GuardedIssue::Apart`)
+    /// and the caller takes the guard's step after the issue.
+    async fn issue_guarded(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        budgets: Budgets<'_>,
+        guard: GuardStep<'_>,
+    ) -> Result<GuardedIssue, StoreError> {
+        let _ = guard;
+        self.issue_code(phone, purpose, candidate, params, budgets)
+            .await
+            .map(GuardedIssue::Apart)
+    }
+
+    /// `verify_by_id` (with `id`) or `verify_code`, counting a match as the conversion of the
+    /// send `conversion` names (`FraudStore::count_conversion`) in the same atomic step where
+    /// the guard's keys meet the phone's (one Redis node). The flag says whether the store
+    /// took the conversion; if not, the caller counts it (when there is one).
+    #[allow(clippy::too_many_arguments)]
+    async fn verify_converting(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: Option<&VerificationId>,
+        candidates: &[CodeDigest],
+        client: IpAddr,
+        params: VerifyParams,
+        conversion: Option<Conversion<'_>>,
+    ) -> Result<(VerifyOutcome, bool), StoreError> {
+        let _ = conversion;
+        let outcome = match id {
+            Some(id) => {
+                self.verify_by_id(phone, purpose, id, candidates, client, params)
+                    .await?
+            }
+            None => {
+                self.verify_code(phone, purpose, candidates, client, params)
+                    .await?
+            }
+        };
+        Ok((outcome, false))
+    }
+}
+
+/// The fraud guard's step of one send, as `CodeStore::issue_guarded` takes it: the send, the
+/// window it is judged over, whether a blocked prefix is refused, and how long its
+/// attribution waits for a verify.
+#[derive(Clone, Copy, Debug)]
+pub struct GuardStep<'a> {
+    pub send: FraudSend<'a>,
+    pub window: &'a Window,
+    pub enforce: bool,
+    pub attribution_ttl: Duration,
+}
+
+/// What `CodeStore::issue_guarded` did.
+#[derive(Debug)]
+pub enum GuardedIssue {
+    /// The guard's step is the caller's: the issue alone.
+    Apart(IssueOutcome),
+    /// The prefix is blocked: nothing was issued, reserved or counted but the refusal.
+    Refused(PrefixBlock),
+    /// Taken together: the issue's outcome and, when it delivers, the send as the guard
+    /// counted it (`Admission::Admitted`); a send that does not deliver is not counted.
+    Together {
+        outcome: IssueOutcome,
+        admission: Option<Admission>,
+    },
+}
+
+/// A verified code's send, for the guard to count as converted: see
+/// `FraudStore::count_conversion`.
+#[derive(Clone, Copy, Debug)]
+pub struct Conversion<'a> {
+    pub attribution: &'a str,
+    pub prefix: &'a str,
+    pub country: &'a str,
+    pub since_minute: u64,
 }
 
 /// Budgets shared by many phones: per client address and global.
@@ -636,7 +721,9 @@ pub struct FraudTraffic {
 
 /// The fraud guard's counts, per minute, per destination prefix, per country and for the
 /// service, and the prefixes' blocks: shared by every instance. Its keys are apart from the
-/// codes' (on a Cluster, another slot than the phone's), so its steps are their own.
+/// codes' (on a Cluster, another slot than the phone's): a send's and a verify's steps are
+/// their own, unless the code store takes them in its own (`CodeStore::issue_guarded`,
+/// `CodeStore::verify_converting`).
 #[async_trait]
 pub trait FraudStore: Send + Sync + 'static {
     /// The guard's one step per send: refuses it if its prefix is blocked and `enforce` (and

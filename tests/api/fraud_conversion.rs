@@ -1,8 +1,10 @@
 //! The conversion guard through the API, on every store: a prefix whose codes are never
-//! verified is refused (403/40300 with retry_after) once its unverified sends surge, before
-//! the gate or the store see the send; a prefix whose codes are verified is not; the operator
-//! lists the blocked prefix, lifts it (the prefix is open again), and reads the traffic; the
-//! operator routes need the admin token; the per-country series count sends and verifies.
+//! verified is refused (403/40300 with retry_after) once its unverified sends surge, with no
+//! SMS, no code left behind and the gate's proof given back; a prefix whose codes are
+//! verified is not; only a send that issues a code counts (double submits answered by the
+//! cooldown do not), and a verified code converts its send once; the operator lists the
+//! blocked prefix, lifts it (the prefix is open again), and reads the traffic; the operator
+//! routes need the admin token; the per-country series count sends and verifies.
 
 use serde_json::Value;
 use vcode::config::AbuseSettings;
@@ -234,11 +236,72 @@ async fn solved_captcha(app: &TestApp) -> (String, String) {
     (id, answer)
 }
 
-/// The guard refuses before the gate: a refused send leaves the user's solved captcha for
-/// the next send.
-#[tokio::test]
-async fn a_refused_send_does_not_consume_the_solved_captcha() {
-    let app = spawn_app_with(Backend::Memory, |s| {
+/// The traffic's sends, verified and refused, summed over the last hour.
+async fn traffic_totals(app: &TestApp) -> (u64, u64, u64) {
+    let traffic: FraudTraffic = admin(app, false, paths::FRAUD_TRAFFIC, Some(TOKEN))
+        .await
+        .data();
+    let sum =
+        |count: fn(&vcode_wire::FraudTrafficBucket) -> u64| traffic.series.iter().map(count).sum();
+    (sum(|b| b.sends), sum(|b| b.verified), sum(|b| b.refused))
+}
+
+async fn double_submits_of_one_phone_count_as_one_send(backend: Backend) {
+    let app = app(backend).await;
+    // Twenty submits of one phone at once: one SMS, the others answered by its cooldown.
+    let phone = number("137");
+    let answers = futures::future::join_all((0..20).map(|_| app.send(&phone))).await;
+    let statuses: Vec<(u16, i64)> = answers.iter().map(|a| (a.status, a.code())).collect();
+    assert_eq!(
+        statuses.iter().filter(|(status, _)| *status == 200).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert!(
+        statuses.iter().all(|&(_, code)| code != 40300),
+        "{statuses:?}"
+    );
+    assert_eq!(app.inbox(&phone).await.len(), 1);
+    // They were one send: the prefix takes the surge floor's other sends, and the next is one
+    // too many.
+    for _ in 1..SURGE_FLOOR {
+        let answer = app.send(&number("137")).await;
+        assert_eq!(answer.status, 200, "{answer:?}");
+    }
+    assert_eq!(traffic_totals(&app).await, (SURGE_FLOOR, 0, 0));
+    assert_eq!(app.send(&number("137")).await.code(), 40300);
+}
+
+async fn a_refused_send_leaves_nothing_behind_and_a_verify_converts_once(backend: Backend) {
+    let app = app(backend).await;
+    for _ in 0..SURGE_FLOOR {
+        assert_eq!(app.send(&number("136")).await.status, 200);
+    }
+    // The send that tips the prefix over is refused after its issue: no SMS, and its code
+    // and cooldown are undone.
+    let phone = number("136");
+    assert_eq!(app.send(&phone).await.code(), 40300);
+    assert!(app.inbox(&phone).await.is_empty(), "no SMS");
+    let lifted = admin(&app, true, &paths::fraud_lift("86136"), Some(TOKEN)).await;
+    assert_eq!(lifted.data::<FraudLifted>(), FraudLifted { lifted: true });
+    let again = app.send(&phone).await;
+    assert_eq!(
+        again.status, 200,
+        "no cooldown left by the refused send: {again:?}"
+    );
+    assert_eq!(app.inbox(&phone).await.len(), 1);
+    assert_eq!(traffic_totals(&app).await, (SURGE_FLOOR + 1, 0, 1));
+    // Its verify converts it, once: a second try of the same code converts nothing more.
+    let code = app.last_code(&phone).await;
+    assert_eq!(app.verify(&phone, &code).await.status, 200);
+    assert_ne!(app.verify(&phone, &code).await.status, 200);
+    assert_eq!(traffic_totals(&app).await, (SURGE_FLOOR + 1, 1, 1));
+}
+
+/// The guard's step follows the gate: a refused send, whether it tipped the prefix over or
+/// found it blocked, gives the user's solved captcha back for the next send.
+async fn a_refused_send_does_not_consume_the_solved_captcha(backend: Backend) {
+    let app = spawn_app_with(backend, |s| {
         s.abuse = AbuseSettings::unlimited();
         s.captcha.send_requires_captcha = true;
         s.fraud = FraudSettings {
@@ -251,15 +314,20 @@ async fn a_refused_send_does_not_consume_the_solved_captcha() {
         let captcha = solved_captcha(&app).await;
         assert_eq!(gated_send(&app, &number("138"), &captcha).await.status, 200);
     }
-    let captcha = solved_captcha(&app).await;
-    let refused = gated_send(&app, &number("138"), &captcha).await;
-    assert_eq!(refused.code(), 40300, "{refused:?}");
-    let next = gated_send(&app, &number("139"), &captcha).await;
-    assert_eq!(next.status, 200, "the captcha is still there: {next:?}");
+    for tipping in [true, false] {
+        let captcha = solved_captcha(&app).await;
+        let refused = gated_send(&app, &number("138"), &captcha).await;
+        assert_eq!(refused.code(), 40300, "tipping {tipping}: {refused:?}");
+        let next = gated_send(&app, &number("139"), &captcha).await;
+        assert_eq!(next.status, 200, "the captcha is still there: {next:?}");
+    }
 }
 
 on_every_store!(
     a_prefix_that_never_converts_is_refused_until_lifted,
     the_operator_routes_need_the_token_and_check_their_input,
     the_guard_off_counts_nothing_and_monitor_never_refuses,
+    double_submits_of_one_phone_count_as_one_send,
+    a_refused_send_leaves_nothing_behind_and_a_verify_converts_once,
+    a_refused_send_does_not_consume_the_solved_captcha,
 );

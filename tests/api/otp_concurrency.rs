@@ -8,7 +8,7 @@ use vcode::domain::Purpose;
 use vcode::otp::VerifyBy;
 use vcode_wire::{Envelope, SendRequest, VerifyRequest, paths};
 
-use crate::support::{Backend, codes, phone, random_phone, spawn_app_with};
+use crate::support::{Backend, codes, phone, random_phone, spawn_app, spawn_app_with};
 
 /// Posts `body` to `url` `times` times at once, each on its own connection so that the server
 /// sees them truly in parallel; counts the answers by (HTTP status, envelope code).
@@ -60,10 +60,7 @@ async fn hundred_concurrent_verifies_of_one_code_succeed_once(backend: Backend) 
 }
 
 async fn fifty_concurrent_sends_make_one_code_and_one_sms(backend: Backend) {
-    // The fraud guard counts each send before the cooldown refuses it (and gives the refused
-    // ones back just after): fifty at once would be a surge of its prefix. The cooldown alone
-    // is under test here.
-    let app = spawn_app_with(backend, |s| s.fraud.level = vcode::fraud::Level::Off).await;
+    let app = spawn_app(backend).await;
     let number = random_phone();
     let body = SendRequest::new(&number);
     let tally = post_at_once(app.url(paths::OTP_SEND), body, 50).await;

@@ -334,11 +334,11 @@ fn scripts_run(server: &crate::support::RedisServer) -> u64 {
 }
 
 /// On one Redis node, a send with every default limit on (the phone's SMS quota and the
-/// client's budget) is one script for the code and its budgets, one round trip; a Cluster
-/// keeps two (its budgets live on their own slot). The fraud guard's step is one more script
-/// of its own (its keys share no slot with the phone's).
+/// client's budget) and the fraud guard at its default is one script for the code, its
+/// budgets and the guard's step, one round trip; a Cluster keeps three (the budgets and the
+/// guard live on slots of their own).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_send_with_the_default_limits_is_two_scripts_on_one_node() {
+async fn a_send_with_the_default_limits_is_one_script_on_one_node() {
     let app = spawn_app_with(Backend::Redis, |s| s.abuse = AbuseSettings::default()).await;
     let server = app.redis.as_ref().expect("the app's own Redis");
     assert_eq!(
@@ -355,8 +355,8 @@ async fn a_send_with_the_default_limits_is_two_scripts_on_one_node() {
     }
     assert_eq!(
         scripts_run(server),
-        10,
-        "one script for the code and its budgets, one for the fraud guard"
+        5,
+        "one script for the code, its budgets and the fraud guard"
     );
     // Both limits were in it: the client's budget (20 an hour by default) is 6 down.
     let budget: u64 = ::redis::cmd("ZCARD")

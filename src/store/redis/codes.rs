@@ -1,55 +1,22 @@
-//! The code role of the Redis store: issue, undo, verify, inspect, each one atomic step.
+//! The code role of the Redis store: issue, undo, verify, inspect, each one atomic step (on one
+//! node with the fraud guard's step of the send or the verify in it).
 
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::CodeStore;
+use crate::store::{CodeStore, Conversion, GuardStep, GuardedIssue};
 
 impl RedisStore {
-    /// `verify.lua` or `verify_id.lua` over `keys`: the same arguments (the limits, a quota
-    /// token, the candidate digests after a `|`) and the same reply.
-    async fn run_verify(
-        &self,
-        script: &Script,
-        keys: &[String],
-        candidates: &[CodeDigest],
-        params: VerifyParams,
-        (name, events): (&str, Option<EventSubject<'_>>),
-    ) -> Result<VerifyOutcome, StoreError> {
-        let phone_rules = rule_args(params.phone_failures.as_slice());
-        let mut invocation = script.prepare_invoke();
-        invocation
-            .key(keys)
-            .arg(params.max_attempts)
-            .arg(QuotaToken::generate().0)
-            .arg(phone_rules.len())
-            .arg(phone_rules)
-            .arg(rule_args(params.client_failures.as_slice()))
-            .arg("|");
-        for candidate in candidates {
-            invocation.arg(candidate.as_bytes());
-        }
-        if let Some(events) = &events {
-            self.add_outbox(&mut invocation, events);
-        }
-        let mut connection = self.connections.get();
-        let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        parse_verify(&reply).ok_or_else(|| protocol(name, &reply))
-    }
-}
-
-#[async_trait]
-impl CodeStore for RedisStore {
-    async fn issue_code(
+    /// `issue.lua`, with the guard's step on one node when there is one.
+    async fn run_issue(
         &self,
         phone: &Phone,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
         budgets: Budgets<'_>,
-    ) -> Result<IssueOutcome, StoreError> {
+        guard: Option<GuardStep<'_>>,
+    ) -> Result<GuardedIssue, StoreError> {
         let policy = match params.policy {
             ResendPolicy::Reuse => "reuse",
             ResendPolicy::Rotate => "rotate",
@@ -61,6 +28,7 @@ impl CodeStore for RedisStore {
         // The budgets' logs and the id's target share no hash tag with the phone's: in this
         // script on one node only.
         let one_node = self.connections.one_node();
+        let guard = guard.filter(|_| one_node);
         let mut invocation = SCRIPTS.issue.prepare_invoke();
         invocation
             .key(&keys::issue(phone, purpose, id))
@@ -73,6 +41,7 @@ impl CodeStore for RedisStore {
             .arg(duration_ms(params.retention))
             .arg(if one_node { target.as_str() } else { "" })
             .arg(phone_rules.len())
+            .arg(u8::from(guard.is_some()))
             .arg(phone_rules)
             .arg(budgets.token.0);
         if one_node {
@@ -80,6 +49,9 @@ impl CodeStore for RedisStore {
         }
         let in_script = if one_node { budgets.budgets } else { &[] };
         add_budgets(&mut invocation, in_script);
+        if let Some(guard) = &guard {
+            fraud::add_admission(&mut invocation, guard);
+        }
         self.add_outbox(&mut invocation, &EventSubject::of(id, phone, purpose));
         let mut connection = self.connections.get();
         let started = std::time::Instant::now();
@@ -102,8 +74,10 @@ impl CodeStore for RedisStore {
         let reply: Vec<Value> = self
             .bounded_for(left, invocation.invoke_async(&mut connection))
             .await?;
-        if int_at(&reply, 0) == Some(-2) {
-            return Err(self.ran_too_late());
+        match int_at(&reply, 0) {
+            Some(-2) => return Err(self.ran_too_late()),
+            Some(-4) => return Ok(GuardedIssue::Refused(fraud::refusal_at(&reply, 1)?)),
+            _ => {}
         }
         let outcome = parse_issue(
             &reply,
@@ -123,7 +97,132 @@ impl CodeStore for RedisStore {
                     store.bounded(command.query_async(&mut connection)).await;
             });
         }
-        Ok(outcome)
+        if guard.is_none() {
+            return Ok(GuardedIssue::Apart(outcome));
+        }
+        // The guard's counts follow a delivery's seven fields.
+        let admission = match outcome {
+            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&reply, 7)?),
+            _ => None,
+        };
+        Ok(GuardedIssue::Together { outcome, admission })
+    }
+
+    /// `verify.lua` or `verify_id.lua` over `keys`: the same arguments (the limits, a quota
+    /// token, the candidate digests after a `|`) and the same reply.
+    async fn run_verify(
+        &self,
+        script: &Script,
+        keys: &[String],
+        candidates: &[CodeDigest],
+        params: VerifyParams,
+        // What else the step writes: the guard's conversion, the event outbox.
+        (conversion, events): (Option<Conversion<'_>>, Option<EventSubject<'_>>),
+        name: &str,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let phone_rules = rule_args(params.phone_failures.as_slice());
+        let mut invocation = script.prepare_invoke();
+        invocation
+            .key(keys)
+            .arg(params.max_attempts)
+            .arg(QuotaToken::generate().0)
+            .arg(phone_rules.len())
+            .arg(phone_rules)
+            .arg(rule_args(params.client_failures.as_slice()))
+            .arg("|");
+        for candidate in candidates {
+            invocation.arg(candidate.as_bytes());
+        }
+        if let Some(conversion) = &conversion {
+            fraud::add_conversion(&mut invocation, conversion);
+        }
+        // The outbox's keys and arguments end the invocation (events.lua).
+        if let Some(events) = &events {
+            self.add_outbox(&mut invocation, events);
+        }
+        let mut connection = self.connections.get();
+        let reply: Vec<Value> = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        parse_verify(&reply).ok_or_else(|| protocol(name, &reply))
+    }
+}
+
+#[async_trait]
+impl CodeStore for RedisStore {
+    async fn issue_code(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        budgets: Budgets<'_>,
+    ) -> Result<IssueOutcome, StoreError> {
+        match self
+            .run_issue(phone, purpose, candidate, params, budgets, None)
+            .await?
+        {
+            GuardedIssue::Apart(outcome) => Ok(outcome),
+            _ => Err(StoreError::Protocol(
+                "issue: a guard's reply unasked".to_owned(),
+            )),
+        }
+    }
+
+    async fn issue_guarded(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        budgets: Budgets<'_>,
+        guard: GuardStep<'_>,
+    ) -> Result<GuardedIssue, StoreError> {
+        self.run_issue(phone, purpose, candidate, params, budgets, Some(guard))
+            .await
+    }
+
+    async fn verify_converting(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: Option<&VerificationId>,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+        conversion: Option<Conversion<'_>>,
+    ) -> Result<(VerifyOutcome, bool), StoreError> {
+        // The guard's keys meet the phone's on one node only.
+        let conversion = conversion.filter(|_| self.connections.one_node());
+        let outcome = match id {
+            Some(id) => {
+                let keys = keys::verify_id(phone, purpose, client, id);
+                let script = &SCRIPTS.verify_id;
+                let events = Some(EventSubject::of(id, phone, purpose));
+                self.run_verify(
+                    script,
+                    &keys,
+                    candidates,
+                    params,
+                    (conversion, events),
+                    "verify_id",
+                )
+                .await?
+            }
+            None => {
+                let keys = keys::verify(phone, purpose, client);
+                self.run_verify(
+                    &SCRIPTS.verify,
+                    &keys,
+                    candidates,
+                    params,
+                    (conversion, None),
+                    "verify",
+                )
+                .await?
+            }
+        };
+        Ok((outcome, conversion.is_some()))
     }
 
     async fn undo_issue(
@@ -166,8 +265,15 @@ impl CodeStore for RedisStore {
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let keys = keys::verify(phone, purpose, client);
-        self.run_verify(&SCRIPTS.verify, &keys, candidates, params, ("verify", None))
-            .await
+        self.run_verify(
+            &SCRIPTS.verify,
+            &keys,
+            candidates,
+            params,
+            (None, None),
+            "verify",
+        )
+        .await
     }
 
     async fn pending_code(
@@ -230,7 +336,8 @@ impl CodeStore for RedisStore {
             &keys,
             candidates,
             params,
-            ("verify_id", Some(events)),
+            (None, Some(events)),
+            "verify_id",
         )
         .await
     }

@@ -1,8 +1,10 @@
 //! The fraud-guard role of the Redis store: every key under the one hash tag `{guard}`
 //! (keys.rs), so each step is one script on one node. Counters are hashes per scope and hour,
 //! fields per minute, expiring after the retention; blocks are one hash of JSON records.
-//! The guard's keys share no slot with a phone's, so its steps are apart from the code
-//! scripts', as the client and global budgets are.
+//! The guard's keys share no slot with a phone's: on one node (and Sentinel's primary) the code
+//! scripts take the send's and the verify's steps in their own (`add_admission`,
+//! `add_conversion`), as they reserve the client and global budgets; on a Cluster they are
+//! steps apart.
 
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
@@ -16,7 +18,8 @@ use super::*;
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::events::{PREFIX_SUBJECT, block_detail};
 use crate::store::{
-    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
+    Admission, Conversion, FraudSend, FraudStore, FraudTraffic, GuardStep, MinuteCounts,
+    PrefixBlock, SendMark,
 };
 
 /// A mark as the attribution key holds it: `<minute>:<token>`.
@@ -122,25 +125,108 @@ pub(super) fn convert_keys(
     .collect()
 }
 
+/// Adds the guard's step of one send to a script, as `fraud_admit.lua` reads it (`issue.lua`
+/// after its own keys and arguments): its keys, then its arguments.
+pub(super) fn add_admission(invocation: &mut redis::ScriptInvocation<'_>, step: &GuardStep<'_>) {
+    let (send, window) = (&step.send, step.window);
+    invocation
+        .key(admit_keys(
+            send.prefix,
+            send.country,
+            send.attribution,
+            window.minute,
+        ))
+        .arg(send.prefix)
+        .arg(send.country)
+        .arg(send.now_ms)
+        .arg(window.minute)
+        .arg(window.from)
+        .arg(window.judged_before)
+        .arg(u8::from(step.enforce))
+        .arg(duration_ms(step.attribution_ttl).max(1))
+        .arg(COUNTERS_TTL_MS)
+        .arg(encode_mark(SendMark {
+            minute: window.minute,
+            token: send.token,
+        }));
+}
+
+/// A counted send's admission from a reply whose `at` holds `fraud_count`'s answer (the
+/// block, the two tallies' eight counts in one comma-separated string, the previous mark).
+pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, StoreError> {
+    let block = block_at(reply, at)?;
+    let (Some(prefix), Some(service)) = tallies_at(reply, at + 1) else {
+        return Err(protocol("fraud admit", reply));
+    };
+    Ok(Admission::Admitted {
+        prefix,
+        service,
+        block,
+        previous: mark_at(reply, at + 2),
+    })
+}
+
+/// The prefix's and the service's tallies from `js,jc,us,uc,js,jc,us,uc`.
+fn tallies_at(reply: &[Value], at: usize) -> (Option<Tally>, Option<Tally>) {
+    let Some(raw) = bytes_at(reply, at).and_then(|raw| std::str::from_utf8(raw).ok()) else {
+        return (None, None);
+    };
+    let mut counts = raw.split(',').map(|count| count.parse::<u64>().ok());
+    let mut tally = || {
+        let mut next = || counts.next().flatten();
+        Some(Tally {
+            judged: Counts {
+                sends: next()?,
+                conversions: next()?,
+            },
+            unjudged: Counts {
+                sends: next()?,
+                conversions: next()?,
+            },
+        })
+    };
+    (tally(), tally())
+}
+
+/// The block of a refused send at `at` of a reply.
+pub(super) fn refusal_at(reply: &[Value], at: usize) -> Result<PrefixBlock, StoreError> {
+    block_at(reply, at)?.ok_or_else(|| protocol("fraud refusal", reply))
+}
+
+/// Adds a verified code's conversion to a script, as `fraud_convert.lua` reads it (the verify
+/// scripts after their own keys and arguments): the attribution, the tallies and the hours
+/// from the oldest its send can be in, then the arguments.
+pub(super) fn add_conversion(
+    invocation: &mut redis::ScriptInvocation<'_>,
+    conversion: &Conversion<'_>,
+) {
+    let now_minute = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+        / BUCKET_MS;
+    // No attribution outlives the counters: never more hours than they keep.
+    let first = conversion
+        .since_minute
+        .max(now_minute.saturating_sub(RETENTION_MINUTES))
+        .min(now_minute);
+    invocation
+        .key(convert_keys(
+            conversion.prefix,
+            conversion.country,
+            conversion.attribution,
+            first..=now_minute,
+        ))
+        .arg(first / 60)
+        .arg(conversion.since_minute)
+        .arg(COUNTERS_TTL_MS);
+}
+
 fn parse_block(raw: &[u8]) -> Result<PrefixBlock, StoreError> {
     serde_json::from_slice(raw).map_err(|e| StoreError::Protocol(format!("fraud block: {e}")))
 }
 
 fn encode_block(block: &PrefixBlock) -> Result<String, StoreError> {
     serde_json::to_string(block).map_err(|e| StoreError::Protocol(format!("fraud block: {e}")))
-}
-
-fn tally_at(reply: &[Value], at: usize) -> Option<Tally> {
-    Some(Tally {
-        judged: Counts {
-            sends: u64_at(reply, at)?,
-            conversions: u64_at(reply, at + 1)?,
-        },
-        unjudged: Counts {
-            sends: u64_at(reply, at + 2)?,
-            conversions: u64_at(reply, at + 3)?,
-        },
-    })
 }
 
 /// A block in a reply: a bulk string, empty for none.
@@ -191,26 +277,15 @@ impl FraudStore for RedisStore {
         attribution_ttl: Duration,
     ) -> Result<Admission, StoreError> {
         let mut invocation = FRAUD_SCRIPTS.admit.prepare_invoke();
-        invocation
-            .key(admit_keys(
-                send.prefix,
-                send.country,
-                send.attribution,
-                window.minute,
-            ))
-            .arg(send.prefix)
-            .arg(send.country)
-            .arg(send.now_ms)
-            .arg(window.minute)
-            .arg(window.from)
-            .arg(window.judged_before)
-            .arg(u8::from(enforce))
-            .arg(duration_ms(attribution_ttl).max(1))
-            .arg(COUNTERS_TTL_MS)
-            .arg(encode_mark(SendMark {
-                minute: window.minute,
-                token: send.token,
-            }));
+        add_admission(
+            &mut invocation,
+            &GuardStep {
+                send: *send,
+                window,
+                enforce,
+                attribution_ttl,
+            },
+        );
         let mut connection = self.connections.get();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
@@ -219,16 +294,7 @@ impl FraudStore for RedisStore {
             let block = block_at(&reply, 1)?.ok_or_else(|| protocol("fraud admit", &reply))?;
             return Ok(Admission::Refused(block));
         }
-        let block = block_at(&reply, 1)?;
-        let (Some(prefix), Some(service)) = (tally_at(&reply, 2), tally_at(&reply, 6)) else {
-            return Err(protocol("fraud admit", &reply));
-        };
-        Ok(Admission::Admitted {
-            prefix,
-            service,
-            block,
-            previous: mark_at(&reply, 10),
-        })
+        admitted_at(&reply, 1)
     }
 
     async fn release_send(
@@ -268,26 +334,16 @@ impl FraudStore for RedisStore {
         country: &str,
         since_minute: u64,
     ) -> Result<Option<u64>, StoreError> {
-        let now_minute = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-            / BUCKET_MS;
-        // No attribution outlives the counters: never more hours than they keep.
-        let first = since_minute
-            .max(now_minute.saturating_sub(RETENTION_MINUTES))
-            .min(now_minute);
-        let oldest_hour = first / 60;
         let mut invocation = FRAUD_SCRIPTS.convert.prepare_invoke();
-        invocation
-            .key(convert_keys(
+        add_conversion(
+            &mut invocation,
+            &Conversion {
+                attribution,
                 prefix,
                 country,
-                attribution,
-                first..=now_minute,
-            ))
-            .arg(oldest_hour)
-            .arg(since_minute)
-            .arg(COUNTERS_TTL_MS);
+                since_minute,
+            },
+        );
         let mut connection = self.connections.get();
         let minute: i64 = self
             .bounded(invocation.invoke_async(&mut connection))

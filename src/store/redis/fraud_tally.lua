@@ -1,4 +1,5 @@
--- Prelude of the fraud guard's scripts: a running tally per scope (prefix, service), so that a
+-- Prelude of the fraud guard's scripts (and of issue.lua, verify.lua and verify_id.lua, which
+-- take the guard's steps on one node): a running tally per scope (prefix, service), so that a
 -- send reads four numbers instead of summing the window's sixty minutes. The tally is kept
 -- for one window (its first minute, its first minute within grace, its last minute: 'w'),
 -- which moves at most twice a minute; a step in another window sums the minutes afresh.
@@ -14,4 +15,121 @@ local function tally_adjust(key, kind, m, by)
   if not first or m < tonumber(first) or m > tonumber(last) then return end
   local side = (m < tonumber(judged_before)) and 'j' or 'u'
   redis.call('HINCRBY', key, side .. kind, by)
+end
+
+-- The guard's steps take their keys and arguments from KEYS[k + 1..] and ARGV[a + 1..], so that
+-- a code script can run them on the keys and arguments it appends to its own.
+
+-- Counts one in `field` of the hourly hash at `key`; true for the field's first (the hash's
+-- expiry, `retention` ms, is set then: every field of the hour is counted within it).
+local function fraud_count_one(key, field, retention)
+  if redis.call('HINCRBY', key, field, 1) == 1 then
+    redis.call('PEXPIRE', key, retention)
+    return true
+  end
+  return false
+end
+
+-- The admission's first half, before anything of the send is written: true and the block
+-- when the prefix's block refuses the send (the refusal is counted), else false and the
+-- prefix's block record, if any. KEYS and ARGV as fraud_admit.lua's.
+local function fraud_refusal(k, a)
+  local block = redis.call('HGET', KEYS[k + 1], ARGV[a + 1])
+  if block and ARGV[a + 7] == '1' and cjson.decode(block).until_ms > tonumber(ARGV[a + 3]) then
+    fraud_count_one(KEYS[k + 8], 'r' .. ARGV[a + 4], ARGV[a + 9])
+    return true, block
+  end
+  return false, block
+end
+
+-- The admission's second half: counts the send (prefix, country, service), marks its
+-- attribution and answers {block or '', the prefix's judged sends, conversions, unjudged
+-- sends, conversions and the service's four alike in one string, comma-separated (one reply
+-- value to parse instead of eight), the attribution's previous mark or ''}.
+local function fraud_count(k, a, block)
+  local prefix, country = ARGV[a + 1], ARGV[a + 2]
+  local minute = tonumber(ARGV[a + 4])
+  local from, judged_before = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
+  local retention = ARGV[a + 9]
+  local hour = math.floor(minute / 60)
+  local function count(key, field)
+    return fraud_count_one(key, field, retention)
+  end
+  -- The prefix and country registries change at most once a minute per prefix and country.
+  if count(KEYS[k + 5], 's' .. minute) then redis.call('HSET', KEYS[k + 2], prefix, country) end
+  if count(KEYS[k + 7], 's' .. minute) then redis.call('HSET', KEYS[k + 3], country, 1) end
+  count(KEYS[k + 8], 's' .. minute)
+  local previous = redis.call('SET', KEYS[k + 4], ARGV[a + 10], 'PX', ARGV[a + 8], 'GET')
+
+  local function read(key, fields)
+    if #fields == 0 then return {} end
+    return redis.call('HMGET', key, unpack(fields))
+  end
+
+  -- {judged sends, judged conversions, unjudged sends, unjudged conversions} of one scope,
+  -- whose minutes are in two hourly hashes.
+  local function tally(this_hour, hour_before)
+    local fields, minutes = {{}, {}}, {{}, {}}
+    for m = from, minute do
+      local side = (math.floor(m / 60) == hour) and 1 or 2
+      table.insert(fields[side], 's' .. m)
+      table.insert(fields[side], 'c' .. m)
+      table.insert(minutes[side], m)
+    end
+    local totals = {0, 0, 0, 0}
+    local hashes = {this_hour, hour_before}
+    for side = 1, 2 do
+      local values = read(hashes[side], fields[side])
+      for i, m in ipairs(minutes[side]) do
+        local at = (m < judged_before) and 0 or 2
+        totals[at + 1] = totals[at + 1] + (tonumber(values[2 * i - 1]) or 0)
+        totals[at + 2] = totals[at + 2] + (tonumber(values[2 * i]) or 0)
+      end
+    end
+    return totals
+  end
+
+  -- The running tally of the window, with this send counted (in its minute, within grace),
+  -- or the window summed afresh when the tally is of another window.
+  local window = from .. ':' .. judged_before .. ':' .. minute
+  local function current(key, this_hour, hour_before)
+    local kept = redis.call('HMGET', key, 'w', 'js', 'jc', 'us', 'uc')
+    if kept[1] == window then
+      local unjudged = redis.call('HINCRBY', key, 'us', 1)
+      return {tonumber(kept[2]), tonumber(kept[3]), unjudged, tonumber(kept[5])}
+    end
+    local totals = tally(this_hour, hour_before)
+    redis.call('HSET', key, 'w', window, 'js', totals[1], 'jc', totals[2], 'us', totals[3],
+      'uc', totals[4])
+    redis.call('PEXPIRE', key, retention)
+    return totals
+  end
+
+  local p = current(KEYS[k + 10], KEYS[k + 5], KEYS[k + 6])
+  local s = current(KEYS[k + 11], KEYS[k + 8], KEYS[k + 9])
+  local counts = table.concat({p[1], p[2], p[3], p[4], s[1], s[2], s[3], s[4]}, ',')
+  return {block or '', counts, previous or ''}
+end
+
+-- A verified code: takes its send's attribution (once) and counts a conversion in the send's
+-- minute for the prefix, the country and the service. KEYS and ARGV as fraud_convert.lua's;
+-- its keys end at KEYS[last_key] (default: the last; other keys, the event outbox's, may follow).
+-- Returns the minute converted, or -1.
+local function fraud_convert(k, a, last_key)
+  last_key = last_key or #KEYS
+  local mark = redis.call('GET', KEYS[k + 1])
+  if not mark then return -1 end
+  -- '<minute>:<token>'
+  local minute = tonumber(string.match(mark, '^(%d+):'))
+  if not minute then return -1 end
+  redis.call('DEL', KEYS[k + 1])
+  local base = k + (math.floor(minute / 60) - tonumber(ARGV[a + 1])) * 3 + 3
+  if minute < tonumber(ARGV[a + 2]) or base < k + 1 or base + 3 > last_key then return -1 end
+  for i = 1, 3 do
+    redis.call('HINCRBY', KEYS[base + i], 'c' .. minute, 1)
+    redis.call('PEXPIRE', KEYS[base + i], ARGV[a + 3])
+  end
+  tally_adjust(KEYS[k + 2], 'c', minute, 1)
+  tally_adjust(KEYS[k + 3], 'c', minute, 1)
+  return minute
 end

@@ -15,19 +15,26 @@
 -- KEYS[5..] (one node only) the send's other budgets' logs (the client's, the global one):
 --         reserved in this same step, so a send is one round trip and a refusal by any limit
 --         records nothing anywhere
+-- then (one node only, ARGV[10] = '1') the fraud guard's 11 keys of fraud_admit.lua: its
+--         step is taken here too, refusing a send that would issue before anything is
+--         written and counting only a send that issues (a double submit answered by the
+--         cooldown is no send)
 -- ARGV[1] candidate record, ARGV[2] TTL ms, ARGV[3] cooldown ms, ARGV[4] 'reuse' | 'rotate',
 -- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
 -- ARGV[7] how long the verification outlives the code's TTL (ms), ARGV[8] its target or '',
--- ARGV[9] how many phone rule numbers follow (n), ARGV[10..9+n] the phone's quota rules,
--- ARGV[10+n] the budgets' token, then for each of KEYS[5..] the number of its rules followed
---         by those rules
--- With events on, the outbox's KEYS and ARGV follow (events.lua).
+-- ARGV[9] how many phone rule numbers follow (n), ARGV[10] '1' with the guard's step, else '0',
+-- ARGV[11..10+n] the phone's quota rules,
+-- ARGV[11+n] the budgets' token, then for each budget the number of its rules followed by
+--         those rules, then with the guard the 10 arguments of fraud_admit.lua
+-- With events on, the outbox's KEYS and ARGV follow those (events.lua).
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
+--         {-4, block} when the guard refuses the send (nothing written but the refusal),
 --         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota,
---         {-3, i, retry_after_ms} when KEYS[2 + i] is the first budget without room, or
---         {kind, record, sent_at_ms, deliveries[, previous_record, previous_sent_at_ms,
---          previous_expires_at_ms]}
+--         {-3, i, retry_after_ms} when the i-th budget is the first without room, or
+--         {kind, record, sent_at_ms, deliveries, previous_record, previous_sent_at_ms,
+--          previous_expires_at_ms} (the previous three '' for kind 1), followed with the
+--         guard by fraud_admit.lua's counts (its reply from the block on)
 --         with kind 1 created, 2 redelivered, 3 rotated.
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
@@ -36,11 +43,29 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if now > tonumber(ARGV[6]) then
   return {-2}
 end
-local phone_last = 9 + tonumber(ARGV[9])
-local rules = quota_rules(10, phone_last)
+local phone_last = 10 + tonumber(ARGV[9])
+local rules = quota_rules(11, phone_last)
 local budget_token = ARGV[phone_last + 1]
 local with_target = ARGV[8] ~= ''
-local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2, OWN_KEYS)
+-- The guard's keys and arguments end the script's own (before the outbox's).
+local guarded = ARGV[10] == '1'
+local guard_keys, guard_args = OWN_KEYS, OWN_ARGV
+if guarded then
+  guard_keys, guard_args = OWN_KEYS - 11, OWN_ARGV - 10
+end
+local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2, guard_keys)
+
+-- The prefix's block record, if any, once the guard has looked (below).
+local guard_block
+-- The reply of a send that delivers, with the guard's counts when it takes its step.
+local function delivered(reply)
+  if guarded then
+    for _, value in ipairs(fraud_count(guard_keys, guard_args, guard_block)) do
+      reply[#reply + 1] = value
+    end
+  end
+  return reply
+end
 
 -- The send's verification, bound to the code it delivers (whose record starts with its digest).
 local function bind_verification(record)
@@ -76,6 +101,14 @@ local refused, budget_wait = quota_budgets_wait(budgets, now)
 if refused > 0 then
   return {-3, refused, budget_wait}
 end
+-- The guard refuses only a send that would issue, as where its step follows the issue.
+if guarded then
+  local blocked
+  blocked, guard_block = fraud_refusal(guard_keys, guard_args)
+  if blocked then
+    return {-4, guard_block}
+  end
+end
 quota_record(KEYS[2], now, rules, ARGV[5])
 quota_budgets_record(budgets, now, budget_token)
 
@@ -89,10 +122,10 @@ if pending[1] then
   redis.call('HSET', KEYS[1], 'h', record, 'n', int(deliveries), 't', int(now))
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   bind_verification(record)
-  return {kind, record, now, deliveries, pending[1], tonumber(pending[3]), expires_at}
+  return delivered({kind, record, now, deliveries, pending[1], tonumber(pending[3]), expires_at})
 end
 
 redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', int(now))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 bind_verification(ARGV[1])
-return {1, ARGV[1], now, 1}
+return delivered({1, ARGV[1], now, 1, '', '', ''})

@@ -104,26 +104,52 @@ pub fn verify_id(
 /// send visits for the service's counts anyway.
 const FRAUD: &str = "verify_code:fraud:{guard}:";
 
+/// `FRAUD` and `parts` in one allocation, without `format!`: a send names about a dozen of
+/// the guard's keys, and formatting them cost about as much as the rest of the script call.
+fn fraud_key(parts: &[&str]) -> String {
+    let mut key = String::with_capacity(FRAUD.len() + parts.iter().map(|p| p.len()).sum::<usize>());
+    key.push_str(FRAUD);
+    for part in parts {
+        key.push_str(part);
+    }
+    key
+}
+
+/// `n` in decimal, into `buffer`.
+fn decimal(mut n: u64, buffer: &mut [u8; 20]) -> &str {
+    let mut at = buffer.len();
+    loop {
+        at -= 1;
+        buffer[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    // Only ASCII digits were written.
+    std::str::from_utf8(&buffer[at..]).unwrap_or_default()
+}
+
 /// `verify_code:fraud:{guard}:blocks`: prefix → its block (JSON).
 pub fn fraud_blocks() -> String {
-    format!("{FRAUD}blocks")
+    fraud_key(&["blocks"])
 }
 
 /// `verify_code:fraud:{guard}:prefixes`: prefix → its country, for the traffic report.
 pub fn fraud_prefixes() -> String {
-    format!("{FRAUD}prefixes")
+    fraud_key(&["prefixes"])
 }
 
 /// `verify_code:fraud:{guard}:countries`: the countries counted (a hash, country → 1: the
 /// commands vcode's documented ACL rule allows).
 pub fn fraud_countries() -> String {
-    format!("{FRAUD}countries")
+    fraud_key(&["countries"])
 }
 
 /// `verify_code:fraud:{guard}:sent:+447700900123:login`: the minute of the last send of a
 /// pending code, which its verify converts.
 pub fn fraud_attribution(attribution: &str) -> String {
-    format!("{FRAUD}sent:{attribution}")
+    fraud_key(&["sent:", attribution])
 }
 
 /// One scope of the fraud guard's counts.
@@ -138,10 +164,12 @@ pub enum FraudScope<'a> {
 /// `…:all:482000` (service): the scope's counters of one hour (unix hour), fields `s<minute>`
 /// (sends), `c<minute>` (conversions) and `r<minute>` (refusals, service only).
 pub fn fraud_minutes(scope: FraudScope<'_>, hour: u64) -> String {
+    let mut buffer = [0; 20];
+    let hour = decimal(hour, &mut buffer);
     match scope {
-        FraudScope::Prefix(prefix) => format!("{FRAUD}p:{prefix}:{hour}"),
-        FraudScope::Country(country) => format!("{FRAUD}c:{country}:{hour}"),
-        FraudScope::Service => format!("{FRAUD}all:{hour}"),
+        FraudScope::Prefix(prefix) => fraud_key(&["p:", prefix, ":", hour]),
+        FraudScope::Country(country) => fraud_key(&["c:", country, ":", hour]),
+        FraudScope::Service => fraud_key(&["all:", hour]),
     }
 }
 
@@ -149,9 +177,9 @@ pub fn fraud_minutes(scope: FraudScope<'_>, hour: u64) -> String {
 /// tally over the current window (`fraud_tally.lua`). Countries are not judged: none.
 pub fn fraud_tally(scope: FraudScope<'_>) -> String {
     match scope {
-        FraudScope::Prefix(prefix) => format!("{FRAUD}t:p:{prefix}"),
-        FraudScope::Country(country) => format!("{FRAUD}t:c:{country}"),
-        FraudScope::Service => format!("{FRAUD}t:all"),
+        FraudScope::Prefix(prefix) => fraud_key(&["t:p:", prefix]),
+        FraudScope::Country(country) => fraud_key(&["t:c:", country]),
+        FraudScope::Service => fraud_key(&["t:all"]),
     }
 }
 
@@ -320,10 +348,18 @@ mod tests {
     }
 
     /// The highest `KEYS[n]` a script reads, or `None` if it reads as many as it is given
-    /// (`for i = 1, #KEYS`, or through the prelude's `quota_budgets`, which reads `KEYS[i]`).
+    /// (`for i = 1, #KEYS`, or through the preludes' `quota_budgets` or `fraud_convert`).
     fn keys_used(source: &str) -> Option<usize> {
-        if source.contains("#KEYS") || source.contains("quota_budgets(") {
+        // `fraud_convert` reads the hours it is given, as far as `#KEYS`.
+        if ["#KEYS", "quota_budgets(", "fraud_convert("]
+            .iter()
+            .any(|reads_all| source.contains(reads_all))
+        {
             return None;
+        }
+        // Through the guard's prelude at offset 0: as many as its admission reads.
+        if source.contains("fraud_refusal(0, 0)") {
+            return Some(guard_keys_read());
         }
         source
             .split("KEYS[")
@@ -331,6 +367,16 @@ mod tests {
             .map(|rest| rest.split(']').next().unwrap().parse::<usize>().unwrap())
             .max()
             .or(Some(0))
+    }
+
+    /// The highest `KEYS[k + n]` the guard's admission reads in the prelude.
+    fn guard_keys_read() -> usize {
+        include_str!("fraud_tally.lua")
+            .split("KEYS[k + ")
+            .skip(1)
+            .filter_map(|rest| rest.split(']').next().unwrap().parse::<usize>().ok())
+            .max()
+            .unwrap()
     }
 
     #[test]
@@ -395,6 +441,26 @@ mod tests {
                 "guard".to_owned(),
             ),
         ];
+        assert_eq!(
+            fraud_minutes(FraudScope::Prefix("44770"), 482_000),
+            "verify_code:fraud:{guard}:p:44770:482000"
+        );
+        assert_eq!(
+            fraud_minutes(FraudScope::Country("GB"), 0),
+            "verify_code:fraud:{guard}:c:GB:0"
+        );
+        assert_eq!(
+            fraud_minutes(FraudScope::Service, u64::MAX),
+            format!("verify_code:fraud:{{guard}}:all:{}", u64::MAX)
+        );
+        assert_eq!(
+            fraud_tally(FraudScope::Service),
+            "verify_code:fraud:{guard}:t:all"
+        );
+        assert_eq!(
+            fraud_attribution("+447700900123:login"),
+            "verify_code:fraud:{guard}:sent:+447700900123:login"
+        );
         for (key, entity) in tagged {
             assert_eq!(key.matches('{').count(), 1, "{key}");
             assert_eq!(key.matches('}').count(), 1, "{key}");
@@ -431,7 +497,13 @@ mod tests {
         argument
             .strip_prefix("KEYS[")
             .and_then(|rest| rest.strip_suffix(']'))
-            .is_some_and(|n| n.parse::<usize>().is_ok() || n == "i")
+            .is_some_and(|n| {
+                // A number, `i`, or an offset plus one (the guard's prelude: `k + 1`, `base + i`).
+                let offset = |n: &str| n.parse::<usize>().is_ok() || n == "i";
+                offset(n)
+                    || n.split_once(" + ")
+                        .is_some_and(|(base, plus)| ["k", "base"].contains(&base) && offset(plus))
+            })
     }
 
     /// The calls in `source` whose key is not a `KEYS` element passed in (or the quota

@@ -72,10 +72,31 @@ fn whole_script(body: &str, keys: &[String]) -> redis::Cmd {
 const QUOTA_PRELUDE: &str = include_str!("quota.lua");
 
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
-    issue: Script::new(&[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("issue.lua")].concat()),
-    verify: Script::new(&[QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
+    issue: Script::new(
+        &[
+            EVENTS_PRELUDE,
+            QUOTA_PRELUDE,
+            fraud::TALLY_PRELUDE,
+            include_str!("issue.lua"),
+        ]
+        .concat(),
+    ),
+    verify: Script::new(
+        &[
+            QUOTA_PRELUDE,
+            fraud::TALLY_PRELUDE,
+            include_str!("verify.lua"),
+        ]
+        .concat(),
+    ),
     verify_id: Script::new(
-        &[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("verify_id.lua")].concat(),
+        &[
+            EVENTS_PRELUDE,
+            QUOTA_PRELUDE,
+            fraud::TALLY_PRELUDE,
+            include_str!("verify_id.lua"),
+        ]
+        .concat(),
     ),
     verification: Script::new(&[EVENTS_PRELUDE, include_str!("verification.lua")].concat()),
     reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),

@@ -5,8 +5,10 @@
 -- ARGV[1] max failed attempts, ARGV[2] quota token, ARGV[3] how many phone rule numbers
 -- follow (n), ARGV[4..3+n] the phone's rules, ARGV[4+n..] the client's rules, then the
 -- candidate digests (one per key in use) after a '|' separator.
--- Returns {1} verified, {0, remaining_attempts} wrong, {-1} missing, {-2} destroyed,
---         {-3, retry_after_ms} a failure quota is used up (nothing compared).
+-- On one node, the fraud guard's conversion keys of fraud_convert.lua follow KEYS[3] and its
+-- three arguments end ARGV: a match converts the code's send in this same step.
+-- Returns {1, minute converted or -1} verified, {0, remaining_attempts} wrong, {-1} missing,
+--         {-2} destroyed, {-3, retry_after_ms} a failure quota is used up (nothing compared).
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
 local time = redis.call('TIME')
@@ -15,6 +17,8 @@ local phone_rules, client_rules, separator = verify_arguments()
 if not separator then
   return redis.error_reply('verify.lua: no | before the candidate digests')
 end
+local converting = #KEYS > 3
+local last_candidate = converting and #ARGV - 3 or #ARGV
 
 local wait = math.max(quota_wait(KEYS[2], now, phone_rules), quota_wait(KEYS[3], now, client_rules))
 if wait > 0 then
@@ -26,10 +30,10 @@ if not record then
 end
 -- The record starts with the digest; a sealed code may follow.
 local stored = string.sub(record, 1, DIGEST_BYTES)
-for i = separator + 1, #ARGV do
+for i = separator + 1, last_candidate do
   if stored == ARGV[i] then
     redis.call('DEL', KEYS[1])
-    return {1}
+    return {1, converting and fraud_convert(3, last_candidate) or -1}
   end
 end
 quota_record(KEYS[2], now, phone_rules, ARGV[2])

@@ -131,8 +131,6 @@ async fn fifty_parallel_sends_with_one_payload_open_one(backend: Backend) {
     let app = spawn_pow_app(backend, |s| {
         s.pow.send_requires_pow = true;
         s.abuse = AbuseSettings::unlimited();
-        // Fifty unverified sends into one prefix at once would be held by the guard.
-        s.fraud.level = vcode::fraud::Level::Off;
     })
     .await;
     let payload = solved_payload(&app).await;
