@@ -5,6 +5,7 @@ mod codes;
 mod fraud;
 mod pow;
 mod records;
+mod twilio;
 mod verifications;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -224,6 +225,10 @@ pub struct MemoryStore {
     pow_replays: Shards<pow::SolvedPow>,
     /// The fraud guard's counts and blocks: one lock, as every send counts in the service's.
     fraud: Mutex<fraud::FraudState>,
+    /// The Twilio-compatible API's Services, by account.
+    twilio_services: twilio::Services,
+    /// Its verifications' send logs, by Service and phone.
+    twilio_sends: Shards<twilio::SendLog>,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -242,6 +247,8 @@ impl Default for MemoryStore {
             outboxes: Shards::new(4),
             pow_replays: Shards::new(SHARDS),
             fraud: Mutex::default(),
+            twilio_services: Mutex::default(),
+            twilio_sends: Shards::new(SHARDS),
             epoch: Instant::now(),
         }
     }
@@ -320,6 +327,7 @@ impl MemoryStore {
             + self.idempotency.sweep(now)
             + self.outboxes.sweep(now)
             + self.pow_replays.sweep(now)
+            + self.twilio_sends.sweep(now)
     }
 
     /// How many codes and captchas are held, expired or not (for tests and measurements).

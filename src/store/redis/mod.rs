@@ -7,6 +7,7 @@ mod codes;
 mod fraud;
 mod pow;
 mod records;
+mod twilio;
 
 mod cluster;
 mod connection;
