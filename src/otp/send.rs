@@ -10,7 +10,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{GeoPermission, OtpError, OtpService, Refusal};
-use crate::domain::{Code, Locale, Phone, Purpose, VerificationId};
+use crate::domain::{Code, CodeLength, Locale, Phone, Purpose, VerificationId};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
@@ -38,6 +38,17 @@ pub struct SendCommand {
     pub altcha: Option<String>,
     pub client_ip: IpAddr,
     pub idempotency_key: Option<IdempotencyKey>,
+    /// Set by a compatibility API (a Twilio Verify Service): its codes instead of `purpose`'s.
+    pub tenant: Option<Tenant>,
+}
+
+/// A tenant of a compatibility API (a Twilio Verify Service): its codes are kept apart under a
+/// purpose of its own (not one of `VCODE_PURPOSES`), with their own length, and are verified
+/// by id only.
+#[derive(Debug, Clone)]
+pub struct Tenant {
+    pub purpose: Purpose,
+    pub code_length: CodeLength,
 }
 
 pub use crate::store::DeliveryStatus;
@@ -83,7 +94,10 @@ impl OtpService {
         // A test number is no destination: no SMS goes to it.
         let monitored = !self.test_numbers.contains_key(phone.as_e164())
             && self.check_destination(&phone)? == GeoPermission::Monitor;
-        let purpose = self.parse_purpose(command.purpose.as_deref())?;
+        let purpose = match &command.tenant {
+            Some(tenant) => tenant.purpose.clone(),
+            None => self.parse_purpose(command.purpose.as_deref())?,
+        };
         let locale = match command.locale.as_deref() {
             Some(raw) => Some(Locale::parse(raw).ok_or(OtpError::InvalidLocale)?),
             None => None,
@@ -183,7 +197,11 @@ impl OtpService {
         let sent = match self.test_numbers.get(phone.as_e164()) {
             Some(code) => self.issue_test_code(phone, purpose, code).await,
             None => {
-                self.issue_and_deliver(phone, purpose, locale, command.client_ip)
+                let length = command
+                    .tenant
+                    .as_ref()
+                    .map_or(self.settings.code_length, |tenant| tenant.code_length);
+                self.issue_and_deliver(phone, purpose, locale, length, command.client_ip)
                     .await
             }
         };
@@ -209,9 +227,10 @@ impl OtpService {
         phone: &Phone,
         purpose: &Purpose,
         locale: Option<&Locale>,
+        length: CodeLength,
         client_ip: IpAddr,
     ) -> Result<SendReceipt, OtpError> {
-        let code = Code::generate(self.settings.code_length);
+        let code = Code::generate(length);
         let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
         let digest = self.keyring.code_digest(e164, purpose_name, &code);
         let verification = VerificationId::generate();

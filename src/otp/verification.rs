@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use super::{OtpError, OtpService};
+use super::{OtpError, OtpService, Tenant};
 use crate::domain::{Phone, Purpose, VerificationId};
 use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus};
 
@@ -20,6 +20,9 @@ pub struct VerifyCommand {
     pub code: String,
     pub audience: Option<String>,
     pub client: IpAddr,
+    /// Set by a compatibility API: the code is its length, and goes by id whatever
+    /// `VCODE_VERIFY_BY` says (the id must be the tenant's).
+    pub tenant: Option<Tenant>,
 }
 
 /// A verification as `GET /otp/verifications/{id}` shows it.
