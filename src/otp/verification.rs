@@ -103,6 +103,30 @@ impl OtpService {
         Ok(view)
     }
 
+    /// Approves the verification `raw` names without its code (Twilio's `Status=approved`: the
+    /// caller decided): the same atomic verify by id, given the pending code's own digest, so
+    /// the code is consumed and this id approved exactly as by its right code. An id whose code
+    /// is no longer pending is left as it is, and shown.
+    pub async fn approve(&self, raw: &str, client: IpAddr) -> Result<VerificationView, OtpError> {
+        let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
+        let (phone, purpose) = self.locate(&id).await?;
+        if let Some(pending) = self.codes.pending_code(&phone, &purpose).await? {
+            let outcome = self
+                .codes
+                .verify_by_id(
+                    &phone,
+                    &purpose,
+                    &id,
+                    &[pending.digest],
+                    client,
+                    self.verify_params,
+                )
+                .await?;
+            tracing::info!(%phone, %purpose, outcome = ?outcome, "verification approved without its code");
+        }
+        self.verification(raw).await
+    }
+
     fn view(
         &self,
         id: VerificationId,
