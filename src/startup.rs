@@ -13,6 +13,7 @@ use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
 use crate::api_keys::ApiKeyGate;
+use crate::twilio_compat::TwilioCompat;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
 use crate::fraud::FraudGuard;
@@ -215,7 +216,13 @@ fn keyring(settings: &Settings) -> Keyring {
 
 /// What the handlers reach: the services, and the settings the HTTP layer applies itself.
 fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppState {
+    let twilio = Arc::new(TwilioCompat::new(
+        services.otp.clone(),
+        stores.twilio.clone(),
+        settings.twilio_accounts.clone().unwrap_or_default(),
+    ));
     AppState {
+        twilio,
         otp: services.otp,
         fraud: services.fraud,
         captcha: services.captcha,

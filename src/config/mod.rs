@@ -42,12 +42,14 @@ use self::secret::SecretVariable;
 pub use self::secrets::ADMIN_TOKEN;
 use self::secrets::{
     SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, pow_hmac_key, secret,
+    twilio_accounts,
     secret_key, token_keys,
 };
 use self::sources::{Setting, Sources, Table, settings_of};
 use self::text::{Flag, Millis, Whole, parse_text, show_text};
 pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
+use crate::twilio_compat::TwilioAccounts;
 pub use crate::captcha::CaptchaSettings;
 pub use crate::fraud::FraudSettings;
 use crate::keyring::SecretKey;
@@ -136,6 +138,10 @@ pub struct Settings {
     /// The callers' keys as names and digests (`VCODE_API_KEYS[_FILE]`).
     #[serde(skip)]
     pub api_keys: Option<ApiKeys>,
+    /// The Twilio-compatible API's accounts as SIDs and digests
+    /// (`VCODE_TWILIO_COMPAT_ACCOUNTS[_FILE]`); none: its paths authenticate no one.
+    #[serde(skip)]
+    pub twilio_accounts: Option<TwilioAccounts>,
 }
 
 /// Which gates `VCODE_SEND_GATE` requires before any code or SMS exists (the gates
@@ -182,6 +188,7 @@ impl Default for Settings {
             token_keys: None,
             api_key: ApiKeySettings::default(),
             api_keys: None,
+            twilio_accounts: None,
         }
     }
 }
@@ -316,6 +323,7 @@ impl Settings {
             token_keys: token_keys(lookup)?,
             api_key: sources.extract()?,
             api_keys: api_keys(lookup)?,
+            twilio_accounts: twilio_accounts(lookup)?,
             admin_token: admin_token(lookup)?,
             secret_key: secret_key(lookup, SECRET_KEY)?,
             secret_key_previous: secret_key(lookup, SECRET_KEY_PREVIOUS)?,
