@@ -13,7 +13,6 @@ use anyhow::Context;
 use tracing_actix_web::TracingLogger;
 
 use crate::api_keys::ApiKeyGate;
-use crate::twilio_compat::TwilioCompat;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
 use crate::fraud::FraudGuard;
@@ -27,6 +26,7 @@ use crate::stats::Stats;
 use crate::store::redis::{RedisSettings, RedisTopology};
 use crate::store::{HealthCheck, MemoryStore, PostgresStore, RedisStore, Stores};
 use crate::token::{SigningKey, TokenIssuer};
+use crate::twilio_compat::TwilioCompat;
 
 /// How often the daily counters counted in-process are added to the store.
 const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);

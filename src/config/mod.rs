@@ -42,14 +42,12 @@ use self::secret::SecretVariable;
 pub use self::secrets::ADMIN_TOKEN;
 use self::secrets::{
     SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, pow_hmac_key, secret,
-    twilio_accounts,
-    secret_key, token_keys,
+    secret_key, token_keys, twilio_accounts,
 };
 use self::sources::{Setting, Sources, Table, settings_of};
 use self::text::{Flag, Millis, Whole, parse_text, show_text};
 pub use crate::api_keys::ApiKeySettings;
 use crate::api_keys::ApiKeys;
-use crate::twilio_compat::TwilioAccounts;
 pub use crate::captcha::CaptchaSettings;
 pub use crate::fraud::FraudSettings;
 use crate::keyring::SecretKey;
@@ -62,6 +60,7 @@ use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWOR
 use crate::telemetry::LogSettings;
 use crate::token::SigningKey;
 pub use crate::token::TokenSettings;
+use crate::twilio_compat::TwilioAccounts;
 
 /// The fields with a serde name are read here; the others are the parts' own. `Debug` (logs,
 /// tests) shows every secret as `***`: each is a `secrecy` type or hides itself.

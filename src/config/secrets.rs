@@ -10,10 +10,10 @@ use super::error::ConfigError;
 use super::redact::REDACTED;
 use super::secret::{Secret, SecretVariable};
 use crate::api_keys::ApiKeys;
-use crate::twilio_compat::TwilioAccounts;
 use crate::keyring::SecretKey;
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
 use crate::token::{SigningKey, parse_pem_keys};
+use crate::twilio_compat::TwilioAccounts;
 use crate::weak_secret::token_weakness;
 
 /// The operator listener's bearer token: enables the stats route and guards every operator

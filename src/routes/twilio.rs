@@ -34,9 +34,12 @@ pub fn config(cfg: &mut web::ServiceConfig) {
             .route(web::post().to(start_verification)),
     )
     .service(
-        super::resource("/v2/Services/{sid}/Verifications/{verification}", "GET, POST")
-            .route(web::get().to(fetch_verification))
-            .route(web::post().to(update_verification)),
+        super::resource(
+            "/v2/Services/{sid}/Verifications/{verification}",
+            "GET, POST",
+        )
+        .route(web::get().to(fetch_verification))
+        .route(web::post().to(update_verification)),
     )
     .service(
         super::resource("/v2/Services/{sid}/VerificationCheck", "POST")
@@ -148,7 +151,12 @@ impl Form {
     fn number<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, TwilioReply> {
         self.0
             .get(name)
-            .map(|value| value.trim().parse().map_err(|_| TwilioError::InvalidParameter(name).into()))
+            .map(|value| {
+                value
+                    .trim()
+                    .parse()
+                    .map_err(|_| TwilioError::InvalidParameter(name).into())
+            })
             .transpose()
     }
 
@@ -252,8 +260,7 @@ async fn list_services(request: HttpRequest, state: web::Data<AppState>) -> Repl
     let page: usize = query.number("Page")?.unwrap_or(0);
     let services = state.twilio.services(account).await?;
     let base = base_url(&request);
-    let page_url =
-        |page: usize| format!("{base}/Services?PageSize={page_size}&Page={page}");
+    let page_url = |page: usize| format!("{base}/Services?PageSize={page_size}&Page={page}");
     let shown: Vec<Value> = services
         .iter()
         .skip(page * page_size)
@@ -386,7 +393,9 @@ async fn check_verification(
 ) -> Reply {
     let account = account(&request, &state)?;
     let form = Form::read(&body)?;
-    let code = form.text("Code").ok_or(TwilioError::InvalidParameter("Code"))?;
+    let code = form
+        .text("Code")
+        .ok_or(TwilioError::InvalidParameter("Code"))?;
     let target = match (form.text("VerificationSid"), form.text("To")) {
         (Some(verification), _) => CheckTarget::Verification(verification),
         (None, Some(to)) => CheckTarget::To(to),

@@ -719,8 +719,11 @@ pub trait TwilioStore: Send + Sync + 'static {
     async fn delete_twilio_service(&self, account: &str, sid: &str) -> Result<bool, StoreError>;
 
     /// The send log of (Service, phone), while it lives.
-    async fn twilio_sends(&self, service: &str, phone: &Phone)
-    -> Result<Option<Revised>, StoreError>;
+    async fn twilio_sends(
+        &self,
+        service: &str,
+        phone: &Phone,
+    ) -> Result<Option<Revised>, StoreError>;
 
     /// Writes the send log if its revision is still `expected` (`None`: only if there is none),
     /// to live `ttl` from now; true if written.

@@ -50,12 +50,16 @@ impl TwilioAccounts {
             .filter(|entry| !entry.is_empty());
         for (index, entry) in entries.enumerate() {
             let number = index + 1;
-            let (who, digest) = entry
-                .split_once(':')
-                .ok_or_else(|| format!("entry {number}: expected AC…:sha256hex or AC…/SK…:sha256hex"))?;
+            let (who, digest) = entry.split_once(':').ok_or_else(|| {
+                format!("entry {number}: expected AC…:sha256hex or AC…/SK…:sha256hex")
+            })?;
             let (account, user) = match who.split_once('/') {
                 Some((account, key)) if sid::is_sid(key, API_KEY) => (account, key),
-                Some(_) => return Err(format!("entry {number}: expected an API key SID (SK and 32 hex digits) after the /")),
+                Some(_) => {
+                    return Err(format!(
+                        "entry {number}: expected an API key SID (SK and 32 hex digits) after the /"
+                    ));
+                }
                 None => (who, who),
             };
             if !sid::is_sid(account, ACCOUNT) {
@@ -101,7 +105,10 @@ impl TwilioAccounts {
 pub fn generate() -> (String, String, String) {
     let account = sid::generate(ACCOUNT);
     let token = hex::encode(rand::rng().random::<[u8; 16]>());
-    let entry = format!("{account}:{}", hex::encode(Sha256::digest(token.as_bytes())));
+    let entry = format!(
+        "{account}:{}",
+        hex::encode(Sha256::digest(token.as_bytes()))
+    );
     (account, token, entry)
 }
 
@@ -113,7 +120,10 @@ mod tests {
     fn a_generated_entry_authenticates_its_token_only() {
         let (account, token, entry) = generate();
         let accounts = TwilioAccounts::parse(&entry).unwrap();
-        assert_eq!(accounts.authenticate(&account, &token), Some(account.as_str()));
+        assert_eq!(
+            accounts.authenticate(&account, &token),
+            Some(account.as_str())
+        );
         assert_eq!(accounts.authenticate(&account, "0123"), None);
         assert_eq!(accounts.authenticate(&sid::generate(ACCOUNT), &token), None);
     }
@@ -141,8 +151,12 @@ mod tests {
             "AC0123:".to_owned() + &digest,
             format!("VA0123456789abcdef0123456789abcdef:{digest}"),
             "AC0123456789abcdef0123456789abcdef:abcd".to_owned(),
-            format!("AC0123456789abcdef0123456789abcdef/AC0123456789abcdef0123456789abcdef:{digest}"),
-            format!("AC0123456789abcdef0123456789abcdef:{digest},AC0123456789abcdef0123456789abcdef:{digest}"),
+            format!(
+                "AC0123456789abcdef0123456789abcdef/AC0123456789abcdef0123456789abcdef:{digest}"
+            ),
+            format!(
+                "AC0123456789abcdef0123456789abcdef:{digest},AC0123456789abcdef0123456789abcdef:{digest}"
+            ),
         ] {
             let error = TwilioAccounts::parse(&text).unwrap_err();
             assert!(!error.contains(&digest), "{error}");

@@ -31,7 +31,11 @@ pub struct TwilioCompat {
 }
 
 impl TwilioCompat {
-    pub fn new(otp: Arc<OtpService>, store: Arc<dyn TwilioStore>, accounts: TwilioAccounts) -> Self {
+    pub fn new(
+        otp: Arc<OtpService>,
+        store: Arc<dyn TwilioStore>,
+        accounts: TwilioAccounts,
+    ) -> Self {
         Self {
             otp,
             store,

@@ -150,7 +150,9 @@ impl TwilioCompat {
             .await?;
         // 128 random bits never meet an existing SID; a store that says so is broken.
         if !written {
-            return Err(TwilioError::Internal("a new Service SID already taken".into()));
+            return Err(TwilioError::Internal(
+                "a new Service SID already taken".into(),
+            ));
         }
         tracing::info!(service = %service.sid, "Twilio-compatible Service created");
         Ok(service)
@@ -218,8 +220,7 @@ impl TwilioCompat {
 
     /// Deletes one of the account's Services. Its pending codes expire as they would.
     pub async fn delete_service(&self, account: &str, sid: &str) -> Result<(), TwilioError> {
-        if sid::is_sid(sid, sid::SERVICE) && self.store.delete_twilio_service(account, sid).await?
-        {
+        if sid::is_sid(sid, sid::SERVICE) && self.store.delete_twilio_service(account, sid).await? {
             tracing::info!(service = %sid, "Twilio-compatible Service deleted");
             return Ok(());
         }

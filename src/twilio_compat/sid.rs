@@ -64,7 +64,10 @@ mod tests {
         assert!(is_sid(&sid, VERIFICATION), "{sid}");
         assert_eq!(verification_id(&sid), Some(id));
         let upper = format!("VE{}", sid[2..].to_ascii_uppercase());
-        assert_eq!(verification_id(&upper).map(|id| of_verification(&id)), Some(sid));
+        assert_eq!(
+            verification_id(&upper).map(|id| of_verification(&id)),
+            Some(sid)
+        );
     }
 
     #[test]

@@ -121,6 +121,19 @@ impl SendLog {
     }
 }
 
+/// Digits, as many as a Service's codes may have (4 to 10).
+fn is_code_like(code: &str) -> bool {
+    let code = code.trim();
+    (4..=10).contains(&code.len()) && code.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Too many concurrent writers of one record: the client may retry.
+fn busy() -> TwilioError {
+    TwilioError::TooManyRequests {
+        retry_after: std::time::Duration::from_secs(1),
+    }
+}
+
 fn verification_not_found(service: &str, sid: &str) -> TwilioError {
     TwilioError::NotFound(format!("/Services/{service}/Verifications/{sid}"))
 }
@@ -132,6 +145,14 @@ fn check_not_found(service: &str) -> TwilioError {
 /// The send log's revision (for the next compare-and-set), and the log while its verification
 /// is still pending.
 type LiveLog = (Option<u64>, Option<SendLog>);
+
+/// What a start found before its send.
+enum Reservation {
+    /// A verification is pending: this send is its re-send, already in its log.
+    Resend(SendLog),
+    /// None is: this send starts one; the log (if any, ended) is at `revision`.
+    First { revision: Option<u64> },
+}
 
 impl TwilioCompat {
     /// Starts a verification of `To` by SMS, or re-sends the pending one's code (up to
@@ -154,13 +175,14 @@ impl TwilioCompat {
         if service.skip_sms_to_landlines && phone.number_type() == NumberType::FixedLine {
             return Err(TwilioError::Landline);
         }
-        let (revision, live) = self.live_log(&service.sid, &phone).await?;
-        if live
-            .as_ref()
-            .is_some_and(|log| log.attempts.len() >= MAX_SENDS)
-        {
-            return Err(TwilioError::MaxSendAttempts);
-        }
+        let attempt = SendAttempt {
+            attempt_sid: sid::generate(sid::SEND_ATTEMPT),
+            time_ms: now_ms(),
+            channel: "sms".to_owned(),
+        };
+        // A re-send takes its place in the log before its SMS goes out, so that concurrent
+        // re-sends never pass the limit.
+        let reserved = self.reserve_resend(&service.sid, &phone, &attempt).await?;
         let send = SendCommand {
             phone: phone.as_e164().to_owned(),
             purpose: None,
@@ -172,21 +194,71 @@ impl TwilioCompat {
             idempotency_key: None,
             tenant: Some(service.tenant()),
         };
-        let sent = self
-            .otp
-            .send(send)
-            .await?
-            .verification_id
-            .ok_or_else(|| TwilioError::Internal("a send without its verification id".into()))?;
-        let attempt = SendAttempt {
-            attempt_sid: sid::generate(sid::SEND_ATTEMPT),
-            time_ms: now_ms(),
-            channel: "sms".to_owned(),
+        let sent = match self.otp.send(send).await {
+            Ok(receipt) => receipt.verification_id,
+            Err(error) => {
+                if let Reservation::Resend(_) = reserved {
+                    self.release_resend(&service.sid, &phone, &attempt).await;
+                }
+                return Err(error.into());
+            }
         };
-        let log = self
-            .record_send(&service.sid, &phone, (revision, live), &sent, attempt)
-            .await?;
+        let log = match reserved {
+            Reservation::Resend(log) => log,
+            Reservation::First { revision } => {
+                let sent = sent.ok_or_else(|| {
+                    TwilioError::Internal("a send without its verification id".into())
+                })?;
+                self.record_first_send(&service.sid, &phone, revision, &sent, attempt)
+                    .await?
+            }
+        };
         Ok(self.shown(&service, &phone, &log, TwilioStatus::Pending))
+    }
+
+    /// Adds `attempt` to the log of the pending verification of (Service, phone), if there is
+    /// one, in one compare-and-set: 60203 once it has `MAX_SENDS`.
+    async fn reserve_resend(
+        &self,
+        service: &str,
+        phone: &Phone,
+        attempt: &SendAttempt,
+    ) -> Result<Reservation, TwilioError> {
+        for _ in 0..WRITE_TRIES {
+            let (revision, live) = self.live_log(service, phone).await?;
+            let Some(mut log) = live else {
+                return Ok(Reservation::First { revision });
+            };
+            if log.attempts.len() >= MAX_SENDS {
+                return Err(TwilioError::MaxSendAttempts);
+            }
+            log.attempts.push(attempt.clone());
+            if self.put_log(service, phone, revision, &log).await? {
+                return Ok(Reservation::Resend(log));
+            }
+        }
+        Err(busy())
+    }
+
+    /// Takes a reserved re-send whose SMS did not go out back out of the log.
+    async fn release_resend(&self, service: &str, phone: &Phone, attempt: &SendAttempt) {
+        for _ in 0..WRITE_TRIES {
+            let Ok(Some(record)) = self.store.twilio_sends(service, phone).await else {
+                return;
+            };
+            let Ok(mut log) = SendLog::decode(&record) else {
+                return;
+            };
+            log.attempts
+                .retain(|kept| kept.attempt_sid != attempt.attempt_sid);
+            if self
+                .put_log(service, phone, Some(record.revision), &log)
+                .await
+                .unwrap_or(true)
+            {
+                return;
+            }
+        }
     }
 
     /// The send log of (Service, phone) and, while its verification is pending, the log itself.
@@ -203,20 +275,19 @@ impl TwilioCompat {
         Ok((Some(record.revision), pending.then_some(log)))
     }
 
-    /// Adds a send to the pending verification's log, or starts a log for `sent`; a
-    /// compare-and-set, read again when another start of the same phone came between.
-    async fn record_send(
+    /// Starts the log of the verification `sent` began; when another start of the same phone
+    /// came between, its pending verification is the one this send re-sent (the same pending
+    /// code), and the send is added to its log.
+    async fn record_first_send(
         &self,
         service: &str,
         phone: &Phone,
-        mut read: LiveLog,
+        mut revision: Option<u64>,
         sent: &VerificationId,
         attempt: SendAttempt,
     ) -> Result<SendLog, TwilioError> {
-        let settings = self.otp.settings();
-        let ttl = settings.code_ttl + settings.verification_retention;
+        let mut live: Option<SendLog> = None;
         for _ in 0..WRITE_TRIES {
-            let (revision, live) = read;
             let log = match live {
                 Some(mut log) => {
                     log.attempts.push(attempt.clone());
@@ -228,18 +299,29 @@ impl TwilioCompat {
                     attempts: vec![attempt.clone()],
                 },
             };
-            if self
-                .store
-                .put_twilio_sends(service, phone, revision, &log.encode(), ttl)
-                .await?
-            {
+            if self.put_log(service, phone, revision, &log).await? {
                 return Ok(log);
             }
-            read = self.live_log(service, phone).await?;
+            (revision, live) = self.live_log(service, phone).await?;
         }
-        Err(TwilioError::TooManyRequests {
-            retry_after: std::time::Duration::from_secs(1),
-        })
+        Err(busy())
+    }
+
+    /// Writes the log of (Service, phone) if it is still at `revision`; it lives as long as
+    /// its verification can be read.
+    async fn put_log(
+        &self,
+        service: &str,
+        phone: &Phone,
+        revision: Option<u64>,
+        log: &SendLog,
+    ) -> Result<bool, TwilioError> {
+        let settings = self.otp.settings();
+        let ttl = settings.code_ttl + settings.verification_retention;
+        Ok(self
+            .store
+            .put_twilio_sends(service, phone, revision, &log.encode(), ttl)
+            .await?)
     }
 
     /// The verification `sid` of the Service, and its view.
@@ -333,6 +415,9 @@ impl TwilioCompat {
         let valid = match self.otp.verify(command).await {
             Ok(_token) => true,
             Err(OtpError::WrongCode { .. }) => false,
+            // Digits of another length than the Service's are a wrong code to Twilio, never
+            // its right one: nothing to compare.
+            Err(OtpError::InvalidCode) if is_code_like(code) => false,
             Err(error) => {
                 return Err(match TwilioError::from(error) {
                     TwilioError::NotFound(_) => check_not_found(&service.sid),

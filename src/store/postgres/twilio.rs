@@ -137,13 +137,7 @@ impl TwilioStore for PostgresStore {
                      WHERE service_sid = $1 AND phone = $2 AND revision = $3
                        AND expires_at_ms > vcode_now_ms()
                      RETURNING 1",
-                    &[
-                        &service,
-                        &phone.as_e164(),
-                        &revision(expected),
-                        &body,
-                        &ttl,
-                    ],
+                    &[&service, &phone.as_e164(), &revision(expected), &body, &ttl],
                 )
                 .await?
             }

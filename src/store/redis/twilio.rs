@@ -55,9 +55,8 @@ impl TwilioStore for RedisStore {
         let command = redis::cmd("HGETALL")
             .arg(keys::twilio_services(account))
             .to_owned();
-        let fields: Vec<(String, String)> = self
-            .bounded(command.query_async(&mut connection))
-            .await?;
+        let fields: Vec<(String, String)> =
+            self.bounded(command.query_async(&mut connection)).await?;
         fields
             .into_iter()
             .map(|(sid, value)| Ok((sid, decode(&value)?)))
@@ -74,9 +73,7 @@ impl TwilioStore for RedisStore {
             .arg(keys::twilio_services(account))
             .arg(sid)
             .to_owned();
-        let value: Option<String> = self
-            .bounded(command.query_async(&mut connection))
-            .await?;
+        let value: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
         value.as_deref().map(decode).transpose()
     }
 
@@ -103,9 +100,7 @@ impl TwilioStore for RedisStore {
             .arg(keys::twilio_services(account))
             .arg(sid)
             .to_owned();
-        let removed: i64 = self
-            .bounded(command.query_async(&mut connection))
-            .await?;
+        let removed: i64 = self.bounded(command.query_async(&mut connection)).await?;
         Ok(removed == 1)
     }
 
@@ -118,9 +113,7 @@ impl TwilioStore for RedisStore {
         let command = redis::cmd("GET")
             .arg(keys::twilio_sends(service, phone))
             .to_owned();
-        let value: Option<String> = self
-            .bounded(command.query_async(&mut connection))
-            .await?;
+        let value: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
         value.as_deref().map(decode).transpose()
     }
 
