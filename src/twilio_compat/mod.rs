@@ -28,6 +28,8 @@ pub struct TwilioCompat {
     otp: Arc<OtpService>,
     store: Arc<dyn TwilioStore>,
     accounts: TwilioAccounts,
+    /// Services read in the last `SERVICE_CACHE_TTL`, by (account, SID).
+    recent: services::RecentServices,
 }
 
 impl TwilioCompat {
@@ -40,6 +42,7 @@ impl TwilioCompat {
             otp,
             store,
             accounts,
+            recent: services::RecentServices::default(),
         }
     }
 

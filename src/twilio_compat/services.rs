@@ -2,6 +2,10 @@
 //! and a few switches. Kept in the store (every instance sees them) as JSON; an update is a
 //! compare-and-set on the revision read, retried when another write came between.
 
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
 use serde::{Deserialize, Serialize};
 
 use super::{TwilioCompat, TwilioError, now_ms, sid};
@@ -13,6 +17,40 @@ use crate::store::Revised;
 const MAX_FRIENDLY_NAME: usize = 32;
 /// Tries of a compare-and-set before giving up to a storm of concurrent writers.
 pub(super) const WRITE_TRIES: usize = 8;
+
+/// How long a start or a check may use a Service read before (by any request of this
+/// instance): a Service read on every request cost a store round trip each; a change made on
+/// another instance reaches this one within it (on this one, at once).
+const SERVICE_CACHE_TTL: Duration = Duration::from_secs(1);
+/// Cached Services beyond this are all dropped (a flood of SIDs cannot grow the map).
+const SERVICE_CACHE_CAPACITY: usize = 10_000;
+
+/// Services read lately, by (account, SID).
+#[derive(Default)]
+pub(super) struct RecentServices(Mutex<HashMap<(String, String), (Instant, Service)>>);
+
+impl RecentServices {
+    fn get(&self, account: &str, sid: &str) -> Option<Service> {
+        let map = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.get(&(account.to_owned(), sid.to_owned()))
+            .filter(|(read, _)| read.elapsed() < SERVICE_CACHE_TTL)
+            .map(|(_, service)| service.clone())
+    }
+
+    fn put(&self, service: &Service) {
+        let mut map = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if map.len() >= SERVICE_CACHE_CAPACITY {
+            map.clear();
+        }
+        let key = (service.account_sid.clone(), service.sid.clone());
+        map.insert(key, (Instant::now(), service.clone()));
+    }
+
+    fn forget(&self, account: &str, sid: &str) {
+        let mut map = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.remove(&(account.to_owned(), sid.to_owned()));
+    }
+}
 
 /// A Service as stored and shown.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -171,9 +209,14 @@ impl TwilioCompat {
         Ok(services)
     }
 
-    /// One of the account's Services.
+    /// One of the account's Services, as read within the last `SERVICE_CACHE_TTL`.
     pub async fn service(&self, account: &str, sid: &str) -> Result<Service, TwilioError> {
-        Ok(self.service_revised(account, sid).await?.1)
+        if let Some(service) = self.recent.get(account, sid) {
+            return Ok(service);
+        }
+        let service = self.service_revised(account, sid).await?.1;
+        self.recent.put(&service);
+        Ok(service)
     }
 
     async fn service_revised(
@@ -210,6 +253,7 @@ impl TwilioCompat {
                 .put_twilio_service(account, sid, Some(revision), &encode(&service))
                 .await?
             {
+                self.recent.put(&service);
                 return Ok(service);
             }
         }
@@ -220,6 +264,7 @@ impl TwilioCompat {
 
     /// Deletes one of the account's Services. Its pending codes expire as they would.
     pub async fn delete_service(&self, account: &str, sid: &str) -> Result<(), TwilioError> {
+        self.recent.forget(account, sid);
         if sid::is_sid(sid, sid::SERVICE) && self.store.delete_twilio_service(account, sid).await? {
             tracing::info!(service = %sid, "Twilio-compatible Service deleted");
             return Ok(());
