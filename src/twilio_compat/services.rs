@@ -31,14 +31,20 @@ pub(super) struct RecentServices(Mutex<HashMap<(String, String), (Instant, Servi
 
 impl RecentServices {
     fn get(&self, account: &str, sid: &str) -> Option<Service> {
-        let map = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         map.get(&(account.to_owned(), sid.to_owned()))
             .filter(|(read, _)| read.elapsed() < SERVICE_CACHE_TTL)
             .map(|(_, service)| service.clone())
     }
 
     fn put(&self, service: &Service) {
-        let mut map = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         if map.len() >= SERVICE_CACHE_CAPACITY {
             map.clear();
         }
@@ -47,7 +53,10 @@ impl RecentServices {
     }
 
     fn forget(&self, account: &str, sid: &str) {
-        let mut map = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         map.remove(&(account.to_owned(), sid.to_owned()));
     }
 }
