@@ -60,6 +60,16 @@ impl Account {
         self.call(app, reqwest::Method::GET, path, &[]).await
     }
 
+    /// Starts a verification of `to` by SMS; it must be accepted.
+    async fn start(&self, app: &TestApp, service: &str, to: &str) -> Answer {
+        let path = format!("/v2/Services/{service}/Verifications");
+        let started = self
+            .post(app, &path, &[("To", to), ("Channel", "sms")])
+            .await;
+        assert_eq!(started.status, 201, "{}", started.body);
+        started
+    }
+
     async fn create_service(&self, app: &TestApp, form: &[(&str, &str)]) -> String {
         let answer = self.post(app, "/v2/Services", form).await;
         assert_eq!(answer.status, 201, "{}", answer.body);
@@ -87,14 +97,7 @@ async fn another_accounts_service_is_not_found(backend: Backend) {
         .create_service(&app, &[("FriendlyName", "Shop")])
         .await;
     let to = random_phone();
-    let started = owner
-        .post(
-            &app,
-            &format!("/v2/Services/{service}/Verifications"),
-            &[("To", &to), ("Channel", "sms")],
-        )
-        .await;
-    assert_eq!(started.status, 201, "{}", started.body);
+    let started = owner.start(&app, &service, &to).await;
     let verification = started.body["sid"].as_str().unwrap();
     for answer in [
         other.get(&app, &format!("/v2/Services/{service}")).await,
@@ -297,14 +300,7 @@ async fn a_services_code_length_and_purpose_reach_the_send(backend: Backend) {
         assert_eq!((answer.status, answer.code()), (400, 60200), "{bad}");
     }
     let to = random_phone();
-    let started = owner
-        .post(
-            &app,
-            &format!("/v2/Services/{service}/Verifications"),
-            &[("To", &to), ("Channel", "sms")],
-        )
-        .await;
-    assert_eq!(started.status, 201, "{}", started.body);
+    let started = owner.start(&app, &service, &to).await;
     let code = app.last_code(&to).await;
     assert_eq!(code.len(), 10, "{code}");
     // The same phone's code of /api/v1 lives apart: neither verifies the other.
