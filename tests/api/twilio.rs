@@ -300,7 +300,7 @@ async fn a_services_code_length_and_purpose_reach_the_send(backend: Backend) {
         assert_eq!((answer.status, answer.code()), (400, 60200), "{bad}");
     }
     let to = random_phone();
-    let started = owner.start(&app, &service, &to).await;
+    owner.start(&app, &service, &to).await;
     let code = app.last_code(&to).await;
     assert_eq!(code.len(), 10, "{code}");
     // The same phone's code of /api/v1 lives apart: neither verifies the other.
