@@ -161,8 +161,16 @@ THIN_OWN="thin POST verify, per-worker conn"
 # alone costs 1.1-1.6x of (reading and parsing a body that every such handler must); both
 # ratios are printed.
 THIN_JSON="thin POST JSON, constant answer"
-start_vcode embedded "${QUOTAS_OFF[@]}"
-start_vcode redis VCODE_REDIS_URL="$REDIS_URL" "${QUOTAS_OFF[@]}"
+# One account of the Twilio-compatible API on the first instances, for its rows.
+TWILIO_ACCOUNT=$($BIN/vcode twilio-account | awk -F': ' '{print $2}' | paste -sd' ')
+read -r TWILIO_SID TWILIO_TOKEN TWILIO_ENTRY <<<"$TWILIO_ACCOUNT"
+export TWILIO_AUTH; TWILIO_AUTH=$(printf '%s:%s' "$TWILIO_SID" "$TWILIO_TOKEN" | base64 -w0)
+start_vcode embedded "${QUOTAS_OFF[@]}" VCODE_TWILIO_COMPAT_ACCOUNTS="$TWILIO_ENTRY"
+start_vcode redis VCODE_REDIS_URL="$REDIS_URL" "${QUOTAS_OFF[@]}" VCODE_TWILIO_COMPAT_ACCOUNTS="$TWILIO_ENTRY"
+twilio_service() { # instance: a new Service's SID
+  curl -fs -u "$TWILIO_SID:$TWILIO_TOKEN" -d FriendlyName=bench "${URL[$1]}/v2/Services" |
+    python3 -c 'import json, sys; print(json.load(sys.stdin)["sid"])'
+}
 
 row "$THIN_GET" thin path=/constant
 row "$THIN_VERIFY" thin script=verify.lua path=/verify
@@ -176,6 +184,16 @@ row "send, embedded" embedded script=send.lua ref="$THIN_JSON"
 row "send, Redis" redis script=send.lua ref="$THIN_VERIFY" pairs="$PAIRS"
 row "captcha create+fetch, embedded" embedded script=captcha.lua ref="$THIN_GET"
 row "captcha create+fetch, Redis" redis script=captcha.lua ref="$THIN_VERIFY"
+# The Twilio-compatible start and check (issue 28) against /api/v1's send and verify of the
+# same instance: the same use cases, plus HTTP Basic, the form, the Service and the send log.
+export TWILIO_SERVICE
+for instance in embedded redis; do
+  label=$([ "$instance" = redis ] && echo Redis || echo embedded)
+  selected "twilio .*, $label" || continue
+  TWILIO_SERVICE=$(twilio_service "$instance")
+  row "twilio start, $label" "$instance" script=twilio_start.lua ref="send, $label" pairs="$PAIRS"
+  row "twilio check, $label" "$instance" script=twilio_check.lua ref="verify, $label" pairs="$PAIRS"
+done
 
 # The configuration people run: every default limit on (per phone, per client, failures), the
 # clients spread over a million addresses behind a trusted proxy (loopback), so that the
@@ -270,6 +288,10 @@ goal "verify, Redis" 1.10
 goal "verify, embedded" 1.40
 goal "send, Redis" 1.50
 goal "send, Redis, defaults" 1.67
+goal "twilio start, embedded" 1.30
+goal "twilio check, embedded" 1.30
+goal "twilio start, Redis" 1.30
+goal "twilio check, Redis" 1.30
 printf '\nagainst the thin handler with a connection per worker: verify Redis %s, send Redis %s, send Redis defaults %s\n' \
   "$(cpu_ratio "verify, Redis" "$THIN_OWN")" "$(cpu_ratio "send, Redis" "$THIN_OWN")" "$(cpu_ratio "send, Redis, defaults" "$THIN_OWN")"
 printf 'against the bodyless GET: verify embedded %s, send embedded %s, verify embedded defaults %s (the JSON POST itself: %s of the GET)\n' \

@@ -23,6 +23,7 @@ pub mod stats;
 pub mod store;
 pub mod telemetry;
 pub mod token;
+pub mod twilio_compat;
 pub(crate) mod weak_secret;
 
 pub use config::Settings;

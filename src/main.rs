@@ -31,6 +31,10 @@ enum Command {
         /// The caller's name, shown in logs and metrics: 1 to 64 of A-Za-z0-9_.-
         name: String,
     },
+    /// Create an account for the Twilio Verify-compatible API: prints its Account SID, its
+    /// Auth Token (give them to the application, once) and the entry to add to
+    /// VCODE_TWILIO_COMPAT_ACCOUNTS (the service keeps only the token's digest).
+    TwilioAccount,
     /// Play virtual users against running instances (dev mode, one shared Redis) and count
     /// false rejections and double accepts.
     Loadtest(vcode_loadtest::Options),
@@ -58,6 +62,12 @@ fn main() -> anyhow::Result<()> {
             let (key, entry) = vcode::api_keys::generate(&name).map_err(anyhow::Error::msg)?;
             println!("key (give it to {name}; it is not shown again): {key}");
             println!("VCODE_API_KEYS entry: {entry}");
+        }
+        Command::TwilioAccount => {
+            let (account, token, entry) = vcode::twilio_compat::accounts::generate();
+            println!("Account SID: {account}");
+            println!("Auth Token (give it to the application; it is not shown again): {token}");
+            println!("VCODE_TWILIO_COMPAT_ACCOUNTS entry: {entry}");
         }
         Command::CheckConfig => print!("{}", config::table::from_env().context("configuration")?),
         // The load generator is a client: it reads no VCODE_* settings and logs nothing.

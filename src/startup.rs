@@ -27,6 +27,7 @@ use crate::stats::Stats;
 use crate::store::redis::{RedisSettings, RedisTopology};
 use crate::store::{HealthCheck, MemoryStore, PostgresStore, RedisStore, Stores};
 use crate::token::{SigningKey, TokenIssuer};
+use crate::twilio_compat::TwilioCompat;
 
 /// How often the daily counters counted in-process are added to the store.
 const STATS_FLUSH_INTERVAL: Duration = Duration::from_secs(1);
@@ -242,7 +243,13 @@ fn keyring(settings: &Settings) -> Keyring {
 
 /// What the handlers reach: the services, and the settings the HTTP layer applies itself.
 fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppState {
+    let twilio = Arc::new(TwilioCompat::new(
+        services.otp.clone(),
+        stores.twilio.clone(),
+        settings.twilio_accounts.clone().unwrap_or_default(),
+    ));
     AppState {
+        twilio,
         otp: services.otp,
         fraud: services.fraud,
         events: Arc::new(EventOperations::new(stores.events.clone())),

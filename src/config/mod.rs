@@ -42,7 +42,7 @@ use self::secret::SecretVariable;
 pub use self::secrets::ADMIN_TOKEN;
 use self::secrets::{
     SECRET_KEY, SECRET_KEY_PREVIOUS, SECRETS, admin_token, api_keys, pow_hmac_key, secret,
-    secret_key, token_keys,
+    secret_key, token_keys, twilio_accounts,
 };
 use self::sources::{Setting, Sources, Table, settings_of};
 use self::text::{Flag, Millis, Whole, parse_text, show_text};
@@ -64,6 +64,7 @@ use crate::store::redis::{RedisSettings, RedisVariables, SENTINEL_MASTER_PASSWOR
 use crate::telemetry::LogSettings;
 use crate::token::SigningKey;
 pub use crate::token::TokenSettings;
+use crate::twilio_compat::TwilioAccounts;
 
 /// The fields with a serde name are read here; the others are the parts' own. `Debug` (logs,
 /// tests) shows every secret as `***`: each is a `secrecy` type or hides itself.
@@ -146,6 +147,10 @@ pub struct Settings {
     /// The callers' keys as names and digests (`VCODE_API_KEYS[_FILE]`).
     #[serde(skip)]
     pub api_keys: Option<ApiKeys>,
+    /// The Twilio-compatible API's accounts as SIDs and digests
+    /// (`VCODE_TWILIO_COMPAT_ACCOUNTS[_FILE]`); none: its paths authenticate no one.
+    #[serde(skip)]
+    pub twilio_accounts: Option<TwilioAccounts>,
 }
 
 /// Which gates `VCODE_SEND_GATE` requires before any code or SMS exists (the gates
@@ -194,6 +199,7 @@ impl Default for Settings {
             token_keys: None,
             api_key: ApiKeySettings::default(),
             api_keys: None,
+            twilio_accounts: None,
         }
     }
 }
@@ -346,6 +352,7 @@ impl Settings {
             token_keys: token_keys(lookup)?,
             api_key: sources.extract()?,
             api_keys: api_keys(lookup)?,
+            twilio_accounts: twilio_accounts(lookup)?,
             admin_token: admin_token(lookup)?,
             secret_key: secret_key(lookup, SECRET_KEY)?,
             secret_key_previous: secret_key(lookup, SECRET_KEY_PREVIOUS)?,

@@ -13,6 +13,7 @@ use crate::api_keys::ApiKeys;
 use crate::keyring::SecretKey;
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
 use crate::token::{SigningKey, parse_pem_keys};
+use crate::twilio_compat::TwilioAccounts;
 use crate::weak_secret::token_weakness;
 
 /// The operator listener's bearer token: enables the stats route and guards every operator
@@ -30,11 +31,16 @@ pub const TOKEN_KEY: SecretVariable =
     SecretVariable::new("VCODE_TOKEN_KEY", "VCODE_TOKEN_KEY_FILE");
 /// The API keys' names and digests (`name:sha256hex`, comma- or line-separated).
 pub const API_KEYS: SecretVariable = SecretVariable::new("VCODE_API_KEYS", "VCODE_API_KEYS_FILE");
+/// The Twilio-compatible API's accounts and API keys (`AC…:sha256hex`, `AC…/SK…:sha256hex`).
+pub const TWILIO_ACCOUNTS: SecretVariable = SecretVariable::new(
+    "VCODE_TWILIO_COMPAT_ACCOUNTS",
+    "VCODE_TWILIO_COMPAT_ACCOUNTS_FILE",
+);
 /// Signs proof-of-work challenges instead of a key derived from `VCODE_SECRET_KEY`.
 pub const POW_HMAC_KEY: SecretVariable =
     SecretVariable::new("VCODE_POW_HMAC_KEY", "VCODE_POW_HMAC_KEY_FILE");
 /// Every secret the settings read (the SMS providers' are the sms module's).
-pub const SECRETS: [SecretVariable; 7] = [
+pub const SECRETS: [SecretVariable; 8] = [
     API_KEYS,
     ADMIN_TOKEN,
     POW_HMAC_KEY,
@@ -42,6 +48,7 @@ pub const SECRETS: [SecretVariable; 7] = [
     SECRET_KEY_PREVIOUS,
     SENTINEL_MASTER_PASSWORD,
     TOKEN_KEY,
+    TWILIO_ACCOUNTS,
 ];
 
 /// The secret `variable` gives, if any.
@@ -124,6 +131,19 @@ pub fn token_keys(
     };
     parse_pem_keys(pem.expose_secret())
         .map(|keys| Some(Arc::new(keys)))
+        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
+}
+
+/// `VCODE_TWILIO_COMPAT_ACCOUNTS` (or its file): the Twilio-compatible API's credential
+/// digests. An error names the entry, never shows it.
+pub fn twilio_accounts(
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<TwilioAccounts>, ConfigError> {
+    let Some((text, origin)) = TWILIO_ACCOUNTS.read(lookup)? else {
+        return Ok(None);
+    };
+    TwilioAccounts::parse(text.expose_secret())
+        .map(Some)
         .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
 }
 

@@ -29,7 +29,7 @@ pub use self::destinations::{
     Destinations, GeoPermission, GeoPermissions, NumberTypes, Refusal, Regions,
 };
 pub use self::error::OtpError;
-pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
+pub use self::send::{DeliveryStatus, SendCommand, SendReceipt, Tenant};
 pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
 pub use self::verification::{VerificationView, VerifyCommand};
 pub use crate::store::VerificationStatus;
@@ -249,14 +249,21 @@ impl OtpService {
     /// signed token naming the phone, the purpose, `audience` and the id (the audience is
     /// checked before the code is touched: a bad one consumes nothing).
     pub async fn verify(&self, command: VerifyCommand) -> Result<String, OtpError> {
-        let code =
-            Code::parse(&command.code, self.settings.code_length).ok_or(OtpError::InvalidCode)?;
+        let length = command
+            .tenant
+            .as_ref()
+            .map_or(self.settings.code_length, |tenant| tenant.code_length);
+        let code = Code::parse(&command.code, length).ok_or(OtpError::InvalidCode)?;
         let audience = command
             .audience
             .as_deref()
             .map(|raw| Audience::parse(raw).ok_or(OtpError::InvalidAudience))
             .transpose()?;
-        let by_id = match (self.settings.verify_by, &command.verification_id) {
+        let verify_by = match command.tenant {
+            Some(_) => VerifyBy::Id,
+            None => self.settings.verify_by,
+        };
+        let by_id = match (verify_by, &command.verification_id) {
             (VerifyBy::Phone, _) => None,
             (VerifyBy::Id | VerifyBy::Either, Some(id)) => Some(id.as_str()),
             (VerifyBy::Id, None) => return Err(OtpError::VerificationIdRequired),

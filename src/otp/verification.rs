@@ -4,7 +4,7 @@
 
 use std::net::IpAddr;
 
-use super::{OtpError, OtpService};
+use super::{OtpError, OtpService, Tenant};
 use crate::domain::{Phone, Purpose, VerificationId};
 use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus};
 
@@ -20,6 +20,9 @@ pub struct VerifyCommand {
     pub code: String,
     pub audience: Option<String>,
     pub client: IpAddr,
+    /// Set by a compatibility API: the code is its length, and goes by id whatever
+    /// `VCODE_VERIFY_BY` says (the id must be the tenant's).
+    pub tenant: Option<Tenant>,
 }
 
 /// A verification as `GET /otp/verifications/{id}` shows it.
@@ -98,6 +101,30 @@ impl OtpService {
         let view = self.view(id, record)?;
         tracing::info!(phone = %view.phone, purpose = %view.purpose, status = view.status.as_str(), "verification cancel");
         Ok(view)
+    }
+
+    /// Approves the verification `raw` names without its code (Twilio's `Status=approved`: the
+    /// caller decided): the same atomic verify by id, given the pending code's own digest, so
+    /// the code is consumed and this id approved exactly as by its right code. An id whose code
+    /// is no longer pending is left as it is, and shown.
+    pub async fn approve(&self, raw: &str, client: IpAddr) -> Result<VerificationView, OtpError> {
+        let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
+        let (phone, purpose) = self.locate(&id).await?;
+        if let Some(pending) = self.codes.pending_code(&phone, &purpose).await? {
+            let outcome = self
+                .codes
+                .verify_by_id(
+                    &phone,
+                    &purpose,
+                    &id,
+                    &[pending.digest],
+                    client,
+                    self.verify_params,
+                )
+                .await?;
+            tracing::info!(%phone, %purpose, outcome = ?outcome, "verification approved without its code");
+        }
+        self.verification(raw).await
     }
 
     fn view(

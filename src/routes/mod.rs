@@ -21,6 +21,7 @@ mod otp;
 mod pages;
 mod pow;
 mod state;
+mod twilio;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
 use actix_web::http::header::{ALLOW, AUTHORIZATION, HeaderValue};
@@ -61,6 +62,7 @@ pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web:
         .configure(jwks::config)
         .configure(captcha::config)
         .configure(pow::config)
+        .configure(twilio::config)
         .configure(|cfg| pages::config(cfg, openapi, routes.demo));
     if routes.dev_mode {
         cfg.configure(dev::config);

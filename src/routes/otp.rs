@@ -200,6 +200,7 @@ async fn send(
         altcha: body.altcha,
         client_ip: super::client_ip(&request, &state)?,
         idempotency_key: idempotency_key(&request, caller.as_ref())?,
+        tenant: None,
     };
     let otp = state.otp.clone();
     // Runs to the end even if the client goes away, so a code is never left stored without
@@ -239,6 +240,7 @@ async fn verify(
         code: body.code,
         audience: body.audience,
         client: super::client_ip(&request, &state)?,
+        tenant: None,
     };
     let token = state.otp.verify(command).await?;
     Ok(envelope::ok(VerifyData {

@@ -15,6 +15,7 @@ use crate::pow::PowService;
 use crate::sms::SmsPrices;
 use crate::stats::Stats;
 use crate::token::TokenIssuer;
+use crate::twilio_compat::TwilioCompat;
 
 pub struct AppState {
     pub otp: Arc<OtpService>,
@@ -36,4 +37,6 @@ pub struct AppState {
     pub api_keys: ApiKeyGate,
     /// What one SMS costs per region, for the console's spend estimate.
     pub sms_prices: SmsPrices,
+    /// The Twilio Verify-compatible API over `otp`.
+    pub twilio: Arc<TwilioCompat>,
 }

@@ -1,6 +1,7 @@
 //! What the use cases keep, as narrow roles (codes, quotas, captchas, idempotency records,
 //! verifications, stats, dev outbox, health, used proof-of-work challenges, the fraud guard's
-//! counts, the event outbox), and the backends that play them:
+//! counts, the event outbox, the Twilio-compatible API's Services and send logs), and the
+//! backends that play them:
 //! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
 //! instances). Every operation that reads, compares and writes is one atomic step in each.
 
@@ -775,6 +776,59 @@ pub trait FraudStore: Send + Sync + 'static {
     async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError>;
 }
 
+/// A record of the Twilio-compatible API (src/twilio_compat) as the store keeps it: text the
+/// compat layer owns, and its revision (1 when created, one more at each write), so that a
+/// write based on a read is a compare-and-set.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Revised {
+    pub revision: u64,
+    pub body: String,
+}
+
+/// The Twilio-compatible API's own state: each account's Services, and the send log of each
+/// (Service, phone) verification. Every write is a compare-and-set on one record, one atomic
+/// step; the codes themselves are the `CodeStore`'s.
+#[async_trait]
+pub trait TwilioStore: Send + Sync + 'static {
+    /// The account's Services, in no particular order.
+    async fn twilio_services(&self, account: &str) -> Result<Vec<(String, Revised)>, StoreError>;
+
+    /// One of the account's Services (another account's is `None`).
+    async fn twilio_service(&self, account: &str, sid: &str)
+    -> Result<Option<Revised>, StoreError>;
+
+    /// Writes the Service if its revision is still `expected` (`None`: only if it does not
+    /// exist); true if written.
+    async fn put_twilio_service(
+        &self,
+        account: &str,
+        sid: &str,
+        expected: Option<u64>,
+        body: &str,
+    ) -> Result<bool, StoreError>;
+
+    /// Removes the Service; true if it existed.
+    async fn delete_twilio_service(&self, account: &str, sid: &str) -> Result<bool, StoreError>;
+
+    /// The send log of (Service, phone), while it lives.
+    async fn twilio_sends(
+        &self,
+        service: &str,
+        phone: &Phone,
+    ) -> Result<Option<Revised>, StoreError>;
+
+    /// Writes the send log if its revision is still `expected` (`None`: only if there is none),
+    /// to live `ttl` from now; true if written.
+    async fn put_twilio_sends(
+        &self,
+        service: &str,
+        phone: &Phone,
+        expected: Option<u64>,
+        body: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError>;
+}
+
 /// Whether the store answers (for `/readyz`).
 #[async_trait]
 pub trait HealthCheck: Send + Sync + 'static {
@@ -793,6 +847,7 @@ pub trait Store:
     + PowReplayStore
     + FraudStore
     + EventStore
+    + TwilioStore
 {
 }
 
@@ -807,6 +862,7 @@ impl<T> Store for T where
         + PowReplayStore
         + FraudStore
         + EventStore
+        + TwilioStore
 {
 }
 
@@ -824,6 +880,7 @@ pub struct Stores {
     pub pow_replays: Arc<dyn PowReplayStore>,
     pub fraud: Arc<dyn FraudStore>,
     pub events: Arc<dyn EventStore>,
+    pub twilio: Arc<dyn TwilioStore>,
 }
 
 impl Stores {
@@ -839,6 +896,7 @@ impl Stores {
             pow_replays: backend.clone(),
             fraud: backend.clone(),
             events: backend.clone(),
+            twilio: backend.clone(),
             health: backend,
         }
     }

@@ -72,4 +72,6 @@ mod stats;
 mod store_conformance;
 mod test_numbers;
 mod tokens;
+mod twilio;
+mod twilio_sdk;
 mod verifications;

@@ -6,6 +6,7 @@ mod events;
 mod fraud;
 mod pow;
 mod records;
+mod twilio;
 mod verifications;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -228,6 +229,10 @@ pub struct MemoryStore {
     fraud: Mutex<fraud::FraudState>,
     /// Events written with the changes (taken last, inside any other lock).
     events: events::EventOutbox,
+    /// The Twilio-compatible API's Services, by account.
+    twilio_services: twilio::Services,
+    /// Its verifications' send logs, by Service and phone.
+    twilio_sends: Shards<twilio::SendLog>,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -247,6 +252,8 @@ impl Default for MemoryStore {
             pow_replays: Shards::new(SHARDS),
             fraud: Mutex::default(),
             events: events::EventOutbox::default(),
+            twilio_services: Mutex::default(),
+            twilio_sends: Shards::new(SHARDS),
             epoch: Instant::now(),
         }
     }
@@ -325,6 +332,7 @@ impl MemoryStore {
             + self.idempotency.sweep(now)
             + self.outboxes.sweep(now)
             + self.pow_replays.sweep(now)
+            + self.twilio_sends.sweep(now)
     }
 
     /// How many codes and captchas are held, expired or not (for tests and measurements).

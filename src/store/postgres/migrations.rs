@@ -10,6 +10,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (2, include_str!("migrations/0002_verifications.sql")),
     (3, include_str!("migrations/0003_fraud.sql")),
     (4, include_str!("migrations/0004_events.sql")),
+    (6, include_str!("migrations/0006_twilio_services.sql")),
 ];
 
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).

@@ -12,6 +12,7 @@ mod migrations;
 mod records;
 mod settings;
 mod sweep;
+mod twilio;
 
 use std::time::{Duration, Instant};
 

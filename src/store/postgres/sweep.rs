@@ -21,6 +21,7 @@ const TABLES: &[&str] = &[
     "vcode_fraud_counts",
     "vcode_fraud_prefixes",
     "vcode_fraud_attributions",
+    "vcode_twilio_sends",
 ];
 
 /// One batch of `table`; the outer condition is checked again on the row's newest version, so

@@ -54,6 +54,18 @@ pub fn stats(date: &str) -> String {
     format!("{PREFIX}stats:{date}")
 }
 
+/// `verify_code:twilio:{AC…}:services`: the account's Twilio-compatible Services, a hash
+/// by Service SID.
+pub fn twilio_services(account: &str) -> String {
+    format!("{PREFIX}twilio:{{{account}}}:services")
+}
+
+/// `verify_code:twilio:sends:{VA…:+8613800138000}`: the send log of a Twilio-compatible
+/// verification of one Service and phone.
+pub fn twilio_sends(service: &str, phone: &Phone) -> String {
+    format!("{PREFIX}twilio:sends:{{{service}:{}}}", phone.as_e164())
+}
+
 /// `verify_code:{+8613800138000}:verification:<id>`: one send's verification (its code's
 /// digest, times, attempts, end), under the phone's tag so a verify updates it with the code.
 pub fn verification(phone_e164: &str, id: &VerificationId) -> String {
@@ -344,6 +356,11 @@ mod tests {
                 include_str!("fraud_lift.lua"),
                 vec![fraud_blocks()],
             ),
+            (
+                "twilio_put",
+                include_str!("twilio_put.lua"),
+                vec![twilio_sends("VA0123456789abcdef0123456789abcdef", &phone)],
+            ),
         ]
     }
 
@@ -425,6 +442,14 @@ mod tests {
             ),
             (quota(QuotaScope::Global), "budgets".to_owned()),
             (fraud_blocks(), "guard".to_owned()),
+            (
+                twilio_services("AC0123456789abcdef0123456789abcdef"),
+                "AC0123456789abcdef0123456789abcdef".to_owned(),
+            ),
+            (
+                twilio_sends("VA0123456789abcdef0123456789abcdef", &phone),
+                format!("VA0123456789abcdef0123456789abcdef:{e164}"),
+            ),
             (fraud_prefixes(), "guard".to_owned()),
             (fraud_countries(), "guard".to_owned()),
             (fraud_attribution("+447700900123:login"), "guard".to_owned()),

@@ -8,6 +8,7 @@ mod events;
 mod fraud;
 mod pow;
 mod records;
+mod twilio;
 
 mod cluster;
 mod connection;

@@ -6,6 +6,7 @@ mod captchas;
 mod fraud;
 mod pending_codes;
 mod redis_layout;
+mod twilio;
 mod verifications;
 
 use std::sync::Arc;

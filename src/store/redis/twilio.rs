@@ -1,0 +1,131 @@
+//! The Redis store's Twilio-compatible records: each account's Services as the fields of one
+//! hash (`verify_code:twilio:{<account>}:services`), each send log a string with its TTL
+//! (`verify_code:twilio:sends:{<service>:<E.164>}`); every write is `twilio_put.lua`, a
+//! compare-and-set on one key. Values are `<revision>:<body>`.
+
+use std::sync::LazyLock;
+
+use async_trait::async_trait;
+use redis::Script;
+
+use super::*;
+use crate::store::{Revised, TwilioStore};
+
+static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("twilio_put.lua")));
+
+fn decode(value: &str) -> Result<Revised, StoreError> {
+    value
+        .split_once(':')
+        .and_then(|(revision, body)| {
+            Some(Revised {
+                revision: revision.parse().ok()?,
+                body: body.to_owned(),
+            })
+        })
+        .ok_or_else(|| StoreError::Protocol("a Twilio record without its revision".to_owned()))
+}
+
+impl RedisStore {
+    async fn twilio_put(
+        &self,
+        key: String,
+        field: &str,
+        expected: Option<u64>,
+        body: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let mut invocation = PUT.key(key);
+        invocation
+            .arg(field)
+            .arg(expected.unwrap_or(0))
+            .arg(body)
+            .arg(duration_ms(ttl).max(1));
+        let mut connection = self.connections.get();
+        let written: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(written == 1)
+    }
+}
+
+#[async_trait]
+impl TwilioStore for RedisStore {
+    async fn twilio_services(&self, account: &str) -> Result<Vec<(String, Revised)>, StoreError> {
+        let mut connection = self.connections.get();
+        let command = redis::cmd("HGETALL")
+            .arg(keys::twilio_services(account))
+            .to_owned();
+        let fields: Vec<(String, String)> =
+            self.bounded(command.query_async(&mut connection)).await?;
+        fields
+            .into_iter()
+            .map(|(sid, value)| Ok((sid, decode(&value)?)))
+            .collect()
+    }
+
+    async fn twilio_service(
+        &self,
+        account: &str,
+        sid: &str,
+    ) -> Result<Option<Revised>, StoreError> {
+        let mut connection = self.connections.get();
+        let command = redis::cmd("HGET")
+            .arg(keys::twilio_services(account))
+            .arg(sid)
+            .to_owned();
+        let value: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
+        value.as_deref().map(decode).transpose()
+    }
+
+    async fn put_twilio_service(
+        &self,
+        account: &str,
+        sid: &str,
+        expected: Option<u64>,
+        body: &str,
+    ) -> Result<bool, StoreError> {
+        self.twilio_put(
+            keys::twilio_services(account),
+            sid,
+            expected,
+            body,
+            Duration::ZERO,
+        )
+        .await
+    }
+
+    async fn delete_twilio_service(&self, account: &str, sid: &str) -> Result<bool, StoreError> {
+        let mut connection = self.connections.get();
+        let command = redis::cmd("HDEL")
+            .arg(keys::twilio_services(account))
+            .arg(sid)
+            .to_owned();
+        let removed: i64 = self.bounded(command.query_async(&mut connection)).await?;
+        Ok(removed == 1)
+    }
+
+    async fn twilio_sends(
+        &self,
+        service: &str,
+        phone: &Phone,
+    ) -> Result<Option<Revised>, StoreError> {
+        let mut connection = self.connections.get();
+        let command = redis::cmd("GET")
+            .arg(keys::twilio_sends(service, phone))
+            .to_owned();
+        let value: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
+        value.as_deref().map(decode).transpose()
+    }
+
+    async fn put_twilio_sends(
+        &self,
+        service: &str,
+        phone: &Phone,
+        expected: Option<u64>,
+        body: &str,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        self.twilio_put(keys::twilio_sends(service, phone), "", expected, body, ttl)
+            .await
+    }
+}

@@ -1,0 +1,62 @@
+//! Twilio Verify v2, as a layer over the OTP use cases: accounts (who may call), Services
+//! (tenants of one account: a purpose and a code length of their own) and verifications, whose
+//! `VE…` SIDs are vcode verification ids in Twilio's form. Every code is sent and checked by
+//! `OtpService` (one atomic store, quotas, fraud guard, codes hashed at rest); this module keeps
+//! only what Twilio shows and vcode has no word for: the Services' settings and each
+//! verification's send log.
+
+pub mod accounts;
+mod error;
+mod services;
+pub mod sid;
+mod verifications;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::otp::OtpService;
+use crate::store::TwilioStore;
+
+pub use self::accounts::TwilioAccounts;
+pub use self::error::TwilioError;
+pub use self::services::{Service, ServiceChanges};
+pub use self::verifications::{
+    CheckTarget, SendAttempt, StartCommand, TwilioStatus, Verification, VerificationCheck,
+};
+
+pub struct TwilioCompat {
+    otp: Arc<OtpService>,
+    store: Arc<dyn TwilioStore>,
+    accounts: TwilioAccounts,
+    /// Services read in the last `SERVICE_CACHE_TTL`, by (account, SID).
+    recent: services::RecentServices,
+}
+
+impl TwilioCompat {
+    pub fn new(
+        otp: Arc<OtpService>,
+        store: Arc<dyn TwilioStore>,
+        accounts: TwilioAccounts,
+    ) -> Self {
+        Self {
+            otp,
+            store,
+            accounts,
+            recent: services::RecentServices::default(),
+        }
+    }
+
+    /// The account HTTP Basic's `user` and `secret` act for.
+    pub fn authenticate(&self, user: &str, secret: &str) -> Result<&str, TwilioError> {
+        self.accounts
+            .authenticate(user, secret)
+            .ok_or(TwilioError::Unauthenticated)
+    }
+}
+
+/// The wall clock in unix ms, for the dates Twilio shows.
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis() as u64)
+}

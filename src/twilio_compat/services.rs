@@ -1,0 +1,283 @@
+//! Services: a Twilio Verify Service is a tenant of one account, with a name, a code length
+//! and a few switches. Kept in the store (every instance sees them) as JSON; an update is a
+//! compare-and-set on the revision read, retried when another write came between.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use super::{TwilioCompat, TwilioError, now_ms, sid};
+use crate::domain::CodeLength;
+use crate::otp::Tenant;
+use crate::store::Revised;
+
+/// Twilio's limit on `FriendlyName`.
+const MAX_FRIENDLY_NAME: usize = 32;
+/// Tries of a compare-and-set before giving up to a storm of concurrent writers.
+pub(super) const WRITE_TRIES: usize = 8;
+
+/// How long a start or a check may use a Service read before (by any request of this
+/// instance): a Service read on every request cost a store round trip each; a change made on
+/// another instance reaches this one within it (on this one, at once).
+const SERVICE_CACHE_TTL: Duration = Duration::from_secs(1);
+/// Cached Services beyond this are all dropped (a flood of SIDs cannot grow the map).
+const SERVICE_CACHE_CAPACITY: usize = 10_000;
+
+/// Services read lately, by (account, SID).
+#[derive(Default)]
+pub(super) struct RecentServices(Mutex<HashMap<(String, String), (Instant, Service)>>);
+
+impl RecentServices {
+    fn get(&self, account: &str, sid: &str) -> Option<Service> {
+        let map = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.get(&(account.to_owned(), sid.to_owned()))
+            .filter(|(read, _)| read.elapsed() < SERVICE_CACHE_TTL)
+            .map(|(_, service)| service.clone())
+    }
+
+    fn put(&self, service: &Service) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if map.len() >= SERVICE_CACHE_CAPACITY {
+            map.clear();
+        }
+        let key = (service.account_sid.clone(), service.sid.clone());
+        map.insert(key, (Instant::now(), service.clone()));
+    }
+
+    fn forget(&self, account: &str, sid: &str) {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        map.remove(&(account.to_owned(), sid.to_owned()));
+    }
+}
+
+/// A Service as stored and shown.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Service {
+    pub sid: String,
+    pub account_sid: String,
+    pub friendly_name: String,
+    pub code_length: u8,
+    pub lookup_enabled: bool,
+    pub psd2_enabled: bool,
+    pub skip_sms_to_landlines: bool,
+    pub dtmf_input_required: bool,
+    pub do_not_share_warning_enabled: bool,
+    pub custom_code_enabled: bool,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+}
+
+impl Service {
+    /// Its codes as the OTP use cases keep them: under its own purpose, of its length.
+    pub fn tenant(&self) -> Tenant {
+        Tenant {
+            purpose: sid::purpose_of(&self.sid),
+            code_length: CodeLength::new(self.code_length).unwrap_or_default(),
+        }
+    }
+}
+
+/// What a create or an update sets (`None`: left as it is, or Twilio's default).
+#[derive(Clone, Debug, Default)]
+pub struct ServiceChanges {
+    pub friendly_name: Option<String>,
+    pub code_length: Option<u8>,
+    pub lookup_enabled: Option<bool>,
+    pub psd2_enabled: Option<bool>,
+    pub skip_sms_to_landlines: Option<bool>,
+    pub dtmf_input_required: Option<bool>,
+    pub do_not_share_warning_enabled: Option<bool>,
+    pub custom_code_enabled: Option<bool>,
+}
+
+impl ServiceChanges {
+    fn check(&self) -> Result<(), TwilioError> {
+        if let Some(name) = &self.friendly_name
+            && (name.trim().is_empty() || name.chars().count() > MAX_FRIENDLY_NAME)
+        {
+            return Err(TwilioError::InvalidParameter("FriendlyName"));
+        }
+        if let Some(length) = self.code_length
+            && CodeLength::new(length).is_none()
+        {
+            return Err(TwilioError::InvalidParameter("CodeLength"));
+        }
+        Ok(())
+    }
+
+    fn apply(&self, service: &mut Service) {
+        let Self {
+            friendly_name,
+            code_length,
+            lookup_enabled,
+            psd2_enabled,
+            skip_sms_to_landlines,
+            dtmf_input_required,
+            do_not_share_warning_enabled,
+            custom_code_enabled,
+        } = self;
+        if let Some(name) = friendly_name {
+            service.friendly_name.clone_from(name);
+        }
+        if let Some(length) = code_length {
+            service.code_length = *length;
+        }
+        for (field, value) in [
+            (&mut service.lookup_enabled, lookup_enabled),
+            (&mut service.psd2_enabled, psd2_enabled),
+            (&mut service.skip_sms_to_landlines, skip_sms_to_landlines),
+            (&mut service.dtmf_input_required, dtmf_input_required),
+            (
+                &mut service.do_not_share_warning_enabled,
+                do_not_share_warning_enabled,
+            ),
+            (&mut service.custom_code_enabled, custom_code_enabled),
+        ] {
+            if let Some(value) = value {
+                *field = *value;
+            }
+        }
+    }
+}
+
+fn decode(record: &Revised) -> Result<Service, TwilioError> {
+    serde_json::from_str(&record.body).map_err(|error| TwilioError::Internal(error.into()))
+}
+
+fn encode(service: &Service) -> String {
+    serde_json::to_string(service).expect("a Service serialises")
+}
+
+fn not_found(sid: &str) -> TwilioError {
+    TwilioError::NotFound(format!("/Services/{sid}"))
+}
+
+impl TwilioCompat {
+    /// Creates a Service for `account`: `FriendlyName` required, Twilio's defaults otherwise
+    /// (6 digits, every switch off).
+    pub async fn create_service(
+        &self,
+        account: &str,
+        changes: ServiceChanges,
+    ) -> Result<Service, TwilioError> {
+        if changes.friendly_name.is_none() {
+            return Err(TwilioError::InvalidParameter("FriendlyName"));
+        }
+        changes.check()?;
+        let now = now_ms();
+        let mut service = Service {
+            sid: sid::generate(sid::SERVICE),
+            account_sid: account.to_owned(),
+            friendly_name: String::new(),
+            code_length: 6,
+            lookup_enabled: false,
+            psd2_enabled: false,
+            skip_sms_to_landlines: false,
+            dtmf_input_required: false,
+            do_not_share_warning_enabled: false,
+            custom_code_enabled: false,
+            created_ms: now,
+            updated_ms: now,
+        };
+        changes.apply(&mut service);
+        let written = self
+            .store
+            .put_twilio_service(account, &service.sid, None, &encode(&service))
+            .await?;
+        // 128 random bits never meet an existing SID; a store that says so is broken.
+        if !written {
+            return Err(TwilioError::Internal(
+                "a new Service SID already taken".into(),
+            ));
+        }
+        tracing::info!(service = %service.sid, "Twilio-compatible Service created");
+        Ok(service)
+    }
+
+    /// The account's Services, oldest first.
+    pub async fn services(&self, account: &str) -> Result<Vec<Service>, TwilioError> {
+        let mut services = self
+            .store
+            .twilio_services(account)
+            .await?
+            .iter()
+            .map(|(_, record)| decode(record))
+            .collect::<Result<Vec<_>, _>>()?;
+        services.sort_by(|a, b| (a.created_ms, &a.sid).cmp(&(b.created_ms, &b.sid)));
+        Ok(services)
+    }
+
+    /// One of the account's Services, as read within the last `SERVICE_CACHE_TTL`.
+    pub async fn service(&self, account: &str, sid: &str) -> Result<Service, TwilioError> {
+        if let Some(service) = self.recent.get(account, sid) {
+            return Ok(service);
+        }
+        let service = self.service_revised(account, sid).await?.1;
+        self.recent.put(&service);
+        Ok(service)
+    }
+
+    async fn service_revised(
+        &self,
+        account: &str,
+        sid: &str,
+    ) -> Result<(u64, Service), TwilioError> {
+        if !sid::is_sid(sid, sid::SERVICE) {
+            return Err(not_found(sid));
+        }
+        let record = self
+            .store
+            .twilio_service(account, sid)
+            .await?
+            .ok_or_else(|| not_found(sid))?;
+        Ok((record.revision, decode(&record)?))
+    }
+
+    /// Applies `changes` to one of the account's Services; a concurrent update is never lost
+    /// (each applies to what the other wrote).
+    pub async fn update_service(
+        &self,
+        account: &str,
+        sid: &str,
+        changes: ServiceChanges,
+    ) -> Result<Service, TwilioError> {
+        changes.check()?;
+        for _ in 0..WRITE_TRIES {
+            let (revision, mut service) = self.service_revised(account, sid).await?;
+            changes.apply(&mut service);
+            service.updated_ms = now_ms();
+            if self
+                .store
+                .put_twilio_service(account, sid, Some(revision), &encode(&service))
+                .await?
+            {
+                self.recent.put(&service);
+                return Ok(service);
+            }
+        }
+        Err(TwilioError::TooManyRequests {
+            retry_after: std::time::Duration::from_secs(1),
+        })
+    }
+
+    /// Deletes one of the account's Services. Its pending codes expire as they would.
+    pub async fn delete_service(&self, account: &str, sid: &str) -> Result<(), TwilioError> {
+        self.recent.forget(account, sid);
+        if sid::is_sid(sid, sid::SERVICE) && self.store.delete_twilio_service(account, sid).await? {
+            tracing::info!(service = %sid, "Twilio-compatible Service deleted");
+            return Ok(());
+        }
+        Err(not_found(sid))
+    }
+}

@@ -1,0 +1,96 @@
+//! Twilio's resource identifiers: two letters and 32 hex digits. A Verification's `VE…` SID is
+//! a vcode verification id written in Twilio's form (the same 16 bytes in hex), so the one
+//! names the other without a table; Services, accounts and send attempts get random SIDs.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use rand::RngExt;
+
+use crate::domain::{Purpose, VerificationId};
+
+pub const ACCOUNT: &str = "AC";
+pub const API_KEY: &str = "SK";
+pub const SERVICE: &str = "VA";
+pub const VERIFICATION: &str = "VE";
+pub const SEND_ATTEMPT: &str = "VL";
+
+/// A new SID with `prefix`: 128 bits from the CSPRNG, in lower-case hex as Twilio writes them.
+pub fn generate(prefix: &str) -> String {
+    let bytes: [u8; 16] = rand::rng().random();
+    [prefix, &hex::encode(bytes)].concat()
+}
+
+/// Whether `raw` is a SID with `prefix` (hex in either case, as Twilio's spec allows).
+pub fn is_sid(raw: &str, prefix: &str) -> bool {
+    raw.len() == 34
+        && raw.starts_with(prefix)
+        && raw.as_bytes()[2..].iter().all(u8::is_ascii_hexdigit)
+}
+
+/// The `VE…` SID of a verification id.
+pub fn of_verification(id: &VerificationId) -> String {
+    let bytes = URL_SAFE_NO_PAD
+        .decode(id.as_str())
+        .expect("a verification id is base64 of 16 bytes");
+    [VERIFICATION, &hex::encode(bytes)].concat()
+}
+
+/// The verification id a `VE…` SID names; `None` for anything else.
+pub fn verification_id(sid: &str) -> Option<VerificationId> {
+    if !is_sid(sid, VERIFICATION) {
+        return None;
+    }
+    let bytes = hex::decode(&sid[2..]).ok()?;
+    VerificationId::parse(&URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// The purpose a Service's codes are kept under, apart from every other Service's and from
+/// `VCODE_PURPOSES` (which are names, never `va` and 30 hex digits): `va` and the first 30 of
+/// its SID's 32 hex digits (a purpose is at most 32 characters; 120 random bits still never
+/// meet).
+pub fn purpose_of(service: &str) -> Purpose {
+    let digits = service.get(2..32).unwrap_or_default().to_ascii_lowercase();
+    Purpose::parse(&["va", &digits].concat()).expect("a Service SID's hex is a valid purpose")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_verification_sid_and_its_id_name_each_other() {
+        let id = VerificationId::generate();
+        let sid = of_verification(&id);
+        assert!(is_sid(&sid, VERIFICATION), "{sid}");
+        assert_eq!(verification_id(&sid), Some(id));
+        let upper = format!("VE{}", sid[2..].to_ascii_uppercase());
+        assert_eq!(
+            verification_id(&upper).map(|id| of_verification(&id)),
+            Some(sid)
+        );
+    }
+
+    #[test]
+    fn anything_else_names_no_verification() {
+        for raw in [
+            "",
+            "VE",
+            "VA0123456789abcdef0123456789abcdef",
+            "VE0123456789abcdef0123456789abcde",
+            "VE0123456789abcdef0123456789abcdeg",
+            "VE0123456789abcdef0123456789abcdef0",
+        ] {
+            assert_eq!(verification_id(raw), None, "{raw}");
+        }
+    }
+
+    #[test]
+    fn services_have_purposes_of_their_own() {
+        let (a, b) = (generate(SERVICE), generate(SERVICE));
+        assert!(is_sid(&a, SERVICE));
+        assert_ne!(purpose_of(&a), purpose_of(&b));
+        assert_eq!(purpose_of(&a).as_str().len(), 32);
+        let upper = format!("VA{}", a[2..].to_ascii_uppercase());
+        assert_eq!(purpose_of(&a), purpose_of(&upper));
+    }
+}

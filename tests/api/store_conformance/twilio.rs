@@ -1,0 +1,183 @@
+//! The Twilio-compatible API's records on every store: Services per account, compare-and-set
+//! writes (concurrent writers from one revision: exactly one wins), send logs that expire.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use vcode::store::Store;
+
+use super::open;
+use crate::support::{Backend, phone, random_phone};
+
+const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
+const OTHER_ACCOUNT: &str = "ACfedcba9876543210fedcba9876543210";
+
+fn service_sid() -> String {
+    vcode::twilio_compat::sid::generate("VA")
+}
+
+async fn services_belong_to_their_account_and_change_by_revision(backend: Backend) {
+    let t = open(backend);
+    let store = &t.store;
+    let sid = service_sid();
+    assert!(
+        store
+            .put_twilio_service(ACCOUNT, &sid, None, "one")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_twilio_service(ACCOUNT, &sid, None, "again")
+            .await
+            .unwrap()
+    );
+    let read = store.twilio_service(ACCOUNT, &sid).await.unwrap().unwrap();
+    assert_eq!((read.revision, read.body.as_str()), (1, "one"));
+    assert_eq!(
+        store.twilio_service(OTHER_ACCOUNT, &sid).await.unwrap(),
+        None
+    );
+    assert!(
+        !store
+            .put_twilio_service(ACCOUNT, &sid, Some(2), "stale")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .put_twilio_service(ACCOUNT, &sid, Some(1), "two:with:colons")
+            .await
+            .unwrap()
+    );
+    let read = store.twilio_service(ACCOUNT, &sid).await.unwrap().unwrap();
+    assert_eq!((read.revision, read.body.as_str()), (2, "two:with:colons"));
+    let listed = store.twilio_services(ACCOUNT).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].0, sid);
+    assert!(
+        store
+            .twilio_services(OTHER_ACCOUNT)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        !store
+            .delete_twilio_service(OTHER_ACCOUNT, &sid)
+            .await
+            .unwrap()
+    );
+    assert!(store.delete_twilio_service(ACCOUNT, &sid).await.unwrap());
+    assert!(!store.delete_twilio_service(ACCOUNT, &sid).await.unwrap());
+    assert_eq!(store.twilio_service(ACCOUNT, &sid).await.unwrap(), None);
+}
+
+async fn send_logs_are_compared_and_set_and_expire(backend: Backend) {
+    let t = open(backend);
+    let store = &t.store;
+    let (service, to) = (service_sid(), phone(&random_phone()));
+    let ttl = Duration::from_millis(1500);
+    assert_eq!(store.twilio_sends(&service, &to).await.unwrap(), None);
+    assert!(
+        store
+            .put_twilio_sends(&service, &to, None, "a", ttl)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_twilio_sends(&service, &to, None, "b", ttl)
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .put_twilio_sends(&service, &to, Some(1), "b", ttl)
+            .await
+            .unwrap()
+    );
+    let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
+    assert_eq!((read.revision, read.body.as_str()), (2, "b"));
+    let other = phone(&random_phone());
+    assert_eq!(store.twilio_sends(&service, &other).await.unwrap(), None);
+    tokio::time::sleep(ttl + Duration::from_millis(300)).await;
+    assert_eq!(store.twilio_sends(&service, &to).await.unwrap(), None);
+    // An expired log is as good as none.
+    assert!(
+        store
+            .put_twilio_sends(&service, &to, None, "c", ttl)
+            .await
+            .unwrap()
+    );
+    let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
+    assert_eq!((read.revision, read.body.as_str()), (1, "c"));
+}
+
+async fn concurrent_writers_from_one_revision_exactly_one_wins(backend: Backend) {
+    let t = open(backend);
+    let store: Arc<dyn Store> = t.store.clone();
+    let (sid, service, to) = (service_sid(), service_sid(), phone(&random_phone()));
+    store
+        .put_twilio_service(ACCOUNT, &sid, None, "0")
+        .await
+        .unwrap();
+    store
+        .put_twilio_sends(&service, &to, None, "0", Duration::from_secs(60))
+        .await
+        .unwrap();
+    let writers = (0..16).map(|n| {
+        let (store, sid, service, to) = (store.clone(), sid.clone(), service.clone(), to.clone());
+        tokio::spawn(async move {
+            let body = n.to_string();
+            let service_won = store
+                .put_twilio_service(ACCOUNT, &sid, Some(1), &body)
+                .await
+                .unwrap();
+            let log_won = store
+                .put_twilio_sends(&service, &to, Some(1), &body, Duration::from_secs(60))
+                .await
+                .unwrap();
+            (service_won, log_won)
+        })
+    });
+    let outcomes: Vec<(bool, bool)> = futures::future::join_all(writers)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        outcomes.iter().filter(|(won, _)| *won).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        outcomes.iter().filter(|(_, won)| *won).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert_eq!(
+        store
+            .twilio_service(ACCOUNT, &sid)
+            .await
+            .unwrap()
+            .unwrap()
+            .revision,
+        2
+    );
+    assert_eq!(
+        store
+            .twilio_sends(&service, &to)
+            .await
+            .unwrap()
+            .unwrap()
+            .revision,
+        2
+    );
+}
+
+on_every_store!(
+    services_belong_to_their_account_and_change_by_revision,
+    send_logs_are_compared_and_set_and_expire,
+    concurrent_writers_from_one_revision_exactly_one_wins,
+);
