@@ -9,6 +9,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (1, include_str!("migrations/0001_store.sql")),
     (2, include_str!("migrations/0002_verifications.sql")),
     (3, include_str!("migrations/0003_fraud.sql")),
+    (5, include_str!("migrations/0005_receipts.sql")),
 ];
 
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).

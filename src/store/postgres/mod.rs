@@ -8,6 +8,7 @@ mod codes;
 mod connection;
 mod fraud;
 mod migrations;
+mod receipts;
 mod records;
 mod settings;
 mod sweep;
