@@ -84,6 +84,17 @@ struct Metrics {
     verified_by_country: Family<CountryLabel, Counter>,
     fraud_suspensions: Family<CountryLabel, Counter>,
     fraud_holds: Family<CountryLabel, Counter>,
+    sms_tracked: Family<DeliveryLabels, Counter>,
+    sms_receipts: Family<DeliveryLabels, Counter>,
+}
+
+/// A provider, a country and (for receipts) the delivery they reported: bounded by the
+/// providers and the regions there are.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeliveryLabels {
+    provider: String,
+    country: String,
+    delivery: &'static str,
 }
 
 /// A country (ISO region, `001` for the non-geographic codes): bounded, unlike the fraud
@@ -201,8 +212,23 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "vcode_fraud_holds",
         "destination prefixes the fraud guard held back for a surge, by country",
     );
+    // The delivery rate per provider and country: receipts{delivery="delivered"} / tracked.
+    let sms_tracked = Family::<DeliveryLabels, Counter>::default();
+    registry.register(
+        "vcode_sms_tracked",
+        "SMS whose provider message was recorded for delivery receipts, by provider and country",
+        sms_tracked.clone(),
+    );
+    let sms_receipts = Family::<DeliveryLabels, Counter>::default();
+    registry.register(
+        "vcode_sms_receipts",
+        "delivery receipts that moved a verification, by provider, country and delivery (sent, delivered, undelivered)",
+        sms_receipts.clone(),
+    );
     Metrics {
         registry,
+        sms_tracked,
+        sms_receipts,
         monitored_sms,
         sms_by_country,
         verified_by_country,
@@ -271,6 +297,31 @@ pub fn count_fraud_block(country: &str, suspended: bool) {
         &METRICS.fraud_holds
     };
     count_country(family, country);
+}
+
+/// Counts one SMS of `provider` to `country` whose message receipts can match.
+pub fn count_sms_tracked(provider: &str, country: &str) {
+    count_delivery(&METRICS.sms_tracked, provider, country, "");
+}
+
+/// Counts one receipt of `provider` that moved a delivery of `country` to `delivery`.
+pub fn count_sms_receipt(provider: &str, country: &str, delivery: &'static str) {
+    count_delivery(&METRICS.sms_receipts, provider, country, delivery);
+}
+
+fn count_delivery(
+    family: &Family<DeliveryLabels, Counter>,
+    provider: &str,
+    country: &str,
+    delivery: &'static str,
+) {
+    family
+        .get_or_create(&DeliveryLabels {
+            provider: provider.to_owned(),
+            country: country.to_owned(),
+            delivery,
+        })
+        .inc();
 }
 
 fn count_country(family: &Family<CountryLabel, Counter>, country: &str) {

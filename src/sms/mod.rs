@@ -11,6 +11,7 @@ mod locales;
 mod log;
 mod observe;
 pub mod prices;
+pub mod receipts;
 mod routing;
 pub mod settings;
 #[cfg(test)]
@@ -20,7 +21,7 @@ pub mod templates;
 pub mod tencent;
 mod throttle;
 pub mod twilio;
-mod webhook;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
