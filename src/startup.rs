@@ -18,7 +18,7 @@ use crate::config::{Settings, StoreSettings};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
-use crate::otp::{OtpDependencies, OtpService, SendGate};
+use crate::otp::{OtpDependencies, OtpService, ReceiptSecrets, ReceiptService, SendGate};
 use crate::postmortem;
 use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
@@ -132,6 +132,7 @@ async fn open_redis(settings: &Settings, redis: &RedisSettings) -> anyhow::Resul
 /// The use cases and what they share, built once for every worker.
 struct Services {
     otp: Arc<OtpService>,
+    receipts: Arc<ReceiptService>,
     fraud: Arc<FraudGuard>,
     captcha: Arc<CaptchaService>,
     pow: Arc<PowService>,
@@ -184,6 +185,7 @@ impl Services {
                 gate,
                 fraud: fraud.clone(),
                 stats: stats.clone(),
+                track_deliveries: settings.sms.receipts.enabled(),
             },
             settings.otp.clone(),
             &settings.abuse,
@@ -193,8 +195,14 @@ impl Services {
             served = %otp.destinations().describe(),
             "SMS destinations (VCODE_ALLOWED_NUMBER_TYPES, VCODE_ALLOWED_REGIONS, VCODE_MONITORED_REGIONS, VCODE_BLOCKED_REGIONS)"
         );
+        let receipts = Arc::new(ReceiptService::new(
+            stores.receipts.clone(),
+            ReceiptSecrets::from_sms(&settings.sms),
+            settings.otp.default_region,
+        ));
         Ok(Self {
             otp,
+            receipts,
             fraud,
             captcha,
             pow,
@@ -217,6 +225,7 @@ fn keyring(settings: &Settings) -> Keyring {
 fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppState {
     AppState {
         otp: services.otp,
+        receipts: services.receipts,
         fraud: services.fraud,
         captcha: services.captcha,
         pow: services.pow,

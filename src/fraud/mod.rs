@@ -11,7 +11,7 @@ mod settings;
 
 pub use self::guard::{
     Admitted, FraudError, FraudGuard, PrefixState, PrefixTraffic, Suspension, TrafficBucket,
-    TrafficReport,
+    TrafficReport, country_of,
 };
 pub use self::policy::{Level, Reason};
 pub use self::settings::FraudSettings;

@@ -4,6 +4,7 @@
 
 mod destinations;
 mod error;
+mod receipts;
 mod send;
 mod settings;
 mod verification;
@@ -20,8 +21,8 @@ use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    CodeStore, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore, Stores,
-    VerifyOutcome, VerifyParams,
+    CodeStore, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore, ReceiptStore,
+    Stores, VerifyOutcome, VerifyParams,
 };
 use crate::token::{Audience, TokenIssuer};
 
@@ -29,6 +30,7 @@ pub use self::destinations::{
     Destinations, GeoPermission, GeoPermissions, NumberTypes, Refusal, Regions,
 };
 pub use self::error::OtpError;
+pub use self::receipts::{Applied, ReceiptError, ReceiptSecrets, ReceiptService};
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt};
 pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
 pub use self::verification::{VerificationView, VerifyCommand};
@@ -125,6 +127,8 @@ pub struct OtpService {
     stats: Arc<Stats>,
     /// Dev mode: keep every delivered SMS in the store's outbox.
     record_outbox: bool,
+    /// Where a send records its provider's message, when delivery receipts are on.
+    deliveries: Option<Arc<dyn ReceiptStore>>,
 }
 
 /// What an `OtpService` works with, built once at start-up.
@@ -136,6 +140,9 @@ pub struct OtpDependencies {
     pub gate: SendGate,
     pub fraud: Arc<FraudGuard>,
     pub stats: Arc<Stats>,
+    /// Delivery receipts are on (`VCODE_SMS_RECEIPTS_URL`): each send records the provider's
+    /// message, so that its receipts find the verification.
+    pub track_deliveries: bool,
 }
 
 impl OtpService {
@@ -154,6 +161,7 @@ impl OtpService {
             gate,
             fraud,
             stats,
+            track_deliveries,
         } = dependencies;
         let issue_params = IssueParams {
             ttl: settings.code_ttl,
@@ -207,6 +215,7 @@ impl OtpService {
             settings,
             stats,
             record_outbox,
+            deliveries: track_deliveries.then(|| stores.receipts.clone()),
         }
     }
 

@@ -19,6 +19,7 @@ mod openapi;
 mod otp;
 mod pages;
 mod pow;
+mod receipts;
 mod state;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
@@ -59,6 +60,7 @@ pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web:
         .configure(jwks::config)
         .configure(captcha::config)
         .configure(pow::config)
+        .configure(receipts::config)
         .configure(|cfg| pages::config(cfg, openapi, routes.demo));
     if routes.dev_mode {
         cfg.configure(dev::config);
@@ -79,6 +81,7 @@ impl PublicRoutes {
         jwks::describe(&mut api);
         captcha::describe(&mut api);
         pow::describe(&mut api);
+        receipts::describe(&mut api);
         pages::describe(&mut api, self.demo.is_some());
         if self.dev_mode {
             dev::describe(&mut api);

@@ -9,7 +9,7 @@ use crate::client_ip::TrustedProxies;
 use crate::config::secret::Secret;
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
-use crate::otp::OtpService;
+use crate::otp::{OtpService, ReceiptService};
 use crate::pow::PowService;
 use crate::sms::SmsPrices;
 use crate::stats::Stats;
@@ -17,6 +17,8 @@ use crate::token::TokenIssuer;
 
 pub struct AppState {
     pub otp: Arc<OtpService>,
+    /// The SMS providers' delivery receipts.
+    pub receipts: Arc<ReceiptService>,
     /// The fraud guard's operator side: suspensions, lifts, traffic.
     pub fraud: Arc<FraudGuard>,
     pub captcha: Arc<CaptchaService>,

@@ -136,6 +136,7 @@ fn our_request(provider: &str, inputs: &Value) -> PreparedRequest {
                     messaging_service_sid: optional("messaging_service_sid"),
                     endpoint: "https://api.twilio.com".to_owned(),
                     timeout: Duration::from_secs(1),
+                    status_callback: optional("status_callback"),
                 },
                 Arc::new(texts),
                 locale,

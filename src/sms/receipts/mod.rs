@@ -9,7 +9,42 @@ pub mod tencent;
 pub mod twilio;
 pub mod webhook;
 
+use std::fmt;
+
+use secrecy::SecretString;
 use subtle::ConstantTimeEq;
+
+use crate::config::redact::REDACTED;
+
+/// Whether receipts are on, where the providers post them, and the token of the unsigned ones.
+#[derive(Clone, Default)]
+pub struct ReceiptSettings {
+    /// vcode's public URL as the providers reach it (`VCODE_SMS_RECEIPTS_URL`, no trailing
+    /// `/`); receipts are on when it is set.
+    pub public_url: Option<String>,
+    /// What Aliyun's and Tencent's receipt URLs carry as `?token=` (`VCODE_SMS_RECEIPTS_TOKEN`).
+    pub token: Option<SecretString>,
+}
+
+impl ReceiptSettings {
+    pub fn enabled(&self) -> bool {
+        self.public_url.is_some()
+    }
+
+    /// The public URL of the route at `path`, when receipts are on.
+    pub fn url_of(&self, path: &str) -> Option<String> {
+        self.public_url.as_ref().map(|base| [base, path].concat())
+    }
+}
+
+impl fmt::Debug for ReceiptSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReceiptSettings")
+            .field("public_url", &self.public_url)
+            .field("token", &self.token.as_ref().map(|_| REDACTED))
+            .finish()
+    }
+}
 
 /// What a provider said of one message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

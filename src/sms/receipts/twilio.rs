@@ -71,7 +71,10 @@ fn with_and_without_port(url: &str) -> [String; 2] {
     } else {
         80
     };
-    [format!("{scheme}://{authority}:{port}{tail}"), url.to_owned()]
+    [
+        format!("{scheme}://{authority}:{port}{tail}"),
+        url.to_owned(),
+    ]
 }
 
 /// Whether `given` is Twilio's signature of a request to `url` with `params`.
@@ -152,21 +155,57 @@ mod tests {
             ("To", "+18005551212"),
         ]);
         assert_eq!(signature(TOKEN, url, &form), "0/KCTR6DLpKmkAf8muzZqo1nDgQ=");
-        assert!(verify(TOKEN, url, &form, "0/KCTR6DLpKmkAf8muzZqo1nDgQ=", None));
-        assert!(!verify(b"54321", url, &form, "0/KCTR6DLpKmkAf8muzZqo1nDgQ=", None));
+        assert!(verify(
+            TOKEN,
+            url,
+            &form,
+            "0/KCTR6DLpKmkAf8muzZqo1nDgQ=",
+            None
+        ));
+        assert!(!verify(
+            b"54321",
+            url,
+            &form,
+            "0/KCTR6DLpKmkAf8muzZqo1nDgQ=",
+            None
+        ));
         let mut tampered = form.clone();
         tampered[2].1 = "1235".to_owned();
-        assert!(!verify(TOKEN, url, &tampered, "0/KCTR6DLpKmkAf8muzZqo1nDgQ=", None));
-        assert!(!verify(TOKEN, url, &form, "0/KCTR6DLpKmkAf8muzZqo1nDgQ=", Some("algorithm=MD5")));
+        assert!(!verify(
+            TOKEN,
+            url,
+            &tampered,
+            "0/KCTR6DLpKmkAf8muzZqo1nDgQ=",
+            None
+        ));
+        assert!(!verify(
+            TOKEN,
+            url,
+            &form,
+            "0/KCTR6DLpKmkAf8muzZqo1nDgQ=",
+            Some("algorithm=MD5")
+        ));
     }
 
     #[test]
     fn a_default_port_is_tried_both_ways() {
         let form = params(&[("MessageSid", "SM1"), ("MessageStatus", "delivered")]);
         let signed = signature(TOKEN, "https://vcode.example:443/r", &form);
-        assert!(verify(TOKEN, "https://vcode.example/r", &form, &signed, None));
+        assert!(verify(
+            TOKEN,
+            "https://vcode.example/r",
+            &form,
+            &signed,
+            None
+        ));
         let signed = signature(TOKEN, "https://vcode.example/r", &form);
-        assert!(verify(TOKEN, "https://vcode.example:443/r", &form, &signed, None));
+        assert!(verify(
+            TOKEN,
+            "https://vcode.example:443/r",
+            &form,
+            &signed,
+            None
+        ));
     }
 
     #[test]

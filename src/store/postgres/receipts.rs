@@ -14,7 +14,8 @@ use crate::store::{
     VerificationTarget,
 };
 
-const RECORD: &str = "INSERT INTO vcode_messages (provider, message_id, verification, expires_at_ms)
+const RECORD: &str =
+    "INSERT INTO vcode_messages (provider, message_id, verification, expires_at_ms)
                       VALUES ($1, $2, $3, vcode_now_ms() + $4)
                       ON CONFLICT (provider, message_id) DO UPDATE
                       SET verification = excluded.verification,
