@@ -1,4 +1,4 @@
--- Apply a delivery receipt to a verification (issue.lua's KEYS[3]): its delivery moves only
+-- Apply a delivery receipt to a verification (the one issue.lua writes): its delivery moves only
 -- forward (unconfirmed < sent < delivered | undelivered), so a repeat or a late `sent` changes
 -- nothing, and the first final word stays. One step: of two racing receipts one changes it.
 -- KEYS[1] the verification {d = '' sent, 'u' unconfirmed, 'd' delivered, 'x' undelivered,
