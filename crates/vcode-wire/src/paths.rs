@@ -104,7 +104,7 @@ pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
 /// Every route of the public listener but the dev routes, as route patterns.
-pub const PUBLIC: [&str; 17] = [
+pub const PUBLIC: [&str; 21] = [
     HEALTHZ,
     READYZ,
     OTP_SEND,
@@ -122,6 +122,10 @@ pub const PUBLIC: [&str; 17] = [
     DOCS_ASSET,
     DEMO,
     DEMO_ASSET,
+    RECEIPT_TWILIO,
+    RECEIPT_ALIYUN,
+    RECEIPT_TENCENT,
+    RECEIPT_WEBHOOK,
 ];
 
 /// The dev routes: registered in dev mode only.
