@@ -192,6 +192,18 @@ row "verify, Redis, defaults" redis script=verify.lua clients=1000000 ref="$THIN
 row "send, embedded, defaults" embedded script=send.lua clients=1000000 ref="$THIN_JSON"
 row "send, Redis, defaults" redis script=send.lua clients=1000000 ref="$THIN_VERIFY" pairs="$PAIRS"
 row "captcha create+fetch, Redis, defaults" redis script=captcha.lua clients=1000000 ref="$THIN_VERIFY"
+# Delivery receipts: a send through the webhook sender (the thin server's /sms answers 200),
+# with receipts off and on; on, each send records its message id (one more store write).
+WEBHOOK_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+if selected "receipts"; then
+  WEBHOOK=(VCODE_REDIS_URL="$REDIS_URL" "${QUOTAS_OFF[@]}" VCODE_SMS=webhook
+    VCODE_SMS_WEBHOOK_URL="${URL[thin]}/sms" VCODE_SMS_WEBHOOK_SECRET="$WEBHOOK_SECRET")
+  start_vcode webhook "${WEBHOOK[@]}"
+  start_vcode receipts "${WEBHOOK[@]}" VCODE_SMS_RECEIPTS_URL=https://vcode.example
+fi
+row "send, Redis, webhook, receipts off" webhook script=send.lua ref="$THIN_VERIFY"
+row "send, Redis, webhook, receipts on" receipts script=send.lua ref="send, Redis, webhook, receipts off" pairs="$PAIRS"
+
 # What a send with the defaults leaves beside its code: the phone's SMS log and the client's
 # budget (mean MEMORY USAGE of up to 200 keys each).
 mean_memory() { # key pattern

@@ -84,12 +84,18 @@ struct Metrics {
     verified_by_country: Family<CountryLabel, Counter>,
     fraud_suspensions: Family<CountryLabel, Counter>,
     fraud_holds: Family<CountryLabel, Counter>,
-    sms_tracked: Family<DeliveryLabels, Counter>,
+    sms_tracked: Family<ProviderCountryLabels, Counter>,
     sms_receipts: Family<DeliveryLabels, Counter>,
 }
 
-/// A provider, a country and (for receipts) the delivery they reported: bounded by the
-/// providers and the regions there are.
+/// A provider and a country: bounded by the providers and the regions there are.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderCountryLabels {
+    provider: String,
+    country: String,
+}
+
+/// A provider, a country and the delivery a receipt reported.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct DeliveryLabels {
     provider: String,
@@ -213,7 +219,7 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "destination prefixes the fraud guard held back for a surge, by country",
     );
     // The delivery rate per provider and country: receipts{delivery="delivered"} / tracked.
-    let sms_tracked = Family::<DeliveryLabels, Counter>::default();
+    let sms_tracked = Family::<ProviderCountryLabels, Counter>::default();
     registry.register(
         "vcode_sms_tracked",
         "SMS whose provider message was recorded for delivery receipts, by provider and country",
@@ -301,21 +307,19 @@ pub fn count_fraud_block(country: &str, suspended: bool) {
 
 /// Counts one SMS of `provider` to `country` whose message receipts can match.
 pub fn count_sms_tracked(provider: &str, country: &str) {
-    count_delivery(&METRICS.sms_tracked, provider, country, "");
+    METRICS
+        .sms_tracked
+        .get_or_create(&ProviderCountryLabels {
+            provider: provider.to_owned(),
+            country: country.to_owned(),
+        })
+        .inc();
 }
 
 /// Counts one receipt of `provider` that moved a delivery of `country` to `delivery`.
 pub fn count_sms_receipt(provider: &str, country: &str, delivery: &'static str) {
-    count_delivery(&METRICS.sms_receipts, provider, country, delivery);
-}
-
-fn count_delivery(
-    family: &Family<DeliveryLabels, Counter>,
-    provider: &str,
-    country: &str,
-    delivery: &'static str,
-) {
-    family
+    METRICS
+        .sms_receipts
         .get_or_create(&DeliveryLabels {
             provider: provider.to_owned(),
             country: country.to_owned(),

@@ -4,9 +4,6 @@
 //! the token; Twilio's status callbacks are checked as the official SDK's `RequestValidator`
 //! checks them (`twilio_receipts_are_accepted_exactly_as_the_official_sdk_accepts_them`).
 
-use std::io::Write;
-use std::process::{Command, Stdio};
-
 use futures::future::join_all;
 use serde_json::{Value, json};
 use vcode::otp::VerifyBy;
@@ -17,6 +14,7 @@ use vcode_wire::{Delivery, ReceiptsApplied, SendData, VerificationData, paths};
 use crate::sms_providers::Fakes;
 use crate::support::app::{Answer, TestApp};
 use crate::support::fake_sms_provider::unix_now;
+use crate::support::sdk;
 use crate::support::sms_gateway::signed_webhook;
 use crate::support::{Backend, SmsGateway, random_phone, spawn_app_with};
 
@@ -136,6 +134,23 @@ async fn receipts_move_a_delivery_forward_only_and_once(backend: Backend) {
 
     let unknown = receipt(&app, "0123456789abcdef0123456789abcdef", "delivered", None).await;
     assert_eq!((unknown.changed, unknown.unknown), (0, 1));
+    // The delivery rate's series (this process's counters: at least this test's).
+    let metrics = app
+        .client
+        .get(app.admin_url(paths::METRICS))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for series in [
+        r#"vcode_sms_tracked_total{provider="webhook",country="CN"}"#,
+        r#"vcode_sms_receipts_total{provider="webhook",country="CN",delivery="delivered"}"#,
+        r#"vcode_sms_receipts_total{provider="webhook",country="CN",delivery="undelivered"}"#,
+    ] {
+        assert!(metrics.contains(series), "{series} in\n{metrics}");
+    }
 }
 
 async fn a_wrong_or_stale_signature_is_refused_and_changes_nothing(backend: Backend) {
@@ -269,31 +284,18 @@ async fn aliyun_and_tencent_reports_need_the_token_and_move_the_delivery() {
     }
 }
 
-/// The official SDK's verdicts on `cases` (each: `sign_url`, `params`, `token`, `algorithm`,
-/// `url`, `posted`), or why they cannot be had.
-fn twilio_sdk(cases: &Value) -> Result<Value, String> {
-    let python = std::env::var("TEST_SDK_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/sdk/twilio_receipts.py");
-    let mut child = Command::new(&python)
-        .arg(script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{python} cannot be run: {e}"))?;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(cases.to_string().as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    match output.status.code() {
-        Some(0) => Ok(serde_json::from_slice(&output.stdout).expect("the script prints JSON")),
-        Some(3) => Err(stderr.trim().to_owned()),
-        _ => panic!("tests/sdk/twilio_receipts.py failed: {stderr}"),
-    }
+/// One callback put to the SDK and to vcode: signed over `sign_url` with `key` (SHA-256 when
+/// `sha256`, and the settings header naming it sent when `named`) with the form of
+/// `signed_status`, posted with the form of `posted_status`; and whether the SDK accepts it.
+struct TwilioCase {
+    name: &'static str,
+    sign_url: String,
+    signed_status: &'static str,
+    posted_status: &'static str,
+    key: &'static str,
+    sha256: bool,
+    named: bool,
+    sdk_accepts: bool,
 }
 
 #[tokio::test]
@@ -306,7 +308,7 @@ async fn twilio_receipts_are_accepted_exactly_as_the_official_sdk_accepts_them()
     let token = crate::sms_providers::SECRET;
     let url = format!("{PUBLIC_URL}{}", paths::RECEIPT_TWILIO);
     let sid = "SM1f0e8ae6ade43cb3c0ce4525424e404f";
-    let params = |status: &str| {
+    let form = |status: &str| {
         json!([
             ["AccountSid", crate::sms_providers::TWILIO_SID],
             ["MessageSid", sid],
@@ -319,186 +321,88 @@ async fn twilio_receipts_are_accepted_exactly_as_the_official_sdk_accepts_them()
             ["ErrorCode", "30003"]
         ])
     };
-    let case = |name: &str,
-                sign_url: &str,
-                signed: Value,
-                posted: Value,
-                key: &str,
-                algorithm: Value,
-                header: Value| {
-        json!({"name": name, "url": url, "sign_url": sign_url, "params": signed, "posted": posted,
-               "token": key, "validator_token": token, "algorithm": algorithm,
-               "settings_header": header})
-    };
-    let sha256 = json!("HMAC_SHA256");
-    let settings = json!("key=webhooks_sharedkey_1,algorithm=HMAC_SHA256");
-    let cases = json!([
-        case(
-            "exact URL",
-            &url,
-            params("sent"),
-            params("sent"),
-            token,
-            Value::Null,
-            Value::Null
-        ),
-        case(
-            "with :443",
-            &format!("{PUBLIC_URL}:443{}", paths::RECEIPT_TWILIO),
-            params("sent"),
-            params("sent"),
-            token,
-            Value::Null,
-            Value::Null
-        ),
-        case(
-            "another port",
-            &format!("{PUBLIC_URL}:8443{}", paths::RECEIPT_TWILIO),
-            params("sent"),
-            params("sent"),
-            token,
-            Value::Null,
-            Value::Null
-        ),
-        case(
-            "another path",
-            &format!("{PUBLIC_URL}/api/v1/receipts/twilio2"),
-            params("sent"),
-            params("sent"),
-            token,
-            Value::Null,
-            Value::Null
-        ),
-        case(
-            "http",
-            &url.replace("https:", "http:"),
-            params("sent"),
-            params("sent"),
-            token,
-            Value::Null,
-            Value::Null
-        ),
-        case(
-            "wrong token",
-            &url,
-            params("undelivered"),
-            params("undelivered"),
-            "another-token",
-            Value::Null,
-            Value::Null
-        ),
-        case(
-            "tampered status",
-            &url,
-            params("sent"),
-            params("undelivered"),
-            token,
-            Value::Null,
-            Value::Null
-        ),
-        case(
-            "sha256 named",
-            &url,
-            params("undelivered"),
-            params("undelivered"),
-            token,
-            sha256.clone(),
-            settings.clone()
-        ),
-        case(
-            "sha256 unnamed",
-            &url,
-            params("undelivered"),
-            params("undelivered"),
-            token,
-            sha256,
-            Value::Null
-        ),
-        case(
-            "sha1 named sha256",
-            &url,
-            params("undelivered"),
-            params("undelivered"),
-            token,
-            Value::Null,
-            settings
-        ),
-        case(
-            "undelivered",
-            &url,
-            params("undelivered"),
-            params("undelivered"),
-            token,
-            Value::Null,
-            Value::Null
-        ),
-    ]);
-    let verdicts = match twilio_sdk(&cases) {
+    let with_port = |port: u16| format!("{PUBLIC_URL}:{port}{}", paths::RECEIPT_TWILIO);
+    let other_path = format!("{PUBLIC_URL}/api/v1/receipts/twilio2");
+    let http = url.replace("https:", "http:");
+    #[rustfmt::skip]
+    let table = [
+        // name, signed over, signed status, posted status, key, SHA-256, named, SDK accepts
+        ("exact URL", url.clone(), "sent", "sent", token, false, false, true),
+        ("with :443", with_port(443), "sent", "sent", token, false, false, true),
+        ("another port", with_port(8443), "sent", "sent", token, false, false, false),
+        ("another path", other_path, "sent", "sent", token, false, false, false),
+        ("http", http, "sent", "sent", token, false, false, false),
+        ("wrong token", url.clone(), "undelivered", "undelivered", "another-token", false, false, false),
+        ("tampered status", url.clone(), "sent", "undelivered", token, false, false, false),
+        ("sha256 named", url.clone(), "undelivered", "undelivered", token, true, true, true),
+        ("sha256 unnamed", url.clone(), "undelivered", "undelivered", token, true, false, false),
+        ("sha1 named sha256", url.clone(), "undelivered", "undelivered", token, false, true, false),
+        ("undelivered", url.clone(), "undelivered", "undelivered", token, false, false, true),
+    ];
+    let cases: Vec<TwilioCase> = table
+        .into_iter()
+        .map(
+            |(name, sign_url, signed_status, posted_status, key, sha256, named, sdk_accepts)| {
+                TwilioCase {
+                    name,
+                    sign_url,
+                    signed_status,
+                    posted_status,
+                    key,
+                    sha256,
+                    named,
+                    sdk_accepts,
+                }
+            },
+        )
+        .collect();
+    let settings_header = "key=webhooks_sharedkey_1,algorithm=HMAC_SHA256";
+    let input: Vec<Value> = cases
+        .iter()
+        .map(|case| {
+            json!({"name": case.name, "url": url, "sign_url": case.sign_url,
+                   "params": form(case.signed_status), "posted": form(case.posted_status),
+                   "token": case.key, "validator_token": token,
+                   "algorithm": if case.sha256 { json!("HMAC_SHA256") } else { Value::Null },
+                   "settings_header": if case.named { json!(settings_header) } else { Value::Null }})
+        })
+        .collect();
+    let verdicts = match sdk::run("tests/sdk/twilio_receipts.py", &json!(input)) {
         Ok(verdicts) => verdicts,
-        Err(why) if std::env::var_os("TEST_REQUIRE_SDK").is_none() => {
-            eprintln!(
-                "\n*** SKIPPED the Twilio receipt cases: {why}\n*** install the SDKs: python3 -m pip install -r tests/sdk/requirements.txt\n"
-            );
+        Err(why) => {
+            sdk::skip_unless_required("the Twilio receipt cases", &why);
             return;
         }
-        Err(why) => panic!("TEST_REQUIRE_SDK is set but the Twilio SDK cannot run: {why}"),
     };
-    let mut verdicts_seen = Vec::new();
-    for (case, verdict) in cases
-        .as_array()
-        .unwrap()
-        .iter()
-        .zip(verdicts.as_array().unwrap())
-    {
-        let posted: Vec<(String, String)> = case["posted"]
+    let verdicts = verdicts.as_array().unwrap();
+    for ((case, verdict), sent) in cases.iter().zip(verdicts).zip(&input) {
+        let sdk_accepts = verdict["valid"].as_bool().unwrap();
+        // The SDK's verdict itself, so that a change in the SDK is seen here.
+        assert_eq!(sdk_accepts, case.sdk_accepts, "the SDK on {}", case.name);
+        let posted: Vec<(&str, &str)> = sent["posted"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|pair| {
-                (
-                    pair[0].as_str().unwrap().to_owned(),
-                    pair[1].as_str().unwrap().to_owned(),
-                )
-            })
+            .map(|pair| (pair[0].as_str().unwrap(), pair[1].as_str().unwrap()))
             .collect();
         let mut request = app
             .client
             .post(app.url(paths::RECEIPT_TWILIO))
             .header("x-twilio-signature", verdict["signature"].as_str().unwrap())
             .form(&posted);
-        if let Some(header) = case["settings_header"].as_str() {
-            request = request.header("x-twilio-webhooks-signature-settings", header);
+        if case.named {
+            request = request.header("x-twilio-webhooks-signature-settings", settings_header);
         }
         let answer = app.request(request).await;
-        let sdk_accepts = verdict["valid"].as_bool().unwrap();
         let expected = if sdk_accepts { 200 } else { 401 };
-        assert_eq!(answer.status, expected, "{}: {answer:?}", case["name"]);
-        verdicts_seen.push((case["name"].as_str().unwrap().to_owned(), sdk_accepts));
-        let delivery = verification(&app, &id).await.delivery;
+        assert_eq!(answer.status, expected, "{}: {answer:?}", case.name);
         if !sdk_accepts {
-            // A refused callback changed nothing; the ones before it moved at most to `sent`
-            // or to the `undelivered` a valid one said.
-            assert_ne!(delivery, Delivery::Delivered, "{}", case["name"]);
+            // Refused callbacks change nothing: only valid ones moved the delivery, never to
+            // `delivered`.
+            let delivery = verification(&app, &id).await.delivery;
+            assert_ne!(delivery, Delivery::Delivered, "{}", case.name);
         }
     }
-    // The SDK's verdicts themselves, so that a change in the SDK is seen here.
-    let expected: Vec<(String, bool)> = [
-        ("exact URL", true),
-        ("with :443", true),
-        ("another port", false),
-        ("another path", false),
-        ("http", false),
-        ("wrong token", false),
-        ("tampered status", false),
-        ("sha256 named", true),
-        ("sha256 unnamed", false),
-        ("sha1 named sha256", false),
-        ("undelivered", true),
-    ]
-    .into_iter()
-    .map(|(name, valid)| (name.to_owned(), valid))
-    .collect();
-    assert_eq!(verdicts_seen, expected);
     let shown = verification(&app, &id).await;
     assert_eq!(shown.delivery, Delivery::Undelivered);
     assert_eq!(shown.delivery_error.as_deref(), Some("30003"));
