@@ -1,6 +1,7 @@
 //! The OTP use cases: send a code by SMS (behind the send gate, the quotas and an optional
-//! idempotency key), verify a code, and (dev mode) read the outbox. This is where the store
-//! roles, the SMS sender, the daily stats and the code's life-cycle log lines meet.
+//! idempotency key), verify a code, take the providers' delivery receipts (`receipts`), and
+//! (dev mode) read the outbox. This is where the store roles, the SMS sender, the daily stats
+//! and the code's life-cycle log lines meet.
 
 mod destinations;
 mod error;

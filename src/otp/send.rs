@@ -2,7 +2,8 @@
 //! budgets, and the SMS; anything that fails after the issue rolls it back, as long as the
 //! store still holds exactly what this send wrote, and a server-side failure gives the gate's
 //! proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
-//! its code, cooldown and quota stay.
+//! its code, cooldown and quota stay. With delivery receipts on, a confirmed SMS's provider
+//! message is recorded with its verification (a failure there costs only its receipts).
 
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
