@@ -76,13 +76,7 @@ pub fn describe(api: &mut Api) {
     ] {
         api.post(path, "receipts", "A provider's delivery receipts")
             .describe(description)
-            .parameter(
-                "query",
-                "token",
-                true,
-                serde_json::json!({"type": "string"}),
-                "VCODE_SMS_RECEIPTS_TOKEN",
-            )
+            .security(serde_json::json!([{"receiptToken": []}]))
             .ok_content(
                 "application/json",
                 serde_json::json!({"type": "object"}),
