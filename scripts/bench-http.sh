@@ -282,6 +282,7 @@ goal "verify, Redis" 1.10
 goal "verify, embedded" 1.40
 goal "send, Redis" 1.50
 goal "send, Redis, defaults" 1.67
+goal "send, Redis, webhook, receipts on" 1.10
 printf '\nagainst the thin handler with a connection per worker: verify Redis %s, send Redis %s, send Redis defaults %s\n' \
   "$(cpu_ratio "verify, Redis" "$THIN_OWN")" "$(cpu_ratio "send, Redis" "$THIN_OWN")" "$(cpu_ratio "send, Redis, defaults" "$THIN_OWN")"
 printf 'against the bodyless GET: verify embedded %s, send embedded %s, verify embedded defaults %s (the JSON POST itself: %s of the GET)\n' \
