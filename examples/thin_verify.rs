@@ -4,7 +4,8 @@
 //! EVALSHA of the same verify script over one shared multiplexed Redis connection;
 //! `POST /verify-per-worker` does the same over a connection of each worker thread's own, as
 //! vcode's store does on one node. Nothing else: no phone parsing, no validation, no logging,
-//! no metrics.
+//! no metrics. `POST /sms` takes any body and answers 200: the webhook SMS gateway of the
+//! delivery-receipt rows (the sender's message id is vcode's own).
 //!
 //! `cargo run --release --example thin_verify -- 127.0.0.1:18090 redis://127.0.0.1:6390`
 
@@ -133,6 +134,7 @@ async fn main() -> std::io::Result<()> {
             .route("/verify", web::post().to(verify))
             .route("/json", web::post().to(json_only))
             .route("/verify-per-worker", web::post().to(verify_per_worker))
+            .route("/sms", web::post().to(HttpResponse::Ok))
     })
     .bind(bind)?
     .run()

@@ -210,6 +210,18 @@ row "verify, Redis, defaults" redis script=verify.lua clients=1000000 ref="$THIN
 row "send, embedded, defaults" embedded script=send.lua clients=1000000 ref="$THIN_JSON"
 row "send, Redis, defaults" redis script=send.lua clients=1000000 ref="$THIN_VERIFY" pairs="$PAIRS"
 row "captcha create+fetch, Redis, defaults" redis script=captcha.lua clients=1000000 ref="$THIN_VERIFY"
+# Delivery receipts: a send through the webhook sender (the thin server's /sms answers 200),
+# with receipts off and on; on, each send records its message id (one more store write).
+WEBHOOK_SECRET=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
+if selected "receipts"; then
+  WEBHOOK=(VCODE_REDIS_URL="$REDIS_URL" "${QUOTAS_OFF[@]}" VCODE_SMS=webhook
+    VCODE_SMS_WEBHOOK_URL="${URL[thin]}/sms" VCODE_SMS_WEBHOOK_SECRET="$WEBHOOK_SECRET")
+  start_vcode webhook "${WEBHOOK[@]}"
+  start_vcode receipts "${WEBHOOK[@]}" VCODE_SMS_RECEIPTS_URL=https://vcode.example
+fi
+row "send, Redis, webhook, receipts off" webhook script=send.lua ref="$THIN_VERIFY"
+row "send, Redis, webhook, receipts on" receipts script=send.lua ref="send, Redis, webhook, receipts off" pairs="$PAIRS"
+
 # What a send with the defaults leaves beside its code: the phone's SMS log and the client's
 # budget (mean MEMORY USAGE of up to 200 keys each).
 mean_memory() { # key pattern
@@ -292,6 +304,7 @@ goal "twilio start, embedded" 1.30
 goal "twilio check, embedded" 1.30
 goal "twilio start, Redis" 1.30
 goal "twilio check, Redis" 1.30
+goal "send, Redis, webhook, receipts on" 1.10
 printf '\nagainst the thin handler with a connection per worker: verify Redis %s, send Redis %s, send Redis defaults %s\n' \
   "$(cpu_ratio "verify, Redis" "$THIN_OWN")" "$(cpu_ratio "send, Redis" "$THIN_OWN")" "$(cpu_ratio "send, Redis, defaults" "$THIN_OWN")"
 printf 'against the bodyless GET: verify embedded %s, send embedded %s, verify embedded defaults %s (the JSON POST itself: %s of the GET)\n' \

@@ -89,6 +89,23 @@ struct Metrics {
     events_pending: Gauge,
     events_oldest_age: Gauge,
     events_failed: Gauge,
+    sms_tracked: Family<ProviderCountryLabels, Counter>,
+    sms_receipts: Family<DeliveryLabels, Counter>,
+}
+
+/// A provider and a country: bounded by the providers and the regions there are.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderCountryLabels {
+    provider: String,
+    country: String,
+}
+
+/// A provider, a country and the delivery a receipt reported.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct DeliveryLabels {
+    provider: String,
+    country: String,
+    delivery: &'static str,
 }
 
 /// A country (ISO region, `001` for the non-geographic codes): bounded, unlike the fraud
@@ -230,8 +247,23 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "events given up on, waiting for an operator's replay",
         events_failed.clone(),
     );
+    // The delivery rate per provider and country: receipts{delivery="delivered"} / tracked.
+    let sms_tracked = Family::<ProviderCountryLabels, Counter>::default();
+    registry.register(
+        "vcode_sms_tracked",
+        "SMS whose provider message was recorded for delivery receipts, by provider and country",
+        sms_tracked.clone(),
+    );
+    let sms_receipts = Family::<DeliveryLabels, Counter>::default();
+    registry.register(
+        "vcode_sms_receipts",
+        "delivery receipts that moved a verification, by provider, country and delivery (sent, delivered, undelivered)",
+        sms_receipts.clone(),
+    );
     Metrics {
         registry,
+        sms_tracked,
+        sms_receipts,
         event_deliveries,
         events_pending,
         events_oldest_age,
@@ -320,6 +352,29 @@ pub fn count_fraud_block(country: &str, suspended: bool) {
         &METRICS.fraud_holds
     };
     count_country(family, country);
+}
+
+/// Counts one SMS of `provider` to `country` whose message receipts can match.
+pub fn count_sms_tracked(provider: &str, country: &str) {
+    METRICS
+        .sms_tracked
+        .get_or_create(&ProviderCountryLabels {
+            provider: provider.to_owned(),
+            country: country.to_owned(),
+        })
+        .inc();
+}
+
+/// Counts one receipt of `provider` that moved a delivery of `country` to `delivery`.
+pub fn count_sms_receipt(provider: &str, country: &str, delivery: &'static str) {
+    METRICS
+        .sms_receipts
+        .get_or_create(&DeliveryLabels {
+            provider: provider.to_owned(),
+            country: country.to_owned(),
+            delivery,
+        })
+        .inc();
 }
 
 fn count_country(family: &Family<CountryLabel, Counter>, country: &str) {

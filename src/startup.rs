@@ -19,7 +19,7 @@ use crate::events::{Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
-use crate::otp::{OtpDependencies, OtpService, SendGate};
+use crate::otp::{OtpDependencies, OtpService, ReceiptSecrets, ReceiptService, SendGate};
 use crate::postmortem;
 use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
@@ -160,6 +160,7 @@ async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<()
 /// The use cases and what they share, built once for every worker.
 struct Services {
     otp: Arc<OtpService>,
+    receipts: Arc<ReceiptService>,
     fraud: Arc<FraudGuard>,
     captcha: Arc<CaptchaService>,
     pow: Arc<PowService>,
@@ -212,6 +213,7 @@ impl Services {
                 gate,
                 fraud: fraud.clone(),
                 stats: stats.clone(),
+                track_deliveries: settings.sms.receipts.enabled(),
             },
             settings.otp.clone(),
             &settings.abuse,
@@ -221,8 +223,14 @@ impl Services {
             served = %otp.destinations().describe(),
             "SMS destinations (VCODE_ALLOWED_NUMBER_TYPES, VCODE_ALLOWED_REGIONS, VCODE_MONITORED_REGIONS, VCODE_BLOCKED_REGIONS)"
         );
+        let receipts = Arc::new(ReceiptService::new(
+            stores.receipts.clone(),
+            ReceiptSecrets::from_sms(&settings.sms),
+            settings.otp.default_region,
+        ));
         Ok(Self {
             otp,
+            receipts,
             fraud,
             captcha,
             pow,
@@ -251,6 +259,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
     AppState {
         twilio,
         otp: services.otp,
+        receipts: services.receipts,
         fraud: services.fraud,
         events: Arc::new(EventOperations::new(stores.events.clone())),
         captcha: services.captcha,

@@ -11,7 +11,7 @@ mod settings;
 
 pub use self::guard::{
     Admitted, ConversionTicket, FraudError, FraudGuard, PrefixState, PrefixTraffic, SendTicket,
-    Suspension, TrafficBucket, TrafficReport,
+    Suspension, TrafficBucket, TrafficReport, country_of,
 };
 pub use self::policy::{Level, Reason};
 pub use self::settings::FraudSettings;

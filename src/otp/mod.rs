@@ -1,9 +1,11 @@
 //! The OTP use cases: send a code by SMS (behind the send gate, the quotas and an optional
-//! idempotency key), verify a code, and (dev mode) read the outbox. This is where the store
-//! roles, the SMS sender, the daily stats and the code's life-cycle log lines meet.
+//! idempotency key), verify a code, take the providers' delivery receipts (`receipts`), and
+//! (dev mode) read the outbox. This is where the store roles, the SMS sender, the daily stats
+//! and the code's life-cycle log lines meet.
 
 mod destinations;
 mod error;
+mod receipts;
 mod send;
 mod settings;
 mod verification;
@@ -20,8 +22,8 @@ use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    CodeStore, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore, Stores,
-    VerifyOutcome, VerifyParams,
+    CodeStore, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore, ReceiptStore,
+    Stores, VerifyOutcome, VerifyParams,
 };
 use crate::token::{Audience, TokenIssuer};
 
@@ -29,6 +31,7 @@ pub use self::destinations::{
     Destinations, GeoPermission, GeoPermissions, NumberTypes, Refusal, Regions,
 };
 pub use self::error::OtpError;
+pub use self::receipts::{Applied, ReceiptError, ReceiptSecrets, ReceiptService};
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt, Tenant};
 pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
 pub use self::verification::{VerificationView, VerifyCommand};
@@ -126,6 +129,8 @@ pub struct OtpService {
     stats: Arc<Stats>,
     /// Dev mode: keep every delivered SMS in the store's outbox.
     record_outbox: bool,
+    /// Where a send records its provider's message, when delivery receipts are on.
+    deliveries: Option<Arc<dyn ReceiptStore>>,
 }
 
 /// What an `OtpService` works with, built once at start-up.
@@ -137,6 +142,9 @@ pub struct OtpDependencies {
     pub gate: SendGate,
     pub fraud: Arc<FraudGuard>,
     pub stats: Arc<Stats>,
+    /// Delivery receipts are on (`VCODE_SMS_RECEIPTS_URL`): each send records the provider's
+    /// message, so that its receipts find the verification.
+    pub track_deliveries: bool,
 }
 
 impl OtpService {
@@ -155,6 +163,7 @@ impl OtpService {
             gate,
             fraud,
             stats,
+            track_deliveries,
         } = dependencies;
         let issue_params = IssueParams {
             ttl: settings.code_ttl,
@@ -208,6 +217,7 @@ impl OtpService {
             settings,
             stats,
             record_outbox,
+            deliveries: track_deliveries.then(|| stores.receipts.clone()),
         }
     }
 

@@ -1,8 +1,10 @@
 //! `send`: the gate, the idempotency key, the issue in the store with the fraud guard's step,
 //! the client's and global budgets, and the SMS; anything that fails after the issue rolls it
 //! back, as long as the store still holds exactly what this send wrote, and a server-side
-//! failure or the guard's refusal gives the gate's proofs back. An SMS in doubt (the provider never answered) is no failure: it may arrive, so
-//! its code, cooldown and quota stay.
+//! failure or the guard's refusal gives the gate's proofs back. An SMS in doubt (the provider
+//! never answered) is no failure: it may arrive, so its code, cooldown and quota stay. With
+//! delivery receipts on, a confirmed SMS's provider message is recorded with its verification
+//! (a failure there costs only its receipts).
 
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -18,7 +20,8 @@ use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, GuardedIssue, IssueOutcome,
-    IssueParams, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ResendPolicy,
+    IssueParams, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ReceiptStore,
+    ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -397,6 +400,19 @@ impl OtpService {
                     message_id = receipt.message_id.as_deref().unwrap_or("-"),
                     "SMS delivered"
                 );
+                if let (Some(deliveries), Some(message_id)) =
+                    (&self.deliveries, &receipt.message_id)
+                {
+                    self.track_delivery(
+                        deliveries.as_ref(),
+                        phone,
+                        purpose,
+                        &delivery.undo.verification,
+                        receipt.provider,
+                        message_id,
+                    )
+                    .await;
+                }
                 DeliveryStatus::Sent
             }
             // The SMS may be on its way: rolling its code back would make it fail on arrival,
@@ -489,6 +505,33 @@ impl OtpService {
             IssueOutcome::QuotaExceeded { retry_after }
             | IssueOutcome::BudgetExceeded { retry_after, .. } => {
                 Err(OtpError::QuotaExceeded { retry_after })
+            }
+        }
+    }
+
+    /// Records which provider message carried this send's SMS, so that its receipts find the
+    /// verification: kept as long as the verification. A failure costs only the receipts.
+    async fn track_delivery(
+        &self,
+        deliveries: &dyn ReceiptStore,
+        phone: &Phone,
+        purpose: &Purpose,
+        verification: &VerificationId,
+        provider: &str,
+        message_id: &str,
+    ) {
+        let Ok(message_id) = crate::sms::receipts::message_id(message_id) else {
+            tracing::warn!(%phone, provider, "provider message id not kept: no receipt can match it");
+            return;
+        };
+        let keep = self.issue_params.ttl + self.issue_params.retention;
+        match deliveries
+            .record_message(phone, purpose, verification, provider, &message_id, keep)
+            .await
+        {
+            Ok(()) => crate::metrics::count_sms_tracked(provider, &crate::fraud::country_of(phone)),
+            Err(error) => {
+                tracing::warn!(%phone, provider, %error, "provider message not recorded: its receipts will not match")
             }
         }
     }

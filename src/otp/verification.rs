@@ -31,6 +31,8 @@ pub struct VerificationView {
     pub id: VerificationId,
     pub status: VerificationStatus,
     pub delivery: DeliveryStatus,
+    /// The provider's error code, with `Undelivered`.
+    pub delivery_error: Option<String>,
     /// Wrong codes this id may still try (0 once it has ended).
     pub remaining_attempts: u32,
     pub created_at_ms: u64,
@@ -144,6 +146,7 @@ impl OtpService {
             id,
             status: record.status,
             delivery: record.delivery,
+            delivery_error: record.delivery_error,
             remaining_attempts,
             created_at_ms: record.created_at_ms,
             expires_at_ms: record.expires_at_ms,

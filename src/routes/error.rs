@@ -10,7 +10,7 @@ use super::envelope::{Envelope, Reply};
 use crate::captcha::CaptchaError;
 use crate::fraud::FraudError;
 use crate::idempotency::IdempotencyError;
-use crate::otp::{OtpError, Refusal};
+use crate::otp::{OtpError, ReceiptError, Refusal};
 use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
@@ -38,6 +38,10 @@ pub enum ApiError {
     PowFailed,
     #[error("missing or wrong bearer token")]
     Unauthorized,
+    /// A delivery receipt whose signature or token is wrong or missing: 40100 too, without a
+    /// `WWW-Authenticate` (no bearer token would do).
+    #[error("the receipt's signature or token is wrong or missing")]
+    ReceiptRefused,
     #[error("not found")]
     NotFound,
     #[error("method not allowed")]
@@ -140,6 +144,16 @@ impl From<OtpError> for ApiError {
     }
 }
 
+impl From<ReceiptError> for ApiError {
+    fn from(error: ReceiptError) -> Self {
+        match error {
+            ReceiptError::Unauthenticated => Self::ReceiptRefused,
+            ReceiptError::Malformed(what) => Self::Malformed(format!("malformed receipt: {what}")),
+            ReceiptError::Store(error) => error.into(),
+        }
+    }
+}
+
 impl From<FraudError> for ApiError {
     fn from(error: FraudError) -> Self {
         match error {
@@ -203,7 +217,7 @@ impl ApiError {
             Self::WrongCode { .. } => ErrorCode::WrongCode,
             Self::WrongCaptcha => ErrorCode::WrongCaptcha,
             Self::PowFailed => ErrorCode::PowRejected,
-            Self::Unauthorized => ErrorCode::Unauthorized,
+            Self::Unauthorized | Self::ReceiptRefused => ErrorCode::Unauthorized,
             Self::NotFound => ErrorCode::NotFound,
             Self::MethodNotAllowed => ErrorCode::MethodNotAllowed,
             Self::CodeExpired => ErrorCode::CodeExpired,
@@ -326,6 +340,7 @@ mod tests {
             ApiError::WrongCaptcha,
             ApiError::PowFailed,
             ApiError::Unauthorized,
+            ApiError::ReceiptRefused,
             ApiError::NotFound,
             ApiError::MethodNotAllowed,
             ApiError::CodeExpired,

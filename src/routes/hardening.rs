@@ -23,6 +23,21 @@ pub struct BodyLimits {
     pub deadline: Duration,
 }
 
+/// The delivery receipts' routes take a provider's batch (Aliyun and Tencent push up to a few
+/// hundred reports at once, and push the same batch again when it is refused).
+pub const RECEIPT_MAX_BYTES: usize = 256 * 1024;
+
+impl BodyLimits {
+    /// The limit of a request to `path`.
+    fn max_bytes_for(&self, path: &str) -> usize {
+        if path.starts_with(super::receipts::PREFIX) {
+            self.max_bytes.max(RECEIPT_MAX_BYTES)
+        } else {
+            self.max_bytes
+        }
+    }
+}
+
 /// `X-Content-Type-Options: nosniff` on every answer; `Cache-Control: no-store` where the
 /// route set none (codes, captchas, tokens and errors must never sit in a cache).
 pub fn default_headers() -> DefaultHeaders {
@@ -49,12 +64,13 @@ pub async fn bounded_body<B: MessageBody + 'static>(
 }
 
 async fn read_body(limits: BodyLimits, request: &mut ServiceRequest) -> Result<(), ApiError> {
+    let max_bytes = limits.max_bytes_for(request.path());
     let declared = request
         .headers()
         .get(CONTENT_LENGTH)
         .and_then(|value: &HeaderValue| value.to_str().ok())
         .and_then(|value| value.parse::<u64>().ok());
-    if declared.is_some_and(|length| length > limits.max_bytes as u64) {
+    if declared.is_some_and(|length| length > max_bytes as u64) {
         return Err(ApiError::PayloadTooLarge);
     }
     if declared == Some(0) {
@@ -65,7 +81,7 @@ async fn read_body(limits: BodyLimits, request: &mut ServiceRequest) -> Result<(
         let mut body = BytesMut::new();
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|_| ApiError::Malformed("unreadable body".to_owned()))?;
-            if body.len() + chunk.len() > limits.max_bytes {
+            if body.len() + chunk.len() > max_bytes {
                 return Err(ApiError::PayloadTooLarge);
             }
             body.extend_from_slice(&chunk);

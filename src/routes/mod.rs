@@ -20,6 +20,7 @@ mod openapi;
 mod otp;
 mod pages;
 mod pow;
+mod receipts;
 mod state;
 mod twilio;
 
@@ -63,6 +64,7 @@ pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web:
         .configure(captcha::config)
         .configure(pow::config)
         .configure(twilio::config)
+        .configure(receipts::config)
         .configure(|cfg| pages::config(cfg, openapi, routes.demo));
     if routes.dev_mode {
         cfg.configure(dev::config);
@@ -83,6 +85,7 @@ impl PublicRoutes {
         jwks::describe(&mut api);
         captcha::describe(&mut api);
         pow::describe(&mut api);
+        receipts::describe(&mut api);
         pages::describe(&mut api, self.demo.is_some());
         if self.dev_mode {
             dev::describe(&mut api);

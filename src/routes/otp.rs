@@ -219,10 +219,7 @@ async fn send(
             .unwrap_or_default(),
         expires_in: receipt.expires_in.as_secs(),
         resend_after: receipt.resend_after.as_secs(),
-        delivery: match receipt.delivery {
-            DeliveryStatus::Sent => Delivery::Sent,
-            DeliveryStatus::Unconfirmed => Delivery::Unconfirmed,
-        },
+        delivery: delivery(receipt.delivery),
     }))
 }
 
@@ -277,14 +274,22 @@ fn verification_data(view: VerificationView) -> VerificationData {
             otp::VerificationStatus::Expired => VerificationStatus::Expired,
             otp::VerificationStatus::MaxAttemptsReached => VerificationStatus::MaxAttemptsReached,
         },
-        delivery: match view.delivery {
-            DeliveryStatus::Sent => Delivery::Sent,
-            DeliveryStatus::Unconfirmed => Delivery::Unconfirmed,
-        },
+        delivery: delivery(view.delivery),
+        delivery_error: view.delivery_error,
         remaining_attempts: view.remaining_attempts,
         created_at: view.created_at_ms / 1000,
         expires_at: view.expires_at_ms / 1000,
         phone: view.phone.masked(),
         purpose: view.purpose.as_str().to_owned(),
+    }
+}
+
+/// A delivery as the wire spells it.
+fn delivery(status: DeliveryStatus) -> Delivery {
+    match status {
+        DeliveryStatus::Sent => Delivery::Sent,
+        DeliveryStatus::Unconfirmed => Delivery::Unconfirmed,
+        DeliveryStatus::Delivered => Delivery::Delivered,
+        DeliveryStatus::Undelivered => Delivery::Undelivered,
     }
 }

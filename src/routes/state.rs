@@ -10,7 +10,7 @@ use crate::config::secret::Secret;
 use crate::events::EventOperations;
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
-use crate::otp::OtpService;
+use crate::otp::{OtpService, ReceiptService};
 use crate::pow::PowService;
 use crate::sms::SmsPrices;
 use crate::stats::Stats;
@@ -19,6 +19,8 @@ use crate::twilio_compat::TwilioCompat;
 
 pub struct AppState {
     pub otp: Arc<OtpService>,
+    /// The SMS providers' delivery receipts.
+    pub receipts: Arc<ReceiptService>,
     /// The fraud guard's operator side: suspensions, lifts, traffic.
     pub fraud: Arc<FraudGuard>,
     /// The event outbox's operator side: failed events, replays.

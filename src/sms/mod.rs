@@ -11,6 +11,7 @@ mod locales;
 mod log;
 mod observe;
 pub mod prices;
+pub mod receipts;
 mod routing;
 pub mod settings;
 #[cfg(test)]
@@ -20,7 +21,7 @@ pub mod templates;
 pub mod tencent;
 mod throttle;
 pub mod twilio;
-mod webhook;
+pub mod webhook;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -178,7 +179,7 @@ impl SmsSender for LocaleChooser {
     }
 }
 
-fn unix_now() -> u64 {
+pub(crate) fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())

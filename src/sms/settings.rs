@@ -16,6 +16,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use super::aliyun::{self, AliyunSettings};
 use super::locales::Locales;
 use super::prices::{self, SmsPrices};
+use super::receipts::ReceiptSettings;
 use super::templates::TextTemplates;
 use super::templates::{DEFAULT_PURPOSE, ProviderTemplate, ProviderTemplates, TemplateValue};
 use super::tencent::{self, TencentSettings};
@@ -90,6 +91,8 @@ pub struct SmsSettings {
     pub aliyun: Option<AliyunSettings>,
     pub tencent: Option<TencentSettings>,
     pub twilio: Option<TwilioSettings>,
+    /// Delivery receipts (`VCODE_SMS_RECEIPTS_URL`, `VCODE_SMS_RECEIPTS_TOKEN`).
+    pub receipts: ReceiptSettings,
 }
 
 impl Default for SmsSettings {
@@ -107,6 +110,7 @@ impl Default for SmsSettings {
             aliyun: None,
             tencent: None,
             twilio: None,
+            receipts: ReceiptSettings::default(),
         }
     }
 }
@@ -198,14 +202,17 @@ const TWILIO_API_KEY_SECRET: SecretVariable = SecretVariable::new(
     "VCODE_TWILIO_API_KEY_SECRET",
     "VCODE_TWILIO_API_KEY_SECRET_FILE",
 );
+const RECEIPTS_TOKEN: SecretVariable =
+    SecretVariable::new("VCODE_SMS_RECEIPTS_TOKEN", "VCODE_SMS_RECEIPTS_TOKEN_FILE");
 
-/// The SMS providers' secrets.
-pub const SECRETS: [SecretVariable; 5] = [
+/// The SMS providers' secrets, and the receipts' token.
+pub const SECRETS: [SecretVariable; 6] = [
     WEBHOOK_SECRET,
     ALIYUN_SECRET,
     TENCENT_SECRET,
     TWILIO_AUTH_TOKEN,
     TWILIO_API_KEY_SECRET,
+    RECEIPTS_TOKEN,
 ];
 
 /// Every SMS setting, with the per-purpose template variables of `purposes`
@@ -256,6 +263,9 @@ struct SmsVariables {
     prices: PricesGiven,
     #[serde(rename = "VCODE_SMS_PRICE_CURRENCY", with = "OptionalText")]
     price_currency: Option<String>,
+    /// vcode's public URL as the providers reach it: delivery receipts are on when set.
+    #[serde(rename = "VCODE_SMS_RECEIPTS_URL", with = "OptionalText")]
+    receipts_url: Option<String>,
 }
 
 impl Default for SmsVariables {
@@ -268,6 +278,7 @@ impl Default for SmsVariables {
             texts: BTreeMap::new(),
             prices: PricesGiven::default(),
             price_currency: Some(prices::DEFAULT_CURRENCY.to_owned()),
+            receipts_url: None,
         }
     }
 }
@@ -569,6 +580,24 @@ impl SmsSettings {
         for secret in SECRETS {
             secret.read(lookup)?;
         }
+        settings.receipts = receipts(sources, lookup, given.receipts_url, &used)?;
+        if let Some(twilio) = &mut settings.twilio {
+            twilio.status_callback = settings.receipts.url_of(vcode_wire::paths::RECEIPT_TWILIO);
+            if twilio.status_callback.is_some() && !matches!(twilio.auth, TwilioAuth::AuthToken(_))
+            {
+                return Err(ConfigError::Inconsistent(
+                    "VCODE_SMS_RECEIPTS_URL with twilio needs VCODE_TWILIO_AUTH_TOKEN: Twilio signs its status callbacks with the auth token, which an API key does not replace".to_owned(),
+                ));
+            }
+        }
+        if settings.receipts.enabled()
+            && let Some(webhook) = &settings.webhook
+            && webhook.secret.is_none()
+        {
+            return Err(ConfigError::Inconsistent(
+                "VCODE_SMS_RECEIPTS_URL with the webhook sender needs VCODE_SMS_WEBHOOK_SECRET: the gateway signs its receipts with it".to_owned(),
+            ));
+        }
         for route in &settings.routes {
             for (provider, _) in &route.templates {
                 if !route.providers.contains(provider) {
@@ -607,6 +636,63 @@ impl SmsSettings {
         }
         written
     }
+}
+
+/// The receipts' settings: the public URL (https, or http to a loopback host) and, when Aliyun
+/// or Tencent is in use, the token their unsigned receipts carry (at least 32 characters).
+fn receipts(
+    sources: &Sources,
+    lookup: &dyn Fn(&str) -> Option<String>,
+    url: Option<String>,
+    used: &[ProviderName],
+) -> Result<ReceiptSettings, ConfigError> {
+    let name = "VCODE_SMS_RECEIPTS_URL";
+    let token = RECEIPTS_TOKEN
+        .read(lookup)?
+        .map(|(token, origin)| {
+            if token.expose_secret().len() < super::webhook::MIN_SECRET_BYTES {
+                return Err(ConfigError::invalid(
+                    origin,
+                    REDACTED,
+                    "at least 32 characters (`openssl rand -hex 32`)",
+                ));
+            }
+            Ok(SecretString::from(token.expose_secret().to_owned()))
+        })
+        .transpose()?;
+    let Some(url) = url else {
+        return Ok(ReceiptSettings {
+            public_url: None,
+            token,
+        });
+    };
+    let public_url = url.trim_end_matches('/').to_owned();
+    let parsed = reqwest::Url::parse(&public_url).ok();
+    let acceptable = parsed.as_ref().is_some_and(|parsed| {
+        parsed.query().is_none()
+            && parsed.username().is_empty()
+            && (parsed.scheme() == "https"
+                || (parsed.scheme() == "http" && super::webhook::is_loopback(parsed)))
+    });
+    if !acceptable {
+        return Err(ConfigError::invalid(
+            sources.origin(name),
+            url,
+            "expected vcode's public https:// URL as the providers reach it (http:// only on a loopback host), without a query",
+        ));
+    }
+    let unsigned = used.contains(&ProviderName::Aliyun) || used.contains(&ProviderName::Tencent);
+    if unsigned && token.is_none() {
+        return Err(ConfigError::invalid(
+            RECEIPTS_TOKEN.name,
+            "",
+            "required with VCODE_SMS_RECEIPTS_URL when a route names aliyun or tencent (or VCODE_SMS_RECEIPTS_TOKEN_FILE): their receipts are unsigned, so the receipt URL carries it",
+        ));
+    }
+    Ok(ReceiptSettings {
+        public_url: Some(public_url),
+        token,
+    })
 }
 
 struct ProviderReader<'a> {
@@ -782,6 +868,7 @@ impl ProviderReader<'_> {
             messaging_service_sid: given.messaging_service_sid,
             endpoint: given.endpoint,
             timeout: given.timeout,
+            status_callback: None,
         })
     }
 
@@ -1210,6 +1297,7 @@ impl fmt::Debug for SmsSettings {
             .field("aliyun", &self.aliyun)
             .field("tencent", &self.tencent)
             .field("twilio", &self.twilio)
+            .field("receipts", &self.receipts)
             .finish_non_exhaustive()
     }
 }

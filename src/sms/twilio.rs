@@ -43,6 +43,9 @@ pub struct TwilioSettings {
     pub messaging_service_sid: Option<String>,
     pub endpoint: String,
     pub timeout: Duration,
+    /// `StatusCallback`: where Twilio posts the message's delivery receipts (vcode's receipt
+    /// route, when `VCODE_SMS_RECEIPTS_URL` is set).
+    pub status_callback: Option<String>,
 }
 
 pub struct TwilioSmsSender {
@@ -85,6 +88,7 @@ impl TwilioSmsSender {
                 settings.messaging_service_sid.as_deref(),
             ),
             ("Body", Some(text.as_str())),
+            ("StatusCallback", settings.status_callback.as_deref()),
         ]
         .into_iter()
         .filter_map(|(name, value)| Some((name, value?)))

@@ -1,7 +1,7 @@
 //! What the use cases keep, as narrow roles (codes, quotas, captchas, idempotency records,
-//! verifications, stats, dev outbox, health, used proof-of-work challenges, the fraud guard's
-//! counts, the event outbox, the Twilio-compatible API's Services and send logs), and the
-//! backends that play them:
+//! verifications, the providers' delivery receipts, stats, dev outbox, health, used
+//! proof-of-work challenges, the fraud guard's counts, the event outbox, the Twilio-compatible
+//! API's Services and send logs), and the backends that play them:
 //! `memory` (embedded, one process), `redis` and `postgres` (shared by any number of
 //! instances). Every operation that reads, compares and writes is one atomic step in each.
 
@@ -182,7 +182,8 @@ pub struct CodeCandidate {
     pub verification: VerificationId,
 }
 
-/// Whether the provider confirmed the SMS of an accepted send.
+/// What is known of the SMS of an accepted send: what the provider answered the send, then
+/// what its delivery receipts said.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DeliveryStatus {
@@ -190,6 +191,10 @@ pub enum DeliveryStatus {
     Sent,
     /// The request reached the provider and no answer came: the SMS may arrive.
     Unconfirmed,
+    /// A receipt: the handset got it.
+    Delivered,
+    /// A receipt: it will not arrive (the provider's error code says why).
+    Undelivered,
 }
 
 impl DeliveryStatus {
@@ -197,6 +202,18 @@ impl DeliveryStatus {
         match self {
             Self::Sent => "sent",
             Self::Unconfirmed => "unconfirmed",
+            Self::Delivered => "delivered",
+            Self::Undelivered => "undelivered",
+        }
+    }
+
+    /// How far along it is: a receipt moves a delivery only forward (a late `sent` after
+    /// `delivered` changes nothing), and the first final word stays.
+    pub fn rank(self) -> u8 {
+        match self {
+            Self::Unconfirmed => 0,
+            Self::Sent => 1,
+            Self::Delivered | Self::Undelivered => 2,
         }
     }
 }
@@ -324,6 +341,46 @@ pub struct VerificationRecord {
     pub created_at_ms: u64,
     /// When its code expired (or will) as this send left it: the id verifies until then.
     pub expires_at_ms: u64,
+    /// The provider's error code an `undelivered` receipt gave.
+    pub delivery_error: Option<String>,
+}
+
+/// One delivery receipt, as the store applies it: the provider's message, and what became of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Receipt<'a> {
+    pub provider: &'a str,
+    pub message_id: &'a str,
+    /// `Sent`, `Delivered` or `Undelivered` (a receipt never says `Unconfirmed`).
+    pub delivery: DeliveryStatus,
+    /// The provider's error code, for `Undelivered`.
+    pub error_code: Option<&'a str>,
+}
+
+/// What a receipt changed: everything the `verification.delivered` / `.undelivered` event
+/// carries. Times are unix milliseconds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeliveryTransition {
+    pub verification: VerificationId,
+    pub target: VerificationTarget,
+    pub provider: String,
+    pub message_id: String,
+    pub previous: DeliveryStatus,
+    pub delivery: DeliveryStatus,
+    pub error_code: Option<String>,
+    /// When the send created the verification.
+    pub created_at_ms: u64,
+    /// When the store applied the receipt.
+    pub changed_at_ms: u64,
+}
+
+/// What one receipt did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ReceiptOutcome {
+    /// No send recorded this message, or its verification has been forgotten.
+    Unknown,
+    /// Known, and nothing changed: a repeat, or older news than the delivery holds.
+    Unchanged,
+    Changed(DeliveryTransition),
 }
 
 /// A captcha as stored: the seed its picture and (under the service's key) its answer are
@@ -518,6 +575,28 @@ pub struct Conversion<'a> {
     pub prefix: &'a str,
     pub country: &'a str,
     pub since_minute: u64,
+}
+
+/// Delivery receipts: which provider message carried which send's SMS, and what the
+/// providers later reported of it.
+#[async_trait]
+pub trait ReceiptStore: Send + Sync + 'static {
+    /// Records that `provider`'s message `message_id` carries the SMS of the send that answered
+    /// `id` (to `phone`, for `purpose`), for `keep` (as long as the verification is kept).
+    async fn record_message(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        id: &VerificationId,
+        provider: &str,
+        message_id: &str,
+        keep: Duration,
+    ) -> Result<(), StoreError>;
+
+    /// Moves the delivery of the message's verification to the receipt's, if that is further
+    /// along ([`DeliveryStatus::rank`]); keeps the error code with it. One atomic step: of a
+    /// receipt delivered twice, or of two racing, only one changes anything.
+    async fn apply_receipt(&self, receipt: &Receipt<'_>) -> Result<ReceiptOutcome, StoreError>;
 }
 
 /// Budgets shared by many phones: per client address and global.
@@ -848,6 +927,7 @@ pub trait Store:
     + FraudStore
     + EventStore
     + TwilioStore
+    + ReceiptStore
 {
 }
 
@@ -863,6 +943,7 @@ impl<T> Store for T where
         + FraudStore
         + EventStore
         + TwilioStore
+        + ReceiptStore
 {
 }
 
@@ -881,6 +962,7 @@ pub struct Stores {
     pub fraud: Arc<dyn FraudStore>,
     pub events: Arc<dyn EventStore>,
     pub twilio: Arc<dyn TwilioStore>,
+    pub receipts: Arc<dyn ReceiptStore>,
 }
 
 impl Stores {
@@ -897,6 +979,7 @@ impl Stores {
             fraud: backend.clone(),
             events: backend.clone(),
             twilio: backend.clone(),
+            receipts: backend.clone(),
             health: backend,
         }
     }

@@ -57,6 +57,7 @@ mod postgres;
 mod pow;
 mod quotas;
 mod quotas_http;
+mod receipts;
 mod redis_cluster;
 mod redis_outage;
 mod redis_sentinel;

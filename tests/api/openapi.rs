@@ -269,7 +269,7 @@ async fn a_send_answer_says_whether_the_provider_confirmed_the_sms() {
     );
     assert_eq!(
         schemas["Delivery"]["enum"],
-        serde_json::json!(["sent", "unconfirmed"])
+        serde_json::json!(["sent", "unconfirmed", "delivered", "undelivered"])
     );
     let described = spec["paths"][paths::OTP_SEND]["post"]["description"].to_string();
     assert!(described.contains("unconfirmed"), "{described}");

@@ -18,19 +18,19 @@ use crate::support::{Backend, codes, phone, random_phone, spawn_app_with};
 
 const ALIYUN_ID: &str = "LTAI5tFakeAccessKey01";
 const TENCENT_ID: &str = "AKIDFakeSecretId0001";
-const TWILIO_SID: &str = "AC00000000000000000000000000000001";
+pub(crate) const TWILIO_SID: &str = "AC00000000000000000000000000000001";
 const TWILIO_KEY_SID: &str = "SK00000000000000000000000000000002";
-const SECRET: &str = "the-right-s3cret";
+pub(crate) const SECRET: &str = "the-right-s3cret";
 
 /// The fakes, one per provider, accepting `SECRET`.
-struct Fakes {
+pub(crate) struct Fakes {
     aliyun: FakeSmsProvider,
     tencent: FakeSmsProvider,
     twilio: FakeSmsProvider,
 }
 
 impl Fakes {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         Self {
             aliyun: FakeSmsProvider::start(Provider::Aliyun, ALIYUN_ID, SECRET),
             tencent: FakeSmsProvider::start(Provider::Tencent, TENCENT_ID, SECRET),
@@ -66,7 +66,7 @@ impl Fakes {
     }
 
     /// Settings from the variables plus `extra` (`VCODE_SMS`, `VCODE_SMS_ROUTES`, …).
-    fn settings(&self, secret: &str, extra: &[(&str, &str)]) -> SmsSettings {
+    pub(crate) fn settings(&self, secret: &str, extra: &[(&str, &str)]) -> SmsSettings {
         let mut vars = self.vars(secret);
         vars.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         vcode::Settings::from_vars(vars)

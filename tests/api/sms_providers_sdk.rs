@@ -7,9 +7,7 @@
 //! `TEST_UPDATE_SDK_FIXTURES=1` rewrites the fixtures from a live run.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -136,6 +134,7 @@ fn our_request(provider: &str, inputs: &Value) -> PreparedRequest {
                     messaging_service_sid: optional("messaging_service_sid"),
                     endpoint: "https://api.twilio.com".to_owned(),
                     timeout: Duration::from_secs(1),
+                    status_callback: optional("status_callback"),
                 },
                 Arc::new(texts),
                 locale,
@@ -328,30 +327,10 @@ fn our_requests_match_the_recorded_official_sdk_requests_and_signatures() {
 
 /// The SDKs' answers for `cases` now, or why they cannot be had.
 fn run_official_sdks(cases: &[Value]) -> Result<Value, String> {
-    let python = std::env::var("TEST_SDK_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-    let script =
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/reference_signatures.py");
-    let mut child = Command::new(&python)
-        .arg(&script)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("{python} cannot be run: {e}"))?;
-    let input = json!({ "cases": cases }).to_string();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    match output.status.code() {
-        Some(0) => Ok(serde_json::from_slice(&output.stdout).expect("the script prints JSON")),
-        Some(3) => Err(stderr.trim().to_owned()),
-        _ => panic!("the SDK reference script failed: {stderr}"),
-    }
+    crate::support::sdk::run(
+        "tests/sdk/reference_signatures.py",
+        &json!({ "cases": cases }),
+    )
 }
 
 #[test]

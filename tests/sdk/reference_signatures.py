@@ -184,7 +184,8 @@ def tencent_signature_of_ours(inputs, ours):
 def twilio_sdk_request(inputs):
     """Messages.json through twilio.rest.Client (Basic auth, form body): with the auth token,
     Client(account_sid, auth_token); with an API key, Client(key_sid, key_secret, account_sid)
-    as Twilio documents it. From, MessagingServiceSid or both, as the case has them."""
+    as Twilio documents it. From, MessagingServiceSid or both, as the case has them, and the
+    StatusCallback of delivery receipts when the case has one."""
     body = inputs["text"].replace("{code}", inputs["code"]).replace("{minutes}", str(inputs["minutes"]))
     if "api_key_sid" in inputs:
         client = TwilioClient(inputs["api_key_sid"], inputs["api_key_secret"], inputs["account_sid"])
@@ -195,6 +196,8 @@ def twilio_sdk_request(inputs):
         senders["from_"] = inputs["from"]
     if "messaging_service_sid" in inputs:
         senders["messaging_service_sid"] = inputs["messaging_service_sid"]
+    if "status_callback" in inputs:
+        senders["status_callback"] = inputs["status_callback"]
     answer = {"sid": "SM1f0e8ae6ade43cb3c0ce4525424e404f", "status": "queued", "to": inputs["to"],
               "from": inputs.get("from"), "messaging_service_sid": inputs.get("messaging_service_sid"),
               "body": body, "account_sid": inputs["account_sid"],

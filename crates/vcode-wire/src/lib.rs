@@ -18,6 +18,7 @@ mod health;
 mod otp;
 pub mod paths;
 mod pow;
+mod receipts;
 mod stats;
 
 pub use captcha::{CaptchaCreated, CaptchaVerifyRequest, Verified};
@@ -36,4 +37,5 @@ pub use otp::{
     VerifyData, VerifyRequest, WrongCodeData,
 };
 pub use pow::PowVerifyRequest;
+pub use receipts::{ReceiptsApplied, WebhookReceipt, WebhookReceiptStatus};
 pub use stats::StatsQuery;

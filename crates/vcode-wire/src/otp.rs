@@ -132,7 +132,8 @@ pub struct SendData {
     pub delivery: Delivery,
 }
 
-/// What the SMS provider said of a send's message.
+/// What the SMS provider said of a send's message (a send answers `sent` or `unconfirmed`; a
+/// verification may show its receipts' `delivered` or `undelivered`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
@@ -145,6 +146,10 @@ pub enum Delivery {
     /// provider was tried; after `resend_after` a send delivers the pending code again
     /// (`VCODE_RESEND=reuse`, the default).
     Unconfirmed,
+    /// The provider's delivery receipt: the handset got it.
+    Delivered,
+    /// The provider's delivery receipt: it will not arrive (`delivery_error` says why).
+    Undelivered,
 }
 
 /// Where a verification stands.
@@ -171,8 +176,14 @@ pub enum VerificationStatus {
 pub struct VerificationData {
     pub verification_id: String,
     pub status: VerificationStatus,
-    /// What the SMS provider said of this send's message.
+    /// What the SMS provider said of this send's message: at the send, then in its delivery
+    /// receipts.
     pub delivery: Delivery,
+    /// The provider's error code, with `undelivered` (Twilio's `ErrorCode`, Aliyun's
+    /// `err_code`, Tencent's `errmsg`, the gateway's `error_code`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(examples("30003")))]
+    pub delivery_error: Option<String>,
     /// Wrong codes this id may still try (0 once it is no longer pending).
     pub remaining_attempts: u32,
     /// Unix seconds.

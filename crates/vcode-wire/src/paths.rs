@@ -57,6 +57,16 @@ pub const OTP_VERIFICATION: &str = api_v1!("/otp/verifications/{id}");
 /// [`verification_cancel`].
 pub const OTP_VERIFICATION_CANCEL: &str = api_v1!("/otp/verifications/{id}/cancel");
 
+/// `POST` by Twilio (its `StatusCallback`, a signed form): a delivery receipt.
+pub const RECEIPT_TWILIO: &str = api_v1!("/receipts/twilio");
+/// `POST ?token=…` by Aliyun (`SmsReport`, a JSON array): delivery receipts.
+pub const RECEIPT_ALIYUN: &str = api_v1!("/receipts/aliyun");
+/// `POST ?token=…` by Tencent Cloud SMS (its status callback, a JSON array): delivery receipts.
+pub const RECEIPT_TENCENT: &str = api_v1!("/receipts/tencent");
+/// `POST` by the webhook gateway ([`crate::WebhookReceipt`], signed as vcode's requests to it
+/// are): a delivery receipt.
+pub const RECEIPT_WEBHOOK: &str = api_v1!("/receipts/webhook");
+
 /// [`OTP_VERIFICATION`] of one id (as `otp/send` answered it: URL-safe already).
 pub fn verification(id: &str) -> String {
     OTP_VERIFICATION.replace("{id}", id)
@@ -102,7 +112,7 @@ pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
 /// Every route of the public listener but the dev routes, as route patterns.
-pub const PUBLIC: [&str; 17] = [
+pub const PUBLIC: [&str; 21] = [
     HEALTHZ,
     READYZ,
     OTP_SEND,
@@ -120,6 +130,10 @@ pub const PUBLIC: [&str; 17] = [
     DOCS_ASSET,
     DEMO,
     DEMO_ASSET,
+    RECEIPT_TWILIO,
+    RECEIPT_ALIYUN,
+    RECEIPT_TENCENT,
+    RECEIPT_WEBHOOK,
 ];
 
 /// The dev routes: registered in dev mode only.

@@ -6,7 +6,8 @@ use serde::de::DeserializeOwned;
 use vcode_wire::{
     CaptchaCreated, CaptchaVerifyRequest, Delivery, Envelope, ErrorCode, Health, HealthStatus,
     OutboxData, OutboxMessage, RetryAfterData, SendData, SendRequest, VerificationData,
-    VerificationStatus, VerifyData, VerifyRequest, WrongCodeData, paths,
+    VerificationStatus, VerifyData, VerifyRequest, WebhookReceipt, WebhookReceiptStatus,
+    WrongCodeData, paths,
 };
 
 /// `value` is written as exactly `json`, and `json` reads back as `value`.
@@ -140,6 +141,7 @@ fn requests_leave_out_what_is_not_set() {
             verification_id: "q3Vd0m9YyTnJkqW8cXoB4A".into(),
             status: VerificationStatus::MaxAttemptsReached,
             delivery: Delivery::Sent,
+            delivery_error: None,
             remaining_attempts: 0,
             created_at: 1_800_000_000,
             expires_at: 1_800_000_300,
@@ -147,6 +149,28 @@ fn requests_leave_out_what_is_not_set() {
             purpose: "login".into(),
         },
         r#"{"verification_id":"q3Vd0m9YyTnJkqW8cXoB4A","status":"max_attempts_reached","delivery":"sent","remaining_attempts":0,"created_at":1800000000,"expires_at":1800000300,"phone":"+86138****8000","purpose":"login"}"#,
+    );
+    assert_wire(
+        &VerificationData {
+            verification_id: "q3Vd0m9YyTnJkqW8cXoB4A".into(),
+            status: VerificationStatus::Pending,
+            delivery: Delivery::Undelivered,
+            delivery_error: Some("30003".into()),
+            remaining_attempts: 5,
+            created_at: 1_800_000_000,
+            expires_at: 1_800_000_300,
+            phone: "+86138****8000".into(),
+            purpose: "login".into(),
+        },
+        r#"{"verification_id":"q3Vd0m9YyTnJkqW8cXoB4A","status":"pending","delivery":"undelivered","delivery_error":"30003","remaining_attempts":5,"created_at":1800000000,"expires_at":1800000300,"phone":"+86138****8000","purpose":"login"}"#,
+    );
+    assert_wire(
+        &WebhookReceipt {
+            message_id: "0f3c9a7e51b2d4866e0a9c3f7b1d5e2a".into(),
+            status: WebhookReceiptStatus::Undelivered,
+            error_code: Some("E42".into()),
+        },
+        r#"{"message_id":"0f3c9a7e51b2d4866e0a9c3f7b1d5e2a","status":"undelivered","error_code":"E42"}"#,
     );
     assert_wire(
         &CaptchaVerifyRequest {

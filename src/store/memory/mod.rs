@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, EventKind,
-    IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode,
-    PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError,
-    StoredCaptcha, StoredEvent, VerificationRecord, VerificationStatus, VerificationTarget,
-    VerifyOutcome, VerifyParams,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, DeliveryTransition,
+    EventKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage,
+    PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, Receipt,
+    ReceiptOutcome, ResendPolicy, StoreError, StoredCaptcha, StoredEvent, VerificationRecord,
+    VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 
@@ -46,6 +46,8 @@ struct VerificationEntry {
     /// Set once the id has ended: approved, canceled or spent.
     ended: Option<VerificationStatus>,
     delivery: DeliveryStatus,
+    /// The provider's error code an `undelivered` receipt gave.
+    delivery_error: Option<Box<str>>,
     failed_attempts: u32,
     /// The id verifies until then (the store's clock).
     verifies_until_ms: u64,
@@ -57,6 +59,19 @@ struct VerificationEntry {
 }
 
 impl Expiring for VerificationEntry {
+    fn expires_at_ms(&self) -> u64 {
+        self.retained_until_ms
+    }
+}
+
+/// A provider's message: the verification whose SMS it carried.
+#[derive(Debug)]
+struct MessageEntry {
+    verification: VerificationId,
+    retained_until_ms: u64,
+}
+
+impl Expiring for MessageEntry {
     fn expires_at_ms(&self) -> u64 {
         self.retained_until_ms
     }
@@ -213,6 +228,8 @@ pub struct MemoryStore {
     /// By verification id. Lock order everywhere: a code's shard, then a verification's shard,
     /// then a quota log's.
     verifications: Shards<VerificationEntry>,
+    /// By `<provider> <message id>`, for the delivery receipts.
+    messages: Shards<MessageEntry>,
     captchas: Shards<CaptchaEntry>,
     quotas: Shards<QuotaLog>,
     /// Client and global budgets, under one lock: a send reserves in all of them at once, and
@@ -243,6 +260,7 @@ impl Default for MemoryStore {
         Self {
             codes: Shards::new(SHARDS),
             verifications: Shards::new(SHARDS),
+            messages: Shards::new(SHARDS),
             captchas: Shards::new(SHARDS),
             quotas: Shards::new(SHARDS),
             budgets: Shards::new(1),
@@ -326,6 +344,7 @@ impl MemoryStore {
         let now = self.now_ms();
         self.codes.sweep(now)
             + self.verifications.sweep(now)
+            + self.messages.sweep(now)
             + self.captchas.sweep(now)
             + self.quotas.sweep(now)
             + self.budgets.sweep(now)

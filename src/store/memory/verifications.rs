@@ -1,8 +1,12 @@
 //! The verifications of the embedded store: one entry per send's id, bound to the code that send
 //! delivered, with its own attempts. A verify by id holds the code's shard, then the id's, then
-//! the failure logs': one critical section, as `verify_code`.
+//! the failure logs': one critical section, as `verify_code`. The providers' messages lead to
+//! their verification, whose delivery a receipt moves under the verification's lock.
+
+use async_trait::async_trait;
 
 use super::*;
+use crate::store::ReceiptStore;
 
 impl MemoryStore {
     /// Records the verification of a send that delivers the code of digest `digest` (the
@@ -26,6 +30,7 @@ impl MemoryStore {
             digest,
             ended: None,
             delivery: DeliveryStatus::Sent,
+            delivery_error: None,
             failed_attempts: 0,
             verifies_until_ms: now.saturating_add(ttl),
             retained_until_ms: now
@@ -208,6 +213,7 @@ impl MemoryStore {
             failed_attempts: entry.failed_attempts,
             created_at_ms: entry.created_at_unix_ms,
             expires_at_ms: entry.expires_at_unix_ms,
+            delivery_error: entry.delivery_error.as_deref().map(str::to_owned),
         })
     }
 
@@ -215,5 +221,68 @@ impl MemoryStore {
         if let Some(entry) = self.verifications.lock(id.as_str()).get_mut(id.as_str()) {
             entry.delivery = DeliveryStatus::Unconfirmed;
         }
+    }
+}
+
+fn message_key(provider: &str, message_id: &str) -> String {
+    [provider, " ", message_id].concat()
+}
+
+#[async_trait]
+impl ReceiptStore for MemoryStore {
+    async fn record_message(
+        &self,
+        _phone: &Phone,
+        _purpose: &Purpose,
+        id: &VerificationId,
+        provider: &str,
+        message_id: &str,
+        keep: Duration,
+    ) -> Result<(), StoreError> {
+        let key = message_key(provider, message_id);
+        let entry = MessageEntry {
+            verification: id.clone(),
+            retained_until_ms: self.now_ms().saturating_add(duration_ms(keep)),
+        };
+        self.messages.lock(&key).insert(key.into_boxed_str(), entry);
+        Ok(())
+    }
+
+    async fn apply_receipt(&self, receipt: &Receipt<'_>) -> Result<ReceiptOutcome, StoreError> {
+        let now = self.now_ms();
+        let key = message_key(receipt.provider, receipt.message_id);
+        let Some(id) = self
+            .messages
+            .lock(&key)
+            .get(key.as_str())
+            .filter(|entry| entry.retained_until_ms > now)
+            .map(|entry| entry.verification.clone())
+        else {
+            return Ok(ReceiptOutcome::Unknown);
+        };
+        let mut verifications = self.verifications.lock(id.as_str());
+        let Some(entry) = verifications
+            .get_mut(id.as_str())
+            .filter(|entry| entry.retained_until_ms > now)
+        else {
+            return Ok(ReceiptOutcome::Unknown);
+        };
+        let previous = entry.delivery;
+        if receipt.delivery.rank() <= previous.rank() {
+            return Ok(ReceiptOutcome::Unchanged);
+        }
+        entry.delivery = receipt.delivery;
+        entry.delivery_error = receipt.error_code.map(Into::into);
+        Ok(ReceiptOutcome::Changed(DeliveryTransition {
+            verification: id.clone(),
+            target: entry.target.clone(),
+            provider: receipt.provider.to_owned(),
+            message_id: receipt.message_id.to_owned(),
+            previous,
+            delivery: receipt.delivery,
+            error_code: receipt.error_code.map(str::to_owned),
+            created_at_ms: entry.created_at_unix_ms,
+            changed_at_ms: unix_now_ms(),
+        }))
     }
 }

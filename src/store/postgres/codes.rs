@@ -35,7 +35,10 @@ const VERIFY_BY_ID: &str =
     "SELECT * FROM vcode_verify_by_id($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const LOCATE: &str = "SELECT phone, purpose FROM vcode_verifications
                       WHERE id = $1 AND expires_at_ms > vcode_now_ms()";
-const VERIFICATION: &str = "SELECT * FROM vcode_verification($1, $2)";
+/// With the receipts' columns (0005), read in the same statement.
+const VERIFICATION: &str = "SELECT r.*, v.delivery, v.delivery_error
+                            FROM vcode_verification($1, $2) r
+                            LEFT JOIN vcode_verifications v ON v.id = $1";
 const UNCONFIRMED: &str = "UPDATE vcode_verifications SET unconfirmed = true WHERE id = $1";
 const PENDING: &str = "SELECT digest, sealed, failed_attempts, deliveries FROM vcode_codes
                        WHERE phone = $1 AND purpose = $2 AND expires_at_ms > vcode_now_ms()";
@@ -71,7 +74,7 @@ fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError
     })
 }
 
-fn unix_ms(value: i64) -> Result<u64, StoreError> {
+pub(super) fn unix_ms(value: i64) -> Result<u64, StoreError> {
     u64::try_from(value).map_err(|_| StoreError::Protocol(format!("time {value}")))
 }
 
@@ -342,17 +345,19 @@ impl PostgresStore {
             other => return Err(StoreError::Protocol(format!("verification status {other}"))),
         };
         let unconfirmed: bool = column(row, 3)?;
+        let received: Option<String> = column(row, 7)?;
         Ok(Some(VerificationRecord {
             target: VerificationTarget {
                 phone_e164: column(row, 0)?,
                 purpose: column(row, 1)?,
             },
             status,
-            delivery: if unconfirmed {
-                DeliveryStatus::Unconfirmed
-            } else {
-                DeliveryStatus::Sent
+            delivery: match received.as_deref() {
+                Some(text) => super::receipts::delivery_of(text)?,
+                None if unconfirmed => DeliveryStatus::Unconfirmed,
+                None => DeliveryStatus::Sent,
             },
+            delivery_error: column(row, 8)?,
             failed_attempts: count(column(row, 4)?)?,
             created_at_ms: unix_ms(column(row, 5)?)?,
             expires_at_ms: unix_ms(column(row, 6)?)?,

@@ -10,6 +10,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (2, include_str!("migrations/0002_verifications.sql")),
     (3, include_str!("migrations/0003_fraud.sql")),
     (4, include_str!("migrations/0004_events.sql")),
+    (5, include_str!("migrations/0005_receipts.sql")),
     (6, include_str!("migrations/0006_twilio_services.sql")),
 ];
 

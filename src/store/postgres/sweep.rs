@@ -12,6 +12,7 @@ const BATCH: i64 = 1000;
 const TABLES: &[&str] = &[
     "vcode_codes",
     "vcode_verifications",
+    "vcode_messages",
     "vcode_quota_events",
     "vcode_captchas",
     "vcode_idempotency",

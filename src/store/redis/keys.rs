@@ -85,6 +85,13 @@ pub fn outbox_keys() -> [String; 4] {
         .map(|part| format!("{PREFIX}events:{{events}}:{part}"))
 }
 
+/// `verify_code:message:{twilio:SM…}`: which verification a provider's message carried
+/// (`<E.164> <id>`), for its delivery receipts. Its own hash tag: a receipt names the message,
+/// not the phone, so the key is read alone before the phone's script (`receipt.lua`).
+pub fn message(provider: &str, message_id: &str) -> String {
+    format!("{PREFIX}message:{{{provider}:{message_id}}}")
+}
+
 /// `KEYS` of `issue.lua` and `undo_issue.lua`: the code, the phone's SMS log and the send's
 /// verification (one hash tag).
 pub fn issue(phone: &Phone, purpose: &Purpose, id: &VerificationId) -> [String; 3] {
@@ -312,6 +319,11 @@ mod tests {
                 vec![code(&phone, &purpose), verification(phone.as_e164(), &id)],
             ),
             (
+                "receipt",
+                include_str!("receipt.lua"),
+                vec![verification(phone.as_e164(), &id)],
+            ),
+            (
                 "verify",
                 include_str!("verify.lua"),
                 verify(&phone, &purpose, "203.0.113.7".parse().unwrap()).to_vec(),
@@ -433,6 +445,7 @@ mod tests {
                 verification_target(&sample_verification()),
                 sample_verification().as_str().to_owned(),
             ),
+            (message("twilio", "SM0123"), "twilio:SM0123".to_owned()),
             (captcha(&id), id.as_str().to_owned()),
             (idempotency(&idem), idem.clone()),
             (pow(&idem), idem.clone()),

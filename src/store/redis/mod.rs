@@ -7,6 +7,7 @@ mod codes;
 mod events;
 mod fraud;
 mod pow;
+mod receipts;
 mod records;
 mod twilio;
 
@@ -52,6 +53,7 @@ struct Scripts {
     begin_idempotent: Script,
     record_pow: Script,
     take_captcha: Script,
+    receipt: Script,
 }
 
 /// The scripts that undo what a failed request took, sent whole (`EVAL`, see [`whole_script`]).
@@ -104,6 +106,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     begin_idempotent: Script::new(include_str!("begin_idempotent.lua")),
     record_pow: Script::new(include_str!("record_pow.lua")),
     take_captcha: Script::new(include_str!("take_captcha.lua")),
+    receipt: Script::new(include_str!("receipt.lua")),
 });
 
 /// Quota rules as the scripts read them: limit, window in ms, ...
@@ -400,10 +403,10 @@ fn parse_verification(
     Some(Some(VerificationRecord {
         target,
         status,
-        delivery: match text(6)? {
-            b"u" => DeliveryStatus::Unconfirmed,
-            _ => DeliveryStatus::Sent,
-        },
+        delivery: delivery_of(text(6)?)?,
+        delivery_error: Some(text(7)?)
+            .filter(|code| !code.is_empty())
+            .map(|code| String::from_utf8_lossy(code).into_owned()),
         failed_attempts: match text(4)? {
             b"" => 0,
             _ => u32_at(reply, 4)?,
@@ -411,6 +414,17 @@ fn parse_verification(
         created_at_ms: u64_at(reply, 2)?,
         expires_at_ms,
     }))
+}
+
+/// A verification's `d` field (`receipt.lua`).
+fn delivery_of(field: &[u8]) -> Option<DeliveryStatus> {
+    Some(match field {
+        b"" => DeliveryStatus::Sent,
+        b"u" => DeliveryStatus::Unconfirmed,
+        b"d" => DeliveryStatus::Delivered,
+        b"x" => DeliveryStatus::Undelivered,
+        _ => return None,
+    })
 }
 
 #[cfg(test)]

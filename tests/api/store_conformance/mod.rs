@@ -5,6 +5,7 @@
 mod captchas;
 mod fraud;
 mod pending_codes;
+mod receipts;
 mod redis_layout;
 mod twilio;
 mod verifications;

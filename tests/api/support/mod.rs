@@ -14,6 +14,7 @@ pub mod redis_process;
 pub mod redis_sentinel;
 pub mod redis_server;
 pub mod redis_tls;
+pub mod sdk;
 pub mod sms_gateway;
 
 pub use app::{Backend, TestApp, spawn_app, spawn_app_with, spawn_second_instance};

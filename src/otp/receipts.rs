@@ -1,0 +1,238 @@
+//! "A delivery receipt arrived": the providers' receipts authenticated (Twilio's signature, the
+//! token of Aliyun's and Tencent's URLs, the webhook gateway's signature), matched by the
+//! provider's message id to the verification the send recorded, and applied in the store's one
+//! atomic step, which moves the delivery forward only. A change is counted per provider and
+//! country (the delivery rate) and logged; it is what the `verification.delivered` /
+//! `.undelivered` event carries ([`DeliveryTransition`]). The send's side, recording the
+//! message, is [`super::OtpService`]'s (`send.rs`).
+
+use std::sync::Arc;
+
+use secrecy::{ExposeSecret, SecretString};
+
+use crate::domain::{Phone, Region};
+use crate::sms::receipts::{self, ReceiptSettings, Report, ReportError, Reported};
+use crate::sms::{aliyun, tencent, twilio, webhook};
+use crate::store::{
+    DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore, StoreError,
+};
+
+/// Why a receipt was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReceiptError {
+    /// A wrong or missing signature or token, or receipts of a provider not set up for them:
+    /// nothing was read or changed.
+    #[error("the receipt's signature or token is wrong or missing")]
+    Unauthenticated,
+    #[error("malformed receipt: {0}")]
+    Malformed(&'static str),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<ReportError> for ReceiptError {
+    fn from(error: ReportError) -> Self {
+        match error {
+            ReportError::Unauthenticated => Self::Unauthenticated,
+            ReportError::Malformed(what) => Self::Malformed(what),
+        }
+    }
+}
+
+/// What one request's receipts did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// Receipts in the request.
+    pub receipts: usize,
+    /// Those that moved a verification's delivery.
+    pub changed: usize,
+    /// Those of a message no send recorded (or forgotten since).
+    pub unknown: usize,
+}
+
+/// The secrets receipts are checked with, taken from the SMS settings.
+#[derive(Clone, Default)]
+pub struct ReceiptSecrets {
+    pub settings: ReceiptSettings,
+    /// Twilio's auth token (its signatures).
+    pub twilio_auth_token: Option<SecretString>,
+    /// The webhook sender's secret (the gateway's signatures).
+    pub webhook_secret: Option<SecretString>,
+}
+
+impl ReceiptSecrets {
+    pub fn from_sms(sms: &crate::sms::SmsSettings) -> Self {
+        Self {
+            settings: sms.receipts.clone(),
+            twilio_auth_token: sms.twilio.as_ref().and_then(|t| match &t.auth {
+                twilio::TwilioAuth::AuthToken(token) => Some(token.clone()),
+                twilio::TwilioAuth::ApiKey { .. } => None,
+            }),
+            webhook_secret: sms.webhook.as_ref().and_then(|w| w.secret.clone()),
+        }
+    }
+}
+
+pub struct ReceiptService {
+    store: Arc<dyn ReceiptStore>,
+    secrets: ReceiptSecrets,
+    default_region: Region,
+}
+
+impl ReceiptService {
+    pub fn new(
+        store: Arc<dyn ReceiptStore>,
+        secrets: ReceiptSecrets,
+        default_region: Region,
+    ) -> Self {
+        Self {
+            store,
+            secrets,
+            default_region,
+        }
+    }
+
+    /// Twilio's `StatusCallback`: `path_and_query` as requested (the signature covers the full
+    /// URL: the configured public URL and this), the form's parameters in order, and the
+    /// signature headers.
+    pub async fn twilio(
+        &self,
+        path_and_query: &str,
+        params: &[(String, String)],
+        signature: Option<&str>,
+        signature_settings: Option<&str>,
+    ) -> Result<Applied, ReceiptError> {
+        let (Some(base), Some(token), Some(signature)) = (
+            &self.secrets.settings.public_url,
+            &self.secrets.twilio_auth_token,
+            signature,
+        ) else {
+            return Err(ReceiptError::Unauthenticated);
+        };
+        let url = [base.as_str(), path_and_query].concat();
+        let token = token.expose_secret().as_bytes();
+        if !receipts::twilio::verify(token, &url, params, signature, signature_settings) {
+            return Err(ReceiptError::Unauthenticated);
+        }
+        let reports = receipts::twilio::parse(params)?;
+        self.apply(twilio::PROVIDER, reports.into_iter().collect())
+            .await
+    }
+
+    /// Aliyun's `SmsReport` push, with the `token` its URL carried.
+    pub async fn aliyun(&self, token: Option<&str>, body: &[u8]) -> Result<Applied, ReceiptError> {
+        self.check_token(token)?;
+        let reports = receipts::aliyun::parse(body)?;
+        self.apply(aliyun::PROVIDER, reports).await
+    }
+
+    /// Tencent's status callback, with the `token` its URL carried.
+    pub async fn tencent(&self, token: Option<&str>, body: &[u8]) -> Result<Applied, ReceiptError> {
+        self.check_token(token)?;
+        let reports = receipts::tencent::parse(body)?;
+        self.apply(tencent::PROVIDER, reports).await
+    }
+
+    /// The webhook gateway's receipt and its signature headers.
+    pub async fn webhook(
+        &self,
+        timestamp: Option<&str>,
+        signature: Option<&str>,
+        body: &[u8],
+    ) -> Result<Applied, ReceiptError> {
+        let Some(secret) = self.enabled_secret(self.secrets.webhook_secret.as_ref()) else {
+            return Err(ReceiptError::Unauthenticated);
+        };
+        let now = crate::sms::unix_now();
+        if !receipts::webhook::verify(
+            secret.expose_secret().as_bytes(),
+            timestamp,
+            signature,
+            body,
+            now,
+        ) {
+            return Err(ReceiptError::Unauthenticated);
+        }
+        let report = receipts::webhook::parse(body)?;
+        self.apply(webhook::PROVIDER, vec![report]).await
+    }
+
+    /// A secret, while receipts are on.
+    fn enabled_secret<'a>(&self, secret: Option<&'a SecretString>) -> Option<&'a SecretString> {
+        secret.filter(|_| self.secrets.settings.enabled())
+    }
+
+    fn check_token(&self, given: Option<&str>) -> Result<(), ReceiptError> {
+        let expected = self.enabled_secret(self.secrets.settings.token.as_ref());
+        match (expected, given) {
+            (Some(expected), Some(given))
+                if receipts::same_secret(given.as_bytes(), expected.expose_secret().as_bytes()) =>
+            {
+                Ok(())
+            }
+            _ => Err(ReceiptError::Unauthenticated),
+        }
+    }
+
+    /// Applies each report in turn; a store failure stops there (the provider retries the
+    /// request, and the receipts already applied change nothing the second time).
+    async fn apply(
+        &self,
+        provider: &'static str,
+        reports: Vec<Report>,
+    ) -> Result<Applied, ReceiptError> {
+        let mut applied = Applied {
+            receipts: reports.len(),
+            ..Applied::default()
+        };
+        for report in &reports {
+            let receipt = Receipt {
+                provider,
+                message_id: &report.message_id,
+                delivery: match report.reported {
+                    Reported::Sent => DeliveryStatus::Sent,
+                    Reported::Delivered => DeliveryStatus::Delivered,
+                    Reported::Undelivered => DeliveryStatus::Undelivered,
+                },
+                error_code: report.error_code.as_deref(),
+            };
+            match self.store.apply_receipt(&receipt).await? {
+                ReceiptOutcome::Changed(transition) => {
+                    applied.changed += 1;
+                    self.changed(&transition);
+                }
+                ReceiptOutcome::Unchanged => {}
+                ReceiptOutcome::Unknown => {
+                    applied.unknown += 1;
+                    tracing::debug!(provider, message_id = %report.message_id, "receipt of an unknown message");
+                }
+            }
+        }
+        Ok(applied)
+    }
+
+    /// A delivery moved: counted, logged, and (at merge with the events outbox) the
+    /// `verification.delivered` / `.undelivered` event of `transition`.
+    fn changed(&self, transition: &DeliveryTransition) {
+        let phone = Phone::parse(&transition.target.phone_e164, self.default_region);
+        let country = phone
+            .as_ref()
+            .map_or_else(|| "none".to_owned(), crate::fraud::country_of);
+        crate::metrics::count_sms_receipt(
+            &transition.provider,
+            &country,
+            transition.delivery.as_str(),
+        );
+        let masked = phone.as_ref().map_or_else(|| "-".to_owned(), Phone::masked);
+        tracing::info!(
+            phone = masked,
+            purpose = %transition.target.purpose,
+            provider = %transition.provider,
+            message_id = %transition.message_id,
+            previous = transition.previous.as_str(),
+            delivery = transition.delivery.as_str(),
+            error = transition.error_code.as_deref().unwrap_or("-"),
+            "SMS delivery receipt"
+        );
+    }
+}

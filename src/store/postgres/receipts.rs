@@ -1,0 +1,90 @@
+//! The PostgreSQL store's delivery receipts: `vcode_messages` leads a provider's message to its
+//! verification (one `INSERT` after the SMS went out); `vcode_receipt` moves the verification's
+//! delivery under its row lock, in one call (migration 0005).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::codes::unix_ms;
+use super::{PostgresStore, column, millis};
+use crate::domain::{Phone, Purpose, VerificationId};
+use crate::store::{
+    DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore, StoreError,
+    VerificationTarget,
+};
+
+const RECORD: &str =
+    "INSERT INTO vcode_messages (provider, message_id, verification, expires_at_ms)
+                      VALUES ($1, $2, $3, vcode_now_ms() + $4)
+                      ON CONFLICT (provider, message_id) DO UPDATE
+                      SET verification = excluded.verification,
+                          expires_at_ms = excluded.expires_at_ms";
+const RECEIPT: &str = "SELECT * FROM vcode_receipt($1, $2, $3, $4)";
+
+/// A delivery as the columns spell it.
+pub(super) fn delivery_of(text: &str) -> Result<DeliveryStatus, StoreError> {
+    Ok(match text {
+        "sent" => DeliveryStatus::Sent,
+        "unconfirmed" => DeliveryStatus::Unconfirmed,
+        "delivered" => DeliveryStatus::Delivered,
+        "undelivered" => DeliveryStatus::Undelivered,
+        other => return Err(StoreError::Protocol(format!("delivery {other:?}"))),
+    })
+}
+
+#[async_trait]
+impl ReceiptStore for PostgresStore {
+    async fn record_message(
+        &self,
+        _phone: &Phone,
+        _purpose: &Purpose,
+        id: &VerificationId,
+        provider: &str,
+        message_id: &str,
+        keep: Duration,
+    ) -> Result<(), StoreError> {
+        self.query(
+            RECORD,
+            &[&provider, &message_id, &id.as_str(), &millis(keep)],
+        )
+        .await?;
+        Ok(())
+    }
+
+    async fn apply_receipt(&self, receipt: &Receipt<'_>) -> Result<ReceiptOutcome, StoreError> {
+        let row = self
+            .query_one(
+                RECEIPT,
+                &[
+                    &receipt.provider,
+                    &receipt.message_id,
+                    &receipt.delivery.as_str(),
+                    &receipt.error_code,
+                ],
+            )
+            .await?;
+        match column::<i32>(&row, 0)? {
+            0 => return Ok(ReceiptOutcome::Unknown),
+            1 => return Ok(ReceiptOutcome::Unchanged),
+            _ => {}
+        }
+        let id: String = column(&row, 1)?;
+        let previous: String = column(&row, 4)?;
+        Ok(ReceiptOutcome::Changed(DeliveryTransition {
+            verification: VerificationId::parse(&id)
+                .ok_or_else(|| StoreError::Protocol(format!("verification id {id:?}")))?,
+            target: VerificationTarget {
+                phone_e164: column(&row, 2)?,
+                purpose: column(&row, 3)?,
+            },
+            provider: receipt.provider.to_owned(),
+            message_id: receipt.message_id.to_owned(),
+            previous: delivery_of(&previous)?,
+            delivery: receipt.delivery,
+            error_code: receipt.error_code.map(str::to_owned),
+            created_at_ms: unix_ms(column(&row, 5)?)?,
+            changed_at_ms: unix_ms(column(&row, 6)?)?,
+        }))
+    }
+}

@@ -1,0 +1,28 @@
+-- Apply a delivery receipt to a verification (the one issue.lua writes): its delivery moves only
+-- forward (unconfirmed < sent < delivered | undelivered), so a repeat or a late `sent` changes
+-- nothing, and the first final word stays. One step: of two racing receipts one changes it.
+-- KEYS[1] the verification {d = '' sent, 'u' unconfirmed, 'd' delivered, 'x' undelivered,
+--         r = the provider's error code}
+-- ARGV[1] the receipt's delivery ('' sent, 'd', 'x'), ARGV[2] its error code or ''
+-- Returns {} when the verification is gone, {0} when nothing changed, else
+--         {1, previous delivery, created (ms), now (ms)}.
+local verification = redis.call('HMGET', KEYS[1], 'c', 'd')
+if not verification[1] then
+  return {}
+end
+local rank = {u = 0, [''] = 1, d = 2, x = 2}
+local previous = verification[2] or ''
+if rank[ARGV[1]] <= rank[previous] then
+  return {0}
+end
+if ARGV[1] == '' then
+  redis.call('HDEL', KEYS[1], 'd')
+else
+  redis.call('HSET', KEYS[1], 'd', ARGV[1])
+end
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[1], 'r', ARGV[2])
+end
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+return {1, previous, verification[1], now}
