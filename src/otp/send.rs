@@ -20,8 +20,7 @@ use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, GuardedIssue, IssueOutcome,
-    IssueParams, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ReceiptStore,
-    ResendPolicy,
+    IssueParams, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ReceiptStore, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
