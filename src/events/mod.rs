@@ -14,8 +14,9 @@
 //!   and `self.add_outbox(&mut invocation, &EventSubject::of(id, phone, purpose))` on the
 //!   invocation (it adds the outbox's keys and arguments only when events are on);
 //! - PostgreSQL: change the verification's row; its trigger (`vcode_verification_events`,
-//!   migration 0004) writes the event. A new column (a delivery state) gets a branch there
-//!   calling `vcode_event_append`.
+//!   migration 0004) writes the event. A step whose detail is not on the row calls
+//!   `vcode_event_append` in its own function while that trigger is enabled (`vcode_receipt`,
+//!   migration 0007).
 //!
 //! `detail` is `key=value` pairs joined by `;`: the payload shows each as a field of `data`
 //! (`provider`, `message_id`, `error_code` for receipts). Never a code.

@@ -211,8 +211,8 @@ impl ReceiptService {
         Ok(applied)
     }
 
-    /// A delivery moved: counted, logged, and (at merge with the events outbox) the
-    /// `verification.delivered` / `.undelivered` event of `transition`.
+    /// A delivery moved: counted and logged (the store wrote its `verification.delivered` /
+    /// `.undelivered` event in the same step).
     fn changed(&self, transition: &DeliveryTransition) {
         let phone = Phone::parse(&transition.target.phone_e164, self.default_region);
         let country = phone

@@ -356,6 +356,24 @@ pub struct Receipt<'a> {
     pub error_code: Option<&'a str>,
 }
 
+impl Receipt<'_> {
+    /// The event a receipt that changes the delivery emits (none for a `Sent`), and its detail
+    /// (`provider`, `message_id`, `error_code`): `vcode_receipt` (migration 0007) spells the same.
+    pub fn event(&self) -> Option<(EventKind, String)> {
+        let kind = match self.delivery {
+            DeliveryStatus::Delivered => EventKind::Delivered,
+            DeliveryStatus::Undelivered => EventKind::Undelivered,
+            DeliveryStatus::Sent | DeliveryStatus::Unconfirmed => return None,
+        };
+        let mut detail = format!("provider={};message_id={}", self.provider, self.message_id);
+        if let Some(code) = self.error_code.filter(|_| kind == EventKind::Undelivered) {
+            detail.push_str(";error_code=");
+            detail.push_str(code);
+        }
+        Some((kind, detail))
+    }
+}
+
 /// What a receipt changed: everything the `verification.delivered` / `.undelivered` event
 /// carries. Times are unix milliseconds.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -2,7 +2,12 @@
 //! delivery forward only, once (also when the same receipt races itself), on every store; a
 //! wrong or stale signature is 40100 and changes nothing. Aliyun's and Tencent's reports need
 //! the token; Twilio's status callbacks are checked as the official SDK's `RequestValidator`
-//! checks them (`twilio_receipts_are_accepted_exactly_as_the_official_sdk_accepts_them`).
+//! checks them (`twilio_receipts_are_accepted_exactly_as_the_official_sdk_accepts_them`). With
+//! events on, a final word is one `verification.delivered` / `.undelivered` event after
+//! `verification.created`, as the Standard Webhooks library verifies it.
+
+use std::collections::HashSet;
+use std::time::Duration;
 
 use futures::future::join_all;
 use serde_json::{Value, json};
@@ -13,10 +18,11 @@ use vcode_wire::{Delivery, ReceiptsApplied, SendData, VerificationData, paths};
 
 use crate::sms_providers::Fakes;
 use crate::support::app::{Answer, TestApp};
+use crate::support::event_receiver::{Receiver, events_to, new_secret};
 use crate::support::fake_sms_provider::unix_now;
 use crate::support::sdk;
 use crate::support::sms_gateway::signed_webhook;
-use crate::support::{Backend, SmsGateway, random_phone, spawn_app_with};
+use crate::support::{Backend, SmsGateway, eventually, random_phone, spawn_app_with};
 
 const SECRET: &str = "whsec-0123456789abcdef0123456789abcdef";
 const PUBLIC_URL: &str = "https://vcode.example";
@@ -206,6 +212,99 @@ on_every_store!(
     a_wrong_or_stale_signature_is_refused_and_changes_nothing,
     racing_copies_of_a_receipt_change_it_once,
 );
+
+// Every store with an outbox (a Cluster has none).
+on_stores!(
+    events_memory => Memory, events_redis => Redis, events_sentinel => Sentinel,
+    events_postgres => Postgres;
+    [a_final_word_is_one_signed_event_after_created]
+);
+
+/// The `data` of the accepted deliveries of verification `id`, one per event.
+async fn event_data(receiver: &Receiver, id: &str) -> Vec<Value> {
+    let mut seen = HashSet::new();
+    receiver
+        .deliveries()
+        .await
+        .into_iter()
+        .filter(|delivery| delivery.accepted() && delivery.subject() == Some(id))
+        .filter(|delivery| seen.insert(delivery.id.clone()))
+        .map(|delivery| {
+            assert!(delivery.verified, "{delivery:?}");
+            delivery.data.unwrap()
+        })
+        .collect()
+}
+
+async fn a_final_word_is_one_signed_event_after_created(backend: Backend) {
+    let secret = new_secret();
+    let Some(receiver) = Receiver::start(&secret, "a_final_word_is_one_signed_event") else {
+        return;
+    };
+    let gateway = SmsGateway::start();
+    let events = events_to(&receiver.url, &[&secret]);
+    let app = spawn_app_with(backend, |settings| {
+        settings.sms = signed_webhook(gateway.url(), SECRET);
+        settings.events = events;
+        receipts_on(settings);
+    })
+    .await;
+    let (delivered, delivered_message) = send(&app, &gateway).await;
+    let (undelivered, undelivered_message) = send(&app, &gateway).await;
+
+    // A `sent`, then the final word twice; the failure's copies race.
+    assert_eq!(
+        receipt(&app, &delivered_message, "sent", None)
+            .await
+            .changed,
+        0
+    );
+    assert_eq!(
+        receipt(&app, &delivered_message, "delivered", None)
+            .await
+            .changed,
+        1
+    );
+    assert_eq!(
+        receipt(&app, &delivered_message, "delivered", None)
+            .await
+            .changed,
+        0
+    );
+    let body = json!({"message_id": undelivered_message, "status": "undelivered",
+                      "error_code": "30003"});
+    let now = unix_now();
+    join_all((0..10).map(|_| post_receipt(&app, &body, SECRET, now))).await;
+
+    assert!(
+        eventually(Duration::from_secs(20), || async {
+            receiver.accepted_types(&delivered).await.len() >= 2
+                && receiver.accepted_types(&undelivered).await.len() >= 2
+        })
+        .await,
+        "{:?}",
+        receiver.deliveries().await
+    );
+    // Time for a second copy of either to arrive, were one written.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        receiver.accepted_types(&delivered).await,
+        ["verification.created", "verification.delivered"]
+    );
+    assert_eq!(
+        receiver.accepted_types(&undelivered).await,
+        ["verification.created", "verification.undelivered"]
+    );
+    let shown = &event_data(&receiver, &delivered).await[1];
+    assert_eq!(shown["provider"], "webhook", "{shown}");
+    assert_eq!(shown["message_id"], delivered_message.as_str(), "{shown}");
+    assert!(shown.get("error_code").is_none(), "{shown}");
+    let shown = &event_data(&receiver, &undelivered).await[1];
+    assert_eq!(shown["provider"], "webhook", "{shown}");
+    assert_eq!(shown["message_id"], undelivered_message.as_str(), "{shown}");
+    assert_eq!(shown["error_code"], "30003", "{shown}");
+    assert!(shown["phone"].as_str().unwrap().contains('*'), "{shown}");
+}
 
 /// An app sending through one provider's fake, receipts on.
 async fn provider_app(fakes: &Fakes, provider: &str) -> TestApp {

@@ -79,24 +79,44 @@ pub enum ReportError {
 const MAX_MESSAGE_ID: usize = 128;
 
 /// A message id as the stores key it: 1 to 128 visible ASCII characters, no braces (a Redis
-/// hash tag) and no spaces.
+/// hash tag), no spaces and no `;` (it separates an event's detail).
 pub fn message_id(raw: &str) -> Result<String, ReportError> {
     let fits = (1..=MAX_MESSAGE_ID).contains(&raw.len())
         && raw
             .bytes()
-            .all(|b| b.is_ascii_graphic() && b != b'{' && b != b'}');
+            .all(|b| b.is_ascii_graphic() && !matches!(b, b'{' | b'}' | b';'));
     fits.then(|| raw.to_owned())
         .ok_or(ReportError::Malformed("message id"))
 }
 
-/// An error code as kept: short visible text, or none.
+/// An error code as kept: short visible text without `;` (an event's detail separator), or none.
 fn error_code(raw: Option<&str>) -> Option<String> {
-    raw.map(str::trim)
-        .filter(|code| !code.is_empty())
-        .map(|code| code.chars().filter(|c| !c.is_control()).take(64).collect())
+    raw.map(|code| {
+        code.trim()
+            .chars()
+            .filter(|c| !c.is_control() && *c != ';')
+            .take(64)
+            .collect::<String>()
+    })
+    .filter(|code| !code.is_empty())
 }
 
 /// Whether `given` is `expected`, in time independent of where they differ.
 pub fn same_secret(given: &[u8], expected: &[u8]) -> bool {
     given.ct_eq(expected).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_and_codes_keep_no_detail_separator() {
+        assert!(message_id("SM0123abcd").is_ok());
+        assert!(message_id("SM01;error_code=0").is_err());
+        assert!(message_id("{tag}").is_err());
+        assert_eq!(error_code(Some(" 30;003 ")).as_deref(), Some("30003"));
+        assert_eq!(error_code(Some(" ; ")), None);
+        assert_eq!(error_code(None), None);
+    }
 }

@@ -273,6 +273,9 @@ impl ReceiptStore for MemoryStore {
         }
         entry.delivery = receipt.delivery;
         entry.delivery_error = receipt.error_code.map(Into::into);
+        if let Some((kind, detail)) = receipt.event() {
+            self.verification_event(kind, &id, entry, || detail);
+        }
         Ok(ReceiptOutcome::Changed(DeliveryTransition {
             verification: id.clone(),
             target: entry.target.clone(),

@@ -1,6 +1,7 @@
 //! The PostgreSQL store's delivery receipts: `vcode_messages` leads a provider's message to its
 //! verification (one `INSERT` after the SMS went out); `vcode_receipt` moves the verification's
-//! delivery under its row lock, in one call (migration 0005).
+//! delivery under its row lock, in one call (migration 0005), which appends a final word's event
+//! (migration 0007).
 
 use std::time::Duration;
 

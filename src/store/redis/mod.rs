@@ -106,7 +106,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     begin_idempotent: Script::new(include_str!("begin_idempotent.lua")),
     record_pow: Script::new(include_str!("record_pow.lua")),
     take_captcha: Script::new(include_str!("take_captcha.lua")),
-    receipt: Script::new(include_str!("receipt.lua")),
+    receipt: Script::new(&[EVENTS_PRELUDE, include_str!("receipt.lua")].concat()),
 });
 
 /// Quota rules as the scripts read them: limit, window in ms, ...

@@ -4,6 +4,7 @@
 -- KEYS[1] the verification {d = '' sent, 'u' unconfirmed, 'd' delivered, 'x' undelivered,
 --         r = the provider's error code}
 -- ARGV[1] the receipt's delivery ('' sent, 'd', 'x'), ARGV[2] its error code or ''
+-- (then the outbox's, events.lua)
 -- Returns {} when the verification is gone, {0} when nothing changed, else
 --         {1, previous delivery, created (ms), now (ms)}.
 local verification = redis.call('HMGET', KEYS[1], 'c', 'd')
@@ -25,4 +26,9 @@ if ARGV[2] ~= '' then
 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+-- The event of a final word (its detail is the caller's), in this step: only a change emits.
+local event = ({d = 'verification.delivered', x = 'verification.undelivered'})[ARGV[1]]
+if event then
+  outbox_append(event, now, now)
+end
 return {1, previous, verification[1], now}

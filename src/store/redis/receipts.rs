@@ -1,7 +1,7 @@
 //! The Redis store's delivery receipts: a provider's message leads to its verification through
 //! `verify_code:message:{<provider>:<message id>}` (`<E.164> <purpose> <id>`, one `SET` after
 //! the SMS went out); a receipt reads it, then moves the verification's delivery in
-//! `receipt.lua`, under the phone's hash tag. The index never changes once written, so reading
+//! `receipt.lua`, under the phone's hash tag, which appends a final word's event to the outbox. The index never changes once written, so reading
 //! it outside the script is safe (as a verification's target is).
 
 use async_trait::async_trait;
@@ -55,6 +55,15 @@ impl ReceiptStore for RedisStore {
             .key(keys::verification(&target.phone_e164, &id))
             .arg(delivery)
             .arg(receipt.error_code.unwrap_or(""));
+        if let Some((_, detail)) = receipt.event().filter(|_| self.writes_events()) {
+            let subject = EventSubject {
+                subject: id.as_str(),
+                phone_e164: &target.phone_e164,
+                purpose: &target.purpose,
+                detail: &detail,
+            };
+            self.add_outbox(&mut invocation, &subject);
+        }
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
