@@ -10,7 +10,7 @@ use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 
 use super::signature::WebhookSecret;
-use crate::config::ConfigError;
+use crate::config::error::ConfigError;
 use crate::config::secret::SecretVariable;
 use crate::config::sources::{Sources, Table};
 use crate::config::text::{Millis, OptionalText, Secs};

@@ -23,15 +23,11 @@ pub struct BodyLimits {
     pub deadline: Duration,
 }
 
-/// The delivery receipts' routes take a provider's batch (Aliyun and Tencent push up to a few
-/// hundred reports at once, and push the same batch again when it is refused).
-pub const RECEIPT_MAX_BYTES: usize = 256 * 1024;
-
 impl BodyLimits {
     /// The limit of a request to `path`.
     fn max_bytes_for(&self, path: &str) -> usize {
         if path.starts_with(super::receipts::PREFIX) {
-            self.max_bytes.max(RECEIPT_MAX_BYTES)
+            self.max_bytes.max(super::receipts::RECEIPT_MAX_BYTES)
         } else {
             self.max_bytes
         }

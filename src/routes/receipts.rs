@@ -2,7 +2,7 @@
 //! (a signed form), Aliyun's `SmsReport` and Tencent's status callback (JSON arrays with the
 //! receipt token in `?token=`), the webhook gateway's signed receipt. The raw request goes to
 //! the receipt use case, which checks and applies it; a wrong signature or token is 40100
-//! (401) and changes nothing. Bodies up to [`super::hardening::RECEIPT_MAX_BYTES`].
+//! (401) and changes nothing. Bodies up to [`RECEIPT_MAX_BYTES`].
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
@@ -18,6 +18,10 @@ use crate::sms::webhook::{SIGNATURE_HEADER, TIMESTAMP_HEADER};
 /// Where every receipt route starts (the larger body limit applies below it).
 pub const PREFIX: &str = "/api/v1/receipts/";
 
+/// The delivery receipts' routes take a provider's batch (Aliyun and Tencent push up to a few
+/// hundred reports at once, and push the same batch again when it is refused).
+pub const RECEIPT_MAX_BYTES: usize = 256 * 1024;
+
 pub fn config(cfg: &mut web::ServiceConfig) {
     let routes = [
         (paths::RECEIPT_TWILIO, web::post().to(twilio_receipt)),
@@ -29,7 +33,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
         debug_assert!(path.starts_with(PREFIX));
         cfg.service(
             super::post_resource(path)
-                .app_data(web::PayloadConfig::new(super::hardening::RECEIPT_MAX_BYTES))
+                .app_data(web::PayloadConfig::new(RECEIPT_MAX_BYTES))
                 .route(route),
         );
     }

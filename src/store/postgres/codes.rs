@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
+use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays, unix_ms};
 use crate::domain::{CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 use crate::store::{
     Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
@@ -72,10 +72,6 @@ fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError
         -4 => VerifyOutcome::Canceled,
         other => return Err(StoreError::Protocol(format!("verify outcome {other}"))),
     })
-}
-
-pub(super) fn unix_ms(value: i64) -> Result<u64, StoreError> {
-    u64::try_from(value).map_err(|_| StoreError::Protocol(format!("time {value}")))
 }
 
 impl PostgresStore {

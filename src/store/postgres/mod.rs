@@ -234,6 +234,11 @@ fn as_bigint(value: u64) -> i64 {
     value as i64
 }
 
+/// A time in unix milliseconds as a column holds it (never negative).
+fn unix_ms(value: i64) -> Result<u64, StoreError> {
+    u64::try_from(value).map_err(|_| StoreError::Protocol(format!("time {value}")))
+}
+
 fn column<'a, T: tokio_postgres::types::FromSql<'a>>(
     row: &'a Row,
     index: usize,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::codes::unix_ms;
+use super::unix_ms;
 use super::{PostgresStore, column, millis};
 use crate::domain::{Phone, Purpose, VerificationId};
 use crate::store::{
