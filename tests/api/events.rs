@@ -123,25 +123,20 @@ async fn expired_and_canceled_verifications_say_so_once(backend: Backend) {
         )
         .await;
     assert_eq!(cancel.status, 200, "{cancel:?}");
-    assert!(
-        eventually(WAIT, || async {
-            receiver.accepted_types(&expiring).await.len() >= 2
-                && receiver.accepted_types(&canceled).await.len() >= 2
-        })
-        .await,
-        "{:?}",
-        receiver.deliveries().await
-    );
     // The canceled one's timer falls due too, and finds it canceled: nothing more.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    assert_eq!(
-        receiver.accepted_types(&expiring).await,
-        ["verification.created", "verification.expired"]
-    );
-    assert_eq!(
-        receiver.accepted_types(&canceled).await,
-        ["verification.created", "verification.canceled"]
-    );
+    receiver
+        .assert_settled(
+            &[
+                (&expiring, &["verification.created", "verification.expired"]),
+                (
+                    &canceled,
+                    &["verification.created", "verification.canceled"],
+                ),
+            ],
+            WAIT,
+            Duration::from_millis(1500),
+        )
+        .await;
 }
 
 async fn a_receiver_that_was_down_gets_every_event_in_order(backend: Backend) {

@@ -22,7 +22,7 @@ use crate::support::event_receiver::{Receiver, events_to, new_secret};
 use crate::support::fake_sms_provider::unix_now;
 use crate::support::sdk;
 use crate::support::sms_gateway::signed_webhook;
-use crate::support::{Backend, SmsGateway, eventually, random_phone, spawn_app_with};
+use crate::support::{Backend, SmsGateway, random_phone, spawn_app_with};
 
 const SECRET: &str = "whsec-0123456789abcdef0123456789abcdef";
 const PUBLIC_URL: &str = "https://vcode.example";
@@ -276,25 +276,23 @@ async fn a_final_word_is_one_signed_event_after_created(backend: Backend) {
     let now = unix_now();
     join_all((0..10).map(|_| post_receipt(&app, &body, SECRET, now))).await;
 
-    assert!(
-        eventually(Duration::from_secs(20), || async {
-            receiver.accepted_types(&delivered).await.len() >= 2
-                && receiver.accepted_types(&undelivered).await.len() >= 2
-        })
-        .await,
-        "{:?}",
-        receiver.deliveries().await
-    );
-    // Time for a second copy of either to arrive, were one written.
-    tokio::time::sleep(Duration::from_millis(1000)).await;
-    assert_eq!(
-        receiver.accepted_types(&delivered).await,
-        ["verification.created", "verification.delivered"]
-    );
-    assert_eq!(
-        receiver.accepted_types(&undelivered).await,
-        ["verification.created", "verification.undelivered"]
-    );
+    // A second, time for a second copy of either to arrive, were one written.
+    receiver
+        .assert_settled(
+            &[
+                (
+                    &delivered,
+                    &["verification.created", "verification.delivered"],
+                ),
+                (
+                    &undelivered,
+                    &["verification.created", "verification.undelivered"],
+                ),
+            ],
+            Duration::from_secs(20),
+            Duration::from_millis(1000),
+        )
+        .await;
     let shown = &event_data(&receiver, &delivered).await[1];
     assert_eq!(shown["provider"], "webhook", "{shown}");
     assert_eq!(shown["message_id"], delivered_message.as_str(), "{shown}");

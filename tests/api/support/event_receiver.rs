@@ -140,6 +140,31 @@ impl Receiver {
             .expect("the receiver's JSON")
     }
 
+    /// Waits up to `wait` until each verification has accepted as many events as it expects,
+    /// then `quiet` more (time for a copy that should not exist to arrive), and asserts that
+    /// each has accepted exactly the types it expects, in that order.
+    pub async fn assert_settled(
+        &self,
+        expected: &[(&str, &[&str])],
+        wait: Duration,
+        quiet: Duration,
+    ) {
+        let arrived = super::eventually(wait, || async {
+            for (id, types) in expected {
+                if self.accepted_types(id).await.len() < types.len() {
+                    return false;
+                }
+            }
+            true
+        })
+        .await;
+        assert!(arrived, "{:?}", self.deliveries().await);
+        tokio::time::sleep(quiet).await;
+        for (id, types) in expected {
+            assert_eq!(self.accepted_types(id).await, *types, "verification {id}");
+        }
+    }
+
     /// The types accepted for verification `id`, in the order they were first accepted.
     pub async fn accepted_types(&self, id: &str) -> Vec<String> {
         let mut seen = std::collections::HashSet::new();
