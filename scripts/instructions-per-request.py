@@ -18,15 +18,19 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     verified  a verify that matches: a code sent before instrumentation (in dev mode, its
               code read from the outbox), verified under its send's id (the fraud guard
               counts its conversion)
-    ROWS=send,verified limits the rows.
-Needs valgrind and redis-server.
+    ROWS=send,verified limits the rows; STORES=embedded,Redis,PostgreSQL adds PostgreSQL (a
+    server of the script's own on a free loopback port, fsync off, a fresh database per
+    column and row; default: embedded,Redis).
+Needs valgrind and redis-server (and for PostgreSQL Debian's postgresql: initdb, postgres).
 """
 
 import base64
+import glob
 import http.client
 import json
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -128,19 +132,65 @@ def dumped_instructions(out_file):
     sys.exit(f"no totals in {out_file}.1")
 
 
-def measure(build, store_env, kind, redis_port):
+def postgres_bin(name):
+    """`name` of the newest PostgreSQL under /usr/lib/postgresql, else from PATH."""
+    versions = sorted(glob.glob("/usr/lib/postgresql/*/bin/" + name),
+                      key=lambda p: int(p.split("/")[4]) if p.split("/")[4].isdigit() else 0)
+    return versions[-1] if versions else name
+
+
+def as_postgres(command):
+    """PostgreSQL refuses root: its programs run as the postgres user then."""
+    if os.geteuid() == 0:
+        return ["setpriv", "--reuid", "postgres", "--regid", "postgres", "--init-groups"] + command
+    return command
+
+
+def start_postgres():
+    """A PostgreSQL server of this script's own: (process, port, data directory)."""
+    data = tempfile.mkdtemp(prefix="vcode-ipr-pg-")
+    if os.geteuid() == 0:
+        subprocess.run(["chown", "postgres:postgres", data], check=True)
+    subprocess.run(as_postgres([postgres_bin("initdb"), "-D", data, "-U", "vcode",
+                                "--auth=trust", "-E", "UTF8", "--locale=C"]),
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port = free_port()
+    server = subprocess.Popen(
+        as_postgres([postgres_bin("postgres"), "-D", data, "-p", str(port), "-h", "127.0.0.1",
+                     "-k", "", "-c", "fsync=off", "-c", "synchronous_commit=off"]),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if subprocess.run([postgres_bin("pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)]
+                          ).returncode == 0:
+            break
+        time.sleep(0.1)
+    return server, port, data
+
+
+def fresh_database(pg_port):
+    """A new database on the script's server, so each build applies its own migrations."""
+    name = f"vcode_{os.urandom(6).hex()}"
+    subprocess.run([postgres_bin("createdb"), "-h", "127.0.0.1", "-p", str(pg_port), "-U",
+                    "vcode", name], check=True)
+    return f"postgres://vcode@127.0.0.1:{pg_port}/{name}"
+
+
+def measure(build, store_env, kind, redis_port, pg_port=None):
     binary, _, settings = build.partition("@")
     port = free_port()
     # KEEP=dir keeps each row's profile there, for callgrind_annotate.
     work = os.environ.get("KEEP") or tempfile.mkdtemp()
     os.makedirs(work, exist_ok=True)
-    label = f"{os.path.basename(binary)}-{abs(hash(binary)) % 10**6}-{kind}-{store_env}"
+    # The settings too: two columns of one binary keep a profile each.
+    label = f"{os.path.basename(binary)}-{abs(hash(build)) % 10**6}-{kind}-{store_env}"
     out = os.path.join(work, f"callgrind.out.{label}")
     env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
                RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF)
     env.update(pair.split("=", 1) for pair in settings.split(",") if pair)
     if store_env == "Redis":
         env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}"
+    if store_env == "PostgreSQL":
+        env["VCODE_DATABASE_URL"] = fresh_database(pg_port)
     if kind == "verified":
         # The outbox, to read the codes sent before instrumentation.
         env["VCODE_DEV_MODE"] = "1"
@@ -176,21 +226,28 @@ def main():
     redis_port = free_port()
     redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    stores = os.environ.get("STORES", "embedded,Redis").split(",")
+    postgres, pg_port, pg_data = (start_postgres() if "PostgreSQL" in stores
+                                  else (None, None, None))
     time.sleep(0.5)
     try:
         kinds = os.environ.get("ROWS", "verify,send,verified").split(",")
-        rows = [(kind, store) for kind in kinds for store in ("embedded", "Redis")]
+        rows = [(kind, store) for kind in kinds for store in stores]
         for i, binary in enumerate(binaries):
             print(f"[{i}] {binary}")
         print(f"{'row':<18}" + "".join(f"{f'[{i}]':>12}" for i in range(len(binaries))))
         for kind, store in rows:
-            counts = [measure(b, store, kind, redis_port) for b in binaries]
+            counts = [measure(b, store, kind, redis_port, pg_port) for b in binaries]
             ratios = "".join(f"  {c / counts[0]:.2f}x" for c in counts[1:])
             print(f"{kind + ', ' + store:<18}" + "".join(f"{c:>12,.0f}" for c in counts) + ratios)
         print(f"instructions per request (callgrind, all threads), {REQUESTS} requests a row, "
               f"{time.strftime('%Y-%m-%d', time.gmtime())}")
     finally:
         redis.terminate()
+        if postgres:
+            postgres.terminate()
+            postgres.wait()
+            shutil.rmtree(pg_data, ignore_errors=True)
 
 
 if __name__ == "__main__":

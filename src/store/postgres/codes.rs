@@ -6,16 +6,21 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_postgres::types::{ToSql, Type};
 
+use super::fraud::{self, AdmitArgs};
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays, unix_ms};
 use crate::domain::{CodeDigest, Phone, Purpose, SealedCode, VerificationId};
 use crate::store::{
-    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
-    IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError,
-    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
+    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, GuardStep,
+    GuardedIssue, IssueOutcome, IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken,
+    ResendPolicy, StoreError, VerificationRecord, VerificationStatus, VerificationTarget,
+    VerifyOutcome, VerifyParams,
 };
 
 const ISSUE: &str =
     "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
+/// `vcode_issue`'s thirteen arguments, then `vcode_fraud_admit`'s eleven (0008).
+const ISSUE_GUARDED: &str = "SELECT * FROM vcode_issue_guarded($1, $2, $3, $4, $5, $6, $7, $8, \
+     $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)";
 const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const UNDO_TYPES: [Type; 11] = [
     Type::TEXT,
@@ -55,6 +60,55 @@ fn count(value: i32) -> Result<u32, StoreError> {
     u32::try_from(value).map_err(|_| StoreError::Protocol(format!("count {value}")))
 }
 
+/// `vcode_issue`'s answer (the first ten columns of `vcode_issue_guarded`'s) but a run too late.
+fn issue_outcome(
+    row: &tokio_postgres::Row,
+    candidate: CodeCandidate,
+    quota_token: QuotaToken,
+) -> Result<IssueOutcome, StoreError> {
+    let kind = match column::<i32>(row, 0)? {
+        0 => {
+            return Ok(IssueOutcome::Cooldown {
+                retry_after: ms_duration(column(row, 1)?),
+            });
+        }
+        -1 => {
+            return Ok(IssueOutcome::QuotaExceeded {
+                retry_after: ms_duration(column(row, 1)?),
+            });
+        }
+        1 => DeliveryKind::Created,
+        2 => DeliveryKind::Redelivered,
+        3 => DeliveryKind::Rotated,
+        other => return Err(StoreError::Protocol(format!("issue kind {other}"))),
+    };
+    let previous = match kind {
+        DeliveryKind::Created => None,
+        _ => Some(PreviousIssue {
+            digest: digest(column(row, 6)?)?,
+            sealed: sealed(column(row, 7)?),
+            sent_at_ms: unix_ms(column(row, 8)?)?,
+            expires_at_ms: unix_ms(column(row, 9)?)?,
+        }),
+    };
+    Ok(IssueOutcome::Deliver(Delivery {
+        sealed: match kind {
+            DeliveryKind::Redelivered => sealed(column(row, 3)?),
+            _ => None,
+        },
+        kind,
+        budgets_reserved: false,
+        undo: IssueUndo {
+            verification: candidate.verification,
+            quota_token,
+            digest: digest(column(row, 2)?)?,
+            sent_at_ms: unix_ms(column(row, 4)?)?,
+            deliveries: count(column(row, 5)?)?,
+            previous,
+        },
+    }))
+}
+
 /// `vcode_verify`'s and `vcode_verify_by_id`'s answer.
 fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError> {
     let value: Option<i64> = column(row, 1)?;
@@ -72,6 +126,68 @@ fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError
         -4 => VerifyOutcome::Canceled,
         other => return Err(StoreError::Protocol(format!("verify outcome {other}"))),
     })
+}
+
+/// `vcode_issue`'s arguments (the first thirteen of `vcode_issue_guarded`'s).
+struct IssueArgs<'a> {
+    phone: &'a str,
+    purpose: &'a str,
+    digest: &'a [u8],
+    sealed: Option<&'a [u8]>,
+    ttl_ms: i64,
+    cooldown_ms: i64,
+    rotate: bool,
+    quota_token: i64,
+    /// The time after which the statement must not run (`give_up_at_ms`).
+    not_after_ms: i64,
+    limits: &'a [i32],
+    windows: &'a [i64],
+    verification: &'a str,
+    retention_ms: i64,
+}
+
+impl<'a> IssueArgs<'a> {
+    fn of(
+        phone: &'a Phone,
+        purpose: &'a Purpose,
+        candidate: &'a CodeCandidate,
+        (params, quota_token, not_after_ms): (&IssueParams, QuotaToken, i64),
+        (limits, windows): (&'a [i32], &'a [i64]),
+    ) -> Self {
+        Self {
+            phone: phone.as_e164(),
+            purpose: purpose.as_str(),
+            digest: candidate.digest.as_bytes(),
+            sealed: candidate.sealed.as_ref().map(|sealed| &sealed.0[..]),
+            ttl_ms: millis(params.ttl),
+            cooldown_ms: millis(params.cooldown),
+            rotate: params.policy == ResendPolicy::Rotate,
+            quota_token: as_bigint(quota_token.0),
+            not_after_ms,
+            limits,
+            windows,
+            verification: candidate.verification.as_str(),
+            retention_ms: millis(params.retention),
+        }
+    }
+
+    fn params(&self) -> [&(dyn ToSql + Sync); 13] {
+        [
+            &self.phone,
+            &self.purpose,
+            &self.digest,
+            &self.sealed,
+            &self.ttl_ms,
+            &self.cooldown_ms,
+            &self.rotate,
+            &self.quota_token,
+            &self.not_after_ms,
+            &self.limits,
+            &self.windows,
+            &self.verification,
+            &self.retention_ms,
+        ]
+    }
 }
 
 impl PostgresStore {
@@ -132,69 +248,55 @@ impl CodeStore for PostgresStore {
     ) -> Result<IssueOutcome, StoreError> {
         let quota_token = QuotaToken::generate();
         let (limits, windows) = rule_arrays(&params.phone_quota);
-        let sealed_candidate = candidate.sealed.as_ref().map(|sealed| &sealed.0[..]);
-        let row = self
-            .query_one(
-                ISSUE,
-                &[
-                    &phone.as_e164(),
-                    &purpose.as_str(),
-                    &candidate.digest.as_bytes(),
-                    &sealed_candidate,
-                    &millis(params.ttl),
-                    &millis(params.cooldown),
-                    &(params.policy == ResendPolicy::Rotate),
-                    &as_bigint(quota_token.0),
-                    &self.give_up_at_ms(),
-                    &limits,
-                    &windows,
-                    &candidate.verification.as_str(),
-                    &millis(params.retention),
-                ],
-            )
-            .await?;
-        let kind = match column::<i32>(&row, 0)? {
+        let args = IssueArgs::of(
+            phone,
+            purpose,
+            &candidate,
+            (params, quota_token, self.give_up_at_ms()),
+            (&limits, &windows),
+        );
+        let row = self.query_one(ISSUE, &args.params()).await?;
+        if column::<i32>(&row, 0)? == -2 {
+            return Err(self.ran_too_late());
+        }
+        issue_outcome(&row, candidate, quota_token)
+    }
+
+    /// The issue and the guard's step in one statement (`vcode_issue_guarded`).
+    async fn issue_guarded(
+        &self,
+        phone: &Phone,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        _budgets: Budgets<'_>,
+        guard: GuardStep<'_>,
+    ) -> Result<GuardedIssue, StoreError> {
+        let quota_token = QuotaToken::generate();
+        let (limits, windows) = rule_arrays(&params.phone_quota);
+        let args = IssueArgs::of(
+            phone,
+            purpose,
+            &candidate,
+            (params, quota_token, self.give_up_at_ms()),
+            (&limits, &windows),
+        );
+        let admit = AdmitArgs::of(&guard);
+        let mut all: [&(dyn ToSql + Sync); 24] = [&0; 24];
+        all[..13].copy_from_slice(&args.params());
+        all[13..].copy_from_slice(&admit.params());
+        let row = self.query_one(ISSUE_GUARDED, &all).await?;
+        match column::<i32>(&row, 0)? {
             -2 => return Err(self.ran_too_late()),
-            0 => {
-                return Ok(IssueOutcome::Cooldown {
-                    retry_after: ms_duration(column(&row, 1)?),
-                });
-            }
-            -1 => {
-                return Ok(IssueOutcome::QuotaExceeded {
-                    retry_after: ms_duration(column(&row, 1)?),
-                });
-            }
-            1 => DeliveryKind::Created,
-            2 => DeliveryKind::Redelivered,
-            3 => DeliveryKind::Rotated,
-            other => return Err(StoreError::Protocol(format!("issue kind {other}"))),
+            -4 => return Ok(GuardedIssue::Refused(fraud::refusal_at(&row, 10)?)),
+            _ => {}
+        }
+        let outcome = issue_outcome(&row, candidate, quota_token)?;
+        let admission = match outcome {
+            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&row, 10)?),
+            _ => None,
         };
-        let previous = match kind {
-            DeliveryKind::Created => None,
-            _ => Some(PreviousIssue {
-                digest: digest(column(&row, 6)?)?,
-                sealed: sealed(column(&row, 7)?),
-                sent_at_ms: unix_ms(column(&row, 8)?)?,
-                expires_at_ms: unix_ms(column(&row, 9)?)?,
-            }),
-        };
-        Ok(IssueOutcome::Deliver(Delivery {
-            sealed: match kind {
-                DeliveryKind::Redelivered => sealed(column(&row, 3)?),
-                _ => None,
-            },
-            kind,
-            budgets_reserved: false,
-            undo: IssueUndo {
-                verification: candidate.verification,
-                quota_token,
-                digest: digest(column(&row, 2)?)?,
-                sent_at_ms: unix_ms(column(&row, 4)?)?,
-                deliveries: count(column(&row, 5)?)?,
-                previous,
-            },
-        }))
+        Ok(GuardedIssue::Together { outcome, admission })
     }
 
     async fn undo_issue(

@@ -1,16 +1,20 @@
 //! The fraud-guard role of the PostgreSQL store: one function per step
 //! (`migrations/0003_fraud.sql`), each one statement and one transaction; the reports are
-//! plain reads.
+//! plain reads. A send's step is taken in its issue's statement (`vcode_issue_guarded`,
+//! codes.rs), with the arguments and the answer's columns read here.
 
 use std::collections::HashMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use tokio_postgres::Row;
+use tokio_postgres::types::ToSql;
 
 use super::{PostgresStore, column, millis};
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
-    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark, StoreError,
+    Admission, FraudSend, FraudStore, FraudTraffic, GuardStep, MinuteCounts, PrefixBlock, SendMark,
+    StoreError,
 };
 
 /// How long counters are kept: the retention and a minute's slack.
@@ -44,6 +48,82 @@ fn tally(values: &[i64]) -> Result<Tally, StoreError> {
     })
 }
 
+/// `vcode_fraud_admit`'s arguments (and `vcode_issue_guarded`'s last eleven) for one send's
+/// step, in their order.
+pub(super) struct AdmitArgs<'a> {
+    send: FraudSend<'a>,
+    now_ms: i64,
+    minute: i64,
+    from: i64,
+    judged_before: i64,
+    enforce: bool,
+    attribution_ttl_ms: i64,
+    token: i64,
+}
+
+impl<'a> AdmitArgs<'a> {
+    pub(super) fn of(step: &GuardStep<'a>) -> Self {
+        Self {
+            send: step.send,
+            now_ms: bigint(step.send.now_ms),
+            minute: bigint(step.window.minute),
+            from: bigint(step.window.from),
+            judged_before: bigint(step.window.judged_before),
+            enforce: step.enforce,
+            attribution_ttl_ms: millis(step.attribution_ttl).max(1),
+            token: step.send.token as i64,
+        }
+    }
+
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 11] {
+        [
+            &self.send.prefix,
+            &self.send.country,
+            &self.send.attribution,
+            &self.now_ms,
+            &self.minute,
+            &self.from,
+            &self.judged_before,
+            &self.enforce,
+            &self.attribution_ttl_ms,
+            &RETENTION_MS,
+            &self.token,
+        ]
+    }
+}
+
+/// The block of a refused send from column `at` of a row.
+pub(super) fn refusal_at(row: &Row, at: usize) -> Result<PrefixBlock, StoreError> {
+    block_at(row, at)?.ok_or_else(|| StoreError::Protocol("fraud admit: no block".into()))
+}
+
+fn block_at(row: &Row, at: usize) -> Result<Option<PrefixBlock>, StoreError> {
+    column::<Option<String>>(row, at)?
+        .map(|raw| parse_block(&raw))
+        .transpose()
+}
+
+/// A counted send's admission from the columns from `at` on: the block, the prefix's and the
+/// service's tallies, the attribution's previous mark (minute and token).
+pub(super) fn admitted_at(row: &Row, at: usize) -> Result<Admission, StoreError> {
+    let block = block_at(row, at)?;
+    let prefix: Vec<i64> = column(row, at + 1)?;
+    let service: Vec<i64> = column(row, at + 2)?;
+    let previous: Option<i64> = column(row, at + 3)?;
+    let previous_token: Option<i64> = column(row, at + 4)?;
+    Ok(Admission::Admitted {
+        prefix: tally(&prefix)?,
+        service: tally(&service)?,
+        block,
+        previous: previous
+            .zip(previous_token)
+            .map(|(minute, token)| SendMark {
+                minute: unsigned(minute),
+                token: token as u64,
+            }),
+    })
+}
+
 #[async_trait]
 impl FraudStore for PostgresStore {
     async fn admit_send(
@@ -53,48 +133,24 @@ impl FraudStore for PostgresStore {
         enforce: bool,
         attribution_ttl: Duration,
     ) -> Result<Admission, StoreError> {
+        let step = GuardStep {
+            send: *send,
+            window,
+            enforce,
+            attribution_ttl,
+        };
+        let args = AdmitArgs::of(&step);
         let row = self
             .query_one(
                 "SELECT * FROM vcode_fraud_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-                &[
-                    &send.prefix,
-                    &send.country,
-                    &send.attribution,
-                    &bigint(send.now_ms),
-                    &bigint(window.minute),
-                    &bigint(window.from),
-                    &bigint(window.judged_before),
-                    &enforce,
-                    &millis(attribution_ttl).max(1),
-                    &RETENTION_MS,
-                    &(send.token as i64),
-                ],
+                &args.params(),
             )
             .await?;
         let refused: bool = column(&row, 0)?;
-        let block = column::<Option<String>>(&row, 1)?
-            .map(|raw| parse_block(&raw))
-            .transpose()?;
         if refused {
-            let block =
-                block.ok_or_else(|| StoreError::Protocol("fraud admit: no block".into()))?;
-            return Ok(Admission::Refused(block));
+            return Ok(Admission::Refused(refusal_at(&row, 1)?));
         }
-        let prefix: Vec<i64> = column(&row, 2)?;
-        let service: Vec<i64> = column(&row, 3)?;
-        let previous: Option<i64> = column(&row, 4)?;
-        let previous_token: Option<i64> = column(&row, 5)?;
-        Ok(Admission::Admitted {
-            prefix: tally(&prefix)?,
-            service: tally(&service)?,
-            block,
-            previous: previous
-                .zip(previous_token)
-                .map(|(minute, token)| SendMark {
-                    minute: unsigned(minute),
-                    token: token as u64,
-                }),
-        })
+        admitted_at(&row, 1)
     }
 
     async fn release_send(

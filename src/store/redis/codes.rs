@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{CodeStore, Conversion, GuardStep, GuardedIssue};
+use crate::store::{CodeStore, Conversion, DeliveryKind, GuardStep, GuardedIssue};
 
 impl RedisStore {
     /// `issue.lua`, with the guard's step on one node when there is one.
@@ -23,7 +23,8 @@ impl RedisStore {
         };
         let quota_token = QuotaToken::generate();
         let phone_rules = rule_args(&params.phone_quota);
-        let id = &candidate.verification;
+        // The candidate goes into the outcome; a Cluster's refused send still needs its id.
+        let id = &candidate.verification.clone();
         let target = encode_target(phone, purpose);
         // The budgets' logs and the id's target share no hash tag with the phone's: in this
         // script on one node only.
@@ -79,14 +80,8 @@ impl RedisStore {
             Some(-4) => return Ok(GuardedIssue::Refused(fraud::refusal_at(&reply, 1)?)),
             _ => {}
         }
-        let outcome = parse_issue(
-            &reply,
-            candidate.verification.clone(),
-            quota_token,
-            in_script,
-            one_node,
-        )
-        .ok_or_else(|| protocol("issue", &reply))?;
+        let outcome = parse_issue(&reply, candidate, quota_token, in_script, one_node)
+            .ok_or_else(|| protocol("issue", &reply))?;
         if !one_node && !matches!(outcome, IssueOutcome::Deliver(_)) {
             // A refused send's id is never handed out: its target goes, off the send's path.
             let (store, key) = (self.clone(), keys::verification_target(id));
@@ -100,9 +95,15 @@ impl RedisStore {
         if guard.is_none() {
             return Ok(GuardedIssue::Apart(outcome));
         }
-        // The guard's counts follow a delivery's seven fields.
-        let admission = match outcome {
-            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&reply, 7)?),
+        // The guard's counts follow a delivery's fields.
+        let admission = match &outcome {
+            IssueOutcome::Deliver(delivery) => Some(fraud::admitted_at(
+                &reply,
+                match delivery.kind {
+                    DeliveryKind::Created => CREATED_FIELDS,
+                    _ => RESENT_FIELDS,
+                },
+            )?),
             _ => None,
         };
         Ok(GuardedIssue::Together { outcome, admission })

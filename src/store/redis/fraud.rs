@@ -6,6 +6,7 @@
 //! `add_conversion`), as they reserve the client and global budgets; on a Cluster they are
 //! steps apart.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
 use std::sync::LazyLock;
@@ -27,8 +28,7 @@ fn encode_mark(mark: SendMark) -> String {
     format!("{}:{}", mark.minute, mark.token)
 }
 
-fn mark_at(reply: &[Value], at: usize) -> Option<SendMark> {
-    let raw = std::str::from_utf8(bytes_at(reply, at)?).ok()?;
+fn parse_mark(raw: &str) -> Option<SendMark> {
     let (minute, token) = raw.split_once(':')?;
     Some(SendMark {
         minute: minute.parse().ok()?,
@@ -58,27 +58,28 @@ static FRAUD_SCRIPTS: LazyLock<FraudScripts> = LazyLock::new(|| FraudScripts {
 /// How long the hourly counters live: the retention and the hour they cover.
 const COUNTERS_TTL_MS: u64 = (RETENTION_MINUTES + 60) * BUCKET_MS;
 
-/// `KEYS` of `fraud_admit.lua`.
+/// `KEYS` of `fraud_admit.lua`; those that name no prefix, hour or code built once.
 pub(super) fn admit_keys(
     prefix: &str,
     country: &str,
     attribution: &str,
     minute: u64,
-) -> Vec<String> {
+) -> [Cow<'static, str>; 11] {
+    let [blocks, prefixes, countries, service_tally] = &*CONSTANT_KEYS;
     let hour = minute / 60;
     let before = hour.saturating_sub(1);
-    vec![
-        fraud_blocks(),
-        super::keys::fraud_prefixes(),
-        super::keys::fraud_countries(),
-        fraud_attribution(attribution),
-        fraud_minutes(FraudScope::Prefix(prefix), hour),
-        fraud_minutes(FraudScope::Prefix(prefix), before),
-        fraud_minutes(FraudScope::Country(country), hour),
-        fraud_minutes(FraudScope::Service, hour),
-        fraud_minutes(FraudScope::Service, before),
-        fraud_tally(FraudScope::Prefix(prefix)),
-        fraud_tally(FraudScope::Service),
+    [
+        Cow::Borrowed(blocks.as_str()),
+        Cow::Borrowed(prefixes.as_str()),
+        Cow::Borrowed(countries.as_str()),
+        Cow::Owned(fraud_attribution(attribution)),
+        Cow::Owned(fraud_minutes(FraudScope::Prefix(prefix), hour)),
+        Cow::Owned(fraud_minutes(FraudScope::Prefix(prefix), before)),
+        Cow::Owned(fraud_minutes(FraudScope::Country(country), hour)),
+        Cow::Owned(fraud_minutes(FraudScope::Service, hour)),
+        Cow::Owned(fraud_minutes(FraudScope::Service, before)),
+        Cow::Owned(fraud_tally(FraudScope::Prefix(prefix))),
+        Cow::Borrowed(service_tally.as_str()),
     ]
 }
 
@@ -125,55 +126,95 @@ pub(super) fn convert_keys(
     .collect()
 }
 
+/// The guard's keys that name no prefix, hour or code, built once.
+static CONSTANT_KEYS: LazyLock<[String; 4]> = LazyLock::new(|| {
+    [
+        fraud_blocks(),
+        super::keys::fraud_prefixes(),
+        super::keys::fraud_countries(),
+        fraud_tally(FraudScope::Service),
+    ]
+});
+
 /// Adds the guard's step of one send to a script, as `fraud_admit.lua` reads it (`issue.lua`
-/// after its own keys and arguments): its keys, then its arguments.
+/// after its own keys and arguments): its eleven keys (`admit_keys`), then its one argument,
+/// the step's ten fields separated by spaces (`fraud_step` in fraud_tally.lua): a send names
+/// about twenty values for the guard, and each value of a script call costs the caller an
+/// allocation and two copies, more than writing its digits into one string.
 pub(super) fn add_admission(invocation: &mut redis::ScriptInvocation<'_>, step: &GuardStep<'_>) {
-    let (send, window) = (&step.send, step.window);
-    invocation
-        .key(admit_keys(
-            send.prefix,
-            send.country,
-            send.attribution,
-            window.minute,
-        ))
-        .arg(send.prefix)
-        .arg(send.country)
-        .arg(send.now_ms)
-        .arg(window.minute)
-        .arg(window.from)
-        .arg(window.judged_before)
-        .arg(u8::from(step.enforce))
-        .arg(duration_ms(step.attribution_ttl).max(1))
-        .arg(COUNTERS_TTL_MS)
-        .arg(encode_mark(SendMark {
-            minute: window.minute,
-            token: send.token,
-        }));
+    let send = &step.send;
+    for key in admit_keys(
+        send.prefix,
+        send.country,
+        send.attribution,
+        step.window.minute,
+    ) {
+        invocation.key(key.as_ref());
+    }
+    invocation.arg(step_fields(step));
 }
 
-/// A counted send's admission from a reply whose `at` holds `fraud_count`'s answer (the
-/// block, the two tallies' eight counts in one comma-separated string, the previous mark).
+/// `fraud_step`'s argument: prefix, country, now, minute, the window's first minute and first
+/// minute within grace, enforce (1/0), the attribution's and the counters' ttl (ms), and the
+/// send's mark, space-separated.
+fn step_fields(step: &GuardStep<'_>) -> String {
+    let (send, window) = (&step.send, step.window);
+    let mut fields = String::with_capacity(send.prefix.len() + send.country.len() + 120);
+    let mut number = itoa::Buffer::new();
+    for part in [send.prefix, " ", send.country, " "] {
+        fields.push_str(part);
+    }
+    for value in [
+        send.now_ms,
+        window.minute,
+        window.from,
+        window.judged_before,
+        u64::from(step.enforce),
+        duration_ms(step.attribution_ttl).max(1),
+        COUNTERS_TTL_MS,
+        window.minute,
+    ] {
+        fields.push_str(number.format(value));
+        fields.push(' ');
+    }
+    // The mark, `<minute>:<token>`: the last number is its minute.
+    fields.pop();
+    fields.push(':');
+    fields.push_str(number.format(send.token));
+    fields
+}
+
+/// A counted send's admission from a reply whose `at` holds `fraud_count`'s string: the two
+/// tallies' eight counts comma-separated, `|`, the previous mark or nothing, `|`, the block
+/// or nothing.
 pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, StoreError> {
-    let block = block_at(reply, at)?;
-    let (Some(prefix), Some(service)) = tallies_at(reply, at + 1) else {
+    let parsed = bytes_at(reply, at)
+        .and_then(|raw| std::str::from_utf8(raw).ok())
+        .and_then(|raw| {
+            let mut parts = raw.splitn(3, '|');
+            let (counts, previous, block) = (parts.next()?, parts.next()?, parts.next()?);
+            let (prefix, service) = tallies(counts)?;
+            Some((prefix, service, previous, block))
+        });
+    let Some((prefix, service, previous, block)) = parsed else {
         return Err(protocol("fraud admit", reply));
     };
     Ok(Admission::Admitted {
         prefix,
         service,
-        block,
-        previous: mark_at(reply, at + 2),
+        block: match block {
+            "" => None,
+            raw => Some(parse_block(raw.as_bytes())?),
+        },
+        previous: parse_mark(previous),
     })
 }
 
 /// The prefix's and the service's tallies from `js,jc,us,uc,js,jc,us,uc`.
-fn tallies_at(reply: &[Value], at: usize) -> (Option<Tally>, Option<Tally>) {
-    let Some(raw) = bytes_at(reply, at).and_then(|raw| std::str::from_utf8(raw).ok()) else {
-        return (None, None);
-    };
+fn tallies(raw: &str) -> Option<(Tally, Tally)> {
     let mut counts = raw.split(',').map(|count| count.parse::<u64>().ok());
+    let mut next = || counts.next().flatten();
     let mut tally = || {
-        let mut next = || counts.next().flatten();
         Some(Tally {
             judged: Counts {
                 sends: next()?,
@@ -185,7 +226,9 @@ fn tallies_at(reply: &[Value], at: usize) -> (Option<Tally>, Option<Tally>) {
             },
         })
     };
-    (tally(), tally())
+    let prefix = tally()?;
+    let service = tally()?;
+    Some((prefix, service))
 }
 
 /// The block of a refused send at `at` of a reply.

@@ -20,6 +20,22 @@ end
 -- The guard's steps take their keys and arguments from KEYS[k + 1..] and ARGV[a + 1..], so that
 -- a code script can run them on the keys and arguments it appends to its own.
 
+-- The send's step's one argument, ARGV[a + 1]: its ten fields separated by spaces (one
+-- argument for the caller to write and Redis to read instead of ten), as a table: prefix,
+-- country, now (ms), minute, from (the window's first minute), judged_before (its first minute
+-- within grace), enforce ('1' or '0'), attribution_ttl (ms), retention (the counters' ttl, ms),
+-- mark (this send's, '<minute>:<token>'); or an error reply (`err`) if it is not that.
+local function fraud_step(a)
+  local s = {}
+  s.prefix, s.country, s.now, s.minute, s.from, s.judged_before, s.enforce, s.attribution_ttl,
+    s.retention, s.mark = string.match(ARGV[a + 1] or '',
+      '^(%d+) (%w+) (%d+) (%d+) (%d+) (%d+) ([01]) (%d+) (%d+) (%d+:%d+)$')
+  if not s.mark then
+    return redis.error_reply('fraud guard: a malformed step')
+  end
+  return s
+end
+
 -- Counts one in `field` of the hourly hash at `key`; true for the field's first (the hash's
 -- expiry, `retention` ms, is set then: every field of the hour is counted within it).
 local function fraud_count_one(key, field, retention)
@@ -32,25 +48,26 @@ end
 
 -- The admission's first half, before anything of the send is written: true and the block
 -- when the prefix's block refuses the send (the refusal is counted), else false and the
--- prefix's block record, if any. KEYS and ARGV as fraud_admit.lua's.
-local function fraud_refusal(k, a)
-  local block = redis.call('HGET', KEYS[k + 1], ARGV[a + 1])
-  if block and ARGV[a + 7] == '1' and cjson.decode(block).until_ms > tonumber(ARGV[a + 3]) then
-    fraud_count_one(KEYS[k + 8], 'r' .. ARGV[a + 4], ARGV[a + 9])
+-- prefix's block record, if any. KEYS as fraud_admit.lua's, `step` from fraud_step.
+local function fraud_refusal(k, step)
+  local block = redis.call('HGET', KEYS[k + 1], step.prefix)
+  if block and step.enforce == '1' and cjson.decode(block).until_ms > tonumber(step.now) then
+    fraud_count_one(KEYS[k + 8], 'r' .. step.minute, step.retention)
     return true, block
   end
   return false, block
 end
 
 -- The admission's second half: counts the send (prefix, country, service), marks its
--- attribution and answers {block or '', the prefix's judged sends, conversions, unjudged
--- sends, conversions and the service's four alike in one string, comma-separated (one reply
--- value to parse instead of eight), the attribution's previous mark or ''}.
-local function fraud_count(k, a, block)
-  local prefix, country = ARGV[a + 1], ARGV[a + 2]
-  local minute = tonumber(ARGV[a + 4])
-  local from, judged_before = tonumber(ARGV[a + 5]), tonumber(ARGV[a + 6])
-  local retention = ARGV[a + 9]
+-- attribution and answers one string (one reply value to read instead of three): the
+-- prefix's judged sends, conversions, unjudged sends, conversions and the service's four
+-- alike, comma-separated, then '|', the attribution's previous mark or '', '|' and the block
+-- or '' (last: its JSON is the rest of the string).
+local function fraud_count(k, step, block)
+  local prefix, country = step.prefix, step.country
+  local minute = tonumber(step.minute)
+  local from, judged_before = tonumber(step.from), tonumber(step.judged_before)
+  local retention = step.retention
   local hour = math.floor(minute / 60)
   local function count(key, field)
     return fraud_count_one(key, field, retention)
@@ -59,7 +76,7 @@ local function fraud_count(k, a, block)
   if count(KEYS[k + 5], 's' .. minute) then redis.call('HSET', KEYS[k + 2], prefix, country) end
   if count(KEYS[k + 7], 's' .. minute) then redis.call('HSET', KEYS[k + 3], country, 1) end
   count(KEYS[k + 8], 's' .. minute)
-  local previous = redis.call('SET', KEYS[k + 4], ARGV[a + 10], 'PX', ARGV[a + 8], 'GET')
+  local previous = redis.call('SET', KEYS[k + 4], step.mark, 'PX', step.attribution_ttl, 'GET')
 
   local function read(key, fields)
     if #fields == 0 then return {} end
@@ -107,8 +124,8 @@ local function fraud_count(k, a, block)
 
   local p = current(KEYS[k + 10], KEYS[k + 5], KEYS[k + 6])
   local s = current(KEYS[k + 11], KEYS[k + 8], KEYS[k + 9])
-  local counts = table.concat({p[1], p[2], p[3], p[4], s[1], s[2], s[3], s[4]}, ',')
-  return {block or '', counts, previous or ''}
+  return table.concat({p[1], p[2], p[3], p[4], s[1], s[2], s[3], s[4]}, ',') .. '|' ..
+    (previous or '') .. '|' .. (block or '')
 end
 
 -- A verified code: takes its send's attribution (once) and counts a conversion in the send's

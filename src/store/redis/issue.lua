@@ -25,17 +25,17 @@
 -- ARGV[9] how many phone rule numbers follow (n), ARGV[10] '1' with the guard's step, else '0',
 -- ARGV[11..10+n] the phone's quota rules,
 -- ARGV[11+n] the budgets' token, then for each budget the number of its rules followed by
---         those rules, then with the guard the 10 arguments of fraud_admit.lua
+--         those rules, then with the guard fraud_admit.lua's one argument (its step's fields)
 -- With events on, the outbox's KEYS and ARGV follow those (events.lua).
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
 --         {-4, block} when the guard refuses the send (nothing written but the refusal),
 --         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota,
 --         {-3, i, retry_after_ms} when the i-th budget is the first without room, or
+--         {1, sent_at_ms} when created (the record is the caller's ARGV[1]), or
 --         {kind, record, sent_at_ms, deliveries, previous_record, previous_sent_at_ms,
---          previous_expires_at_ms} (the previous three '' for kind 1), followed with the
---         guard by fraud_admit.lua's counts (its reply from the block on)
---         with kind 1 created, 2 redelivered, 3 rotated.
+--          previous_expires_at_ms} with kind 2 redelivered, 3 rotated; followed with the
+--         guard by fraud_admit.lua's counts (fraud_count's one string).
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
 local time = redis.call('TIME')
@@ -50,8 +50,13 @@ local with_target = ARGV[8] ~= ''
 -- The guard's keys and arguments end the script's own (before the outbox's).
 local guarded = ARGV[10] == '1'
 local guard_keys, guard_args = OWN_KEYS, OWN_ARGV
+local guard_step
 if guarded then
-  guard_keys, guard_args = OWN_KEYS - 11, OWN_ARGV - 10
+  guard_keys, guard_args = OWN_KEYS - 11, OWN_ARGV - 1
+  guard_step = fraud_step(guard_args)
+  if guard_step.err then
+    return guard_step
+  end
 end
 local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2, guard_keys)
 
@@ -60,9 +65,7 @@ local guard_block
 -- The reply of a send that delivers, with the guard's counts when it takes its step.
 local function delivered(reply)
   if guarded then
-    for _, value in ipairs(fraud_count(guard_keys, guard_args, guard_block)) do
-      reply[#reply + 1] = value
-    end
+    reply[#reply + 1] = fraud_count(guard_keys, guard_step, guard_block)
   end
   return reply
 end
@@ -104,7 +107,7 @@ end
 -- The guard refuses only a send that would issue, as where its step follows the issue.
 if guarded then
   local blocked
-  blocked, guard_block = fraud_refusal(guard_keys, guard_args)
+  blocked, guard_block = fraud_refusal(guard_keys, guard_step)
   if blocked then
     return {-4, guard_block}
   end
@@ -128,4 +131,4 @@ end
 redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', int(now))
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 bind_verification(ARGV[1])
-return delivered({1, ARGV[1], now, 1, '', '', ''})
+return delivered({1, now})

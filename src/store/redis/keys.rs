@@ -341,7 +341,9 @@ mod tests {
             (
                 "fraud_admit",
                 include_str!("fraud_admit.lua"),
-                super::super::fraud::admit_keys("44770", "GB", "+447700900123:login", 482_000),
+                super::super::fraud::admit_keys("44770", "GB", "+447700900123:login", 482_000)
+                    .map(std::borrow::Cow::into_owned)
+                    .to_vec(),
             ),
             (
                 "fraud_release",

@@ -288,11 +288,17 @@ fn record_at(reply: &[Value], index: usize) -> Option<(CodeDigest, Option<Sealed
     split_code_record(bytes_at(reply, index)?)
 }
 
-/// `issue.lua`'s reply; `budgets` are those it was given, all of the send's when
-/// `budgets_reserved` (reserved if it delivers).
+/// How many values of `issue.lua`'s reply a created code's delivery takes (`{1, sent_at_ms}`:
+/// its record is the candidate's) and a redelivered or rotated one's; the guard's counts
+/// follow a delivery's.
+const CREATED_FIELDS: usize = 2;
+const RESENT_FIELDS: usize = 7;
+
+/// `issue.lua`'s reply, for `candidate` (its digest and id); `budgets` are those it was given,
+/// all of the send's when `budgets_reserved` (reserved if it delivers).
 fn parse_issue(
     reply: &[Value],
-    verification: VerificationId,
+    candidate: CodeCandidate,
     quota_token: QuotaToken,
     budgets: &[Budget<'_>],
     budgets_reserved: bool,
@@ -315,24 +321,27 @@ fn parse_issue(
                 retry_after: Duration::from_millis(u64_at(reply, 1)?),
             });
         }
-        1 => DeliveryKind::Created,
+        1 => {
+            return Some(IssueOutcome::Deliver(Delivery {
+                sealed: None,
+                kind: DeliveryKind::Created,
+                budgets_reserved,
+                undo: IssueUndo {
+                    verification: candidate.verification,
+                    quota_token,
+                    digest: candidate.digest,
+                    sent_at_ms: u64_at(reply, 1)?,
+                    deliveries: 1,
+                    previous: None,
+                },
+            }));
+        }
         2 => DeliveryKind::Redelivered,
         3 => DeliveryKind::Rotated,
         _ => return None,
     };
-    let previous = match kind {
-        DeliveryKind::Created => None,
-        _ => {
-            let (digest, sealed) = record_at(reply, 4)?;
-            Some(PreviousIssue {
-                digest,
-                sealed,
-                sent_at_ms: u64_at(reply, 5)?,
-                expires_at_ms: u64_at(reply, 6)?,
-            })
-        }
-    };
     let (digest, sealed) = record_at(reply, 1)?;
+    let (previous_digest, previous_sealed) = record_at(reply, 4)?;
     Some(IssueOutcome::Deliver(Delivery {
         sealed: match kind {
             DeliveryKind::Redelivered => sealed,
@@ -341,12 +350,17 @@ fn parse_issue(
         kind,
         budgets_reserved,
         undo: IssueUndo {
-            verification,
+            verification: candidate.verification,
             quota_token,
             digest,
             sent_at_ms: u64_at(reply, 2)?,
             deliveries: u32_at(reply, 3)?,
-            previous,
+            previous: Some(PreviousIssue {
+                digest: previous_digest,
+                sealed: previous_sealed,
+                sent_at_ms: u64_at(reply, 5)?,
+                expires_at_ms: u64_at(reply, 6)?,
+            }),
         },
     }))
 }
