@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use tokio_postgres::types::{ToSql, Type};
 
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays, unix_ms};
-use crate::domain::{CodeDigest, Phone, Purpose, SealedCode, VerificationId};
+use crate::domain::{CodeDigest, Destination, Purpose, SealedCode, VerificationId};
 use crate::store::{
     Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
     IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError,
@@ -81,7 +81,7 @@ impl PostgresStore {
     async fn verify(
         &self,
         statement: &'static str,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: Option<&VerificationId>,
         candidates: &[CodeDigest],
@@ -92,7 +92,7 @@ impl PostgresStore {
         let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
         let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
         let (e164, purpose, id) = (
-            phone.as_e164(),
+            destination.key(),
             purpose.as_str(),
             id.map(VerificationId::as_str),
         );
@@ -124,7 +124,7 @@ impl PostgresStore {
 impl CodeStore for PostgresStore {
     async fn issue_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
@@ -137,7 +137,7 @@ impl CodeStore for PostgresStore {
             .query_one(
                 ISSUE,
                 &[
-                    &phone.as_e164(),
+                    &destination.key(),
                     &purpose.as_str(),
                     &candidate.digest.as_bytes(),
                     &sealed_candidate,
@@ -199,7 +199,7 @@ impl CodeStore for PostgresStore {
 
     async fn undo_issue(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
@@ -209,7 +209,7 @@ impl CodeStore for PostgresStore {
             .query_at_once(
                 UNDO,
                 &[
-                    &phone.as_e164(),
+                    &destination.key(),
                     &purpose.as_str(),
                     &undo.digest.as_bytes(),
                     &(undo.sent_at_ms as i64),
@@ -232,23 +232,31 @@ impl CodeStore for PostgresStore {
 
     async fn verify_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        self.verify(VERIFY, phone, purpose, None, candidates, client, params)
-            .await
+        self.verify(
+            VERIFY,
+            destination,
+            purpose,
+            None,
+            candidates,
+            client,
+            params,
+        )
+        .await
     }
 
     async fn pending_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError> {
         let rows = self
-            .query(PENDING, &[&phone.as_e164(), &purpose.as_str()])
+            .query(PENDING, &[&destination.key(), &purpose.as_str()])
             .await?;
         let Some(row) = rows.first() else {
             return Ok(None);
@@ -278,7 +286,7 @@ impl CodeStore for PostgresStore {
 
     async fn verify_by_id(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
@@ -287,7 +295,7 @@ impl CodeStore for PostgresStore {
     ) -> Result<VerifyOutcome, StoreError> {
         self.verify(
             VERIFY_BY_ID,
-            phone,
+            destination,
             purpose,
             Some(id),
             candidates,
@@ -313,7 +321,7 @@ impl CodeStore for PostgresStore {
 
     async fn mark_unconfirmed(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         id: &VerificationId,
     ) -> Result<(), StoreError> {
         self.query(UNCONFIRMED, &[&id.as_str()]).await?;
