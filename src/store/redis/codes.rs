@@ -369,10 +369,14 @@ impl CodeStore for RedisStore {
         id: &VerificationId,
     ) -> Result<(), StoreError> {
         let mut invocation = SCRIPTS.verification.prepare_invoke();
-        // The code key only matters to a cancel; any key of the phone's tag does.
+        // The code key only matters to a cancel; a hash of the destination's tag without an `h`
+        // field stands in for it: the verification itself. (The send log stood in before, and
+        // the script's `HGET` on that sorted set failed with WRONGTYPE whenever the
+        // destination's quota was on: the unconfirmed delivery was never recorded.)
+        let verification = keys::verification(destination.key(), id);
         invocation
-            .key(keys::phone_sends(destination))
-            .key(keys::verification(destination.key(), id))
+            .key(&verification)
+            .key(&verification)
             .arg("unconfirmed");
         let mut connection = self.connections.get();
         let _: Vec<Value> = self
