@@ -15,6 +15,7 @@ use tracing_actix_web::TracingLogger;
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::config::{Settings, StoreSettings};
+use crate::email::{EmailSender, LogMailer, SmtpMailer};
 use crate::events::{Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
@@ -157,6 +158,22 @@ async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<()
     Ok(())
 }
 
+/// The email channel's sender: the relay of `VCODE_EMAIL_SMTP_URL`, else in dev mode one that
+/// only logs (the dev outbox shows its codes), else none (email destinations refused).
+fn mailer(settings: &Settings) -> anyhow::Result<Option<Arc<dyn EmailSender>>> {
+    let default_locale = settings.sms.locales.default().clone();
+    Ok(match &settings.email.smtp {
+        Some(smtp) => {
+            tracing::info!(relay = %smtp.shown_url, dkim = smtp.dkim.is_some(), "email: codes mailed through the relay (VCODE_EMAIL_*)");
+            let mailer = SmtpMailer::new(smtp.clone(), default_locale)
+                .map_err(|error| anyhow::anyhow!("email relay: {error}"))?;
+            Some(Arc::new(mailer))
+        }
+        None if settings.dev_mode => Some(Arc::new(LogMailer::new(default_locale))),
+        None => None,
+    })
+}
+
 /// The use cases and what they share, built once for every worker.
 struct Services {
     otp: Arc<OtpService>,
@@ -175,6 +192,7 @@ impl Services {
         // The routed sender; the daily stats count every provider's attempts.
         let sender =
             crate::sms::build_sender(&settings.sms, stats.clone()).context("SMS sender")?;
+        let mailer = mailer(settings)?;
         let keyring = Arc::new(keyring(settings));
         let tokens = Arc::new(token_issuer(settings, &keyring));
         let captcha = Arc::new(CaptchaService::new(
@@ -210,6 +228,7 @@ impl Services {
                 keyring,
                 tokens: tokens.clone(),
                 sender,
+                mailer,
                 gate,
                 fraud: fraud.clone(),
                 stats: stats.clone(),

@@ -13,6 +13,7 @@ const SENTENCES = {
   40005: 'Codes are not sent to numbers of this country.',
   40006: 'Please ask for a code first.',
   40007: 'This code was sent to another number. Please ask for a new one.',
+  40008: 'Please enter a valid email address, such as name@example.com.',
   40010: 'That code is not the one we sent.',
   40020: 'The characters do not match the picture. Here is a new one.',
   40021: 'The "I am not a robot" check did not pass. Please try it again.',
@@ -31,6 +32,7 @@ const SENTENCES = {
   42902: 'Too many requests for now. Please wait before trying again.',
   50000: 'Something went wrong on our side. Please try again.',
   50200: 'The SMS could not be sent. Please try again in a moment.',
+  50201: 'The email could not be sent. Please try again in a moment.',
   50300: 'The service is busy or unreachable. Please try again in a moment.',
 };
 

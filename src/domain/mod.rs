@@ -3,6 +3,7 @@
 
 mod captcha;
 mod code;
+mod destination;
 mod email;
 mod locale;
 mod phone;
@@ -13,6 +14,7 @@ mod verification;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
+pub use destination::{Channel, Destination, EmailDestination, masked_key};
 pub use email::{EmailAddress, InvalidEmail};
 pub use locale::Locale;
 pub use phone::{NumberType, Phone, PhoneParser, Region, masked_e164};

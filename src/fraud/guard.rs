@@ -5,6 +5,7 @@
 //! (blocks, lift, traffic). Suspensions, holds, refusals and lifts are logged, counted in the
 //! metrics and the daily stats.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -14,7 +15,7 @@ use super::policy::{
     judge, remembered_strikes,
 };
 use super::settings::FraudSettings;
-use crate::domain::{Phone, Purpose};
+use crate::domain::{Destination, Purpose};
 use crate::stats::{Event, Stats};
 use crate::store::{
     Admission, Conversion, FraudSend, FraudStore, GuardStep, PrefixBlock, SendMark, StoreError,
@@ -173,22 +174,37 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The country the guard counts `phone` under: its ISO region, or `001`.
-pub fn country_of(phone: &Phone) -> String {
-    phone
-        .region()
-        .map_or(NON_GEOGRAPHIC.to_owned(), |r| r.as_str().to_owned())
+/// The country the guard counts `destination` under: a phone's ISO region, or `001`; an email
+/// address's is [`EMAIL_COUNTRY`].
+pub fn country_of(destination: &Destination) -> String {
+    match destination {
+        Destination::Phone(phone) => phone
+            .region()
+            .map_or(NON_GEOGRAPHIC.to_owned(), |r| r.as_str().to_owned()),
+        Destination::Email(_) => EMAIL_COUNTRY.to_owned(),
+    }
 }
 
-/// The destination prefix of `phone`: its calling code and the next `digits` digits (fewer if
-/// the number is shorter), without `+`.
-pub fn prefix_of(phone: &Phone, digits: usize) -> &str {
-    let e164 = &phone.as_e164()[1..];
-    let code_len = phone
-        .calling_code()
-        .checked_ilog10()
-        .map_or(1, |l| l as usize + 1);
-    &e164[..(code_len + digits).min(e164.len())]
+/// The "country" of every email address: mail has none, so the guard's per-country counts
+/// see all mail as one.
+pub const EMAIL_COUNTRY: &str = "EMAIL";
+
+/// The destination prefix of `destination`: a phone's calling code and the next `digits`
+/// digits (fewer if the number is shorter), without `+`; an email address's domain after an
+/// `@` (`@example.com`): a domain is to mail what a number range is to SMS, the unit a pumping
+/// attack sends into and whose conversion it drags down.
+pub fn prefix_of(destination: &Destination, digits: usize) -> Cow<'_, str> {
+    match destination {
+        Destination::Phone(phone) => {
+            let e164 = &phone.as_e164()[1..];
+            let code_len = phone
+                .calling_code()
+                .checked_ilog10()
+                .map_or(1, |l| l as usize + 1);
+            Cow::Borrowed(&e164[..(code_len + digits).min(e164.len())])
+        }
+        Destination::Email(email) => Cow::Owned(format!("@{}", email.address().domain())),
+    }
 }
 
 impl FraudGuard {
@@ -227,8 +243,8 @@ impl FraudGuard {
         )
     }
 
-    fn is_safe(&self, phone: &Phone) -> bool {
-        on_safe_list(&self.settings.safe_list, phone)
+    fn is_safe(&self, destination: &Destination) -> bool {
+        on_safe_list(&self.settings.safe_list, destination)
     }
 
     fn window(&self, now_ms: u64) -> Window {
@@ -237,18 +253,18 @@ impl FraudGuard {
 
     /// What the guard needs of a send before its issue: its prefix, country, attribution,
     /// token, time and window. `None` when the guard is off or `phone` gets no SMS.
-    pub fn ticket(&self, phone: &Phone, purpose: &Purpose) -> Option<SendTicket> {
+    pub fn ticket(&self, destination: &Destination, purpose: &Purpose) -> Option<SendTicket> {
         if self.settings.level == Level::Off {
             return None;
         }
         let now = now_ms();
         let window = self.window(now);
-        let safe = self.is_safe(phone);
+        let safe = self.is_safe(destination);
         Some(SendTicket {
             admitted: Admitted {
-                prefix: prefix_of(phone, self.settings.prefix_digits).to_owned(),
-                country: country_of(phone),
-                attribution: attribution(phone, purpose),
+                prefix: prefix_of(destination, self.settings.prefix_digits).into_owned(),
+                country: country_of(destination),
+                attribution: attribution(destination, purpose),
                 token: rand::random(),
                 now_ms: now,
                 minute: window.minute,
@@ -272,7 +288,11 @@ impl FraudGuard {
 
     /// The guard's step after an issue whose store left it apart (`GuardedIssue::Apart`): the
     /// send is counted and judged as `judge` does.
-    pub async fn admit(&self, phone: &Phone, ticket: SendTicket) -> Result<Admitted, FraudError> {
+    pub async fn admit(
+        &self,
+        destination: &Destination,
+        ticket: SendTicket,
+    ) -> Result<Admitted, FraudError> {
         let admission = self
             .store
             .admit_send(
@@ -282,7 +302,7 @@ impl FraudGuard {
                 self.attribution_ttl,
             )
             .await?;
-        self.judge(phone, ticket, admission).await
+        self.judge(destination, ticket, admission).await
     }
 
     /// Judges a send the store admitted (in the issue's step or its own): refuses it if its
@@ -291,14 +311,14 @@ impl FraudGuard {
     /// level only monitors or the destination is on the safe list; the caller undoes its issue.
     pub async fn judge(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         ticket: SendTicket,
         admission: Admission,
     ) -> Result<Admitted, FraudError> {
         let now = ticket.admitted.now_ms;
         let window = ticket.window;
         let (prefix, service, block, previous) = match admission {
-            Admission::Refused(block) => return Err(self.refused(phone, &block, now)),
+            Admission::Refused(block) => return Err(self.refused(destination, &block, now)),
             Admission::Admitted {
                 prefix,
                 service,
@@ -355,13 +375,13 @@ impl FraudGuard {
             },
         };
         if self.store.block_prefix(&new_block, now).await? {
-            self.blocked(phone, &new_block);
+            self.blocked(destination, &new_block);
         }
         if !ticket.enforce {
             return Ok(admitted);
         }
         give_back(&*self.store, admitted, true).await;
-        Err(self.refused(phone, &new_block, now))
+        Err(self.refused(destination, &new_block, now))
     }
 
     fn block_of(&self, admitted: &Admitted, tally: &Tally) -> PrefixBlock {
@@ -380,7 +400,7 @@ impl FraudGuard {
     }
 
     /// A new suspension or hold: an event in the log, the metrics and the stats.
-    fn blocked(&self, phone: &Phone, block: &PrefixBlock) {
+    fn blocked(&self, destination: &Destination, block: &PrefixBlock) {
         let suspended = block.reason == Reason::Conversion;
         self.stats.record(if suspended {
             Event::FraudSuspended
@@ -397,23 +417,23 @@ impl FraudGuard {
             judged_conversions = block.conversions,
             until_ms = block.until_ms,
             level = self.settings.level.as_str(),
-            %phone,
+            %destination,
             "fraud guard: prefix {}",
             if suspended { "suspended" } else { "held back" }
         );
     }
 
     /// A send the store refused in the issue's step: its prefix is blocked.
-    pub fn refused_by(&self, phone: &Phone, block: &PrefixBlock) -> FraudError {
-        self.refused(phone, block, now_ms())
+    pub fn refused_by(&self, destination: &Destination, block: &PrefixBlock) -> FraudError {
+        self.refused(destination, block, now_ms())
     }
 
-    fn refused(&self, phone: &Phone, block: &PrefixBlock, now: u64) -> FraudError {
+    fn refused(&self, destination: &Destination, block: &PrefixBlock, now: u64) -> FraudError {
         self.stats.record(match block.reason {
             Reason::Conversion => Event::FraudRefusedConversion,
             Reason::Surge => Event::FraudRefusedSurge,
         });
-        tracing::info!(%phone, prefix = %block.prefix, reason = block.reason.as_str(), "send refused: fraud guard");
+        tracing::info!(%destination, prefix = %block.prefix, reason = block.reason.as_str(), "send refused: fraud guard");
         FraudError::Refused {
             retry_after: Duration::from_millis(block.until_ms.saturating_sub(now)),
         }
@@ -423,18 +443,24 @@ impl FraudGuard {
     /// refused or rolled back after its admission is given back, uncounted, in the
     /// background: the answer must not wait for it (with the store failing, that would be a
     /// second timeout).
-    pub fn settle(&self, admitted: Option<Admitted>, phone: &Phone, sent: bool) {
+    pub fn settle(&self, admitted: Option<Admitted>, destination: &Destination, sent: bool) {
         if sent {
-            crate::metrics::count_sms_by_country(&country_of(phone));
+            if destination.phone().is_some() {
+                crate::metrics::count_sms_by_country(&country_of(destination));
+            }
         } else if let Some(admitted) = admitted {
             let store = self.store.clone();
             tokio::spawn(async move { give_back(&*store, admitted, false).await });
         }
     }
 
-    /// What a verify of `phone`'s code converts if it matches, for the store to count in the
+    /// What a verify of `destination`'s code converts if it matches, for the store to count in the
     /// verify's own step (`CodeStore::verify_converting`); `None` when the guard is off.
-    pub fn conversion(&self, phone: &Phone, purpose: &Purpose) -> Option<ConversionTicket> {
+    pub fn conversion(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+    ) -> Option<ConversionTicket> {
         if self.settings.level == Level::Off {
             return None;
         }
@@ -442,9 +468,9 @@ impl FraudGuard {
         let since_minute =
             (now_ms() / BUCKET_MS).saturating_sub(self.attribution_ttl.as_secs().div_ceil(60) + 1);
         Some(ConversionTicket {
-            attribution: attribution(phone, purpose),
-            prefix: prefix_of(phone, self.settings.prefix_digits).to_owned(),
-            country: country_of(phone),
+            attribution: attribution(destination, purpose),
+            prefix: prefix_of(destination, self.settings.prefix_digits).into_owned(),
+            country: country_of(destination),
             since_minute,
         })
     }
@@ -452,8 +478,15 @@ impl FraudGuard {
     /// A code was verified: its send converted (`counted`: the verify's step counted it
     /// already). Never fails the verify (the code is consumed already); a store error is
     /// logged.
-    pub async fn converted(&self, phone: &Phone, ticket: Option<ConversionTicket>, counted: bool) {
-        crate::metrics::count_verified_by_country(&country_of(phone));
+    pub async fn converted(
+        &self,
+        destination: &Destination,
+        ticket: Option<ConversionTicket>,
+        counted: bool,
+    ) {
+        if destination.phone().is_some() {
+            crate::metrics::count_verified_by_country(&country_of(destination));
+        }
         let Some(ticket) = ticket.filter(|_| !counted) else {
             return;
         };
@@ -625,7 +658,11 @@ async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
 }
 
 /// Whether `phone` is, or starts with, an entry of the safe list (digits without `+`).
-fn on_safe_list(safe_list: &[String], phone: &Phone) -> bool {
+fn on_safe_list(safe_list: &[String], destination: &Destination) -> bool {
+    // The safe list holds number prefixes: no address is on it.
+    let Some(phone) = destination.phone() else {
+        return false;
+    };
     let digits = &phone.as_e164()[1..];
     safe_list
         .iter()
@@ -633,17 +670,19 @@ fn on_safe_list(safe_list: &[String], phone: &Phone) -> bool {
 }
 
 /// The pending code a send is for: its verify converts it.
-fn attribution(phone: &Phone, purpose: &Purpose) -> String {
-    [phone.as_e164(), ":", purpose.as_str()].concat()
+fn attribution(destination: &Destination, purpose: &Purpose) -> String {
+    [destination.key(), ":", purpose.as_str()].concat()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Region;
+    use crate::domain::{EmailAddress, Phone, Region};
 
-    fn phone(raw: &str) -> Phone {
-        Phone::parse(raw, Region::default()).unwrap_or_else(|| panic!("{raw} is not valid"))
+    fn phone(raw: &str) -> Destination {
+        Phone::parse(raw, Region::default())
+            .unwrap_or_else(|| panic!("{raw} is not valid"))
+            .into()
     }
 
     #[test]
@@ -655,6 +694,14 @@ mod tests {
         assert_eq!(prefix_of(&phone("+447400123456"), 8), "4474001234");
         assert_eq!(country_of(&phone("+447400123456")), "GB");
         assert_eq!(country_of(&phone("+80012345678")), "001");
+    }
+
+    #[test]
+    fn an_email_prefix_is_its_domain() {
+        let email = Destination::from(EmailAddress::parse("Ann@Mail.Example.COM").unwrap());
+        assert_eq!(prefix_of(&email, 3), "@mail.example.com");
+        assert_eq!(country_of(&email), EMAIL_COUNTRY);
+        assert!(!on_safe_list(&["1".to_owned()], &email));
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use super::Refusal;
 use crate::captcha::CaptchaError;
+use crate::domain::InvalidEmail;
+use crate::email::EmailError;
 use crate::fraud::FraudError;
 use crate::idempotency::IdempotencyError;
 use crate::pow::PowError;
@@ -16,6 +18,16 @@ use crate::token::TokenError;
 pub enum OtpError {
     #[error("invalid phone number")]
     InvalidPhone,
+    /// The address broke a rule of `EmailAddress::parse` (the reason says which).
+    #[error("invalid email address: {0}")]
+    InvalidEmail(InvalidEmail),
+    /// A send or verify named both a phone and an email address, or (where it needs one)
+    /// neither.
+    #[error("give exactly one of phone and email")]
+    OneDestination,
+    /// An email destination where the service has no relay (`VCODE_EMAIL_SMTP_URL` unset).
+    #[error("this service sends no email")]
+    EmailOff,
     /// No SMS goes to this number: its type (premium rate, toll-free…), its non-geographic
     /// calling code (`VCODE_ALLOWED_NUMBER_TYPES`) or its country (the geo permissions).
     #[error("no SMS to this number: {0}")]
@@ -70,6 +82,10 @@ pub enum OtpError {
     Unsealable,
     #[error("SMS delivery failed")]
     SmsDelivery(#[source] SmsError),
+    /// The relay refused or could not take the mail (a `5xx` but for the recipient, no
+    /// connection, a `4xx`, a timeout before the message went): the send was rolled back.
+    #[error("email delivery failed")]
+    EmailDelivery(#[source] EmailError),
     /// The SMS provider's own limit on this number or account refused the message; answered
     /// as a quota, for as long as the provider says.
     #[error("quota exceeded")]
@@ -92,6 +108,9 @@ impl OtpError {
     pub fn is_service_failure(&self) -> bool {
         match self {
             Self::InvalidPhone
+            | Self::InvalidEmail(_)
+            | Self::OneDestination
+            | Self::EmailOff
             | Self::DestinationRefused(_)
             | Self::InvalidLocale
             | Self::UndeliverablePhone(_)
@@ -123,7 +142,11 @@ impl OtpError {
                 IdempotencyError::InProgress | IdempotencyError::Mismatch => false,
                 IdempotencyError::Store(_) => true,
             },
-            Self::Unsealable | Self::SmsDelivery(_) | Self::Store(_) | Self::Token(_) => true,
+            Self::Unsealable
+            | Self::SmsDelivery(_)
+            | Self::EmailDelivery(_)
+            | Self::Store(_)
+            | Self::Token(_) => true,
         }
     }
 }

@@ -1,7 +1,9 @@
-//! The OTP use cases: send a code by SMS (behind the send gate, the quotas and an optional
-//! idempotency key), verify a code, take the providers' delivery receipts (`receipts`), and
-//! (dev mode) read the outbox. This is where the store roles, the SMS sender, the daily stats
-//! and the code's life-cycle log lines meet.
+//! The OTP use cases: send a code to a destination, a phone by SMS or an email address by
+//! mail (behind the send gate, the quotas and an optional idempotency key), verify a code,
+//! take the providers' delivery receipts (`receipts`), and (dev mode) read the outbox. This is
+//! where the store roles, the SMS and email senders, the daily stats and the code's life-cycle
+//! log lines meet. One send and one verify serve both channels: they take a `Destination`,
+//! and only the delivery itself differs.
 
 mod destinations;
 mod error;
@@ -14,7 +16,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::captcha::{CaptchaService, SolvedCaptcha};
-use crate::domain::{Code, Phone, PhoneParser, Purpose, VerificationId};
+use crate::domain::{Code, Destination, EmailAddress, Phone, PhoneParser, Purpose, VerificationId};
+use crate::email::EmailSender;
 use crate::fraud::{ConversionTicket, FraudGuard};
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
@@ -107,11 +110,15 @@ pub struct OtpService {
     quotas: Arc<dyn QuotaStore>,
     outbox: Arc<dyn OutboxStore>,
     sender: Arc<dyn SmsSender>,
+    /// Sends email codes; `None` where the service has no relay (email destinations refused).
+    mailer: Option<Arc<dyn EmailSender>>,
     settings: OtpSettings,
     phones: PhoneParser,
     /// Which numbers an SMS may go to: number types and geo permissions.
     destinations: Destinations,
     issue_params: IssueParams,
+    /// `issue_params` with the per-address budget in place of the per-phone one.
+    email_issue_params: IssueParams,
     verify_params: VerifyParams,
     /// Budgets outside the phone's hash tag, reserved after the issue.
     ip_quota: Vec<QuotaRule>,
@@ -139,6 +146,8 @@ pub struct OtpDependencies {
     pub keyring: Arc<Keyring>,
     pub tokens: Arc<TokenIssuer>,
     pub sender: Arc<dyn SmsSender>,
+    /// The email channel's sender (`VCODE_EMAIL_SMTP_URL`, or the log-only one in dev mode).
+    pub mailer: Option<Arc<dyn EmailSender>>,
     pub gate: SendGate,
     pub fraud: Arc<FraudGuard>,
     pub stats: Arc<Stats>,
@@ -160,6 +169,7 @@ impl OtpService {
             keyring,
             tokens,
             sender,
+            mailer,
             gate,
             fraud,
             stats,
@@ -178,6 +188,17 @@ impl OtpService {
             .flatten()
             .collect(),
         };
+        // An address's own budget takes the place of a phone's, in the same atomic step.
+        let email_issue_params = IssueParams {
+            phone_quota: [
+                QuotaRule::new(abuse.sends_per_email_hour, HOUR),
+                QuotaRule::new(abuse.sends_per_email_day, DAY),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+            ..issue_params.clone()
+        };
         let verify_params = VerifyParams {
             max_attempts: settings.max_attempts,
             phone_failures: QuotaRule::new(abuse.failed_verifies_per_phone_day, DAY),
@@ -188,9 +209,11 @@ impl OtpService {
             quotas: stores.quotas.clone(),
             outbox: stores.outbox.clone(),
             sender,
+            mailer,
             phones: PhoneParser::new(settings.default_region, PHONE_CACHE_CAPACITY),
             destinations: abuse.destinations(settings.default_region),
             issue_params,
+            email_issue_params,
             verify_params,
             ip_quota: QuotaRule::new(abuse.sends_per_ip_hour, HOUR)
                 .into_iter()
@@ -198,6 +221,7 @@ impl OtpService {
             global_quota: QuotaRule::new(abuse.sends_global_minute, MINUTE)
                 .into_iter()
                 .collect(),
+
             gate,
             // Checked at start-up (`Settings::validate`): every entry reads.
             test_numbers: settings
@@ -230,6 +254,26 @@ impl OtpService {
         self.phones.parse(raw).ok_or(OtpError::InvalidPhone)
     }
 
+    /// Reads the one destination a request names: `phone` or `email`, exactly one of them.
+    /// An address is refused where the service sends no email.
+    pub fn parse_destination(
+        &self,
+        phone: Option<&str>,
+        email: Option<&str>,
+    ) -> Result<Destination, OtpError> {
+        match (phone, email) {
+            (Some(phone), None) => self.parse_phone(phone).map(Destination::Phone),
+            (None, Some(email)) => {
+                let address = EmailAddress::parse(email).map_err(OtpError::InvalidEmail)?;
+                if self.mailer.is_none() {
+                    return Err(OtpError::EmailOff);
+                }
+                Ok(address.into())
+            }
+            _ => Err(OtpError::OneDestination),
+        }
+    }
+
     /// Which numbers an SMS may go to.
     pub fn destinations(&self) -> &Destinations {
         &self.destinations
@@ -253,11 +297,12 @@ impl OtpService {
             .ok_or(OtpError::InvalidPurpose)
     }
 
-    /// Checks a code in one atomic step, by verification id or by phone
-    /// (`VCODE_VERIFY_BY`): it is consumed on a match, counted otherwise (per id or per code,
-    /// per phone and per (phone, client); `client` as the routes group it). A match answers a
-    /// signed token naming the phone, the purpose, `audience` and the id (the audience is
-    /// checked before the code is touched: a bad one consumes nothing).
+    /// Checks a code in one atomic step, by verification id or by destination (phone or email,
+    /// `VCODE_VERIFY_BY`): it is consumed on a match, counted otherwise (per id or per code,
+    /// per destination and per (destination, client); `client` as the routes group it). A
+    /// match answers a signed token naming the destination (`sub`, with its `channel`), the
+    /// purpose, `audience` and the id (the audience is checked before the code is touched: a
+    /// bad one consumes nothing).
     pub async fn verify(&self, command: VerifyCommand) -> Result<String, OtpError> {
         let length = command
             .tenant
@@ -279,29 +324,32 @@ impl OtpService {
             (VerifyBy::Id, None) => return Err(OtpError::VerificationIdRequired),
             (VerifyBy::Either, None) => None,
         };
-        let (phone, purpose, id) = match by_id {
+        let (destination, purpose, id) = match by_id {
             Some(raw) => {
-                let (phone, purpose, id) = self.verification_target(raw, &command).await?;
-                (phone, purpose, Some(id))
+                let (destination, purpose, id) = self.verification_target(raw, &command).await?;
+                (destination, purpose, Some(id))
             }
             None => {
-                let phone = command.phone.as_deref().ok_or(OtpError::InvalidPhone)?;
-                let phone = self.parse_phone(phone)?;
+                let destination = match (command.phone.as_deref(), command.email.as_deref()) {
+                    // As before email existed: a verify by phone without one.
+                    (None, None) => return Err(OtpError::InvalidPhone),
+                    (phone, email) => self.parse_destination(phone, email)?,
+                };
                 let purpose = self.parse_purpose(command.purpose.as_deref())?;
-                (phone, purpose, None)
+                (destination, purpose, None)
             }
         };
         let candidates = self
             .keyring
-            .code_digests(phone.as_e164(), purpose.as_str(), &code);
+            .code_digests(destination.key(), purpose.as_str(), &code);
         let client = command.client;
         // A match converts the code's send for the fraud guard: in the verify's own step
         // where the store can, after it elsewhere.
-        let conversion = self.fraud.conversion(&phone, &purpose);
+        let conversion = self.fraud.conversion(&destination, &purpose);
         let (outcome, converted) = self
             .codes
             .verify_converting(
-                &phone,
+                &destination,
                 &purpose,
                 id.as_ref(),
                 &candidates,
@@ -310,14 +358,17 @@ impl OtpService {
                 conversion.as_ref().map(ConversionTicket::conversion),
             )
             .await?;
-        let by = if id.is_some() { "id" } else { "phone" };
+        let by = if id.is_some() { "id" } else { "destination" };
         match outcome {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
-                tracing::info!(%phone, %purpose, by, "code verified");
-                self.fraud.converted(&phone, conversion, converted).await;
+                tracing::info!(%destination, %purpose, by, "code verified");
+                self.fraud
+                    .converted(&destination, conversion, converted)
+                    .await;
                 Ok(self.tokens.issue_for(
-                    phone.as_e164(),
+                    destination.key(),
+                    destination.channel(),
                     purpose.as_str(),
                     audience.as_ref(),
                     id.as_ref().map(VerificationId::as_str),
@@ -325,42 +376,46 @@ impl OtpService {
             }
             VerifyOutcome::Mismatch { remaining_attempts } => {
                 self.stats.record(Event::VerifyWrong);
-                tracing::info!(%phone, %purpose, by, remaining_attempts, "wrong code");
+                tracing::info!(%destination, %purpose, by, remaining_attempts, "wrong code");
                 Err(OtpError::WrongCode { remaining_attempts })
             }
             VerifyOutcome::Destroyed => {
                 self.stats.record(Event::VerifyLocked);
                 match id {
                     Some(_) => {
-                        tracing::warn!(%phone, %purpose, "wrong code: the verification's attempts are spent; its code stays for its other ids")
+                        tracing::warn!(%destination, %purpose, "wrong code: the verification's attempts are spent; its code stays for its other ids")
                     }
                     None => {
-                        tracing::warn!(%phone, %purpose, "wrong code: attempt limit reached, code destroyed")
+                        tracing::warn!(%destination, %purpose, "wrong code: attempt limit reached, code destroyed")
                     }
                 }
                 Err(OtpError::TooManyAttempts)
             }
             VerifyOutcome::CodeExpired => {
                 self.stats.record(Event::VerifyExpired);
-                tracing::debug!(%phone, %purpose, by, "verify: no pending code");
+                tracing::debug!(%destination, %purpose, by, "verify: no pending code");
                 Err(OtpError::CodeExpired)
             }
             VerifyOutcome::Canceled => {
                 self.stats.record(Event::VerifyExpired);
-                tracing::debug!(%phone, %purpose, "verify: the verification was canceled");
+                tracing::debug!(%destination, %purpose, "verify: the verification was canceled");
                 Err(OtpError::VerificationCanceled)
             }
             VerifyOutcome::QuotaExceeded { retry_after } => {
                 self.stats.record(Event::QuotaFailures);
-                tracing::warn!(%phone, %purpose, quota = "phone_failures", "verify refused: quota exceeded");
+                tracing::warn!(%destination, %purpose, quota = "phone_failures", "verify refused: quota exceeded");
                 Err(OtpError::QuotaExceeded { retry_after })
             }
         }
     }
 
-    /// Dev mode: the SMS delivered to `phone`, oldest first.
-    pub async fn outbox(&self, phone: &str) -> Result<Vec<OutboxMessage>, OtpError> {
-        let phone = self.parse_phone(phone)?;
-        Ok(self.outbox.outbox(&phone).await?)
+    /// Dev mode: the messages delivered to `phone` or `email` (exactly one), oldest first.
+    pub async fn outbox(
+        &self,
+        phone: Option<&str>,
+        email: Option<&str>,
+    ) -> Result<Vec<OutboxMessage>, OtpError> {
+        let destination = self.parse_destination(phone, email)?;
+        Ok(self.outbox.outbox(&destination).await?)
     }
 }

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use crate::domain::{Phone, Region};
+use crate::domain::{Destination, Phone, Region};
 use crate::sms::receipts::{self, ReceiptSettings, Report, ReportError, Reported};
 use crate::sms::{aliyun, tencent, twilio, webhook};
 use crate::store::{
@@ -214,7 +214,8 @@ impl ReceiptService {
     /// A delivery moved: counted and logged (the store wrote its `verification.delivered` /
     /// `.undelivered` event in the same step).
     fn changed(&self, transition: &DeliveryTransition) {
-        let phone = Phone::parse(&transition.target.phone_e164, self.default_region);
+        let phone =
+            Phone::parse(&transition.target.phone_e164, self.default_region).map(Destination::from);
         let country = phone
             .as_ref()
             .map_or_else(|| "none".to_owned(), crate::fraud::country_of);
@@ -223,7 +224,9 @@ impl ReceiptService {
             &country,
             transition.delivery.as_str(),
         );
-        let masked = phone.as_ref().map_or_else(|| "-".to_owned(), Phone::masked);
+        let masked = phone
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), Destination::masked);
         tracing::info!(
             phone = masked,
             purpose = %transition.target.purpose,

@@ -1,5 +1,6 @@
 //! `send`: the gate, the idempotency key, the issue in the store with the fraud guard's step,
-//! the client's and global budgets, and the SMS; anything that fails after the issue rolls it
+//! the client's and global budgets, and the SMS or the email (the only step that differs by
+//! channel); anything that fails after the issue rolls it
 //! back, as long as the store still holds exactly what this send wrote, and a server-side
 //! failure or the guard's refusal gives the gate's proofs back. An SMS in doubt (the provider
 //! never answered) is no failure: it may arrive, so its code, cooldown and quota stay. With
@@ -12,7 +13,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use super::{GatePasses, GeoPermission, OtpError, OtpService, Refusal};
-use crate::domain::{Code, CodeLength, Locale, Phone, Purpose, VerificationId};
+use crate::domain::{
+    Code, CodeLength, Destination, EmailAddress, Locale, Phone, Purpose, VerificationId,
+};
+use crate::email::{EmailErrorKind, EmailMessage};
 use crate::fraud::SendTicket;
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::{SmsErrorKind, SmsMessage};
@@ -31,7 +35,9 @@ pub(super) const DAY: Duration = Duration::from_secs(86_400);
 /// the client address and the `Idempotency-Key`).
 #[derive(Debug, Clone)]
 pub struct SendCommand {
-    pub phone: String,
+    /// The destination: a phone or an email address, exactly one of the two.
+    pub phone: Option<String>,
+    pub email: Option<String>,
     pub purpose: Option<String>,
     pub captcha_id: Option<String>,
     pub captcha_answer: Option<String>,
@@ -73,6 +79,8 @@ pub struct SendReceipt {
 /// The request as normalised: what makes two requests under one key "the same request".
 #[derive(Serialize)]
 struct Fingerprint<'a> {
+    /// The destination's key (E.164 or the folded address): named `phone` so that SMS sends
+    /// keep the fingerprints they had before email.
     phone: &'a str,
     purpose: &'a str,
     captcha_id: Option<&'a str>,
@@ -93,10 +101,17 @@ impl OtpService {
     /// send that delivered gets the same receipt and causes nothing.
     pub async fn send(&self, command: SendCommand) -> Result<SendReceipt, OtpError> {
         self.stats.record(Event::SendRequest);
-        let phone = self.parse_phone(&command.phone)?;
-        // A test number is no destination: no SMS goes to it.
-        let monitored = !self.test_numbers.contains_key(phone.as_e164())
-            && self.check_destination(&phone)? == GeoPermission::Monitor;
+        let destination =
+            self.parse_destination(command.phone.as_deref(), command.email.as_deref())?;
+        // A test number is no destination: no SMS goes to it. Number types and geo
+        // permissions are the SMS channel's: no email is refused or monitored by them.
+        let monitored = match &destination {
+            Destination::Phone(phone) => {
+                !self.test_numbers.contains_key(phone.as_e164())
+                    && self.check_destination(phone)? == GeoPermission::Monitor
+            }
+            Destination::Email(_) => false,
+        };
         let purpose = match &command.tenant {
             Some(tenant) => tenant.purpose.clone(),
             None => self.parse_purpose(command.purpose.as_deref())?,
@@ -107,11 +122,11 @@ impl OtpService {
         };
         let Some(key) = &command.idempotency_key else {
             return self
-                .send_gated(&command, &phone, &purpose, locale.as_ref(), monitored)
+                .send_gated(&command, &destination, &purpose, locale.as_ref(), monitored)
                 .await;
         };
         let fingerprint = fingerprint(&Fingerprint {
-            phone: phone.as_e164(),
+            phone: destination.key(),
             purpose: purpose.as_str(),
             captcha_id: command.captcha_id.as_deref(),
             captcha_answer: command.captcha_answer.as_deref(),
@@ -120,12 +135,12 @@ impl OtpService {
         let once = self
             .idempotency
             .once(key, &fingerprint, || {
-                self.send_gated(&command, &phone, &purpose, locale.as_ref(), monitored)
+                self.send_gated(&command, &destination, &purpose, locale.as_ref(), monitored)
             })
             .await?;
         if once.replayed {
             self.stats.record(Event::DedupIdempotency);
-            tracing::info!(%phone, %purpose, "send deduplicated: idempotency key repeat answered from the store");
+            tracing::info!(%destination, %purpose, "send deduplicated: idempotency key repeat answered from the store");
         }
         Ok(once.result)
     }
@@ -157,20 +172,20 @@ impl OtpService {
     async fn send_gated(
         &self,
         command: &SendCommand,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
         monitored: bool,
     ) -> Result<SendReceipt, OtpError> {
-        let ticket = if self.test_numbers.contains_key(phone.as_e164()) {
+        let ticket = if self.test_numbers.contains_key(destination.key()) {
             None
         } else {
-            self.fraud.ticket(phone, purpose)
+            self.fraud.ticket(destination, purpose)
         };
         let started = std::time::Instant::now();
         deadline::from(
             started,
-            self.gate_and_send(command, phone, purpose, locale, monitored, ticket),
+            self.gate_and_send(command, destination, purpose, locale, monitored, ticket),
         )
         .await
     }
@@ -178,7 +193,7 @@ impl OtpService {
     async fn gate_and_send(
         &self,
         command: &SendCommand,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
         monitored: bool,
@@ -202,20 +217,27 @@ impl OtpService {
         };
         // An error here means no SMS went out nor may have (an unconfirmed one is a success),
         // so a server-side failure gives the gate's proofs back for the retry.
-        let sent = match self.test_numbers.get(phone.as_e164()) {
-            Some(code) => self.issue_test_code(phone, purpose, code).await,
+        let sent = match self.test_numbers.get(destination.key()) {
+            Some(code) => self.issue_test_code(destination, purpose, code).await,
             None => {
                 let length = command
                     .tenant
                     .as_ref()
                     .map_or(self.settings.code_length, |tenant| tenant.code_length);
-                self.issue_and_deliver(phone, purpose, locale, length, command.client_ip, ticket)
-                    .await
+                self.issue_and_deliver(
+                    destination,
+                    purpose,
+                    locale,
+                    length,
+                    command.client_ip,
+                    ticket,
+                )
+                .await
             }
         };
         match sent {
             Ok(receipt) => {
-                if monitored {
+                if monitored && let Destination::Phone(phone) = destination {
                     self.monitored_sms(phone, purpose);
                 }
                 Ok(receipt)
@@ -232,7 +254,7 @@ impl OtpService {
     /// the guard's count) if anything after it fails, an unconfirmed SMS excepted.
     async fn issue_and_deliver(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
         length: CodeLength,
@@ -240,7 +262,7 @@ impl OtpService {
         ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
         let code = Code::generate(length);
-        let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
+        let (e164, purpose_name) = (destination.key(), purpose.as_str());
         let digest = self.keyring.code_digest(e164, purpose_name, &code);
         let verification = VerificationId::generate();
         let candidate = CodeCandidate {
@@ -258,18 +280,21 @@ impl OtpService {
         // Within what the gate's steps left of one timeout: a store stalled between them
         // never makes the send wait twice.
         let issued = deadline::shared(async {
-            let params = &self.issue_params;
+            let params = match destination {
+                Destination::Phone(_) => &self.issue_params,
+                Destination::Email(_) => &self.email_issue_params,
+            };
             match &ticket {
                 Some(ticket) => {
                     let step = self.fraud.step(ticket);
                     let codes = &self.codes;
                     codes
-                        .issue_guarded(phone, purpose, candidate, params, budgets, step)
+                        .issue_guarded(destination, purpose, candidate, params, budgets, step)
                         .await
                 }
                 None => self
                     .codes
-                    .issue_code(phone, purpose, candidate, params, budgets)
+                    .issue_code(destination, purpose, candidate, params, budgets)
                     .await
                     .map(GuardedIssue::Apart),
             }
@@ -278,19 +303,19 @@ impl OtpService {
             GuardedIssue::Apart(outcome) => (outcome, None),
             GuardedIssue::Together { outcome, admission } => (outcome, admission),
             GuardedIssue::Refused(block) => {
-                return Err(self.fraud.refused_by(phone, &block).into());
+                return Err(self.fraud.refused_by(destination, &block).into());
             }
         };
         let delivery = match outcome {
             IssueOutcome::Deliver(delivery) => delivery,
             IssueOutcome::Cooldown { retry_after } => {
                 self.stats.record(Event::DedupCooldown);
-                tracing::info!(%phone, %purpose, retry_after_ms = retry_after.as_millis() as u64, "send refused: cooldown running");
+                tracing::info!(%destination, %purpose, retry_after_ms = retry_after.as_millis() as u64, "send refused: cooldown running");
                 return Err(OtpError::ResendCooldown { retry_after });
             }
             IssueOutcome::QuotaExceeded { retry_after } => {
                 self.stats.record(Event::QuotaPhone);
-                tracing::warn!(%phone, %purpose, quota = "phone", "send refused: quota exceeded");
+                tracing::warn!(%destination, %purpose, quota = "phone", "send refused: quota exceeded");
                 return Err(OtpError::QuotaExceeded { retry_after });
             }
             IssueOutcome::BudgetExceeded { scope, retry_after } => {
@@ -309,14 +334,16 @@ impl OtpService {
                 // Boxed: inline, these steps would grow the send's future (which the route
                 // spawns, and tokio moves) by kilobytes, costing more to copy than they do.
                 let judged = match admission {
-                    Some(admission) => Box::pin(self.fraud.judge(phone, ticket, admission)).await,
-                    None => Box::pin(deadline::shared(self.fraud.admit(phone, ticket))).await,
+                    Some(admission) => {
+                        Box::pin(self.fraud.judge(destination, ticket, admission)).await
+                    }
+                    None => Box::pin(deadline::shared(self.fraud.admit(destination, ticket))).await,
                 };
                 match judged {
                     Ok(admitted) => Some(admitted),
                     Err(error) => {
                         let error = OtpError::from(error);
-                        self.undo(phone, purpose, &delivery, &error).await;
+                        self.undo(destination, purpose, &delivery, &error).await;
                         if delivery.budgets_reserved {
                             self.release(reserved).await;
                         }
@@ -327,10 +354,17 @@ impl OtpService {
         };
         let sent = self
             .deliver(
-                phone, purpose, locale, client_ip, code, delivery, budgets, reserved,
+                destination,
+                purpose,
+                locale,
+                client_ip,
+                code,
+                delivery,
+                budgets,
+                reserved,
             )
             .await;
-        self.fraud.settle(admitted, phone, sent.is_ok());
+        self.fraud.settle(admitted, destination, sent.is_ok());
         sent.map(|status| SendReceipt {
             expires_in: self.settings.code_ttl,
             resend_after: self.settings.resend_cooldown,
@@ -344,7 +378,7 @@ impl OtpService {
     #[allow(clippy::too_many_arguments)]
     async fn deliver(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
         client_ip: IpAddr,
@@ -356,10 +390,10 @@ impl OtpService {
         if !delivery.budgets_reserved
             && let Err(error) = self.reserve_budgets(budgets, client_ip).await
         {
-            self.undo(phone, purpose, &delivery, &error).await;
+            self.undo(destination, purpose, &delivery, &error).await;
             return Err(error);
         }
-        let (e164, purpose_name) = (phone.as_e164(), purpose.as_str());
+        let (e164, purpose_name) = (destination.key(), purpose.as_str());
         let code = match delivery.kind {
             DeliveryKind::Redelivered => {
                 let opened = delivery.sealed.as_ref().and_then(|sealed| {
@@ -370,7 +404,7 @@ impl OtpService {
                     Some(pending) => pending,
                     None => {
                         let error = OtpError::Unsealable;
-                        self.undo(phone, purpose, &delivery, &error).await;
+                        self.undo(destination, purpose, &delivery, &error).await;
                         self.release(reserved).await;
                         return Err(error);
                     }
@@ -379,14 +413,58 @@ impl OtpService {
             DeliveryKind::Created | DeliveryKind::Rotated => code,
         };
 
+        let sent = match destination {
+            Destination::Phone(phone) => {
+                self.deliver_sms(phone, destination, purpose, locale, &code, &delivery)
+                    .await
+            }
+            Destination::Email(email) => {
+                self.deliver_email(
+                    email.address(),
+                    destination,
+                    purpose,
+                    locale,
+                    &code,
+                    &delivery,
+                )
+                .await
+            }
+        };
+        let status = match sent {
+            Ok(status) => status,
+            Err(error) => {
+                self.undo(destination, purpose, &delivery, &error).await;
+                self.release(reserved).await;
+                return Err(error);
+            }
+        };
+
+        // An unconfirmed message too: the outbox is what may have reached the destination.
+        if self.record_outbox {
+            self.record(destination, purpose, &code).await;
+        }
+        Ok(status)
+    }
+
+    /// Hands the code's SMS to the provider. `Err` only when it certainly did not go out (the
+    /// caller rolls the send back); an unconfirmed SMS is a send.
+    async fn deliver_sms(
+        &self,
+        phone: &Phone,
+        destination: &Destination,
+        purpose: &Purpose,
+        locale: Option<&Locale>,
+        code: &Code,
+        delivery: &Delivery,
+    ) -> Result<DeliveryStatus, OtpError> {
         let message = SmsMessage {
             phone,
             purpose,
-            code: &code,
+            code,
             expires_in: self.settings.code_ttl,
             locale,
         };
-        let status = match self.sender.send(&message).await {
+        match self.sender.send(&message).await {
             Ok(receipt) => {
                 self.stats.record(Event::SmsSent);
                 // The send's one line at `info`: at the default level every line is a formatted
@@ -404,7 +482,7 @@ impl OtpService {
                 {
                     self.track_delivery(
                         deliveries.as_ref(),
-                        phone,
+                        destination,
                         purpose,
                         &delivery.undo.verification,
                         receipt.provider,
@@ -412,7 +490,7 @@ impl OtpService {
                     )
                     .await;
                 }
-                DeliveryStatus::Sent
+                Ok(DeliveryStatus::Sent)
             }
             // The SMS may be on its way: rolling its code back would make it fail on arrival,
             // and a second SMS before the cooldown would be the duplicate the cooldown is for.
@@ -426,36 +504,83 @@ impl OtpService {
                     error = sms_error.code(),
                     "SMS unconfirmed: no answer from the provider; the code and its cooldown stay"
                 );
-                // The issue wrote `sent`; this rarer case costs the second write.
-                let verification = &delivery.undo.verification;
-                if let Err(error) = self.codes.mark_unconfirmed(phone, verification).await {
-                    tracing::warn!(%phone, %error, "verification not marked unconfirmed");
-                }
-                DeliveryStatus::Unconfirmed
+                self.mark_unconfirmed(destination, delivery).await;
+                Ok(DeliveryStatus::Unconfirmed)
             }
             Err(sms_error) => {
                 self.stats.record(Event::SmsFailed);
                 // A number the provider says cannot receive it is the client's error, not ours;
                 // so is a send past the provider's own limit, which it answers as a quota.
-                let error = match sms_error.kind() {
+                Err(match sms_error.kind() {
                     SmsErrorKind::InvalidNumber => OtpError::UndeliverablePhone(sms_error),
                     SmsErrorKind::Throttled => OtpError::SmsThrottled {
                         retry_after: sms_error.retry_after().unwrap_or(MINUTE),
                         source: sms_error,
                     },
                     _ => OtpError::SmsDelivery(sms_error),
-                };
-                self.undo(phone, purpose, &delivery, &error).await;
-                self.release(reserved).await;
-                return Err(error);
+                })
             }
-        };
-
-        // An unconfirmed SMS too: the outbox is what may have reached the phone.
-        if self.record_outbox {
-            self.record(phone, purpose, &code).await;
         }
-        Ok(status)
+    }
+
+    /// Hands the code's mail to the relay, as `deliver_sms` the SMS: a refusal (`5xx`) or a
+    /// relay that did not take it is `Err` (rolled back); a message written whole whose answer
+    /// never came is `unconfirmed` and stands. Counted in `vcode_email_total{result}`.
+    async fn deliver_email(
+        &self,
+        address: &EmailAddress,
+        destination: &Destination,
+        purpose: &Purpose,
+        locale: Option<&Locale>,
+        code: &Code,
+        delivery: &Delivery,
+    ) -> Result<DeliveryStatus, OtpError> {
+        // `parse_destination` refuses an address where there is no mailer.
+        let Some(mailer) = &self.mailer else {
+            return Err(OtpError::EmailOff);
+        };
+        let message = EmailMessage {
+            to: address,
+            purpose,
+            code,
+            expires_in: self.settings.code_ttl,
+            locale,
+        };
+        match mailer.send(&message).await {
+            Ok(sent) => {
+                crate::metrics::count_event("vcode_email", "result", "sent");
+                tracing::info!(
+                    %address, %purpose, delivery = delivery.kind.as_str(),
+                    deliveries = delivery.undo.deliveries,
+                    message_id = %sent.message_id,
+                    reply = %sent.reply,
+                    "email delivered to the relay"
+                );
+                Ok(DeliveryStatus::Sent)
+            }
+            Err(error) => {
+                crate::metrics::count_event("vcode_email", "result", error.kind().metric_label());
+                if error.kind() == EmailErrorKind::Unconfirmed {
+                    tracing::warn!(
+                        %address, %purpose, delivery = delivery.kind.as_str(),
+                        %error,
+                        "email unconfirmed: the relay never answered the message; the code and its cooldown stay"
+                    );
+                    self.mark_unconfirmed(destination, delivery).await;
+                    Ok(DeliveryStatus::Unconfirmed)
+                } else {
+                    Err(OtpError::EmailDelivery(error))
+                }
+            }
+        }
+    }
+
+    /// The issue wrote `sent`; the rarer unconfirmed case costs this second write.
+    async fn mark_unconfirmed(&self, destination: &Destination, delivery: &Delivery) {
+        let verification = &delivery.undo.verification;
+        if let Err(error) = self.codes.mark_unconfirmed(destination, verification).await {
+            tracing::warn!(%destination, %error, "verification not marked unconfirmed");
+        }
     }
 
     /// A send to a test number: its fixed code becomes the pending code through the same
@@ -463,13 +588,13 @@ impl OtpService {
     /// budget, and no SMS goes out.
     async fn issue_test_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         code: &Code,
     ) -> Result<SendReceipt, OtpError> {
         let digest = self
             .keyring
-            .code_digest(phone.as_e164(), purpose.as_str(), code);
+            .code_digest(destination.key(), purpose.as_str(), code);
         let verification = VerificationId::generate();
         let candidate = CodeCandidate {
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
@@ -483,12 +608,12 @@ impl OtpService {
         };
         match self
             .codes
-            .issue_code(phone, purpose, candidate, &params, Budgets::none())
+            .issue_code(destination, purpose, candidate, &params, Budgets::none())
             .await?
         {
             IssueOutcome::Deliver(delivery) => {
                 self.stats.record(Event::TestNumberSend);
-                tracing::info!(%phone, %purpose, delivery = delivery.kind.as_str(), "test number: fixed code stored, no SMS");
+                tracing::info!(%destination, %purpose, delivery = delivery.kind.as_str(), "test number: fixed code stored, no SMS");
                 Ok(SendReceipt {
                     expires_in: self.settings.code_ttl,
                     resend_after: self.settings.resend_cooldown,
@@ -513,24 +638,33 @@ impl OtpService {
     async fn track_delivery(
         &self,
         deliveries: &dyn ReceiptStore,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         verification: &VerificationId,
         provider: &str,
         message_id: &str,
     ) {
         let Ok(message_id) = crate::sms::receipts::message_id(message_id) else {
-            tracing::warn!(%phone, provider, "provider message id not kept: no receipt can match it");
+            tracing::warn!(%destination, provider, "provider message id not kept: no receipt can match it");
             return;
         };
         let keep = self.issue_params.ttl + self.issue_params.retention;
         match deliveries
-            .record_message(phone, purpose, verification, provider, &message_id, keep)
+            .record_message(
+                destination,
+                purpose,
+                verification,
+                provider,
+                &message_id,
+                keep,
+            )
             .await
         {
-            Ok(()) => crate::metrics::count_sms_tracked(provider, &crate::fraud::country_of(phone)),
+            Ok(()) => {
+                crate::metrics::count_sms_tracked(provider, &crate::fraud::country_of(destination))
+            }
             Err(error) => {
-                tracing::warn!(%phone, provider, %error, "provider message not recorded: its receipts will not match")
+                tracing::warn!(%destination, provider, %error, "provider message not recorded: its receipts will not match")
             }
         }
     }
@@ -609,34 +743,46 @@ impl OtpService {
     }
 
     /// Rolls back an issue whose SMS will not go out, and says so in the log.
-    async fn undo(&self, phone: &Phone, purpose: &Purpose, delivery: &Delivery, cause: &OtpError) {
+    async fn undo(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        delivery: &Delivery,
+        cause: &OtpError,
+    ) {
         let cause =
             std::error::Error::source(cause).map_or_else(|| cause.to_string(), ToString::to_string);
-        match self.codes.undo_issue(phone, purpose, &delivery.undo).await {
-            Ok(true) => tracing::warn!(%phone, %purpose, %cause, "code rolled back: SMS not sent"),
+        match self
+            .codes
+            .undo_issue(destination, purpose, &delivery.undo)
+            .await
+        {
+            Ok(true) => {
+                tracing::warn!(%destination, %purpose, %cause, "code rolled back: SMS not sent")
+            }
             Ok(false) => tracing::warn!(
-                %phone, %purpose, %cause,
+                %destination, %purpose, %cause,
                 "SMS not sent; a later send changed the code, nothing rolled back"
             ),
             Err(store_error) => tracing::error!(
-                %phone, %purpose, %cause, %store_error,
+                %destination, %purpose, %cause, %store_error,
                 "SMS not sent and the roll-back could not reach the store"
             ),
         }
     }
 
-    async fn record(&self, phone: &Phone, purpose: &Purpose, code: &Code) {
+    async fn record(&self, destination: &Destination, purpose: &Purpose, code: &Code) {
         let sent_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
         let message = OutboxMessage {
-            phone: phone.as_e164().to_owned(),
+            phone: destination.key().to_owned(),
             purpose: purpose.as_str().to_owned(),
             code: code.expose().to_owned(),
             sent_at_ms,
         };
         if let Err(error) = self.outbox.push_outbox(&message).await {
-            tracing::warn!(%phone, %error, "dev outbox: message not recorded");
+            tracing::warn!(%destination, %error, "dev outbox: message not recorded");
         }
     }
 }

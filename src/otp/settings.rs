@@ -170,6 +170,11 @@ pub struct AbuseSettings {
     pub sends_per_phone_hour: u32,
     #[serde(rename = "VCODE_QUOTA_PHONE_DAY", with = "Limit")]
     pub sends_per_phone_day: u32,
+    /// Code emails per address (its folded form: `John@` and `john@` are one), all purposes.
+    #[serde(rename = "VCODE_QUOTA_EMAIL_HOUR", with = "Limit")]
+    pub sends_per_email_hour: u32,
+    #[serde(rename = "VCODE_QUOTA_EMAIL_DAY", with = "Limit")]
+    pub sends_per_email_day: u32,
     #[serde(rename = "VCODE_QUOTA_IP_HOUR", with = "Limit")]
     pub sends_per_ip_hour: u32,
     /// A ceiling per phone that no one client reaches alone.
@@ -218,6 +223,8 @@ impl Default for AbuseSettings {
         Self {
             sends_per_phone_hour: 5,
             sends_per_phone_day: 10,
+            sends_per_email_hour: 5,
+            sends_per_email_day: 10,
             sends_per_ip_hour: 20,
             failed_verifies_per_phone_day: 100,
             failed_verifies_per_client_day: 10,
@@ -241,6 +248,8 @@ impl AbuseSettings {
         Self {
             sends_per_phone_hour: 0,
             sends_per_phone_day: 0,
+            sends_per_email_hour: 0,
+            sends_per_email_day: 0,
             sends_per_ip_hour: 0,
             failed_verifies_per_phone_day: 0,
             failed_verifies_per_client_day: 0,

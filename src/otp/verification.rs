@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 
 use super::{OtpError, OtpService, Tenant};
-use crate::domain::{Phone, Purpose, VerificationId};
+use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus};
 
 /// One verify, as the client asked for it.
@@ -15,6 +15,8 @@ pub struct VerifyCommand {
     pub verification_id: Option<String>,
     /// Required when verifying by phone; by id, it must be the verification's if given.
     pub phone: Option<String>,
+    /// `phone`'s counterpart for an email verification: one of the two, never both.
+    pub email: Option<String>,
     /// By phone, `login` when absent; by id, it must be the verification's if given.
     pub purpose: Option<String>,
     pub code: String,
@@ -38,7 +40,7 @@ pub struct VerificationView {
     pub created_at_ms: u64,
     pub expires_at_ms: u64,
     /// Shown masked (its `Display`).
-    pub phone: Phone,
+    pub destination: Destination,
     pub purpose: Purpose,
 }
 
@@ -51,12 +53,14 @@ impl OtpService {
         &self,
         raw: &str,
         command: &VerifyCommand,
-    ) -> Result<(Phone, Purpose, VerificationId), OtpError> {
+    ) -> Result<(Destination, Purpose, VerificationId), OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
         let (phone, purpose) = self.locate(&id).await?;
-        if let Some(claimed) = command.phone.as_deref() {
-            // A malformed phone is still the client's error to hear about.
-            if self.parse_phone(claimed)?.as_e164() != phone.as_e164() {
+        if command.phone.is_some() || command.email.is_some() {
+            // A malformed phone or address is still the client's error to hear about.
+            let claimed =
+                self.parse_destination(command.phone.as_deref(), command.email.as_deref())?;
+            if claimed.key() != phone.key() {
                 return Err(OtpError::VerificationMismatch);
             }
         }
@@ -70,7 +74,7 @@ impl OtpService {
         Ok((phone, purpose, id))
     }
 
-    async fn locate(&self, id: &VerificationId) -> Result<(Phone, Purpose), OtpError> {
+    async fn locate(&self, id: &VerificationId) -> Result<(Destination, Purpose), OtpError> {
         let target = self
             .codes
             .locate_verification(id)
@@ -101,7 +105,7 @@ impl OtpService {
             .await?
             .ok_or(OtpError::VerificationNotFound)?;
         let view = self.view(id, record)?;
-        tracing::info!(phone = %view.phone, purpose = %view.purpose, status = view.status.as_str(), "verification cancel");
+        tracing::info!(destination = %view.destination, purpose = %view.purpose, status = view.status.as_str(), "verification cancel");
         Ok(view)
     }
 
@@ -150,7 +154,7 @@ impl OtpService {
             remaining_attempts,
             created_at_ms: record.created_at_ms,
             expires_at_ms: record.expires_at_ms,
-            phone,
+            destination: phone,
             purpose,
         })
     }
@@ -161,13 +165,13 @@ fn target_of(
     service: &OtpService,
     phone_e164: &str,
     purpose: &str,
-) -> Result<(Phone, Purpose), OtpError> {
+) -> Result<(Destination, Purpose), OtpError> {
     let broken = || {
         OtpError::Store(crate::store::StoreError::Protocol(format!(
             "verification target {purpose:?}"
         )))
     };
-    let phone = service.parse_phone(phone_e164).map_err(|_| broken())?;
+    let phone = Destination::from_key(phone_e164, &service.phones).ok_or_else(broken)?;
     let purpose = Purpose::parse(purpose).ok_or_else(broken)?;
     Ok((phone, purpose))
 }

@@ -1,6 +1,6 @@
 //! The Go service's code handling, as a code store on a real Redis node (the legacy strategies).
 //!
-//! Both legacy strategies store codes as the Go service did: one string per phone,
+//! Both legacy strategies store codes as the Go service did: one string per destination,
 //! `verify_code:<E.164>` (no purpose, no hash tag), which every send overwrites with
 //! `SET key code EX <ttl>` — no cooldown, no dedup, so every send is a new code and a new SMS.
 //! The string is the code's keyed digest (hex) rather than the code: the races are the same,
@@ -20,7 +20,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use deadpool_redis::{Config, Pool, Runtime};
 
-use crate::domain::{CodeDigest, Phone, Purpose, VerificationId};
+use crate::domain::{CodeDigest, Destination, Purpose, VerificationId};
 use crate::store::{
     Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams,
     IssueUndo, PendingCode, QuotaToken, StoreError, VerificationRecord, VerificationTarget,
@@ -38,9 +38,9 @@ pub enum Legacy {
     PostmortemFix,
 }
 
-/// `verify_code:+8613800138000`: the Go service's key, one per phone, whatever the purpose.
-pub fn key(phone: &Phone) -> String {
-    format!("{GO_SERVICE_PREFIX}{}", phone.as_e164())
+/// `verify_code:+8613800138000`: the Go service's key, one per destination, whatever the purpose.
+pub fn key(destination: &Destination) -> String {
+    format!("{GO_SERVICE_PREFIX}{}", destination.key())
 }
 
 fn parse_digest(hex_digest: &str) -> Option<CodeDigest> {
@@ -124,10 +124,10 @@ impl LegacyRedisStore {
     /// First round trip of a verify: `GET`, then compare in the app.
     pub async fn read_step(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         candidates: &[CodeDigest],
     ) -> Result<ReadStep, StoreError> {
-        let key = key(phone);
+        let key = key(destination);
         let stored: Option<String> = self.query(redis::cmd("GET").arg(&key).to_owned()).await?;
         let found = match stored.as_deref().and_then(parse_digest) {
             None => Found::Missing,
@@ -171,14 +171,14 @@ impl CodeStore for LegacyRedisStore {
     /// `SET verify_code:<phone> <code> EX <ttl>`: overwrites any pending code, every time.
     async fn issue_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         _purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
         _budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
         let command = redis::cmd("SET")
-            .arg(key(phone))
+            .arg(key(destination))
             .arg(hex::encode(candidate.digest.as_bytes()))
             .arg("EX")
             .arg(params.ttl.as_secs().max(1))
@@ -204,7 +204,7 @@ impl CodeStore for LegacyRedisStore {
     /// stays until it expires or a later send overwrites it.
     async fn undo_issue(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         _purpose: &Purpose,
         _undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
@@ -214,13 +214,13 @@ impl CodeStore for LegacyRedisStore {
     /// `GET` and compare, then the flavour's order of the login's work and the `DEL`.
     async fn verify_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         _purpose: &Purpose,
         candidates: &[CodeDigest],
         _client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let step = self.read_step(phone, candidates).await?;
+        let step = self.read_step(destination, candidates).await?;
         let matched = step.matched();
         match self.flavour {
             Legacy::Original => {
@@ -242,11 +242,11 @@ impl CodeStore for LegacyRedisStore {
     /// The legacy key's code; attempts are never counted and each SET is one delivery.
     async fn pending_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         _purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError> {
         let stored: Option<String> = self
-            .query(redis::cmd("GET").arg(key(phone)).to_owned())
+            .query(redis::cmd("GET").arg(key(destination)).to_owned())
             .await?;
         Ok(stored
             .as_deref()
@@ -259,7 +259,7 @@ impl CodeStore for LegacyRedisStore {
             }))
     }
 
-    /// The Go service knew no verification ids (the reproduction verifies by phone).
+    /// The Go service knew no verification ids (the reproduction verifies by destination).
     async fn locate_verification(
         &self,
         _id: &VerificationId,
@@ -269,7 +269,7 @@ impl CodeStore for LegacyRedisStore {
 
     async fn verify_by_id(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         _purpose: &Purpose,
         _id: &VerificationId,
         _candidates: &[CodeDigest],
@@ -295,7 +295,7 @@ impl CodeStore for LegacyRedisStore {
 
     async fn mark_unconfirmed(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         _id: &VerificationId,
     ) -> Result<(), StoreError> {
         Ok(())
@@ -305,11 +305,11 @@ impl CodeStore for LegacyRedisStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Region;
+    use crate::domain::{Phone, Region};
 
     #[test]
     fn the_legacy_key_is_the_go_services() {
         let phone = Phone::parse("13800138000", Region::default()).unwrap();
-        assert_eq!(key(&phone), "verify_code:+8613800138000");
+        assert_eq!(key(&phone.into()), "verify_code:+8613800138000");
     }
 }

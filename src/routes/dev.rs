@@ -93,17 +93,30 @@ pub fn describe(api: &mut Api) {
     api.get(
         paths::DEV_OUTBOX,
         "dev",
-        "The SMS sent to a phone (dev mode, loopback only)",
+        "The codes sent to a phone or an email address (dev mode, loopback only)",
     )
     .parameter(
         "query",
         "phone",
-        true,
+        false,
         serde_json::json!({"type": "string", "examples": ["+8613800138000"]}),
-        "E.164, or national in the default region",
+        "E.164, or national in the default region; not with `email`",
+    )
+    .parameter(
+        "query",
+        "email",
+        false,
+        serde_json::json!({"type": "string", "examples": ["user@example.com"]}),
+        "An email address; not with `phone`",
     )
     .ok_envelope(outbox)
-    .errors(&[Malformed, InvalidPhone, Internal, StoreUnavailable]);
+    .errors(&[
+        Malformed,
+        InvalidPhone,
+        InvalidEmail,
+        Internal,
+        StoreUnavailable,
+    ]);
     let answer = api.schema::<CaptchaAnswer>();
     api.get(
         paths::DEV_CAPTCHA_ANSWER,
@@ -126,7 +139,10 @@ async fn outbox(
     state: web::Data<AppState>,
     query: web::Query<OutboxQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let messages = state.otp.outbox(&query.phone).await?;
+    let messages = state
+        .otp
+        .outbox(query.phone.as_deref(), query.email.as_deref())
+        .await?;
     let messages = messages
         .into_iter()
         .map(|message| OutboxMessage {

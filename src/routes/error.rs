@@ -8,6 +8,8 @@ use serde::Serialize;
 
 use super::envelope::{Envelope, Reply};
 use crate::captcha::CaptchaError;
+use crate::domain::InvalidEmail;
+use crate::email::EmailError;
 use crate::fraud::FraudError;
 use crate::idempotency::IdempotencyError;
 use crate::otp::{OtpError, ReceiptError, Refusal};
@@ -22,6 +24,9 @@ pub enum ApiError {
     Malformed(String),
     #[error("invalid phone number")]
     InvalidPhone,
+    /// The message names the rule the address broke, never the address.
+    #[error("invalid email address: {0}")]
+    InvalidEmail(InvalidEmail),
     #[error("invalid code format")]
     InvalidCode,
     #[error("invalid purpose")]
@@ -76,6 +81,8 @@ pub enum ApiError {
     Internal(#[source] anyhow::Error),
     #[error("SMS delivery failed")]
     SmsDelivery(#[source] SmsError),
+    #[error("email delivery failed")]
+    EmailDelivery(#[source] EmailError),
     #[error("store unavailable")]
     StoreUnavailable(#[source] StoreError),
 }
@@ -103,6 +110,11 @@ impl From<OtpError> for ApiError {
     fn from(error: OtpError) -> Self {
         match error {
             OtpError::InvalidPhone => Self::InvalidPhone,
+            OtpError::InvalidEmail(reason) => Self::InvalidEmail(reason),
+            error @ (OtpError::OneDestination | OtpError::EmailOff) => {
+                Self::Malformed(error.to_string())
+            }
+            OtpError::EmailDelivery(error) => Self::EmailDelivery(error),
             OtpError::InvalidPurpose => Self::InvalidPurpose,
             OtpError::DestinationRefused(Refusal::NumberType(_) | Refusal::NonGeographic(_)) => {
                 Self::NumberTypeRefused
@@ -210,6 +222,7 @@ impl ApiError {
         match self {
             Self::Malformed(_) => ErrorCode::Malformed,
             Self::InvalidPhone => ErrorCode::InvalidPhone,
+            Self::InvalidEmail(_) => ErrorCode::InvalidEmail,
             Self::InvalidCode => ErrorCode::InvalidCode,
             Self::InvalidPurpose => ErrorCode::InvalidPurpose,
             Self::NumberTypeRefused => ErrorCode::NumberTypeRefused,
@@ -236,6 +249,7 @@ impl ApiError {
             Self::DestinationSuspended { .. } => ErrorCode::DestinationSuspended,
             Self::Internal(_) => ErrorCode::Internal,
             Self::SmsDelivery(_) => ErrorCode::SmsDelivery,
+            Self::EmailDelivery(_) => ErrorCode::EmailDelivery,
             Self::StoreUnavailable(_) => ErrorCode::StoreUnavailable,
         }
     }
@@ -323,6 +337,7 @@ pub fn retry_after_secs(wait: std::time::Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::email::EmailErrorKind;
     use std::time::Duration;
 
     #[test]
@@ -330,6 +345,7 @@ mod tests {
         let errors = [
             ApiError::Malformed("x".into()),
             ApiError::InvalidPhone,
+            ApiError::InvalidEmail(InvalidEmail::NotOneAt),
             ApiError::InvalidCode,
             ApiError::InvalidPurpose,
             ApiError::NumberTypeRefused,
@@ -363,6 +379,7 @@ mod tests {
                 retry_after_secs: 1,
             },
             ApiError::Internal(anyhow::anyhow!("x")),
+            ApiError::EmailDelivery(EmailError::new(EmailErrorKind::Refused, "smtp_550", "x")),
             ApiError::StoreUnavailable(StoreError::Timeout(Duration::from_secs(1))),
         ];
         for error in errors {

@@ -46,9 +46,14 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
     };
     let body = api.schema::<SendRequest>();
     let data = api.schema::<SendData>();
-    api.post(paths::OTP_SEND, "otp", "Send a code by SMS")
+    api.post(paths::OTP_SEND, "otp", "Send a code by SMS or email")
         .describe(
-            "One code per phone and purpose: a send during the cooldown changes nothing (42900); \
+            "To `phone` by SMS or to `email` by mail: exactly one of the two (40000 otherwise; \
+             40008 for an address vcode does not send to, 40000 where the service has no mail \
+             relay). A mail the relay refused (5xx) or could not take rolls the code back \
+             (50201); one written whole whose answer never came is `unconfirmed`, as an SMS. \
+             Number types and countries apply to phones only. \
+             One code per destination and purpose: a send during the cooldown changes nothing (42900); \
              after it the same code is sent again or replaced (VCODE_RESEND). An SMS the provider \
              refused rolls the code back (50200). An SMS whose provider never answered (a timeout \
              after the request went out) may still arrive: its code and cooldown stay, no other \
@@ -76,6 +81,7 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
         .ok_envelope(data)
         .errors(&[
             InvalidPhone,
+            InvalidEmail,
             InvalidPurpose,
             NumberTypeRefused,
             RegionRefused,
@@ -88,6 +94,7 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             QuotaExceeded,
             Internal,
             SmsDelivery,
+            EmailDelivery,
             StoreUnavailable,
         ]);
     key_for(Operation::Send, api, paths::OTP_SEND);
@@ -97,7 +104,10 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
         .describe(
             "By the `verification_id` the send answered (VCODE_VERIFY_BY=id, the default; 40006 \
              without it, 40401 for an unknown one, 40007 when a `phone` or `purpose` given is \
-             not the verification's), or by phone (`phone`), or either. One atomic step: a match \
+             not the verification's), or by destination (`phone`, or `email` for a code sent by \
+             mail: one of the two; 40008 for a malformed address), or either. The token's `sub` \
+             is the E.164 phone or the address (its domain in A-labels, all lower case), and its \
+             `channel` claim `sms` or `email`. One atomic step: a match \
              consumes the code (for every id) and the token names the id (`vid`); a mismatch \
              counts a failed attempt of that id alone (40010 with the attempts left) and the \
              last one spends the id (42901), never the code: under its own id its requester \
@@ -109,6 +119,7 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
         .ok_envelope(data)
         .errors(&[
             InvalidPhone,
+            InvalidEmail,
             InvalidCode,
             InvalidPurpose,
             VerificationIdRequired,
@@ -193,6 +204,7 @@ async fn send(
     let body = body.into_inner();
     let command = SendCommand {
         phone: body.phone,
+        email: body.email,
         purpose: body.purpose,
         captcha_id: body.captcha_id,
         captcha_answer: body.captcha_answer,
@@ -233,6 +245,7 @@ async fn verify(
     let command = VerifyCommand {
         verification_id: body.verification_id,
         phone: body.phone,
+        email: body.email,
         purpose: body.purpose,
         code: body.code,
         audience: body.audience,
@@ -279,7 +292,8 @@ fn verification_data(view: VerificationView) -> VerificationData {
         remaining_attempts: view.remaining_attempts,
         created_at: view.created_at_ms / 1000,
         expires_at: view.expires_at_ms / 1000,
-        phone: view.phone.masked(),
+        phone: view.destination.phone().map(|phone| phone.masked()),
+        email: view.destination.email().map(|email| email.masked()),
         purpose: view.purpose.as_str().to_owned(),
     }
 }

@@ -20,7 +20,9 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::domain::traffic::{Reason, Tally, Window};
-use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
+use crate::domain::{
+    CaptchaId, CodeDigest, Destination, Phone, Purpose, SealedCode, VerificationId,
+};
 
 pub use self::events::{
     ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent,
@@ -57,7 +59,8 @@ pub struct IssueParams {
     pub retention: Duration,
     pub cooldown: Duration,
     pub policy: ResendPolicy,
-    /// Limits on SMS per phone (all purposes), checked in the same step as the issue.
+    /// Limits on sends per destination (all purposes): per phone, or per email address (its
+    /// folded form, the destination's key), checked in the same step as the issue.
     pub phone_quota: Vec<QuotaRule>,
 }
 
@@ -424,7 +427,7 @@ pub const OUTBOX_TTL: Duration = Duration::from_secs(3600);
 /// Pending codes: issue, roll back, verify, inspect. Every read-compare-write is one step.
 #[async_trait]
 pub trait CodeStore: Send + Sync + 'static {
-    /// Stores `candidate` as the pending code for (phone, purpose), or applies the resend
+    /// Stores `candidate` as the pending code for (destination, purpose), or applies the resend
     /// policy to the code already pending, or refuses while the cooldown runs. One atomic step.
     /// A backend that holds the budgets' logs beside the phone's (one Redis node) reserves
     /// `budgets` in that same step, so that a send costs one round trip and a refusal by any
@@ -432,7 +435,7 @@ pub trait CodeStore: Send + Sync + 'static {
     /// (`Delivery::budgets_reserved`).
     async fn issue_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
@@ -444,19 +447,19 @@ pub trait CodeStore: Send + Sync + 'static {
     /// rolled back.
     async fn undo_issue(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError>;
 
     /// Compares the pending code's digest with `candidates` (the submitted code's digest under
     /// each key in use) and deletes it on a match; counts a failure otherwise (in the code, the
-    /// phone's and the (phone, client)'s failure logs) and destroys the code at `max_attempts`
+    /// phone's and the (destination, client)'s failure logs) and destroys the code at `max_attempts`
     /// failures. Refuses without comparing while either failure quota is used up. One atomic
     /// step.
     async fn verify_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
         client: IpAddr,
@@ -466,11 +469,11 @@ pub trait CodeStore: Send + Sync + 'static {
     /// The pending code, without changing anything.
     async fn pending_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError>;
 
-    /// The (phone, purpose) a verification was sent for; `None` for an unknown or forgotten
+    /// The (destination, purpose) a verification was sent for; `None` for an unknown or forgotten
     /// id. Never changes once written, so reading it outside the verify's atomic step is safe.
     async fn locate_verification(
         &self,
@@ -480,11 +483,11 @@ pub trait CodeStore: Send + Sync + 'static {
     /// `verify_code` under one verification id (whose target is `phone`, `purpose`): compares
     /// only while the id is pending and bound to the pending code. A match consumes the code
     /// (for every id) and approves this id; a mismatch counts in this id's attempts alone (and
-    /// in the phone's and the (phone, client)'s failure logs) and spends the id at
+    /// in the phone's and the (destination, client)'s failure logs) and spends the id at
     /// `max_attempts`: the code itself is never destroyed by guesses. One atomic step.
     async fn verify_by_id(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
@@ -507,7 +510,11 @@ pub trait CodeStore: Send + Sync + 'static {
 
     /// Records that the SMS of the send that answered `id` is unconfirmed (the issue wrote
     /// `sent`, the common case, so that a confirmed send costs no second write).
-    async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId) -> Result<(), StoreError>;
+    async fn mark_unconfirmed(
+        &self,
+        destination: &Destination,
+        id: &VerificationId,
+    ) -> Result<(), StoreError>;
 
     /// `issue_code` with the fraud guard's step of the send (`FraudStore::admit_send`) in the
     /// same atomic step, where the guard's keys meet the phone's (one Redis node): refused
@@ -516,7 +523,7 @@ pub trait CodeStore: Send + Sync + 'static {
     /// and the caller takes the guard's step after the issue.
     async fn issue_guarded(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
@@ -524,7 +531,7 @@ pub trait CodeStore: Send + Sync + 'static {
         guard: GuardStep<'_>,
     ) -> Result<GuardedIssue, StoreError> {
         let _ = guard;
-        self.issue_code(phone, purpose, candidate, params, budgets)
+        self.issue_code(destination, purpose, candidate, params, budgets)
             .await
             .map(GuardedIssue::Apart)
     }
@@ -536,7 +543,7 @@ pub trait CodeStore: Send + Sync + 'static {
     #[allow(clippy::too_many_arguments)]
     async fn verify_converting(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: Option<&VerificationId>,
         candidates: &[CodeDigest],
@@ -547,11 +554,11 @@ pub trait CodeStore: Send + Sync + 'static {
         let _ = conversion;
         let outcome = match id {
             Some(id) => {
-                self.verify_by_id(phone, purpose, id, candidates, client, params)
+                self.verify_by_id(destination, purpose, id, candidates, client, params)
                     .await?
             }
             None => {
-                self.verify_code(phone, purpose, candidates, client, params)
+                self.verify_code(destination, purpose, candidates, client, params)
                     .await?
             }
         };
@@ -603,7 +610,7 @@ pub trait ReceiptStore: Send + Sync + 'static {
     /// `id` (to `phone`, for `purpose`), for `keep` (as long as the verification is kept).
     async fn record_message(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         provider: &str,
@@ -703,7 +710,7 @@ pub trait OutboxStore: Send + Sync + 'static {
     async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError>;
 
     /// The SMS delivered to `phone`, oldest first.
-    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError>;
+    async fn outbox(&self, destination: &Destination) -> Result<Vec<OutboxMessage>, StoreError>;
 }
 
 /// Solved proof-of-work challenges, remembered until they expire, so that each is accepted

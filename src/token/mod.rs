@@ -17,6 +17,8 @@ use jsonwebtoken::{Algorithm, Header};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 
+use crate::domain::Channel;
+
 pub use self::keys::{SigningKey, jwk_set, parse_pem_keys};
 pub use self::settings::TokenSettings;
 
@@ -58,6 +60,15 @@ pub struct Claims {
     /// absent for a verify by phone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vid: Option<String>,
+    /// How the code travelled: `sms` (`sub` is an E.164 phone) or `email` (`sub` is the
+    /// address, its domain in lower-case A-labels and the whole folded to lower case). A token
+    /// from before the claim existed is an SMS one.
+    #[serde(default = "sms_channel")]
+    pub channel: String,
+}
+
+fn sms_channel() -> String {
+    Channel::Sms.as_str().to_owned()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -126,13 +137,15 @@ impl TokenIssuer {
         purpose: &str,
         audience: Option<&Audience>,
     ) -> Result<String, TokenError> {
-        self.issue_for(phone, purpose, audience, None)
+        self.issue_for(phone, Channel::Sms, purpose, audience, None)
     }
 
-    /// `issue`, naming the verification id the code was verified under (`vid`).
+    /// `issue` for a destination of either channel (`subject`: its key, `channel`: the
+    /// `channel` claim), naming the verification id the code was verified under (`vid`).
     pub fn issue_for(
         &self,
-        phone: &str,
+        subject: &str,
+        channel: Channel,
         purpose: &str,
         audience: Option<&Audience>,
         verification: Option<&str>,
@@ -143,13 +156,14 @@ impl TokenIssuer {
             .as_secs();
         let claims = Claims {
             iss: self.settings.issuer.clone(),
-            sub: phone.to_owned(),
+            sub: subject.to_owned(),
             aud: audience.map(|audience| audience.0.clone()),
             purpose: purpose.to_owned(),
             iat: now,
             exp: now + self.settings.ttl.as_secs(),
             jti: random_jti(),
             vid: verification.map(str::to_owned),
+            channel: channel.as_str().to_owned(),
         };
         // The JWS compact form (RFC 7515): header.claims.signature, each base64url.
         let mut token = String::with_capacity(320);

@@ -184,7 +184,8 @@ impl TwilioCompat {
         // re-sends never pass the limit.
         let reserved = self.reserve_resend(&service.sid, &phone, &attempt).await?;
         let send = SendCommand {
-            phone: phone.as_e164().to_owned(),
+            phone: Some(phone.as_e164().to_owned()),
+            email: None,
             purpose: None,
             captcha_id: None,
             captcha_answer: None,
@@ -406,6 +407,7 @@ impl TwilioCompat {
         let command = VerifyCommand {
             verification_id: Some(id.clone()),
             phone: phone.as_ref().map(|phone| phone.as_e164().to_owned()),
+            email: None,
             purpose: Some(tenant.purpose.as_str().to_owned()),
             code: code.to_owned(),
             audience: None,
@@ -441,7 +443,11 @@ impl TwilioCompat {
         view: VerificationView,
     ) -> Result<Verification, TwilioError> {
         let id = view.id.as_str();
-        let log = match self.store.twilio_sends(&service.sid, &view.phone).await? {
+        // A Twilio Service sends SMS only: its verifications' destinations are phones.
+        let Some(phone) = view.destination.phone() else {
+            return Err(crate::otp::OtpError::VerificationNotFound.into());
+        };
+        let log = match self.store.twilio_sends(&service.sid, phone).await? {
             Some(record) => Some(SendLog::decode(&record)?).filter(|log| log.verification == id),
             None => None,
         };
@@ -454,7 +460,7 @@ impl TwilioCompat {
                 channel: "sms".to_owned(),
             }],
         });
-        Ok(self.shown(service, &view.phone, &log, view.status.into()))
+        Ok(self.shown(service, phone, &log, view.status.into()))
     }
 
     fn shown(

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::join_all;
-use vcode::domain::{Code, CodeLength, Phone, Purpose};
+use vcode::domain::{Code, CodeLength, Destination, Purpose};
 use vcode::postmortem::legacy::{self, Legacy, LegacyRedisStore};
 use vcode::postmortem::{self, VerifyStrategy};
 use vcode::store::redis::{RedisSettings, RedisTopology};
@@ -73,16 +73,16 @@ fn login() -> Purpose {
     Purpose::default()
 }
 
-fn fresh_phone() -> Phone {
+fn fresh_phone() -> Destination {
     phone(&random_phone())
 }
 
-fn digests(phone: &Phone, digits: &str) -> Vec<vcode::domain::CodeDigest> {
+fn digests(phone: &Destination, digits: &str) -> Vec<vcode::domain::CodeDigest> {
     codes::digests(phone, &login(), &code(digits))
 }
 
 /// A send: the code that went out by SMS, or `None` when nothing was sent.
-async fn send(store: &dyn CodeStore, phone: &Phone, candidate: &str) -> Option<String> {
+async fn send(store: &dyn CodeStore, phone: &Destination, candidate: &str) -> Option<String> {
     let candidate = code(candidate);
     match store
         .issue_code(
@@ -110,7 +110,7 @@ async fn send(store: &dyn CodeStore, phone: &Phone, candidate: &str) -> Option<S
     }
 }
 
-async fn verify(store: &dyn CodeStore, phone: &Phone, digits: &str) -> VerifyOutcome {
+async fn verify(store: &dyn CodeStore, phone: &Destination, digits: &str) -> VerifyOutcome {
     store
         .verify_code(
             phone,

@@ -42,6 +42,7 @@ mod browser;
 mod captcha;
 mod console;
 mod contract;
+mod email;
 mod events;
 mod events_crash;
 mod fraud_conversion;

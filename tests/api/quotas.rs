@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use vcode::config::AbuseSettings;
-use vcode::domain::{Code, CodeLength, Phone, Purpose};
+use vcode::domain::{Code, CodeLength, Destination, Purpose};
 use vcode::store::{
     Budget, Budgets, CodeStore, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope,
     QuotaStore, QuotaToken, ResendPolicy, VerifyOutcome, VerifyParams,
@@ -38,7 +38,7 @@ fn issue_params(phone_quota: Vec<QuotaRule>) -> IssueParams {
 
 async fn issue(
     store: &dyn CodeStore,
-    phone: &Phone,
+    phone: &Destination,
     purpose: &str,
     params: &IssueParams,
 ) -> IssueOutcome {
@@ -406,7 +406,7 @@ async fn budgets_are_reserved_with_the_issue_on_one_node(backend: Backend) {
         },
     ];
     let phone_rules = issue_params(vec![rule(1, MINUTE)]);
-    let issue_with = |phone: Phone, token: QuotaToken| {
+    let issue_with = |phone: Destination, token: QuotaToken| {
         let (codes, params, budgets) = (app.store.codes.clone(), phone_rules.clone(), budgets);
         async move {
             let purpose = Purpose::default();

@@ -291,12 +291,12 @@ async fn the_embedded_store_holds_no_code_and_no_captcha_answer() {
         assert_eq!(occurs(place, bytes, &secrets.code), None);
     }
     // The sealed copy is this code, and opens only under the key.
-    let opened = keyring().open_code(phone.as_e164(), purpose.as_str(), &digest, &sealed);
+    let opened = keyring().open_code(phone.key(), purpose.as_str(), &digest, &sealed);
     assert_eq!(opened.expect("opens under the key").expose(), secrets.code);
     let other = Keyring::new(&key(KEY_C), None);
     assert!(
         other
-            .open_code(phone.as_e164(), purpose.as_str(), &digest, &sealed)
+            .open_code(phone.key(), purpose.as_str(), &digest, &sealed)
             .is_none()
     );
 

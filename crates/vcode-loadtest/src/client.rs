@@ -105,7 +105,8 @@ impl Client {
                 .http
                 .get(join(target, paths::DEV_OUTBOX))
                 .query(&OutboxQuery {
-                    phone: PROBE_PHONE.to_owned(),
+                    phone: Some(PROBE_PHONE.to_owned()),
+                    email: None,
                 })
                 .send()
                 .await
@@ -202,7 +203,8 @@ impl Client {
             .http
             .get(join(target, paths::DEV_OUTBOX))
             .query(&OutboxQuery {
-                phone: phone.to_owned(),
+                phone: Some(phone.to_owned()),
+                email: None,
             })
             .send()
             .await

@@ -3,11 +3,14 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `GET /api/v1/dev/outbox?phone=`.
+/// `GET /api/v1/dev/outbox?phone=` or `?email=` (exactly one).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutboxQuery {
-    pub phone: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
 }
 
 /// The outbox's answer: the messages "sent" to the phone, oldest first.
@@ -23,7 +26,8 @@ pub struct OutboxData {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutboxMessage {
     pub code: String,
-    /// E.164.
+    /// The destination as the stores key it: E.164, or for a mail the address folded to
+    /// lower case (the field keeps its name from before email).
     pub phone: String,
     pub purpose: String,
     /// When the SMS went out, in milliseconds since the Unix epoch (the server's clock).

@@ -23,6 +23,10 @@ pub enum ErrorCode {
     VerificationIdRequired = 40006,
     /// The `phone` or `purpose` of a verify by id is not its verification's.
     VerificationMismatch = 40007,
+    /// An email address vcode does not send to: not exactly one `@`, a display name, a
+    /// comment, a quoted or non-ASCII local part, a control character or line break, a bad
+    /// domain, or longer than RFC 5321 allows. The message says which rule.
+    InvalidEmail = 40008,
     /// Wrong code; data [`crate::WrongCodeData`].
     WrongCode = 40010,
     /// Wrong or missing captcha.
@@ -60,12 +64,15 @@ pub enum ErrorCode {
     /// Internal error (details only in the server's log).
     Internal = 50000,
     SmsDelivery = 50200,
+    /// The mail relay refused the message (`5xx`) or could not take it (no connection, TLS,
+    /// a `4xx`, a timeout before the message went): the code was rolled back.
+    EmailDelivery = 50201,
     StoreUnavailable = 50300,
 }
 
 impl ErrorCode {
     /// Every code, in ascending order.
-    pub const ALL: [Self; 27] = [
+    pub const ALL: [Self; 29] = [
         Self::Malformed,
         Self::InvalidPhone,
         Self::InvalidCode,
@@ -74,6 +81,7 @@ impl ErrorCode {
         Self::RegionRefused,
         Self::VerificationIdRequired,
         Self::VerificationMismatch,
+        Self::InvalidEmail,
         Self::WrongCode,
         Self::WrongCaptcha,
         Self::PowRejected,
@@ -92,6 +100,7 @@ impl ErrorCode {
         Self::QuotaExceeded,
         Self::Internal,
         Self::SmsDelivery,
+        Self::EmailDelivery,
         Self::StoreUnavailable,
     ];
 
@@ -136,7 +145,7 @@ mod tests {
     use super::*;
 
     /// DESIGN.md's table, row by row: code and HTTP status written out, not computed.
-    const TABLE: [(ErrorCode, u32, u16); 27] = [
+    const TABLE: [(ErrorCode, u32, u16); 29] = [
         (ErrorCode::Malformed, 40000, 400),
         (ErrorCode::InvalidPhone, 40001, 400),
         (ErrorCode::InvalidCode, 40002, 400),
@@ -145,6 +154,7 @@ mod tests {
         (ErrorCode::RegionRefused, 40005, 400),
         (ErrorCode::VerificationIdRequired, 40006, 400),
         (ErrorCode::VerificationMismatch, 40007, 400),
+        (ErrorCode::InvalidEmail, 40008, 400),
         (ErrorCode::WrongCode, 40010, 400),
         (ErrorCode::WrongCaptcha, 40020, 400),
         (ErrorCode::PowRejected, 40021, 400),
@@ -163,6 +173,7 @@ mod tests {
         (ErrorCode::QuotaExceeded, 42902, 429),
         (ErrorCode::Internal, 50000, 500),
         (ErrorCode::SmsDelivery, 50200, 502),
+        (ErrorCode::EmailDelivery, 50201, 502),
         (ErrorCode::StoreUnavailable, 50300, 503),
     ];
 
@@ -183,7 +194,7 @@ mod tests {
 
     #[test]
     fn unknown_numbers_are_no_code() {
-        for number in [0, 200, 40008, 42903, 50100] {
+        for number in [0, 200, 40009, 42903, 50100] {
             assert_eq!(ErrorCode::from_code(number), None, "{number}");
         }
     }
@@ -194,6 +205,6 @@ mod tests {
         assert_eq!(json, "42901");
         let read: ErrorCode = serde_json::from_str("40021").unwrap();
         assert_eq!(read, ErrorCode::PowRejected);
-        assert!(serde_json::from_str::<ErrorCode>("40008").is_err());
+        assert!(serde_json::from_str::<ErrorCode>("40009").is_err());
     }
 }

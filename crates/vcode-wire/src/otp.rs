@@ -3,14 +3,24 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `POST /api/v1/otp/send`. Only `phone` is required; the gate fields are needed only when the
+/// `POST /api/v1/otp/send`. Only the destination is required: `phone` (by SMS) or `email` (by
+/// mail), exactly one of them (40000 otherwise); the gate fields are needed only when the
 /// service gates sends (`VCODE_SEND_GATE`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendRequest {
-    /// E.164, or national in the service's default region.
+    /// E.164, or national in the service's default region. Not with `email`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(examples("+8613800138000", "13800138000")))]
-    pub phone: String,
+    pub phone: Option<String>,
+    /// An email address (`local@domain`, at most 254 characters; no display name, comment,
+    /// quotes or line breaks: 40008): the code goes by mail. Not with `phone`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 1024, examples("user@example.com"))
+    )]
+    pub email: Option<String>,
     /// One of the service's purposes; `login` when left out.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(
@@ -35,7 +45,15 @@ impl SendRequest {
     /// A send for `phone` with every optional field left out.
     pub fn new(phone: impl Into<String>) -> Self {
         Self {
-            phone: phone.into(),
+            phone: Some(phone.into()),
+            ..Self::default()
+        }
+    }
+
+    /// A send by mail to `email` with every optional field left out.
+    pub fn email(email: impl Into<String>) -> Self {
+        Self {
+            email: Some(email.into()),
             ..Self::default()
         }
     }
@@ -58,6 +76,15 @@ pub struct VerifyRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(examples("+8613800138000")))]
     pub phone: Option<String>,
+    /// `phone`'s counterpart for a code sent by mail: required when verifying an address
+    /// without an id; with a `verification_id`, it must be the verification's if given
+    /// (40007). Not with `phone`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(max_length = 1024, examples("user@example.com"))
+    )]
+    pub email: Option<String>,
     /// The digits of the SMS (`VCODE_CODE_LENGTH` of them, 6 by default).
     #[cfg_attr(
         feature = "openapi",
@@ -190,9 +217,14 @@ pub struct VerificationData {
     pub created_at: u64,
     /// Unix seconds: the id verifies until then.
     pub expires_at: u64,
-    /// Masked, as logs show it.
+    /// Masked, as logs show it; absent for an email verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(examples("+86138****8000")))]
-    pub phone: String,
+    pub phone: Option<String>,
+    /// Masked, as logs show it; absent for an SMS verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(examples("u***@example.com")))]
+    pub email: Option<String>,
     #[cfg_attr(feature = "openapi", schema(examples("login")))]
     pub purpose: String,
 }

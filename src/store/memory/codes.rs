@@ -9,14 +9,14 @@ use crate::store::CodeStore;
 impl CodeStore for MemoryStore {
     async fn issue_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
         _budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
-        let key = code_key(phone, purpose);
-        let sends_key = phone_sends_key(phone);
+        let key = code_key(destination, purpose);
+        let sends_key = phone_sends_key(destination);
         let now = self.now_ms();
         let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
         // Lock order everywhere: the code's shard, then the quota log's shard.
@@ -66,7 +66,7 @@ impl CodeStore for MemoryStore {
             entry.sent_at_ms = now;
             entry.expires_at_ms = expires_at_ms;
             self.bind_verification(
-                phone,
+                destination,
                 purpose,
                 &candidate.verification,
                 entry.digest,
@@ -88,7 +88,7 @@ impl CodeStore for MemoryStore {
             }));
         }
         self.bind_verification(
-            phone,
+            destination,
             purpose,
             &candidate.verification,
             candidate.digest,
@@ -123,12 +123,12 @@ impl CodeStore for MemoryStore {
 
     async fn undo_issue(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
-        let key = code_key(phone, purpose);
-        let sends_key = phone_sends_key(phone);
+        let key = code_key(destination, purpose);
+        let sends_key = phone_sends_key(destination);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
         let id = undo.verification.as_str();
@@ -163,24 +163,24 @@ impl CodeStore for MemoryStore {
 
     async fn verify_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let key = code_key(phone, purpose);
+        let key = code_key(destination, purpose);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
         // Both failure logs are the phone's: one shard, chosen by the phone's key. A log's key
         // is built only when its limit is on.
-        let phone_key = phone_failures_key(phone);
+        let phone_key = phone_failures_key(destination);
         let mut logs = self.quotas.lock(&phone_key);
         let limits = [
             params.phone_failures.map(|rule| (phone_key, rule)),
             params
                 .client_failures
-                .map(|rule| (client_failures_key(phone, client), rule)),
+                .map(|rule| (client_failures_key(destination, client), rule)),
         ];
         let mut wait = 0;
         for (log_key, rule) in limits.iter().flatten() {
@@ -224,10 +224,10 @@ impl CodeStore for MemoryStore {
 
     async fn pending_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError> {
-        let key = code_key(phone, purpose);
+        let key = code_key(destination, purpose);
         let now = self.now_ms();
         Ok(self
             .codes
@@ -251,14 +251,14 @@ impl CodeStore for MemoryStore {
 
     async fn verify_by_id(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        Ok(self.verify_id(phone, purpose, id, candidates, client, params))
+        Ok(self.verify_id(destination, purpose, id, candidates, client, params))
     }
 
     async fn verification(
@@ -277,7 +277,7 @@ impl CodeStore for MemoryStore {
 
     async fn mark_unconfirmed(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         id: &VerificationId,
     ) -> Result<(), StoreError> {
         self.set_unconfirmed(id);

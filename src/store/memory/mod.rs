@@ -21,7 +21,9 @@ use super::{
     ReceiptOutcome, ResendPolicy, StoreError, StoredCaptcha, StoredEvent, VerificationRecord,
     VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
-use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
+use crate::domain::{
+    CaptchaId, CodeDigest, Destination, Phone, Purpose, SealedCode, VerificationId,
+};
 
 /// Enough shards that 2–64 worker threads rarely meet on one lock, few enough to sweep cheaply.
 const SHARDS: usize = 64;
@@ -279,20 +281,20 @@ impl Default for MemoryStore {
 
 // Keys are joined, not `format!`ted: on the verify path the formatting machinery cost more
 // than the map lookup it feeds.
-fn code_key(phone: &Phone, purpose: &Purpose) -> String {
-    [phone.as_e164(), ":", purpose.as_str()].concat()
+fn code_key(destination: &Destination, purpose: &Purpose) -> String {
+    [destination.key(), ":", purpose.as_str()].concat()
 }
 
-fn phone_sends_key(phone: &Phone) -> String {
-    ["sends:", phone.as_e164()].concat()
+fn phone_sends_key(destination: &Destination) -> String {
+    ["sends:", destination.key()].concat()
 }
 
-fn phone_failures_key(phone: &Phone) -> String {
-    ["fails:", phone.as_e164()].concat()
+fn phone_failures_key(destination: &Destination) -> String {
+    ["fails:", destination.key()].concat()
 }
 
-fn client_failures_key(phone: &Phone, client: std::net::IpAddr) -> String {
-    format!("fails:{}:{client}", phone.as_e164())
+fn client_failures_key(destination: &Destination, client: std::net::IpAddr) -> String {
+    format!("fails:{}:{client}", destination.key())
 }
 
 fn scope_key(scope: QuotaScope) -> String {
@@ -416,14 +418,20 @@ mod tests {
             phone_quota: Vec::new(),
         };
         for (number, ttl_ms) in [("13800138000", 30), ("13800138001", 60_000)] {
-            let phone = Phone::parse(number, Region::default()).unwrap();
+            let destination = Destination::from(Phone::parse(number, Region::default()).unwrap());
             let code = CodeCandidate {
                 digest: CodeDigest([7; 16]),
                 sealed: None,
                 verification: VerificationId::generate(),
             };
             store
-                .issue_code(&phone, &purpose, code, &params(ttl_ms), Budgets::none())
+                .issue_code(
+                    &destination,
+                    &purpose,
+                    code,
+                    &params(ttl_ms),
+                    Budgets::none(),
+                )
                 .await
                 .unwrap();
         }

@@ -187,12 +187,12 @@ impl OutboxStore for MemoryStore {
         Ok(())
     }
 
-    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
+    async fn outbox(&self, destination: &Destination) -> Result<Vec<OutboxMessage>, StoreError> {
         let now = self.now_ms();
         Ok(self
             .outboxes
-            .lock(phone.as_e164())
-            .get(phone.as_e164())
+            .lock(destination.key())
+            .get(destination.key())
             .filter(|outbox| outbox.expires_at_ms > now)
             .map(|outbox| outbox.messages.iter().cloned().collect())
             .unwrap_or_default())

@@ -13,7 +13,7 @@ impl MemoryStore {
     /// caller holds that code's shard).
     pub(super) fn bind_verification(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         digest: CodeDigest,
@@ -24,7 +24,7 @@ impl MemoryStore {
         let created_at_unix_ms = unix_now_ms();
         let entry = VerificationEntry {
             target: VerificationTarget {
-                phone_e164: phone.as_e164().to_owned(),
+                phone_e164: destination.key().to_owned(),
                 purpose: purpose.as_str().to_owned(),
             },
             digest,
@@ -48,7 +48,7 @@ impl MemoryStore {
                 StoredEvent::of_verification(
                     kind,
                     id.as_str(),
-                    phone.as_e164(),
+                    destination.key(),
                     purpose.as_str(),
                     created_at_unix_ms,
                 )
@@ -97,14 +97,14 @@ impl MemoryStore {
 
     pub(super) fn verify_id(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> VerifyOutcome {
-        let key = code_key(phone, purpose);
+        let key = code_key(destination, purpose);
         let now = self.now_ms();
         let mut codes = self.codes.lock(&key);
         let mut verifications = self.verifications.lock(id.as_str());
@@ -121,13 +121,13 @@ impl MemoryStore {
             None if verification.verifies_until_ms <= now => return VerifyOutcome::CodeExpired,
             None => {}
         }
-        let phone_key = phone_failures_key(phone);
+        let phone_key = phone_failures_key(destination);
         let mut logs = self.quotas.lock(&phone_key);
         let limits = [
             params.phone_failures.map(|rule| (phone_key, rule)),
             params
                 .client_failures
-                .map(|rule| (client_failures_key(phone, client), rule)),
+                .map(|rule| (client_failures_key(destination, client), rule)),
         ];
         let mut wait = 0;
         for (log_key, rule) in limits.iter().flatten() {
@@ -232,7 +232,7 @@ fn message_key(provider: &str, message_id: &str) -> String {
 impl ReceiptStore for MemoryStore {
     async fn record_message(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         _purpose: &Purpose,
         id: &VerificationId,
         provider: &str,

@@ -8,7 +8,7 @@ use tokio_postgres::types::{ToSql, Type};
 
 use super::fraud::{self, AdmitArgs};
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays, unix_ms};
-use crate::domain::{CodeDigest, Phone, Purpose, SealedCode, VerificationId};
+use crate::domain::{CodeDigest, Destination, Purpose, SealedCode, VerificationId};
 use crate::store::{
     Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, GuardStep,
     GuardedIssue, IssueOutcome, IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken,
@@ -130,7 +130,7 @@ fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError
 
 /// `vcode_issue`'s arguments (the first thirteen of `vcode_issue_guarded`'s).
 struct IssueArgs<'a> {
-    phone: &'a str,
+    destination: &'a str,
     purpose: &'a str,
     digest: &'a [u8],
     sealed: Option<&'a [u8]>,
@@ -148,14 +148,14 @@ struct IssueArgs<'a> {
 
 impl<'a> IssueArgs<'a> {
     fn of(
-        phone: &'a Phone,
+        destination: &'a Destination,
         purpose: &'a Purpose,
         candidate: &'a CodeCandidate,
         (params, quota_token, not_after_ms): (&IssueParams, QuotaToken, i64),
         (limits, windows): (&'a [i32], &'a [i64]),
     ) -> Self {
         Self {
-            phone: phone.as_e164(),
+            destination: destination.key(),
             purpose: purpose.as_str(),
             digest: candidate.digest.as_bytes(),
             sealed: candidate.sealed.as_ref().map(|sealed| &sealed.0[..]),
@@ -173,7 +173,7 @@ impl<'a> IssueArgs<'a> {
 
     fn params(&self) -> [&(dyn ToSql + Sync); 13] {
         [
-            &self.phone,
+            &self.destination,
             &self.purpose,
             &self.digest,
             &self.sealed,
@@ -197,7 +197,7 @@ impl PostgresStore {
     async fn verify(
         &self,
         statement: &'static str,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: Option<&VerificationId>,
         candidates: &[CodeDigest],
@@ -208,7 +208,7 @@ impl PostgresStore {
         let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
         let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
         let (e164, purpose, id) = (
-            phone.as_e164(),
+            destination.key(),
             purpose.as_str(),
             id.map(VerificationId::as_str),
         );
@@ -240,7 +240,7 @@ impl PostgresStore {
 impl CodeStore for PostgresStore {
     async fn issue_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
@@ -249,7 +249,7 @@ impl CodeStore for PostgresStore {
         let quota_token = QuotaToken::generate();
         let (limits, windows) = rule_arrays(&params.phone_quota);
         let args = IssueArgs::of(
-            phone,
+            destination,
             purpose,
             &candidate,
             (params, quota_token, self.give_up_at_ms()),
@@ -265,7 +265,7 @@ impl CodeStore for PostgresStore {
     /// The issue and the guard's step in one statement (`vcode_issue_guarded`).
     async fn issue_guarded(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
@@ -275,7 +275,7 @@ impl CodeStore for PostgresStore {
         let quota_token = QuotaToken::generate();
         let (limits, windows) = rule_arrays(&params.phone_quota);
         let args = IssueArgs::of(
-            phone,
+            destination,
             purpose,
             &candidate,
             (params, quota_token, self.give_up_at_ms()),
@@ -301,7 +301,7 @@ impl CodeStore for PostgresStore {
 
     async fn undo_issue(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
@@ -311,7 +311,7 @@ impl CodeStore for PostgresStore {
             .query_at_once(
                 UNDO,
                 &[
-                    &phone.as_e164(),
+                    &destination.key(),
                     &purpose.as_str(),
                     &undo.digest.as_bytes(),
                     &(undo.sent_at_ms as i64),
@@ -334,23 +334,31 @@ impl CodeStore for PostgresStore {
 
     async fn verify_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        self.verify(VERIFY, phone, purpose, None, candidates, client, params)
-            .await
+        self.verify(
+            VERIFY,
+            destination,
+            purpose,
+            None,
+            candidates,
+            client,
+            params,
+        )
+        .await
     }
 
     async fn pending_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError> {
         let rows = self
-            .query(PENDING, &[&phone.as_e164(), &purpose.as_str()])
+            .query(PENDING, &[&destination.key(), &purpose.as_str()])
             .await?;
         let Some(row) = rows.first() else {
             return Ok(None);
@@ -380,7 +388,7 @@ impl CodeStore for PostgresStore {
 
     async fn verify_by_id(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
@@ -389,7 +397,7 @@ impl CodeStore for PostgresStore {
     ) -> Result<VerifyOutcome, StoreError> {
         self.verify(
             VERIFY_BY_ID,
-            phone,
+            destination,
             purpose,
             Some(id),
             candidates,
@@ -415,7 +423,7 @@ impl CodeStore for PostgresStore {
 
     async fn mark_unconfirmed(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         id: &VerificationId,
     ) -> Result<(), StoreError> {
         self.query(UNCONFIRMED, &[&id.as_str()]).await?;

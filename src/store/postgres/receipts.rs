@@ -9,7 +9,7 @@ use async_trait::async_trait;
 
 use super::unix_ms;
 use super::{PostgresStore, column, millis};
-use crate::domain::{Phone, Purpose, VerificationId};
+use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::{
     DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore, StoreError,
     VerificationTarget,
@@ -38,7 +38,7 @@ pub(super) fn delivery_of(text: &str) -> Result<DeliveryStatus, StoreError> {
 impl ReceiptStore for PostgresStore {
     async fn record_message(
         &self,
-        _phone: &Phone,
+        _destination: &Destination,
         _purpose: &Purpose,
         id: &VerificationId,
         provider: &str,

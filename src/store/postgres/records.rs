@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use tokio_postgres::types::Type;
 
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
-use crate::domain::{CaptchaId, Phone};
+use crate::domain::{CaptchaId, Destination};
 use crate::store::{
     Budget, CaptchaStore, HealthCheck, IdempotencyStore, OUTBOX_CAPACITY, OUTBOX_TTL,
     OutboxMessage, OutboxStore, PowReplayStore, QuotaDecision, QuotaScope, QuotaStore, QuotaToken,
@@ -297,12 +297,12 @@ impl OutboxStore for PostgresStore {
         .map(drop)
     }
 
-    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
+    async fn outbox(&self, destination: &Destination) -> Result<Vec<OutboxMessage>, StoreError> {
         let rows = self
             .query(
                 "SELECT message FROM vcode_outbox
                  WHERE phone = $1 AND expires_at_ms > vcode_now_ms() ORDER BY id",
-                &[&phone.as_e164()],
+                &[&destination.key()],
             )
             .await?;
         rows.iter()

@@ -10,7 +10,7 @@ impl RedisStore {
     /// `issue.lua`, with the guard's step on one node when there is one.
     async fn run_issue(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
@@ -25,14 +25,14 @@ impl RedisStore {
         let phone_rules = rule_args(&params.phone_quota);
         // The candidate goes into the outcome; a Cluster's refused send still needs its id.
         let id = &candidate.verification.clone();
-        let target = encode_target(phone, purpose);
+        let target = encode_target(destination, purpose);
         // The budgets' logs and the id's target share no hash tag with the phone's: in this
         // script on one node only.
         let one_node = self.connections.one_node();
         let guard = guard.filter(|_| one_node);
         let mut invocation = SCRIPTS.issue.prepare_invoke();
         invocation
-            .key(&keys::issue(phone, purpose, id))
+            .key(&keys::issue(destination, purpose, id))
             .arg(code_record(&candidate.digest, candidate.sealed.as_ref()))
             .arg(duration_ms(params.ttl))
             .arg(duration_ms(params.cooldown))
@@ -53,7 +53,7 @@ impl RedisStore {
         if let Some(guard) = &guard {
             fraud::add_admission(&mut invocation, guard);
         }
-        self.add_outbox(&mut invocation, &EventSubject::of(id, phone, purpose));
+        self.add_outbox(&mut invocation, &EventSubject::of(id, destination, purpose));
         let mut connection = self.connections.get();
         let started = std::time::Instant::now();
         if !one_node {
@@ -153,14 +153,14 @@ impl RedisStore {
 impl CodeStore for RedisStore {
     async fn issue_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
         budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
         match self
-            .run_issue(phone, purpose, candidate, params, budgets, None)
+            .run_issue(destination, purpose, candidate, params, budgets, None)
             .await?
         {
             GuardedIssue::Apart(outcome) => Ok(outcome),
@@ -172,20 +172,27 @@ impl CodeStore for RedisStore {
 
     async fn issue_guarded(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
         budgets: Budgets<'_>,
         guard: GuardStep<'_>,
     ) -> Result<GuardedIssue, StoreError> {
-        self.run_issue(phone, purpose, candidate, params, budgets, Some(guard))
-            .await
+        self.run_issue(
+            destination,
+            purpose,
+            candidate,
+            params,
+            budgets,
+            Some(guard),
+        )
+        .await
     }
 
     async fn verify_converting(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: Option<&VerificationId>,
         candidates: &[CodeDigest],
@@ -197,9 +204,9 @@ impl CodeStore for RedisStore {
         let conversion = conversion.filter(|_| self.connections.one_node());
         let outcome = match id {
             Some(id) => {
-                let keys = keys::verify_id(phone, purpose, client, id);
+                let keys = keys::verify_id(destination, purpose, client, id);
                 let script = &SCRIPTS.verify_id;
-                let events = Some(EventSubject::of(id, phone, purpose));
+                let events = Some(EventSubject::of(id, destination, purpose));
                 self.run_verify(
                     script,
                     &keys,
@@ -211,7 +218,7 @@ impl CodeStore for RedisStore {
                 .await?
             }
             None => {
-                let keys = keys::verify(phone, purpose, client);
+                let keys = keys::verify(destination, purpose, client);
                 self.run_verify(
                     &SCRIPTS.verify,
                     &keys,
@@ -228,12 +235,12 @@ impl CodeStore for RedisStore {
 
     async fn undo_issue(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
-        let events = self.outbox_args(&EventSubject::of(&undo.verification, phone, purpose));
-        let mut keys = keys::issue(phone, purpose, &undo.verification).to_vec();
+        let events = self.outbox_args(&EventSubject::of(&undo.verification, destination, purpose));
+        let mut keys = keys::issue(destination, purpose, &undo.verification).to_vec();
         if let Some((outbox, _)) = &events {
             keys.extend_from_slice(outbox);
         }
@@ -259,13 +266,13 @@ impl CodeStore for RedisStore {
 
     async fn verify_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let keys = keys::verify(phone, purpose, client);
+        let keys = keys::verify(destination, purpose, client);
         self.run_verify(
             &SCRIPTS.verify,
             &keys,
@@ -279,12 +286,12 @@ impl CodeStore for RedisStore {
 
     async fn pending_code(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError> {
         let mut connection = self.connections.get();
         let command = redis::cmd("HMGET")
-            .arg(keys::code(phone, purpose))
+            .arg(keys::code(destination, purpose))
             .arg(&["h", "a", "n"])
             .to_owned();
         type Fields = (Option<Vec<u8>>, Option<u32>, Option<u32>);
@@ -323,15 +330,15 @@ impl CodeStore for RedisStore {
 
     async fn verify_by_id(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let keys = keys::verify_id(phone, purpose, client, id);
-        let events = EventSubject::of(id, phone, purpose);
+        let keys = keys::verify_id(destination, purpose, client, id);
+        let events = EventSubject::of(id, destination, purpose);
         self.run_verify(
             &SCRIPTS.verify_id,
             &keys,
@@ -357,12 +364,20 @@ impl CodeStore for RedisStore {
         self.run_verification(id, "cancel").await
     }
 
-    async fn mark_unconfirmed(&self, phone: &Phone, id: &VerificationId) -> Result<(), StoreError> {
+    async fn mark_unconfirmed(
+        &self,
+        destination: &Destination,
+        id: &VerificationId,
+    ) -> Result<(), StoreError> {
         let mut invocation = SCRIPTS.verification.prepare_invoke();
-        // The code key only matters to a cancel; any key of the phone's tag does.
+        // The code key only matters to a cancel; a hash of the destination's tag without an `h`
+        // field stands in for it: the verification itself. (The send log stood in before, and
+        // the script's `HGET` on that sorted set failed with WRONGTYPE whenever the
+        // destination's quota was on: the unconfirmed delivery was never recorded.)
+        let verification = keys::verification(destination.key(), id);
         invocation
-            .key(keys::phone_sends(phone))
-            .key(keys::verification(phone.as_e164(), id))
+            .key(&verification)
+            .key(&verification)
             .arg("unconfirmed");
         let mut connection = self.connections.get();
         let _: Vec<Value> = self

@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use redis::{Script, Value};
 
 use super::{RedisStore, duration_ms, keys};
-use crate::domain::{Phone, Purpose, VerificationId};
+use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::events::CLAIM_WINDOW;
 use crate::store::{
     ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoreError,
@@ -44,11 +44,11 @@ pub(super) struct EventSubject<'a> {
 }
 
 impl<'a> EventSubject<'a> {
-    /// The verification `id` of (`phone`, `purpose`).
-    pub fn of(id: &'a VerificationId, phone: &'a Phone, purpose: &'a Purpose) -> Self {
+    /// The verification `id` of (`destination`, `purpose`).
+    pub fn of(id: &'a VerificationId, destination: &'a Destination, purpose: &'a Purpose) -> Self {
         Self {
             subject: id.as_str(),
-            phone_e164: phone.as_e164(),
+            phone_e164: destination.key(),
             purpose: purpose.as_str(),
             detail: "",
         }

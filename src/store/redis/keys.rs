@@ -3,14 +3,14 @@
 
 use std::net::IpAddr;
 
-use crate::domain::{CaptchaId, Phone, Purpose, VerificationId};
+use crate::domain::{CaptchaId, Destination, Phone, Purpose, VerificationId};
 use crate::store::QuotaScope;
 
 pub const PREFIX: &str = "verify_code:";
 
 /// `verify_code:{+8613800138000}:login`: the pending code for (phone, purpose).
-pub fn code(phone: &Phone, purpose: &Purpose) -> String {
-    code_of(phone.as_e164(), purpose.as_str())
+pub fn code(destination: &Destination, purpose: &Purpose) -> String {
+    code_of(destination.key(), purpose.as_str())
 }
 
 /// `code`, from a stored E.164 and purpose (a verification's target).
@@ -19,13 +19,13 @@ pub fn code_of(phone_e164: &str, purpose: &str) -> String {
 }
 
 /// `verify_code:quota:{+8613800138000}:sends`: the phone's SMS log (sliding-window quota).
-pub fn phone_sends(phone: &Phone) -> String {
-    format!("{PREFIX}quota:{{{}}}:sends", phone.as_e164())
+pub fn phone_sends(destination: &Destination) -> String {
+    format!("{PREFIX}quota:{{{}}}:sends", destination.key())
 }
 
 /// `verify_code:quota:{+8613800138000}:fails`: the phone's failed-verify log.
-pub fn phone_failures(phone: &Phone) -> String {
-    format!("{PREFIX}quota:{{{}}}:fails", phone.as_e164())
+pub fn phone_failures(destination: &Destination) -> String {
+    format!("{PREFIX}quota:{{{}}}:fails", destination.key())
 }
 
 /// `verify_code:quota:{budgets}:ip:203.0.113.7` or `verify_code:quota:{budgets}:global`: one
@@ -94,27 +94,27 @@ pub fn message(provider: &str, message_id: &str) -> String {
 
 /// `KEYS` of `issue.lua` and `undo_issue.lua`: the code, the phone's SMS log and the send's
 /// verification (one hash tag).
-pub fn issue(phone: &Phone, purpose: &Purpose, id: &VerificationId) -> [String; 3] {
+pub fn issue(destination: &Destination, purpose: &Purpose, id: &VerificationId) -> [String; 3] {
     [
-        code(phone, purpose),
-        phone_sends(phone),
-        verification(phone.as_e164(), id),
+        code(destination, purpose),
+        phone_sends(destination),
+        verification(destination.key(), id),
     ]
 }
 
 /// `KEYS` of `verify_id.lua`: `verify`'s, and the id's verification (one hash tag).
 pub fn verify_id(
-    phone: &Phone,
+    destination: &Destination,
     purpose: &Purpose,
     client: IpAddr,
     id: &VerificationId,
 ) -> [String; 4] {
-    let [code, phone_failures, client_failures] = verify(phone, purpose, client);
+    let [code, phone_failures, client_failures] = verify(destination, purpose, client);
     [
         code,
         phone_failures,
         client_failures,
-        verification(phone.as_e164(), id),
+        verification(destination.key(), id),
     ]
 }
 
@@ -203,17 +203,17 @@ pub fn fraud_tally(scope: FraudScope<'_>) -> String {
 }
 
 /// `verify_code:{+8613800138000}:fails:203.0.113.7`: failed verifies of one (phone, client).
-pub fn client_failures(phone: &Phone, client: IpAddr) -> String {
-    format!("{PREFIX}{{{}}}:fails:{client}", phone.as_e164())
+pub fn client_failures(destination: &Destination, client: IpAddr) -> String {
+    format!("{PREFIX}{{{}}}:fails:{client}", destination.key())
 }
 
 /// `KEYS` of `verify.lua`: the code and the phone's and the (phone, client)'s failed-verify
 /// logs (one hash tag).
-pub fn verify(phone: &Phone, purpose: &Purpose, client: IpAddr) -> [String; 3] {
+pub fn verify(destination: &Destination, purpose: &Purpose, client: IpAddr) -> [String; 3] {
     [
-        code(phone, purpose),
-        phone_failures(phone),
-        client_failures(phone, client),
+        code(destination, purpose),
+        phone_failures(destination),
+        client_failures(destination, client),
     ]
 }
 
@@ -234,19 +234,23 @@ mod tests {
 
     #[test]
     fn keys_follow_the_documented_layout() {
-        let phone = Phone::parse("13800138000", Region::default()).unwrap();
+        let destination =
+            Destination::from(Phone::parse("13800138000", Region::default()).unwrap());
         let purpose = Purpose::default();
-        assert_eq!(code(&phone, &purpose), "verify_code:{+8613800138000}:login");
         assert_eq!(
-            outbox(phone.as_e164()),
+            code(&destination, &purpose),
+            "verify_code:{+8613800138000}:login"
+        );
+        assert_eq!(
+            outbox(destination.key()),
             "verify_code:dev-outbox:{+8613800138000}"
         );
         assert_eq!(
-            phone_sends(&phone),
+            phone_sends(&destination),
             "verify_code:quota:{+8613800138000}:sends"
         );
         assert_eq!(
-            phone_failures(&phone),
+            phone_failures(&destination),
             "verify_code:quota:{+8613800138000}:fails"
         );
         let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
@@ -291,6 +295,7 @@ mod tests {
     /// Every script, with the keys the store passes it (in `KEYS` order).
     fn script_calls() -> Vec<(&'static str, &'static str, Vec<String>)> {
         let phone = sample_phone();
+        let destination = Destination::from(phone.clone());
         let purpose = Purpose::default();
         let idem = sample_idempotency_key();
         let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
@@ -301,32 +306,35 @@ mod tests {
             (
                 "issue",
                 include_str!("issue.lua"),
-                issue(&phone, &purpose, &id).to_vec(),
+                issue(&destination, &purpose, &id).to_vec(),
             ),
             (
                 "undo_issue",
                 include_str!("undo_issue.lua"),
-                issue(&phone, &purpose, &id).to_vec(),
+                issue(&destination, &purpose, &id).to_vec(),
             ),
             (
                 "verify_id",
                 include_str!("verify_id.lua"),
-                verify_id(&phone, &purpose, client, &id).to_vec(),
+                verify_id(&destination, &purpose, client, &id).to_vec(),
             ),
             (
                 "verification",
                 include_str!("verification.lua"),
-                vec![code(&phone, &purpose), verification(phone.as_e164(), &id)],
+                vec![
+                    code(&destination, &purpose),
+                    verification(destination.key(), &id),
+                ],
             ),
             (
                 "receipt",
                 include_str!("receipt.lua"),
-                vec![verification(phone.as_e164(), &id)],
+                vec![verification(destination.key(), &id)],
             ),
             (
                 "verify",
                 include_str!("verify.lua"),
-                verify(&phone, &purpose, "203.0.113.7".parse().unwrap()).to_vec(),
+                verify(&destination, &purpose, "203.0.113.7".parse().unwrap()).to_vec(),
             ),
             (
                 "reserve_quota",
@@ -430,15 +438,16 @@ mod tests {
     #[test]
     fn every_key_builder_carries_one_hash_tag_or_none() {
         let phone = sample_phone();
-        let e164 = phone.as_e164();
+        let destination = Destination::from(phone.clone());
+        let e164 = destination.key();
         let id = CaptchaId::parse("0123456789abcdef0123456789abcdef").unwrap();
         let idem = sample_idempotency_key();
         let tagged = [
-            (code(&phone, &Purpose::default()), e164.to_owned()),
-            (phone_sends(&phone), e164.to_owned()),
-            (phone_failures(&phone), e164.to_owned()),
+            (code(&destination, &Purpose::default()), e164.to_owned()),
+            (phone_sends(&destination), e164.to_owned()),
+            (phone_failures(&destination), e164.to_owned()),
             (
-                client_failures(&phone, "2001:db8::".parse().unwrap()),
+                client_failures(&destination, "2001:db8::".parse().unwrap()),
                 e164.to_owned(),
             ),
             (outbox(e164), e164.to_owned()),

@@ -40,7 +40,9 @@ use super::{
     QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha,
     VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
-use crate::domain::{CaptchaId, CodeDigest, Phone, Purpose, SealedCode, VerificationId};
+use crate::domain::{
+    CaptchaId, CodeDigest, Destination, Phone, Purpose, SealedCode, VerificationId,
+};
 
 /// The scripts, hashed once per process; `Script` sends EVALSHA and loads the body again on
 /// NOSCRIPT, so a Redis restart or `SCRIPT FLUSH` costs one extra round trip, not an error.
@@ -382,8 +384,8 @@ fn parse_verify(reply: &[Value]) -> Option<VerifyOutcome> {
 }
 
 /// The target as `issue.lua` stores it: `<E.164> <purpose>` (neither contains a space).
-fn encode_target(phone: &Phone, purpose: &Purpose) -> String {
-    [phone.as_e164(), " ", purpose.as_str()].concat()
+fn encode_target(destination: &Destination, purpose: &Purpose) -> String {
+    [destination.key(), " ", purpose.as_str()].concat()
 }
 
 fn decode_target(raw: &str) -> Option<VerificationTarget> {

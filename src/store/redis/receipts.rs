@@ -13,14 +13,14 @@ use crate::store::{DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore};
 impl ReceiptStore for RedisStore {
     async fn record_message(
         &self,
-        phone: &Phone,
+        destination: &Destination,
         purpose: &Purpose,
         id: &VerificationId,
         provider: &str,
         message_id: &str,
         keep: Duration,
     ) -> Result<(), StoreError> {
-        let leads_to = [&encode_target(phone, purpose), " ", id.as_str()].concat();
+        let leads_to = [&encode_target(destination, purpose), " ", id.as_str()].concat();
         let command = redis::cmd("SET")
             .arg(keys::message(provider, message_id))
             .arg(leads_to)

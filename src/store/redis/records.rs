@@ -205,10 +205,10 @@ impl OutboxStore for RedisStore {
             .await
     }
 
-    async fn outbox(&self, phone: &Phone) -> Result<Vec<OutboxMessage>, StoreError> {
+    async fn outbox(&self, destination: &Destination) -> Result<Vec<OutboxMessage>, StoreError> {
         let mut connection = self.connections.get();
         let command = redis::cmd("LRANGE")
-            .arg(keys::outbox(phone.as_e164()))
+            .arg(keys::outbox(destination.key()))
             .arg(0)
             .arg(-1)
             .to_owned();

@@ -13,7 +13,7 @@ mod verifications;
 use std::sync::Arc;
 use std::time::Duration;
 
-use vcode::domain::{Code, CodeLength, Phone, Purpose, VerificationId};
+use vcode::domain::{Code, CodeLength, Destination, Purpose, VerificationId};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
     Budgets, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, MemoryStore, OutboxMessage,
@@ -100,7 +100,7 @@ fn login() -> Purpose {
     Purpose::default()
 }
 
-fn fresh_phone() -> Phone {
+fn fresh_phone() -> Destination {
     phone(&random_phone())
 }
 
@@ -108,7 +108,7 @@ fn fresh_phone() -> Phone {
 /// if it delivers one.
 async fn issue(
     store: &dyn Store,
-    phone: &Phone,
+    phone: &Destination,
     purpose: &Purpose,
     p: &IssueParams,
 ) -> (IssueOutcome, Option<Code>) {
@@ -119,7 +119,7 @@ async fn issue(
 /// `issue`, and the id the send answers.
 async fn issue_with_id(
     store: &dyn Store,
-    phone: &Phone,
+    phone: &Destination,
     purpose: &Purpose,
     p: &IssueParams,
 ) -> (IssueOutcome, Option<Code>, VerificationId) {
@@ -147,7 +147,7 @@ struct Delivered {
 
 async fn deliver_for(
     store: &dyn Store,
-    phone: &Phone,
+    phone: &Destination,
     purpose: &Purpose,
     p: &IssueParams,
 ) -> Delivered {
@@ -162,13 +162,13 @@ async fn deliver_for(
     }
 }
 
-async fn deliver(store: &dyn Store, phone: &Phone, p: &IssueParams) -> Delivered {
+async fn deliver(store: &dyn Store, phone: &Destination, p: &IssueParams) -> Delivered {
     deliver_for(store, phone, &login(), p).await
 }
 
 async fn verify_for(
     store: &dyn Store,
-    phone: &Phone,
+    phone: &Destination,
     purpose: &Purpose,
     code: &Code,
 ) -> VerifyOutcome {
@@ -184,14 +184,14 @@ async fn verify_for(
         .expect("store answers")
 }
 
-async fn verify(store: &dyn Store, phone: &Phone, code: &Code) -> VerifyOutcome {
+async fn verify(store: &dyn Store, phone: &Destination, code: &Code) -> VerifyOutcome {
     verify_for(store, phone, &login(), code).await
 }
 
 /// The pending code of (phone, login), opened, with its counters.
 async fn pending_of(
     store: &dyn Store,
-    phone: &Phone,
+    phone: &Destination,
     purpose: &Purpose,
 ) -> Option<(Code, PendingCode)> {
     let pending = store

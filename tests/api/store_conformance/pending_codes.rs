@@ -434,8 +434,8 @@ async fn concurrent_issues_make_exactly_one_code(backend: Backend) {
 async fn outbox_keeps_messages_in_order_per_phone(backend: Backend) {
     let t = open(backend);
     let (a, b) = (fresh_phone(), fresh_phone());
-    let message = |phone: &Phone, code: &str, at: u64| OutboxMessage {
-        phone: phone.as_e164().to_owned(),
+    let message = |phone: &Destination, code: &str, at: u64| OutboxMessage {
+        phone: phone.key().to_owned(),
         purpose: "login".to_owned(),
         code: code.to_owned(),
         sent_at_ms: at,

@@ -52,7 +52,7 @@ async fn a_receipt_moves_the_delivery_forward_once(backend: Backend) {
         panic!("the first final word changes the delivery");
     };
     assert_eq!(transition.verification, sent.id);
-    assert_eq!(transition.target.phone_e164, phone.as_e164());
+    assert_eq!(transition.target.phone_e164, phone.key());
     assert_eq!(transition.target.purpose, "login");
     assert_eq!(
         (transition.provider.as_str(), transition.message_id.as_str()),

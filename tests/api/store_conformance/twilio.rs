@@ -7,7 +7,7 @@ use std::time::Duration;
 use vcode::store::Store;
 
 use super::open;
-use crate::support::{Backend, phone, random_phone};
+use crate::support::{Backend, random_phone, sms_phone};
 
 const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
 const OTHER_ACCOUNT: &str = "ACfedcba9876543210fedcba9876543210";
@@ -76,7 +76,7 @@ async fn services_belong_to_their_account_and_change_by_revision(backend: Backen
 async fn send_logs_are_compared_and_set_and_expire(backend: Backend) {
     let t = open(backend);
     let store = &t.store;
-    let (service, to) = (service_sid(), phone(&random_phone()));
+    let (service, to) = (service_sid(), sms_phone(&random_phone()));
     let ttl = Duration::from_millis(1500);
     assert_eq!(store.twilio_sends(&service, &to).await.unwrap(), None);
     assert!(
@@ -99,7 +99,7 @@ async fn send_logs_are_compared_and_set_and_expire(backend: Backend) {
     );
     let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
     assert_eq!((read.revision, read.body.as_str()), (2, "b"));
-    let other = phone(&random_phone());
+    let other = sms_phone(&random_phone());
     assert_eq!(store.twilio_sends(&service, &other).await.unwrap(), None);
     tokio::time::sleep(ttl + Duration::from_millis(300)).await;
     assert_eq!(store.twilio_sends(&service, &to).await.unwrap(), None);
@@ -117,7 +117,7 @@ async fn send_logs_are_compared_and_set_and_expire(backend: Backend) {
 async fn concurrent_writers_from_one_revision_exactly_one_wins(backend: Backend) {
     let t = open(backend);
     let store: Arc<dyn Store> = t.store.clone();
-    let (sid, service, to) = (service_sid(), service_sid(), phone(&random_phone()));
+    let (sid, service, to) = (service_sid(), service_sid(), sms_phone(&random_phone()));
     store
         .put_twilio_service(ACCOUNT, &sid, None, "0")
         .await

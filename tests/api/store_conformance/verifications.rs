@@ -7,7 +7,7 @@ use vcode::store::{DeliveryStatus, VerificationStatus};
 
 async fn verify_id(
     store: &dyn Store,
-    phone: &Phone,
+    phone: &Destination,
     id: &VerificationId,
     code: &Code,
 ) -> VerifyOutcome {
@@ -51,7 +51,7 @@ async fn a_send_is_located_and_pending(backend: Backend) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(target.phone_e164, phone.as_e164());
+    assert_eq!(target.phone_e164, phone.key());
     assert_eq!(target.purpose, "login");
     let record = t.store.verification(&sent.id).await.unwrap().unwrap();
     assert_eq!(record.status, VerificationStatus::Pending);

@@ -350,7 +350,8 @@ impl TestApp {
     /// The dev outbox's answer for `phone`.
     pub async fn outbox(&self, phone: &str) -> Answer {
         let query = OutboxQuery {
-            phone: phone.to_owned(),
+            phone: Some(phone.to_owned()),
+            email: None,
         };
         self.request(self.client.get(self.url(paths::DEV_OUTBOX)).query(&query))
             .await

@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
 
-use vcode::domain::{Code, CodeDigest, Phone, Purpose};
+use vcode::domain::{Code, CodeDigest, Destination, Purpose};
 use vcode::keyring::{Keyring, SecretKey};
 use vcode::store::{CodeCandidate, Delivery, DeliveryKind, PendingCode};
 
@@ -26,8 +26,8 @@ pub fn keyring() -> &'static Keyring {
 pub const CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7));
 
 /// What an issue stores for `code`: its digest, the code sealed (for a resend), a new id.
-pub fn candidate(phone: &Phone, purpose: &Purpose, code: &Code) -> CodeCandidate {
-    let digest = keyring().code_digest(phone.as_e164(), purpose.as_str(), code);
+pub fn candidate(phone: &Destination, purpose: &Purpose, code: &Code) -> CodeCandidate {
+    let digest = keyring().code_digest(phone.key(), purpose.as_str(), code);
     CodeCandidate {
         sealed: Some(keyring().seal_code(&digest, code)),
         digest,
@@ -36,12 +36,17 @@ pub fn candidate(phone: &Phone, purpose: &Purpose, code: &Code) -> CodeCandidate
 }
 
 /// What a verify of `code` compares.
-pub fn digests(phone: &Phone, purpose: &Purpose, code: &Code) -> Vec<CodeDigest> {
-    keyring().code_digests(phone.as_e164(), purpose.as_str(), code)
+pub fn digests(phone: &Destination, purpose: &Purpose, code: &Code) -> Vec<CodeDigest> {
+    keyring().code_digests(phone.key(), purpose.as_str(), code)
 }
 
 /// The code a delivery sends: the issuer's own candidate, or the pending code opened.
-pub fn delivered(phone: &Phone, purpose: &Purpose, delivery: &Delivery, candidate: &Code) -> Code {
+pub fn delivered(
+    phone: &Destination,
+    purpose: &Purpose,
+    delivery: &Delivery,
+    candidate: &Code,
+) -> Code {
     match delivery.kind {
         DeliveryKind::Redelivered => {
             open(phone, purpose, delivery.digest(), delivery.sealed.as_ref())
@@ -51,25 +56,25 @@ pub fn delivered(phone: &Phone, purpose: &Purpose, delivery: &Delivery, candidat
 }
 
 /// Whether `pending` is the code `digits` (by its digest: a rotated code has no sealed copy).
-pub fn holds(phone: &Phone, purpose: &Purpose, pending: &PendingCode, digits: &str) -> bool {
+pub fn holds(phone: &Destination, purpose: &Purpose, pending: &PendingCode, digits: &str) -> bool {
     let code = Code::parse(digits, vcode::domain::CodeLength::default()).expect("digits");
     digests(phone, purpose, &code).contains(&pending.digest)
 }
 
 /// The pending code, opened from its sealed copy.
-pub fn pending(phone: &Phone, purpose: &Purpose, pending: &PendingCode) -> Code {
+pub fn pending(phone: &Destination, purpose: &Purpose, pending: &PendingCode) -> Code {
     open(phone, purpose, &pending.digest, pending.sealed.as_ref())
 }
 
 fn open(
-    phone: &Phone,
+    phone: &Destination,
     purpose: &Purpose,
     digest: &CodeDigest,
     sealed: Option<&vcode::domain::SealedCode>,
 ) -> Code {
     keyring()
         .open_code(
-            phone.as_e164(),
+            phone.key(),
             purpose.as_str(),
             digest,
             sealed.expect("a sealed copy"),

@@ -256,7 +256,8 @@ async fn user(shared: Arc<Shared>) {
             .client
             .get(format!("{}{}", shared.address, paths::DEV_OUTBOX))
             .query(&OutboxQuery {
-                phone: phone.clone(),
+                phone: Some(phone.clone()),
+                email: None,
             });
         let (status, body) = shared.timed("outbox", outbox).await;
         if status != 200 {

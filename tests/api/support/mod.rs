@@ -25,7 +25,7 @@ pub use redis_sentinel::RedisSentinel;
 pub use redis_server::RedisServer;
 pub use sms_gateway::SmsGateway;
 
-use vcode::domain::{Phone, Region};
+use vcode::domain::{Destination, Phone, Region};
 
 /// A random valid Chinese mobile number (E.164), so tests sharing a store never collide.
 pub fn random_phone() -> String {
@@ -39,8 +39,16 @@ pub fn wrong_code(code: &str) -> &'static str {
     if code == "000000" { "111111" } else { "000000" }
 }
 
-pub fn phone(raw: &str) -> Phone {
+/// A phone as a Twilio-compatible send log names it (SMS only).
+pub fn sms_phone(raw: &str) -> Phone {
     Phone::parse(raw, Region::default()).expect("test phone numbers are valid")
+}
+
+/// A phone destination, as the code stores take it.
+pub fn phone(raw: &str) -> Destination {
+    Phone::parse(raw, Region::default())
+        .expect("test phone numbers are valid")
+        .into()
 }
 
 /// Runs `check` until it returns true or `timeout` passes; true if it ever did.

@@ -1,0 +1,418 @@
+//! Email codes end to end against a real mail server the test starts (aiosmtpd, the scripts of
+//! tests/email): a live vcode with `VCODE_EMAIL_SMTP_URL` pointing at it, a user asks for a
+//! code by `email`, the test reads the message the server received, checks its DKIM signature
+//! with dkimpy against the published key, takes the code out of the text and verifies it by
+//! `otp/verify` with `email`; the token names the address and the `email` channel. A
+//! header-injection corpus sent through the HTTP API is refused with 40008 and no mail leaves;
+//! a relay's 5xx is 50201 and rolls the send back; a message whose answer never comes is
+//! `unconfirmed` and stands. On every store.
+//!
+//! Needs python3 with tests/email/requirements.txt and openssl; without them each test skips
+//! loudly, or fails under `TEST_REQUIRE_SDK=1` (CI).
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use serde_json::{Value, json};
+use vcode::Settings;
+use vcode_wire::{ErrorCode, SendRequest, VerifyData, VerifyRequest, paths};
+
+use crate::support::{Backend, TestApp, spawn_app_with};
+
+const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/email");
+
+on_every_store!(
+    an_emailed_code_passes_dkim_and_verifies_by_email,
+    header_injection_through_the_api_is_refused_and_nothing_is_mailed,
+    a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands,
+);
+
+/// Whether python3 has the mail libraries and openssl runs (a loud skip when not, a panic
+/// under `TEST_REQUIRE_SDK`).
+fn tools_present(test: &str) -> bool {
+    let python = Command::new("python3")
+        .args(["-c", "import aiosmtpd, dkim"])
+        .status()
+        .is_ok_and(|status| status.success());
+    let openssl = Command::new("openssl")
+        .arg("version")
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if python && openssl {
+        return true;
+    }
+    let why = format!("python3 with aiosmtpd and dkimpy: {python}; openssl: {openssl}");
+    if std::env::var_os("TEST_REQUIRE_SDK").is_some() {
+        panic!("TEST_REQUIRE_SDK is set but the mail tools are missing ({why})");
+    }
+    eprintln!("\n*** SKIPPED {test}: {why}\n*** pip install -r tests/email/requirements.txt\n");
+    false
+}
+
+/// An aiosmtpd server in `mode` and the messages it reports.
+struct MailServer {
+    child: Child,
+    port: u16,
+    received: mpsc::Receiver<Value>,
+}
+
+impl MailServer {
+    fn start(mode: &str) -> Self {
+        let mut child = Command::new("python3")
+            .arg(format!("{SCRIPTS}/smtp_server.py"))
+            .args(["--mode", mode])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs");
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let first = lines.next().expect("the server starts").unwrap();
+        let port = first
+            .strip_prefix("PORT ")
+            .and_then(|port| port.parse().ok())
+            .unwrap_or_else(|| panic!("the server said {first:?}"));
+        let (sender, received) = mpsc::channel();
+        std::thread::spawn(move || forward(lines, sender));
+        Self {
+            child,
+            port,
+            received,
+        }
+    }
+
+    fn next(&self) -> Value {
+        self.received
+            .recv_timeout(Duration::from_secs(10))
+            .expect("a message reached the server")
+    }
+
+    fn nothing_received(&self) -> bool {
+        self.received
+            .recv_timeout(Duration::from_millis(300))
+            .is_err()
+    }
+}
+
+fn forward(lines: std::io::Lines<BufReader<ChildStdout>>, sender: mpsc::Sender<Value>) {
+    for line in lines.map_while(Result::ok) {
+        let _ = sender.send(serde_json::from_str(&line).expect("a JSON line"));
+    }
+}
+
+impl Drop for MailServer {
+    fn drop(&mut self) {
+        drop(self.child.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An RSA DKIM key made by openssl in a scratch file, and its DNS TXT record.
+struct DkimKey {
+    path: PathBuf,
+    record: String,
+}
+
+impl DkimKey {
+    fn new() -> Self {
+        let path = std::env::temp_dir().join(format!(
+            "vcode-api-dkim-{}-{}.pem",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        let generated = Command::new("openssl")
+            .args([
+                "genpkey",
+                "-algorithm",
+                "RSA",
+                "-pkeyopt",
+                "rsa_keygen_bits:2048",
+            ])
+            .arg("-out")
+            .arg(&path)
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(generated.success());
+        let der = Command::new("openssl")
+            .args(["pkey", "-pubout", "-outform", "DER", "-in"])
+            .arg(&path)
+            .output()
+            .unwrap()
+            .stdout;
+        let record = format!("v=DKIM1; k=rsa; p={}", STANDARD.encode(der));
+        Self { path, record }
+    }
+}
+
+impl Drop for DkimKey {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// A live instance on `backend` mailing through `server` (plain loopback SMTP), signing with
+/// `dkim`, as `VCODE_EMAIL_*` variables configure it.
+async fn app_mailing(backend: Backend, server: &MailServer, dkim: Option<&DkimKey>) -> TestApp {
+    let mut vars: HashMap<String, String> = HashMap::from([
+        (
+            "VCODE_EMAIL_SMTP_URL".to_owned(),
+            format!("smtp://127.0.0.1:{}", server.port),
+        ),
+        (
+            "VCODE_EMAIL_FROM".to_owned(),
+            "Acme <no-reply@acme.example>".to_owned(),
+        ),
+        (
+            "VCODE_EMAIL_COMMAND_TIMEOUT_MS".to_owned(),
+            "1500".to_owned(),
+        ),
+    ]);
+    if let Some(dkim) = dkim {
+        vars.insert(
+            "VCODE_EMAIL_DKIM_KEY_FILE".to_owned(),
+            dkim.path.display().to_string(),
+        );
+        vars.insert("VCODE_EMAIL_DKIM_SELECTOR".to_owned(), "vcode1".to_owned());
+    }
+    let email = Settings::from_lookup(|name| vars.get(name).cloned())
+        .expect("valid email settings")
+        .email;
+    spawn_app_with(backend, move |settings| settings.email = email).await
+}
+
+/// What Python's email package and dkimpy find in a received message, `record` the DNS answer.
+fn check(data: &str, record: &str) -> Value {
+    let mut child = Command::new("python3")
+        .arg(format!("{SCRIPTS}/check_mail.py"))
+        .arg(record)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(data.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// The six digits the mail's text holds, as a user reads them.
+fn code_in(text: &str) -> String {
+    text.split(|c: char| !c.is_ascii_digit())
+        .find(|run| run.len() == 6)
+        .unwrap_or_else(|| panic!("no code in {text:?}"))
+        .to_owned()
+}
+
+fn claims(token: &str) -> Value {
+    let payload = token.split('.').nth(1).expect("a JWS");
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
+async fn send_email(app: &TestApp, email: &str) -> crate::support::app::Answer {
+    app.post_json(paths::OTP_SEND, &SendRequest::email(email))
+        .await
+}
+
+async fn an_emailed_code_passes_dkim_and_verifies_by_email(backend: Backend) {
+    if !tools_present("email end to end") {
+        return;
+    }
+    let server = MailServer::start("plain");
+    let dkim = DkimKey::new();
+    let app = app_mailing(backend, &server, Some(&dkim)).await;
+    let address = format!("Ann.Lee+{}@Example.COM", rand::random::<u32>());
+    let folded = address.to_ascii_lowercase();
+
+    let sent = send_email(&app, &address).await;
+    assert_eq!(sent.status, 200, "{sent:?}");
+    assert_eq!(sent.body["data"]["delivery"], "sent");
+    let id = sent.verification_id();
+
+    let received = server.next();
+    // The local part as written, the domain lower-cased.
+    let written = address.replace("Example.COM", "example.com");
+    assert_eq!(received["rcpt_tos"], json!([written]));
+    assert_eq!(received["mail_from"], "no-reply@acme.example");
+    let checked = check(received["data"].as_str().unwrap(), &dkim.record);
+    assert_eq!(checked["dkim"], true, "{checked}");
+    let code = code_in(checked["text"].as_str().unwrap());
+
+    // The cooldown holds per address, whatever its case.
+    let soon = send_email(&app, &folded).await;
+    assert_eq!(
+        soon.body["code"],
+        ErrorCode::ResendCooldown.code(),
+        "{soon:?}"
+    );
+    assert!(server.nothing_received());
+
+    // A wrong code counts under the id, as for SMS.
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let refused = app
+        .post_json(paths::OTP_VERIFY, &VerifyRequest::with_id(&id, wrong))
+        .await;
+    assert_eq!(
+        refused.body["code"],
+        ErrorCode::WrongCode.code(),
+        "{refused:?}"
+    );
+
+    // The address in another case is the same mailbox: the verify names it so.
+    let verified = app
+        .post_json(
+            paths::OTP_VERIFY,
+            &VerifyRequest {
+                email: Some(folded.to_uppercase().replace("EXAMPLE.COM", "example.com")),
+                ..VerifyRequest::with_id(&id, &code)
+            },
+        )
+        .await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+    let data: VerifyData = verified.data();
+    let signed = claims(data.token.as_deref().expect("a token"));
+    assert_eq!(signed["sub"], folded);
+    assert_eq!(signed["channel"], "email");
+    assert_eq!(signed["vid"], id);
+
+    // The code is gone; the verification shows the address masked, and no phone.
+    let again = app
+        .post_json(paths::OTP_VERIFY, &VerifyRequest::with_id(&id, &code))
+        .await;
+    assert_eq!(
+        again.body["code"],
+        ErrorCode::CodeExpired.code(),
+        "{again:?}"
+    );
+    let shown = app.get(&paths::OTP_VERIFICATION.replace("{id}", &id)).await;
+    assert_eq!(shown.body["data"]["status"], "approved", "{shown:?}");
+    assert_eq!(shown.body["data"]["email"], "a***@example.com");
+    assert!(shown.body["data"].get("phone").is_none(), "{shown:?}");
+
+    // A phone's token says `sms`.
+    let phone = crate::support::random_phone();
+    let phone_id = app.send_id(&phone).await;
+    let code = app.last_code(&phone).await;
+    let verified = app.verify_id(&phone_id, &code).await;
+    let data: VerifyData = verified.data();
+    let signed = claims(data.token.as_deref().unwrap());
+    assert_eq!(
+        (signed["sub"].as_str(), signed["channel"].as_str()),
+        (Some(phone.as_str()), Some("sms"))
+    );
+}
+
+async fn header_injection_through_the_api_is_refused_and_nothing_is_mailed(backend: Backend) {
+    if !tools_present("email header injection") {
+        return;
+    }
+    let server = MailServer::start("plain");
+    let app = app_mailing(backend, &server, None).await;
+    let corpus = [
+        "a@example.com\r\nBcc: victim@evil.example",
+        "a@example.com\nBcc: victim@evil.example",
+        "a@example.com\rRCPT TO:<victim@evil.example>",
+        "a@example.com%0d%0aBcc:victim@evil.example",
+        "Eve <eve@example.com>",
+        "\"a\r\nBcc: x@evil.example\"@example.com",
+        "a@example.com, victim@evil.example",
+        "a@example.com;victim@evil.example",
+        "a(comment)@example.com",
+        "=?utf-8?q?a=0D=0ABcc:x@evil.example?=@example.com",
+        "a@example.com\u{2028}Bcc: x@evil.example",
+        "a@example.com\u{0085}Bcc: x@evil.example",
+        "a@[127.0.0.1]",
+        "a@localhost",
+        "a@example.com\0",
+        "a\u{200B}@example.com",
+        "",
+        "@example.com",
+        "a@",
+    ];
+    for input in corpus {
+        let answer = send_email(&app, input).await;
+        assert_eq!(answer.status, 400, "{input:?}: {answer:?}");
+        assert_eq!(
+            answer.body["code"],
+            ErrorCode::InvalidEmail.code(),
+            "{input:?}: {answer:?}"
+        );
+        // The message names the rule, never the input.
+        let message = answer.body["message"].as_str().unwrap();
+        assert!(!message.contains("evil"), "{message}");
+    }
+    // Both destinations, or neither: a clear 400 that names the rule.
+    for body in [
+        json!({"phone": "+8613800138000", "email": "a@example.com"}),
+        json!({}),
+    ] {
+        let answer = app.post_json(paths::OTP_SEND, &body).await;
+        assert_eq!(answer.status, 400, "{answer:?}");
+        assert_eq!(answer.body["code"], ErrorCode::Malformed.code());
+        assert!(
+            answer.body["message"]
+                .as_str()
+                .unwrap()
+                .contains("exactly one of phone and email"),
+            "{answer:?}"
+        );
+    }
+    assert!(
+        server.nothing_received(),
+        "a refused request mailed something"
+    );
+    // The same server takes a good address: the check above could fail.
+    assert_eq!(send_email(&app, "ok@example.com").await.status, 200);
+    assert_eq!(server.next()["rcpt_tos"], json!(["ok@example.com"]));
+}
+
+async fn a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands(backend: Backend) {
+    if !tools_present("email refusals") {
+        return;
+    }
+    let address = format!("bob{}@example.org", rand::random::<u32>());
+    {
+        let server = MailServer::start("refuse_data");
+        let app = app_mailing(backend, &server, None).await;
+        let refused = send_email(&app, &address).await;
+        assert_eq!(refused.status, 502, "{refused:?}");
+        assert_eq!(refused.body["code"], ErrorCode::EmailDelivery.code());
+        server.next();
+        // Rolled back: no cooldown stands in the way of the retry.
+        let retried = send_email(&app, &address).await;
+        assert_eq!(
+            retried.body["code"],
+            ErrorCode::EmailDelivery.code(),
+            "{retried:?}"
+        );
+    }
+    let server = MailServer::start("hang");
+    let app = app_mailing(backend, &server, None).await;
+    let address = format!("carol{}@example.org", rand::random::<u32>());
+    let unconfirmed = send_email(&app, &address).await;
+    assert_eq!(unconfirmed.status, 200, "{unconfirmed:?}");
+    assert_eq!(unconfirmed.body["data"]["delivery"], "unconfirmed");
+    let id = unconfirmed.verification_id();
+    server.next();
+    // It stands: the cooldown runs, and the verification says so.
+    let soon = send_email(&app, &address).await;
+    assert_eq!(
+        soon.body["code"],
+        ErrorCode::ResendCooldown.code(),
+        "{soon:?}"
+    );
+    let shown = app.get(&paths::OTP_VERIFICATION.replace("{id}", &id)).await;
+    assert_eq!(shown.body["data"]["delivery"], "unconfirmed", "{shown:?}");
+}
