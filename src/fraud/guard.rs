@@ -22,8 +22,6 @@ use crate::store::{
 
 /// How many prefixes the traffic report ranks.
 const TOP_PREFIXES: usize = 20;
-/// The country of numbers of the non-geographic calling codes, as libphonenumber names it.
-const NON_GEOGRAPHIC: &str = "001";
 
 #[derive(Debug, thiserror::Error)]
 pub enum FraudError {
@@ -175,9 +173,7 @@ fn now_ms() -> u64 {
 
 /// The country the guard counts `phone` under: its ISO region, or `001`.
 pub fn country_of(phone: &Phone) -> String {
-    phone
-        .region()
-        .map_or(NON_GEOGRAPHIC.to_owned(), |r| r.as_str().to_owned())
+    phone.country()
 }
 
 /// The destination prefix of `phone`: its calling code and the next `digits` digits (fewer if
