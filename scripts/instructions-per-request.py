@@ -18,15 +18,21 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     verified  a verify that matches: a code sent before instrumentation (in dev mode, its
               code read from the outbox), verified under its send's id (the fraud guard
               counts its conversion)
-    ROWS=send,verified limits the rows; STORES=embedded,Redis,PostgreSQL adds PostgreSQL (a
-    server of the script's own on a free loopback port, fsync off, a fresh database per
-    column and row; default: embedded,Redis).
-Needs valgrind and redis-server (and for PostgreSQL Debian's postgresql: initdb, postgres).
+    ROWS=send,verified limits the rows.
+    STORES=embedded,Redis,PostgreSQL,Cluster picks the stores (default embedded,Redis):
+              PostgreSQL is a server of the script's own on a free loopback port (fsync off,
+              a fresh database per column and row); Cluster is three primaries on loopback,
+              started with redis-cli --cluster create.
+    BIN@EVENTS turns events on for that column (VCODE_EVENTS_WEBHOOK_URL to a sink in this
+              script that answers 204): the dispatcher's deliveries count too, in all threads.
+Needs valgrind and redis-server (redis-cli for Cluster; Debian's postgresql for PostgreSQL:
+initdb, postgres).
 """
 
 import base64
 import glob
 import http.client
+import http.server
 import json
 import os
 import random
@@ -35,6 +41,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 REQUESTS = int(os.environ.get("REQUESTS", "1000"))
@@ -175,7 +182,59 @@ def fresh_database(pg_port):
     return f"postgres://vcode@127.0.0.1:{pg_port}/{name}"
 
 
-def measure(build, store_env, kind, redis_port, pg_port=None):
+class Sink(http.server.BaseHTTPRequestHandler):
+    """An event receiver that takes everything (no signature check: not what is measured)."""
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def start_sink():
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/events"
+
+
+EVENT_SECRET = "whsec_" + base64.b64encode(os.urandom(32)).decode()
+
+
+def start_cluster():
+    """Three primaries on loopback, slots spread by redis-cli; returns (processes, seeds)."""
+    # A node's cluster bus listens 10000 above its port: both must be free.
+    ports = []
+    while len(ports) < 3:
+        port = free_port()
+        if port <= 55535 and port not in ports:
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port + 10000))
+                except OSError:
+                    continue
+            ports.append(port)
+    work = tempfile.mkdtemp()
+    processes = [subprocess.Popen(
+        ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--cluster-enabled", "yes", "--dir", work,
+         "--cluster-config-file", f"nodes-{port}.conf"], stdout=subprocess.DEVNULL)
+        for port in ports]
+    time.sleep(0.5)
+    subprocess.run(["redis-cli", "--cluster", "create", *[f"127.0.0.1:{p}" for p in ports],
+                    "--cluster-yes"], check=True, stdout=subprocess.DEVNULL)
+    for _ in range(100):
+        info = subprocess.run(["redis-cli", "-p", str(ports[0]), "cluster", "info"],
+                              capture_output=True, text=True).stdout
+        if "cluster_state:ok" in info:
+            break
+        time.sleep(0.1)
+    return processes, ",".join(f"redis://127.0.0.1:{p}" for p in ports)
+
+
+def measure(build, store_env, kind, redis_port, stores):
     binary, _, settings = build.partition("@")
     port = free_port()
     # KEEP=dir keeps each row's profile there, for callgrind_annotate.
@@ -186,11 +245,18 @@ def measure(build, store_env, kind, redis_port, pg_port=None):
     out = os.path.join(work, f"callgrind.out.{label}")
     env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
                RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF)
-    env.update(pair.split("=", 1) for pair in settings.split(",") if pair)
+    pairs = [pair for pair in settings.split(",") if pair]
+    if "EVENTS" in pairs:
+        pairs.remove("EVENTS")
+        env["VCODE_EVENTS_WEBHOOK_URL"] = stores["sink"]
+        env["VCODE_EVENTS_WEBHOOK_SECRET"] = EVENT_SECRET
+    env.update(pair.split("=", 1) for pair in pairs)
     if store_env == "Redis":
         env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}"
     if store_env == "PostgreSQL":
-        env["VCODE_DATABASE_URL"] = fresh_database(pg_port)
+        env["VCODE_DATABASE_URL"] = fresh_database(stores["pg_port"])
+    if store_env == "Cluster":
+        env["VCODE_REDIS_CLUSTER_NODES"] = stores["cluster"]
     if kind == "verified":
         # The outbox, to read the codes sent before instrumentation.
         env["VCODE_DEV_MODE"] = "1"
@@ -226,18 +292,21 @@ def main():
     redis_port = free_port()
     redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
                               "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
-    stores = os.environ.get("STORES", "embedded,Redis").split(",")
-    postgres, pg_port, pg_data = (start_postgres() if "PostgreSQL" in stores
+    store_names = os.environ.get("STORES", "embedded,Redis").split(",")
+    postgres, pg_port, pg_data = (start_postgres() if "PostgreSQL" in store_names
                                   else (None, None, None))
     time.sleep(0.5)
+    cluster_processes, stores = [], {"sink": start_sink(), "pg_port": pg_port}
+    if "Cluster" in store_names:
+        cluster_processes, stores["cluster"] = start_cluster()
     try:
         kinds = os.environ.get("ROWS", "verify,send,verified").split(",")
-        rows = [(kind, store) for kind in kinds for store in stores]
+        rows = [(kind, store) for kind in kinds for store in store_names]
         for i, binary in enumerate(binaries):
             print(f"[{i}] {binary}")
         print(f"{'row':<18}" + "".join(f"{f'[{i}]':>12}" for i in range(len(binaries))))
         for kind, store in rows:
-            counts = [measure(b, store, kind, redis_port, pg_port) for b in binaries]
+            counts = [measure(b, store, kind, redis_port, stores) for b in binaries]
             ratios = "".join(f"  {c / counts[0]:.2f}x" for c in counts[1:])
             print(f"{kind + ', ' + store:<18}" + "".join(f"{c:>12,.0f}" for c in counts) + ratios)
         print(f"instructions per request (callgrind, all threads), {REQUESTS} requests a row, "
@@ -248,6 +317,8 @@ def main():
             postgres.terminate()
             postgres.wait()
             shutil.rmtree(pg_data, ignore_errors=True)
+        for process in cluster_processes:
+            process.terminate()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ const ROUTES = {
   suspensions: '/api/v1/admin/fraud/suspensions',
   lift: (prefix) => `/api/v1/admin/fraud/suspensions/${encodeURIComponent(prefix)}/lift`,
   prices: '/api/v1/admin/sms-prices',
+  delivery: (hours) => `/api/v1/admin/delivery-rates?hours=${hours}`,
   stats: '/api/v1/stats?days=7',
   metrics: '/metrics',
 };
@@ -363,6 +364,22 @@ function drawSpend(countries, prices, minutes) {
   else note('spend-note', countries.length ? '' : 'No SMS sent in the range.');
 }
 
+/// The providers' receipts per provider and country (counted in the store by every instance),
+/// over the whole hours that cover the range.
+function drawDelivery(rates, hours) {
+  const tbody = $('delivery').tBodies[0];
+  tbody.replaceChildren();
+  for (const rate of rates.rates) {
+    row(tbody, [
+      rate.provider,
+      { text: `${rate.country} ${countryName(rate.country)}`.trim() },
+      num(count(rate.delivered)), num(count(rate.undelivered)), num(percent(rate.rate)),
+    ], { provider: rate.provider, country: rate.country });
+  }
+  $('delivery-scope').textContent = `last ${hours} h, from the receipts`;
+  note('delivery-note', rates.rates.length ? '' : 'No delivery receipt in the range (receipts need VCODE_SMS_RECEIPTS_URL and the provider set up to send them).');
+}
+
 const label = (minutes) => $('range').selectedOptions[0]?.textContent || `${minutes} minutes`;
 
 function drawTiles(traffic) {
@@ -393,8 +410,10 @@ async function load() {
   loading = (async () => {
     try {
       const minutes = Number($('range').value);
-      const [traffic, suspensions, prices] = await Promise.all([
+      const hours = Math.min(168, Math.max(1, Math.ceil(minutes / 60)));
+      const [traffic, suspensions, prices, delivery] = await Promise.all([
         data(ROUTES.traffic(minutes)), data(ROUTES.suspensions), data(ROUTES.prices),
+        data(ROUTES.delivery(hours)),
       ]);
       showConsole();
       const countries = countriesBySends(traffic);
@@ -406,6 +425,7 @@ async function load() {
       drawSuspensions(suspensions);
       drawLevel(traffic.level);
       drawSpend(countries, prices, minutes);
+      drawDelivery(delivery, hours);
       await drawRefusals();
       hideError();
       $('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;

@@ -447,17 +447,6 @@ impl Settings {
                 self.bind
             )));
         }
-        if self.events.is_on()
-            && let StoreSettings::Redis(redis) = &self.store
-            && matches!(
-                redis.topology,
-                crate::store::redis::RedisTopology::Cluster { .. }
-            )
-        {
-            return Err(ConfigError::Inconsistent(
-                "VCODE_EVENTS_*: events need an outbox the store writes with each change; a Redis Cluster has none yet (one node, Sentinel, PostgreSQL and the embedded store do)".to_owned(),
-            ));
-        }
         if self.verify_strategy.is_legacy() {
             // The legacy strategies lose codes on purpose: never where real users are.
             if !self.dev_mode {

@@ -42,6 +42,10 @@ impl EmailDestination {
     }
 }
 
+/// The "country" of every email address: mail has none, so per-country counts see all mail
+/// as one.
+pub const EMAIL_COUNTRY: &str = "EMAIL";
+
 /// A checked destination.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub enum Destination {
@@ -58,6 +62,16 @@ impl Destination {
         match self {
             Self::Phone(phone) => phone.as_e164(),
             Self::Email(email) => &email.folded,
+        }
+    }
+
+    /// The country its traffic counts under (the fraud guard's per-country counts, the
+    /// delivery rate): a phone's ISO region, or `001`; every email address's is
+    /// [`EMAIL_COUNTRY`].
+    pub fn country(&self) -> String {
+        match self {
+            Self::Phone(phone) => phone.country(),
+            Self::Email(_) => EMAIL_COUNTRY.to_owned(),
         }
     }
 

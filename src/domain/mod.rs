@@ -14,7 +14,7 @@ mod verification;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
-pub use destination::{Channel, Destination, EmailDestination, masked_key};
+pub use destination::{Channel, Destination, EMAIL_COUNTRY, EmailDestination, masked_key};
 pub use email::{EmailAddress, InvalidEmail};
 pub use locale::Locale;
 pub use phone::{NumberType, Phone, PhoneParser, Region, masked_e164};

@@ -23,8 +23,6 @@ use crate::store::{
 
 /// How many prefixes the traffic report ranks.
 const TOP_PREFIXES: usize = 20;
-/// The country of numbers of the non-geographic calling codes, as libphonenumber names it.
-const NON_GEOGRAPHIC: &str = "001";
 
 #[derive(Debug, thiserror::Error)]
 pub enum FraudError {
@@ -174,20 +172,10 @@ fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
-/// The country the guard counts `destination` under: a phone's ISO region, or `001`; an email
-/// address's is [`EMAIL_COUNTRY`].
+/// The country the guard counts `destination` under ([`Destination::country`]).
 pub fn country_of(destination: &Destination) -> String {
-    match destination {
-        Destination::Phone(phone) => phone
-            .region()
-            .map_or(NON_GEOGRAPHIC.to_owned(), |r| r.as_str().to_owned()),
-        Destination::Email(_) => EMAIL_COUNTRY.to_owned(),
-    }
+    destination.country()
 }
-
-/// The "country" of every email address: mail has none, so the guard's per-country counts
-/// see all mail as one.
-pub const EMAIL_COUNTRY: &str = "EMAIL";
 
 /// The destination prefix of `destination`: a phone's calling code and the next `digits`
 /// digits (fewer if the number is shorter), without `+`; an email address's domain after an
@@ -700,7 +688,7 @@ mod tests {
     fn an_email_prefix_is_its_domain() {
         let email = Destination::from(EmailAddress::parse("Ann@Mail.Example.COM").unwrap());
         assert_eq!(prefix_of(&email, 3), "@mail.example.com");
-        assert_eq!(country_of(&email), EMAIL_COUNTRY);
+        assert_eq!(country_of(&email), crate::domain::EMAIL_COUNTRY);
         assert!(!on_safe_list(&["1".to_owned()], &email));
     }
 

@@ -34,7 +34,10 @@ pub use self::destinations::{
     Destinations, GeoPermission, GeoPermissions, NumberTypes, Refusal, Regions,
 };
 pub use self::error::OtpError;
-pub use self::receipts::{Applied, ReceiptError, ReceiptSecrets, ReceiptService};
+pub use self::receipts::{
+    Applied, DeliveryRates, MAX_RATE_HOURS, ProviderCountryRate, ReceiptError, ReceiptSecrets,
+    ReceiptService,
+};
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt, Tenant};
 pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
 pub use self::verification::{VerificationView, VerifyCommand};

@@ -14,8 +14,45 @@ use crate::domain::{Destination, Phone, Region};
 use crate::sms::receipts::{self, ReceiptSettings, Report, ReportError, Reported};
 use crate::sms::{aliyun, tencent, twilio, webhook};
 use crate::store::{
-    DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore, StoreError,
+    DeliveryCount, DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore,
+    StoreError, unix_hour,
 };
+
+/// The longest span the delivery rate is asked for, in hours: a week (the store keeps eight
+/// days).
+pub const MAX_RATE_HOURS: u32 = 168;
+
+/// The delivery rate's counts of one provider and country over a span, and by hour.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProviderCountryRate {
+    pub provider: String,
+    pub country: String,
+    pub delivered: u64,
+    pub undelivered: u64,
+    /// The hours with receipts, oldest first.
+    pub hours: Vec<DeliveryCount>,
+}
+
+impl ProviderCountryRate {
+    /// delivered / (delivered + undelivered); 0 without receipts.
+    pub fn rate(&self) -> f64 {
+        let total = self.delivered + self.undelivered;
+        if total == 0 {
+            0.0
+        } else {
+            self.delivered as f64 / total as f64
+        }
+    }
+}
+
+/// The delivery rates of the hours `from_hour..=to_hour`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeliveryRates {
+    pub from_hour: u64,
+    pub to_hour: u64,
+    /// Most receipts first.
+    pub rates: Vec<ProviderCountryRate>,
+}
 
 /// Why a receipt was refused.
 #[derive(Debug, thiserror::Error)]
@@ -155,6 +192,38 @@ impl ReceiptService {
         }
         let report = receipts::webhook::parse(body)?;
         self.apply(webhook::PROVIDER, vec![report]).await
+    }
+
+    /// The delivery rate per provider and country over the last `hours` hours (this one
+    /// included; 1 to [`MAX_RATE_HOURS`]), from the counts every instance keeps in the store.
+    pub async fn delivery_rates(&self, hours: u32) -> Result<DeliveryRates, StoreError> {
+        let to_hour = unix_hour(crate::sms::unix_now() * 1000);
+        let from_hour = to_hour.saturating_sub(u64::from(hours.clamp(1, MAX_RATE_HOURS)) - 1);
+        let counts = self.store.delivery_counts(from_hour).await?;
+        let mut by_pair: std::collections::BTreeMap<(String, String), ProviderCountryRate> =
+            std::collections::BTreeMap::new();
+        for count in counts.into_iter().filter(|count| count.hour <= to_hour) {
+            let rate = by_pair
+                .entry((count.provider.clone(), count.country.clone()))
+                .or_insert_with(|| ProviderCountryRate {
+                    provider: count.provider.clone(),
+                    country: count.country.clone(),
+                    ..ProviderCountryRate::default()
+                });
+            rate.delivered += count.delivered;
+            rate.undelivered += count.undelivered;
+            rate.hours.push(count);
+        }
+        let mut rates: Vec<ProviderCountryRate> = by_pair.into_values().collect();
+        for rate in &mut rates {
+            rate.hours.sort_by_key(|count| count.hour);
+        }
+        rates.sort_by_key(|rate| std::cmp::Reverse(rate.delivered + rate.undelivered));
+        Ok(DeliveryRates {
+            from_hour,
+            to_hour,
+            rates,
+        })
     }
 
     /// A secret, while receipts are on.

@@ -7,6 +7,7 @@ mod admin;
 mod api_key;
 mod captcha;
 mod console;
+mod delivery;
 mod dev;
 mod envelope;
 mod error;
@@ -104,6 +105,7 @@ pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
         .configure(console::config)
         .configure(fraud::config)
         .configure(events::config)
+        .configure(delivery::config)
         .service(get_resource(paths::ADMIN_OPENAPI).route(get().to(move || {
             let openapi = openapi.clone();
             async move {
@@ -117,11 +119,13 @@ pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     }
 }
 
-/// The OpenAPI 3.1 description of the operator routes that have one (the event outbox's).
+/// The OpenAPI 3.1 description of the operator routes that have one (the event outbox's and
+/// the delivery rate's).
 pub fn operator_openapi() -> serde_json::Value {
     let mut api = openapi::Api::default();
     openapi::register_error_data(&mut api);
     events::describe(&mut api);
+    delivery::describe(&mut api);
     api.get(
         paths::ADMIN_OPENAPI,
         "meta",

@@ -620,8 +620,44 @@ pub trait ReceiptStore: Send + Sync + 'static {
 
     /// Moves the delivery of the message's verification to the receipt's, if that is further
     /// along ([`DeliveryStatus::rank`]); keeps the error code with it. One atomic step: of a
-    /// receipt delivered twice, or of two racing, only one changes anything.
+    /// receipt delivered twice, or of two racing, only one changes anything. A change to
+    /// `Delivered` or `Undelivered` counts, in that same step, in the hour's
+    /// [`DeliveryCount`] of the provider and the phone's country.
     async fn apply_receipt(&self, receipt: &Receipt<'_>) -> Result<ReceiptOutcome, StoreError>;
+
+    /// The delivery counts of the hours from `from_hour` (unix hours) on, shared by every
+    /// instance on the store; kept [`DELIVERY_COUNTS_KEPT_HOURS`].
+    async fn delivery_counts(&self, from_hour: u64) -> Result<Vec<DeliveryCount>, StoreError>;
+}
+
+/// Receipts' final words on the SMS of one provider to one country in one hour: the delivery
+/// rate's counts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeliveryCount {
+    /// Unix hour (unix ms / 3,600,000).
+    pub hour: u64,
+    pub provider: String,
+    /// The phone's country (`GB`; `001` non-geographic), [`Phone::country`].
+    pub country: String,
+    pub delivered: u64,
+    pub undelivered: u64,
+}
+
+/// How long the delivery counts are kept, in hours (eight days: a week and the day it began).
+pub const DELIVERY_COUNTS_KEPT_HOURS: u64 = 8 * 24;
+
+/// The unix hour of `unix_ms`.
+pub fn unix_hour(unix_ms: u64) -> u64 {
+    unix_ms / 3_600_000
+}
+
+/// Adds `delivery` (a final word) to `count`.
+pub fn add_delivery(count: &mut DeliveryCount, delivery: DeliveryStatus) {
+    match delivery {
+        DeliveryStatus::Delivered => count.delivered += 1,
+        DeliveryStatus::Undelivered => count.undelivered += 1,
+        DeliveryStatus::Sent | DeliveryStatus::Unconfirmed => {}
+    }
 }
 
 /// Budgets shared by many phones: per client address and global.

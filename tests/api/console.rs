@@ -13,10 +13,12 @@ use serde_json::json;
 use vcode::config::AbuseSettings;
 use vcode::fraud::FraudSettings;
 use vcode::sms::SmsPrices;
+use vcode::sms::receipts::ReceiptSettings;
 use vcode_wire::{SmsPricesData, paths};
 
 use crate::browser::missing_browser;
-use crate::support::{Backend, TestApp, spawn_app_with};
+use crate::support::sms_gateway::signed_webhook;
+use crate::support::{Backend, SmsGateway, TestApp, spawn_app_with};
 
 const TOKEN: &str = "console-admin-token-0123";
 const TIME_LIMIT: Duration = Duration::from_secs(120);
@@ -34,9 +36,20 @@ fn prices() -> SmsPrices {
     SmsPrices::new("USD", table).expect("a price table")
 }
 
-async fn console_app(token: Option<&str>) -> TestApp {
+/// The gateway's signing secret: it signs its delivery receipts with it too.
+const RECEIPT_SECRET: &str = "whsec-console-0123456789abcdef0123456789";
+
+/// The console's app; with `gateway`, its SMS go there and that gateway's receipts are taken.
+async fn console_app(token: Option<&str>, gateway: Option<&SmsGateway>) -> TestApp {
     spawn_app_with(Backend::Memory, |s| {
         s.admin_token = token.map(Into::into);
+        if let Some(gateway) = gateway {
+            s.sms = signed_webhook(gateway.url(), RECEIPT_SECRET);
+            s.sms.receipts = ReceiptSettings {
+                public_url: Some("https://vcode.example".to_owned()),
+                token: None,
+            };
+        }
         s.sms.prices = prices();
         s.abuse = AbuseSettings {
             sends_per_ip_hour: BUDGET,
@@ -62,7 +75,7 @@ async fn get(app: &TestApp, path: &str, token: Option<&str>) -> reqwest::Respons
 
 #[tokio::test]
 async fn the_page_is_open_and_the_data_behind_the_token() {
-    let app = console_app(Some(TOKEN)).await;
+    let app = console_app(Some(TOKEN), None).await;
     let page = get(&app, paths::CONSOLE, None).await;
     assert_eq!(page.status(), 200);
     let csp = page.headers()["content-security-policy"].to_str().unwrap();
@@ -116,7 +129,7 @@ async fn the_page_is_open_and_the_data_behind_the_token() {
 
 #[tokio::test]
 async fn without_a_token_configured_the_prices_are_open_on_loopback() {
-    let app = console_app(None).await;
+    let app = console_app(None, None).await;
     let prices = get(&app, paths::SMS_PRICES, None).await;
     assert_eq!(prices.status(), 200);
     let body: serde_json::Value = prices.json().await.unwrap();
@@ -132,7 +145,7 @@ async fn without_a_token_configured_the_prices_are_open_on_loopback() {
 
 #[tokio::test]
 async fn another_sites_page_cannot_use_the_operator_routes_even_without_a_token() {
-    let app = console_app(None).await;
+    let app = console_app(None, None).await;
     let host = app.admin_address.trim_start_matches("http://").to_owned();
     let ask = |headers: &[(&str, String)]| {
         let mut request = app.client.get(app.admin_url(paths::SMS_PRICES));
@@ -192,7 +205,7 @@ async fn another_sites_page_cannot_use_the_operator_routes_even_without_a_token(
 /// to the browser; only the `Host` it sends tells it apart, and that is refused without a token.
 #[tokio::test]
 async fn without_a_token_only_a_loopback_host_name_reaches_the_operator_routes() {
-    let app = console_app(None).await;
+    let app = console_app(None, None).await;
     let port = app
         .admin_address
         .rsplit(':')
@@ -234,7 +247,7 @@ async fn without_a_token_only_a_loopback_host_name_reaches_the_operator_routes()
         assert_eq!(status(host.clone()).await, 401, "{host}");
     }
     // With a token, the token is what counts (a rebinding page cannot know it).
-    let guarded = console_app(Some("a-long-operator-token-for-tests")).await;
+    let guarded = console_app(Some("a-long-operator-token-for-tests"), None).await;
     let answer = guarded
         .client
         .get(guarded.admin_url(paths::SMS_PRICES))
@@ -258,8 +271,9 @@ async fn the_console_shows_real_traffic_in_chromium() {
         );
         return;
     }
-    let app = console_app(Some(TOKEN)).await;
-    let open = console_app(None).await;
+    let gateway = SmsGateway::start();
+    let app = console_app(Some(TOKEN), Some(&gateway)).await;
+    let open = console_app(None, None).await;
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let started = Instant::now();
     let run = tokio::process::Command::new("python3")
@@ -270,6 +284,8 @@ async fn the_console_shows_real_traffic_in_chromium() {
         .args(["--open-admin-url", &open.admin_address])
         .args(["--budget", &BUDGET.to_string()])
         .args(["--surge-floor", &SURGE_FLOOR.to_string()])
+        .args(["--gateway-url", gateway.url()])
+        .args(["--receipt-secret", RECEIPT_SECRET])
         .arg("--screenshots")
         .arg(root.join("target/console-screenshots"))
         .env("SE_OFFLINE", "true")

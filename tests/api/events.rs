@@ -14,15 +14,12 @@ use vcode_wire::{FailedEvents, Replayed, SendData, paths};
 use crate::support::event_receiver::{Receiver, events_to, new_secret};
 use crate::support::{Backend, TestApp, eventually, random_phone, spawn_app_with};
 
-on_stores!(
-    memory => Memory, redis => Redis, sentinel => Sentinel, postgres => Postgres;
-    [
-        a_verification_s_events_arrive_signed_and_in_order,
-        expired_and_canceled_verifications_say_so_once,
-        a_receiver_that_was_down_gets_every_event_in_order,
-        concurrent_dispatchers_deliver_each_event_once,
-        failed_events_are_listed_and_replayed,
-    ]
+on_every_store!(
+    a_verification_s_events_arrive_signed_and_in_order,
+    expired_and_canceled_verifications_say_so_once,
+    a_receiver_that_was_down_gets_every_event_in_order,
+    concurrent_dispatchers_deliver_each_event_once,
+    failed_events_are_listed_and_replayed,
 );
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -402,6 +399,7 @@ async fn the_operator_description_covers_the_event_routes() {
     let described = [
         ("get", paths::EVENTS_FAILED),
         ("post", paths::EVENTS_REPLAY),
+        ("get", paths::DELIVERY_RATES),
         ("get", paths::ADMIN_OPENAPI),
     ];
     for (method, path) in described {
@@ -410,7 +408,7 @@ async fn the_operator_description_covers_the_event_routes() {
             "{method} {path}: {spec}"
         );
     }
-    assert_eq!(spec["paths"].as_object().unwrap().len(), 3, "{spec}");
+    assert_eq!(spec["paths"].as_object().unwrap().len(), 4, "{spec}");
     let failed = app
         .client
         .get(app.admin_url(paths::EVENTS_FAILED))

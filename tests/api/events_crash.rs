@@ -1,5 +1,6 @@
 //! kill -9 of the instance between a change and its event's delivery loses no event: the
-//! outbox is written in the step of the change, on Redis and PostgreSQL. The instance is the
+//! outbox is written in the step of the change, on Redis (one node and Cluster) and
+//! PostgreSQL. The instance is the
 //! `vcode` binary, killed while the receiver refuses everything; another instance on the same
 //! store delivers afterwards.
 
@@ -13,7 +14,8 @@ use vcode::otp::VerifyBy;
 use crate::support::event_receiver::{Receiver, events_to, new_secret};
 use crate::support::redis_server::free_port;
 use crate::support::{
-    PostgresServer, RedisServer, TestApp, app::postgres_settings, eventually, random_phone,
+    ClusterLease, PostgresServer, RedisServer, TestApp, app::postgres_settings, eventually,
+    random_phone,
 };
 
 /// The binary, serving on its own ports against the store `store_vars` name, delivering its
@@ -182,6 +184,17 @@ async fn no_event_is_lost_to_a_kill_9_on_redis() {
     let server = RedisServer::start();
     let store = crate::support::app::redis_settings_of(&server);
     no_event_is_lost_to_a_kill_9(&[("VCODE_REDIS_URL", server.url())], store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_event_is_lost_to_a_kill_9_on_a_cluster() {
+    let cluster = ClusterLease::take();
+    let settings = cluster.settings(Duration::from_millis(500));
+    no_event_is_lost_to_a_kill_9(
+        &[("VCODE_REDIS_CLUSTER_NODES", cluster.seeds().join(","))],
+        StoreSettings::Redis(settings),
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

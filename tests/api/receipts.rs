@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 use vcode::otp::VerifyBy;
 use vcode::sms::receipts::ReceiptSettings;
 use vcode::sms::webhook::{SIGNATURE_HEADER, TIMESTAMP_HEADER, signature};
-use vcode_wire::{Delivery, ReceiptsApplied, SendData, VerificationData, paths};
+use vcode_wire::{Delivery, DeliveryRates, ReceiptsApplied, SendData, VerificationData, paths};
 
 use crate::sms_providers::Fakes;
 use crate::support::app::{Answer, TestApp};
@@ -211,12 +211,83 @@ on_every_store!(
     receipts_move_a_delivery_forward_only_and_once,
     a_wrong_or_stale_signature_is_refused_and_changes_nothing,
     racing_copies_of_a_receipt_change_it_once,
+    the_delivery_rate_counts_each_final_word_once_in_the_store,
 );
 
-// Every store with an outbox (a Cluster has none).
+/// The operator's delivery rates (`?hours=N`).
+async fn delivery_rates(app: &TestApp, query: &str) -> Answer {
+    let request = app
+        .client
+        .get(format!("{}{query}", app.admin_url(paths::DELIVERY_RATES)));
+    app.request(request).await
+}
+
+/// Receipts counted in the store, in the receipt's step: a final word once (a repeat, a late
+/// `sent`, racing copies count nothing more), per provider and country, the same for another
+/// instance on the store; bad spans are refused.
+async fn the_delivery_rate_counts_each_final_word_once_in_the_store(backend: Backend) {
+    let gateway = SmsGateway::start();
+    let app = webhook_app(backend, &gateway).await;
+    let empty = delivery_rates(&app, "").await;
+    assert_eq!(empty.status, 200, "{empty:?}");
+    assert!(empty.data::<DeliveryRates>().rates.is_empty());
+
+    let mut messages = Vec::new();
+    for _ in 0..3 {
+        messages.push(send(&app, &gateway).await.1);
+    }
+    assert_eq!(
+        receipt(&app, &messages[0], "delivered", None).await.changed,
+        1
+    );
+    assert_eq!(
+        receipt(&app, &messages[0], "delivered", None).await.changed,
+        0
+    );
+    // Already `sent` by the gateway's answer: a `sent` receipt changes nothing.
+    assert_eq!(receipt(&app, &messages[1], "sent", None).await.changed, 0);
+    let body = json!({"message_id": messages[1], "status": "delivered"});
+    let now = unix_now();
+    join_all((0..10).map(|_| post_receipt(&app, &body, SECRET, now))).await;
+    assert_eq!(
+        receipt(&app, &messages[2], "undelivered", Some("30003"))
+            .await
+            .changed,
+        1
+    );
+
+    let answer = delivery_rates(&app, "?hours=2").await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let rates: DeliveryRates = answer.data();
+    assert_eq!(rates.to_hour - rates.from_hour, 1);
+    let [rate] = &rates.rates[..] else {
+        panic!("{rates:?}")
+    };
+    assert_eq!(
+        (rate.provider.as_str(), rate.country.as_str()),
+        ("webhook", "CN")
+    );
+    assert_eq!((rate.delivered, rate.undelivered), (2, 1));
+    assert!((rate.rate - 2.0 / 3.0).abs() < 1e-9, "{rate:?}");
+    let hours: u64 = rate.hours.iter().map(|h| h.delivered + h.undelivered).sum();
+    assert_eq!(hours, 3);
+    assert_eq!(rate.hours.last().unwrap().hour, rates.to_hour);
+
+    for bad in ["?hours=0", "?hours=169", "?hours=x"] {
+        let answer = delivery_rates(&app, bad).await;
+        assert_eq!(answer.status, 400, "{bad}: {answer:?}");
+    }
+    // Shared: another instance on the same store reads the same counts.
+    if matches!(backend, Backend::Redis | Backend::Postgres) {
+        let other = crate::support::spawn_second_instance(&app, receipts_on).await;
+        let seen: DeliveryRates = delivery_rates(&other, "?hours=2").await.data();
+        assert_eq!(seen.rates, rates.rates);
+    }
+}
+
 on_stores!(
-    events_memory => Memory, events_redis => Redis, events_sentinel => Sentinel,
-    events_postgres => Postgres;
+    events_memory => Memory, events_redis => Redis, events_cluster => Cluster,
+    events_sentinel => Sentinel, events_postgres => Postgres;
     [a_final_word_is_one_signed_event_after_created]
 );
 

@@ -7,7 +7,8 @@ after real traffic, against the real fraud guard, and keeps a screenshot of each
         --open-admin-url http://127.0.0.1:9092 --budget 12 --surge-floor 3 \\
         --screenshots target/console-screenshots
 
-`--url` is a vcode in dev mode (codes are read from the dev outbox) serving CN and GB, whose
+`--url` is a vcode in dev mode sending its SMS through the fake gateway `--gateway-url` (its
+`/sms/received` lists them) and taking that gateway's receipts signed with `--receipt-secret`, (codes are read from the dev outbox) serving CN and GB, whose
 operator listener `--admin-url` asks for `--token`, with a per-client budget of `--budget` SMS an
 hour, a fraud guard that holds a prefix back past `--surge-floor` unverified sends within its
 grace period (a grace longer than this flow), and the price table PRICES; `--open-admin-url` is
@@ -20,6 +21,8 @@ raises, with a screenshot of the page as it was (`failed-<step>.png`).
 """
 
 import argparse
+import hashlib
+import hmac
 import json
 import os
 import sys
@@ -72,6 +75,31 @@ def verify(url, phone, verification_id):
     code = outbox["data"]["messages"][-1]["code"]
     status, body = call(f"{url}/api/v1/otp/verify", {"verification_id": verification_id, "code": code})
     assert status == 200 and body["data"]["verified"], (phone, status, body)
+
+
+def post_receipts(args):
+    """The gateway's signed receipts for the users' SMS: delivered, but those of UNVERIFIED,
+    undelivered. Returns the expected counts by country: {country: (delivered, undelivered)}."""
+    _, received = call(args.gateway_url + "/received")
+    expected = {}
+    for message in received:
+        phone = message["phone"]
+        if phone not in USERS:
+            continue
+        status = "undelivered" if phone in UNVERIFIED else "delivered"
+        body = json.dumps({"message_id": message["message_id"], "status": status}).encode()
+        now = str(int(__import__("time").time()))
+        mac = hmac.new(args.receipt_secret.encode(), now.encode() + b"." + body, hashlib.sha256)
+        request = urllib.request.Request(f"{args.url}/api/v1/receipts/webhook", data=body, method="POST",
+                                         headers={"content-type": "application/json",
+                                                  "x-vcode-timestamp": now,
+                                                  "x-vcode-signature": "v1=" + mac.hexdigest()})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert json.load(response)["data"]["changed"] == 1, message
+        country = "CN" if phone in CN_PHONES else "GB"
+        delivered, undelivered = expected.get(country, (0, 0))
+        expected[country] = (delivered + (status == "delivered"), undelivered + (status == "undelivered"))
+    return expected
 
 
 def drive_traffic(args):
@@ -213,6 +241,23 @@ class Flow:
             assert d.find_elements(By.CSS_SELECTOR, "#chart-refusals canvas"), "no refusals chart"
         self.step("shows-quota-refusals", shows_quota_refusals)
 
+        def shows_the_delivery_rate():
+            # Before any receipt the panel says why it is empty.
+            assert "No delivery receipt" in self.text("#delivery-note"), self.text("#delivery-note")
+            expected = post_receipts(self.args)
+            assert expected == {"CN": (len(CN_PHONES) - 1, 1), "GB": (len(GB_PHONES) - 1, 1)}, expected
+            self.reload()
+            route = self.admin("/api/v1/admin/delivery-rates?hours=1")["rates"]
+            assert {(r["country"], r["delivered"], r["undelivered"]) for r in route} == \
+                {(country, *counts) for country, counts in expected.items()}, route
+            for rate in route:
+                cells = self.cells(f"#delivery tr[data-provider='{rate['provider']}'][data-country='{rate['country']}']")
+                assert cells[0] == "webhook" and cells[1].startswith(rate["country"]), cells
+                assert cells[2:4] == [str(rate["delivered"]), str(rate["undelivered"])], (cells, rate)
+                assert cells[4] == f"{round(rate['rate'] * 100)} %", (cells, rate)
+            assert not d.find_element(By.ID, "delivery-note").is_displayed()
+        self.step("shows-the-delivery-rate", shows_the_delivery_rate)
+
         def stays_in_the_tab():
             d.refresh()
             self.visible("console")
@@ -312,6 +357,8 @@ def main():
     parser.add_argument("--budget", type=int, required=True)
     parser.add_argument("--surge-floor", type=int, required=True)
     parser.add_argument("--screenshots", required=True)
+    parser.add_argument("--gateway-url", required=True)
+    parser.add_argument("--receipt-secret", required=True)
     args = parser.parse_args()
     os.makedirs(args.screenshots, exist_ok=True)
     pumped = drive_traffic(args)

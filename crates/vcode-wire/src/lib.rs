@@ -37,5 +37,8 @@ pub use otp::{
     VerifyData, VerifyRequest, WrongCodeData,
 };
 pub use pow::PowVerifyRequest;
-pub use receipts::{ReceiptsApplied, WebhookReceipt, WebhookReceiptStatus};
+pub use receipts::{
+    DeliveryRate, DeliveryRateHour, DeliveryRates, DeliveryRatesQuery, ReceiptsApplied,
+    WebhookReceipt, WebhookReceiptStatus,
+};
 pub use stats::StatsQuery;

@@ -41,6 +41,9 @@ pub const FRAUD_TRAFFIC: &str = api_v1!("/admin/fraud/traffic");
 /// `GET ?limit=N` on the operator listener → [`crate::FailedEvents`]: the events given up after
 /// the retry period.
 pub const EVENTS_FAILED: &str = api_v1!("/admin/events/failed");
+/// `GET ?hours=N` ([`crate::DeliveryRatesQuery`]) on the operator listener →
+/// [`crate::DeliveryRates`]: the delivery rate per provider and country, from the receipts.
+pub const DELIVERY_RATES: &str = api_v1!("/admin/delivery-rates");
 /// `POST` [`crate::ReplayRequest`] on the operator listener → [`crate::Replayed`].
 pub const EVENTS_REPLAY: &str = api_v1!("/admin/events/failed/replay");
 /// `GET` on the operator listener: the OpenAPI 3.1 description of its JSON routes that have
@@ -140,7 +143,7 @@ pub const PUBLIC: [&str; 21] = [
 pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
-pub const OPERATOR: [&str; 11] = [
+pub const OPERATOR: [&str; 12] = [
     METRICS,
     STATS,
     CONSOLE,
@@ -151,6 +154,7 @@ pub const OPERATOR: [&str; 11] = [
     FRAUD_TRAFFIC,
     EVENTS_FAILED,
     EVENTS_REPLAY,
+    DELIVERY_RATES,
     ADMIN_OPENAPI,
 ];
 
@@ -233,6 +237,7 @@ mod tests {
             (FRAUD_TRAFFIC, "/api/v1/admin/fraud/traffic"),
             (EVENTS_FAILED, "/api/v1/admin/events/failed"),
             (EVENTS_REPLAY, "/api/v1/admin/events/failed/replay"),
+            (DELIVERY_RATES, "/api/v1/admin/delivery-rates"),
             (ADMIN_OPENAPI, "/api/v1/admin/openapi.json"),
             (OTP_SEND, "/api/v1/otp/send"),
             (OTP_VERIFY, "/api/v1/otp/verify"),

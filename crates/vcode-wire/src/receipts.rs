@@ -39,3 +39,50 @@ pub struct ReceiptsApplied {
     /// verification).
     pub unknown: u32,
 }
+
+/// `GET` [`crate::paths::DELIVERY_RATES`]`?hours=N` (1 to 168, 24 by default): the last `N`
+/// hours, this one included.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeliveryRatesQuery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hours: Option<u32>,
+}
+
+/// The delivery rate per provider and country, from the receipts every instance counted in
+/// the store.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeliveryRates {
+    /// The first hour counted (unix hours: unix ms / 3,600,000).
+    pub from_hour: u64,
+    /// The last (the current one).
+    pub to_hour: u64,
+    /// One per provider and country that had a receipt, most receipts first.
+    pub rates: Vec<DeliveryRate>,
+}
+
+/// One provider's receipts for SMS to one country.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeliveryRate {
+    /// `twilio`, `aliyun`, `tencent`, `webhook`.
+    pub provider: String,
+    /// ISO region of the phone (`GB`), `001` for the non-geographic calling codes.
+    pub country: String,
+    pub delivered: u64,
+    pub undelivered: u64,
+    /// delivered / (delivered + undelivered).
+    pub rate: f64,
+    /// The hours with receipts, oldest first.
+    pub hours: Vec<DeliveryRateHour>,
+}
+
+/// One hour of a [`DeliveryRate`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeliveryRateHour {
+    pub hour: u64,
+    pub delivered: u64,
+    pub undelivered: u64,
+}

@@ -10,6 +10,9 @@ use phonenumber::country;
 
 mod numbering_plan;
 
+/// The country of the non-geographic calling codes' numbers, as libphonenumber names it.
+pub const NON_GEOGRAPHIC_COUNTRY: &str = "001";
+
 /// The region a number without a leading `+` is read in (`VCODE_DEFAULT_REGION`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Region(country::Id);
@@ -220,6 +223,15 @@ impl Phone {
 
     pub fn region(&self) -> Option<Region> {
         self.region
+    }
+
+    /// The number's country as libphonenumber names regions (`GB`), or `001` for the
+    /// non-geographic calling codes: what the fraud guard and the delivery rate count by.
+    pub fn country(&self) -> String {
+        self.region.as_ref().map_or_else(
+            || NON_GEOGRAPHIC_COUNTRY.to_owned(),
+            |r| r.as_str().to_owned(),
+        )
     }
 
     /// Whether the number is one of a non-geographic calling code (+800 freephone, +808

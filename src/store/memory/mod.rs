@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, DeliveryTransition,
-    EventKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage,
-    PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, Receipt,
-    ReceiptOutcome, ResendPolicy, StoreError, StoredCaptcha, StoredEvent, VerificationRecord,
-    VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
+    Budget, Budgets, CodeCandidate, Delivery, DeliveryCount, DeliveryKind, DeliveryStatus,
+    DeliveryTransition, EventKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
+    OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
+    QuotaToken, Receipt, ReceiptOutcome, ResendPolicy, StoreError, StoredCaptcha, StoredEvent,
+    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
 use crate::domain::{
     CaptchaId, CodeDigest, Destination, Phone, Purpose, SealedCode, VerificationId,
@@ -248,6 +248,9 @@ pub struct MemoryStore {
     fraud: Mutex<fraud::FraudState>,
     /// Events written with the changes (taken last, inside any other lock).
     events: events::EventOutbox,
+    /// The receipts' delivery counts by (hour, provider, country), taken inside a
+    /// verification's lock by the receipt that counts.
+    delivery_counts: Mutex<BTreeMap<(u64, String, String), DeliveryCount>>,
     /// The Twilio-compatible API's Services, by account.
     twilio_services: twilio::Services,
     /// Its verifications' send logs, by Service and phone.
@@ -263,6 +266,7 @@ impl Default for MemoryStore {
             codes: Shards::new(SHARDS),
             verifications: Shards::new(SHARDS),
             messages: Shards::new(SHARDS),
+            delivery_counts: Mutex::default(),
             captchas: Shards::new(SHARDS),
             quotas: Shards::new(SHARDS),
             budgets: Shards::new(1),

@@ -6,7 +6,10 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::ReceiptStore;
+use crate::domain::Region;
+use crate::store::{
+    DELIVERY_COUNTS_KEPT_HOURS, DeliveryCount, ReceiptStore, add_delivery, unix_hour,
+};
 
 impl MemoryStore {
     /// Records the verification of a send that delivers the code of digest `digest` (the
@@ -224,6 +227,30 @@ impl MemoryStore {
     }
 }
 
+impl MemoryStore {
+    /// Counts a receipt's final word in this hour's counts (the caller holds the
+    /// verification's lock); forgets hours older than the counts are kept.
+    fn count_delivery(&self, receipt: &Receipt<'_>, phone_e164: &str) {
+        let hour = unix_hour(unix_now_ms());
+        let country = Phone::parse(phone_e164, Region::default())
+            .map_or_else(String::new, |phone| phone.country());
+        let mut counts = self
+            .delivery_counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let key = (hour, receipt.provider.to_owned(), country);
+        let count = counts.entry(key.clone()).or_insert_with(|| DeliveryCount {
+            hour,
+            provider: key.1,
+            country: key.2,
+            ..DeliveryCount::default()
+        });
+        add_delivery(count, receipt.delivery);
+        let oldest = hour.saturating_sub(DELIVERY_COUNTS_KEPT_HOURS);
+        counts.retain(|(counted, _, _), _| *counted >= oldest);
+    }
+}
+
 fn message_key(provider: &str, message_id: &str) -> String {
     [provider, " ", message_id].concat()
 }
@@ -275,6 +302,7 @@ impl ReceiptStore for MemoryStore {
         entry.delivery_error = receipt.error_code.map(Into::into);
         if let Some((kind, detail)) = receipt.event() {
             self.verification_event(kind, &id, entry, || detail);
+            self.count_delivery(receipt, &entry.target.phone_e164);
         }
         Ok(ReceiptOutcome::Changed(DeliveryTransition {
             verification: id.clone(),
@@ -287,5 +315,16 @@ impl ReceiptStore for MemoryStore {
             created_at_ms: entry.created_at_unix_ms,
             changed_at_ms: unix_now_ms(),
         }))
+    }
+
+    async fn delivery_counts(&self, from_hour: u64) -> Result<Vec<DeliveryCount>, StoreError> {
+        let counts = self
+            .delivery_counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        Ok(counts
+            .range((from_hour, String::new(), String::new())..)
+            .map(|(_, count)| count.clone())
+            .collect())
     }
 }

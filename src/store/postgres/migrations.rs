@@ -14,6 +14,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (6, include_str!("migrations/0006_twilio_services.sql")),
     (7, include_str!("migrations/0007_receipt_events.sql")),
     (8, include_str!("migrations/0008_guarded_issue.sql")),
+    (9, include_str!("migrations/0009_delivery_counts.sql")),
 ];
 
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).

@@ -11,16 +11,20 @@ use super::unix_ms;
 use super::{PostgresStore, column, millis};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::{
-    DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore, StoreError,
-    VerificationTarget,
+    DeliveryCount, DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore,
+    StoreError, VerificationTarget,
 };
 
 const RECORD: &str =
-    "INSERT INTO vcode_messages (provider, message_id, verification, expires_at_ms)
-                      VALUES ($1, $2, $3, vcode_now_ms() + $4)
+    "INSERT INTO vcode_messages (provider, message_id, verification, expires_at_ms, country)
+                      VALUES ($1, $2, $3, vcode_now_ms() + $4, $5)
                       ON CONFLICT (provider, message_id) DO UPDATE
                       SET verification = excluded.verification,
-                          expires_at_ms = excluded.expires_at_ms";
+                          expires_at_ms = excluded.expires_at_ms,
+                          country = excluded.country";
+const COUNTS: &str = "SELECT hour, provider, country, delivered, undelivered
+                      FROM vcode_delivery_counts WHERE hour >= $1
+                      ORDER BY hour, provider, country";
 const RECEIPT: &str = "SELECT * FROM vcode_receipt($1, $2, $3, $4)";
 
 /// A delivery as the columns spell it.
@@ -38,16 +42,24 @@ pub(super) fn delivery_of(text: &str) -> Result<DeliveryStatus, StoreError> {
 impl ReceiptStore for PostgresStore {
     async fn record_message(
         &self,
-        _destination: &Destination,
+        destination: &Destination,
         _purpose: &Purpose,
         id: &VerificationId,
         provider: &str,
         message_id: &str,
         keep: Duration,
     ) -> Result<(), StoreError> {
+        // The receipt counts under the country (migration 0009): the function cannot tell it.
+        let country = destination.country();
         self.query(
             RECORD,
-            &[&provider, &message_id, &id.as_str(), &millis(keep)],
+            &[
+                &provider,
+                &message_id,
+                &id.as_str(),
+                &millis(keep),
+                &country,
+            ],
         )
         .await?;
         Ok(())
@@ -87,5 +99,25 @@ impl ReceiptStore for PostgresStore {
             created_at_ms: unix_ms(column(&row, 5)?)?,
             changed_at_ms: unix_ms(column(&row, 6)?)?,
         }))
+    }
+
+    async fn delivery_counts(&self, from_hour: u64) -> Result<Vec<DeliveryCount>, StoreError> {
+        let from = i64::try_from(from_hour).unwrap_or(i64::MAX);
+        let rows = self.query(COUNTS, &[&from]).await?;
+        let number = |row, at| {
+            let value: i64 = column(row, at)?;
+            u64::try_from(value).map_err(|_| StoreError::Protocol(format!("count {value}")))
+        };
+        rows.iter()
+            .map(|row| {
+                Ok(DeliveryCount {
+                    hour: number(row, 0)?,
+                    provider: column(row, 1)?,
+                    country: column(row, 2)?,
+                    delivered: number(row, 3)?,
+                    undelivered: number(row, 4)?,
+                })
+            })
+            .collect()
     }
 }

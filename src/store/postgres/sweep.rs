@@ -23,6 +23,7 @@ const TABLES: &[&str] = &[
     "vcode_fraud_prefixes",
     "vcode_fraud_attributions",
     "vcode_twilio_sends",
+    "vcode_delivery_counts",
 ];
 
 /// One batch of `table`; the outer condition is checked again on the row's newest version, so

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use redis::aio::ConnectionLike;
 use redis::cluster::{ClusterClient, ClusterClientBuilder, ClusterConfig};
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{MultipleNodeRoutingInfo, ResponsePolicy, RoutingInfo};
 use redis::{
     AsyncConnectionConfig, Cmd, ErrorKind, Pipeline, RedisError, RedisFuture, RedisResult,
     TlsCertificates, Value,
@@ -121,6 +122,20 @@ impl ClusterHandle {
                 .get_pending_async_connection_with_config(self.shared.config.clone()),
             since: Instant::now(),
         };
+    }
+
+    /// `cmd` on every primary: their array replies joined (`join`), or one of their replies
+    /// once all succeeded (the event outbox's sweep, and loading it).
+    pub async fn on_every_primary(&self, cmd: Cmd, join: bool) -> RedisResult<Value> {
+        let mut connection = self.connection();
+        let policy = if join {
+            ResponsePolicy::CombineArrays
+        } else {
+            ResponsePolicy::AllSucceeded
+        };
+        let routing = RoutingInfo::MultiNode((MultipleNodeRoutingInfo::AllMasters, Some(policy)));
+        let result = connection.route_command(cmd, routing).await;
+        self.inspect(result)
     }
 
     fn connection(&self) -> ClusterConnection {

@@ -404,6 +404,7 @@ impl RedisStore {
             .arg(operation);
         if operation == "cancel" {
             let events = EventSubject {
+                tag: &target.phone_e164,
                 subject: id.as_str(),
                 phone_e164: &target.phone_e164,
                 purpose: &target.purpose,

@@ -1,16 +1,28 @@
-//! The event outbox of the Redis store (`events.lua`): on one node (or a Sentinel's primary)
-//! one outbox under the tag `{events}`, appended to inside the scripts that change a
-//! verification or a prefix block (on one node a script may touch keys of several tags, as the
-//! issue already does with the budgets). A Cluster has no outbox yet: start-up refuses events
-//! there (`events::EventSettings::check_store`).
+//! The event outbox of the Redis store (`events.lua`), appended to inside the scripts that
+//! change a verification or a prefix block, so an event is written in the step of its change.
+//!
+//! On one node (or a Sentinel's primary) one outbox under the tag `{events}` (on one node a
+//! script may touch keys of several tags, as the issue already does with the budgets).
+//!
+//! On a Cluster a script stays within one slot, so each slot has its own outbox, under a tag
+//! that hashes to that slot (`keys::outbox_keys_in`): a verification's events all go to its
+//! phone's slot (so they keep their order), a prefix's to the guard's. The dispatcher finds
+//! the outboxes with due events in two ways: the slots this process wrote to since its last
+//! claim (a hint kept in memory, free on the send's path), and, every `SWEEP_EVERY`, a sweep
+//! (`events_sweep.lua`, one script on every primary) that lists the slots with events placed
+//! by now (what another instance wrote, what a killed one left, retries and expiry timers
+//! falling due). A claim, a settle and a replay each stay one script on one slot, the lease
+//! inside the entry as on one node; an event's `seq` carries its slot in its low 14 bits.
 
-use std::sync::LazyLock;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::Ordering;
-use std::time::Duration;
+use std::sync::{LazyLock, MutexGuard};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use redis::{Script, Value};
 
+use super::connection::RedisConnection;
 use super::{RedisStore, duration_ms, keys};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::events::CLAIM_WINDOW;
@@ -29,6 +41,22 @@ struct EventScripts {
     replay: Script,
 }
 
+/// The Cluster sweep, each slot's outbox tag before it (`local TAGS = {...}`, about 130 kB):
+/// loaded on each primary once, then called by its digest.
+static SWEEP: LazyLock<Script> = LazyLock::new(|| Script::new(&SWEEP_SOURCE));
+
+static SWEEP_SOURCE: LazyLock<String> = LazyLock::new(|| {
+    let tags: Vec<String> = keys::slot_tags()
+        .iter()
+        .map(|tag| format!("'{tag}'"))
+        .collect();
+    format!(
+        "local TAGS = {{{}}}\n{}",
+        tags.join(","),
+        include_str!("events_sweep.lua")
+    )
+});
+
 static EVENT_SCRIPTS: LazyLock<EventScripts> = LazyLock::new(|| EventScripts {
     claim: Script::new(&[SPLIT_PRELUDE, include_str!("events_claim.lua")].concat()),
     settle: Script::new(&[SPLIT_PRELUDE, include_str!("events_settle.lua")].concat()),
@@ -37,6 +65,9 @@ static EVENT_SCRIPTS: LazyLock<EventScripts> = LazyLock::new(|| EventScripts {
 
 /// What a step's events are about, passed to its script (`events.lua`).
 pub(super) struct EventSubject<'a> {
+    /// The hash tag of the step's keys (the destination's key, or the guard's): on a Cluster the
+    /// event goes to the outbox of that tag's slot.
+    pub tag: &'a str,
     pub subject: &'a str,
     pub phone_e164: &'a str,
     pub purpose: &'a str,
@@ -47,6 +78,7 @@ impl<'a> EventSubject<'a> {
     /// The verification `id` of (`destination`, `purpose`).
     pub fn of(id: &'a VerificationId, destination: &'a Destination, purpose: &'a Purpose) -> Self {
         Self {
+            tag: destination.key(),
             subject: id.as_str(),
             phone_e164: destination.key(),
             purpose: purpose.as_str(),
@@ -59,6 +91,7 @@ impl<'a> EventSubject<'a> {
     /// A prefix block's (`subject`: `prefix:<digits>`).
     pub fn prefix(subject: &'a str, detail: &'a str) -> Self {
         Self {
+            tag: keys::FRAUD_TAG,
             subject,
             phone_e164: "",
             purpose: "",
@@ -67,13 +100,38 @@ impl<'a> EventSubject<'a> {
     }
 }
 
+/// How often a dispatcher on a Cluster sweeps every slot's outbox (`events_sweep.lua`); in
+/// between it claims from the slots its own process wrote to.
+const SWEEP_EVERY: Duration = Duration::from_secs(2);
+/// How long a Cluster's outbox status (a sweep) is reused for the metrics.
+const STATUS_EVERY: Duration = Duration::from_secs(30);
+/// The bits of a Cluster event's `seq` that hold its slot.
+const SLOT_BITS: u32 = 14;
+
+/// What a Cluster store knows of its outboxes between claims.
+#[derive(Default)]
+pub(super) struct ClusterOutboxes {
+    /// The slots this process appended to, or claimed from, since its last claim.
+    hinted: BTreeSet<u16>,
+    swept_at: Option<Instant>,
+    status: Option<(Instant, OutboxStatus)>,
+}
+
 impl RedisStore {
-    /// Whether this step's script writes events: on, and one node.
+    /// Whether this step's script writes events.
     pub(super) fn writes_events(&self) -> bool {
-        self.events_on.load(Ordering::Relaxed) && self.connections.one_node()
+        self.events_on.load(Ordering::Relaxed)
     }
 
-    /// The outbox's KEYS and ARGV at the end of a script call, when events are written.
+    fn cluster_outboxes(&self) -> MutexGuard<'_, ClusterOutboxes> {
+        // Every update is a whole insert or assignment: the value holds even after a panic.
+        self.cluster_outboxes
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The outbox's KEYS and ARGV at the end of a script call, when events are written: on a
+    /// Cluster the outbox of the slot of `subject.tag` (noted for this process's dispatcher).
     pub(super) fn outbox_args(
         &self,
         subject: &EventSubject<'_>,
@@ -81,7 +139,13 @@ impl RedisStore {
         if !self.writes_events() {
             return None;
         }
-        let [entries, pending, ..] = keys::outbox_keys();
+        let [entries, pending, ..] = if self.connections.one_node() {
+            keys::outbox_keys()
+        } else {
+            let slot = keys::slot_of_tag(subject.tag);
+            self.cluster_outboxes().hinted.insert(slot);
+            keys::outbox_keys_in(slot)
+        };
         Some((
             [entries, pending],
             [
@@ -113,8 +177,9 @@ fn text(value: &Value) -> Option<String> {
     }
 }
 
-/// An entry (`events.lua`) as the event, its tries, the endpoints that took it and its lease.
-fn parse_entry(field: &str, entry: &str) -> Option<ClaimedEvent> {
+/// An entry (`events.lua`) as the event, its tries, the endpoints that took it and its lease;
+/// `slot`: the Cluster slot of its outbox (kept in its `seq`), `None` on one node.
+fn parse_entry(field: &str, entry: &str, slot: Option<u16>) -> Option<ClaimedEvent> {
     let fields: Vec<&str> = entry.splitn(11, '|').collect();
     let [
         _due,
@@ -132,8 +197,12 @@ fn parse_entry(field: &str, entry: &str) -> Option<ClaimedEvent> {
     else {
         return None;
     };
+    let local: u64 = field.parse().ok()?;
     let event = StoredEvent {
-        seq: field.parse().ok()?,
+        seq: match slot {
+            Some(slot) => local << SLOT_BITS | u64::from(slot),
+            None => local,
+        },
         kind: EventKind::parse(kind)?,
         subject: subject.to_owned(),
         phone_e164: phone.to_owned(),
@@ -158,20 +227,57 @@ fn broken(what: &str) -> StoreError {
     StoreError::Protocol(format!("event outbox: {what}"))
 }
 
-#[async_trait]
-impl EventStore for RedisStore {
-    async fn record_events(&self, on: bool) -> Result<(), StoreError> {
-        self.events_on.store(on, Ordering::Relaxed);
-        Ok(())
+pub(super) fn unix_now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, duration_ms)
+}
+
+/// One outbox: its keys and, on a Cluster, its slot.
+struct Outbox {
+    keys: [String; 4],
+    slot: Option<u16>,
+}
+
+impl Outbox {
+    fn single() -> Self {
+        Self {
+            keys: keys::outbox_keys(),
+            slot: None,
+        }
     }
 
-    async fn claim_events(
+    fn in_slot(slot: u16) -> Self {
+        Self {
+            keys: keys::outbox_keys_in(slot),
+            slot: Some(slot),
+        }
+    }
+
+    /// The outbox that holds event `seq`, and the event's field there.
+    fn of(seq: u64, cluster: bool) -> (Self, String) {
+        if !cluster {
+            return (Self::single(), field_of(seq));
+        }
+        let slot = (seq & ((1 << SLOT_BITS) - 1)) as u16;
+        (Self::in_slot(slot), field_of(seq >> SLOT_BITS))
+    }
+}
+
+impl RedisStore {
+    fn is_cluster(&self) -> bool {
+        !self.connections.one_node()
+    }
+
+    /// Up to `limit` due events of `outbox`, leased under `token`.
+    async fn claim_in(
         &self,
+        outbox: &Outbox,
         limit: usize,
         lease: Duration,
+        token: u64,
     ) -> Result<Vec<ClaimedEvent>, StoreError> {
-        let token = rand::random::<u64>() >> 12 | 1;
-        let [entries, pending, ..] = keys::outbox_keys();
+        let [entries, pending, ..] = &outbox.keys;
         let mut invocation = EVENT_SCRIPTS.claim.prepare_invoke();
         invocation
             .key(entries)
@@ -192,61 +298,183 @@ impl EventStore for RedisStore {
                     _ => (None, None),
                 };
                 let (field, entry) = field.zip(entry).ok_or_else(|| broken("claim reply"))?;
-                parse_entry(&field, &entry).ok_or_else(|| broken("entry"))
+                parse_entry(&field, &entry, outbox.slot).ok_or_else(|| broken("entry"))
             })
             .collect()
     }
 
-    async fn settle_event(
-        &self,
-        claim: &ClaimedEvent,
-        settlement: &Settlement,
-    ) -> Result<bool, StoreError> {
-        let (how, due_ms, delivered_to, error) = match settlement {
-            Settlement::Done => ("done", 0, 0, ""),
-            Settlement::Retry {
-                due_ms,
-                delivered_to,
-                error,
-            } => ("retry", *due_ms, *delivered_to, error.as_str()),
-            Settlement::Failed {
-                delivered_to,
-                error,
-            } => ("failed", 0, *delivered_to, error.as_str()),
-        };
-        let mut invocation = EVENT_SCRIPTS.settle.prepare_invoke();
-        invocation
-            .key(&keys::outbox_keys()[..])
-            .arg(field_of(claim.event.seq))
-            .arg(claim.lease)
-            .arg(how)
-            .arg(due_ms)
-            .arg(delivered_to)
-            .arg(error);
-        let mut connection = self.connections.get();
-        let settled: i64 = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        Ok(settled == 1)
+    /// `events_sweep.lua` in `mode` on every primary: its replies joined.
+    async fn sweep(&self, mode: &str) -> Result<Vec<i64>, StoreError> {
+        self.sweep_with(mode, &[]).await
     }
 
-    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
-        let [entries, _, failed, errors] = keys::outbox_keys();
-        let mut connection = self.connections.get();
-        let command = redis::cmd("ZRANGE")
-            .arg(&failed)
-            .arg(0)
-            .arg(limit.max(1) as i64 - 1)
-            .arg("WITHSCORES")
-            .to_owned();
-        let listed: Vec<(String, u64)> = self.bounded(command.query_async(&mut connection)).await?;
+    /// The delivery counts of the days `from_day..=to_day` of every slot (`receipts.rs`):
+    /// their fields and values, one after the other.
+    pub(super) async fn sweep_delivery_counts(
+        &self,
+        from_day: u64,
+        to_day: u64,
+    ) -> Result<Vec<String>, StoreError> {
+        let days: Vec<u64> = (from_day..=to_day).collect();
+        self.sweep_with("delivery", &days).await
+    }
+
+    async fn sweep_with<T: redis::FromRedisValue>(
+        &self,
+        mode: &str,
+        days: &[u64],
+    ) -> Result<Vec<T>, StoreError> {
+        let RedisConnection::Cluster(cluster) = self.connections.get() else {
+            return Err(broken("a sweep outside a Cluster"));
+        };
+        let now = unix_now_ms();
+        let call = |command: &str, script: &str| {
+            redis::cmd(command)
+                .arg(script)
+                .arg(0)
+                .arg(mode)
+                .arg(now)
+                .arg(days)
+                .to_owned()
+        };
+        let sweep = async {
+            let evalsha = || call("EVALSHA", SWEEP.get_hash());
+            match cluster.on_every_primary(evalsha(), true).await {
+                Ok(reply) => Ok(reply),
+                // A primary that does not have it yet (a new one, or after a restart) answers
+                // NOSCRIPT, which the joined reply does not survive: load it everywhere, then
+                // again.
+                Err(_) => {
+                    let load = redis::cmd("SCRIPT")
+                        .arg("LOAD")
+                        .arg(SWEEP_SOURCE.as_str())
+                        .to_owned();
+                    cluster.on_every_primary(load, false).await?;
+                    cluster.on_every_primary(evalsha(), true).await
+                }
+            }
+        };
+        let reply = self.bounded(sweep).await?;
+        redis::from_redis_value(reply).map_err(|_| broken("sweep reply"))
+    }
+
+    /// The slots whose pending index holds events placed by now.
+    async fn sweep_slots(&self) -> Result<Vec<u16>, StoreError> {
+        let slots = self.sweep("due").await?;
+        Ok(slots
+            .into_iter()
+            .filter_map(|slot| u16::try_from(slot).ok())
+            .collect())
+    }
+
+    /// `claim_events` on a Cluster: from the slots this process wrote to and, every
+    /// `SWEEP_EVERY`, from every slot with events placed by now. The slots are asked at once,
+    /// each for its share of `limit`; one that gave some is asked again next time (its
+    /// subjects' next events fall due as these are settled).
+    async fn claim_in_cluster(
+        &self,
+        limit: usize,
+        lease: Duration,
+        token: u64,
+    ) -> Result<Vec<ClaimedEvent>, StoreError> {
+        let (mut slots, sweep) = {
+            let mut outboxes = self.cluster_outboxes();
+            let sweep = outboxes
+                .swept_at
+                .is_none_or(|at| at.elapsed() >= SWEEP_EVERY);
+            if sweep {
+                outboxes.swept_at = Some(Instant::now());
+            }
+            (std::mem::take(&mut outboxes.hinted), sweep)
+        };
+        if sweep {
+            match self.sweep_slots().await {
+                Ok(found) => slots.extend(found),
+                Err(error) => {
+                    // Swept again at the next claim.
+                    self.cluster_outboxes().swept_at = None;
+                    self.cluster_outboxes().hinted.extend(&slots);
+                    return Err(error);
+                }
+            }
+        }
+        // Beyond `limit` slots, the rest wait for the next claim.
+        let chosen: Vec<u16> = slots.iter().copied().take(limit.max(1)).collect();
+        self.cluster_outboxes()
+            .hinted
+            .extend(slots.iter().skip(chosen.len()));
+        if chosen.is_empty() {
+            return Ok(Vec::new());
+        }
+        let share = limit.div_ceil(chosen.len()).max(1);
+        let claims = chosen.iter().map(|slot| async move {
+            let claimed = self
+                .claim_in(&Outbox::in_slot(*slot), share, lease, token)
+                .await;
+            (*slot, claimed)
+        });
+        let mut claimed = Vec::new();
+        let mut first_error = None;
+        for (slot, result) in futures_util::future::join_all(claims).await {
+            match result {
+                Ok(events) => {
+                    if !events.is_empty() {
+                        self.cluster_outboxes().hinted.insert(slot);
+                    }
+                    claimed.extend(events);
+                }
+                Err(error) => {
+                    self.cluster_outboxes().hinted.insert(slot);
+                    first_error.get_or_insert(error);
+                }
+            }
+        }
+        match first_error {
+            Some(error) if claimed.is_empty() => Err(error),
+            _ => Ok(claimed),
+        }
+    }
+
+    /// Failed events of every slot, oldest first, at most `limit`.
+    async fn failed_in_cluster(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
+        let slots = self.sweep("failed").await?;
+        let mut failed = Vec::new();
+        for slot in slots
+            .into_iter()
+            .filter_map(|slot| u16::try_from(slot).ok())
+        {
+            let outbox = Outbox::in_slot(slot);
+            let command = redis::cmd("ZRANGE")
+                .arg(&outbox.keys[2])
+                .arg(0)
+                .arg(limit.max(1) as i64 - 1)
+                .arg("WITHSCORES")
+                .to_owned();
+            let mut connection = self.connections.get();
+            let listed: Vec<(String, u64)> =
+                self.bounded(command.query_async(&mut connection)).await?;
+            failed.extend(self.failed_in(&outbox, &listed).await?);
+        }
+        failed.sort_by_key(|event| event.failed_at_ms);
+        failed.truncate(limit);
+        Ok(failed)
+    }
+
+    /// The failed events `listed` (field, failed at) of `outbox`.
+    async fn failed_in(
+        &self,
+        outbox: &Outbox,
+        listed: &[(String, u64)],
+    ) -> Result<Vec<FailedEvent>, StoreError> {
         if listed.is_empty() {
             return Ok(Vec::new());
         }
+        let [entries, _, _, errors] = &outbox.keys;
         let fields: Vec<&str> = listed.iter().map(|(field, _)| field.as_str()).collect();
         let mut pipe = redis::pipe();
-        pipe.cmd("HMGET").arg(&entries).arg(&fields);
-        pipe.cmd("HMGET").arg(&errors).arg(&fields);
+        pipe.cmd("HMGET").arg(entries).arg(&fields);
+        pipe.cmd("HMGET").arg(errors).arg(&fields);
+        let mut connection = self.connections.get();
         let (bodies, reasons): (Vec<Option<String>>, Vec<Option<String>>) =
             self.bounded(pipe.query_async(&mut connection)).await?;
         let mut failed_events = Vec::new();
@@ -257,7 +485,7 @@ impl EventStore for RedisStore {
                 attempts,
                 delivered_to,
                 ..
-            } = parse_entry(field, &body).ok_or_else(|| broken("entry"))?;
+            } = parse_entry(field, &body, outbox.slot).ok_or_else(|| broken("entry"))?;
             failed_events.push(FailedEvent {
                 event,
                 attempts,
@@ -269,21 +497,21 @@ impl EventStore for RedisStore {
         Ok(failed_events)
     }
 
-    async fn replay_failed(&self, seqs: &[u64]) -> Result<u64, StoreError> {
+    /// `events_replay.lua` on `outbox`: `fields`, or (none) every failed one.
+    async fn replay_in(&self, outbox: &Outbox, fields: &[String]) -> Result<u64, StoreError> {
         let mut invocation = EVENT_SCRIPTS.replay.prepare_invoke();
-        invocation.key(&keys::outbox_keys()[..]);
-        for seq in seqs {
-            invocation.arg(field_of(*seq));
+        invocation.key(&outbox.keys[..]);
+        for field in fields {
+            invocation.arg(field);
         }
         let mut connection = self.connections.get();
         self.bounded(invocation.invoke_async(&mut connection)).await
     }
 
-    async fn outbox_status(&self) -> Result<OutboxStatus, StoreError> {
+    /// `outbox_status` of the one outbox.
+    async fn read_status(&self) -> Result<OutboxStatus, StoreError> {
         let [_, pending, failed, _] = keys::outbox_keys();
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, duration_ms);
+        let now = unix_now_ms();
         let mut pipe = redis::pipe();
         pipe.cmd("ZCOUNT").arg(&pending).arg("-inf").arg(now);
         pipe.cmd("ZRANGE")
@@ -303,5 +531,134 @@ impl EventStore for RedisStore {
                 .filter(|place| *place <= now),
             failed,
         })
+    }
+
+    /// `outbox_status` of every slot's outbox: each primary's sums (`events_sweep.lua`).
+    async fn read_cluster_status(&self) -> Result<OutboxStatus, StoreError> {
+        let sums = self.sweep("status").await?;
+        let mut status = OutboxStatus::default();
+        for sum in sums.chunks(3) {
+            let [pending, oldest, failed] = sum else {
+                return Err(broken("sweep reply"));
+            };
+            status.pending += u64::try_from(*pending).unwrap_or(0);
+            status.failed += u64::try_from(*failed).unwrap_or(0);
+            if let Ok(place) = u64::try_from(*oldest) {
+                status.oldest_ms = Some(status.oldest_ms.map_or(place, |seen| seen.min(place)));
+            }
+        }
+        Ok(status)
+    }
+}
+
+#[async_trait]
+impl EventStore for RedisStore {
+    async fn record_events(&self, on: bool) -> Result<(), StoreError> {
+        self.events_on.store(on, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn claim_events(
+        &self,
+        limit: usize,
+        lease: Duration,
+    ) -> Result<Vec<ClaimedEvent>, StoreError> {
+        let token = rand::random::<u64>() >> 12 | 1;
+        if self.is_cluster() {
+            return self.claim_in_cluster(limit, lease, token).await;
+        }
+        self.claim_in(&Outbox::single(), limit, lease, token).await
+    }
+
+    async fn settle_event(
+        &self,
+        claim: &ClaimedEvent,
+        settlement: &Settlement,
+    ) -> Result<bool, StoreError> {
+        let (how, due_ms, delivered_to, error) = match settlement {
+            Settlement::Done => ("done", 0, 0, ""),
+            Settlement::Retry {
+                due_ms,
+                delivered_to,
+                error,
+            } => ("retry", *due_ms, *delivered_to, error.as_str()),
+            Settlement::Failed {
+                delivered_to,
+                error,
+            } => ("failed", 0, *delivered_to, error.as_str()),
+        };
+        let (outbox, field) = Outbox::of(claim.event.seq, self.is_cluster());
+        let mut invocation = EVENT_SCRIPTS.settle.prepare_invoke();
+        invocation
+            .key(&outbox.keys[..])
+            .arg(field)
+            .arg(claim.lease)
+            .arg(how)
+            .arg(due_ms)
+            .arg(delivered_to)
+            .arg(error);
+        let mut connection = self.connections.get();
+        let settled: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(settled == 1)
+    }
+
+    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
+        if self.is_cluster() {
+            return self.failed_in_cluster(limit).await;
+        }
+        let outbox = Outbox::single();
+        let mut connection = self.connections.get();
+        let command = redis::cmd("ZRANGE")
+            .arg(&outbox.keys[2])
+            .arg(0)
+            .arg(limit.max(1) as i64 - 1)
+            .arg("WITHSCORES")
+            .to_owned();
+        let listed: Vec<(String, u64)> = self.bounded(command.query_async(&mut connection)).await?;
+        self.failed_in(&outbox, &listed).await
+    }
+
+    async fn replay_failed(&self, seqs: &[u64]) -> Result<u64, StoreError> {
+        if !self.is_cluster() {
+            let fields: Vec<String> = seqs.iter().map(|seq| field_of(*seq)).collect();
+            return self.replay_in(&Outbox::single(), &fields).await;
+        }
+        let mut by_slot: BTreeMap<u16, Vec<String>> = BTreeMap::new();
+        if seqs.is_empty() {
+            for slot in self.sweep("failed").await? {
+                if let Ok(slot) = u16::try_from(slot) {
+                    by_slot.insert(slot, Vec::new());
+                }
+            }
+        } else {
+            for seq in seqs {
+                let (outbox, field) = Outbox::of(*seq, true);
+                if let Some(slot) = outbox.slot {
+                    by_slot.entry(slot).or_default().push(field);
+                }
+            }
+        }
+        let mut replayed = 0;
+        for (slot, fields) in by_slot {
+            replayed += self.replay_in(&Outbox::in_slot(slot), &fields).await?;
+            self.cluster_outboxes().hinted.insert(slot);
+        }
+        Ok(replayed)
+    }
+
+    async fn outbox_status(&self) -> Result<OutboxStatus, StoreError> {
+        if !self.is_cluster() {
+            return self.read_status().await;
+        }
+        if let Some((at, status)) = self.cluster_outboxes().status
+            && at.elapsed() < STATUS_EVERY
+        {
+            return Ok(status);
+        }
+        let status = self.read_cluster_status().await?;
+        self.cluster_outboxes().status = Some((Instant::now(), status));
+        Ok(status)
     }
 }

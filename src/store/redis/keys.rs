@@ -2,6 +2,7 @@
 //! script touching several of them stays on one Cluster slot.
 
 use std::net::IpAddr;
+use std::sync::LazyLock;
 
 use crate::domain::{CaptchaId, Destination, Phone, Purpose, VerificationId};
 use crate::store::QuotaScope;
@@ -81,8 +82,78 @@ pub fn verification_target(id: &VerificationId) -> String {
 /// The event outbox (one node: its keys share no tag with the phone's), `events.lua`: its
 /// entries, its pending index, its failed index and the failures' errors, under `{events}`.
 pub fn outbox_keys() -> [String; 4] {
+    outbox_keys_tagged("events")
+}
+
+fn outbox_keys_tagged(tag: &str) -> [String; 4] {
     ["entries", "pending", "failed", "errors"]
-        .map(|part| format!("{PREFIX}events:{{events}}:{part}"))
+        .map(|part| format!("{PREFIX}events:{{{tag}}}:{part}"))
+}
+
+/// How many slots a Redis Cluster hashes keys into.
+pub const CLUSTER_SLOTS: u16 = 16384;
+
+/// The Cluster slot of the keys whose hash tag is `tag` (CRC16/XMODEM modulo 16384, as Redis
+/// Cluster computes it).
+pub fn slot_of_tag(tag: &str) -> u16 {
+    crc16::State::<crc16::XMODEM>::calculate(tag.as_bytes()) % CLUSTER_SLOTS
+}
+
+/// For each slot, a short tag that hashes to it (`o` and a base-36 number, the first that
+/// does), found once: about 170,000 CRC16s of a few bytes, a few milliseconds.
+static SLOT_TAGS: LazyLock<Vec<String>> = LazyLock::new(|| {
+    let mut tags = vec![String::new(); usize::from(CLUSTER_SLOTS)];
+    let mut missing = tags.len();
+    let mut n: u64 = 0;
+    while missing > 0 {
+        let tag = format!("o{}", base36(n));
+        let slot = &mut tags[usize::from(slot_of_tag(&tag))];
+        if slot.is_empty() {
+            *slot = tag;
+            missing -= 1;
+        }
+        n += 1;
+    }
+    tags
+});
+
+fn base36(mut n: u64) -> String {
+    let mut digits = Vec::new();
+    loop {
+        digits.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    digits.reverse();
+    String::from_utf8(digits).unwrap_or_default()
+}
+
+/// The tag of each Cluster slot's outbox, by slot (`outbox_keys_in`).
+pub fn slot_tags() -> &'static [String] {
+    &SLOT_TAGS
+}
+
+/// The event outbox of Cluster slot `slot` (`outbox_keys`' four, under a tag that hashes to
+/// that slot, e.g. `verify_code:events:{o2x1}:pending`): a script appends to the outbox of
+/// its own keys' slot, so the event is written in the step that makes the change.
+pub fn outbox_keys_in(slot: u16) -> [String; 4] {
+    outbox_keys_tagged(&SLOT_TAGS[usize::from(slot % CLUSTER_SLOTS)])
+}
+
+/// `verify_code:delivery:{delivery}:20424` (one node) or `verify_code:delivery:{o2x1}:20424`
+/// (Cluster: the tag of the phone's slot, `slot`): one day's delivery counts, a hash of
+/// `<unix hour> <provider> <country> d|x` → receipts, which `receipt.lua` counts in the step
+/// that moves the delivery.
+pub fn delivery_counts(slot: Option<u16>, day: u64) -> String {
+    match slot {
+        Some(slot) => format!(
+            "{PREFIX}delivery:{{{}}}:{day}",
+            SLOT_TAGS[usize::from(slot % CLUSTER_SLOTS)]
+        ),
+        None => format!("{PREFIX}delivery:{{delivery}}:{day}"),
+    }
 }
 
 /// `verify_code:message:{twilio:SM…}`: which verification a provider's message carried
@@ -122,6 +193,8 @@ pub fn verify_id(
 /// a prefix's counts and the service's baseline. On a Cluster they share a node, which every
 /// send visits for the service's counts anyway.
 const FRAUD: &str = "verify_code:fraud:{guard}:";
+/// The hash tag of the fraud guard's keys.
+pub const FRAUD_TAG: &str = "guard";
 
 /// `FRAUD` and `parts` in one allocation, without `format!`: a send names about a dozen of
 /// the guard's keys, and formatting them cost about as much as the rest of the script call.
@@ -329,7 +402,10 @@ mod tests {
             (
                 "receipt",
                 include_str!("receipt.lua"),
-                vec![verification(destination.key(), &id)],
+                vec![
+                    verification(destination.key(), &id),
+                    delivery_counts(Some(slot_of_tag(destination.key())), 20_424),
+                ],
             ),
             (
                 "verify",
@@ -424,8 +500,13 @@ mod tests {
             if let Some(used) = keys_used(source) {
                 assert_eq!(used, keys.len(), "{name}: KEYS passed vs read");
             }
+            // One slot: one tag, or tags chosen to hash to the same slot (keys::SLOT_TAGS).
             let tags: Vec<&str> = keys.iter().map(|key| hash_tag(key)).collect();
-            assert!(tags.iter().all(|tag| *tag == tags[0]), "{name}: {keys:?}");
+            let slots: Vec<u16> = tags.iter().map(|tag| slot_of_tag(tag)).collect();
+            assert!(
+                slots.iter().all(|slot| *slot == slots[0]),
+                "{name}: {keys:?}"
+            );
             if keys.len() > 1 {
                 assert_ne!(
                     tags[0], keys[0],
@@ -433,6 +514,39 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_slot_s_outbox_hashes_to_that_slot() {
+        // Redis Cluster's own examples (CLUSTER KEYSLOT): the crc16 is the one Redis uses.
+        assert_eq!(slot_of_tag("somekey"), 11058);
+        assert_eq!(slot_of_tag("user1000"), 3443);
+        for slot in [0, 1, 5461, 11058, CLUSTER_SLOTS - 1] {
+            for key in outbox_keys_in(slot) {
+                assert_eq!(slot_of_tag(hash_tag(&key)), slot, "{key}");
+            }
+        }
+        // A phone's script appends to the outbox of the phone's slot, the guard's to its own.
+        let phone = sample_phone();
+        let home = slot_of_tag(phone.as_e164());
+        assert_eq!(
+            slot_of_tag(hash_tag(&code(
+                &Destination::Phone(phone),
+                &Purpose::default()
+            ))),
+            home
+        );
+        assert_eq!(
+            slot_of_tag(hash_tag(&fraud_blocks())),
+            slot_of_tag(FRAUD_TAG)
+        );
+        // The sweep (events_sweep.lua) names a slot's outbox the same way.
+        assert_eq!(
+            outbox_keys_in(7)[1],
+            format!("verify_code:events:{{{}}}:pending", slot_tags()[7])
+        );
+        let tags: std::collections::HashSet<&str> = SLOT_TAGS.iter().map(String::as_str).collect();
+        assert_eq!(tags.len(), usize::from(CLUSTER_SLOTS));
     }
 
     #[test]

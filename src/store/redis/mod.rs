@@ -136,6 +136,8 @@ pub struct RedisStore {
     command_timeout: Duration,
     /// Whether the scripts append events (`EventStore::record_events`).
     events_on: Arc<AtomicBool>,
+    /// On a Cluster, the slots whose outboxes to claim from (`events.rs`).
+    cluster_outboxes: Arc<std::sync::Mutex<events::ClusterOutboxes>>,
 }
 
 impl RedisStore {
@@ -150,6 +152,7 @@ impl RedisStore {
             connections,
             command_timeout: settings.command_timeout,
             events_on: Arc::default(),
+            cluster_outboxes: Arc::default(),
         })
     }
 

@@ -3,7 +3,10 @@
 -- nothing, and the first final word stays. One step: of two racing receipts one changes it.
 -- KEYS[1] the verification {d = '' sent, 'u' unconfirmed, 'd' delivered, 'x' undelivered,
 --         r = the provider's error code}
--- ARGV[1] the receipt's delivery ('' sent, 'd', 'x'), ARGV[2] its error code or ''
+-- KEYS[2] today's delivery counts (keys::delivery_counts: the phone's slot on a Cluster)
+-- ARGV[1] the receipt's delivery ('' sent, 'd', 'x'), ARGV[2] its error code or '',
+-- ARGV[3] the counts' field without its last letter ('<hour> <provider> <country> '),
+-- ARGV[4] how long the counts are kept (ms)
 -- (then the outbox's, events.lua)
 -- Returns {} when the verification is gone, {0} when nothing changed, else
 --         {1, previous delivery, created (ms), now (ms)}.
@@ -27,8 +30,11 @@ end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 -- The event of a final word (its detail is the caller's), in this step: only a change emits.
+-- It counts in the delivery rate, in this step too.
 local event = ({d = 'verification.delivered', x = 'verification.undelivered'})[ARGV[1]]
 if event then
   outbox_append(event, now, now)
+  redis.call('HINCRBY', KEYS[2], ARGV[3] .. ARGV[1], 1)
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 return {1, previous, verification[1], now}

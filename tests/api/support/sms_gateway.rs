@@ -119,6 +119,17 @@ fn capture(state: &GatewayState, request: &HttpRequest, body: &[u8]) {
         });
 }
 
+async fn list_received(state: web::Data<Arc<GatewayState>>) -> HttpResponse {
+    let received: Vec<serde_json::Value> = state
+        .received
+        .lock()
+        .expect("gateway lock")
+        .iter()
+        .map(CapturedRequest::json)
+        .collect();
+    HttpResponse::Ok().json(received)
+}
+
 /// Any other method or path: counted (a redirect followed as a GET must show), not taken.
 async fn elsewhere(state: web::Data<Arc<GatewayState>>) -> HttpResponse {
     state.hits.fetch_add(1, Ordering::SeqCst);
@@ -135,6 +146,9 @@ impl SmsGateway {
             App::new()
                 .app_data(data.clone())
                 .route("/sms", web::post().to(receive))
+                // The messages taken so far (JSON), for a test driven from outside (the
+                // console's browser flow posts their receipts).
+                .route("/sms/received", web::get().to(list_received))
                 .default_service(web::to(elsewhere))
         })
         .workers(1)
