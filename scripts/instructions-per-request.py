@@ -18,11 +18,14 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     verified  a verify that matches: a code sent before instrumentation (in dev mode, its
               code read from the outbox), verified under its send's id (the fraud guard
               counts its conversion)
-    ROWS=send,verified limits the rows.
+    tstart    a Twilio Verify start (POST /v2/Services/{VA}/Verifications) to a new phone
+    tcheck    a Twilio Verify check of a random VerificationSid (20404), as verify's 404
+    ROWS=send,verified limits the rows (default: verify, send, verified).
 Needs valgrind and redis-server.
 """
 
 import base64
+import hashlib
 import http.client
 import json
 import os
@@ -36,6 +39,10 @@ import time
 REQUESTS = int(os.environ.get("REQUESTS", "1000"))
 WARMUP = 200
 KEY = os.urandom(32).hex()
+# A Twilio-compatible account for the t* rows: its SID, its token, and HTTP Basic of both.
+TWILIO_ACCOUNT = "AC" + os.urandom(16).hex()
+TWILIO_TOKEN = os.urandom(16).hex()
+TWILIO_AUTH = "Basic " + base64.b64encode(f"{TWILIO_ACCOUNT}:{TWILIO_TOKEN}".encode()).decode()
 QUOTAS_OFF = {
     name: "0"
     for name in [
@@ -63,6 +70,28 @@ def random_id():
 
 def send_phone(i):
     return f"+86138{(i * 7919 + random.randrange(10**4)) % 10**8:08d}"
+
+
+def twilio_service(port):
+    """A new Service of the Twilio-compatible account: its SID."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request("POST", "/v2/Services", "FriendlyName=bench",
+                       {"Content-Type": "application/x-www-form-urlencoded",
+                        "Authorization": TWILIO_AUTH})
+    answer = connection.getresponse()
+    data = answer.read()
+    connection.close()
+    if answer.status != 201:
+        sys.exit(f"create a Twilio Service: HTTP {answer.status} {data!r}")
+    return json.loads(data)["sid"]
+
+
+def twilio_request(kind, i, service):
+    if kind == "tstart":
+        phone = send_phone(i).replace("+", "%2B")
+        return f"/v2/Services/{service}/Verifications", f"To={phone}&Channel=sms"
+    return (f"/v2/Services/{service}/VerificationCheck",
+            f"VerificationSid=VE{os.urandom(16).hex()}&Code=123456")
 
 
 def request_body(kind, i, sent):
@@ -109,9 +138,19 @@ def sent_codes(port, count):
     return sent
 
 
-def drive(port, kind, count, sent):
+def drive(port, kind, count, sent, service=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for i in range(count):
+        if kind.startswith("t"):
+            path, form = twilio_request(kind, i, service)
+            connection.request("POST", path, form,
+                               {"Content-Type": "application/x-www-form-urlencoded",
+                                "Authorization": TWILIO_AUTH})
+            answer = connection.getresponse()
+            data = answer.read()
+            if answer.status >= 500 or (kind == "tstart" and answer.status != 201):
+                sys.exit(f"{kind}: HTTP {answer.status} {data!r}")
+            continue
         method, path, body = request_body(kind, i, sent)
         status, data = call(connection, method, path, body)
         if kind == "verified" and status != 200:
@@ -137,7 +176,9 @@ def measure(build, store_env, kind, redis_port):
     label = f"{os.path.basename(binary)}-{abs(hash(binary)) % 10**6}-{kind}-{store_env}"
     out = os.path.join(work, f"callgrind.out.{label}")
     env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
-               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF)
+               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF,
+               VCODE_TWILIO_COMPAT_ACCOUNTS=TWILIO_ACCOUNT + ":"
+               + hashlib.sha256(TWILIO_TOKEN.encode()).hexdigest())
     env.update(pair.split("=", 1) for pair in settings.split(",") if pair)
     if store_env == "Redis":
         env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}"
@@ -156,10 +197,11 @@ def measure(build, store_env, kind, redis_port):
             except OSError:
                 time.sleep(0.1)
         sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
-        drive(port, kind, WARMUP, sent)
+        service = twilio_service(port) if kind.startswith("t") else None
+        drive(port, kind, WARMUP, sent, service)
         subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        drive(port, kind, REQUESTS, sent)
+        drive(port, kind, REQUESTS, sent, service)
         # A dump holds what was counted since instrumentation began: exactly these requests.
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
