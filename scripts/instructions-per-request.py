@@ -18,7 +18,9 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     verified  a verify that matches: a code sent before instrumentation (in dev mode, its
               code read from the outbox), verified under its send's id (the fraud guard
               counts its conversion)
-    ROWS=send,verified limits the rows.
+    tstart    a Twilio Verify start (POST /v2/Services/{VA}/Verifications) to a new phone
+    tcheck    a Twilio Verify check of a random VerificationSid (20404), as verify's 404
+    ROWS=send,verified limits the rows (default: verify, send, verified).
     STORES=embedded,Redis,PostgreSQL,Cluster picks the stores (default embedded,Redis):
               PostgreSQL is a server of the script's own on a free loopback port (fsync off,
               a fresh database per column and row); Cluster is three primaries on loopback,
@@ -31,6 +33,7 @@ initdb, postgres).
 
 import base64
 import glob
+import hashlib
 import http.client
 import http.server
 import json
@@ -47,6 +50,10 @@ import time
 REQUESTS = int(os.environ.get("REQUESTS", "1000"))
 WARMUP = 200
 KEY = os.urandom(32).hex()
+# A Twilio-compatible account for the t* rows: its SID, its token, and HTTP Basic of both.
+TWILIO_ACCOUNT = "AC" + os.urandom(16).hex()
+TWILIO_TOKEN = os.urandom(16).hex()
+TWILIO_AUTH = "Basic " + base64.b64encode(f"{TWILIO_ACCOUNT}:{TWILIO_TOKEN}".encode()).decode()
 QUOTAS_OFF = {
     name: "0"
     for name in [
@@ -74,6 +81,28 @@ def random_id():
 
 def send_phone(i):
     return f"+86138{(i * 7919 + random.randrange(10**4)) % 10**8:08d}"
+
+
+def twilio_service(port):
+    """A new Service of the Twilio-compatible account: its SID."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    connection.request("POST", "/v2/Services", "FriendlyName=bench",
+                       {"Content-Type": "application/x-www-form-urlencoded",
+                        "Authorization": TWILIO_AUTH})
+    answer = connection.getresponse()
+    data = answer.read()
+    connection.close()
+    if answer.status != 201:
+        sys.exit(f"create a Twilio Service: HTTP {answer.status} {data!r}")
+    return json.loads(data)["sid"]
+
+
+def twilio_request(kind, i, service):
+    if kind == "tstart":
+        phone = send_phone(i).replace("+", "%2B")
+        return f"/v2/Services/{service}/Verifications", f"To={phone}&Channel=sms"
+    return (f"/v2/Services/{service}/VerificationCheck",
+            f"VerificationSid=VE{os.urandom(16).hex()}&Code=123456")
 
 
 def request_body(kind, i, sent):
@@ -120,9 +149,19 @@ def sent_codes(port, count):
     return sent
 
 
-def drive(port, kind, count, sent):
+def drive(port, kind, count, sent, service=None):
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
     for i in range(count):
+        if kind.startswith("t"):
+            path, form = twilio_request(kind, i, service)
+            connection.request("POST", path, form,
+                               {"Content-Type": "application/x-www-form-urlencoded",
+                                "Authorization": TWILIO_AUTH})
+            answer = connection.getresponse()
+            data = answer.read()
+            if answer.status >= 500 or (kind == "tstart" and answer.status != 201):
+                sys.exit(f"{kind}: HTTP {answer.status} {data!r}")
+            continue
         method, path, body = request_body(kind, i, sent)
         status, data = call(connection, method, path, body)
         if kind == "verified" and status != 200:
@@ -244,7 +283,9 @@ def measure(build, store_env, kind, redis_port, stores):
     label = f"{os.path.basename(binary)}-{abs(hash(build)) % 10**6}-{kind}-{store_env}"
     out = os.path.join(work, f"callgrind.out.{label}")
     env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
-               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF)
+               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF,
+               VCODE_TWILIO_COMPAT_ACCOUNTS=TWILIO_ACCOUNT + ":"
+               + hashlib.sha256(TWILIO_TOKEN.encode()).hexdigest())
     pairs = [pair for pair in settings.split(",") if pair]
     if "EVENTS" in pairs:
         pairs.remove("EVENTS")
@@ -272,10 +313,11 @@ def measure(build, store_env, kind, redis_port, stores):
             except OSError:
                 time.sleep(0.1)
         sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
-        drive(port, kind, WARMUP, sent)
+        service = twilio_service(port) if kind.startswith("t") else None
+        drive(port, kind, WARMUP, sent, service)
         subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        drive(port, kind, REQUESTS, sent)
+        drive(port, kind, REQUESTS, sent, service)
         # A dump holds what was counted since instrumentation began: exactly these requests.
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

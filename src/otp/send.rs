@@ -7,6 +7,7 @@
 //! delivery receipts on, a confirmed SMS's provider message is recorded with its verification
 //! (a failure there costs only its receipts).
 
+use std::borrow::Cow;
 use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -19,6 +20,7 @@ use crate::domain::{
 use crate::email::{EmailErrorKind, EmailMessage};
 use crate::fraud::SendTicket;
 use crate::idempotency::{IdempotencyKey, fingerprint};
+use crate::sms::templates::TenantWording;
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::deadline;
@@ -48,7 +50,12 @@ pub struct SendCommand {
     pub client_ip: IpAddr,
     pub idempotency_key: Option<IdempotencyKey>,
     /// Set by a compatibility API (a Twilio Verify Service): its codes instead of `purpose`'s.
-    pub tenant: Option<Tenant>,
+    /// Boxed: the command lives in the send's future, which the route boxes and copies, and
+    /// a send without a tenant should not pay for its size.
+    pub tenant: Option<Box<Tenant>>,
+    /// The new verification's id, chosen by a caller that records it before the send (a
+    /// Twilio Verify start writes its send log first); a new random one when `None`.
+    pub verification: Option<VerificationId>,
 }
 
 /// A tenant of a compatibility API (a Twilio Verify Service): its codes are kept apart under a
@@ -58,6 +65,10 @@ pub struct SendCommand {
 pub struct Tenant {
     pub purpose: Purpose,
     pub code_length: CodeLength,
+    /// Its codes' lifetime, if not the settings' (`code_ttl`).
+    pub code_ttl: Option<Duration>,
+    /// What its SMS say, if not the purpose's texts.
+    pub wording: Option<TenantWording>,
 }
 
 pub use crate::store::DeliveryStatus;
@@ -218,21 +229,13 @@ impl OtpService {
         // An error here means no SMS went out nor may have (an unconfirmed one is a success),
         // so a server-side failure gives the gate's proofs back for the retry.
         let sent = match self.test_numbers.get(destination.key()) {
-            Some(code) => self.issue_test_code(destination, purpose, code).await,
+            Some(code) => {
+                self.issue_test_code(command, destination, purpose, code)
+                    .await
+            }
             None => {
-                let length = command
-                    .tenant
-                    .as_ref()
-                    .map_or(self.settings.code_length, |tenant| tenant.code_length);
-                self.issue_and_deliver(
-                    destination,
-                    purpose,
-                    locale,
-                    length,
-                    command.client_ip,
-                    ticket,
-                )
-                .await
+                self.issue_and_deliver(command, destination, purpose, locale, ticket)
+                    .await
             }
         };
         match sent {
@@ -254,17 +257,22 @@ impl OtpService {
     /// the guard's count) if anything after it fails, an unconfirmed SMS excepted.
     async fn issue_and_deliver(
         &self,
+        command: &SendCommand,
         destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
-        length: CodeLength,
-        client_ip: IpAddr,
         ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
+        let tenant = command.tenant.as_deref();
+        let client_ip = command.client_ip;
+        let length = tenant.map_or(self.settings.code_length, |tenant| tenant.code_length);
         let code = Code::generate(length);
         let (e164, purpose_name) = (destination.key(), purpose.as_str());
         let digest = self.keyring.code_digest(e164, purpose_name, &code);
-        let verification = VerificationId::generate();
+        let verification = command
+            .verification
+            .clone()
+            .unwrap_or_else(VerificationId::generate);
         let candidate = CodeCandidate {
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
@@ -279,11 +287,9 @@ impl OtpService {
         };
         // Within what the gate's steps left of one timeout: a store stalled between them
         // never makes the send wait twice.
+        let params = self.issue_params_for(destination, tenant);
         let issued = deadline::shared(async {
-            let params = match destination {
-                Destination::Phone(_) => &self.issue_params,
-                Destination::Email(_) => &self.email_issue_params,
-            };
+            let params = params.as_ref();
             match &ticket {
                 Some(ticket) => {
                     let step = self.fraud.step(ticket);
@@ -354,10 +360,10 @@ impl OtpService {
         };
         let sent = self
             .deliver(
+                command,
                 destination,
                 purpose,
                 locale,
-                client_ip,
                 code,
                 delivery,
                 budgets,
@@ -366,7 +372,7 @@ impl OtpService {
             .await;
         self.fraud.settle(admitted, destination, sent.is_ok());
         sent.map(|status| SendReceipt {
-            expires_in: self.settings.code_ttl,
+            expires_in: params.ttl,
             resend_after: self.settings.resend_cooldown,
             delivery: status,
             verification_id: Some(verification),
@@ -378,17 +384,18 @@ impl OtpService {
     #[allow(clippy::too_many_arguments)]
     async fn deliver(
         &self,
+        command: &SendCommand,
         destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
-        client_ip: IpAddr,
         code: Code,
         delivery: Delivery,
         budgets: Budgets<'_>,
         reserved: Reservations,
     ) -> Result<DeliveryStatus, OtpError> {
+        let tenant = command.tenant.as_deref();
         if !delivery.budgets_reserved
-            && let Err(error) = self.reserve_budgets(budgets, client_ip).await
+            && let Err(error) = self.reserve_budgets(budgets, command.client_ip).await
         {
             self.undo(destination, purpose, &delivery, &error).await;
             return Err(error);
@@ -415,8 +422,16 @@ impl OtpService {
 
         let sent = match destination {
             Destination::Phone(phone) => {
-                self.deliver_sms(phone, destination, purpose, locale, &code, &delivery)
-                    .await
+                self.deliver_sms(
+                    phone,
+                    destination,
+                    purpose,
+                    locale,
+                    tenant,
+                    &code,
+                    &delivery,
+                )
+                .await
             }
             Destination::Email(email) => {
                 self.deliver_email(
@@ -448,12 +463,14 @@ impl OtpService {
 
     /// Hands the code's SMS to the provider. `Err` only when it certainly did not go out (the
     /// caller rolls the send back); an unconfirmed SMS is a send.
+    #[allow(clippy::too_many_arguments)]
     async fn deliver_sms(
         &self,
         phone: &Phone,
         destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
+        tenant: Option<&Tenant>,
         code: &Code,
         delivery: &Delivery,
     ) -> Result<DeliveryStatus, OtpError> {
@@ -461,8 +478,11 @@ impl OtpService {
             phone,
             purpose,
             code,
-            expires_in: self.settings.code_ttl,
+            expires_in: tenant
+                .and_then(|tenant| tenant.code_ttl)
+                .unwrap_or(self.settings.code_ttl),
             locale,
+            tenant: tenant.and_then(|tenant| tenant.wording.as_ref()),
         };
         match self.sender.send(&message).await {
             Ok(receipt) => {
@@ -583,11 +603,31 @@ impl OtpService {
         }
     }
 
+    /// The issue's parameters: the settings', with a tenant's own code lifetime.
+    fn issue_params_for(
+        &self,
+        destination: &Destination,
+        tenant: Option<&Tenant>,
+    ) -> Cow<'_, IssueParams> {
+        let channel = match destination {
+            Destination::Phone(_) => &self.issue_params,
+            Destination::Email(_) => &self.email_issue_params,
+        };
+        match tenant.and_then(|tenant| tenant.code_ttl) {
+            Some(ttl) => Cow::Owned(IssueParams {
+                ttl,
+                ..channel.clone()
+            }),
+            None => Cow::Borrowed(channel),
+        }
+    }
+
     /// A send to a test number: its fixed code becomes the pending code through the same
     /// atomic issue (digested and sealed, same cooldown, TTL and attempts), on no quota or
     /// budget, and no SMS goes out.
     async fn issue_test_code(
         &self,
+        command: &SendCommand,
         destination: &Destination,
         purpose: &Purpose,
         code: &Code,
@@ -595,7 +635,10 @@ impl OtpService {
         let digest = self
             .keyring
             .code_digest(destination.key(), purpose.as_str(), code);
-        let verification = VerificationId::generate();
+        let verification = command
+            .verification
+            .clone()
+            .unwrap_or_else(VerificationId::generate);
         let candidate = CodeCandidate {
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, code)),
@@ -604,7 +647,9 @@ impl OtpService {
         };
         let params = IssueParams {
             phone_quota: Vec::new(),
-            ..self.issue_params.clone()
+            ..self
+                .issue_params_for(destination, command.tenant.as_deref())
+                .into_owned()
         };
         match self
             .codes
@@ -615,7 +660,7 @@ impl OtpService {
                 self.stats.record(Event::TestNumberSend);
                 tracing::info!(%destination, %purpose, delivery = delivery.kind.as_str(), "test number: fixed code stored, no SMS");
                 Ok(SendReceipt {
-                    expires_in: self.settings.code_ttl,
+                    expires_in: params.ttl,
                     resend_after: self.settings.resend_cooldown,
                     delivery: DeliveryStatus::Sent,
                     verification_id: Some(verification),

@@ -213,6 +213,7 @@ async fn send(
         client_ip: super::client_ip(&request, &state)?,
         idempotency_key: idempotency_key(&request, caller.as_ref())?,
         tenant: None,
+        verification: None,
     };
     let otp = state.otp.clone();
     // Runs to the end even if the client goes away, so a code is never left stored without

@@ -49,6 +49,9 @@ pub struct SmsMessage<'a> {
     pub expires_in: Duration,
     /// The request's locale; `None` is the settings' default locale.
     pub locale: Option<&'a Locale>,
+    /// A tenant's own wording (a Twilio Verify Service's name, warning and texts) instead of
+    /// the purpose's texts.
+    pub tenant: Option<&'a templates::TenantWording>,
 }
 
 impl SmsMessage<'_> {

@@ -119,6 +119,7 @@ mod tests {
             code: &code,
             expires_in: Duration::from_secs(300),
             locale: None,
+            tenant: None,
         };
         router.send(&message).await
     }

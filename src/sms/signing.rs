@@ -60,14 +60,39 @@ pub fn utc_date(unix_secs: u64) -> String {
 
 /// `2024-05-01T08:30:00Z`, ISO 8601 in UTC to the second.
 pub fn utc_timestamp(unix_secs: u64) -> String {
+    let (year, month, day) = civil_date(unix_secs);
     let secs_of_day = unix_secs % 86_400;
-    format!(
-        "{}T{:02}:{:02}:{:02}Z",
-        utc_date(unix_secs),
-        secs_of_day / 3600,
-        secs_of_day % 3600 / 60,
-        secs_of_day % 60
-    )
+    let fields = [
+        (year as u64, 4, b'-'),
+        (u64::from(month), 2, b'-'),
+        (u64::from(day), 2, b'T'),
+        (secs_of_day / 3600, 2, b':'),
+        (secs_of_day % 3600 / 60, 2, b':'),
+        (secs_of_day % 60, 2, b'Z'),
+    ];
+    if !(0..=9999).contains(&year) {
+        return format!(
+            "{}T{:02}:{:02}:{:02}Z",
+            utc_date(unix_secs),
+            fields[3].0,
+            fields[4].0,
+            fields[5].0
+        );
+    }
+    // Digit by digit: `format!` cost three times as much, and every Twilio-compatible answer
+    // writes two or three of these.
+    let mut out = [0u8; 20];
+    let mut at = 0;
+    for (value, width, separator) in fields {
+        let mut rest = value;
+        for slot in out[at..at + width].iter_mut().rev() {
+            *slot = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        out[at + width] = separator;
+        at += width + 1;
+    }
+    String::from_utf8(out.to_vec()).expect("ASCII digits and separators")
 }
 
 /// Parses `utc_timestamp`'s form back to a Unix time (the fake gateways check the window).

@@ -246,6 +246,9 @@ impl TextTemplates {
     /// message's locale, else `default_locale`, each looked up from the whole tag to its
     /// language, then any text in the same language; a purpose has at least one text.
     pub fn render(&self, message: &SmsMessage<'_>, default_locale: &Locale) -> String {
+        if let Some(wording) = message.tenant {
+            return wording.render(message, default_locale);
+        }
         let locales = self
             .texts
             .get(message.purpose.as_str())
@@ -261,6 +264,10 @@ impl TextTemplates {
 }
 
 fn check_text(text: &str) -> Result<(), String> {
+    check_placeholders(text, &PLACEHOLDERS)
+}
+
+fn check_placeholders(text: &str, allowed: &[&str]) -> Result<(), String> {
     if !text.contains("{code}") {
         return Err("the text must contain {code}".to_owned());
     }
@@ -268,9 +275,10 @@ fn check_text(text: &str) -> Result<(), String> {
     while let Some(start) = rest.find('{') {
         let end = rest[start..].find('}').ok_or("an unclosed { in the text")?;
         let placeholder = &rest[start..start + end + 1];
-        if !PLACEHOLDERS.contains(&placeholder) {
+        if !allowed.contains(&placeholder) {
             return Err(format!(
-                "unknown placeholder {placeholder}: use {{code}} and {{minutes}}"
+                "unknown placeholder {placeholder}: use {}",
+                allowed.join(", ")
             ));
         }
         rest = &rest[start + end + 1..];
@@ -281,6 +289,78 @@ fn check_text(text: &str) -> Result<(), String> {
 fn fill(text: &str, message: &SmsMessage<'_>) -> String {
     text.replace("{code}", message.code.expose())
         .replace("{minutes}", &message.minutes().to_string())
+}
+
+/// Placeholders a tenant's own text may hold: the shared ones and its name.
+const TENANT_PLACEHOLDERS: [&str; 3] = ["{code}", "{minutes}", "{name}"];
+
+/// The built-in texts of a tenant with a name (a Twilio Verify Service's `FriendlyName`, as
+/// Twilio's own SMS reads), and the do-not-share sentence its switch adds, per locale.
+const TENANT_BUILT_IN: [(&str, &str, &str); 2] = [
+    (
+        "en",
+        "Your {name} verification code is: {code}. It expires in {minutes} min.",
+        " Don't share this code with anyone; our employees will never ask for the code.",
+    ),
+    (
+        "zh-CN",
+        "您的{name}验证码是：{code}，{minutes}分钟内有效。",
+        "请勿将验证码告诉任何人，我们的工作人员绝不会向您索要验证码。",
+    ),
+];
+
+/// What a tenant (a Twilio Verify Service) says in its SMS: its name, the do-not-share
+/// sentence if it asks for one, and (vcode's own extension) texts of its own per locale,
+/// which may hold `{name}` besides `{code}` and `{minutes}`. The text senders (`log`,
+/// `webhook`, `twilio`) write it; the template senders (`aliyun`, `tencent`) can only send
+/// their approved templates.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TenantWording {
+    /// Shown for `{name}` (never empty: a Service's name is required).
+    pub name: String,
+    pub do_not_share: bool,
+    pub texts: BTreeMap<Locale, String>,
+}
+
+impl TenantWording {
+    /// A tenant's own text must hold `{code}` and no other `{…}` than `{code}`, `{minutes}`
+    /// and `{name}`.
+    pub fn check_text(text: &str) -> Result<(), String> {
+        check_placeholders(text, &TENANT_PLACEHOLDERS)
+    }
+
+    /// The text for `message` in its locale (else `default_locale`): the tenant's own text,
+    /// else the built-in one in that language, else the English one; then, if asked for, the
+    /// do-not-share sentence in the text's language (English for a language vcode has none
+    /// in).
+    pub fn render(&self, message: &SmsMessage<'_>, default_locale: &Locale) -> String {
+        let requested = message.locale.unwrap_or(default_locale);
+        let own = requested
+            .pick(&self.texts)
+            .map(|text| (text.as_str(), requested.language()))
+            .or_else(|| {
+                default_locale
+                    .pick(&self.texts)
+                    .map(|text| (text.as_str(), default_locale.language()))
+            });
+        let built_in = |language: &str| {
+            TENANT_BUILT_IN
+                .iter()
+                .find(|(tag, _, _)| tag.split('-').next() == Some(language))
+        };
+        let (text, language) = own.unwrap_or_else(|| {
+            let (tag, text, _) = built_in(requested.language())
+                .or_else(|| built_in(default_locale.language()))
+                .unwrap_or(&TENANT_BUILT_IN[0]);
+            (text, tag.split('-').next().unwrap_or("en"))
+        });
+        let mut filled = fill(text, message).replace("{name}", &self.name);
+        if self.do_not_share {
+            let (_, _, warning) = built_in(language).unwrap_or(&TENANT_BUILT_IN[0]);
+            filled.push_str(warning);
+        }
+        filled
+    }
 }
 
 #[cfg(test)]
@@ -301,8 +381,67 @@ mod tests {
             code: &code,
             expires_in: Duration::from_secs(300),
             locale: locale.as_ref(),
+            tenant: None,
         };
         templates.render(&message, &Locale::default())
+    }
+
+    fn render_tenant(wording: &TenantWording, locale: Option<&str>) -> String {
+        let phone = Phone::parse("+8613800138000", Region::default()).unwrap();
+        let purpose = Purpose::parse("va0123").unwrap();
+        let code = Code::parse("123456", CodeLength::default()).unwrap();
+        let locale = locale.map(|l| Locale::parse(l).unwrap());
+        let message = SmsMessage {
+            phone: &phone,
+            purpose: &purpose,
+            code: &code,
+            expires_in: Duration::from_secs(600),
+            locale: locale.as_ref(),
+            tenant: Some(wording),
+        };
+        TextTemplates::default().render(&message, &Locale::default())
+    }
+
+    #[test]
+    fn a_tenant_is_named_and_warns_in_the_texts_language() {
+        let mut wording = TenantWording {
+            name: "Acme".to_owned(),
+            ..TenantWording::default()
+        };
+        assert_eq!(
+            render_tenant(&wording, Some("en-US")),
+            "Your Acme verification code is: 123456. It expires in 10 min."
+        );
+        assert_eq!(
+            render_tenant(&wording, Some("zh")),
+            "您的Acme验证码是：123456，10分钟内有效。"
+        );
+        wording.do_not_share = true;
+        let en = render_tenant(&wording, Some("en"));
+        assert!(
+            en.ends_with("our employees will never ask for the code."),
+            "{en}"
+        );
+        let zh = render_tenant(&wording, None);
+        assert!(
+            zh.starts_with("您的Acme验证码是：123456") && zh.ends_with("索要验证码。"),
+            "{zh}"
+        );
+        // A tenant's own text in French: its language has no warning, English's is added.
+        wording.texts.insert(
+            Locale::parse("fr").unwrap(),
+            "Code {name} : {code} ({minutes} min).".to_owned(),
+        );
+        let fr = render_tenant(&wording, Some("fr-CA"));
+        assert!(
+            fr.starts_with("Code Acme : 123456 (10 min). Don't share"),
+            "{fr}"
+        );
+        // Other locales keep the built-in texts.
+        assert!(render_tenant(&wording, Some("en")).starts_with("Your Acme"));
+        assert!(TenantWording::check_text("{name} {code}").is_ok());
+        assert!(TenantWording::check_text("{name} {phone} {code}").is_err());
+        assert!(TenantWording::check_text("{name}").is_err());
     }
 
     #[test]

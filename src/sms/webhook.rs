@@ -287,6 +287,7 @@ mod tests {
             code: &code,
             expires_in: Duration::from_secs(300),
             locale: None,
+            tenant: None,
         };
         let request = sender.request(&message, "id-1", 1_700_000_123);
         assert_eq!(request.header(TIMESTAMP_HEADER), Some("1700000123"));

@@ -2,19 +2,25 @@
 //! and a few switches. Kept in the store (every instance sees them) as JSON; an update is a
 //! compare-and-set on the revision read, retried when another write came between.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
 use super::{TwilioCompat, TwilioError, now_ms, sid};
-use crate::domain::CodeLength;
+use crate::domain::{CodeLength, Locale};
 use crate::otp::Tenant;
+use crate::sms::templates::TenantWording;
 use crate::store::Revised;
 
 /// Twilio's limit on `FriendlyName`.
 const MAX_FRIENDLY_NAME: usize = 32;
+/// vcode's own bounds on a Service's code lifetime, in seconds.
+pub const CODE_TTL_SECS: std::ops::RangeInclusive<u32> = 60..=86_400;
+/// vcode's own bounds on a Service's texts: locales, and characters a text.
+const MAX_TEXTS: usize = 20;
+const MAX_TEXT_CHARS: usize = 320;
 /// Tries of a compare-and-set before giving up to a storm of concurrent writers.
 pub(super) const WRITE_TRIES: usize = 8;
 
@@ -25,22 +31,25 @@ const SERVICE_CACHE_TTL: Duration = Duration::from_secs(1);
 /// Cached Services beyond this are all dropped (a flood of SIDs cannot grow the map).
 const SERVICE_CACHE_CAPACITY: usize = 10_000;
 
-/// Services read lately, by (account, SID).
+/// Services read lately, by SID (shared, not copied: a start or check only reads them).
 #[derive(Default)]
-pub(super) struct RecentServices(Mutex<HashMap<(String, String), (Instant, Service)>>);
+pub(super) struct RecentServices(Mutex<HashMap<String, (Instant, Arc<Service>)>>);
 
 impl RecentServices {
-    fn get(&self, account: &str, sid: &str) -> Option<Service> {
+    /// The Service `sid` if read lately and `account`'s (another account's is not there).
+    fn get(&self, account: &str, sid: &str) -> Option<Arc<Service>> {
         let map = self
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        map.get(&(account.to_owned(), sid.to_owned()))
-            .filter(|(read, _)| read.elapsed() < SERVICE_CACHE_TTL)
-            .map(|(_, service)| service.clone())
+        map.get(sid)
+            .filter(|(read, service)| {
+                read.elapsed() < SERVICE_CACHE_TTL && service.account_sid == account
+            })
+            .map(|(_, service)| Arc::clone(service))
     }
 
-    fn put(&self, service: &Service) {
+    fn put(&self, service: Arc<Service>) {
         let mut map = self
             .0
             .lock()
@@ -48,16 +57,15 @@ impl RecentServices {
         if map.len() >= SERVICE_CACHE_CAPACITY {
             map.clear();
         }
-        let key = (service.account_sid.clone(), service.sid.clone());
-        map.insert(key, (Instant::now(), service.clone()));
+        map.insert(service.sid.clone(), (Instant::now(), service));
     }
 
-    fn forget(&self, account: &str, sid: &str) {
+    fn forget(&self, sid: &str) {
         let mut map = self
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
-        map.remove(&(account.to_owned(), sid.to_owned()));
+        map.remove(sid);
     }
 }
 
@@ -76,6 +84,13 @@ pub struct Service {
     pub custom_code_enabled: bool,
     pub created_ms: u64,
     pub updated_ms: u64,
+    /// vcode's own: its codes' lifetime in seconds (`None`: `VCODE_CODE_TTL_SECS`).
+    #[serde(default)]
+    pub code_ttl_secs: Option<u32>,
+    /// vcode's own: its SMS texts by locale tag (`{code}`, `{minutes}`, `{name}`); locales
+    /// without one use the built-in texts.
+    #[serde(default)]
+    pub texts: BTreeMap<String, String>,
 }
 
 impl Service {
@@ -84,8 +99,35 @@ impl Service {
         Tenant {
             purpose: sid::purpose_of(&self.sid),
             code_length: CodeLength::new(self.code_length).unwrap_or_default(),
+            code_ttl: self.code_ttl(),
+            wording: None,
         }
     }
+
+    /// Its own code lifetime, if it has one.
+    pub fn code_ttl(&self) -> Option<Duration> {
+        self.code_ttl_secs
+            .map(|secs| Duration::from_secs(u64::from(secs)))
+    }
+
+    /// What its SMS say: its name (or the start's `CustomFriendlyName`), the do-not-share
+    /// sentence if switched on, its own texts.
+    pub fn wording(&self, custom_name: Option<&str>) -> TenantWording {
+        TenantWording {
+            name: custom_name.unwrap_or(&self.friendly_name).to_owned(),
+            do_not_share: self.do_not_share_warning_enabled,
+            texts: self
+                .texts
+                .iter()
+                .filter_map(|(tag, text)| Some((Locale::parse(tag)?, text.clone())))
+                .collect(),
+        }
+    }
+}
+
+/// Whether `name` may stand for a Service in its SMS (Twilio's limit).
+pub(super) fn is_friendly_name(name: &str) -> bool {
+    !name.trim().is_empty() && name.chars().count() <= MAX_FRIENDLY_NAME
 }
 
 /// What a create or an update sets (`None`: left as it is, or Twilio's default).
@@ -99,14 +141,35 @@ pub struct ServiceChanges {
     pub dtmf_input_required: Option<bool>,
     pub do_not_share_warning_enabled: Option<bool>,
     pub custom_code_enabled: Option<bool>,
+    /// vcode's own (`VcodeCodeTtl`): seconds; 0 goes back to `VCODE_CODE_TTL_SECS`.
+    pub code_ttl_secs: Option<u32>,
+    /// vcode's own (`VcodeTexts`): replaces the Service's texts (empty: the built-in ones).
+    pub texts: Option<BTreeMap<String, String>>,
 }
 
 impl ServiceChanges {
     fn check(&self) -> Result<(), TwilioError> {
         if let Some(name) = &self.friendly_name
-            && (name.trim().is_empty() || name.chars().count() > MAX_FRIENDLY_NAME)
+            && !is_friendly_name(name)
         {
             return Err(TwilioError::InvalidParameter("FriendlyName"));
+        }
+        if let Some(secs) = self.code_ttl_secs
+            && secs != 0
+            && !CODE_TTL_SECS.contains(&secs)
+        {
+            return Err(TwilioError::InvalidParameter("VcodeCodeTtl"));
+        }
+        if let Some(texts) = &self.texts {
+            let valid = texts.len() <= MAX_TEXTS
+                && texts.iter().all(|(tag, text)| {
+                    Locale::parse(tag).is_some()
+                        && text.chars().count() <= MAX_TEXT_CHARS
+                        && TenantWording::check_text(text).is_ok()
+                });
+            if !valid {
+                return Err(TwilioError::InvalidParameter("VcodeTexts"));
+            }
         }
         if let Some(length) = self.code_length
             && CodeLength::new(length).is_none()
@@ -126,7 +189,15 @@ impl ServiceChanges {
             dtmf_input_required,
             do_not_share_warning_enabled,
             custom_code_enabled,
+            code_ttl_secs,
+            texts,
         } = self;
+        if let Some(secs) = code_ttl_secs {
+            service.code_ttl_secs = (*secs != 0).then_some(*secs);
+        }
+        if let Some(texts) = texts {
+            service.texts.clone_from(texts);
+        }
         if let Some(name) = friendly_name {
             service.friendly_name.clone_from(name);
         }
@@ -189,6 +260,8 @@ impl TwilioCompat {
             custom_code_enabled: false,
             created_ms: now,
             updated_ms: now,
+            code_ttl_secs: None,
+            texts: BTreeMap::new(),
         };
         changes.apply(&mut service);
         let written = self
@@ -219,12 +292,12 @@ impl TwilioCompat {
     }
 
     /// One of the account's Services, as read within the last `SERVICE_CACHE_TTL`.
-    pub async fn service(&self, account: &str, sid: &str) -> Result<Service, TwilioError> {
+    pub async fn service(&self, account: &str, sid: &str) -> Result<Arc<Service>, TwilioError> {
         if let Some(service) = self.recent.get(account, sid) {
             return Ok(service);
         }
-        let service = self.service_revised(account, sid).await?.1;
-        self.recent.put(&service);
+        let service = Arc::new(self.service_revised(account, sid).await?.1);
+        self.recent.put(Arc::clone(&service));
         Ok(service)
     }
 
@@ -262,7 +335,7 @@ impl TwilioCompat {
                 .put_twilio_service(account, sid, Some(revision), &encode(&service))
                 .await?
             {
-                self.recent.put(&service);
+                self.recent.put(Arc::new(service.clone()));
                 return Ok(service);
             }
         }
@@ -273,7 +346,7 @@ impl TwilioCompat {
 
     /// Deletes one of the account's Services. Its pending codes expire as they would.
     pub async fn delete_service(&self, account: &str, sid: &str) -> Result<(), TwilioError> {
-        self.recent.forget(account, sid);
+        self.recent.forget(sid);
         if sid::is_sid(sid, sid::SERVICE) && self.store.delete_twilio_service(account, sid).await? {
             tracing::info!(service = %sid, "Twilio-compatible Service deleted");
             return Ok(());

@@ -40,8 +40,9 @@ pub fn verification_id(sid: &str) -> Option<VerificationId> {
     if !is_sid(sid, VERIFICATION) {
         return None;
     }
-    let bytes = hex::decode(&sid[2..]).ok()?;
-    VerificationId::parse(&URL_SAFE_NO_PAD.encode(bytes))
+    let mut bytes = [0u8; 16];
+    hex::decode_to_slice(&sid[2..], &mut bytes).ok()?;
+    Some(VerificationId::from_bytes(bytes))
 }
 
 /// The purpose a Service's codes are kept under, apart from every other Service's and from

@@ -12,7 +12,7 @@ use std::net::IpAddr;
 
 use serde::{Deserialize, Serialize};
 
-use super::services::WRITE_TRIES;
+use super::services::{WRITE_TRIES, is_friendly_name};
 use super::{Service, TwilioCompat, TwilioError, now_ms, sid};
 use crate::domain::{NumberType, Phone, VerificationId};
 use crate::otp::{OtpError, SendCommand, VerificationStatus, VerificationView, VerifyCommand};
@@ -27,6 +27,8 @@ pub struct StartCommand {
     pub to: String,
     pub channel: String,
     pub locale: Option<String>,
+    /// The name the SMS gives instead of the Service's `FriendlyName`.
+    pub custom_friendly_name: Option<String>,
     pub client_ip: IpAddr,
 }
 
@@ -142,17 +144,21 @@ fn check_not_found(service: &str) -> TwilioError {
     TwilioError::NotFound(format!("/Services/{service}/VerificationCheck"))
 }
 
-/// The send log's revision (for the next compare-and-set), and the log while its verification
-/// is still pending.
-type LiveLog = (Option<u64>, Option<SendLog>);
-
-/// What a start found before its send.
-enum Reservation {
-    /// A verification is pending: this send is its re-send, already in its log.
-    Resend(SendLog),
-    /// None is: this send starts one; the log (if any, ended) is at `revision`.
-    First { revision: Option<u64> },
+/// Where the verification a send log names stands.
+enum LogState {
+    Pending,
+    /// Not (yet) in the store, and the log is recent: its first send is still under way. A
+    /// concurrent start is told to retry (20429) rather than send: it would otherwise make
+    /// a second verification, or answer the SID of one whose send may yet fail.
+    InFlight,
+    /// Ended, or never issued (its first send failed and took itself out of the log).
+    Ended,
 }
+
+/// How long a first send may be under way: past this, a log whose verification never
+/// appeared is an abandoned one (its process ended mid-send), and a start replaces it. Longer
+/// than a send's store steps and its SMS provider's timeout together.
+const IN_FLIGHT: u64 = 30_000;
 
 impl TwilioCompat {
     /// Starts a verification of `To` by SMS, or re-sends the pending one's code (up to
@@ -171,6 +177,11 @@ impl TwilioCompat {
             }
             _ => return Err(TwilioError::InvalidParameter("Channel")),
         }
+        if let Some(name) = &command.custom_friendly_name
+            && !is_friendly_name(name)
+        {
+            return Err(TwilioError::InvalidParameter("CustomFriendlyName"));
+        }
         let phone = self.otp.parse_phone(&command.to)?;
         if service.skip_sms_to_landlines && phone.number_type() == NumberType::FixedLine {
             return Err(TwilioError::Landline);
@@ -180,9 +191,12 @@ impl TwilioCompat {
             time_ms: now_ms(),
             channel: "sms".to_owned(),
         };
-        // A re-send takes its place in the log before its SMS goes out, so that concurrent
-        // re-sends never pass the limit.
-        let reserved = self.reserve_resend(&service.sid, &phone, &attempt).await?;
+        // The id is chosen before the send so that the send takes its place in the log first:
+        // concurrent starts never pass the limit nor make two verifications.
+        let chosen = VerificationId::generate();
+        let reserved = self.reserve(&service, &phone, &chosen, &attempt).await?;
+        let mut tenant = service.tenant();
+        tenant.wording = Some(service.wording(command.custom_friendly_name.as_deref()));
         let send = SendCommand {
             phone: Some(phone.as_e164().to_owned()),
             email: None,
@@ -193,58 +207,89 @@ impl TwilioCompat {
             altcha: None,
             client_ip: command.client_ip,
             idempotency_key: None,
-            tenant: Some(service.tenant()),
+            tenant: Some(Box::new(tenant)),
+            verification: Some(chosen.clone()),
         };
-        let sent = match self.otp.send(send).await {
-            Ok(receipt) => receipt.verification_id,
-            Err(error) => {
-                if let Reservation::Resend(_) = reserved {
-                    self.release_resend(&service.sid, &phone, &attempt).await;
-                }
-                return Err(error.into());
-            }
-        };
-        let log = match reserved {
-            Reservation::Resend(log) => log,
-            Reservation::First { revision } => {
-                let sent = sent.ok_or_else(|| {
-                    TwilioError::Internal("a send without its verification id".into())
-                })?;
-                self.record_first_send(&service.sid, &phone, revision, &sent, attempt)
-                    .await?
-            }
-        };
-        Ok(self.shown(&service, &phone, &log, TwilioStatus::Pending))
+        if let Err(error) = self.otp.send(send).await {
+            self.release(&service, &phone, &attempt).await;
+            return Err(error.into());
+        }
+        Ok(self.shown(&service, &phone, &reserved, TwilioStatus::Pending))
     }
 
-    /// Adds `attempt` to the log of the pending verification of (Service, phone), if there is
-    /// one, in one compare-and-set: 60203 once it has `MAX_SENDS`.
-    async fn reserve_resend(
+    /// Takes this send's place in the log of (Service, phone), and answers the log as it
+    /// stands: the first start writes the log naming `chosen` in one create-if-absent step,
+    /// with no read before; otherwise the send is added to the pending verification's log
+    /// (60203 once it has `MAX_SENDS`), or starts a new log in place of an ended one, or is
+    /// told to retry while another start's first send is under way. Each write is a
+    /// compare-and-set.
+    async fn reserve(
         &self,
-        service: &str,
+        service: &Service,
         phone: &Phone,
+        chosen: &VerificationId,
         attempt: &SendAttempt,
-    ) -> Result<Reservation, TwilioError> {
+    ) -> Result<SendLog, TwilioError> {
+        let fresh = SendLog {
+            verification: chosen.as_str().to_owned(),
+            created_ms: attempt.time_ms,
+            attempts: vec![attempt.clone()],
+        };
+        let mut revision = None;
         for _ in 0..WRITE_TRIES {
-            let (revision, live) = self.live_log(service, phone).await?;
-            let Some(mut log) = live else {
-                return Ok(Reservation::First { revision });
+            if self.put_log(service, phone, revision, &fresh).await? {
+                return Ok(fresh);
+            }
+            let Some(record) = self.store.twilio_sends(&service.sid, phone).await? else {
+                revision = None;
+                continue;
             };
+            let mut log = SendLog::decode(&record)?;
+            match self.log_state(&log).await? {
+                LogState::Pending => {}
+                LogState::InFlight => return Err(busy()),
+                LogState::Ended => {
+                    revision = Some(record.revision);
+                    continue;
+                }
+            }
             if log.attempts.len() >= MAX_SENDS {
                 return Err(TwilioError::MaxSendAttempts);
             }
             log.attempts.push(attempt.clone());
-            if self.put_log(service, phone, revision, &log).await? {
-                return Ok(Reservation::Resend(log));
+            if self
+                .put_log(service, phone, Some(record.revision), &log)
+                .await?
+            {
+                return Ok(log);
             }
+            revision = Some(record.revision);
         }
         Err(busy())
     }
 
-    /// Takes a reserved re-send whose SMS did not go out back out of the log.
-    async fn release_resend(&self, service: &str, phone: &Phone, attempt: &SendAttempt) {
+    /// Where the verification `log` names stands.
+    async fn log_state(&self, log: &SendLog) -> Result<LogState, TwilioError> {
+        match self.otp.verification(&log.verification).await {
+            Ok(view) if view.status == VerificationStatus::Pending => Ok(LogState::Pending),
+            Ok(_) => Ok(LogState::Ended),
+            Err(OtpError::VerificationNotFound) => {
+                let recent = now_ms().saturating_sub(log.created_ms) < IN_FLIGHT;
+                Ok(if recent && !log.attempts.is_empty() {
+                    LogState::InFlight
+                } else {
+                    LogState::Ended
+                })
+            }
+            Err(error) => Err(error.into()),
+        }
+    }
+
+    /// Takes a reserved send whose SMS did not go out back out of the log (a first send's log
+    /// left with no send is an ended one).
+    async fn release(&self, service: &Service, phone: &Phone, attempt: &SendAttempt) {
         for _ in 0..WRITE_TRIES {
-            let Ok(Some(record)) = self.store.twilio_sends(service, phone).await else {
+            let Ok(Some(record)) = self.store.twilio_sends(&service.sid, phone).await else {
                 return;
             };
             let Ok(mut log) = SendLog::decode(&record) else {
@@ -262,66 +307,20 @@ impl TwilioCompat {
         }
     }
 
-    /// The send log of (Service, phone) and, while its verification is pending, the log itself.
-    async fn live_log(&self, service: &str, phone: &Phone) -> Result<LiveLog, TwilioError> {
-        let Some(record) = self.store.twilio_sends(service, phone).await? else {
-            return Ok((None, None));
-        };
-        let log = SendLog::decode(&record)?;
-        let pending = match self.otp.verification(&log.verification).await {
-            Ok(view) => view.status == VerificationStatus::Pending,
-            Err(OtpError::VerificationNotFound) => false,
-            Err(error) => return Err(error.into()),
-        };
-        Ok((Some(record.revision), pending.then_some(log)))
-    }
-
-    /// Starts the log of the verification `sent` began; when another start of the same phone
-    /// came between, its pending verification is the one this send re-sent (the same pending
-    /// code), and the send is added to its log.
-    async fn record_first_send(
-        &self,
-        service: &str,
-        phone: &Phone,
-        mut revision: Option<u64>,
-        sent: &VerificationId,
-        attempt: SendAttempt,
-    ) -> Result<SendLog, TwilioError> {
-        let mut live: Option<SendLog> = None;
-        for _ in 0..WRITE_TRIES {
-            let log = match live {
-                Some(mut log) => {
-                    log.attempts.push(attempt.clone());
-                    log
-                }
-                None => SendLog {
-                    verification: sent.as_str().to_owned(),
-                    created_ms: attempt.time_ms,
-                    attempts: vec![attempt.clone()],
-                },
-            };
-            if self.put_log(service, phone, revision, &log).await? {
-                return Ok(log);
-            }
-            (revision, live) = self.live_log(service, phone).await?;
-        }
-        Err(busy())
-    }
-
     /// Writes the log of (Service, phone) if it is still at `revision`; it lives as long as
     /// its verification can be read.
     async fn put_log(
         &self,
-        service: &str,
+        service: &Service,
         phone: &Phone,
         revision: Option<u64>,
         log: &SendLog,
     ) -> Result<bool, TwilioError> {
         let settings = self.otp.settings();
-        let ttl = settings.code_ttl + settings.verification_retention;
+        let ttl = service.code_ttl().unwrap_or(settings.code_ttl) + settings.verification_retention;
         Ok(self
             .store
-            .put_twilio_sends(service, phone, revision, &log.encode(), ttl)
+            .put_twilio_sends(&service.sid, phone, revision, &log.encode(), ttl)
             .await?)
     }
 

@@ -116,6 +116,7 @@ impl Owned {
             code: &self.code,
             expires_in: Duration::from_secs(300),
             locale: self.locale.as_ref(),
+            tenant: None,
         }
     }
 }

@@ -56,6 +56,7 @@ fn our_request(provider: &str, inputs: &Value) -> PreparedRequest {
         code: &code,
         expires_in: Duration::from_secs(inputs["minutes"].as_u64().unwrap() * 60),
         locale: locale.as_ref(),
+        tenant: None,
     };
     let unix_secs = inputs["unix_secs"].as_u64().unwrap_or_default();
     let mut templates = ProviderTemplates::default();

@@ -1,14 +1,20 @@
 //! The Twilio-compatible paths over HTTP on every store: accounts see only their own Services,
-//! concurrent re-sends never pass Twilio's five sends, concurrent Service updates are all kept,
-//! a Service's code length and purpose reach the send, and credentials are Twilio's.
+//! concurrent first starts make one verification and concurrent re-sends never pass Twilio's
+//! five sends, concurrent Service updates are all kept, a Service's code length, purpose,
+//! name, do-not-share warning and (vcode's own) code lifetime and texts reach the SMS,
+//! `SkipSmsToLandlines` refuses fixed lines (60205), the fraud guard's refusal is Twilio's
+//! 60410, and credentials are Twilio's.
 //! (The official SDKs' whole flow, through Prism: twilio_sdk.rs.)
 
 use std::time::Duration;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use vcode::config::{AbuseSettings, NumberTypes, Regions};
+use vcode::fraud::FraudSettings;
 use vcode::twilio_compat::{TwilioAccounts, accounts};
 
-use crate::support::{Backend, TestApp, random_phone, spawn_app_with};
+use crate::support::app::webhook;
+use crate::support::{Backend, SmsGateway, TestApp, random_phone, spawn_app_with};
 
 /// One account's HTTP Basic credentials.
 #[derive(Clone)]
@@ -20,11 +26,16 @@ struct Account {
 struct Answer {
     status: u16,
     body: Value,
+    retry_after: Option<String>,
 }
 
 impl Answer {
     fn code(&self) -> i64 {
         self.body["code"].as_i64().unwrap_or_default()
+    }
+
+    fn retry_after(&self) -> Option<&str> {
+        self.retry_after.as_deref()
     }
 }
 
@@ -43,13 +54,21 @@ impl Account {
             .form(form);
         let response = request.send().await.expect("the app answers");
         let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .map(|value| value.to_str().unwrap().to_owned());
         let text = response.text().await.unwrap();
         let body = if text.is_empty() {
             Value::Null
         } else {
             serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"))
         };
-        Answer { status, body }
+        Answer {
+            status,
+            body,
+            retry_after,
+        }
     }
 
     async fn post(&self, app: &TestApp, path: &str, form: &[(&str, &str)]) -> Answer {
@@ -79,12 +98,21 @@ impl Account {
 
 /// An app with two accounts, no resend cooldown and no client budget.
 async fn app_with_accounts(backend: Backend) -> (TestApp, Account, Account) {
+    app_with_accounts_and(backend, |_| {}).await
+}
+
+/// The same, with settings of its own.
+async fn app_with_accounts_and(
+    backend: Backend,
+    also: impl FnOnce(&mut vcode::config::Settings),
+) -> (TestApp, Account, Account) {
     let (first, second) = (accounts::generate(), accounts::generate());
     let entries = format!("{}\n{}", first.2, second.2);
     let app = spawn_app_with(backend, |settings| {
         settings.twilio_accounts = Some(TwilioAccounts::parse(&entries).unwrap());
         settings.otp.resend_cooldown = Duration::ZERO;
         settings.abuse.sends_per_ip_hour = 0;
+        also(settings);
     })
     .await;
     let account = |(sid, token, _): (String, String, String)| Account { sid, token };
@@ -324,7 +352,348 @@ async fn a_services_code_length_and_purpose_reach_the_send(backend: Backend) {
     assert_eq!(app.verify(&to, &api_code).await.status, 200);
 }
 
+/// Concurrent first starts of one (Service, To): one verification (one SID), exactly one SMS
+/// per start answered 201 (at most five), the others told to retry (20429) or 60203 with no
+/// SMS; its code approves it. With vcode's resend cooldown on, exactly one SMS goes out.
+async fn concurrent_first_starts_make_one_verification(backend: Backend) {
+    for cooldown in [Duration::ZERO, Duration::from_secs(60)] {
+        let (app, owner, _) = app_with_accounts_and(backend, |s| {
+            s.otp.resend_cooldown = cooldown;
+        })
+        .await;
+        let service = owner
+            .create_service(&app, &[("FriendlyName", "Shop")])
+            .await;
+        let path = format!("/v2/Services/{service}/Verifications");
+        for _ in 0..3 {
+            let to = random_phone();
+            let form = [("To", to.as_str()), ("Channel", "sms")];
+            let starts = (0..12).map(|_| owner.post(&app, &path, &form));
+            let answers = futures::future::join_all(starts).await;
+            let bodies: Vec<&Value> = answers.iter().map(|a| &a.body).collect();
+            let sent: Vec<&Answer> = answers.iter().filter(|a| a.status == 201).collect();
+            assert!((1..=5).contains(&sent.len()), "{bodies:?}");
+            let sid = &sent[0].body["sid"];
+            assert!(sent.iter().all(|a| &a.body["sid"] == sid), "{bodies:?}");
+            assert!(
+                answers
+                    .iter()
+                    .filter(|a| a.status != 201)
+                    .all(|a| matches!((a.status, a.code()), (429, 20429) | (429, 60203))),
+                "{bodies:?}"
+            );
+            let codes = app.inbox(&to).await;
+            assert_eq!(codes.len(), sent.len(), "one SMS a 201: {bodies:?}");
+            assert!(codes.iter().all(|code| *code == codes[0]), "{codes:?}");
+            if !cooldown.is_zero() {
+                assert_eq!(sent.len(), 1, "{bodies:?}");
+            }
+            let fetched = owner
+                .get(&app, &format!("{path}/{}", sid.as_str().unwrap()))
+                .await;
+            assert_eq!(
+                fetched.body["send_code_attempts"].as_array().unwrap().len(),
+                sent.len(),
+                "{}",
+                fetched.body
+            );
+            let check = format!("/v2/Services/{service}/VerificationCheck");
+            let approved = owner
+                .post(
+                    &app,
+                    &check,
+                    &[
+                        ("VerificationSid", sid.as_str().unwrap()),
+                        ("Code", &codes[0]),
+                    ],
+                )
+                .await;
+            assert_eq!(approved.body["status"], "approved", "{}", approved.body);
+        }
+    }
+}
+
+/// A Service's name (or the start's `CustomFriendlyName`) is in its SMS, and its do-not-share
+/// switch adds the warning, in the start's locale.
+async fn a_services_name_and_warning_are_in_its_sms(backend: Backend) {
+    let gateway = SmsGateway::start();
+    let (app, owner, _) = app_with_accounts_and(backend, |s| s.sms = webhook(gateway.url())).await;
+    let service = owner
+        .create_service(&app, &[("FriendlyName", "Acme Bank")])
+        .await;
+    let path = format!("/v2/Services/{service}/Verifications");
+    let to = random_phone();
+    let started = owner
+        .post(
+            &app,
+            &path,
+            &[("To", &to), ("Channel", "sms"), ("Locale", "en")],
+        )
+        .await;
+    assert_eq!(started.status, 201, "{}", started.body);
+    let code = app.last_code(&to).await;
+    let text = gateway.received().last().unwrap()["text"].clone();
+    assert_eq!(
+        text,
+        format!("Your Acme Bank verification code is: {code}. It expires in 5 min.")
+    );
+
+    let switched = owner
+        .post(
+            &app,
+            &format!("/v2/Services/{service}"),
+            &[("DoNotShareWarningEnabled", "true")],
+        )
+        .await;
+    assert_eq!(switched.status, 200, "{}", switched.body);
+    let to = random_phone();
+    let form = [
+        ("To", to.as_str()),
+        ("Channel", "sms"),
+        ("Locale", "zh-CN"),
+        ("CustomFriendlyName", "小店"),
+    ];
+    assert_eq!(owner.post(&app, &path, &form).await.status, 201);
+    let code = app.last_code(&to).await;
+    let text = gateway.received().last().unwrap()["text"].clone();
+    assert_eq!(
+        text,
+        format!(
+            "您的小店验证码是：{code}，5分钟内有效。请勿将验证码告诉任何人，我们的工作人员绝不会向您索要验证码。"
+        )
+    );
+    let to = random_phone();
+    let form = [("To", to.as_str()), ("Channel", "sms"), ("Locale", "en-GB")];
+    assert_eq!(owner.post(&app, &path, &form).await.status, 201);
+    let code = app.last_code(&to).await;
+    let text = gateway.received().last().unwrap()["text"].clone();
+    assert_eq!(
+        text,
+        format!(
+            "Your Acme Bank verification code is: {code}. It expires in 5 min. Don't share this code with anyone; our employees will never ask for the code."
+        )
+    );
+    // A name Twilio would refuse is refused, and nothing is sent.
+    let to = random_phone();
+    let long = "n".repeat(33);
+    let form = [
+        ("To", to.as_str()),
+        ("Channel", "sms"),
+        ("CustomFriendlyName", long.as_str()),
+    ];
+    let refused = owner.post(&app, &path, &form).await;
+    assert_eq!((refused.status, refused.code()), (400, 60200));
+    assert!(app.inbox(&to).await.is_empty());
+    // /api/v1's texts are untouched.
+    let to = random_phone();
+    assert_eq!(app.send(&to).await.status, 200);
+    let text = gateway.received().last().unwrap()["text"].clone();
+    assert!(
+        text.as_str().unwrap().starts_with("您的登录验证码是"),
+        "{text}"
+    );
+}
+
+/// vcode's own Service extensions: a code lifetime (`VcodeCodeTtl`) and texts per locale
+/// (`VcodeTexts`), stored, shown, checked and used by the SMS and the code's expiry.
+async fn a_services_own_lifetime_and_texts_reach_the_sms(backend: Backend) {
+    let gateway = SmsGateway::start();
+    let (app, owner, _) = app_with_accounts_and(backend, |s| s.sms = webhook(gateway.url())).await;
+    let texts = json!({"en": "{name}: {code} ({minutes} min)", "zh-CN": "{name}验证码{code}"});
+    let service = owner
+        .create_service(
+            &app,
+            &[
+                ("FriendlyName", "Acme"),
+                ("VcodeCodeTtl", "120"),
+                ("VcodeTexts", &texts.to_string()),
+            ],
+        )
+        .await;
+    let url = format!("/v2/Services/{service}");
+    let shown = owner.get(&app, &url).await.body;
+    assert_eq!(shown["vcode_code_ttl"], 120, "{shown}");
+    assert_eq!(shown["vcode_texts"], texts, "{shown}");
+    for (name, bad) in [
+        ("VcodeCodeTtl", "59"),
+        ("VcodeCodeTtl", "86401"),
+        ("VcodeCodeTtl", "two"),
+        ("VcodeTexts", r#"{"en": "no code"}"#),
+        ("VcodeTexts", r#"{"en": "{code} {phone}"}"#),
+        ("VcodeTexts", r#"{"not a locale!": "{code}"}"#),
+        ("VcodeTexts", "[1]"),
+    ] {
+        let answer = owner.post(&app, &url, &[(name, bad)]).await;
+        assert_eq!((answer.status, answer.code()), (400, 60200), "{name}={bad}");
+    }
+    assert_eq!(
+        owner.get(&app, &url).await.body,
+        shown,
+        "a refusal changes nothing"
+    );
+
+    let path = format!("{url}/Verifications");
+    for (locale, expected) in [
+        ("en-US", "Acme: {code} (2 min)"),
+        ("zh", "Acme验证码{code}"),
+    ] {
+        let to = random_phone();
+        let form = [("To", to.as_str()), ("Channel", "sms"), ("Locale", locale)];
+        let started = owner.post(&app, &path, &form).await;
+        assert_eq!(started.status, 201, "{}", started.body);
+        let code = app.last_code(&to).await;
+        let text = gateway.received().last().unwrap()["text"].clone();
+        assert_eq!(text, expected.replace("{code}", &code), "{locale}");
+        // The code lives the Service's 120 s, not the server's 300.
+        let sid = started.body["sid"].as_str().unwrap();
+        let id = vcode::twilio_compat::sid::verification_id(sid).unwrap();
+        let record = app
+            .store
+            .codes
+            .verification(&id)
+            .await
+            .unwrap()
+            .expect("recorded");
+        let left = record.expires_at_ms.saturating_sub(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64,
+        );
+        assert!((100_000..=120_000).contains(&left), "{left} ms left");
+    }
+    // A locale without a text of the Service's: the built-in one, named.
+    let to = random_phone();
+    let form = [("To", to.as_str()), ("Channel", "sms"), ("Locale", "fr")];
+    assert_eq!(owner.post(&app, &path, &form).await.status, 201);
+    let text = gateway.received().last().unwrap()["text"].clone();
+    assert!(text.as_str().unwrap().contains("Acme"), "{text}");
+    // Back to the server's lifetime and the built-in texts.
+    let reset = owner
+        .post(&app, &url, &[("VcodeCodeTtl", "0"), ("VcodeTexts", "{}")])
+        .await;
+    assert_eq!(reset.status, 200, "{}", reset.body);
+    assert_eq!(reset.body["vcode_code_ttl"], Value::Null);
+    assert_eq!(reset.body["vcode_texts"], json!({}));
+}
+
+/// `SkipSmsToLandlines`: a fixed line is refused with 60205 and gets no SMS; without it, the
+/// same number (of a type vcode serves here) gets its SMS.
+async fn skip_sms_to_landlines_refuses_fixed_lines(backend: Backend) {
+    const FIXED_LINE: &str = "+390612345678";
+    let (app, owner, _) = app_with_accounts_and(backend, |s| {
+        s.abuse.allowed_regions = Regions::parse("CN,IT").unwrap();
+        s.abuse.allowed_number_types =
+            NumberTypes::parse("mobile,fixed_line_or_mobile,fixed_line").unwrap();
+    })
+    .await;
+    let skipping = owner
+        .create_service(
+            &app,
+            &[("FriendlyName", "Shop"), ("SkipSmsToLandlines", "true")],
+        )
+        .await;
+    let refused = owner
+        .post(
+            &app,
+            &format!("/v2/Services/{skipping}/Verifications"),
+            &[("To", FIXED_LINE), ("Channel", "sms")],
+        )
+        .await;
+    assert_eq!(
+        refused.body,
+        json!({
+            "code": 60205,
+            "message": "SMS is not supported by landline phone number",
+            "more_info": "https://www.twilio.com/docs/errors/60205",
+            "status": 400,
+        })
+    );
+    assert!(app.inbox(FIXED_LINE).await.is_empty());
+    // A mobile is served by the same Service.
+    owner.start(&app, &skipping, &random_phone()).await;
+    let serving = owner
+        .create_service(&app, &[("FriendlyName", "Shop")])
+        .await;
+    owner.start(&app, &serving, FIXED_LINE).await;
+    assert_eq!(app.inbox(FIXED_LINE).await.len(), 1);
+}
+
+/// The fraud guard's refusal of a prefix that never converts is Twilio's 60410 (its Fraud
+/// Guard's code), with `Retry-After`, and no SMS.
+async fn the_fraud_guards_refusal_is_60410(backend: Backend) {
+    const FLOOR: u64 = 5;
+    let (app, owner, _) = app_with_accounts_and(backend, |s| {
+        s.abuse = AbuseSettings::unlimited();
+        s.fraud = FraudSettings {
+            surge_floor: FLOOR,
+            ..FraudSettings::default()
+        };
+    })
+    .await;
+    let service = owner
+        .create_service(&app, &[("FriendlyName", "Shop")])
+        .await;
+    let number = |prefix: &str| {
+        use rand::RngExt;
+        format!(
+            "+86{prefix}{:08}",
+            rand::rng().random_range(0..100_000_000u32)
+        )
+    };
+    let check = format!("/v2/Services/{service}/VerificationCheck");
+    // 86139 converts; 86138 never does.
+    for _ in 0..2 * FLOOR {
+        let to = number("139");
+        owner.start(&app, &service, &to).await;
+        let code = app.last_code(&to).await;
+        let approved = owner
+            .post(&app, &check, &[("To", &to), ("Code", &code)])
+            .await;
+        assert_eq!(approved.body["status"], "approved", "{}", approved.body);
+    }
+    for _ in 0..FLOOR {
+        owner.start(&app, &service, &number("138")).await;
+    }
+    let to = number("138");
+    let refused = owner
+        .post(
+            &app,
+            &format!("/v2/Services/{service}/Verifications"),
+            &[("To", &to), ("Channel", "sms")],
+        )
+        .await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(
+        refused.body,
+        json!({
+            "code": 60410,
+            "message": "Verification delivery attempt blocked",
+            "more_info": "https://www.twilio.com/docs/errors/60410",
+            "status": 403,
+        })
+    );
+    let wait: u64 = refused.retry_after().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert!(app.inbox(&to).await.is_empty(), "no SMS");
+    // Nothing is left to check: the refused start made no verification.
+    let nothing = owner
+        .post(&app, &check, &[("To", &to), ("Code", "123456")])
+        .await;
+    assert_eq!(
+        (nothing.status, nothing.code()),
+        (404, 20404),
+        "{}",
+        nothing.body
+    );
+}
+
 on_every_store!(
+    concurrent_first_starts_make_one_verification,
+    a_services_name_and_warning_are_in_its_sms,
+    a_services_own_lifetime_and_texts_reach_the_sms,
+    skip_sms_to_landlines_refuses_fixed_lines,
+    the_fraud_guards_refusal_is_60410,
     another_accounts_service_is_not_found,
     credentials_are_twilios,
     concurrent_resends_never_pass_five_sends,
