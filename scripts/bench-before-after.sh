@@ -8,6 +8,9 @@
 #   scripts/bench-before-after.sh 7e7a6cf          # build 7e7a6cf (cached), 3 rounds of 10 s
 #   BEFORE_BIN=path/to/vcode scripts/bench-before-after.sh label
 #   ROUNDS=1 DURATION=3s scripts/bench-before-after.sh 7e7a6cf
+#   POSTGRES=1 scripts/bench-before-after.sh 7e7a6cf   # also "verify PostgreSQL", "send PostgreSQL"
+#                   (a server of the script's own, Debian's postgresql with its durable
+#                   defaults, a database per build; the rows count vcode's CPU, not the server's)
 #
 # Both builds run with the quotas off (the load uses few addresses) and warn logs, as in
 # bench-http.sh. AFTER_ENV (default: the fraud guard on, counting every send, its thresholds out
@@ -50,6 +53,24 @@ redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --d
   --logfile "$WORK/redis.log" & PIDS+=($!)
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
+if [ -n "${POSTGRES:-}" ]; then
+  PG_BIN=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+  pg_as_owner() { # PostgreSQL refuses root
+    if [ "$(id -u)" = 0 ]; then setpriv --reuid postgres --regid postgres --init-groups "$@"; else "$@"; fi
+  }
+  mkdir -p "$WORK/pg"; [ "$(id -u)" = 0 ] && chown postgres:postgres "$WORK" "$WORK/pg"
+  pg_as_owner "$PG_BIN/initdb" -D "$WORK/pg" -U vcode --auth=trust -E UTF8 --locale=C >/dev/null
+  PG_PORT=$(free_port)
+  pg_as_owner "$PG_BIN/postgres" -D "$WORK/pg" -p "$PG_PORT" -h 127.0.0.1 -k '' \
+    -c shared_buffers=256MB >"$WORK/pg.log" 2>&1 & PIDS+=($!)
+  for _ in $(seq 100); do "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break; sleep 0.1; done
+  # The postmaster itself ($! is the subshell that runs pg_as_owner), for the cleanup.
+  PIDS+=("$(head -1 "$WORK/pg/postmaster.pid")")
+  for build in before after; do
+    "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U vcode "vcode_$build"
+  done
+fi
+
 declare -A URL PID
 start() { # name binary [VAR=value ...]
   local name=$1 bin=$2; shift 2
@@ -71,6 +92,10 @@ for build in before after; do
   [ $build = after ] && bin=$AFTER_BIN && extra=("${AFTER_VARS[@]}")
   start "$build embedded" "$bin" "${extra[@]}"
   start "$build Redis" "$bin" VCODE_REDIS_URL="redis://127.0.0.1:$REDIS_PORT" "${extra[@]}"
+  if [ -n "${POSTGRES:-}" ]; then
+    start "$build PostgreSQL" "$bin" \
+      VCODE_DATABASE_URL="postgres://vcode@127.0.0.1:$PG_PORT/vcode_$build" "${extra[@]}"
+  fi
 done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
@@ -90,6 +115,7 @@ run() {
 }
 
 ROWS=("verify embedded" "verify Redis" "send embedded" "send Redis")
+[ -n "${POSTGRES:-}" ] && ROWS+=("verify PostgreSQL" "send PostgreSQL")
 for round in $(seq "$ROUNDS"); do
   for row in "${ROWS[@]}"; do
     # Alternate which build goes first, so that drift in the machine's load hits both alike.

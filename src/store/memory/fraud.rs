@@ -79,16 +79,23 @@ impl FraudState {
         change: impl Fn(&mut MinuteCounts),
     ) {
         bump(&mut self.service, minute, &change);
-        bump(
-            self.countries.entry(send.country.to_owned()).or_default(),
-            minute,
-            &change,
-        );
-        let (_, minutes) = self
-            .prefixes
-            .entry(send.prefix.to_owned())
-            .or_insert_with(|| (send.country.to_owned(), Minutes::new()));
-        bump(minutes, minute, &change);
+        // Looked up before any entry is made: a scope counted already (nearly every send's)
+        // needs no owned copy of its name.
+        if let Some(minutes) = self.countries.get_mut(send.country) {
+            bump(minutes, minute, &change);
+        } else {
+            let mut minutes = Minutes::new();
+            bump(&mut minutes, minute, &change);
+            self.countries.insert(send.country.to_owned(), minutes);
+        }
+        if let Some((_, minutes)) = self.prefixes.get_mut(send.prefix) {
+            bump(minutes, minute, &change);
+        } else {
+            let mut minutes = Minutes::new();
+            bump(&mut minutes, minute, &change);
+            let scope = (send.country.to_owned(), minutes);
+            self.prefixes.insert(send.prefix.to_owned(), scope);
+        }
     }
 }
 

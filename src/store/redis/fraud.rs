@@ -6,7 +6,6 @@
 //! `add_conversion`), as they reserve the client and global budgets; on a Cluster they are
 //! steps apart.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
 use std::sync::LazyLock;
@@ -14,7 +13,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 
-use super::keys::{FraudScope, fraud_attribution, fraud_blocks, fraud_minutes, fraud_tally};
+use super::keys::{
+    FraudScope, fraud_attribution, fraud_blocks, fraud_minutes, fraud_tally,
+    push_fraud_attribution, push_fraud_minutes, push_fraud_tally,
+};
 use super::*;
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::events::{PREFIX_SUBJECT, block_detail};
@@ -26,14 +28,6 @@ use crate::store::{
 /// A mark as the attribution key holds it: `<minute>:<token>`.
 fn encode_mark(mark: SendMark) -> String {
     format!("{}:{}", mark.minute, mark.token)
-}
-
-fn parse_mark(raw: &str) -> Option<SendMark> {
-    let (minute, token) = raw.split_once(':')?;
-    Some(SendMark {
-        minute: minute.parse().ok()?,
-        token: token.parse().ok()?,
-    })
 }
 
 /// The running tallies the admit, release and convert scripts keep (`fraud_tally.lua`).
@@ -58,29 +52,50 @@ static FRAUD_SCRIPTS: LazyLock<FraudScripts> = LazyLock::new(|| FraudScripts {
 /// How long the hourly counters live: the retention and the hour they cover.
 const COUNTERS_TTL_MS: u64 = (RETENTION_MINUTES + 60) * BUCKET_MS;
 
-/// `KEYS` of `fraud_admit.lua`; those that name no prefix, hour or code built once.
+/// `KEYS` of `fraud_admit.lua`.
+#[cfg(test)]
 pub(super) fn admit_keys(
     prefix: &str,
     country: &str,
     attribution: &str,
     minute: u64,
-) -> [Cow<'static, str>; 11] {
+) -> Vec<String> {
+    let mut keys = Vec::with_capacity(11);
+    each_admit_key(prefix, country, attribution, minute, |key| {
+        keys.push(key.to_owned())
+    });
+    keys
+}
+
+/// `KEYS` of `fraud_admit.lua`, each handed to `add` in `KEYS` order: those that name no
+/// prefix, hour or code built once, the others in turn in one buffer (the caller copies each).
+fn each_admit_key(
+    prefix: &str,
+    country: &str,
+    attribution: &str,
+    minute: u64,
+    mut add: impl FnMut(&str),
+) {
     let [blocks, prefixes, countries, service_tally] = &*CONSTANT_KEYS;
     let hour = minute / 60;
     let before = hour.saturating_sub(1);
-    [
-        Cow::Borrowed(blocks.as_str()),
-        Cow::Borrowed(prefixes.as_str()),
-        Cow::Borrowed(countries.as_str()),
-        Cow::Owned(fraud_attribution(attribution)),
-        Cow::Owned(fraud_minutes(FraudScope::Prefix(prefix), hour)),
-        Cow::Owned(fraud_minutes(FraudScope::Prefix(prefix), before)),
-        Cow::Owned(fraud_minutes(FraudScope::Country(country), hour)),
-        Cow::Owned(fraud_minutes(FraudScope::Service, hour)),
-        Cow::Owned(fraud_minutes(FraudScope::Service, before)),
-        Cow::Owned(fraud_tally(FraudScope::Prefix(prefix))),
-        Cow::Borrowed(service_tally.as_str()),
-    ]
+    add(blocks);
+    add(prefixes);
+    add(countries);
+    let mut key = String::with_capacity(96);
+    let mut built = |push: &dyn Fn(&mut String)| {
+        key.clear();
+        push(&mut key);
+        add(&key);
+    };
+    built(&|key| push_fraud_attribution(key, attribution));
+    built(&|key| push_fraud_minutes(key, FraudScope::Prefix(prefix), hour));
+    built(&|key| push_fraud_minutes(key, FraudScope::Prefix(prefix), before));
+    built(&|key| push_fraud_minutes(key, FraudScope::Country(country), hour));
+    built(&|key| push_fraud_minutes(key, FraudScope::Service, hour));
+    built(&|key| push_fraud_minutes(key, FraudScope::Service, before));
+    built(&|key| push_fraud_tally(key, FraudScope::Prefix(prefix)));
+    add(service_tally);
 }
 
 /// `KEYS` of `fraud_release.lua`.
@@ -137,20 +152,21 @@ static CONSTANT_KEYS: LazyLock<[String; 4]> = LazyLock::new(|| {
 });
 
 /// Adds the guard's step of one send to a script, as `fraud_admit.lua` reads it (`issue.lua`
-/// after its own keys and arguments): its eleven keys (`admit_keys`), then its one argument,
+/// after its own keys and arguments): its eleven keys (`each_admit_key`), then its one argument,
 /// the step's ten fields separated by spaces (`fraud_step` in fraud_tally.lua): a send names
 /// about twenty values for the guard, and each value of a script call costs the caller an
 /// allocation and two copies, more than writing its digits into one string.
 pub(super) fn add_admission(invocation: &mut redis::ScriptInvocation<'_>, step: &GuardStep<'_>) {
     let send = &step.send;
-    for key in admit_keys(
+    each_admit_key(
         send.prefix,
         send.country,
         send.attribution,
         step.window.minute,
-    ) {
-        invocation.key(key.as_ref());
-    }
+        |key| {
+            invocation.key(key);
+        },
+    );
     invocation.arg(step_fields(step));
 }
 
@@ -185,17 +201,38 @@ fn step_fields(step: &GuardStep<'_>) -> String {
 }
 
 /// A counted send's admission from a reply whose `at` holds `fraud_count`'s string: the two
-/// tallies' eight counts comma-separated, `|`, the previous mark or nothing, `|`, the block
-/// or nothing.
+/// tallies' eight counts comma-separated, `|`, the previous mark (`<minute>:<token>`) or
+/// nothing, `|`, the block or nothing.
 pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, StoreError> {
-    let parsed = bytes_at(reply, at)
-        .and_then(|raw| std::str::from_utf8(raw).ok())
-        .and_then(|raw| {
-            let mut parts = raw.splitn(3, '|');
-            let (counts, previous, block) = (parts.next()?, parts.next()?, parts.next()?);
-            let (prefix, service) = tallies(counts)?;
-            Some((prefix, service, previous, block))
-        });
+    let parsed = bytes_at(reply, at).and_then(|raw| {
+        let mut fields = Fields(raw);
+        // The service's last count ends at the first `|`.
+        let mut tally = |last: u8| {
+            Some(Tally {
+                judged: Counts {
+                    sends: fields.number(b',')?,
+                    conversions: fields.number(b',')?,
+                },
+                unjudged: Counts {
+                    sends: fields.number(b',')?,
+                    conversions: fields.number(last)?,
+                },
+            })
+        };
+        let prefix = tally(b',')?;
+        let service = tally(b'|')?;
+        let previous = match fields.take(b'|')? {
+            [] => None,
+            mark => {
+                let mut mark = Fields(mark);
+                Some(SendMark {
+                    minute: mark.number(b':')?,
+                    token: decimal(mark.0)?,
+                })
+            }
+        };
+        Some((prefix, service, previous, fields.0))
+    });
     let Some((prefix, service, previous, block)) = parsed else {
         return Err(protocol("fraud admit", reply));
     };
@@ -203,32 +240,40 @@ pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, Store
         prefix,
         service,
         block: match block {
-            "" => None,
-            raw => Some(parse_block(raw.as_bytes())?),
+            [] => None,
+            raw => Some(parse_block(raw)?),
         },
-        previous: parse_mark(previous),
+        previous,
     })
 }
 
-/// The prefix's and the service's tallies from `js,jc,us,uc,js,jc,us,uc`.
-fn tallies(raw: &str) -> Option<(Tally, Tally)> {
-    let mut counts = raw.split(',').map(|count| count.parse::<u64>().ok());
-    let mut next = || counts.next().flatten();
-    let mut tally = || {
-        Some(Tally {
-            judged: Counts {
-                sends: next()?,
-                conversions: next()?,
-            },
-            unjudged: Counts {
-                sends: next()?,
-                conversions: next()?,
-            },
-        })
-    };
-    let prefix = tally()?;
-    let service = tally()?;
-    Some((prefix, service))
+/// What is left of a reply string, read field by field.
+struct Fields<'a>(&'a [u8]);
+
+impl<'a> Fields<'a> {
+    /// The bytes before the next `end` (consumed with it); `None` if there is no `end`.
+    fn take(&mut self, end: u8) -> Option<&'a [u8]> {
+        let at = self.0.iter().position(|&b| b == end)?;
+        let field = &self.0[..at];
+        self.0 = &self.0[at + 1..];
+        Some(field)
+    }
+
+    /// The decimal number before the next `end` (consumed with it).
+    fn number(&mut self, end: u8) -> Option<u64> {
+        decimal(self.take(end)?)
+    }
+}
+
+/// An unsigned decimal of ASCII digits (the Lua side writes integers only).
+fn decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &digit| {
+        let digit = digit.checked_sub(b'0').filter(|d| *d < 10)?;
+        n.checked_mul(10)?.checked_add(u64::from(digit))
+    })
 }
 
 /// The block of a refused send at `at` of a reply.
@@ -477,5 +522,122 @@ impl FraudStore for RedisStore {
             countries,
             prefixes,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fraud::Reason;
+
+    fn counted(raw: &[u8]) -> Result<Admission, StoreError> {
+        admitted_at(&[Value::Int(1), Value::BulkString(raw.to_vec())], 1)
+    }
+
+    fn tally(counts: [u64; 4]) -> Tally {
+        Tally {
+            judged: Counts {
+                sends: counts[0],
+                conversions: counts[1],
+            },
+            unjudged: Counts {
+                sends: counts[2],
+                conversions: counts[3],
+            },
+        }
+    }
+
+    #[test]
+    fn a_step_travels_as_ten_space_separated_fields() {
+        let window = Window {
+            now_ms: 28_920_001_234,
+            minute: 482_000,
+            from: 481_941,
+            judged_before: 481_998,
+        };
+        let step = GuardStep {
+            send: FraudSend {
+                prefix: "44770",
+                country: "GB",
+                attribution: "+447700900123:login",
+                token: u64::MAX,
+                now_ms: window.now_ms,
+            },
+            window: &window,
+            enforce: true,
+            attribution_ttl: Duration::from_secs(300),
+        };
+        assert_eq!(
+            step_fields(&step),
+            format!(
+                "44770 GB 28920001234 482000 481941 481998 1 300000 {COUNTERS_TTL_MS} 482000:{}",
+                u64::MAX
+            )
+        );
+    }
+
+    #[test]
+    fn an_admission_is_read_from_one_string() {
+        let Admission::Admitted {
+            prefix,
+            service,
+            block,
+            previous,
+        } = counted(b"1,2,3,4,50,60,70,80|481999:18446744073709551615|").unwrap()
+        else {
+            panic!("admitted");
+        };
+        assert_eq!(prefix, tally([1, 2, 3, 4]));
+        assert_eq!(service, tally([50, 60, 70, 80]));
+        assert_eq!(block, None);
+        assert_eq!(
+            previous,
+            Some(SendMark {
+                minute: 481_999,
+                token: u64::MAX
+            })
+        );
+
+        // A block's JSON is the rest of the string, `|` and all.
+        let recorded = PrefixBlock {
+            prefix: "44770".to_owned(),
+            country: "GB|".to_owned(),
+            reason: Reason::Surge,
+            since_ms: 1,
+            until_ms: 2,
+            strikes: 3,
+            struck_ms: 4,
+            sends: 5,
+            conversions: 6,
+            lifted_ms: 0,
+        };
+        let raw = format!("0,0,1,0,9,9,9,9||{}", encode_block(&recorded).unwrap());
+        let Admission::Admitted {
+            block, previous, ..
+        } = counted(raw.as_bytes()).unwrap()
+        else {
+            panic!("admitted");
+        };
+        assert_eq!(block, Some(recorded));
+        assert_eq!(previous, None);
+    }
+
+    #[test]
+    fn a_malformed_admission_is_a_protocol_error() {
+        for raw in [
+            &b""[..],
+            b"1,2,3,4,5,6,7|x:1|",
+            b"1,2,3,4,5,6,7,8",
+            b"1,2,3,4,5,6,7,8|",
+            b"1,2,3,-4,5,6,7,8||",
+            b"1,2,3,4,5,6,7,99999999999999999999||",
+            b"1,2,3,4,5,6,7,8|12|",
+        ] {
+            assert!(
+                matches!(counted(raw), Err(StoreError::Protocol(_))),
+                "{}",
+                String::from_utf8_lossy(raw)
+            );
+        }
     }
 }
