@@ -31,6 +31,7 @@ on_every_store!(
     an_emailed_code_passes_dkim_and_verifies_by_email,
     header_injection_through_the_api_is_refused_and_nothing_is_mailed,
     a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands,
+    in_dev_mode_mail_is_logged_and_a_domain_budget_holds,
 );
 
 /// Whether python3 has the mail libraries and openssl runs (a loud skip when not, a panic
@@ -517,4 +518,53 @@ async fn an_emailed_code_arrives_over_starttls_with_auth_and_verifies() {
         .await;
     assert_eq!(verified.status, 200, "{verified:?}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Dev mode without a relay: the log-only sender, whose codes the dev outbox shows by `email`
+/// (and they verify); a recipient domain's budget (`VCODE_QUOTA_EMAIL_DOMAIN_HOUR`) refuses the
+/// send past it, for any address of the domain, with nothing stored, while another domain
+/// still gets its mail. Needs no mail server.
+async fn in_dev_mode_mail_is_logged_and_a_domain_budget_holds(backend: Backend) {
+    let app = spawn_app_with(backend, |settings| {
+        settings.abuse.sends_per_email_domain_hour = 2;
+    })
+    .await;
+    let domain = format!("d{}.example", rand::random::<u32>());
+    let first = format!("ann@{domain}");
+    let id = send_email(&app, &first).await.verification_id();
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(paths::DEV_OUTBOX))
+                .query(&[("email", first.to_uppercase())]),
+        )
+        .await;
+    assert_eq!(outbox.status, 200, "{outbox:?}");
+    let messages = outbox.body["data"]["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.len(), 1, "{outbox:?}");
+    assert_eq!(messages[0]["phone"], first);
+    let code = messages[0]["code"].as_str().unwrap();
+    let verified = app
+        .post_json(paths::OTP_VERIFY, &VerifyRequest::with_id(&id, code))
+        .await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+
+    assert_eq!(send_email(&app, &format!("bob@{domain}")).await.status, 200);
+    let third = format!("carol@{}", domain.to_uppercase());
+    let refused = send_email(&app, &third).await;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert_eq!(refused.body["code"], ErrorCode::QuotaExceeded.code());
+    assert!(refused.body["data"]["retry_after"].as_u64().unwrap() > 3500);
+    // Nothing was stored for the refused send: no message, and (the domain's budget aside)
+    // nothing stops another domain.
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(paths::DEV_OUTBOX))
+                .query(&[("email", third.as_str())]),
+        )
+        .await;
+    assert_eq!(outbox.body["data"]["messages"], json!([]), "{outbox:?}");
+    let elsewhere = format!("carol@other-{domain}");
+    assert_eq!(send_email(&app, &elsewhere).await.status, 200);
 }
