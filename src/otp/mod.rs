@@ -126,6 +126,8 @@ pub struct OtpService {
     /// Budgets outside the phone's hash tag, reserved after the issue.
     ip_quota: Vec<QuotaRule>,
     global_quota: Vec<QuotaRule>,
+    /// Code emails per recipient domain, reserved with the client's and global budgets.
+    email_domain_quota: Vec<QuotaRule>,
     gate: SendGate,
     /// Phones (E.164) whose sends store this fixed code and send no SMS.
     test_numbers: HashMap<String, Code>,
@@ -224,6 +226,13 @@ impl OtpService {
             global_quota: QuotaRule::new(abuse.sends_global_minute, MINUTE)
                 .into_iter()
                 .collect(),
+            email_domain_quota: [
+                QuotaRule::new(abuse.sends_per_email_domain_hour, HOUR),
+                QuotaRule::new(abuse.sends_per_email_domain_day, DAY),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
 
             gate,
             // Checked at start-up (`Settings::validate`): every entry reads.

@@ -280,7 +280,7 @@ impl OtpService {
             digest,
             verification: verification.clone(),
         };
-        let budgets = self.budgets(client_ip);
+        let budgets = self.budgets(client_ip, destination);
         let budgets = Budgets {
             budgets: &budgets,
             token: QuotaToken::generate(),
@@ -725,12 +725,20 @@ impl OtpService {
 
     /// The budgets a send from `client_ip` draws on besides its phone's: the client's and the
     /// global one, those that are on.
-    fn budgets(&self, client_ip: IpAddr) -> Vec<Budget<'_>> {
+    fn budgets(&self, client_ip: IpAddr, destination: &Destination) -> Vec<Budget<'_>> {
+        let domain = match destination {
+            Destination::Email(email) if !self.email_domain_quota.is_empty() => Some((
+                QuotaScope::email_domain(email.address().domain()),
+                &self.email_domain_quota,
+            )),
+            _ => None,
+        };
         [
             (QuotaScope::ClientIp(client_ip), &self.ip_quota),
             (QuotaScope::Global, &self.global_quota),
         ]
         .into_iter()
+        .chain(domain)
         .filter(|(_, rules)| !rules.is_empty())
         .map(|(scope, rules)| Budget { scope, rules })
         .collect()
@@ -768,6 +776,12 @@ impl OtpService {
         let event = match scope {
             QuotaScope::Global => Event::QuotaGlobal,
             QuotaScope::ClientIp(_) | QuotaScope::CaptchaClient(_) => Event::QuotaIp,
+            // Not a daily-stats event (their set is the stored stats' layout): the metric alone.
+            QuotaScope::EmailDomain(_) => {
+                crate::metrics::count_event("vcode_quota_rejections", "quota", "email_domain");
+                tracing::warn!(%client_ip, quota = "email_domain", "send refused: quota exceeded");
+                return OtpError::QuotaExceeded { retry_after };
+            }
         };
         self.stats.record(event);
         tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");

@@ -175,6 +175,12 @@ pub struct AbuseSettings {
     pub sends_per_email_hour: u32,
     #[serde(rename = "VCODE_QUOTA_EMAIL_DAY", with = "Limit")]
     pub sends_per_email_day: u32,
+    /// Code emails per recipient domain (all its addresses), beside the client's and global
+    /// budgets: a ceiling on what one domain can be sent, whoever asks.
+    #[serde(rename = "VCODE_QUOTA_EMAIL_DOMAIN_HOUR", with = "Limit")]
+    pub sends_per_email_domain_hour: u32,
+    #[serde(rename = "VCODE_QUOTA_EMAIL_DOMAIN_DAY", with = "Limit")]
+    pub sends_per_email_domain_day: u32,
     #[serde(rename = "VCODE_QUOTA_IP_HOUR", with = "Limit")]
     pub sends_per_ip_hour: u32,
     /// A ceiling per phone that no one client reaches alone.
@@ -225,6 +231,8 @@ impl Default for AbuseSettings {
             sends_per_phone_day: 10,
             sends_per_email_hour: 5,
             sends_per_email_day: 10,
+            sends_per_email_domain_hour: 1_000,
+            sends_per_email_domain_day: 10_000,
             sends_per_ip_hour: 20,
             failed_verifies_per_phone_day: 100,
             failed_verifies_per_client_day: 10,
@@ -250,6 +258,8 @@ impl AbuseSettings {
             sends_per_phone_day: 0,
             sends_per_email_hour: 0,
             sends_per_email_day: 0,
+            sends_per_email_domain_hour: 0,
+            sends_per_email_domain_day: 0,
             sends_per_ip_hour: 0,
             failed_verifies_per_phone_day: 0,
             failed_verifies_per_client_day: 0,

@@ -35,9 +35,16 @@ async fn lift(
     prefix: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let prefix = prefix.into_inner();
-    if !(1..=15).contains(&prefix.len()) || !prefix.bytes().all(|b| b.is_ascii_digit()) {
+    let digits = (1..=15).contains(&prefix.len()) && prefix.bytes().all(|b| b.is_ascii_digit());
+    // An email domain's prefix is `@` and the domain as the guard keeps it (lower-case A-labels).
+    let domain = prefix.strip_prefix('@').is_some_and(|domain| {
+        crate::domain::EmailAddress::parse(&format!("x{prefix}"))
+            .is_ok_and(|address| address.domain() == domain)
+    });
+    if !digits && !domain {
         return Err(ApiError::Malformed(
-            "prefix must be 1 to 15 digits, without +".to_owned(),
+            "prefix must be 1 to 15 digits, without +, or @ and an email domain in lower case"
+                .to_owned(),
         ));
     }
     if !state.fraud.lift(&prefix).await? {

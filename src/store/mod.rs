@@ -100,6 +100,21 @@ pub enum QuotaScope {
     /// Captchas created by one client.
     CaptchaClient(std::net::IpAddr),
     Global,
+    /// Code emails to one recipient domain: the first 8 bytes of the domain's SHA-256 (a
+    /// fixed-size name keeps the scope `Copy`; [`QuotaScope::email_domain`]).
+    EmailDomain(u64),
+}
+
+impl QuotaScope {
+    /// The scope of the code emails to `domain` (lower-case A-labels, as `EmailAddress` keeps
+    /// it).
+    pub fn email_domain(domain: &str) -> Self {
+        use sha2::Digest as _;
+        let digest = sha2::Sha256::digest(domain.as_bytes());
+        let mut first = [0; 8];
+        first.copy_from_slice(&digest[..8]);
+        Self::EmailDomain(u64::from_be_bytes(first))
+    }
 }
 
 /// A budget one send draws on besides its phone's: a quota log and its rules.

@@ -31,6 +31,7 @@ on_every_store!(
     an_emailed_code_passes_dkim_and_verifies_by_email,
     header_injection_through_the_api_is_refused_and_nothing_is_mailed,
     a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands,
+    in_dev_mode_mail_is_logged_and_a_domain_budget_holds,
 );
 
 /// Whether python3 has the mail libraries and openssl runs (a loud skip when not, a panic
@@ -65,9 +66,14 @@ struct MailServer {
 
 impl MailServer {
     fn start(mode: &str) -> Self {
+        Self::start_with(mode, &[])
+    }
+
+    fn start_with(mode: &str, extra: &[&str]) -> Self {
         let mut child = Command::new("python3")
             .arg(format!("{SCRIPTS}/smtp_server.py"))
             .args(["--mode", mode])
+            .args(extra)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -161,6 +167,16 @@ impl Drop for DkimKey {
 /// A live instance on `backend` mailing through `server` (plain loopback SMTP), signing with
 /// `dkim`, as `VCODE_EMAIL_*` variables configure it.
 async fn app_mailing(backend: Backend, server: &MailServer, dkim: Option<&DkimKey>) -> TestApp {
+    app_mailing_with(backend, server, dkim, &[]).await
+}
+
+/// `app_mailing` with more `VCODE_EMAIL_*` variables.
+async fn app_mailing_with(
+    backend: Backend,
+    server: &MailServer,
+    dkim: Option<&DkimKey>,
+    more: &[(&str, String)],
+) -> TestApp {
     let mut vars: HashMap<String, String> = HashMap::from([
         (
             "VCODE_EMAIL_SMTP_URL".to_owned(),
@@ -175,6 +191,9 @@ async fn app_mailing(backend: Backend, server: &MailServer, dkim: Option<&DkimKe
             "1500".to_owned(),
         ),
     ]);
+    for (name, value) in more {
+        vars.insert((*name).to_owned(), value.clone());
+    }
     if let Some(dkim) = dkim {
         vars.insert(
             "VCODE_EMAIL_DKIM_KEY_FILE".to_owned(),
@@ -415,4 +434,137 @@ async fn a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands(backend
     );
     let shown = app.get(&paths::OTP_VERIFICATION.replace("{id}", &id)).await;
     assert_eq!(shown.body["data"]["delivery"], "unconfirmed", "{shown:?}");
+}
+
+/// A private CA and a certificate for 127.0.0.1 it signed: (CA PEM, certificate, key).
+fn certificates() -> (String, String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let issuer = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let server = CertificateParams::new(vec!["127.0.0.1".to_owned()])
+        .unwrap()
+        .signed_by(&key, &issuer)
+        .unwrap();
+    (issuer.pem(), server.pem(), key.serialize_pem())
+}
+
+/// The same user journey over STARTTLS with AUTH (a relay that refuses plain text and
+/// anonymous mail), the relay's certificate from a private CA vcode is given: the mail arrives
+/// encrypted and authenticated, signed, and its code verifies. The channel is the mailer's, not
+/// the store's: the embedded store only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_emailed_code_arrives_over_starttls_with_auth_and_verifies() {
+    if !tools_present("email over STARTTLS") {
+        return;
+    }
+    let dir = std::env::temp_dir().join(format!(
+        "vcode-api-starttls-{}-{}",
+        std::process::id(),
+        rand::random::<u32>()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (ca, cert, key) = certificates();
+    let write = |name: &str, contents: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, contents).unwrap();
+        path.display().to_string()
+    };
+    let (ca_file, cert_file, key_file) = (
+        write("ca.pem", &ca),
+        write("cert.pem", &cert),
+        write("key.pem", &key),
+    );
+    let server = MailServer::start_with(
+        "auth",
+        &[
+            "--cert",
+            &cert_file,
+            "--key",
+            &key_file,
+            "--user",
+            "relay-user",
+            "--password",
+            "relay-pass",
+        ],
+    );
+    let dkim = DkimKey::new();
+    let more = [
+        (
+            "VCODE_EMAIL_SMTP_URL",
+            format!("smtp://relay-user:relay-pass@127.0.0.1:{}", server.port),
+        ),
+        ("VCODE_EMAIL_SMTP_CA_FILE", ca_file),
+    ];
+    let app = app_mailing_with(Backend::Memory, &server, Some(&dkim), &more).await;
+    let address = format!("dora{}@example.net", rand::random::<u32>());
+    let sent = send_email(&app, &address).await;
+    assert_eq!(sent.status, 200, "{sent:?}");
+    let received = server.next();
+    assert_eq!(received["tls"], true, "{received}");
+    assert_eq!(received["auth"], "relay-user");
+    let checked = check(received["data"].as_str().unwrap(), &dkim.record);
+    assert_eq!(checked["dkim"], true);
+    let code = code_in(checked["text"].as_str().unwrap());
+    let verified = app
+        .post_json(
+            paths::OTP_VERIFY,
+            &VerifyRequest {
+                email: Some(address.clone()),
+                ..VerifyRequest::with_id(sent.verification_id(), &code)
+            },
+        )
+        .await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Dev mode without a relay: the log-only sender, whose codes the dev outbox shows by `email`
+/// (and they verify); a recipient domain's budget (`VCODE_QUOTA_EMAIL_DOMAIN_HOUR`) refuses the
+/// send past it, for any address of the domain, with nothing stored, while another domain
+/// still gets its mail. Needs no mail server.
+async fn in_dev_mode_mail_is_logged_and_a_domain_budget_holds(backend: Backend) {
+    let app = spawn_app_with(backend, |settings| {
+        settings.abuse.sends_per_email_domain_hour = 2;
+    })
+    .await;
+    let domain = format!("d{}.example", rand::random::<u32>());
+    let first = format!("ann@{domain}");
+    let id = send_email(&app, &first).await.verification_id();
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(paths::DEV_OUTBOX))
+                .query(&[("email", first.to_uppercase())]),
+        )
+        .await;
+    assert_eq!(outbox.status, 200, "{outbox:?}");
+    let messages = outbox.body["data"]["messages"].as_array().unwrap().clone();
+    assert_eq!(messages.len(), 1, "{outbox:?}");
+    assert_eq!(messages[0]["phone"], first);
+    let code = messages[0]["code"].as_str().unwrap();
+    let verified = app
+        .post_json(paths::OTP_VERIFY, &VerifyRequest::with_id(&id, code))
+        .await;
+    assert_eq!(verified.status, 200, "{verified:?}");
+
+    assert_eq!(send_email(&app, &format!("bob@{domain}")).await.status, 200);
+    let third = format!("carol@{}", domain.to_uppercase());
+    let refused = send_email(&app, &third).await;
+    assert_eq!(refused.status, 429, "{refused:?}");
+    assert_eq!(refused.body["code"], ErrorCode::QuotaExceeded.code());
+    assert!(refused.body["data"]["retry_after"].as_u64().unwrap() > 3500);
+    // Nothing was stored for the refused send: no message, and (the domain's budget aside)
+    // nothing stops another domain.
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(paths::DEV_OUTBOX))
+                .query(&[("email", third.as_str())]),
+        )
+        .await;
+    assert_eq!(outbox.body["data"]["messages"], json!([]), "{outbox:?}");
+    let elsewhere = format!("carol@other-{domain}");
+    assert_eq!(send_email(&app, &elsewhere).await.status, 200);
 }

@@ -306,6 +306,7 @@ fn scope_key(scope: QuotaScope) -> String {
         QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
         QuotaScope::CaptchaClient(ip) => format!("captcha:{ip}"),
         QuotaScope::Global => "global".to_owned(),
+        QuotaScope::EmailDomain(domain) => format!("domain:{domain:016x}"),
     }
 }
 

@@ -21,6 +21,7 @@ fn scope_log(scope: QuotaScope) -> String {
         QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
         QuotaScope::CaptchaClient(ip) => format!("captcha:{ip}"),
         QuotaScope::Global => "global".to_owned(),
+        QuotaScope::EmailDomain(domain) => format!("domain:{domain:016x}"),
     }
 }
 

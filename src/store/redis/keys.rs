@@ -29,7 +29,8 @@ pub fn phone_failures(destination: &Destination) -> String {
     format!("{PREFIX}quota:{{{}}}:fails", destination.key())
 }
 
-/// `verify_code:quota:{budgets}:ip:203.0.113.7` or `verify_code:quota:{budgets}:global`: one
+/// `verify_code:quota:{budgets}:ip:203.0.113.7`, `…:domain:<16 hex of the domain's SHA-256>`
+/// or `verify_code:quota:{budgets}:global`: one
 /// hash tag for all, so a send reserves its client and global budgets in one script. On a
 /// Cluster they share a node, which every send visits for the global budget anyway.
 pub fn quota(scope: QuotaScope) -> String {
@@ -37,6 +38,9 @@ pub fn quota(scope: QuotaScope) -> String {
         QuotaScope::ClientIp(ip) => format!("{PREFIX}quota:{{budgets}}:ip:{ip}"),
         QuotaScope::CaptchaClient(ip) => format!("{PREFIX}quota:{{budgets}}:captcha:{ip}"),
         QuotaScope::Global => format!("{PREFIX}quota:{{budgets}}:global"),
+        QuotaScope::EmailDomain(domain) => {
+            format!("{PREFIX}quota:{{budgets}}:domain:{domain:016x}")
+        }
     }
 }
 

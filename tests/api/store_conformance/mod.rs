@@ -3,6 +3,7 @@
 //! the codes, the captchas and the Redis key layout have a file each.
 
 mod captchas;
+mod email_destinations;
 mod fraud;
 mod pending_codes;
 mod receipts;
