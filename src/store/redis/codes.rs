@@ -54,6 +54,9 @@ impl RedisStore {
             fraud::add_admission(&mut invocation, guard);
         }
         self.add_outbox(&mut invocation, &EventSubject::of(id, destination, purpose));
+        // On a Cluster this process's dispatcher looks at the slot when the expiry timer falls
+        // due (if the send issues; a hint too many costs one claim).
+        self.hint_outbox_after(destination.key(), params.ttl);
         let mut connection = self.connections.get();
         let started = std::time::Instant::now();
         if !one_node {

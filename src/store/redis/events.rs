@@ -8,10 +8,14 @@
 //! that hashes to that slot (`keys::outbox_keys_in`): a verification's events all go to its
 //! phone's slot (so they keep their order), a prefix's to the guard's. The dispatcher finds
 //! the outboxes with due events in two ways: the slots this process wrote to since its last
-//! claim (a hint kept in memory, free on the send's path), and, every `SWEEP_EVERY`, a sweep
+//! claim or settled an event in (the subject's next event), and when its own expiry timers and
+//! retries fall due (hints kept in memory: a lock and
+//! an insert on the send's path, no command), and, every `SWEEP_EVERY`, a sweep
 //! (`events_sweep.lua`, one script on every primary) that lists the slots with events placed
-//! by now (what another instance wrote, what a killed one left, retries and expiry timers
-//! falling due). A claim, a settle and a replay each stay one script on one slot, the lease
+//! by now: what another instance left when it died. The sweep costs each primary tens of
+//! milliseconds (docs/events.md), hence the hints and 16 calls of 1,024 slots each; a slot it finds
+//! busy but not yet due (a dead instance's lease or backoff) is looked at again after 1, 2, 4,
+//! 8 and 16 s. A claim, a settle and a replay each stay one script on one slot, the lease
 //! inside the entry as on one node; an event's `seq` carries its slot in its low 14 bits.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -101,8 +105,19 @@ impl<'a> EventSubject<'a> {
 }
 
 /// How often a dispatcher on a Cluster sweeps every slot's outbox (`events_sweep.lua`); in
-/// between it claims from the slots its own process wrote to.
-const SWEEP_EVERY: Duration = Duration::from_secs(2);
+/// between it claims from the slots its own process wrote to or retries in.
+const SWEEP_EVERY: Duration = Duration::from_secs(30);
+/// The slots one sweep call looks at: 16 calls a sweep, each holding a primary about 1 to 2 ms
+/// (docs/events.md).
+const SWEEP_CHUNK: u16 = 1024;
+/// How long one sweep call may take.
+const SWEEP_TIMEOUT: Duration = Duration::from_secs(5);
+/// When a slot the sweep found busy is looked at again (ms after the sweep).
+const RECHECKS_MS: [u64; 5] = [1_000, 2_000, 4_000, 8_000, 16_000];
+/// How long after its expiry an expiry timer's slot is looked at.
+const TIMER_SLACK_MS: u64 = 500;
+/// Timed hints are kept by due time rounded up to this (ms): fewer entries.
+const HINT_GRAIN_MS: u64 = 100;
 /// How long a Cluster's outbox status (a sweep) is reused for the metrics.
 const STATUS_EVERY: Duration = Duration::from_secs(30);
 /// The bits of a Cluster event's `seq` that hold its slot.
@@ -113,14 +128,45 @@ const SLOT_BITS: u32 = 14;
 pub(super) struct ClusterOutboxes {
     /// The slots this process appended to, or claimed from, since its last claim.
     hinted: BTreeSet<u16>,
+    /// Slots to look at from a time on (unix ms, rounded up to `HINT_GRAIN_MS`): this
+    /// process's expiry timers and retries, and the sweep's re-checks.
+    timed: BTreeMap<u64, BTreeSet<u16>>,
     swept_at: Option<Instant>,
     status: Option<(Instant, OutboxStatus)>,
+}
+
+impl ClusterOutboxes {
+    fn hint_at(&mut self, slot: u16, due_ms: u64) {
+        let due = due_ms.div_ceil(HINT_GRAIN_MS) * HINT_GRAIN_MS;
+        self.timed.entry(due).or_default().insert(slot);
+    }
+
+    /// The slots hinted now and those whose time has come.
+    fn take_due(&mut self, now_ms: u64) -> BTreeSet<u16> {
+        let mut slots = std::mem::take(&mut self.hinted);
+        let later = self.timed.split_off(&(now_ms + 1));
+        for (_, due) in std::mem::replace(&mut self.timed, later) {
+            slots.extend(due);
+        }
+        slots
+    }
 }
 
 impl RedisStore {
     /// Whether this step's script writes events.
     pub(super) fn writes_events(&self) -> bool {
         self.events_on.load(Ordering::Relaxed)
+    }
+
+    /// On a Cluster with events on, looks at the outbox of `tag`'s slot again `after` from
+    /// now (an expiry timer this process wrote); nothing else (no clock read) otherwise.
+    pub(super) fn hint_outbox_after(&self, tag: &str, after: Duration) {
+        if self.writes_events() && !self.connections.one_node() {
+            // The script's clock places the timer a little after this one's reading.
+            let due_ms = unix_now_ms() + duration_ms(after) + TIMER_SLACK_MS;
+            self.cluster_outboxes()
+                .hint_at(keys::slot_of_tag(tag), due_ms);
+        }
     }
 
     fn cluster_outboxes(&self) -> MutexGuard<'_, ClusterOutboxes> {
@@ -319,9 +365,26 @@ impl RedisStore {
         self.sweep_with("delivery", &days).await
     }
 
+    /// `sweep_with` over every slot, `SWEEP_CHUNK` slots a call: each call holds a primary
+    /// for a fraction of the whole sweep's time.
     async fn sweep_with<T: redis::FromRedisValue>(
         &self,
         mode: &str,
+        days: &[u64],
+    ) -> Result<Vec<T>, StoreError> {
+        let mut joined = Vec::new();
+        for first in (0..keys::CLUSTER_SLOTS).step_by(usize::from(SWEEP_CHUNK)) {
+            let last = first + (SWEEP_CHUNK - 1);
+            joined.extend(self.sweep_chunk(mode, first, last, days).await?);
+        }
+        Ok(joined)
+    }
+
+    async fn sweep_chunk<T: redis::FromRedisValue>(
+        &self,
+        mode: &str,
+        first: u16,
+        last: u16,
         days: &[u64],
     ) -> Result<Vec<T>, StoreError> {
         let RedisConnection::Cluster(cluster) = self.connections.get() else {
@@ -334,6 +397,8 @@ impl RedisStore {
                 .arg(0)
                 .arg(mode)
                 .arg(now)
+                .arg(first)
+                .arg(last)
                 .arg(days)
                 .to_owned()
         };
@@ -354,7 +419,9 @@ impl RedisStore {
                 }
             }
         };
-        let reply = self.bounded(sweep).await?;
+        // Never on a request's path but the operator's; a loaded primary may take longer
+        // than a step's command timeout allows.
+        let reply = self.bounded_for(SWEEP_TIMEOUT, sweep).await?;
         redis::from_redis_value(reply).map_err(|_| broken("sweep reply"))
     }
 
@@ -377,6 +444,7 @@ impl RedisStore {
         lease: Duration,
         token: u64,
     ) -> Result<Vec<ClaimedEvent>, StoreError> {
+        let now = unix_now_ms();
         let (mut slots, sweep) = {
             let mut outboxes = self.cluster_outboxes();
             let sweep = outboxes
@@ -385,11 +453,19 @@ impl RedisStore {
             if sweep {
                 outboxes.swept_at = Some(Instant::now());
             }
-            (std::mem::take(&mut outboxes.hinted), sweep)
+            (outboxes.take_due(now), sweep)
         };
         if sweep {
             match self.sweep_slots().await {
-                Ok(found) => slots.extend(found),
+                Ok(found) => {
+                    let mut outboxes = self.cluster_outboxes();
+                    for slot in &found {
+                        for after in RECHECKS_MS {
+                            outboxes.hint_at(*slot, now + after);
+                        }
+                    }
+                    slots.extend(found);
+                }
                 Err(error) => {
                     // Swept again at the next claim.
                     self.cluster_outboxes().swept_at = None;
@@ -601,6 +677,16 @@ impl EventStore for RedisStore {
         let settled: i64 = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
+        // On a Cluster: a retry's slot is looked at when it falls due; once settled for good,
+        // the subject's next event may be due at once.
+        if let Some(slot) = outbox.slot {
+            match settlement {
+                Settlement::Retry { due_ms, .. } => self.cluster_outboxes().hint_at(slot, *due_ms),
+                Settlement::Done | Settlement::Failed { .. } => {
+                    self.cluster_outboxes().hinted.insert(slot);
+                }
+            }
+        }
         Ok(settled == 1)
     }
 
