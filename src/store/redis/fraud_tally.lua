@@ -21,7 +21,8 @@ end
 -- a code script can run them on the keys and arguments it appends to its own.
 
 -- The send's step's one argument, ARGV[a + 1]: its ten fields separated by spaces (one
--- argument for the caller to write and Redis to read instead of ten), as a table: prefix,
+-- argument for the caller to write and Redis to read instead of ten), as a table: prefix (digits,
+-- or a mail domain's '@domain', which has no space),
 -- country, now (ms), minute, from (the window's first minute), judged_before (its first minute
 -- within grace), enforce ('1' or '0'), attribution_ttl (ms), retention (the counters' ttl, ms),
 -- mark (this send's, '<minute>:<token>'); or an error reply (`err`) if it is not that.
@@ -29,7 +30,7 @@ local function fraud_step(a)
   local s = {}
   s.prefix, s.country, s.now, s.minute, s.from, s.judged_before, s.enforce, s.attribution_ttl,
     s.retention, s.mark = string.match(ARGV[a + 1] or '',
-      '^(%d+) (%w+) (%d+) (%d+) (%d+) (%d+) ([01]) (%d+) (%d+) (%d+:%d+)$')
+      '^(%S+) (%w+) (%d+) (%d+) (%d+) (%d+) ([01]) (%d+) (%d+) (%d+:%d+)$')
   if not s.mark then
     return redis.error_reply('fraud guard: a malformed step')
   end
