@@ -1,4 +1,4 @@
-// The demo page's flow: phone (and the configured gate) → code → token. Talks to the public API
+// The demo page's flow: a phone or an email address (and the configured gate) → code → token. Talks to the public API
 // only, and in dev mode reads the code from the dev outbox as a user would read the SMS.
 'use strict';
 
@@ -39,8 +39,19 @@ const SENTENCES = {
 const page = document.body.dataset;
 const $ = (id) => document.getElementById(id);
 // verificationId: what the send answered; the verify carries it, so only this page's own
-// request can spend the code it sent.
-const state = { phone: '', captchaId: null, altcha: null, verificationId: null };
+// request can spend the code it sent. channel: 'phone' or 'email', the API's field for
+// `destination`.
+const state = { channel: 'phone', destination: '', captchaId: null, altcha: null, verificationId: null };
+
+// The SMS or email choice: only the chosen field is shown, required and sent.
+function chooseChannel() {
+  const email = $('channel-email').checked;
+  state.channel = email ? 'email' : 'phone';
+  $('phone-field').hidden = email;
+  $('phone').disabled = email;
+  $('email-field').hidden = !email;
+  $('email').disabled = !email;
+}
 
 function showError(envelope) {
   const box = $('error');
@@ -96,8 +107,8 @@ async function newCaptcha() {
 async function send(event) {
   event.preventDefault();
   showError(null);
-  state.phone = $('phone').value.trim();
-  const body = { phone: state.phone };
+  state.destination = $(state.channel).value.trim();
+  const body = { [state.channel]: state.destination };
   if (page.captcha === 'true') {
     body.captcha_id = state.captchaId;
     body.captcha_answer = $('captcha-answer').value.trim();
@@ -118,10 +129,12 @@ async function send(event) {
   }
   state.verificationId = answer.data.verification_id;
   const minutes = Math.round(answer.data.expires_in / 60);
-  // Unconfirmed: the provider never answered, but the SMS may still arrive and its code works.
+  // Unconfirmed: the provider never answered, but the message may still arrive and its code works.
+  const message = state.channel === 'email' ? 'email' : 'SMS';
   $('sent-to').textContent = answer.data.delivery === 'unconfirmed'
-    ? `We asked for a code to be sent to ${state.phone}; the SMS provider has not confirmed it yet. If it arrives, it is valid for ${minutes} minutes; otherwise send again in ${answer.data.resend_after} seconds.`
-    : `We sent a code to ${state.phone}. It is valid for ${minutes} minutes.`;
+    ? `We asked for a code to be sent to ${state.destination}; the ${message} provider has not confirmed it yet. If it arrives, it is valid for ${minutes} minutes; otherwise send again in ${answer.data.resend_after} seconds.`
+    : `We sent a code to ${state.destination}. It is valid for ${minutes} minutes.`;
+  $('outbox-kind').textContent = state.channel === 'email' ? 'email' : 'SMS';
   $('code').value = '';
   show('step-code');
   $('code').focus();
@@ -129,7 +142,7 @@ async function send(event) {
 }
 
 async function readOutbox() {
-  const answer = await call('GET', `/api/v1/dev/outbox?phone=${encodeURIComponent(state.phone)}`);
+  const answer = await call('GET', `/api/v1/dev/outbox?${state.channel}=${encodeURIComponent(state.destination)}`);
   if (answer.code === 200 && answer.data.messages.length) {
     $('outbox-code').textContent = answer.data.messages[answer.data.messages.length - 1].code;
     $('outbox').hidden = false;
@@ -151,10 +164,10 @@ async function verify(event) {
   event.preventDefault();
   showError(null);
   $('verify').disabled = true;
-  // The phone too: it must match the id, and a service verifying by phone needs it.
+  // The phone or address too: it must match the id, and a service verifying by phone needs it.
   const answer = await call('POST', '/api/v1/otp/verify', {
     verification_id: state.verificationId,
-    phone: state.phone,
+    [state.channel]: state.destination,
     code: $('code').value.trim(),
   });
   $('verify').disabled = false;
@@ -191,6 +204,9 @@ function restart() {
 }
 
 $('step-phone').addEventListener('submit', send);
+$('channel-sms').addEventListener('change', chooseChannel);
+$('channel-email').addEventListener('change', chooseChannel);
+chooseChannel();
 $('step-code').addEventListener('submit', verify);
 $('captcha-new').addEventListener('click', newCaptcha);
 $('back').addEventListener('click', restart);

@@ -22,6 +22,8 @@ from selenium.webdriver.support import expected_conditions as seen
 from selenium.webdriver.support.ui import WebDriverWait
 
 PHONE = "+8613800138123"
+# Written with capitals: the token's `sub` is the address folded to lower case.
+EMAIL = "Ada.Lovelace@Example.COM"
 
 
 def browser(width, height):
@@ -71,8 +73,11 @@ class Flow:
         with urllib.request.urlopen(self.url + path, timeout=10) as response:
             return json.load(response)
 
-    def run(self, gate):
+    def run(self, gate, channel):
         d = self.driver
+        # The field the flow types into and what the page and the token must show of it.
+        field, destination, subject = (("email", EMAIL, EMAIL.lower()) if channel == "email"
+                                       else ("phone", PHONE, PHONE))
 
         def open_page():
             d.get(self.url + "/demo")
@@ -99,7 +104,11 @@ class Flow:
             self.step("wrong-captcha-shown-as-a-sentence", wrong_gate)
 
         def pass_gate():
-            self.type_into("phone", PHONE)
+            if channel == "email":
+                self.visible("channel-email").click()
+                # Only the chosen field is shown (and sent).
+                assert not d.find_element(By.ID, "phone").is_displayed()
+            self.type_into(field, destination)
             if gate == "captcha":
                 captcha_id = self.wait.until(lambda _: self.visible("captcha-image").get_attribute("data-captcha-id"))
                 answer = self.dev_json(f"/api/v1/dev/captcha/{captcha_id}")["data"]["answer"]
@@ -114,7 +123,9 @@ class Flow:
             self.visible("send").click()
             self.visible("step-code")
             self.visible("outbox-code")
-            assert PHONE in self.visible("sent-to").text
+            assert destination in self.visible("sent-to").text
+            kind = self.visible("outbox-kind").text
+            assert kind == ("email" if channel == "email" else "SMS"), kind
         self.step("code-sent", send)
 
         def wrong_code():
@@ -138,7 +149,8 @@ class Flow:
             assert not self.driver.find_element(By.ID, "error").is_displayed()
             if token.count(".") == 2:
                 payload = json.loads(claims.split("\n\nheader:")[0])
-                assert payload["sub"] == PHONE, payload
+                assert payload["sub"] == subject, payload
+                assert payload["channel"] == ("email" if channel == "email" else "sms"), payload
                 assert payload["purpose"] == "login", payload
                 print(f"  token claims: {payload}")
             else:
@@ -153,7 +165,7 @@ class Flow:
                 for path in d.find_elements(By.CSS_SELECTOR, ".opblock-summary-path")))
             blocked = [entry for entry in d.get_log("browser") if "Content Security Policy" in entry["message"]]
             assert not blocked, blocked
-        if gate == "captcha":
+        if gate == "captcha" and channel == "sms":
             self.step("docs-page", docs_page)
 
 
@@ -162,6 +174,7 @@ def main():
     parser.add_argument("--url", required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--gate", choices=["none", "captcha", "pow"], default="captcha")
+    parser.add_argument("--channel", choices=["sms", "email"], default="sms")
     parser.add_argument("--prefix", default="")
     parser.add_argument("--width", type=int, default=390)
     parser.add_argument("--height", type=int, default=844)
@@ -169,7 +182,7 @@ def main():
     os.makedirs(args.screenshots, exist_ok=True)
     driver = browser(args.width, args.height)
     try:
-        Flow(args.url, args.screenshots, driver, args.prefix).run(args.gate)
+        Flow(args.url, args.screenshots, driver, args.prefix).run(args.gate, args.channel)
     finally:
         driver.quit()
     print("demo flow passed")
