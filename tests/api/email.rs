@@ -32,6 +32,7 @@ on_every_store!(
     header_injection_through_the_api_is_refused_and_nothing_is_mailed,
     a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands,
     in_dev_mode_mail_is_logged_and_a_domain_budget_holds,
+    a_domain_whose_mail_is_never_verified_is_held_until_lifted,
 );
 
 /// Whether python3 has the mail libraries and openssl runs (a loud skip when not, a panic
@@ -567,4 +568,106 @@ async fn in_dev_mode_mail_is_logged_and_a_domain_budget_holds(backend: Backend) 
     assert_eq!(outbox.body["data"]["messages"], json!([]), "{outbox:?}");
     let elsewhere = format!("carol@other-{domain}");
     assert_eq!(send_email(&app, &elsewhere).await.status, 200);
+}
+
+/// The newest code the dev outbox holds for `email`.
+async fn outbox_code(app: &TestApp, email: &str) -> String {
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(paths::DEV_OUTBOX))
+                .query(&[("email", email)]),
+        )
+        .await;
+    let messages = outbox.body["data"]["messages"].as_array().unwrap().clone();
+    messages.last().expect("a mail in the outbox")["code"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The fraud guard counts a mail domain as it counts a phone prefix (`@domain`, country
+/// `EMAIL`): a domain whose codes are never verified is held back (403/40300, no mail) once
+/// its unverified sends surge, one whose codes are verified is not, and the operator lists
+/// and lifts the domain by its `@domain` prefix.
+async fn a_domain_whose_mail_is_never_verified_is_held_until_lifted(backend: Backend) {
+    const FLOOR: u64 = 5;
+    const TOKEN: &str = "fraud-admin-token-0123";
+    let app = spawn_app_with(backend, |settings| {
+        settings.admin_token = Some(TOKEN.into());
+        settings.abuse = vcode::config::AbuseSettings::unlimited();
+        settings.fraud = vcode::fraud::FraudSettings {
+            surge_floor: FLOOR,
+            ..vcode::fraud::FraudSettings::default()
+        };
+    })
+    .await;
+    let tag = rand::random::<u32>();
+    let (good, bad) = (format!("good{tag}.example"), format!("bad{tag}.example"));
+    for i in 0..2 * FLOOR {
+        let address = format!("user{i}@{good}");
+        let sent = send_email(&app, &address).await;
+        assert_eq!(sent.status, 200, "{sent:?}");
+        let code = outbox_code(&app, &address).await;
+        let verified = app
+            .post_json(
+                paths::OTP_VERIFY,
+                &VerifyRequest::with_id(&sent.verification_id(), &code),
+            )
+            .await;
+        assert_eq!(verified.status, 200, "{verified:?}");
+    }
+    for i in 0..FLOOR {
+        let sent = send_email(&app, &format!("bot{i}@{bad}")).await;
+        assert_eq!(sent.status, 200, "{sent:?}");
+    }
+    let held_address = format!("bot-next@{bad}");
+    let refused = send_email(&app, &held_address).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (403, 40300),
+        "{refused:?}"
+    );
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(paths::DEV_OUTBOX))
+                .query(&[("email", held_address.as_str())]),
+        )
+        .await;
+    assert_eq!(
+        outbox.body["data"]["messages"],
+        json!([]),
+        "no mail: {outbox:?}"
+    );
+    let other = send_email(&app, &format!("user-next@{good}")).await;
+    assert_eq!(
+        other.status, 200,
+        "the converting domain is not held: {other:?}"
+    );
+
+    let admin = |post: bool, path: String| {
+        let url = app.admin_url(&path);
+        let request = if post {
+            app.client.post(url)
+        } else {
+            app.client.get(url)
+        };
+        app.request(request.bearer_auth(TOKEN))
+    };
+    let listed = admin(false, paths::FRAUD_SUSPENSIONS.to_owned()).await;
+    assert_eq!(listed.status, 200, "{listed:?}");
+    let suspensions = listed.body["data"]["suspensions"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(suspensions.len(), 1, "{listed:?}");
+    assert_eq!(suspensions[0]["prefix"], format!("@{bad}"));
+    assert_eq!(suspensions[0]["country"], "EMAIL");
+
+    let lifted = admin(true, paths::fraud_lift(&format!("@{bad}"))).await;
+    assert_eq!(lifted.status, 200, "{lifted:?}");
+    assert_eq!(lifted.body["data"]["lifted"], true, "{lifted:?}");
+    let again = send_email(&app, &format!("bot-after@{bad}")).await;
+    assert_eq!(again.status, 200, "open again: {again:?}");
 }
