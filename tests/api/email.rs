@@ -612,7 +612,7 @@ async fn a_domain_whose_mail_is_never_verified_is_held_until_lifted(backend: Bac
         let verified = app
             .post_json(
                 paths::OTP_VERIFY,
-                &VerifyRequest::with_id(&sent.verification_id(), &code),
+                &VerifyRequest::with_id(sent.verification_id(), &code),
             )
             .await;
         assert_eq!(verified.status, 200, "{verified:?}");
