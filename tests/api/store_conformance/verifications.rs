@@ -329,8 +329,34 @@ async fn concurrent_wrong_guesses_under_one_id_never_exceed_its_budget(backend: 
     );
 }
 
+/// An SMS whose provider answered too late is recorded as unconfirmed also when the phone's
+/// quota is on: the quota's send log shares the phone's hash tag, and Redis once passed that
+/// sorted set as the code's key, so the step failed with WRONGTYPE and the send stayed `sent`.
+async fn an_unconfirmed_send_under_a_phone_quota_is_recorded(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let p = IssueParams {
+        phone_quota: vec![vcode::store::QuotaRule {
+            limit: 5,
+            window: Duration::from_secs(3600),
+        }],
+        ..standard()
+    };
+    let sent = deliver(&*t.store, &phone, &p).await;
+    t.store.mark_unconfirmed(&phone, &sent.id).await.unwrap();
+    let record = t.store.verification(&sent.id).await.unwrap().unwrap();
+    assert_eq!(record.delivery, DeliveryStatus::Unconfirmed);
+    assert_eq!(record.status, VerificationStatus::Pending);
+    // The code is untouched: it still verifies under its id.
+    assert_eq!(
+        verify_id(&*t.store, &phone, &sent.id, &sent.code).await,
+        VerifyOutcome::Verified
+    );
+}
+
 on_every_store!(
     a_send_is_located_and_pending,
+    an_unconfirmed_send_under_a_phone_quota_is_recorded,
     guesses_spend_only_their_own_id_and_never_the_code,
     a_match_consumes_the_code_for_every_id,
     a_rotated_code_leaves_the_earlier_ids_expired,
