@@ -8,7 +8,8 @@
 //! that hashes to that slot (`keys::outbox_keys_in`): a verification's events all go to its
 //! phone's slot (so they keep their order), a prefix's to the guard's. The dispatcher finds
 //! the outboxes with due events in two ways: the slots this process wrote to since its last
-//! claim or settled an event in (the subject's next event), and when its own expiry timers and
+//! claim, a settled event's slot when the settle finds its outbox next due (the subject's next
+//! event at once, a timer at its time), and when its own expiry timers and
 //! retries fall due (hints kept in memory: a lock and
 //! an insert on the send's path, no command), and, every `SWEEP_EVERY`, a sweep
 //! (`events_sweep.lua`, one script on every primary) that lists the slots with events placed
@@ -436,8 +437,8 @@ impl RedisStore {
 
     /// `claim_events` on a Cluster: from the slots this process wrote to and, every
     /// `SWEEP_EVERY`, from every slot with events placed by now. The slots are asked at once,
-    /// each for its share of `limit`; one that gave some is asked again next time (its
-    /// subjects' next events fall due as these are settled).
+    /// each for its share of `limit`; one that gave its whole share is asked again next time,
+    /// the others when a settle finds their next event due.
     async fn claim_in_cluster(
         &self,
         limit: usize,
@@ -494,7 +495,9 @@ impl RedisStore {
         for (slot, result) in futures_util::future::join_all(claims).await {
             match result {
                 Ok(events) => {
-                    if !events.is_empty() {
+                    // A full share may have left due events behind; otherwise each settle
+                    // says when its slot is next due.
+                    if events.len() >= share {
                         self.cluster_outboxes().hinted.insert(slot);
                     }
                     claimed.extend(events);
@@ -674,20 +677,23 @@ impl EventStore for RedisStore {
             .arg(delivered_to)
             .arg(error);
         let mut connection = self.connections.get();
-        let settled: i64 = self
+        let answer: Vec<i64> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
-        // On a Cluster: a retry's slot is looked at when it falls due; once settled for good,
-        // the subject's next event may be due at once.
-        if let Some(slot) = outbox.slot {
-            match settlement {
-                Settlement::Retry { due_ms, .. } => self.cluster_outboxes().hint_at(slot, *due_ms),
-                Settlement::Done | Settlement::Failed { .. } => {
-                    self.cluster_outboxes().hinted.insert(slot);
-                }
+        let settled = answer.first() == Some(&1);
+        // On a Cluster the slot is looked at again when the script says its outbox is next
+        // due (the subject's next event, at once; an expiry timer, at its time; nothing left,
+        // never), and a retry when it falls due: no claim that can only come back empty.
+        if let (Some(slot), true) = (outbox.slot, settled) {
+            let mut outboxes = self.cluster_outboxes();
+            if let Some(&next) = answer.get(1).filter(|next| **next >= 0) {
+                outboxes.hint_at(slot, u64::try_from(next).unwrap_or(0));
+            }
+            if let Settlement::Retry { due_ms, .. } = settlement {
+                outboxes.hint_at(slot, *due_ms);
             }
         }
-        Ok(settled == 1)
+        Ok(settled)
     }
 
     async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {

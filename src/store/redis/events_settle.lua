@@ -2,19 +2,25 @@
 -- 'done' removes it; 'retry' makes it due at ARGV[4]; 'failed' moves it to the failed index
 -- with the error ARGV[6]. ARGV[5]: the endpoints that took it so far.
 -- KEYS[1] entries, KEYS[2] pending index, KEYS[3] failed index, KEYS[4] errors (events.lua)
--- ARGV[1] the entry's field. Returns 1 if settled, 0 if the lease was no longer this claim's.
+-- ARGV[1] the entry's field. Returns {0} if the lease was no longer this claim's, else
+-- {1, next}: next is the earliest placement left in this outbox's pending index (ms), or -1
+-- when it holds none, so that a Cluster's dispatcher looks at this slot again only then.
 local entry = redis.call('HGET', KEYS[1], ARGV[1])
 if not entry or not redis.call('ZSCORE', KEYS[2], ARGV[1]) then
-  return 0
+  return {0}
 end
 local fields = entry_fields(entry)
 if fields[4] ~= ARGV[2] then
-  return 0
+  return {0}
+end
+local function settled()
+  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  return {1, first[2] and math.floor(tonumber(first[2])) or -1}
 end
 if ARGV[3] == 'done' then
   redis.call('HDEL', KEYS[1], ARGV[1])
   redis.call('ZREM', KEYS[2], ARGV[1])
-  return 1
+  return settled()
 end
 fields[2] = string.format('%d', tonumber(fields[2]) + 1)
 fields[3] = ARGV[5]
@@ -27,4 +33,4 @@ else
   redis.call('HSET', KEYS[4], ARGV[1], ARGV[6])
 end
 redis.call('HSET', KEYS[1], ARGV[1], entry_of(fields))
-return 1
+return settled()
