@@ -38,8 +38,8 @@ pub struct StartCommand {
     pub client_ip: IpAddr,
 }
 
-/// Twilio's statuses (`failed` is never reached: a send whose SMS fails is undone and answered
-/// as an error, so no verification exists).
+/// Twilio's statuses (`failed` is never reached: a send whose SMS or mail fails is undone and
+/// answered as an error, so no verification exists).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TwilioStatus {
     Pending,
