@@ -695,6 +695,7 @@ async fn the_fraud_guards_refusal_is_60410(backend: Backend) {
 on_every_store!(
     an_email_verification_is_mailed_checked_resent_and_canceled,
     a_refused_mail_is_30008_and_no_relay_is_60217,
+    the_fraud_guard_holds_a_mail_domain_with_60410,
     concurrent_first_starts_make_one_verification,
     a_services_name_and_warning_are_in_its_sms,
     a_services_own_lifetime_and_texts_reach_the_sms,
@@ -961,5 +962,91 @@ async fn a_refused_mail_is_30008_and_no_relay_is_60217(backend: Backend) {
         (400, 60200),
         "{}",
         malformed.body
+    );
+}
+
+/// The codes dev mode "mailed" to `address`, oldest first.
+async fn outbox_codes(app: &TestApp, address: &str) -> Vec<String> {
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(vcode_wire::paths::DEV_OUTBOX))
+                .query(&[("email", address)]),
+        )
+        .await;
+    outbox.body["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `Channel=email` passes the fraud guard as /api/v1's email does: a mail domain whose codes
+/// are never checked is held by its `@domain` prefix (60410, `Retry-After`, no mail, nothing to
+/// check) while one whose codes are checked still gets its mail. Dev mode's log mailer.
+async fn the_fraud_guard_holds_a_mail_domain_with_60410(backend: Backend) {
+    const FLOOR: u64 = 5;
+    let (app, owner, _) = app_with_accounts_and(backend, |s| {
+        s.abuse = AbuseSettings::unlimited();
+        s.fraud = FraudSettings {
+            surge_floor: FLOOR,
+            ..FraudSettings::default()
+        };
+    })
+    .await;
+    let service = owner
+        .create_service(&app, &[("FriendlyName", "Shop")])
+        .await;
+    let path = format!("/v2/Services/{service}/Verifications");
+    let check = format!("/v2/Services/{service}/VerificationCheck");
+    let tag = rand::random::<u32>();
+    let (good, bad) = (format!("good{tag}.example"), format!("bad{tag}.example"));
+    let start = |address: String| {
+        let (owner, app, path) = (&owner, &app, &path);
+        async move {
+            owner
+                .post(app, path, &[("To", &address), ("Channel", "email")])
+                .await
+        }
+    };
+    for i in 0..2 * FLOOR {
+        let address = format!("user{i}@{good}");
+        let started = start(address.clone()).await;
+        assert_eq!(started.status, 201, "{}", started.body);
+        let code = outbox_codes(&app, &address).await.pop().unwrap();
+        let approved = owner
+            .post(&app, &check, &[("To", &address), ("Code", &code)])
+            .await;
+        assert_eq!(approved.body["status"], "approved", "{}", approved.body);
+    }
+    for i in 0..FLOOR {
+        let started = start(format!("bot{i}@{bad}")).await;
+        assert_eq!(started.status, 201, "{}", started.body);
+    }
+    let held = format!("bot-next@{bad}");
+    let refused = start(held.clone()).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (403, 60410),
+        "{}",
+        refused.body
+    );
+    assert!(refused.retry_after().is_some());
+    assert!(outbox_codes(&app, &held).await.is_empty(), "no mail");
+    let nothing = owner
+        .post(&app, &check, &[("To", &held), ("Code", "123456")])
+        .await;
+    assert_eq!(
+        (nothing.status, nothing.code()),
+        (404, 20404),
+        "{}",
+        nothing.body
+    );
+    let other = start(format!("user-next@{good}")).await;
+    assert_eq!(
+        other.status, 201,
+        "the converting domain is not held: {}",
+        other.body
     );
 }
