@@ -36,7 +36,7 @@ impl EmailSender for LogMailer {
             message.expires_in,
             message.locale,
             &self.default_locale,
-            "vcode",
+            message.service_name.unwrap_or("vcode"),
         );
         tracing::info!(
             to = %message.to,

@@ -38,6 +38,9 @@ pub struct EmailMessage<'a> {
     pub expires_in: Duration,
     /// The request's locale, if it gave one.
     pub locale: Option<&'a Locale>,
+    /// The name the mail gives the service, if not `VCODE_EMAIL_SERVICE_NAME`'s (a Twilio
+    /// Verify Service's `FriendlyName` or a start's `CustomFriendlyName`).
+    pub service_name: Option<&'a str>,
 }
 
 /// The relay took the mail.
@@ -123,7 +126,7 @@ impl SmtpMailer {
             message.expires_in,
             message.locale,
             &self.default_locale,
-            &self.settings.service_name,
+            message.service_name.unwrap_or(&self.settings.service_name),
         )
     }
 

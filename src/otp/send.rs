@@ -67,7 +67,7 @@ pub struct Tenant {
     pub code_length: CodeLength,
     /// Its codes' lifetime, if not the settings' (`code_ttl`).
     pub code_ttl: Option<Duration>,
-    /// What its SMS say, if not the purpose's texts.
+    /// What its SMS say, if not the purpose's texts (its mail takes only its name).
     pub wording: Option<TenantWording>,
 }
 
@@ -439,6 +439,7 @@ impl OtpService {
                     destination,
                     purpose,
                     locale,
+                    tenant,
                     &code,
                     &delivery,
                 )
@@ -546,12 +547,14 @@ impl OtpService {
     /// Hands the code's mail to the relay, as `deliver_sms` the SMS: a refusal (`5xx`) or a
     /// relay that did not take it is `Err` (rolled back); a message written whole whose answer
     /// never came is `unconfirmed` and stands. Counted in `vcode_email_total{result}`.
+    #[allow(clippy::too_many_arguments)]
     async fn deliver_email(
         &self,
         address: &EmailAddress,
         destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
+        tenant: Option<&Tenant>,
         code: &Code,
         delivery: &Delivery,
     ) -> Result<DeliveryStatus, OtpError> {
@@ -559,12 +562,18 @@ impl OtpService {
         let Some(mailer) = &self.mailer else {
             return Err(OtpError::EmailOff);
         };
+        // A tenant's mail names it and says its own lifetime, as its SMS does.
         let message = EmailMessage {
             to: address,
             purpose,
             code,
-            expires_in: self.settings.code_ttl,
+            expires_in: tenant
+                .and_then(|tenant| tenant.code_ttl)
+                .unwrap_or(self.settings.code_ttl),
             locale,
+            service_name: tenant
+                .and_then(|tenant| tenant.wording.as_ref())
+                .map(|wording| wording.name.as_str()),
         };
         match mailer.send(&message).await {
             Ok(sent) => {

@@ -74,12 +74,13 @@ impl ResponseError for TwilioReply {
             TwilioError::NotFound(_) => StatusCode::NOT_FOUND,
             TwilioError::InvalidParameter(_)
             | TwilioError::Landline
+            | TwilioError::EmailNotConfigured
             | TwilioError::ChannelDisabled(_) => StatusCode::BAD_REQUEST,
             TwilioError::Blocked { .. } | TwilioError::DestinationRefused => StatusCode::FORBIDDEN,
             TwilioError::MaxCheckAttempts
             | TwilioError::MaxSendAttempts
             | TwilioError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
-            TwilioError::Delivery => StatusCode::BAD_GATEWAY,
+            TwilioError::Delivery(_) => StatusCode::BAD_GATEWAY,
             TwilioError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             TwilioError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -417,13 +418,14 @@ async fn start_verification(
             .ok_or(TwilioError::InvalidParameter("Channel"))?,
         locale: form.text("Locale"),
         custom_friendly_name: form.text("CustomFriendlyName"),
+        channel_configuration: form.text("ChannelConfiguration"),
         client_ip: client_ip(&request, &state)?,
     };
     let twilio = state.twilio.clone();
     let account = account.to_owned();
     let sid = sid.into_inner();
-    // Runs to the end even if the client goes away: a code is never left without its SMS or
-    // its roll-back, nor a send without its log entry. Boxed, as `/api/v1`'s send: the start's
+    // Runs to the end even if the client goes away: a code is never left without its SMS (or
+    // mail) or its roll-back, nor a send without its log entry. Boxed, as `/api/v1`'s send: the start's
     // state machine (the send's within it) is kilobytes, copied on every move otherwise.
     let task = Box::pin(async move { twilio.start(&account, &sid, command).await });
     let verification = tokio::spawn(task.instrument(tracing::Span::current()))

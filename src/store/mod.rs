@@ -20,9 +20,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::domain::traffic::{Reason, Tally, Window};
-use crate::domain::{
-    CaptchaId, CodeDigest, Destination, Phone, Purpose, SealedCode, VerificationId,
-};
+use crate::domain::{CaptchaId, CodeDigest, Destination, Purpose, SealedCode, VerificationId};
 
 pub use self::events::{
     ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent,
@@ -652,7 +650,7 @@ pub struct DeliveryCount {
     /// Unix hour (unix ms / 3,600,000).
     pub hour: u64,
     pub provider: String,
-    /// The phone's country (`GB`; `001` non-geographic), [`Phone::country`].
+    /// The phone's country (`GB`; `001` non-geographic), [`crate::domain::Phone::country`].
     pub country: String,
     pub delivered: u64,
     pub undelivered: u64,
@@ -941,7 +939,7 @@ pub struct Revised {
 }
 
 /// The Twilio-compatible API's own state: each account's Services, and the send log of each
-/// (Service, phone) verification. Every write is a compare-and-set on one record, one atomic
+/// (Service, destination) verification (a phone's or an email address's, by its `key`). Every write is a compare-and-set on one record, one atomic
 /// step; the codes themselves are the `CodeStore`'s.
 #[async_trait]
 pub trait TwilioStore: Send + Sync + 'static {
@@ -965,11 +963,11 @@ pub trait TwilioStore: Send + Sync + 'static {
     /// Removes the Service; true if it existed.
     async fn delete_twilio_service(&self, account: &str, sid: &str) -> Result<bool, StoreError>;
 
-    /// The send log of (Service, phone), while it lives.
+    /// The send log of (Service, destination), while it lives.
     async fn twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
     ) -> Result<Option<Revised>, StoreError>;
 
     /// Writes the send log if its revision is still `expected` (`None`: only if there is none),
@@ -977,7 +975,7 @@ pub trait TwilioStore: Send + Sync + 'static {
     async fn put_twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
         expected: Option<u64>,
         body: &str,
         ttl: Duration,

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::domain::Channel;
 use crate::otp::OtpError;
 use crate::store::StoreError;
 
@@ -27,6 +28,10 @@ pub enum TwilioError {
     /// 60205: the Service skips landlines and `To` is one.
     #[error("SMS is not supported by landline phone number")]
     Landline,
+    /// 60217: `Channel=email` where this server has no mail relay (`VCODE_EMAIL_SMTP_URL`
+    /// unset): Twilio's answer to a Service without an email integration.
+    #[error("Invalid Service configuration: this server sends no email")]
+    EmailNotConfigured,
     /// 60223: a channel Twilio has and vcode does not (yet).
     #[error("Delivery channel disabled: {0}")]
     ChannelDisabled(String),
@@ -39,9 +44,11 @@ pub enum TwilioError {
     /// 20429: a quota, the resend cooldown or the provider's rate.
     #[error("Too Many Requests")]
     TooManyRequests { retry_after: Duration },
-    /// 30008 (Twilio's "unknown error" of a message): the SMS provider failed.
-    #[error("The SMS could not be delivered")]
-    Delivery,
+    /// 30008 (Twilio's "unknown error" of a message): the SMS provider or the mail relay
+    /// failed, and the send was undone. Twilio documents no Verify code of its own for an
+    /// email its relay refused; the one delivery failure code serves both channels.
+    #[error("The {} could not be delivered", delivery_noun(*.0))]
+    Delivery(Channel),
     /// 20503: the store or another dependency did not answer.
     #[error("Service Unavailable")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -60,11 +67,12 @@ impl TwilioError {
             Self::MaxCheckAttempts => 60202,
             Self::MaxSendAttempts => 60203,
             Self::Landline => 60205,
+            Self::EmailNotConfigured => 60217,
             Self::ChannelDisabled(_) => 60223,
             Self::Blocked { .. } => 60410,
             Self::DestinationRefused => 60605,
             Self::TooManyRequests { .. } => 20429,
-            Self::Delivery => 30008,
+            Self::Delivery(_) => 30008,
             Self::Unavailable(_) => 20503,
             Self::Internal(_) => 20500,
         }
@@ -82,9 +90,10 @@ impl From<StoreError> for TwilioError {
 impl From<OtpError> for TwilioError {
     fn from(error: OtpError) -> Self {
         match error {
-            OtpError::InvalidPhone | OtpError::UndeliverablePhone(_) => {
-                Self::InvalidParameter("To")
-            }
+            OtpError::InvalidPhone
+            | OtpError::UndeliverablePhone(_)
+            | OtpError::InvalidEmail(_) => Self::InvalidParameter("To"),
+            OtpError::EmailOff => Self::EmailNotConfigured,
             OtpError::InvalidLocale => Self::InvalidParameter("Locale"),
             OtpError::InvalidCode => Self::InvalidParameter("Code"),
             OtpError::DestinationRefused(_) => Self::DestinationRefused,
@@ -98,10 +107,18 @@ impl From<OtpError> for TwilioError {
             | OtpError::QuotaExceeded { retry_after }
             | OtpError::SmsThrottled { retry_after, .. } => Self::TooManyRequests { retry_after },
             OtpError::FraudRefused { retry_after } => Self::Blocked { retry_after },
-            OtpError::SmsDelivery(_) => Self::Delivery,
+            OtpError::SmsDelivery(_) => Self::Delivery(Channel::Sms),
+            OtpError::EmailDelivery(_) => Self::Delivery(Channel::Email),
             OtpError::Store(error) => error.into(),
             other if other.is_service_failure() => Self::Unavailable(other.into()),
             other => Self::Internal(other.into()),
         }
+    }
+}
+
+fn delivery_noun(channel: Channel) -> &'static str {
+    match channel {
+        Channel::Sms => "SMS",
+        Channel::Email => "email",
     }
 }

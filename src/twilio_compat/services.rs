@@ -111,7 +111,7 @@ impl Service {
     }
 
     /// What its SMS say: its name (or the start's `CustomFriendlyName`), the do-not-share
-    /// sentence if switched on, its own texts.
+    /// sentence if switched on, its own texts. Its mail takes only the name.
     pub fn wording(&self, custom_name: Option<&str>) -> TenantWording {
         TenantWording {
             name: custom_name.unwrap_or(&self.friendly_name).to_owned(),

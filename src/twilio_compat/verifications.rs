@@ -1,12 +1,14 @@
 //! Verifications: start (send, or re-send the same code under the same `VE…` SID), fetch,
-//! cancel or approve, and check — each through the OTP use cases under the Service's tenant.
+//! cancel or approve, and check — each through the OTP use cases under the Service's tenant,
+//! by SMS to a phone (`Channel=sms`) or by mail to an address (`Channel=email`): one
+//! `Destination`, so the quotas, the fraud guard and the stores are /api/v1's.
 //!
 //! A `VE…` SID is the vcode verification id of the verification's first send. A re-send within
 //! its life is vcode's `reuse` resend: the same pending code delivered again (a new vcode id is
 //! bound to it, which no client is shown); the first id stays bound to that code and verifies
 //! it until its own expiry, with its own attempts, so the SID, the code, the expiry and the
-//! five checks are those of the first send, as on Twilio. The send log of (Service, phone)
-//! names that first id and lists the sends (`send_code_attempts`, at most five).
+//! five checks are those of the first send, as on Twilio. The send log of (Service,
+//! destination) names that first id and lists the sends (`send_code_attempts`, at most five).
 
 use std::net::IpAddr;
 
@@ -14,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use super::services::{WRITE_TRIES, is_friendly_name};
 use super::{Service, TwilioCompat, TwilioError, now_ms, sid};
-use crate::domain::{NumberType, Phone, VerificationId};
+use crate::domain::{Destination, EmailAddress, NumberType, VerificationId};
 use crate::otp::{OtpError, SendCommand, VerificationStatus, VerificationView, VerifyCommand};
 use crate::store::Revised;
 
@@ -27,13 +29,17 @@ pub struct StartCommand {
     pub to: String,
     pub channel: String,
     pub locale: Option<String>,
-    /// The name the SMS gives instead of the Service's `FriendlyName`.
+    /// The name the SMS or the mail gives instead of the Service's `FriendlyName`.
     pub custom_friendly_name: Option<String>,
+    /// Twilio's `ChannelConfiguration` (SendGrid's template, sender and substitutions for
+    /// email): a JSON object, checked and otherwise ignored, since vcode's mail is its own
+    /// template from `VCODE_EMAIL_FROM`.
+    pub channel_configuration: Option<String>,
     pub client_ip: IpAddr,
 }
 
-/// Twilio's statuses (`failed` is never reached: a send whose SMS fails is undone and answered
-/// as an error, so no verification exists).
+/// Twilio's statuses (`failed` is never reached: a send whose SMS or mail fails is undone and
+/// answered as an error, so no verification exists).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TwilioStatus {
     Pending,
@@ -81,7 +87,7 @@ pub struct Verification {
     pub sid: String,
     pub service_sid: String,
     pub account_sid: String,
-    /// E.164.
+    /// E.164, or the email address as the first start wrote it (its domain lower-cased).
     pub to: String,
     pub channel: String,
     pub status: TwilioStatus,
@@ -97,20 +103,24 @@ pub struct VerificationCheck {
     pub valid: bool,
 }
 
-/// What a check names: the phone (its current verification) or the verification.
+/// What a check names: the phone or address (its current verification) or the verification.
 #[derive(Clone, Debug)]
 pub enum CheckTarget {
     To(String),
     Verification(String),
 }
 
-/// The send log of (Service, phone), as stored.
+/// The send log of (Service, destination), as stored.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct SendLog {
     /// The first send's vcode verification id: the `VE…` SID.
     verification: String,
     created_ms: u64,
     attempts: Vec<SendAttempt>,
+    /// An email address as the first start wrote it, which `to` echoes (the destination's
+    /// key is the folded form); absent for a phone, whose key is its E.164.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    to: Option<String>,
 }
 
 impl SendLog {
@@ -160,9 +170,48 @@ enum LogState {
 /// than a send's store steps and its SMS provider's timeout together.
 const IN_FLIGHT: u64 = 30_000;
 
+/// The destination `to` names on `channel`: a phone for `sms`, an address for `email` (the
+/// other's form is Twilio's 60200 on `To`).
+fn start_destination(
+    otp: &crate::otp::OtpService,
+    channel: &str,
+    to: &str,
+) -> Result<Destination, TwilioError> {
+    match channel {
+        "sms" => Ok(otp.parse_destination(Some(to), None)?),
+        "email" => Ok(otp.parse_destination(None, Some(to))?),
+        "call" | "whatsapp" | "sna" | "rcs" | "auto" => {
+            Err(TwilioError::ChannelDisabled(channel.to_owned()))
+        }
+        _ => Err(TwilioError::InvalidParameter("Channel")),
+    }
+}
+
+/// The destination a check's `To` names: an address if it holds an `@`, else a phone.
+fn check_destination(otp: &crate::otp::OtpService, to: &str) -> Result<Destination, TwilioError> {
+    if to.contains('@') {
+        let address = EmailAddress::parse(to).map_err(|_| TwilioError::InvalidParameter("To"))?;
+        Ok(address.into())
+    } else {
+        Ok(otp.parse_phone(to)?.into())
+    }
+}
+
+/// `ChannelConfiguration` is accepted when it is a JSON object, as Twilio's, and ignored.
+fn is_channel_configuration(raw: &str) -> bool {
+    serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(raw).is_ok()
+}
+
+/// What `to` shows: an address as written (the key is its folded form), a phone's E.164.
+fn shown_to(destination: &Destination) -> Option<String> {
+    destination
+        .email()
+        .map(|address| address.as_str().to_owned())
+}
+
 impl TwilioCompat {
-    /// Starts a verification of `To` by SMS, or re-sends the pending one's code (up to
-    /// `MAX_SENDS` sends, then 60203).
+    /// Starts a verification of `To` by SMS or email, or re-sends the pending one's code (up
+    /// to `MAX_SENDS` sends, then 60203).
     pub async fn start(
         &self,
         account: &str,
@@ -170,36 +219,43 @@ impl TwilioCompat {
         command: StartCommand,
     ) -> Result<Verification, TwilioError> {
         let service = self.service(account, service_sid).await?;
-        match command.channel.as_str() {
-            "sms" => {}
-            "call" | "email" | "whatsapp" | "sna" | "rcs" | "auto" => {
-                return Err(TwilioError::ChannelDisabled(command.channel));
-            }
-            _ => return Err(TwilioError::InvalidParameter("Channel")),
-        }
+        let destination = start_destination(&self.otp, &command.channel, &command.to)?;
         if let Some(name) = &command.custom_friendly_name
             && !is_friendly_name(name)
         {
             return Err(TwilioError::InvalidParameter("CustomFriendlyName"));
         }
-        let phone = self.otp.parse_phone(&command.to)?;
-        if service.skip_sms_to_landlines && phone.number_type() == NumberType::FixedLine {
+        if let Some(raw) = &command.channel_configuration
+            && !is_channel_configuration(raw)
+        {
+            return Err(TwilioError::InvalidParameter("ChannelConfiguration"));
+        }
+        if let Destination::Phone(phone) = &destination
+            && service.skip_sms_to_landlines
+            && phone.number_type() == NumberType::FixedLine
+        {
             return Err(TwilioError::Landline);
         }
         let attempt = SendAttempt {
             attempt_sid: sid::generate(sid::SEND_ATTEMPT),
             time_ms: now_ms(),
-            channel: "sms".to_owned(),
+            channel: destination.channel().as_str().to_owned(),
         };
         // The id is chosen before the send so that the send takes its place in the log first:
         // concurrent starts never pass the limit nor make two verifications.
         let chosen = VerificationId::generate();
-        let reserved = self.reserve(&service, &phone, &chosen, &attempt).await?;
+        let reserved = self
+            .reserve(&service, &destination, &chosen, &attempt)
+            .await?;
         let mut tenant = service.tenant();
         tenant.wording = Some(service.wording(command.custom_friendly_name.as_deref()));
+        let (phone, email) = match &destination {
+            Destination::Phone(phone) => (Some(phone.as_e164().to_owned()), None),
+            Destination::Email(email) => (None, Some(email.address().as_str().to_owned())),
+        };
         let send = SendCommand {
-            phone: Some(phone.as_e164().to_owned()),
-            email: None,
+            phone,
+            email,
             purpose: None,
             captcha_id: None,
             captcha_answer: None,
@@ -211,13 +267,13 @@ impl TwilioCompat {
             verification: Some(chosen.clone()),
         };
         if let Err(error) = self.otp.send(send).await {
-            self.release(&service, &phone, &attempt).await;
+            self.release(&service, &destination, &attempt).await;
             return Err(error.into());
         }
-        Ok(self.shown(&service, &phone, &reserved, TwilioStatus::Pending))
+        Ok(self.shown(&service, &destination, &reserved, TwilioStatus::Pending))
     }
 
-    /// Takes this send's place in the log of (Service, phone), and answers the log as it
+    /// Takes this send's place in the log of (Service, destination), and answers the log as it
     /// stands: the first start writes the log naming `chosen` in one create-if-absent step,
     /// with no read before; otherwise the send is added to the pending verification's log
     /// (60203 once it has `MAX_SENDS`), or starts a new log in place of an ended one, or is
@@ -226,7 +282,7 @@ impl TwilioCompat {
     async fn reserve(
         &self,
         service: &Service,
-        phone: &Phone,
+        destination: &Destination,
         chosen: &VerificationId,
         attempt: &SendAttempt,
     ) -> Result<SendLog, TwilioError> {
@@ -234,13 +290,14 @@ impl TwilioCompat {
             verification: chosen.as_str().to_owned(),
             created_ms: attempt.time_ms,
             attempts: vec![attempt.clone()],
+            to: shown_to(destination),
         };
         let mut revision = None;
         for _ in 0..WRITE_TRIES {
-            if self.put_log(service, phone, revision, &fresh).await? {
+            if self.put_log(service, destination, revision, &fresh).await? {
                 return Ok(fresh);
             }
-            let Some(record) = self.store.twilio_sends(&service.sid, phone).await? else {
+            let Some(record) = self.store.twilio_sends(&service.sid, destination).await? else {
                 revision = None;
                 continue;
             };
@@ -258,7 +315,7 @@ impl TwilioCompat {
             }
             log.attempts.push(attempt.clone());
             if self
-                .put_log(service, phone, Some(record.revision), &log)
+                .put_log(service, destination, Some(record.revision), &log)
                 .await?
             {
                 return Ok(log);
@@ -285,11 +342,11 @@ impl TwilioCompat {
         }
     }
 
-    /// Takes a reserved send whose SMS did not go out back out of the log (a first send's log
-    /// left with no send is an ended one).
-    async fn release(&self, service: &Service, phone: &Phone, attempt: &SendAttempt) {
+    /// Takes a reserved send whose SMS or mail did not go out back out of the log (a first
+    /// send's log left with no send is an ended one).
+    async fn release(&self, service: &Service, destination: &Destination, attempt: &SendAttempt) {
         for _ in 0..WRITE_TRIES {
-            let Ok(Some(record)) = self.store.twilio_sends(&service.sid, phone).await else {
+            let Ok(Some(record)) = self.store.twilio_sends(&service.sid, destination).await else {
                 return;
             };
             let Ok(mut log) = SendLog::decode(&record) else {
@@ -298,7 +355,7 @@ impl TwilioCompat {
             log.attempts
                 .retain(|kept| kept.attempt_sid != attempt.attempt_sid);
             if self
-                .put_log(service, phone, Some(record.revision), &log)
+                .put_log(service, destination, Some(record.revision), &log)
                 .await
                 .unwrap_or(true)
             {
@@ -307,12 +364,12 @@ impl TwilioCompat {
         }
     }
 
-    /// Writes the log of (Service, phone) if it is still at `revision`; it lives as long as
-    /// its verification can be read.
+    /// Writes the log of (Service, destination) if it is still at `revision`; it lives as
+    /// long as its verification can be read.
     async fn put_log(
         &self,
         service: &Service,
-        phone: &Phone,
+        destination: &Destination,
         revision: Option<u64>,
         log: &SendLog,
     ) -> Result<bool, TwilioError> {
@@ -320,7 +377,7 @@ impl TwilioCompat {
         let ttl = service.code_ttl().unwrap_or(settings.code_ttl) + settings.verification_retention;
         Ok(self
             .store
-            .put_twilio_sends(&service.sid, phone, revision, &log.encode(), ttl)
+            .put_twilio_sends(&service.sid, destination, revision, &log.encode(), ttl)
             .await?)
     }
 
@@ -388,15 +445,15 @@ impl TwilioCompat {
     ) -> Result<VerificationCheck, TwilioError> {
         let service = self.service(account, service_sid).await?;
         let tenant = service.tenant();
-        let (id, phone) = match &target {
+        let (id, destination) = match &target {
             CheckTarget::To(to) => {
-                let phone = self.otp.parse_phone(to)?;
+                let destination = check_destination(&self.otp, to)?;
                 let log = self
                     .store
-                    .twilio_sends(&service.sid, &phone)
+                    .twilio_sends(&service.sid, &destination)
                     .await?
                     .ok_or_else(|| check_not_found(&service.sid))?;
-                (SendLog::decode(&log)?.verification, Some(phone))
+                (SendLog::decode(&log)?.verification, Some(destination))
             }
             CheckTarget::Verification(sid) => {
                 let id = sid::verification_id(sid).ok_or_else(|| check_not_found(&service.sid))?;
@@ -405,8 +462,14 @@ impl TwilioCompat {
         };
         let command = VerifyCommand {
             verification_id: Some(id.clone()),
-            phone: phone.as_ref().map(|phone| phone.as_e164().to_owned()),
-            email: None,
+            phone: destination
+                .as_ref()
+                .and_then(|destination| destination.phone())
+                .map(|phone| phone.as_e164().to_owned()),
+            email: destination
+                .as_ref()
+                .and_then(|destination| destination.email())
+                .map(|address| address.as_str().to_owned()),
             purpose: Some(tenant.purpose.as_str().to_owned()),
             code: code.to_owned(),
             audience: None,
@@ -442,11 +505,8 @@ impl TwilioCompat {
         view: VerificationView,
     ) -> Result<Verification, TwilioError> {
         let id = view.id.as_str();
-        // A Twilio Service sends SMS only: its verifications' destinations are phones.
-        let Some(phone) = view.destination.phone() else {
-            return Err(crate::otp::OtpError::VerificationNotFound.into());
-        };
-        let log = match self.store.twilio_sends(&service.sid, phone).await? {
+        let destination = &view.destination;
+        let log = match self.store.twilio_sends(&service.sid, destination).await? {
             Some(record) => Some(SendLog::decode(&record)?).filter(|log| log.verification == id),
             None => None,
         };
@@ -456,16 +516,17 @@ impl TwilioCompat {
             attempts: vec![SendAttempt {
                 attempt_sid: sid::generate(sid::SEND_ATTEMPT),
                 time_ms: view.created_at_ms,
-                channel: "sms".to_owned(),
+                channel: destination.channel().as_str().to_owned(),
             }],
+            to: None,
         });
-        Ok(self.shown(service, phone, &log, view.status.into()))
+        Ok(self.shown(service, destination, &log, view.status.into()))
     }
 
     fn shown(
         &self,
         service: &Service,
-        phone: &Phone,
+        destination: &Destination,
         log: &SendLog,
         status: TwilioStatus,
     ) -> Verification {
@@ -474,8 +535,11 @@ impl TwilioCompat {
             sid: id.as_ref().map(sid::of_verification).unwrap_or_default(),
             service_sid: service.sid.clone(),
             account_sid: service.account_sid.clone(),
-            to: phone.as_e164().to_owned(),
-            channel: "sms".to_owned(),
+            to: log
+                .to
+                .clone()
+                .unwrap_or_else(|| destination.key().to_owned()),
+            channel: destination.channel().as_str().to_owned(),
             status,
             created_ms: log.created_ms,
             updated_ms: log.attempts.last().map_or(log.created_ms, |a| a.time_ms),

@@ -37,7 +37,7 @@ on_every_store!(
 
 /// Whether python3 has the mail libraries and openssl runs (a loud skip when not, a panic
 /// under `TEST_REQUIRE_SDK`).
-fn tools_present(test: &str) -> bool {
+pub(crate) fn tools_present(test: &str) -> bool {
     let python = Command::new("python3")
         .args(["-c", "import aiosmtpd, dkim"])
         .status()
@@ -59,14 +59,14 @@ fn tools_present(test: &str) -> bool {
 }
 
 /// An aiosmtpd server in `mode` and the messages it reports.
-struct MailServer {
+pub(crate) struct MailServer {
     child: Child,
     port: u16,
     received: mpsc::Receiver<Value>,
 }
 
 impl MailServer {
-    fn start(mode: &str) -> Self {
+    pub(crate) fn start(mode: &str) -> Self {
         Self::start_with(mode, &[])
     }
 
@@ -94,13 +94,13 @@ impl MailServer {
         }
     }
 
-    fn next(&self) -> Value {
+    pub(crate) fn next(&self) -> Value {
         self.received
             .recv_timeout(Duration::from_secs(10))
             .expect("a message reached the server")
     }
 
-    fn nothing_received(&self) -> bool {
+    pub(crate) fn nothing_received(&self) -> bool {
         self.received
             .recv_timeout(Duration::from_millis(300))
             .is_err()
@@ -122,7 +122,7 @@ impl Drop for MailServer {
 }
 
 /// An RSA DKIM key made by openssl in a scratch file, and its DNS TXT record.
-struct DkimKey {
+pub(crate) struct DkimKey {
     path: PathBuf,
     record: String,
 }
@@ -178,6 +178,17 @@ async fn app_mailing_with(
     dkim: Option<&DkimKey>,
     more: &[(&str, String)],
 ) -> TestApp {
+    let email = mailing_settings(server, dkim, more);
+    spawn_app_with(backend, move |settings| settings.email = email).await
+}
+
+/// The email settings of an instance mailing through `server`, as `VCODE_EMAIL_*` variables
+/// configure it (with `more` of them).
+pub(crate) fn mailing_settings(
+    server: &MailServer,
+    dkim: Option<&DkimKey>,
+    more: &[(&str, String)],
+) -> vcode::email::EmailSettings {
     let mut vars: HashMap<String, String> = HashMap::from([
         (
             "VCODE_EMAIL_SMTP_URL".to_owned(),
@@ -202,14 +213,13 @@ async fn app_mailing_with(
         );
         vars.insert("VCODE_EMAIL_DKIM_SELECTOR".to_owned(), "vcode1".to_owned());
     }
-    let email = Settings::from_lookup(|name| vars.get(name).cloned())
+    Settings::from_lookup(|name| vars.get(name).cloned())
         .expect("valid email settings")
-        .email;
-    spawn_app_with(backend, move |settings| settings.email = email).await
+        .email
 }
 
 /// What Python's email package and dkimpy find in a received message, `record` the DNS answer.
-fn check(data: &str, record: &str) -> Value {
+pub(crate) fn check(data: &str, record: &str) -> Value {
     let mut child = Command::new("python3")
         .arg(format!("{SCRIPTS}/check_mail.py"))
         .arg(record)
@@ -229,7 +239,7 @@ fn check(data: &str, record: &str) -> Value {
 }
 
 /// The six digits the mail's text holds, as a user reads them.
-fn code_in(text: &str) -> String {
+pub(crate) fn code_in(text: &str) -> String {
     text.split(|c: char| !c.is_ascii_digit())
         .find(|run| run.len() == 6)
         .unwrap_or_else(|| panic!("no code in {text:?}"))

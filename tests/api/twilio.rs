@@ -3,7 +3,10 @@
 //! five sends, concurrent Service updates are all kept, a Service's code length, purpose,
 //! name, do-not-share warning and (vcode's own) code lifetime and texts reach the SMS,
 //! `SkipSmsToLandlines` refuses fixed lines (60205), the fraud guard's refusal is Twilio's
-//! 60410, and credentials are Twilio's.
+//! 60410, and credentials are Twilio's. `Channel=email` against a real mail server (aiosmtpd,
+//! the harness of email.rs): the code read from the mail checks, re-sends mail the same code
+//! under the same SID up to 60203, the Service's name, lifetime and the start's locale reach
+//! the mail, a refused mail is 30008 and leaves nothing, no relay is 60217.
 //! (The official SDKs' whole flow, through Prism: twilio_sdk.rs.)
 
 use std::time::Duration;
@@ -13,6 +16,7 @@ use vcode::config::{AbuseSettings, NumberTypes, Regions};
 use vcode::fraud::FraudSettings;
 use vcode::twilio_compat::{TwilioAccounts, accounts};
 
+use crate::email::{MailServer, check, code_in, mailing_settings, tools_present};
 use crate::support::app::webhook;
 use crate::support::{Backend, SmsGateway, TestApp, random_phone, spawn_app_with};
 
@@ -689,6 +693,9 @@ async fn the_fraud_guards_refusal_is_60410(backend: Backend) {
 }
 
 on_every_store!(
+    an_email_verification_is_mailed_checked_resent_and_canceled,
+    a_refused_mail_is_30008_and_no_relay_is_60217,
+    the_fraud_guard_holds_a_mail_domain_with_60410,
     concurrent_first_starts_make_one_verification,
     a_services_name_and_warning_are_in_its_sms,
     a_services_own_lifetime_and_texts_reach_the_sms,
@@ -700,3 +707,346 @@ on_every_store!(
     concurrent_service_updates_are_all_kept,
     a_services_code_length_and_purpose_reach_the_send,
 );
+
+/// The subject and the text of a received mail, as Python's email package reads them.
+fn subject_and_text(mail: &Value) -> (String, String) {
+    let read = check(mail["data"].as_str().unwrap(), "");
+    let subject = read["headers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|header| header[0] == "Subject")
+        .expect("a Subject header")[1]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    (subject, read["text"].as_str().unwrap().to_owned())
+}
+
+/// `Channel=email` through the same send as /api/v1's: Twilio's verification resource with
+/// `channel: email`, the address echoed (its domain lower-cased), the code read from the mail
+/// the server received; checked by `To` (in any case) and by `VerificationSid`; a re-send mails
+/// the same code under the same SID, the sixth send is 60203 and mails nothing; a cancel ends
+/// it; the Service's name and lifetime and the start's `CustomFriendlyName` and `Locale` reach
+/// the mail; `ChannelConfiguration` is accepted when it is JSON; malformed or mismatched
+/// destinations are 60200 and mail nothing.
+async fn an_email_verification_is_mailed_checked_resent_and_canceled(backend: Backend) {
+    if !tools_present("Twilio email") {
+        return;
+    }
+    let server = MailServer::start("plain");
+    let email = mailing_settings(&server, None, &[]);
+    let (app, owner, _) = app_with_accounts_and(backend, move |s| s.email = email).await;
+    let service = owner
+        .create_service(
+            &app,
+            &[("FriendlyName", "Acme Mail"), ("VcodeCodeTtl", "120")],
+        )
+        .await;
+    let path = format!("/v2/Services/{service}/Verifications");
+    let check_path = format!("/v2/Services/{service}/VerificationCheck");
+    let n = rand::random::<u32>();
+
+    let address = format!("Ann.Lee+{n}@Example.COM");
+    let shown = format!("Ann.Lee+{n}@example.com");
+    let form = [
+        ("To", address.as_str()),
+        ("Channel", "email"),
+        ("Locale", "en"),
+    ];
+    let started = owner.post(&app, &path, &form).await;
+    assert_eq!(started.status, 201, "{}", started.body);
+    let body = &started.body;
+    assert_eq!(body["channel"], "email", "{body}");
+    assert_eq!(body["to"], shown.as_str());
+    assert_eq!(body["status"], "pending");
+    assert_eq!(body["valid"], false);
+    assert_eq!(body["lookup"], json!({}));
+    assert_eq!(body["send_code_attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(body["send_code_attempts"][0]["channel"], "email");
+    let sid = body["sid"].as_str().unwrap().to_owned();
+    assert!(sid.starts_with("VE") && sid.len() == 34, "{sid}");
+    let mail = server.next();
+    assert_eq!(mail["rcpt_tos"], json!([shown]));
+    let (subject, text) = subject_and_text(&mail);
+    assert_eq!(subject, "Your Acme Mail verification code");
+    assert!(text.contains("It expires in 2 minutes."), "{text}");
+    let code = code_in(&text);
+    let wrong = if code == "000000" { "111111" } else { "000000" };
+    let pending = owner
+        .post(&app, &check_path, &[("To", &shown), ("Code", wrong)])
+        .await;
+    assert_eq!(pending.status, 200, "{}", pending.body);
+    assert_eq!(
+        (&pending.body["status"], &pending.body["valid"]),
+        (&json!("pending"), &json!(false))
+    );
+    let lower = address.to_lowercase();
+    let approved = owner
+        .post(&app, &check_path, &[("To", &lower), ("Code", &code)])
+        .await;
+    assert_eq!(approved.status, 200, "{}", approved.body);
+    assert_eq!(approved.body["status"], "approved", "{}", approved.body);
+    assert_eq!(approved.body["valid"], true);
+    assert_eq!(approved.body["channel"], "email");
+    assert_eq!(approved.body["to"], shown.as_str());
+    assert_eq!(approved.body["sid"], sid.as_str());
+    let fetched = owner.get(&app, &format!("{path}/{sid}")).await;
+    assert_eq!(fetched.status, 200, "{}", fetched.body);
+    assert_eq!(fetched.body["status"], "approved");
+    assert_eq!(fetched.body["channel"], "email");
+    assert_eq!(fetched.body["to"], shown.as_str());
+    assert_eq!(fetched.body["send_code_attempts"][0]["channel"], "email");
+
+    // Re-sends: the same SID and the same code in every mail, five sends, then 60203.
+    let address = format!("bob{n}@example.org");
+    let form = [("To", address.as_str()), ("Channel", "email")];
+    let first = owner.post(&app, &path, &form).await;
+    assert_eq!(first.status, 201, "{}", first.body);
+    let first_sid = first.body["sid"].as_str().unwrap().to_owned();
+    let code = code_in(&subject_and_text(&server.next()).1);
+    for sends in 2..=5 {
+        let again = owner.post(&app, &path, &form).await;
+        assert_eq!(again.status, 201, "{}", again.body);
+        assert_eq!(again.body["sid"], first_sid.as_str());
+        let attempts = again.body["send_code_attempts"].as_array().unwrap().clone();
+        assert_eq!(attempts.len(), sends);
+        assert!(attempts.iter().all(|attempt| attempt["channel"] == "email"));
+        assert_eq!(code_in(&subject_and_text(&server.next()).1), code);
+    }
+    let sixth = owner.post(&app, &path, &form).await;
+    assert_eq!((sixth.status, sixth.code()), (429, 60203), "{}", sixth.body);
+    assert!(server.nothing_received(), "the sixth send mailed");
+    let approved = owner
+        .post(
+            &app,
+            &check_path,
+            &[("VerificationSid", &first_sid), ("Code", &code)],
+        )
+        .await;
+    assert_eq!(approved.body["status"], "approved", "{}", approved.body);
+    assert_eq!(approved.body["to"], address.as_str());
+
+    // Canceled: its code no longer checks.
+    let address = format!("carol{n}@example.org");
+    let form = [("To", address.as_str()), ("Channel", "email")];
+    let started = owner.post(&app, &path, &form).await;
+    assert_eq!(started.status, 201, "{}", started.body);
+    let sid = started.body["sid"].as_str().unwrap().to_owned();
+    let code = code_in(&subject_and_text(&server.next()).1);
+    let canceled = owner
+        .post(&app, &format!("{path}/{sid}"), &[("Status", "canceled")])
+        .await;
+    assert_eq!(canceled.body["status"], "canceled", "{}", canceled.body);
+    assert_eq!(canceled.body["channel"], "email");
+    let gone = owner
+        .post(&app, &check_path, &[("To", &address), ("Code", &code)])
+        .await;
+    assert_eq!((gone.status, gone.code()), (404, 20404), "{}", gone.body);
+
+    // The start's name and locale; a ChannelConfiguration that is JSON is accepted (ignored).
+    let address = format!("dave{n}@example.org");
+    let form = [
+        ("To", address.as_str()),
+        ("Channel", "email"),
+        ("Locale", "zh-CN"),
+        ("CustomFriendlyName", "小店"),
+        (
+            "ChannelConfiguration",
+            r#"{"template_id": "d-1", "from": "x@example.net", "from_name": "X", "substitutions": {"a": "b"}}"#,
+        ),
+    ];
+    let started = owner.post(&app, &path, &form).await;
+    assert_eq!(started.status, 201, "{}", started.body);
+    let mail = server.next();
+    assert_eq!(mail["mail_from"], "no-reply@acme.example");
+    let (subject, text) = subject_and_text(&mail);
+    assert_eq!(subject, "您的小店验证码");
+    assert!(text.contains("2分钟内有效"), "{text}");
+
+    // Malformed or mismatched destinations, a ChannelConfiguration that is not JSON: 60200,
+    // and no mail.
+    let phone = random_phone();
+    let other = format!("erin{n}@example.org");
+    for form in [
+        [("To", "erin@"), ("Channel", "email")],
+        [
+            ("To", "erin@example.org\r\nBcc: x@example.net"),
+            ("Channel", "email"),
+        ],
+        [("To", phone.as_str()), ("Channel", "email")],
+        [("To", other.as_str()), ("Channel", "sms")],
+    ] {
+        let refused = owner.post(&app, &path, &form).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (400, 60200),
+            "{form:?}: {}",
+            refused.body
+        );
+    }
+    let form = [
+        ("To", other.as_str()),
+        ("Channel", "email"),
+        ("ChannelConfiguration", "template_id=d-1"),
+    ];
+    let refused = owner.post(&app, &path, &form).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (400, 60200),
+        "{}",
+        refused.body
+    );
+    assert!(server.nothing_received(), "a refused start mailed");
+    let nothing = owner
+        .post(&app, &check_path, &[("To", &other), ("Code", "123456")])
+        .await;
+    assert_eq!(
+        (nothing.status, nothing.code()),
+        (404, 20404),
+        "{}",
+        nothing.body
+    );
+}
+
+/// A mail the relay refuses (554) is Twilio's 30008 at 502 and leaves no verification: its
+/// check is not found and a retry mails again (not 60203, not "busy"). Without a relay (and
+/// not in dev mode), `Channel=email` is Twilio's 60217.
+async fn a_refused_mail_is_30008_and_no_relay_is_60217(backend: Backend) {
+    if !tools_present("Twilio email refusals") {
+        return;
+    }
+    let server = MailServer::start("refuse_data");
+    let email = mailing_settings(&server, None, &[]);
+    let (app, owner, _) = app_with_accounts_and(backend, move |s| s.email = email).await;
+    let service = owner
+        .create_service(&app, &[("FriendlyName", "Acme")])
+        .await;
+    let path = format!("/v2/Services/{service}/Verifications");
+    let address = format!("frank{}@example.org", rand::random::<u32>());
+    let form = [("To", address.as_str()), ("Channel", "email")];
+    for _ in 0..2 {
+        let refused = owner.post(&app, &path, &form).await;
+        assert_eq!(
+            (refused.status, refused.code()),
+            (502, 30008),
+            "{}",
+            refused.body
+        );
+        assert_eq!(refused.body["message"], "The email could not be delivered");
+        server.next();
+    }
+    let check_path = format!("/v2/Services/{service}/VerificationCheck");
+    let nothing = owner
+        .post(&app, &check_path, &[("To", &address), ("Code", "123456")])
+        .await;
+    assert_eq!(
+        (nothing.status, nothing.code()),
+        (404, 20404),
+        "{}",
+        nothing.body
+    );
+
+    let (app, owner, _) = app_with_accounts_and(backend, |s| s.dev_mode = false).await;
+    let service = owner
+        .create_service(&app, &[("FriendlyName", "Acme")])
+        .await;
+    let path = format!("/v2/Services/{service}/Verifications");
+    let off = owner.post(&app, &path, &form).await;
+    assert_eq!((off.status, off.code()), (400, 60217), "{}", off.body);
+    let malformed = owner
+        .post(&app, &path, &[("To", "frank@"), ("Channel", "email")])
+        .await;
+    assert_eq!(
+        (malformed.status, malformed.code()),
+        (400, 60200),
+        "{}",
+        malformed.body
+    );
+}
+
+/// The codes dev mode "mailed" to `address`, oldest first.
+async fn outbox_codes(app: &TestApp, address: &str) -> Vec<String> {
+    let outbox = app
+        .request(
+            app.client
+                .get(app.url(vcode_wire::paths::DEV_OUTBOX))
+                .query(&[("email", address)]),
+        )
+        .await;
+    outbox.body["data"]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|message| message["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// `Channel=email` passes the fraud guard as /api/v1's email does: a mail domain whose codes
+/// are never checked is held by its `@domain` prefix (60410, `Retry-After`, no mail, nothing to
+/// check) while one whose codes are checked still gets its mail. Dev mode's log mailer.
+async fn the_fraud_guard_holds_a_mail_domain_with_60410(backend: Backend) {
+    const FLOOR: u64 = 5;
+    let (app, owner, _) = app_with_accounts_and(backend, |s| {
+        s.abuse = AbuseSettings::unlimited();
+        s.fraud = FraudSettings {
+            surge_floor: FLOOR,
+            ..FraudSettings::default()
+        };
+    })
+    .await;
+    let service = owner
+        .create_service(&app, &[("FriendlyName", "Shop")])
+        .await;
+    let path = format!("/v2/Services/{service}/Verifications");
+    let check = format!("/v2/Services/{service}/VerificationCheck");
+    let tag = rand::random::<u32>();
+    let (good, bad) = (format!("good{tag}.example"), format!("bad{tag}.example"));
+    let start = |address: String| {
+        let (owner, app, path) = (&owner, &app, &path);
+        async move {
+            owner
+                .post(app, path, &[("To", &address), ("Channel", "email")])
+                .await
+        }
+    };
+    for i in 0..2 * FLOOR {
+        let address = format!("user{i}@{good}");
+        let started = start(address.clone()).await;
+        assert_eq!(started.status, 201, "{}", started.body);
+        let code = outbox_codes(&app, &address).await.pop().unwrap();
+        let approved = owner
+            .post(&app, &check, &[("To", &address), ("Code", &code)])
+            .await;
+        assert_eq!(approved.body["status"], "approved", "{}", approved.body);
+    }
+    for i in 0..FLOOR {
+        let started = start(format!("bot{i}@{bad}")).await;
+        assert_eq!(started.status, 201, "{}", started.body);
+    }
+    let held = format!("bot-next@{bad}");
+    let refused = start(held.clone()).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (403, 60410),
+        "{}",
+        refused.body
+    );
+    assert!(refused.retry_after().is_some());
+    assert!(outbox_codes(&app, &held).await.is_empty(), "no mail");
+    let nothing = owner
+        .post(&app, &check, &[("To", &held), ("Code", "123456")])
+        .await;
+    assert_eq!(
+        (nothing.status, nothing.code()),
+        (404, 20404),
+        "{}",
+        nothing.body
+    );
+    let other = start(format!("user-next@{good}")).await;
+    assert_eq!(
+        other.status, 201,
+        "the converting domain is not held: {}",
+        other.body
+    );
+}

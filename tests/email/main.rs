@@ -180,6 +180,7 @@ async fn send(
             code: &code,
             expires_in: Duration::from_secs(300),
             locale: None,
+            service_name: None,
         })
         .await
 }

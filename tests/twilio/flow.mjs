@@ -23,6 +23,13 @@ async function smsCodes(to, serviceSid) {
   return data.messages.filter((m) => m.purpose === purpose).map((m) => m.code);
 }
 
+async function mailCodes(to, serviceSid) {
+  const answer = await fetch(`${vcodeUrl}/api/v1/dev/outbox?email=${encodeURIComponent(to)}`);
+  const { data } = await answer.json();
+  const purpose = "va" + serviceSid.slice(2, 32).toLowerCase();
+  return data.messages.filter((m) => m.purpose === purpose).map((m) => m.code);
+}
+
 let undocumented = 0;
 async function refused(call, code, status, documented = false) {
   try {
@@ -108,6 +115,24 @@ for (let attempt = 0; attempt < 5; attempt++) {
 await refused(() => verify.verifications.create({ to, channel: "sms" }), 60203, 429, true);
 assert.equal((await smsCodes(to, service.sid)).length, 5);
 step("max send attempts", { verification: started.sid });
+
+to = `Ann.${String(Math.floor(Math.random() * 1e9)).padStart(9, "0")}@Example.COM`;
+started = await verify.verifications.create({ to, channel: "email" });
+assert.deepEqual([started.channel, started.status, started.to], ["email", "pending", to.split("@")[0] + "@example.com"]);
+assert.deepEqual(started.sendCodeAttempts.map((a) => a.channel), ["email"]);
+const resent = await verify.verifications.create({ to, channel: "email", channelConfiguration: { from_name: "Acme" } });
+assert.equal(resent.sid, started.sid);
+assert.equal(resent.sendCodeAttempts.length, 2);
+codes = await mailCodes(to, service.sid);
+assert.equal(codes.length, 2);
+assert.equal(codes[0], codes[1]);
+check = await verify.verificationChecks.create({ to: to.toLowerCase(), code: codes[0] });
+assert.deepEqual([check.status, check.valid, check.channel, check.sid], ["approved", true, "email", started.sid]);
+assert.equal((await verify.verifications(started.sid).fetch()).status, "approved");
+await refused(() => verify.verifications.create({ to: "ann@", channel: "email" }), 60200, 400);
+await refused(() => verify.verifications.create({ to: phone(), channel: "email" }), 60200, 400);
+await refused(() => verify.verifications.create({ to: "ann@example.com", channel: "sms" }), 60200, 400);
+step("email", { verification: started.sid });
 
 await refused(() => verify.verifications.create({ to: phone(), channel: "call" }), 60223, 400);
 await refused(() => verify.verifications.create({ to: "+1", channel: "sms" }), 60200, 400);

@@ -4,7 +4,7 @@ live vcode: run by `cargo test --test api twilio_sdk`.
 usage: flow.py VERIFY_BASE_URL VCODE_URL ACCOUNT_SID AUTH_TOKEN API_KEY_SID API_KEY_SECRET CODE_TTL_SECS
 
 VERIFY_BASE_URL is where the SDK sends its requests (vcode itself, or Prism in front of it);
-VCODE_URL is vcode's own address, for its dev outbox (the SMS "sent"). Only the base URL and the
+VCODE_URL is vcode's own address, for its dev outbox (the SMS and mail "sent"). Only the base URL and the
 credentials differ from an application written against Twilio. Prints one line per step and
 exits non-zero at the first step that does not behave as on Twilio.
 """
@@ -35,6 +35,15 @@ def phone():
 def sms_codes(to, service_sid):
     """The codes vcode "sent" to `to` for the Service, oldest first (dev mode's outbox)."""
     url = vcode_url + "/api/v1/dev/outbox?" + urllib.parse.urlencode({"phone": to})
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        messages = json.load(answer)["data"]["messages"]
+    purpose = "va" + service_sid[2:32].lower()
+    return [m["code"] for m in messages if m["purpose"] == purpose]
+
+
+def mail_codes(to, service_sid):
+    """The codes vcode "mailed" to `to` for the Service, oldest first (dev mode's outbox)."""
+    url = vcode_url + "/api/v1/dev/outbox?" + urllib.parse.urlencode({"email": to})
     with urllib.request.urlopen(url, timeout=10) as answer:
         messages = json.load(answer)["data"]["messages"]
     purpose = "va" + service_sid[2:32].lower()
@@ -138,6 +147,25 @@ for attempt in range(5):
 refused(lambda: verify.verifications.create(to=to, channel="sms"), 60203, 429, documented=True)
 assert len(sms_codes(to, service.sid)) == 5
 step("max send attempts", verification=started.sid)
+
+# By email: the address echoed (its domain lower-cased), a re-send with a ChannelConfiguration
+# (accepted, ignored) mails the same code under the same SID, checked by the address in another
+# case; a malformed address or a phone on the email channel is an invalid parameter.
+to = "Ann.%09d@Example.COM" % random.randrange(1_000_000_000)
+started = verify.verifications.create(to=to, channel="email")
+assert (started.channel, started.status, started.to) == ("email", "pending", to.split("@")[0] + "@example.com")
+assert [a["channel"] for a in started.send_code_attempts] == ["email"], started.send_code_attempts
+again = verify.verifications.create(to=to, channel="email", channel_configuration={"from_name": "Acme"})
+assert again.sid == started.sid and len(again.send_code_attempts) == 2, again.send_code_attempts
+codes = mail_codes(to, service.sid)
+assert len(codes) == 2 and codes[0] == codes[1] and len(codes[0]) == 4, codes
+check = verify.verification_checks.create(to=to.lower(), code=codes[0])
+assert (check.status, check.valid, check.channel, check.sid) == ("approved", True, "email", started.sid)
+assert verify.verifications(started.sid).fetch().status == "approved"
+refused(lambda: verify.verifications.create(to="ann@", channel="email"), 60200, 400)
+refused(lambda: verify.verifications.create(to=phone(), channel="email"), 60200, 400)
+refused(lambda: verify.verifications.create(to="ann@example.com", channel="sms"), 60200, 400)
+step("email", verification=started.sid)
 
 # Other channels are Twilio's "channel disabled"; a bad number is an invalid parameter.
 refused(lambda: verify.verifications.create(to=phone(), channel="call"), 60223, 400)

@@ -23,8 +23,8 @@ impl Expiring for SendLog {
 /// Services by account, then by SID.
 pub(super) type Services = Mutex<HashMap<String, BTreeMap<String, Revised>>>;
 
-fn sends_key(service: &str, phone: &Phone) -> String {
-    [service, ":", phone.as_e164()].concat()
+fn sends_key(service: &str, destination: &Destination) -> String {
+    [service, ":", destination.key()].concat()
 }
 
 /// Whether a record at `current` may be replaced by a writer that read `expected`.
@@ -88,10 +88,10 @@ impl TwilioStore for MemoryStore {
     async fn twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
     ) -> Result<Option<Revised>, StoreError> {
         let now = self.now_ms();
-        let key = sends_key(service, phone);
+        let key = sends_key(service, destination);
         let logs = self.twilio_sends.lock(&key);
         Ok(logs
             .get(key.as_str())
@@ -102,13 +102,13 @@ impl TwilioStore for MemoryStore {
     async fn put_twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
         expected: Option<u64>,
         body: &str,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
         let now = self.now_ms();
-        let key = sends_key(service, phone);
+        let key = sends_key(service, destination);
         let mut logs = self.twilio_sends.lock(&key);
         let current = logs
             .get(key.as_str())

@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{PostgresStore, column, millis};
-use crate::domain::Phone;
+use crate::domain::Destination;
 use crate::store::{Revised, StoreError, TwilioStore};
 
 fn revised(row: &tokio_postgres::Row) -> Result<Revised, StoreError> {
@@ -89,16 +89,18 @@ impl TwilioStore for PostgresStore {
         Ok(!rows.is_empty())
     }
 
+    // The `phone` column holds the destination's key (an E.164 or a folded address), as
+    // `vcode_codes.phone` does since email.
     async fn twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
     ) -> Result<Option<Revised>, StoreError> {
         let rows = self
             .query(
                 "SELECT revision, body FROM vcode_twilio_sends
                  WHERE service_sid = $1 AND phone = $2 AND expires_at_ms > vcode_now_ms()",
-                &[&service, &phone.as_e164()],
+                &[&service, &destination.key()],
             )
             .await?;
         rows.first().map(revised).transpose()
@@ -107,7 +109,7 @@ impl TwilioStore for PostgresStore {
     async fn put_twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
         expected: Option<u64>,
         body: &str,
         ttl: Duration,
@@ -125,7 +127,7 @@ impl TwilioStore for PostgresStore {
                            expires_at_ms = EXCLUDED.expires_at_ms
                        WHERE log.expires_at_ms <= vcode_now_ms()
                      RETURNING 1",
-                    &[&service, &phone.as_e164(), &body, &ttl],
+                    &[&service, &destination.key(), &body, &ttl],
                 )
                 .await?
             }
@@ -137,7 +139,13 @@ impl TwilioStore for PostgresStore {
                      WHERE service_sid = $1 AND phone = $2 AND revision = $3
                        AND expires_at_ms > vcode_now_ms()
                      RETURNING 1",
-                    &[&service, &phone.as_e164(), &revision(expected), &body, &ttl],
+                    &[
+                        &service,
+                        &destination.key(),
+                        &revision(expected),
+                        &body,
+                        &ttl,
+                    ],
                 )
                 .await?
             }

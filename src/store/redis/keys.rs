@@ -4,7 +4,7 @@
 use std::net::IpAddr;
 use std::sync::LazyLock;
 
-use crate::domain::{CaptchaId, Destination, Phone, Purpose, VerificationId};
+use crate::domain::{CaptchaId, Destination, Purpose, VerificationId};
 use crate::store::QuotaScope;
 
 pub const PREFIX: &str = "verify_code:";
@@ -65,10 +65,10 @@ pub fn twilio_services(account: &str) -> String {
     format!("{PREFIX}twilio:{{{account}}}:services")
 }
 
-/// `verify_code:twilio:sends:{VA…:+8613800138000}`: the send log of a Twilio-compatible
-/// verification of one Service and phone.
-pub fn twilio_sends(service: &str, phone: &Phone) -> String {
-    format!("{PREFIX}twilio:sends:{{{service}:{}}}", phone.as_e164())
+/// `verify_code:twilio:sends:{VA…:+8613800138000}` (or `…:john@example.com}`): the send log
+/// of a Twilio-compatible verification of one Service and destination.
+pub fn twilio_sends(service: &str, destination: &Destination) -> String {
+    format!("{PREFIX}twilio:sends:{{{service}:{}}}", destination.key())
 }
 
 /// `verify_code:{+8613800138000}:verification:<id>`: one send's verification (its code's
@@ -332,7 +332,7 @@ pub fn captcha(id: &CaptchaId) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::Region;
+    use crate::domain::{Phone, Region};
 
     #[test]
     fn keys_follow_the_documented_layout() {
@@ -484,7 +484,10 @@ mod tests {
             (
                 "twilio_put",
                 include_str!("twilio_put.lua"),
-                vec![twilio_sends("VA0123456789abcdef0123456789abcdef", &phone)],
+                vec![twilio_sends(
+                    "VA0123456789abcdef0123456789abcdef",
+                    &destination,
+                )],
             ),
         ]
     }
@@ -612,7 +615,7 @@ mod tests {
                 "AC0123456789abcdef0123456789abcdef".to_owned(),
             ),
             (
-                twilio_sends("VA0123456789abcdef0123456789abcdef", &phone),
+                twilio_sends("VA0123456789abcdef0123456789abcdef", &destination),
                 format!("VA0123456789abcdef0123456789abcdef:{e164}"),
             ),
             (fraud_prefixes(), "guard".to_owned()),

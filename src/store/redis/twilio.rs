@@ -1,6 +1,6 @@
 //! The Redis store's Twilio-compatible records: each account's Services as the fields of one
 //! hash (`verify_code:twilio:{<account>}:services`), each send log a string with its TTL
-//! (`verify_code:twilio:sends:{<service>:<E.164>}`); every write is `twilio_put.lua`, a
+//! (`verify_code:twilio:sends:{<service>:<destination key>}`); every write is `twilio_put.lua`, a
 //! compare-and-set on one key. Values are `<revision>:<body>`.
 
 use std::sync::LazyLock;
@@ -107,11 +107,11 @@ impl TwilioStore for RedisStore {
     async fn twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
     ) -> Result<Option<Revised>, StoreError> {
         let mut connection = self.connections.get();
         let command = redis::cmd("GET")
-            .arg(keys::twilio_sends(service, phone))
+            .arg(keys::twilio_sends(service, destination))
             .to_owned();
         let value: Option<String> = self.bounded(command.query_async(&mut connection)).await?;
         value.as_deref().map(decode).transpose()
@@ -120,12 +120,18 @@ impl TwilioStore for RedisStore {
     async fn put_twilio_sends(
         &self,
         service: &str,
-        phone: &Phone,
+        destination: &Destination,
         expected: Option<u64>,
         body: &str,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        self.twilio_put(keys::twilio_sends(service, phone), "", expected, body, ttl)
-            .await
+        self.twilio_put(
+            keys::twilio_sends(service, destination),
+            "",
+            expected,
+            body,
+            ttl,
+        )
+        .await
     }
 }

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use vcode::domain::{Destination, EmailAddress};
 use vcode::store::Store;
 
 use super::open;
@@ -76,7 +77,7 @@ async fn services_belong_to_their_account_and_change_by_revision(backend: Backen
 async fn send_logs_are_compared_and_set_and_expire(backend: Backend) {
     let t = open(backend);
     let store = &t.store;
-    let (service, to) = (service_sid(), sms_phone(&random_phone()));
+    let (service, to) = (service_sid(), Destination::from(sms_phone(&random_phone())));
     let ttl = Duration::from_millis(1500);
     assert_eq!(store.twilio_sends(&service, &to).await.unwrap(), None);
     assert!(
@@ -99,8 +100,23 @@ async fn send_logs_are_compared_and_set_and_expire(backend: Backend) {
     );
     let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
     assert_eq!((read.revision, read.body.as_str()), (2, "b"));
-    let other = sms_phone(&random_phone());
+    let other = Destination::from(sms_phone(&random_phone()));
     assert_eq!(store.twilio_sends(&service, &other).await.unwrap(), None);
+    // An email address's log is its own, named by the folded address.
+    let local = format!("Ann{}", rand::random::<u32>());
+    let mailbox = |domain: &str| {
+        Destination::from(EmailAddress::parse(&format!("{local}@{domain}")).unwrap())
+    };
+    assert!(
+        store
+            .put_twilio_sends(&service, &mailbox("Example.COM"), None, "m", ttl)
+            .await
+            .unwrap()
+    );
+    let read = store.twilio_sends(&service, &mailbox("example.com")).await;
+    assert_eq!(read.unwrap().unwrap().body, "m");
+    let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
+    assert_eq!(read.body, "b");
     tokio::time::sleep(ttl + Duration::from_millis(300)).await;
     assert_eq!(store.twilio_sends(&service, &to).await.unwrap(), None);
     // An expired log is as good as none.
@@ -117,7 +133,11 @@ async fn send_logs_are_compared_and_set_and_expire(backend: Backend) {
 async fn concurrent_writers_from_one_revision_exactly_one_wins(backend: Backend) {
     let t = open(backend);
     let store: Arc<dyn Store> = t.store.clone();
-    let (sid, service, to) = (service_sid(), service_sid(), sms_phone(&random_phone()));
+    let (sid, service, to) = (
+        service_sid(),
+        service_sid(),
+        Destination::from(sms_phone(&random_phone())),
+    );
     store
         .put_twilio_service(ACCOUNT, &sid, None, "0")
         .await
