@@ -3,18 +3,33 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::CodeStore;
+use crate::store::{Admission, CodeStore, GuardStep, GuardedIssue};
 
-#[async_trait]
-impl CodeStore for MemoryStore {
-    async fn issue_code(
+/// A send that does not issue: nothing for the guard to count.
+fn not_issued(outcome: IssueOutcome, guard: Option<&GuardStep<'_>>) -> GuardedIssue {
+    match guard {
+        Some(_) => GuardedIssue::Together {
+            outcome,
+            admission: None,
+        },
+        None => GuardedIssue::Apart(outcome),
+    }
+}
+
+impl MemoryStore {
+    /// The issue, with the fraud guard's step of the send when there is one (`guard`), taken
+    /// under the code's lock once the send is sure to deliver (no cooldown, the phone's quota
+    /// has room) and before anything is written: a refused send leaves nothing but the
+    /// refusal's count, and a counted one is issued. Lock order: the code's shard, the quota
+    /// log's, the guard's counts.
+    fn issue_now(
         &self,
         destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
-        _budgets: Budgets<'_>,
-    ) -> Result<IssueOutcome, StoreError> {
+        guard: Option<&GuardStep<'_>>,
+    ) -> Result<GuardedIssue, StoreError> {
         let key = code_key(destination, purpose);
         let sends_key = phone_sends_key(destination);
         let now = self.now_ms();
@@ -29,23 +44,39 @@ impl CodeStore for MemoryStore {
                 .sent_at_ms
                 .saturating_add(duration_ms(params.cooldown));
             if ready_at > now {
-                return Ok(IssueOutcome::Cooldown {
+                let cooldown = IssueOutcome::Cooldown {
                     retry_after: Duration::from_millis(ready_at - now),
-                });
+                };
+                return Ok(not_issued(cooldown, guard));
             }
         }
         let quota_token = QuotaToken::generate();
+        let admission;
         if !params.phone_quota.is_empty() {
             let mut logs = self.quotas.lock(&sends_key);
             let log = logs.entry(sends_key.as_str().into()).or_default();
             let wait = log.wait(now, &params.phone_quota);
             if wait > 0 {
-                return Ok(IssueOutcome::QuotaExceeded {
+                let exceeded = IssueOutcome::QuotaExceeded {
                     retry_after: Duration::from_millis(wait),
-                });
+                };
+                return Ok(not_issued(exceeded, guard));
             }
+            admission = match self.admit_locked(guard) {
+                Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
+                admission => admission,
+            };
             log.record(now, &params.phone_quota, quota_token);
+        } else {
+            admission = match self.admit_locked(guard) {
+                Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
+                admission => admission,
+            };
         }
+        let outcome = |outcome| match guard {
+            Some(_) => GuardedIssue::Together { outcome, admission },
+            None => GuardedIssue::Apart(outcome),
+        };
 
         if let Some(entry) = pending {
             let previous = PreviousIssue {
@@ -73,7 +104,7 @@ impl CodeStore for MemoryStore {
                 now,
                 params,
             );
-            return Ok(IssueOutcome::Deliver(Delivery {
+            return Ok(outcome(IssueOutcome::Deliver(Delivery {
                 sealed,
                 kind,
                 budgets_reserved: false,
@@ -85,7 +116,7 @@ impl CodeStore for MemoryStore {
                     deliveries: entry.deliveries,
                     previous: Some(previous),
                 },
-            }));
+            })));
         }
         self.bind_verification(
             destination,
@@ -106,7 +137,7 @@ impl CodeStore for MemoryStore {
                 expires_at_ms,
             },
         );
-        Ok(IssueOutcome::Deliver(Delivery {
+        Ok(outcome(IssueOutcome::Deliver(Delivery {
             sealed: None,
             kind: DeliveryKind::Created,
             budgets_reserved: false,
@@ -118,7 +149,39 @@ impl CodeStore for MemoryStore {
                 deliveries: 1,
                 previous: None,
             },
-        }))
+        })))
+    }
+}
+
+#[async_trait]
+impl CodeStore for MemoryStore {
+    async fn issue_code(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        _budgets: Budgets<'_>,
+    ) -> Result<IssueOutcome, StoreError> {
+        match self.issue_now(destination, purpose, candidate, params, None)? {
+            GuardedIssue::Apart(outcome) => Ok(outcome),
+            _ => Err(StoreError::Protocol(
+                "issue: a guard's answer unasked".to_owned(),
+            )),
+        }
+    }
+
+    /// The issue and the guard's step under one lock (`issue_now`).
+    async fn issue_guarded(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        _budgets: Budgets<'_>,
+        guard: GuardStep<'_>,
+    ) -> Result<GuardedIssue, StoreError> {
+        self.issue_now(destination, purpose, candidate, params, Some(&guard))
     }
 
     async fn undo_issue(

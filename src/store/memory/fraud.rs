@@ -1,7 +1,8 @@
 //! The embedded store's fraud-guard counts: per-minute counters per scope (prefix, country,
 //! service), the sends' attributions and the prefixes' blocks, all under one lock, so that a
-//! send's check and count is one critical section. Old minutes and expired attributions are
-//! dropped once a minute, by the first send of the minute.
+//! send's check and count is one critical section (which the issue takes under its own lock:
+//! `issue_guarded`, codes.rs). Old minutes and expired attributions are dropped once a minute,
+//! by the first send of the minute.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,7 +12,7 @@ use super::*;
 use crate::domain::traffic::{Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::events::block_detail;
 use crate::store::{
-    Admission, FraudSend, FraudStore, FraudTraffic, MinuteCounts, PrefixBlock, SendMark,
+    Admission, FraudSend, FraudStore, FraudTraffic, GuardStep, MinuteCounts, PrefixBlock, SendMark,
 };
 
 /// Every counter of one scope, by minute.
@@ -99,15 +100,20 @@ impl FraudState {
     }
 }
 
-#[async_trait]
-impl FraudStore for MemoryStore {
-    async fn admit_send(
+impl MemoryStore {
+    /// The guard's step of a send, if there is one (the issue takes it under its lock).
+    pub(super) fn admit_locked(&self, step: Option<&GuardStep<'_>>) -> Option<Admission> {
+        let step = step?;
+        Some(self.admit_now(&step.send, step.window, step.enforce, step.attribution_ttl))
+    }
+
+    fn admit_now(
         &self,
         send: &FraudSend<'_>,
         window: &Window,
         enforce: bool,
         attribution_ttl: Duration,
-    ) -> Result<Admission, StoreError> {
+    ) -> Admission {
         let mut state = lock(&self.fraud);
         state.prune(send.now_ms, window.minute);
         let block = state.blocks.get(send.prefix).cloned();
@@ -116,7 +122,7 @@ impl FraudStore for MemoryStore {
             .filter(|b| enforce && b.is_active(send.now_ms))
         {
             bump(&mut state.service, window.minute, |c| c.refused += 1);
-            return Ok(Admission::Refused(block.clone()));
+            return Admission::Refused(block.clone());
         }
         state.each_scope(send, window.minute, |c| c.sends += 1);
         let expires_at_ms = send.now_ms.saturating_add(duration_ms(attribution_ttl));
@@ -131,12 +137,25 @@ impl FraudStore for MemoryStore {
             .map(|(mark, _)| mark);
         let prefix = tally(&state.prefixes[send.prefix].1, window);
         let service = tally(&state.service, window);
-        Ok(Admission::Admitted {
+        Admission::Admitted {
             prefix,
             service,
             block,
             previous,
-        })
+        }
+    }
+}
+
+#[async_trait]
+impl FraudStore for MemoryStore {
+    async fn admit_send(
+        &self,
+        send: &FraudSend<'_>,
+        window: &Window,
+        enforce: bool,
+        attribution_ttl: Duration,
+    ) -> Result<Admission, StoreError> {
+        Ok(self.admit_now(send, window, enforce, attribution_ttl))
     }
 
     async fn release_send(

@@ -1,6 +1,6 @@
 //! The fraud-guard role of the PostgreSQL store: one function per step
-//! (`migrations/0003_fraud.sql`), each one statement and one transaction; the reports are
-//! plain reads. A send's step is taken in its issue's statement (`vcode_issue_guarded`,
+//! (`migrations/0003_fraud.sql`, sharded counts since `0010_fraud_shards.sql`), each one
+//! statement and one transaction; the reports are plain reads that sum a minute's shards. A send's step is taken in its issue's statement (`vcode_issue_guarded`,
 //! codes.rs), with the arguments and the answer's columns read here.
 
 use std::collections::HashMap;
@@ -250,8 +250,10 @@ impl FraudStore for PostgresStore {
     async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {
         let rows = self
             .query(
-                "SELECT scope, minute, sends, conversions, refused FROM vcode_fraud_counts
-                 WHERE minute BETWEEN $1 AND $2 ORDER BY minute",
+                "SELECT scope, minute, sum(sends)::bigint, sum(conversions)::bigint,
+                   sum(refused)::bigint
+                 FROM vcode_fraud_counts WHERE minute BETWEEN $1 AND $2
+                 GROUP BY scope, minute ORDER BY minute",
                 &[&bigint(from), &bigint(to)],
             )
             .await?;

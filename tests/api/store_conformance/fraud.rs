@@ -1,6 +1,7 @@
 //! The fraud guard's counts and blocks in the store: sends and conversions per minute, per
 //! prefix, country and service, split at the grace period; releases; blocks refused,
-//! flagged, listed and lifted; concurrent sends counted exactly once each.
+//! flagged, listed and lifted; concurrent sends counted exactly once each, and refused once a
+//! block is recorded.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -347,6 +348,99 @@ async fn fraud_concurrent_sends_are_each_counted_once(backend: Backend) {
     assert_eq!(converted, 1);
 }
 
+/// Many concurrent sends to one prefix (each its own code and random token: on PostgreSQL
+/// spread over the minute's count shards), a third released and a third converted as they
+/// run, then a block recorded while more race it: every count stays exact, the report sums a
+/// minute into one, and every send begun after the block was recorded is refused.
+async fn fraud_one_prefix_under_concurrent_sends_stays_exact_and_a_block_stops_it(
+    backend: Backend,
+) {
+    let t = open(backend);
+    let now = now_ms();
+    let minute = now / BUCKET_MS;
+    let sends: u64 = 96;
+    let tasks: Vec<_> = (0..sends)
+        .map(|i| {
+            let store = t.store.clone();
+            tokio::spawn(async move {
+                let attribution = format!("+4474100{i:05}:login");
+                let send = send("44741", &attribution, now);
+                admit(&*store, &send).await;
+                match i % 3 {
+                    1 => store
+                        .release_send(&send, minute, None, false)
+                        .await
+                        .unwrap(),
+                    2 => {
+                        let converted = store
+                            .count_conversion(&attribution, "44741", "GB", since())
+                            .await
+                            .unwrap();
+                        assert_eq!(converted, Some(minute));
+                    }
+                    _ => {}
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let (kept, converted) = (sends - sends / 3, sends / 3);
+    let minute_of = |traffic: &vcode::store::FraudTraffic| {
+        let (_, _, minutes) = traffic
+            .prefixes
+            .iter()
+            .find(|(prefix, _, _)| prefix == "44741")
+            .expect("the prefix counted")
+            .clone();
+        assert_eq!(minutes.len(), 1, "one count per minute: {minutes:?}");
+        let service = traffic.service.clone();
+        assert_eq!(service.len(), 1, "one count per minute: {service:?}");
+        (minutes[0], service[0])
+    };
+    let (prefix, service) = minute_of(&t.store.fraud_traffic(minute, minute).await.unwrap());
+    assert_eq!((prefix.sends, prefix.conversions), (kept, converted));
+    assert_eq!((service.sends, service.conversions), (kept, converted));
+
+    // A block recorded while sends race it; a second wave starts once it is recorded.
+    let racing = 32;
+    let wave = |from: u64| -> Vec<_> {
+        (from..from + racing)
+            .map(|i| {
+                let store = t.store.clone();
+                tokio::spawn(async move {
+                    let attribution = format!("+4474101{i:05}:login");
+                    let send = send("44741", &attribution, now);
+                    let admission = store
+                        .admit_send(&send, &window(now), true, CODE_TTL)
+                        .await
+                        .unwrap();
+                    matches!(admission, Admission::Refused(_))
+                })
+            })
+            .collect()
+    };
+    let first = wave(0);
+    let suspended = block("44741", Reason::Conversion, now, now + 15 * 60 * 1000);
+    assert!(t.store.block_prefix(&suspended, now).await.unwrap());
+    let second = wave(racing);
+    let mut refused_first = 0;
+    for task in first {
+        refused_first += u64::from(task.await.unwrap());
+    }
+    for task in second {
+        assert!(
+            task.await.unwrap(),
+            "a send begun after the block was counted"
+        );
+    }
+    let (prefix, service) = minute_of(&t.store.fraud_traffic(minute, minute).await.unwrap());
+    assert_eq!(prefix.sends, kept + racing - refused_first);
+    assert_eq!(service.sends, kept + racing - refused_first);
+    assert_eq!(service.refused, refused_first + racing);
+}
+
 async fn fraud_traffic_reads_minutes_countries_and_prefixes(backend: Backend) {
     let t = open(backend);
     let now = now_ms();
@@ -407,5 +501,6 @@ on_every_store!(
     fraud_a_release_uncounts_the_send_and_restores_its_attribution,
     fraud_blocks_refuse_flag_list_and_lift,
     fraud_concurrent_sends_are_each_counted_once,
+    fraud_one_prefix_under_concurrent_sends_stays_exact_and_a_block_stops_it,
     fraud_traffic_reads_minutes_countries_and_prefixes,
 );
