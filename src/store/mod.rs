@@ -62,6 +62,10 @@ pub struct IssueParams {
     /// Limits on sends per destination (all purposes): per phone, or per email address (its
     /// folded form, the destination's key), checked in the same step as the issue.
     pub phone_quota: Vec<QuotaRule>,
+    /// Whether the code names its latest send's verification, which a verify by destination
+    /// then ends and emits the events of (`VCODE_VERIFY_BY` `phone` or `either`). By id alone
+    /// nothing reads it, and Redis keeps a pending code 32 bytes smaller without it.
+    pub names_latest_send: bool,
 }
 
 /// "At most `limit` events in any `window`", kept as a sliding-window log of event times, so

@@ -15,6 +15,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (7, include_str!("migrations/0007_receipt_events.sql")),
     (8, include_str!("migrations/0008_guarded_issue.sql")),
     (9, include_str!("migrations/0009_delivery_counts.sql")),
+    (
+        10,
+        include_str!("migrations/0010_verify_by_phone_events.sql"),
+    ),
 ];
 
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).
