@@ -597,6 +597,9 @@ pub struct GuardStep<'a> {
 }
 
 /// What `CodeStore::issue_guarded` did.
+// One per send, moved once from the store to the guard: boxing the tallies would cost an
+// allocation on every send for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum GuardedIssue {
     /// The guard's step is the caller's: the issue alone.
