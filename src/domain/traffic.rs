@@ -10,27 +10,39 @@ pub const BUCKET_MS: u64 = 60_000;
 pub const WINDOW_MINUTES: u64 = 60;
 /// How long the per-minute counters are kept (and how far back the traffic route reaches).
 pub const RETENTION_MINUTES: u64 = 1440;
-/// Sends and the conversions of those sends (attributed to the send's minute).
+/// Sends, the conversions of those sends, and those a delivery receipt said never arrived
+/// (both attributed to the send's minute).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
     pub sends: u64,
     pub conversions: u64,
+    /// Sends a receipt called undelivered: neither converted nor unconverted, as a carrier
+    /// outage or a dead route is not pumping (pumped SMS are reported delivered). No store
+    /// counts them yet: every store's tally answers 0 (the counting is issue 27's next step).
+    pub undelivered: u64,
 }
 
 impl Counts {
     pub fn add(&mut self, other: Counts) {
         self.sends += other.sends;
         self.conversions += other.conversions;
+        self.undelivered += other.undelivered;
     }
 
-    /// The share of sends that converted, if there were sends.
+    /// Sends the judgement counts: all but the undelivered.
+    pub fn judged_sends(self) -> u64 {
+        self.sends.saturating_sub(self.undelivered)
+    }
+
+    /// The share of the sends it counts that converted, if it counts any.
     pub fn conversion(self) -> Option<f64> {
-        (self.sends > 0).then(|| self.conversions.min(self.sends) as f64 / self.sends as f64)
+        let sends = self.judged_sends();
+        (sends > 0).then(|| self.conversions.min(sends) as f64 / sends as f64)
     }
 
-    /// Sends not (yet) converted.
+    /// Sends not (yet) converted, and not undelivered.
     pub fn unconverted(self) -> u64 {
-        self.sends.saturating_sub(self.conversions)
+        self.judged_sends().saturating_sub(self.conversions)
     }
 }
 

@@ -562,6 +562,7 @@ impl FraudGuard {
                         Counts {
                             sends: counts.sends,
                             conversions: counts.conversions,
+                            undelivered: 0,
                         },
                     );
                 }
@@ -584,6 +585,7 @@ impl FraudGuard {
                     let sends = Counts {
                         sends: counts.sends,
                         conversions: counts.conversions,
+                        undelivered: 0,
                     };
                     span.tally(&mut tally, counts.minute, sends);
                 }
@@ -608,6 +610,7 @@ impl FraudGuard {
             let sends = Counts {
                 sends: counts.sends,
                 conversions: counts.conversions,
+                undelivered: 0,
             };
             judged.tally(&mut service, counts.minute, sends);
         }

@@ -121,7 +121,7 @@ pub fn baseline(service: &Tally) -> Option<f64> {
 /// never below [`BASELINE_FLOOR`].
 pub fn reference(service: &Tally) -> f64 {
     match baseline(service) {
-        Some(observed) if service.judged.sends >= BASELINE_MIN_SENDS => {
+        Some(observed) if service.judged.judged_sends() >= BASELINE_MIN_SENDS => {
             observed.max(BASELINE_FLOOR)
         }
         _ => BASELINE_FLOOR,
@@ -153,7 +153,8 @@ pub fn judge(
     service: &Tally,
     prior_strikes: u32,
 ) -> Verdict {
-    if prefix.judged.sends >= thresholds.min_judged_sends.max(1) {
+    // Undelivered sends are left out: only sends that reached someone can convert or not.
+    if prefix.judged.judged_sends() >= thresholds.min_judged_sends.max(1) {
         let conversion = prefix.judged.conversion().unwrap_or(0.0);
         if conversion < thresholds.min_conversion_ratio * reference(service) {
             let strikes = prior_strikes + 1;
@@ -200,7 +201,18 @@ mod tests {
     }
 
     fn counts(sends: u64, conversions: u64) -> Counts {
-        Counts { sends, conversions }
+        Counts {
+            sends,
+            conversions,
+            undelivered: 0,
+        }
+    }
+
+    fn undelivered(sends: u64, conversions: u64, undelivered: u64) -> Counts {
+        Counts {
+            undelivered,
+            ..counts(sends, conversions)
+        }
     }
 
     fn tally(judged: Counts, unjudged: Counts) -> Tally {
@@ -356,6 +368,59 @@ mod tests {
             judge(&standard, &window(), GRACE, &pumped, &service, 0),
             Verdict::Hold { .. }
         ));
+    }
+
+    #[test]
+    fn undelivered_sends_are_neither_converted_nor_unconverted() {
+        let standard = Level::Standard.thresholds();
+        let service = healthy_service();
+        // 100 judged sends never verified: suspended when they arrived, not when a receipt
+        // said every one of them never did (a dead route), nor when 90 did not and the other
+        // ten converted.
+        let pumped = tally(counts(100, 0), Counts::default());
+        let dead_route = tally(undelivered(100, 0, 100), Counts::default());
+        let outage = tally(undelivered(100, 10, 90), Counts::default());
+        assert!(matches!(
+            judge(&standard, &window(), GRACE, &pumped, &service, 0),
+            Verdict::Suspend { .. }
+        ));
+        for prefix in [dead_route, outage] {
+            assert_eq!(
+                judge(&standard, &window(), GRACE, &prefix, &service, 0),
+                Verdict::Pass,
+                "{prefix:?}"
+            );
+        }
+        assert_eq!(outage.judged.conversion(), Some(1.0));
+        assert_eq!(dead_route.judged.conversion(), None);
+        // Undelivered sends still count against a prefix's delivered ones: 40 delivered, none
+        // verified, is suspended whatever else was undelivered.
+        let mixed = tally(undelivered(140, 0, 100), Counts::default());
+        assert!(matches!(
+            judge(&standard, &window(), GRACE, &mixed, &service, 0),
+            Verdict::Suspend { .. }
+        ));
+        // Within grace: a burst whose receipts say undelivered is no surge to hold.
+        let burst = tally(Counts::default(), undelivered(120, 0, 100));
+        assert_eq!(burst.unjudged.unconverted(), 20);
+        assert_eq!(
+            judge(&standard, &window(), GRACE, &burst, &service, 0),
+            Verdict::Pass
+        );
+        let held = tally(Counts::default(), counts(120, 0));
+        assert!(matches!(
+            judge(&standard, &window(), GRACE, &held, &service, 0),
+            Verdict::Hold { .. }
+        ));
+        // The baseline too rests on the sends that arrived.
+        assert_eq!(
+            reference(&tally(undelivered(1000, 90, 901), counts(0, 0))),
+            BASELINE_FLOOR
+        );
+        assert_eq!(
+            reference(&tally(undelivered(1100, 90, 1000), counts(0, 0))),
+            0.9
+        );
     }
 
     #[test]

@@ -192,6 +192,7 @@ impl OtpService {
             .into_iter()
             .flatten()
             .collect(),
+            names_latest_send: settings.verify_by != VerifyBy::Id,
         };
         // An address's own budget takes the place of a phone's, in the same atomic step.
         let email_issue_params = IssueParams {

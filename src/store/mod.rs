@@ -60,6 +60,10 @@ pub struct IssueParams {
     /// Limits on sends per destination (all purposes): per phone, or per email address (its
     /// folded form, the destination's key), checked in the same step as the issue.
     pub phone_quota: Vec<QuotaRule>,
+    /// Whether the code names its latest send's verification, which a verify by destination
+    /// then ends and emits the events of (`VCODE_VERIFY_BY` `phone` or `either`). By id alone
+    /// nothing reads it, and Redis keeps a pending code 32 bytes smaller without it.
+    pub names_latest_send: bool,
 }
 
 /// "At most `limit` events in any `window`", kept as a sliding-window log of event times, so
@@ -591,6 +595,9 @@ pub struct GuardStep<'a> {
 }
 
 /// What `CodeStore::issue_guarded` did.
+// One per send, moved once from the store to the guard: boxing the tallies would cost an
+// allocation on every send for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum GuardedIssue {
     /// The guard's step is the caller's: the issue alone.

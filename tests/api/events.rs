@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use vcode::events::Dispatcher;
 use vcode::otp::VerifyBy;
-use vcode_wire::{FailedEvents, Replayed, SendData, paths};
+use vcode_wire::{FailedEvents, Replayed, SendData, VerifyRequest, paths};
 
 use crate::support::event_receiver::{Receiver, events_to, new_secret};
 use crate::support::{Backend, TestApp, eventually, random_phone, spawn_app_with};
@@ -20,6 +20,7 @@ on_every_store!(
     a_receiver_that_was_down_gets_every_event_in_order,
     concurrent_dispatchers_deliver_each_event_once,
     failed_events_are_listed_and_replayed,
+    verifies_by_phone_tell_the_events_a_verify_by_id_tells,
 );
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -96,6 +97,139 @@ async fn a_verification_s_events_arrive_signed_and_in_order(backend: Backend) {
         .map(|delivery| delivery.data.as_ref().unwrap()["attempts"].as_u64())
         .collect();
     assert_eq!(attempts, [Some(1), Some(2)]);
+}
+
+/// `VCODE_VERIFY_BY=either`: each phone's code verified by phone (no id) tells the same events,
+/// under the id of its latest send, as a twin verified under its id: right after two wrong
+/// codes, and spent by wrong codes. After the codes' TTL, the expiry timers find the by-phone
+/// verifications ended (no `expired`); a reused code's earlier id, never verified under its
+/// own id, says `expired`, as by id.
+async fn verifies_by_phone_tell_the_events_a_verify_by_id_tells(backend: Backend) {
+    let secret = new_secret();
+    let Some(receiver) = Receiver::start(&secret, "verifies_by_phone") else {
+        return;
+    };
+    let events = events_to(&receiver.url, &[&secret]);
+    let ttl = Duration::from_secs(3);
+    let app = spawn_app_with(backend, |settings| {
+        settings.otp.verify_by = VerifyBy::Either;
+        settings.otp.max_attempts = 3;
+        settings.otp.code_ttl = ttl;
+        settings.otp.resend_cooldown = Duration::ZERO;
+        settings.events = events;
+    })
+    .await;
+    let by_phone = |phone: String, code: String| {
+        let app = &app;
+        async move {
+            app.post_json(paths::OTP_VERIFY, &VerifyRequest::new(phone, code))
+                .await
+                .status
+        }
+    };
+    // A reused code sent twice: the second send's id takes the verify by phone.
+    let approved_phone = random_phone();
+    let first_id = app.send(&approved_phone).await.verification_id();
+    let resent = app.send(&approved_phone).await;
+    assert_eq!(resent.status, 200, "{resent:?}");
+    let approved = resent.data::<SendData>().verification_id;
+    let code = app.last_code(&approved_phone).await;
+    assert_eq!(by_phone(approved_phone.clone(), wrong(&code)).await, 400);
+    assert_eq!(by_phone(approved_phone.clone(), wrong(&code)).await, 400);
+    assert_eq!(by_phone(approved_phone.clone(), code.clone()).await, 200);
+    let (approved_by_id, code) = send(&app).await;
+    assert_eq!(
+        app.verify_id(&approved_by_id, &wrong(&code)).await.status,
+        400
+    );
+    assert_eq!(
+        app.verify_id(&approved_by_id, &wrong(&code)).await.status,
+        400
+    );
+    assert_eq!(app.verify_id(&approved_by_id, &code).await.status, 200);
+
+    let spent_phone = random_phone();
+    let spent = app
+        .send(&spent_phone)
+        .await
+        .data::<SendData>()
+        .verification_id;
+    let code = app.last_code(&spent_phone).await;
+    for status in [400, 400, 429] {
+        assert_eq!(by_phone(spent_phone.clone(), wrong(&code)).await, status);
+    }
+    // Spent with the code: the right one finds nothing.
+    assert_ne!(by_phone(spent_phone.clone(), code).await, 200);
+    let (spent_by_id, code) = send(&app).await;
+    for status in [400, 400, 429] {
+        assert_eq!(
+            app.verify_id(&spent_by_id, &wrong(&code)).await.status,
+            status
+        );
+    }
+
+    let right: &[&str] = &[
+        "verification.created",
+        "verification.failed_attempt",
+        "verification.failed_attempt",
+        "verification.approved",
+    ];
+    let spent_types: &[&str] = &[
+        "verification.created",
+        "verification.failed_attempt",
+        "verification.failed_attempt",
+        "verification.failed_attempt",
+        "verification.max_attempts_reached",
+    ];
+    // Past the TTL, every expiry timer has fallen due.
+    tokio::time::sleep(ttl + Duration::from_millis(500)).await;
+    receiver
+        .assert_settled(
+            &[
+                (&approved, right),
+                (&approved_by_id, right),
+                (&spent, spent_types),
+                (&spent_by_id, spent_types),
+                (&first_id, &["verification.created", "verification.expired"]),
+            ],
+            WAIT,
+            Duration::from_millis(1500),
+        )
+        .await;
+    let deliveries = receiver.deliveries().await;
+    let attempts = |id: &str| -> Vec<(String, Option<u64>)> {
+        let mut seen = std::collections::HashSet::new();
+        deliveries
+            .iter()
+            .filter(|delivery| delivery.accepted() && delivery.subject() == Some(id))
+            .filter(|delivery| seen.insert(delivery.id.clone()))
+            .map(|delivery| {
+                assert!(delivery.verified, "{delivery:?}");
+                let data = delivery.data.as_ref().unwrap();
+                assert!(data["phone"].as_str().unwrap().contains('*'), "{data}");
+                assert_eq!(data["purpose"], "login");
+                (
+                    delivery.kind.clone().unwrap_or_default(),
+                    data["attempts"].as_u64(),
+                )
+            })
+            .collect()
+    };
+    assert_eq!(attempts(&approved), attempts(&approved_by_id));
+    assert_eq!(attempts(&spent), attempts(&spent_by_id));
+    let counted: Vec<_> = attempts(&spent).into_iter().map(|(_, n)| n).collect();
+    assert_eq!(counted, [None, Some(1), Some(2), Some(3), Some(3)]);
+    // The verifications read as their events say.
+    for (id, status) in [(&approved, "approved"), (&spent, "max_attempts_reached")] {
+        let read = app
+            .request(
+                app.client
+                    .get(app.url(&format!("/api/v1/otp/verifications/{id}"))),
+            )
+            .await;
+        assert_eq!(read.status, 200, "{read:?}");
+        assert_eq!(read.body["data"]["status"], status, "{read:?}");
+    }
 }
 
 async fn expired_and_canceled_verifications_say_so_once(backend: Backend) {

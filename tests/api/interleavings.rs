@@ -54,6 +54,7 @@ fn params() -> IssueParams {
         cooldown: Duration::from_secs(60),
         policy: ResendPolicy::Reuse,
         phone_quota: Vec::new(),
+        names_latest_send: true,
     }
 }
 

@@ -72,7 +72,7 @@ async fn eight_instances_starting_at_once_apply_the_schema_once() {
         .collect();
     assert_eq!(
         versions,
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
+        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
         "each migration once"
     );
     // A later start finds nothing to do.
@@ -149,6 +149,7 @@ async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
         cooldown: Duration::ZERO,
         policy: ResendPolicy::Reuse,
         phone_quota: Vec::new(),
+        names_latest_send: true,
     };
     let long = IssueParams {
         ttl: Duration::from_secs(300),

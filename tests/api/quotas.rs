@@ -33,6 +33,7 @@ fn issue_params(phone_quota: Vec<QuotaRule>) -> IssueParams {
         cooldown: Duration::ZERO,
         policy: ResendPolicy::Reuse,
         phone_quota,
+        names_latest_send: true,
     }
 }
 

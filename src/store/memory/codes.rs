@@ -96,6 +96,7 @@ impl MemoryStore {
             entry.deliveries += 1;
             entry.sent_at_ms = now;
             entry.expires_at_ms = expires_at_ms;
+            entry.verification = candidate.verification.clone();
             self.bind_verification(
                 destination,
                 purpose,
@@ -135,6 +136,7 @@ impl MemoryStore {
                 deliveries: 1,
                 sent_at_ms: now,
                 expires_at_ms,
+                verification: candidate.verification.clone(),
             },
         );
         Ok(outcome(IssueOutcome::Deliver(Delivery {
@@ -235,6 +237,14 @@ impl CodeStore for MemoryStore {
         let key = code_key(destination, purpose);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
+        // The code's latest send's verification takes the outcome (verifications.rs); its
+        // shard is locked before the logs', as everywhere.
+        let latest = shard
+            .get(key.as_str())
+            .map(|entry| entry.verification.clone());
+        let mut verifications = latest
+            .as_ref()
+            .map(|id| self.verifications.lock(id.as_str()));
         // Both failure logs are the phone's: one shard, chosen by the phone's key. A log's key
         // is built only when its limit is on.
         let phone_key = phone_failures_key(destination);
@@ -263,8 +273,17 @@ impl CodeStore for MemoryStore {
             shard.remove(key.as_str());
             return Ok(VerifyOutcome::CodeExpired);
         }
+        let verification = match (&latest, verifications.as_deref_mut()) {
+            (Some(id), Some(verifications)) => {
+                self.bound_verification(verifications, id, entry.digest, now)
+            }
+            _ => None,
+        };
         if entry.digest.is_any_of(candidates) {
             shard.remove(key.as_str());
+            if let (Some(id), Some(verification)) = (&latest, verification) {
+                self.approve_by_destination(id, verification);
+            }
             return Ok(VerifyOutcome::Verified);
         }
         let token = QuotaToken::generate();
@@ -276,7 +295,11 @@ impl CodeStore for MemoryStore {
             );
         }
         entry.failed_attempts += 1;
-        if entry.failed_attempts >= params.max_attempts {
+        let destroyed = entry.failed_attempts >= params.max_attempts;
+        if let (Some(id), Some(verification)) = (&latest, verification) {
+            self.fail_by_destination(id, verification, entry.failed_attempts, destroyed);
+        }
+        if destroyed {
             shard.remove(key.as_str());
             return Ok(VerifyOutcome::Destroyed);
         }

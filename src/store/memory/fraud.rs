@@ -44,6 +44,7 @@ fn tally(minutes: &Minutes, window: &Window) -> Tally {
         let sends = Counts {
             sends: counts.sends,
             conversions: counts.conversions,
+            undelivered: 0,
         };
         window.tally(&mut tally, counts.minute, sends);
     }

@@ -37,6 +37,9 @@ struct PendingEntry {
     deliveries: u32,
     sent_at_ms: u64,
     expires_at_ms: u64,
+    /// The latest send that delivered it: a verify by phone ends that verification (while it
+    /// is pending and bound to this code) and tells its events.
+    verification: VerificationId,
 }
 
 /// One send's verification: what it was sent for, the code it was sent with, its own attempts.
@@ -421,6 +424,7 @@ mod tests {
             cooldown: Duration::ZERO,
             policy: ResendPolicy::Reuse,
             phone_quota: Vec::new(),
+            names_latest_send: true,
         };
         for (number, ttl_ms) in [("13800138000", 30), ("13800138001", 60_000)] {
             let destination = Destination::from(Phone::parse(number, Region::default()).unwrap());

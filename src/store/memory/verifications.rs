@@ -180,6 +180,53 @@ impl MemoryStore {
         }
     }
 
+    /// The verification `id` in its locked shard, while it is pending and bound to the code of
+    /// `digest` (a verify by phone's code): a canceled or spent one, or one rolled back, takes
+    /// nothing.
+    pub(super) fn bound_verification<'a>(
+        &self,
+        verifications: &'a mut HashMap<Box<str>, VerificationEntry>,
+        id: &VerificationId,
+        digest: CodeDigest,
+        now: u64,
+    ) -> Option<&'a mut VerificationEntry> {
+        verifications.get_mut(id.as_str()).filter(|entry| {
+            entry.retained_until_ms > now
+                && entry.ended.is_none()
+                && entry.digest.is_any_of(std::slice::from_ref(&digest))
+        })
+    }
+
+    /// A verify by phone matched the code `verification` (its latest send's) was bound to:
+    /// approved, as by its id.
+    pub(super) fn approve_by_destination(
+        &self,
+        id: &VerificationId,
+        verification: &mut VerificationEntry,
+    ) {
+        verification.ended = Some(VerificationStatus::Approved);
+        self.verification_event(EventKind::Approved, id, verification, String::new);
+    }
+
+    /// A verify by phone missed: the verification counts the code's failed attempts (or one
+    /// more than its own, if a verify under its id counted more) and is spent with the code.
+    pub(super) fn fail_by_destination(
+        &self,
+        id: &VerificationId,
+        verification: &mut VerificationEntry,
+        code_failed_attempts: u32,
+        destroyed: bool,
+    ) {
+        let failed = code_failed_attempts.max(verification.failed_attempts + 1);
+        verification.failed_attempts = failed;
+        let attempts = || format!("attempts={failed}");
+        self.verification_event(EventKind::FailedAttempt, id, verification, attempts);
+        if destroyed {
+            verification.ended = Some(VerificationStatus::MaxAttemptsReached);
+            self.verification_event(EventKind::MaxAttemptsReached, id, verification, attempts);
+        }
+    }
+
     /// The verification, canceled first when `cancel` and still pending.
     pub(super) fn read_verification(
         &self,

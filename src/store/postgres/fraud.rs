@@ -40,10 +40,12 @@ fn tally(values: &[i64]) -> Result<Tally, StoreError> {
         judged: Counts {
             sends: unsigned(*js),
             conversions: unsigned(*jc),
+            undelivered: 0,
         },
         unjudged: Counts {
             sends: unsigned(*us),
             conversions: unsigned(*uc),
+            undelivered: 0,
         },
     })
 }

@@ -16,6 +16,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (8, include_str!("migrations/0008_guarded_issue.sql")),
     (9, include_str!("migrations/0009_delivery_counts.sql")),
     (10, include_str!("migrations/0010_fraud_shards.sql")),
+    (
+        11,
+        include_str!("migrations/0011_verify_by_phone_events.sql"),
+    ),
 ];
 
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).

@@ -43,6 +43,11 @@ impl RedisStore {
             .arg(if one_node { target.as_str() } else { "" })
             .arg(phone_rules.len())
             .arg(u8::from(guard.is_some()))
+            .arg(if params.names_latest_send {
+                id.as_str()
+            } else {
+                ""
+            })
             .arg(phone_rules)
             .arg(budgets.token.0);
         if one_node {
@@ -113,11 +118,14 @@ impl RedisStore {
     }
 
     /// `verify.lua` or `verify_id.lua` over `keys`: the same arguments (the limits, a quota
-    /// token, the candidate digests after a `|`) and the same reply.
+    /// token, the candidate digests after a `|`, verify.lua's `verification_prefix` first)
+    /// and the same reply.
+    #[allow(clippy::too_many_arguments)]
     async fn run_verify(
         &self,
         script: &Script,
         keys: &[String],
+        verification_prefix: Option<&str>,
         candidates: &[CodeDigest],
         params: VerifyParams,
         // What else the step writes: the guard's conversion, the event outbox.
@@ -134,6 +142,9 @@ impl RedisStore {
             .arg(phone_rules)
             .arg(rule_args(params.client_failures.as_slice()))
             .arg("|");
+        if let Some(prefix) = verification_prefix {
+            invocation.arg(prefix);
+        }
         for candidate in candidates {
             invocation.arg(candidate.as_bytes());
         }
@@ -149,6 +160,40 @@ impl RedisStore {
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
         parse_verify(&reply).ok_or_else(|| protocol(name, &reply))
+    }
+}
+
+impl RedisStore {
+    /// `verify.lua`: by (destination, purpose), the code's latest send's verification and its
+    /// events found in the script (the outbox's subject left to it).
+    async fn run_verify_by_destination(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        candidates: &[CodeDigest],
+        client: std::net::IpAddr,
+        params: VerifyParams,
+        conversion: Option<Conversion<'_>>,
+    ) -> Result<VerifyOutcome, StoreError> {
+        let keys = keys::verify(destination, purpose, client);
+        let prefix = keys::verification_prefix(destination.key());
+        let events = EventSubject {
+            tag: destination.key(),
+            subject: "",
+            phone_e164: destination.key(),
+            purpose: purpose.as_str(),
+            detail: "",
+        };
+        self.run_verify(
+            &SCRIPTS.verify,
+            &keys,
+            Some(&prefix),
+            candidates,
+            params,
+            (conversion, Some(events)),
+            "verify",
+        )
+        .await
     }
 }
 
@@ -213,6 +258,7 @@ impl CodeStore for RedisStore {
                 self.run_verify(
                     script,
                     &keys,
+                    None,
                     candidates,
                     params,
                     (conversion, events),
@@ -221,14 +267,13 @@ impl CodeStore for RedisStore {
                 .await?
             }
             None => {
-                let keys = keys::verify(destination, purpose, client);
-                self.run_verify(
-                    &SCRIPTS.verify,
-                    &keys,
+                self.run_verify_by_destination(
+                    destination,
+                    purpose,
                     candidates,
+                    client,
                     params,
-                    (conversion, None),
-                    "verify",
+                    conversion,
                 )
                 .await?
             }
@@ -275,16 +320,8 @@ impl CodeStore for RedisStore {
         client: std::net::IpAddr,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let keys = keys::verify(destination, purpose, client);
-        self.run_verify(
-            &SCRIPTS.verify,
-            &keys,
-            candidates,
-            params,
-            (None, None),
-            "verify",
-        )
-        .await
+        self.run_verify_by_destination(destination, purpose, candidates, client, params, None)
+            .await
     }
 
     async fn pending_code(
@@ -345,6 +382,7 @@ impl CodeStore for RedisStore {
         self.run_verify(
             &SCRIPTS.verify_id,
             &keys,
+            None,
             candidates,
             params,
             (None, Some(events)),

@@ -212,10 +212,12 @@ pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, Store
                 judged: Counts {
                     sends: fields.number(b',')?,
                     conversions: fields.number(b',')?,
+                    undelivered: 0,
                 },
                 unjudged: Counts {
                     sends: fields.number(b',')?,
                     conversions: fields.number(last)?,
+                    undelivered: 0,
                 },
             })
         };
@@ -539,10 +541,12 @@ mod tests {
             judged: Counts {
                 sends: counts[0],
                 conversions: counts[1],
+                undelivered: 0,
             },
             unjudged: Counts {
                 sends: counts[2],
                 conversions: counts[3],
+                undelivered: 0,
             },
         }
     }

@@ -3,8 +3,11 @@
 -- sends make exactly one code and one SMS. The hash holds the code's record: its keyed digest
 -- and, for the `reuse` policy, the code sealed by the service: never the code.
 -- KEYS[1] code hash {h = record (digest, then sealed code), a = failed attempts (absent: 0),
---         n = deliveries (absent: 1), t = last sent (ms)}; fields at their default are left
---         out, which keeps a pending code within one small allocation
+--         n = deliveries (absent: 1), t = last sent (ms), v = the id of the latest send that
+--         delivered it, only where verifies by phone may come (they end that verification and
+--         emit its events)};
+--         fields at their default are left out, which keeps a pending code within one small
+--         allocation
 -- KEYS[2] the phone's SMS log (quota.lua)
 -- KEYS[3] this send's verification {g = digest of the code it delivers, c = created (ms),
 --         e = its code's expiry (ms), later a = failed attempts, s = how it ended, d = 'u' for
@@ -23,8 +26,9 @@
 -- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
 -- ARGV[7] how long the verification outlives the code's TTL (ms), ARGV[8] its target or '',
 -- ARGV[9] how many phone rule numbers follow (n), ARGV[10] '1' with the guard's step, else '0',
--- ARGV[11..10+n] the phone's quota rules,
--- ARGV[11+n] the budgets' token, then for each budget the number of its rules followed by
+-- ARGV[11] this send's verification id for the code's `v`, or '' (verifies by id only),
+-- ARGV[12..11+n] the phone's quota rules,
+-- ARGV[12+n] the budgets' token, then for each budget the number of its rules followed by
 --         those rules, then with the guard fraud_admit.lua's one argument (its step's fields)
 -- With events on, the outbox's KEYS and ARGV follow those (events.lua).
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
@@ -43,8 +47,8 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if now > tonumber(ARGV[6]) then
   return {-2}
 end
-local phone_last = 10 + tonumber(ARGV[9])
-local rules = quota_rules(11, phone_last)
+local phone_last = 11 + tonumber(ARGV[9])
+local rules = quota_rules(12, phone_last)
 local budget_token = ARGV[phone_last + 1]
 local with_target = ARGV[8] ~= ''
 -- The guard's keys and arguments end the script's own (before the outbox's).
@@ -89,6 +93,13 @@ local function bind_verification(record)
   end
 end
 
+-- The code names this send's id (`v`) where verifies by phone may end its verification.
+local function name_latest_send()
+  if ARGV[11] ~= '' then
+    redis.call('HSET', KEYS[1], 'v', ARGV[11])
+  end
+end
+
 local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't')
 if pending[1] then
   local wait = tonumber(pending[3]) + tonumber(ARGV[3]) - now
@@ -123,12 +134,14 @@ if pending[1] then
   end
   local deliveries = tonumber(pending[2] or 1) + 1
   redis.call('HSET', KEYS[1], 'h', record, 'n', int(deliveries), 't', int(now))
+  name_latest_send()
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   bind_verification(record)
   return delivered({kind, record, now, deliveries, pending[1], tonumber(pending[3]), expires_at})
 end
 
 redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', int(now))
+name_latest_send()
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 bind_verification(ARGV[1])
 return delivered({1, now})

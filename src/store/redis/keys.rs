@@ -74,7 +74,13 @@ pub fn twilio_sends(service: &str, destination: &Destination) -> String {
 /// `verify_code:{+8613800138000}:verification:<id>`: one send's verification (its code's
 /// digest, times, attempts, end), under the phone's tag so a verify updates it with the code.
 pub fn verification(phone_e164: &str, id: &VerificationId) -> String {
-    format!("{PREFIX}{{{phone_e164}}}:verification:{}", id.as_str())
+    [verification_prefix(phone_e164).as_str(), id.as_str()].concat()
+}
+
+/// `verify_code:{+8613800138000}:verification:`: what a verification's id follows in its key;
+/// verify.lua reads the one its code names, under the code's hash tag.
+pub fn verification_prefix(phone_e164: &str) -> String {
+    format!("{PREFIX}{{{phone_e164}}}:verification:")
 }
 
 /// `verify_code:verification:{<id>}`: where an id leads (`<E.164> <purpose>`), never changed

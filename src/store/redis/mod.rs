@@ -88,6 +88,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     ),
     verify: Script::new(
         &[
+            EVENTS_PRELUDE,
             QUOTA_PRELUDE,
             fraud::TALLY_PRELUDE,
             include_str!("verify.lua"),

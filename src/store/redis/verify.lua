@@ -1,12 +1,19 @@
 -- Verify a code: compare digests and delete on a match, or count a failure (in the code, the
 -- phone's and the (phone, client)'s failure logs) and destroy the code at the limit. One step,
 -- so two verifies of one code never both succeed and only the matching code is ever deleted.
+-- The verification of the code's latest send (the code hash's `v`, issue.lua), while it is
+-- pending and bound to this code, takes the outcome in this same step, as a verify under its
+-- id would: approved, its failed attempts (the code's), spent with the code; and its events.
 -- KEYS[1] code hash (its record starts with the code's digest), KEYS[2] the phone's failure log, KEYS[3] the (phone, client)'s (quota.lua)
 -- ARGV[1] max failed attempts, ARGV[2] quota token, ARGV[3] how many phone rule numbers
--- follow (n), ARGV[4..3+n] the phone's rules, ARGV[4+n..] the client's rules, then the
--- candidate digests (one per key in use) after a '|' separator.
+-- follow (n), ARGV[4..3+n] the phone's rules, ARGV[4+n..] the client's rules, then after a
+-- '|' separator the prefix of the phone's verification keys (`…{<E.164>}:verification:`, the
+-- code's tag: the verification is read under it) and the candidate digests (one per key in
+-- use).
 -- On one node, the fraud guard's conversion keys of fraud_convert.lua follow KEYS[3] and its
 -- three arguments end ARGV: a match converts the code's send in this same step.
+-- With events on, the outbox's KEYS and ARGV follow those (events.lua; its subject is left
+-- empty by the caller and is the verification's id found here).
 -- Returns {1, minute converted or -1} verified, {0, remaining_attempts} wrong, {-1} missing,
 --         {-2} destroyed, {-3, retry_after_ms} a failure quota is used up (nothing compared).
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
@@ -17,29 +24,58 @@ local phone_rules, client_rules, separator = verify_arguments()
 if not separator then
   return redis.error_reply('verify.lua: no | before the candidate digests')
 end
-local converting = #KEYS > 3
-local last_candidate = converting and #ARGV - 3 or #ARGV
+local converting = OWN_KEYS > 3
+local last_candidate = converting and OWN_ARGV - 3 or OWN_ARGV
 
 local wait = math.max(quota_wait(KEYS[2], now, phone_rules), quota_wait(KEYS[3], now, client_rules))
 if wait > 0 then
   return {-3, wait}
 end
-local record = redis.call('HGET', KEYS[1], 'h')
+local pending = redis.call('HMGET', KEYS[1], 'h', 'v')
+local record = pending[1]
 if not record then
   return {-1}
 end
 -- The record starts with the digest; a sealed code may follow.
 local stored = string.sub(record, 1, DIGEST_BYTES)
-for i = separator + 1, last_candidate do
+
+-- The latest send's verification key and its failed attempts, while it is pending and bound to
+-- this code (a canceled or spent one, or one rolled back, takes nothing); the events are its.
+local function latest_verification()
+  if not pending[2] then return nil end
+  local key = ARGV[separator + 1] .. pending[2]
+  local verification = redis.call('HMGET', key, 'g', 's', 'a')
+  if verification[1] ~= stored or verification[2] then return nil end
+  if OUTBOX then OUTBOX.subject = pending[2] end
+  return key, tonumber(verification[3] or 0)
+end
+
+for i = separator + 2, last_candidate do
   if stored == ARGV[i] then
     redis.call('DEL', KEYS[1])
-    return {1, converting and fraud_convert(3, last_candidate) or -1}
+    local verification = latest_verification()
+    if verification then
+      redis.call('HSET', verification, 's', 'a')
+      outbox_append('verification.approved', now, now, '')
+    end
+    return {1, converting and fraud_convert(3, last_candidate, OWN_KEYS) or -1}
   end
 end
 quota_record(KEYS[2], now, phone_rules, ARGV[2])
 quota_record(KEYS[3], now, client_rules, ARGV[2])
 local failed = redis.call('HINCRBY', KEYS[1], 'a', 1)
 local limit = tonumber(ARGV[1])
+local verification, counted = latest_verification()
+if verification then
+  -- The code's count (a verify under the id may have counted more on the id).
+  local attempts = int(math.max(failed, counted + 1))
+  redis.call('HSET', verification, 'a', attempts)
+  outbox_append('verification.failed_attempt', now, now, 'attempts=' .. attempts)
+  if failed >= limit then
+    redis.call('HSET', verification, 's', 'm')
+    outbox_append('verification.max_attempts_reached', now, now, 'attempts=' .. attempts)
+  end
+end
 if failed >= limit then
   redis.call('DEL', KEYS[1])
   return {-2}

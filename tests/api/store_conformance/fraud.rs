@@ -59,7 +59,11 @@ async fn admit(store: &dyn Store, send: &FraudSend<'_>) -> (Tally, Tally, Option
 }
 
 fn counts(sends: u64, conversions: u64) -> Counts {
-    Counts { sends, conversions }
+    Counts {
+        sends,
+        conversions,
+        undelivered: 0,
+    }
 }
 
 fn block(prefix: &str, reason: Reason, now: u64, until_ms: u64) -> PrefixBlock {

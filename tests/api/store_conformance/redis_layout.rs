@@ -9,6 +9,7 @@ async fn the_verify_script_refuses_arguments_without_a_separator() {
     let server = RedisServer::start();
     let mut redis = server.connection().await;
     let script = [
+        include_str!("../../../src/store/redis/events.lua"),
         include_str!("../../../src/store/redis/quota.lua"),
         include_str!("../../../src/store/redis/verify.lua"),
     ]
@@ -37,14 +38,16 @@ async fn redis_keys_follow_the_documented_layout() {
     let mut redis = server.connection().await;
     let key = "verify_code:{+8613800138000}:login";
     // One field holds the record: the digest, then the code sealed; the attempt and delivery
-    // counts are left out at their defaults (0 and 1).
+    // counts are left out at their defaults (0 and 1); the last send's verification id
+    // follows (a verify by phone ends that verification).
     let fields: Vec<(String, Vec<u8>)> = ::redis::cmd("HGETALL")
         .arg(key)
         .query_async(&mut redis)
         .await
         .unwrap();
     let names: Vec<&str> = fields.iter().map(|(name, _)| name.as_str()).collect();
-    assert_eq!(names, ["h", "t"]);
+    assert_eq!(names, ["h", "t", "v"]);
+    assert_eq!(fields[2].1, sent.id.as_str().as_bytes());
     let (digest, sealed) = fields[0].1.split_at(16);
     assert_eq!(
         digest,
