@@ -5,11 +5,11 @@
 use std::borrow::Cow;
 
 use actix_web::http::header::{
-    AUTHORIZATION, FORWARDED, HOST, RETRY_AFTER, WWW_AUTHENTICATE, X_FORWARDED_HOST,
-    X_FORWARDED_PROTO,
+    AUTHORIZATION, CONTENT_TYPE, FORWARDED, HOST, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
+    X_FORWARDED_HOST, X_FORWARDED_PROTO,
 };
 use actix_web::http::{Method, StatusCode};
-use actix_web::{FromRequest, HttpRequest, HttpResponse, ResponseError, web};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError, web};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tracing::Instrument;
@@ -192,22 +192,21 @@ impl ResponseError for TwilioReply {
             }
             _ => {}
         }
-        response.json(ErrorBody {
-            code,
-            message: self.0.to_string(),
-            more_info: format!("https://www.twilio.com/docs/errors/{code}"),
-            status: status.as_u16(),
-        })
+        // Twilio's error body, `{code, message, more_info, status}`, written by hand (serde's
+        // writer cost as much as the rest of a check that finds nothing).
+        let code = itoa::Buffer::new().format(code).to_owned();
+        let mut body = String::with_capacity(160);
+        body.push_str("{\"code\":");
+        body.push_str(&code);
+        body.push_str(",\"message\":");
+        push_json_str(&mut body, &self.0.to_string());
+        body.push_str(",\"more_info\":\"https://www.twilio.com/docs/errors/");
+        body.push_str(&code);
+        body.push_str("\",\"status\":");
+        body.push_str(itoa::Buffer::new().format(status.as_u16()));
+        body.push('}');
+        json_answer(response, body)
     }
-}
-
-/// Twilio's error body.
-#[derive(Serialize)]
-struct ErrorBody {
-    code: u32,
-    message: String,
-    more_info: String,
-    status: u16,
 }
 
 type Reply = Result<HttpResponse, TwilioReply>;
@@ -367,39 +366,9 @@ fn service_json(service: &Service, base: &str) -> Value {
     })
 }
 
-/// The answers of a start and a check, serialised from structs (a `serde_json::Value` built
-/// first cost more than the rest of the route's own work); the shapes of the description's
-/// `verify.v2.service.verification` and `…verification_check`.
-#[derive(Serialize)]
-struct VerificationJson<'a> {
-    sid: &'a str,
-    service_sid: &'a str,
-    account_sid: &'a str,
-    to: &'a str,
-    channel: &'a str,
-    status: &'static str,
-    valid: bool,
-    lookup: Empty,
-    amount: Option<()>,
-    payee: Option<()>,
-    send_code_attempts: Vec<AttemptJson<'a>>,
-    date_created: String,
-    date_updated: String,
-    sna: Option<()>,
-    url: String,
-}
-
-#[derive(Serialize)]
-struct AttemptJson<'a> {
-    time: String,
-    channel: &'a str,
-    attempt_sid: &'a str,
-}
-
-/// `{}`.
-#[derive(Serialize)]
-struct Empty {}
-
+/// The answer of a check, serialised from a struct (a `serde_json::Value` built first cost
+/// more than the rest of the route's own work); the shape of the description's
+/// `verify.v2.service.verification_check`.
 #[derive(Serialize)]
 struct CheckJson<'a> {
     sid: &'a str,
@@ -416,44 +385,85 @@ struct CheckJson<'a> {
     sna_attempts_error_codes: [(); 0],
 }
 
-fn verification_json<'a>(
-    verification: &'a Verification,
+/// The answer of a start (and of a fetch or an update): the description's
+/// `verify.v2.service.verification`, written by hand: serde's writer escaped every string
+/// character by character and cost more than the route's own work. Every string goes through
+/// [`push_json_str`], which escapes what needs it.
+fn verification_body(
+    verification: &Verification,
     request: &HttpRequest,
     state: &AppState,
-) -> VerificationJson<'a> {
-    let base = base_url(request, state);
-    VerificationJson {
-        sid: &verification.sid,
-        service_sid: &verification.service_sid,
-        account_sid: &verification.account_sid,
-        to: &verification.to,
-        channel: &verification.channel,
-        status: verification.status.as_str(),
-        valid: verification.status == crate::twilio_compat::TwilioStatus::Approved,
-        lookup: Empty {},
-        amount: None,
-        payee: None,
-        send_code_attempts: verification
-            .send_code_attempts
-            .iter()
-            .map(|attempt| AttemptJson {
-                time: date(attempt.time_ms),
-                channel: &attempt.channel,
-                attempt_sid: &attempt.attempt_sid,
-            })
-            .collect(),
-        date_created: date(verification.created_ms),
-        date_updated: date(verification.updated_ms),
-        sna: None,
-        url: [
-            &base,
-            "/Services/",
-            &verification.service_sid,
-            "/Verifications/",
-            &verification.sid,
-        ]
-        .concat(),
+) -> String {
+    let mut out = String::with_capacity(640);
+    out.push_str("{\"sid\":");
+    push_json_str(&mut out, &verification.sid);
+    out.push_str(",\"service_sid\":");
+    push_json_str(&mut out, &verification.service_sid);
+    out.push_str(",\"account_sid\":");
+    push_json_str(&mut out, &verification.account_sid);
+    out.push_str(",\"to\":");
+    push_json_str(&mut out, &verification.to);
+    out.push_str(",\"channel\":");
+    push_json_str(&mut out, &verification.channel);
+    out.push_str(",\"status\":");
+    push_json_str(&mut out, verification.status.as_str());
+    let valid = verification.status == crate::twilio_compat::TwilioStatus::Approved;
+    out.push_str(if valid {
+        ",\"valid\":true"
+    } else {
+        ",\"valid\":false"
+    });
+    out.push_str(",\"lookup\":{},\"amount\":null,\"payee\":null,\"send_code_attempts\":[");
+    for (index, attempt) in verification.send_code_attempts.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"time\":");
+        push_json_str(&mut out, &date(attempt.time_ms));
+        out.push_str(",\"channel\":");
+        push_json_str(&mut out, &attempt.channel);
+        out.push_str(",\"attempt_sid\":");
+        push_json_str(&mut out, &attempt.attempt_sid);
+        out.push('}');
     }
+    out.push_str("],\"date_created\":");
+    push_json_str(&mut out, &date(verification.created_ms));
+    out.push_str(",\"date_updated\":");
+    push_json_str(&mut out, &date(verification.updated_ms));
+    out.push_str(",\"sna\":null,\"url\":");
+    let url = [
+        &base_url(request, state),
+        "/Services/",
+        &verification.service_sid,
+        "/Verifications/",
+        &verification.sid,
+    ]
+    .concat();
+    push_json_str(&mut out, &url);
+    out.push('}');
+    out
+}
+
+/// `text` as a JSON string: as it is when nothing in it needs escaping (SIDs, dates, E.164,
+/// URLs), serde's escaping otherwise.
+fn push_json_str(out: &mut String, text: &str) {
+    if text
+        .bytes()
+        .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\')
+    {
+        out.push_str(&serde_json::to_string(text).expect("a string serialises"));
+    } else {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    }
+}
+
+/// A JSON answer from a body written by hand.
+fn json_answer(mut response: HttpResponseBuilder, body: String) -> HttpResponse {
+    response
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("application/json")))
+        .body(body)
 }
 
 async fn list_services(request: &HttpRequest, state: &AppState) -> Reply {
@@ -538,7 +548,8 @@ async fn start_verification(
     let verification = tokio::spawn(task.instrument(tracing::Span::current()))
         .await
         .map_err(|error| TwilioError::Internal(error.into()))??;
-    Ok(HttpResponse::Created().json(verification_json(&verification, request, state)))
+    let body = verification_body(&verification, request, state);
+    Ok(json_answer(HttpResponse::Created(), body))
 }
 
 async fn fetch_verification(
@@ -552,7 +563,8 @@ async fn fetch_verification(
         .twilio
         .verification(account, sid, verification)
         .await?;
-    Ok(HttpResponse::Ok().json(verification_json(&verification, request, state)))
+    let body = verification_body(&verification, request, state);
+    Ok(json_answer(HttpResponse::Ok(), body))
 }
 
 async fn update_verification(
@@ -572,7 +584,8 @@ async fn update_verification(
         .twilio
         .update_verification(account, sid, verification, status, client)
         .await?;
-    Ok(HttpResponse::Ok().json(verification_json(&verification, request, state)))
+    let body = verification_body(&verification, request, state);
+    Ok(json_answer(HttpResponse::Ok(), body))
 }
 
 async fn check_verification(
@@ -618,4 +631,63 @@ async fn check_verification(
 fn client_ip(request: &HttpRequest, state: &AppState) -> Result<std::net::IpAddr, TwilioReply> {
     super::client_ip(request, state)
         .map_err(|_| TwilioError::InvalidParameter("X-Forwarded-For").into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped_only_when_they_need_it() {
+        for text in [
+            "VE0123",
+            "+8613800138000",
+            "a\"b",
+            "back\\slash",
+            "line\nbreak",
+            "",
+            "é",
+        ] {
+            let mut out = String::new();
+            push_json_str(&mut out, text);
+            assert_eq!(out, serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn twilio_paths_are_routed_by_hand_as_the_patterns_were() {
+        let cases = [
+            ("/v2/Services", Some("/v2/Services")),
+            ("/v2/Services/VA1", Some("/v2/Services/{sid}")),
+            (
+                "/v2/Services/VA1/Verifications",
+                Some("/v2/Services/{sid}/Verifications"),
+            ),
+            (
+                "/v2/Services/VA1/VerificationCheck",
+                Some("/v2/Services/{sid}/VerificationCheck"),
+            ),
+            (
+                "/v2/Services/VA1/Verifications/VE1",
+                Some("/v2/Services/{sid}/Verifications/{verification}"),
+            ),
+            ("/v2/Services/", None),
+            ("/v2/ServicesX", None),
+            ("/v2/Services//Verifications", None),
+            ("/v2/Services/VA1/", None),
+            ("/v2/Services/VA1/Verifications/", None),
+            ("/v2/Services/VA1/Verifications/VE1/x", None),
+            ("/v2/Services/VA1/VerificationCheck/x", None),
+            ("/api/v1/otp/send", None),
+        ];
+        for (path, pattern) in cases {
+            assert_eq!(route_pattern(path), pattern, "{path}");
+        }
+        match TwilioRoute::of("/v2/Services/VA%41%2F1/Verifications/VE%22") {
+            Some(TwilioRoute::Verification(sid, verification)) => {
+                assert_eq!((sid.as_ref(), verification.as_ref()), ("VAA/1", "VE\""));
+            }
+            _ => panic!("not a verification's path"),
+        }
+    }
 }

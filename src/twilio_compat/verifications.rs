@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::services::{WRITE_TRIES, is_friendly_name};
 use super::{Service, TwilioCompat, TwilioError, now_ms, sid};
-use crate::domain::{NumberType, Phone, VerificationId};
+use crate::domain::{Destination, NumberType, Phone, VerificationId};
 use crate::otp::{OtpError, SendCommand, VerificationStatus, VerificationView, VerifyCommand};
 use crate::store::Revised;
 
@@ -210,7 +210,9 @@ impl TwilioCompat {
             tenant: Some(Box::new(tenant)),
             verification: Some(chosen.clone()),
         };
-        if let Err(error) = self.otp.send(send).await {
+        // The phone read above goes to the send as it is: read once, not twice.
+        let destination = Destination::Phone(phone.clone());
+        if let Err(error) = self.otp.send_to(send, destination).await {
             self.release(&service, &phone, &attempt).await;
             return Err(error.into());
         }

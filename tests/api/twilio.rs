@@ -783,6 +783,77 @@ async fn routes_methods_and_urls_are_the_resources(backend: Backend) {
         url(&started),
         format!("http://{host}/v2/Services/{service}/Verifications/{sid}")
     );
+    // The start's answer (written by hand): Twilio's shape, every property.
+    let attempts = started.body["send_code_attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{}", started.body);
+    let keys: Vec<&str> = started
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = vec![
+        "sid",
+        "service_sid",
+        "account_sid",
+        "to",
+        "channel",
+        "status",
+        "valid",
+        "lookup",
+        "amount",
+        "payee",
+        "send_code_attempts",
+        "date_created",
+        "date_updated",
+        "sna",
+        "url",
+    ];
+    let mut keys = keys;
+    keys.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+    assert_eq!(
+        (
+            &started.body["status"],
+            &started.body["valid"],
+            &started.body["lookup"],
+            &started.body["channel"],
+            &started.body["account_sid"],
+        ),
+        (
+            &json!("pending"),
+            &json!(false),
+            &json!({}),
+            &json!("sms"),
+            &json!(owner.sid),
+        )
+    );
+    assert_eq!(started.body["amount"], Value::Null);
+    assert_eq!(started.body["to"], to.as_str());
+    assert_eq!(attempts[0]["channel"], "sms");
+    assert!(
+        attempts[0]["attempt_sid"]
+            .as_str()
+            .unwrap()
+            .starts_with("VL")
+    );
+    assert_eq!(attempts[0]["time"], started.body["date_created"]);
+    // A Host with a quote in it still makes JSON.
+    let quoted = app
+        .client
+        .get(app.url(&format!("/v2/Services/{service}/Verifications/{sid}")))
+        .basic_auth(&owner.sid, Some(&owner.token))
+        .header("Host", "quoted\"host")
+        .send()
+        .await
+        .unwrap();
+    let body: Value = quoted.json().await.unwrap();
+    assert_eq!(
+        body["url"],
+        format!("http://quoted\"host/v2/Services/{service}/Verifications/{sid}")
+    );
     let metrics = app
         .client
         .get(app.admin_url("/metrics"))
