@@ -431,14 +431,15 @@ fn verification_body(
     out.push_str(",\"date_updated\":");
     push_json_str(&mut out, &date(verification.updated_ms));
     out.push_str(",\"sna\":null,\"url\":");
-    let url = [
-        &base_url(request, state),
+    let mut url = base_url(request, state);
+    for part in [
         "/Services/",
         &verification.service_sid,
         "/Verifications/",
         &verification.sid,
-    ]
-    .concat();
+    ] {
+        url.push_str(part);
+    }
     push_json_str(&mut out, &url);
     out.push('}');
     out
