@@ -49,7 +49,8 @@ impl TrustedProxies {
         self.0.is_empty()
     }
 
-    fn trusts(&self, address: IpAddr) -> bool {
+    /// Whether `address` is one of the trusted proxies.
+    pub fn trusts(&self, address: IpAddr) -> bool {
         let address = canonical(address);
         self.0.iter().any(|net| net.contains(&address))
     }

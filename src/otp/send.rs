@@ -114,6 +114,26 @@ impl OtpService {
         self.stats.record(Event::SendRequest);
         let destination =
             self.parse_destination(command.phone.as_deref(), command.email.as_deref())?;
+        self.send_parsed(command, destination).await
+    }
+
+    /// [`send`](Self::send) to the destination its caller read already from `command`'s
+    /// phone or email ([`parse_phone`](Self::parse_phone), [`parse_destination`](Self::parse_destination)):
+    /// a Twilio start reads the phone before the send, which need not read it again.
+    pub async fn send_to(
+        &self,
+        command: SendCommand,
+        destination: Destination,
+    ) -> Result<SendReceipt, OtpError> {
+        self.stats.record(Event::SendRequest);
+        self.send_parsed(command, destination).await
+    }
+
+    async fn send_parsed(
+        &self,
+        command: SendCommand,
+        destination: Destination,
+    ) -> Result<SendReceipt, OtpError> {
         // A test number is no destination: no SMS goes to it. Number types and geo
         // permissions are the SMS channel's: no email is refused or monitored by them.
         let monitored = match &destination {

@@ -1,12 +1,13 @@
 //! What the HTTP layer tells operators about each request: its span (for the logs) and its
 //! metrics (route pattern, method, status, duration).
 
+use std::borrow::Cow;
 use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
-use actix_web::{Error, HttpMessage};
+use actix_web::{Error, HttpMessage, HttpRequest};
 use tracing::Span;
 use tracing_actix_web::{RequestId, RootSpanBuilder};
 
@@ -19,7 +20,7 @@ pub async fn track_requests(
     let response = next.call(request).await?;
     // Asked once routed: the router then finds the pattern by index; before, it would match the
     // path against every pattern again.
-    let route = response.request().match_pattern();
+    let route = route_pattern(response.request());
     crate::metrics::observe_http_request(
         route.as_deref().unwrap_or("unmatched"),
         response.request().method().as_str(),
@@ -27,6 +28,15 @@ pub async fn track_requests(
         started.elapsed().as_secs_f64(),
     );
     Ok(response)
+}
+
+/// The route pattern of `request`: the Twilio-compatible paths' by hand (the router knows
+/// only their scope), the others' from the router.
+fn route_pattern(request: &HttpRequest) -> Option<Cow<'static, str>> {
+    match super::twilio::route_pattern(request.match_info().as_str()) {
+        Some(pattern) => Some(Cow::Borrowed(pattern)),
+        None => request.match_pattern().map(Cow::Owned),
+    }
 }
 
 /// The request span: method, route, request id, the socket peer, the status and the name of
@@ -40,7 +50,7 @@ impl RootSpanBuilder for RequestSpan {
         tracing::info_span!(
             "request",
             method = %request.method(),
-            route = request.match_pattern().as_deref().unwrap_or("(none)"),
+            route = route_pattern(request.request()).as_deref().unwrap_or("(none)"),
             request_id = request_id.map(tracing::field::display),
             peer = request.peer_addr().map(|a| tracing::field::display(a.ip())),
             status = tracing::field::Empty,

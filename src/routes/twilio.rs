@@ -2,16 +2,18 @@
 //! bodies in, Twilio's JSON out (the shapes of Twilio's OpenAPI description, vendored in
 //! tests/twilio/spec), Twilio's error body. HTTP only: every decision is `TwilioCompat`'s.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
 
-use actix_web::http::StatusCode;
-use actix_web::http::header::{AUTHORIZATION, RETRY_AFTER, WWW_AUTHENTICATE};
-use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
-use base64::Engine;
-use base64::engine::general_purpose::STANDARD;
+use actix_web::http::header::{
+    AUTHORIZATION, CONTENT_TYPE, FORWARDED, HOST, HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE,
+    X_FORWARDED_HOST, X_FORWARDED_PROTO,
+};
+use actix_web::http::{Method, StatusCode};
+use actix_web::{FromRequest, HttpRequest, HttpResponse, HttpResponseBuilder, ResponseError, web};
 use serde::Serialize;
 use serde_json::{Value, json};
 use tracing::Instrument;
+use url::form_urlencoded;
 
 use super::AppState;
 use crate::sms::signing::utc_timestamp;
@@ -19,36 +21,125 @@ use crate::twilio_compat::{
     CheckTarget, Service, ServiceChanges, StartCommand, TwilioError, Verification,
 };
 
+/// Where the Twilio-compatible paths live; everything under it is [`dispatch`]'s.
+const SERVICES: &str = "/v2/Services";
+
 pub fn config(cfg: &mut web::ServiceConfig) {
-    // The router tries resources in this order, each `{…}` path a regex match: the hot two
-    // (a check, a start) first, so that they cost one match and two, not four and two.
-    cfg.service(
-        super::resource("/v2/Services/{sid}/VerificationCheck", "POST")
-            .route(web::post().to(check_verification)),
-    )
-    .service(
-        super::resource("/v2/Services/{sid}/Verifications", "POST")
-            .route(web::post().to(start_verification)),
-    )
-    .service(
-        super::resource("/v2/Services", "GET, POST")
-            .route(web::get().to(list_services))
-            .route(web::post().to(create_service)),
-    )
-    .service(
-        super::resource("/v2/Services/{sid}", "GET, POST, DELETE")
-            .route(web::get().to(fetch_service))
-            .route(web::post().to(update_service))
-            .route(web::delete().to(delete_service)),
-    )
-    .service(
-        super::resource(
-            "/v2/Services/{sid}/Verifications/{verification}",
-            "GET, POST",
-        )
-        .route(web::get().to(fetch_verification))
-        .route(web::post().to(update_verification)),
-    );
+    // One static prefix, split by hand: as five `{sid}` resources, every request paid the
+    // router's regex captures (two for a start), and the request span's pattern lookup as many
+    // again, more than the route's own work.
+    cfg.service(web::scope(SERVICES).default_service(web::to(dispatch)));
+}
+
+/// A path under `/v2/Services`, with its SIDs percent-decoded as actix's `Path` would.
+enum TwilioRoute<'a> {
+    Services,
+    Service(Cow<'a, str>),
+    Verifications(Cow<'a, str>),
+    Check(Cow<'a, str>),
+    Verification(Cow<'a, str>, Cow<'a, str>),
+}
+
+impl<'a> TwilioRoute<'a> {
+    /// The route of `path` (as routed: percent-encoded `/` kept), if any. A `{sid}` is one
+    /// non-empty segment, and no trailing `/` is allowed, as the resources' patterns were.
+    fn of(path: &'a str) -> Option<Self> {
+        let tail = path.strip_prefix(SERVICES)?;
+        if tail.is_empty() {
+            return Some(Self::Services);
+        }
+        let mut segments = tail.strip_prefix('/')?.split('/');
+        let sid = segments.next().filter(|sid| !sid.is_empty())?;
+        let route = match (segments.next(), segments.next(), segments.next()) {
+            (None, _, _) => Self::Service(decoded(sid)),
+            (Some("Verifications"), None, _) => Self::Verifications(decoded(sid)),
+            (Some("VerificationCheck"), None, _) => Self::Check(decoded(sid)),
+            (Some("Verifications"), Some(verification), None) if !verification.is_empty() => {
+                Self::Verification(decoded(sid), decoded(verification))
+            }
+            _ => return None,
+        };
+        Some(route)
+    }
+
+    /// The pattern metrics and the request span name the route by.
+    fn pattern(&self) -> &'static str {
+        match self {
+            Self::Services => "/v2/Services",
+            Self::Service(_) => "/v2/Services/{sid}",
+            Self::Verifications(_) => "/v2/Services/{sid}/Verifications",
+            Self::Check(_) => "/v2/Services/{sid}/VerificationCheck",
+            Self::Verification(..) => "/v2/Services/{sid}/Verifications/{verification}",
+        }
+    }
+
+    /// What `Allow` says of the route.
+    fn allow(&self) -> &'static str {
+        match self {
+            Self::Services => "GET, POST",
+            Self::Service(_) => "GET, POST, DELETE",
+            Self::Verifications(_) | Self::Check(_) => "POST",
+            Self::Verification(..) => "GET, POST",
+        }
+    }
+}
+
+/// The route pattern of a Twilio-compatible path (`None`: not one), for metrics and logs:
+/// the router knows only the `/v2/Services` scope.
+pub fn route_pattern(path: &str) -> Option<&'static str> {
+    TwilioRoute::of(path).map(|route| route.pattern())
+}
+
+/// A path segment fully percent-decoded (lossy), as actix's `Path<String>` decodes one.
+fn decoded(segment: &str) -> Cow<'_, str> {
+    if segment.contains('%') {
+        percent_encoding::percent_decode_str(segment).decode_utf8_lossy()
+    } else {
+        Cow::Borrowed(segment)
+    }
+}
+
+/// Every path under `/v2/Services`: the route, then its method (405 with `Allow` otherwise),
+/// then the body of a POST (its limit and errors those of the `Bytes` extractor).
+async fn dispatch(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    payload: web::Payload,
+) -> Result<HttpResponse, actix_web::Error> {
+    let Some(route) = TwilioRoute::of(request.match_info().as_str()) else {
+        return Err(super::ApiError::NotFound.into());
+    };
+    let method = request.method().clone();
+    let body = if method == Method::POST {
+        web::Bytes::from_request(&request, &mut payload.into_inner()).await?
+    } else {
+        web::Bytes::new()
+    };
+    let state = &state;
+    let request = &request;
+    let reply = match (&route, method) {
+        (TwilioRoute::Check(sid), Method::POST) => {
+            check_verification(request, state, sid, &body).await
+        }
+        (TwilioRoute::Verifications(sid), Method::POST) => {
+            start_verification(request, state, sid, &body).await
+        }
+        (TwilioRoute::Services, Method::GET) => list_services(request, state).await,
+        (TwilioRoute::Services, Method::POST) => create_service(request, state, &body).await,
+        (TwilioRoute::Service(sid), Method::GET) => fetch_service(request, state, sid).await,
+        (TwilioRoute::Service(sid), Method::POST) => {
+            update_service(request, state, sid, &body).await
+        }
+        (TwilioRoute::Service(sid), Method::DELETE) => delete_service(request, state, sid).await,
+        (TwilioRoute::Verification(sid, verification), Method::GET) => {
+            fetch_verification(request, state, sid, verification).await
+        }
+        (TwilioRoute::Verification(sid, verification), Method::POST) => {
+            update_verification(request, state, sid, verification, &body).await
+        }
+        _ => return Ok(super::method_not_allowed(route.allow())),
+    };
+    reply.map_err(Into::into)
 }
 
 /// A Twilio error as Twilio answers it: `{code, message, more_info, status}`.
@@ -102,69 +193,72 @@ impl ResponseError for TwilioReply {
             }
             _ => {}
         }
-        response.json(ErrorBody {
-            code,
-            message: self.0.to_string(),
-            more_info: format!("https://www.twilio.com/docs/errors/{code}"),
-            status: status.as_u16(),
-        })
+        // Twilio's error body, `{code, message, more_info, status}`, written by hand (serde's
+        // writer cost as much as the rest of a check that finds nothing).
+        let code = itoa::Buffer::new().format(code).to_owned();
+        let mut body = String::with_capacity(160);
+        body.push_str("{\"code\":");
+        body.push_str(&code);
+        body.push_str(",\"message\":");
+        push_json_str(&mut body, &self.0.to_string());
+        body.push_str(",\"more_info\":\"https://www.twilio.com/docs/errors/");
+        body.push_str(&code);
+        body.push_str("\",\"status\":");
+        body.push_str(itoa::Buffer::new().format(status.as_u16()));
+        body.push('}');
+        json_answer(response, body)
     }
-}
-
-/// Twilio's error body.
-#[derive(Serialize)]
-struct ErrorBody {
-    code: u32,
-    message: String,
-    more_info: String,
-    status: u16,
 }
 
 type Reply = Result<HttpResponse, TwilioReply>;
 
-/// The account HTTP Basic's credentials act for.
+/// The account HTTP Basic's credentials act for (`TwilioCompat` remembers credentials it
+/// verified lately, so that a client's every request does not hash its secret again).
 fn account<'a>(request: &HttpRequest, state: &'a AppState) -> Result<&'a str, TwilioReply> {
-    let credentials = request
+    let encoded = request
         .headers()
         .get(AUTHORIZATION)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
-        .and_then(|(_, encoded)| STANDARD.decode(encoded.trim()).ok())
-        .and_then(|decoded| String::from_utf8(decoded).ok())
+        .map(|(_, encoded)| encoded.trim())
         .ok_or(TwilioError::Unauthenticated)?;
-    let (user, secret) = credentials
-        .split_once(':')
-        .ok_or(TwilioError::Unauthenticated)?;
-    Ok(state.twilio.authenticate(user, secret)?)
+    Ok(state.twilio.authenticate_basic(encoded)?)
 }
 
-/// A form body (or a query) as Twilio's SDKs send it; the last of a repeated name counts.
-struct Form(HashMap<String, String>);
+/// A form body (or a query) as Twilio's SDKs send it, its names and values borrowed from the
+/// body unless percent-encoded; the last of a repeated name counts.
+struct Form<'a>(Vec<(Cow<'a, str>, Cow<'a, str>)>);
 
-impl Form {
-    fn read(bytes: &[u8]) -> Result<Self, TwilioReply> {
-        serde_urlencoded::from_bytes::<Vec<(String, String)>>(bytes)
-            .map(|pairs| Self(pairs.into_iter().collect()))
-            .map_err(|_| TwilioError::InvalidParameter("the form body").into())
+impl<'a> Form<'a> {
+    /// Never fails: undecodable bytes are read as U+FFFD, as `serde_urlencoded` read them.
+    fn read(bytes: &'a [u8]) -> Self {
+        Self(form_urlencoded::parse(bytes).collect())
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .rev()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_ref())
     }
 
     fn text(&self, name: &str) -> Option<String> {
-        self.0.get(name).cloned()
+        self.get(name).map(str::to_owned)
     }
 
     fn flag(&self, name: &'static str) -> Result<Option<bool>, TwilioReply> {
-        match self.0.get(name).map(|value| value.to_ascii_lowercase()) {
+        match self.get(name) {
             None => Ok(None),
-            Some(value) if value == "true" => Ok(Some(true)),
-            Some(value) if value == "false" => Ok(Some(false)),
+            Some(value) if value.eq_ignore_ascii_case("true") => Ok(Some(true)),
+            Some(value) if value.eq_ignore_ascii_case("false") => Ok(Some(false)),
             Some(_) => Err(TwilioError::InvalidParameter(name).into()),
         }
     }
 
     fn number<T: std::str::FromStr>(&self, name: &'static str) -> Result<Option<T>, TwilioReply> {
-        self.0
-            .get(name)
+        self.get(name)
             .map(|value| {
                 value
                     .trim()
@@ -186,19 +280,49 @@ impl Form {
             custom_code_enabled: self.flag("CustomCodeEnabled")?,
             code_ttl_secs: self.number("VcodeCodeTtl")?,
             texts: self
-                .0
                 .get("VcodeTexts")
-                .map(|raw| serde_json::from_str(raw))
+                .map(serde_json::from_str)
                 .transpose()
                 .map_err(|_| TwilioError::InvalidParameter("VcodeTexts"))?,
         })
     }
 }
 
-/// Where this server answers, as the request reached it (`url` and `links` are absolute).
-fn base_url(request: &HttpRequest) -> String {
-    let info = request.connection_info();
-    format!("{}://{}/v2", info.scheme(), info.host())
+/// Where this server answers, as the request reached it (`url` and `links` are absolute):
+/// what actix's `ConnectionInfo` says. A request from a trusted proxy, or one that carries
+/// `Forwarded`, `X-Forwarded-Proto` or `X-Forwarded-Host`, asks it; any other (a direct
+/// client's) reads the same fallbacks it would (the URI, the `Host` header, the server's
+/// settings) without building it: it formats the peer's address and parses every
+/// forwarding header, which cost more than the rest of the URL.
+fn base_url(request: &HttpRequest, state: &AppState) -> String {
+    let headers = request.headers();
+    let forwarded = headers.contains_key(FORWARDED)
+        || headers.contains_key(X_FORWARDED_PROTO)
+        || headers.contains_key(X_FORWARDED_HOST);
+    let from_proxy = request
+        .peer_addr()
+        .is_some_and(|peer| state.trusted_proxies.trusts(peer.ip()));
+    if forwarded || from_proxy {
+        let info = request.connection_info();
+        return [info.scheme(), "://", info.host(), "/v2"].concat();
+    }
+    let config = request.app_config();
+    let scheme = request
+        .uri()
+        .scheme_str()
+        .or_else(|| config.secure().then_some("https"))
+        .unwrap_or("http");
+    let host = headers
+        .get(HOST)
+        .and_then(|value| value.to_str().ok())
+        .or_else(|| {
+            request
+                .uri()
+                .authority()
+                .map(|authority| authority.as_str())
+        })
+        .unwrap_or_else(|| config.host());
+    [scheme, "://", host, "/v2"].concat()
 }
 
 fn date(ms: u64) -> String {
@@ -243,39 +367,9 @@ fn service_json(service: &Service, base: &str) -> Value {
     })
 }
 
-/// The answers of a start and a check, serialised from structs (a `serde_json::Value` built
-/// first cost more than the rest of the route's own work); the shapes of the description's
-/// `verify.v2.service.verification` and `…verification_check`.
-#[derive(Serialize)]
-struct VerificationJson<'a> {
-    sid: &'a str,
-    service_sid: &'a str,
-    account_sid: &'a str,
-    to: &'a str,
-    channel: &'a str,
-    status: &'static str,
-    valid: bool,
-    lookup: Empty,
-    amount: Option<()>,
-    payee: Option<()>,
-    send_code_attempts: Vec<AttemptJson<'a>>,
-    date_created: String,
-    date_updated: String,
-    sna: Option<()>,
-    url: String,
-}
-
-#[derive(Serialize)]
-struct AttemptJson<'a> {
-    time: String,
-    channel: &'a str,
-    attempt_sid: &'a str,
-}
-
-/// `{}`.
-#[derive(Serialize)]
-struct Empty {}
-
+/// The answer of a check, serialised from a struct (a `serde_json::Value` built first cost
+/// more than the rest of the route's own work); the shape of the description's
+/// `verify.v2.service.verification_check`.
 #[derive(Serialize)]
 struct CheckJson<'a> {
     sid: &'a str,
@@ -292,52 +386,95 @@ struct CheckJson<'a> {
     sna_attempts_error_codes: [(); 0],
 }
 
-fn verification_json<'a>(
-    verification: &'a Verification,
+/// The answer of a start (and of a fetch or an update): the description's
+/// `verify.v2.service.verification`, written by hand: serde's writer escaped every string
+/// character by character and cost more than the route's own work. Every string goes through
+/// [`push_json_str`], which escapes what needs it.
+fn verification_body(
+    verification: &Verification,
     request: &HttpRequest,
-) -> VerificationJson<'a> {
-    let base = base_url(request);
-    VerificationJson {
-        sid: &verification.sid,
-        service_sid: &verification.service_sid,
-        account_sid: &verification.account_sid,
-        to: &verification.to,
-        channel: &verification.channel,
-        status: verification.status.as_str(),
-        valid: verification.status == crate::twilio_compat::TwilioStatus::Approved,
-        lookup: Empty {},
-        amount: None,
-        payee: None,
-        send_code_attempts: verification
-            .send_code_attempts
-            .iter()
-            .map(|attempt| AttemptJson {
-                time: date(attempt.time_ms),
-                channel: &attempt.channel,
-                attempt_sid: &attempt.attempt_sid,
-            })
-            .collect(),
-        date_created: date(verification.created_ms),
-        date_updated: date(verification.updated_ms),
-        sna: None,
-        url: [
-            &base,
-            "/Services/",
-            &verification.service_sid,
-            "/Verifications/",
-            &verification.sid,
-        ]
-        .concat(),
+    state: &AppState,
+) -> String {
+    let mut out = String::with_capacity(640);
+    out.push_str("{\"sid\":");
+    push_json_str(&mut out, &verification.sid);
+    out.push_str(",\"service_sid\":");
+    push_json_str(&mut out, &verification.service_sid);
+    out.push_str(",\"account_sid\":");
+    push_json_str(&mut out, &verification.account_sid);
+    out.push_str(",\"to\":");
+    push_json_str(&mut out, &verification.to);
+    out.push_str(",\"channel\":");
+    push_json_str(&mut out, &verification.channel);
+    out.push_str(",\"status\":");
+    push_json_str(&mut out, verification.status.as_str());
+    let valid = verification.status == crate::twilio_compat::TwilioStatus::Approved;
+    out.push_str(if valid {
+        ",\"valid\":true"
+    } else {
+        ",\"valid\":false"
+    });
+    out.push_str(",\"lookup\":{},\"amount\":null,\"payee\":null,\"send_code_attempts\":[");
+    for (index, attempt) in verification.send_code_attempts.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"time\":");
+        push_json_str(&mut out, &date(attempt.time_ms));
+        out.push_str(",\"channel\":");
+        push_json_str(&mut out, &attempt.channel);
+        out.push_str(",\"attempt_sid\":");
+        push_json_str(&mut out, &attempt.attempt_sid);
+        out.push('}');
+    }
+    out.push_str("],\"date_created\":");
+    push_json_str(&mut out, &date(verification.created_ms));
+    out.push_str(",\"date_updated\":");
+    push_json_str(&mut out, &date(verification.updated_ms));
+    out.push_str(",\"sna\":null,\"url\":");
+    let mut url = base_url(request, state);
+    for part in [
+        "/Services/",
+        &verification.service_sid,
+        "/Verifications/",
+        &verification.sid,
+    ] {
+        url.push_str(part);
+    }
+    push_json_str(&mut out, &url);
+    out.push('}');
+    out
+}
+
+/// `text` as a JSON string: as it is when nothing in it needs escaping (SIDs, dates, E.164,
+/// URLs), serde's escaping otherwise.
+fn push_json_str(out: &mut String, text: &str) {
+    if text
+        .bytes()
+        .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\')
+    {
+        out.push_str(&serde_json::to_string(text).expect("a string serialises"));
+    } else {
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
     }
 }
 
-async fn list_services(request: HttpRequest, state: web::Data<AppState>) -> Reply {
-    let account = account(&request, &state)?;
-    let query = Form::read(request.query_string().as_bytes())?;
+/// A JSON answer from a body written by hand.
+fn json_answer(mut response: HttpResponseBuilder, body: String) -> HttpResponse {
+    response
+        .insert_header((CONTENT_TYPE, HeaderValue::from_static("application/json")))
+        .body(body)
+}
+
+async fn list_services(request: &HttpRequest, state: &AppState) -> Reply {
+    let account = account(request, state)?;
+    let query = Form::read(request.query_string().as_bytes());
     let page_size: usize = query.number("PageSize")?.unwrap_or(50).clamp(1, 1000);
     let page: usize = query.number("Page")?.unwrap_or(0);
     let services = state.twilio.services(account).await?;
-    let base = base_url(&request);
+    let base = base_url(request, state);
     let page_url = |page: usize| format!("{base}/Services?PageSize={page_size}&Page={page}");
     let shown: Vec<Value> = services
         .iter()
@@ -360,57 +497,40 @@ async fn list_services(request: HttpRequest, state: web::Data<AppState>) -> Repl
     })))
 }
 
-async fn create_service(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    body: web::Bytes,
-) -> Reply {
-    let account = account(&request, &state)?;
-    let changes = Form::read(&body)?.service_changes()?;
+async fn create_service(request: &HttpRequest, state: &AppState, body: &[u8]) -> Reply {
+    let account = account(request, state)?;
+    let changes = Form::read(body).service_changes()?;
     let service = state.twilio.create_service(account, changes).await?;
-    Ok(HttpResponse::Created().json(service_json(&service, &base_url(&request))))
+    Ok(HttpResponse::Created().json(service_json(&service, &base_url(request, state))))
 }
 
-async fn fetch_service(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    sid: web::Path<String>,
-) -> Reply {
-    let account = account(&request, &state)?;
-    let service = state.twilio.service(account, &sid).await?;
-    Ok(HttpResponse::Ok().json(service_json(&service, &base_url(&request))))
+async fn fetch_service(request: &HttpRequest, state: &AppState, sid: &str) -> Reply {
+    let account = account(request, state)?;
+    let service = state.twilio.service(account, sid).await?;
+    Ok(HttpResponse::Ok().json(service_json(&service, &base_url(request, state))))
 }
 
-async fn update_service(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    sid: web::Path<String>,
-    body: web::Bytes,
-) -> Reply {
-    let account = account(&request, &state)?;
-    let changes = Form::read(&body)?.service_changes()?;
-    let service = state.twilio.update_service(account, &sid, changes).await?;
-    Ok(HttpResponse::Ok().json(service_json(&service, &base_url(&request))))
+async fn update_service(request: &HttpRequest, state: &AppState, sid: &str, body: &[u8]) -> Reply {
+    let account = account(request, state)?;
+    let changes = Form::read(body).service_changes()?;
+    let service = state.twilio.update_service(account, sid, changes).await?;
+    Ok(HttpResponse::Ok().json(service_json(&service, &base_url(request, state))))
 }
 
-async fn delete_service(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    sid: web::Path<String>,
-) -> Reply {
-    let account = account(&request, &state)?;
-    state.twilio.delete_service(account, &sid).await?;
+async fn delete_service(request: &HttpRequest, state: &AppState, sid: &str) -> Reply {
+    let account = account(request, state)?;
+    state.twilio.delete_service(account, sid).await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
 async fn start_verification(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    sid: web::Path<String>,
-    body: web::Bytes,
+    request: &HttpRequest,
+    state: &AppState,
+    sid: &str,
+    body: &[u8],
 ) -> Reply {
-    let account = account(&request, &state)?;
-    let form = Form::read(&body)?;
+    let account = account(request, state)?;
+    let form = Form::read(body);
     let command = StartCommand {
         to: form.text("To").ok_or(TwilioError::InvalidParameter("To"))?,
         channel: form
@@ -419,11 +539,11 @@ async fn start_verification(
         locale: form.text("Locale"),
         custom_friendly_name: form.text("CustomFriendlyName"),
         channel_configuration: form.text("ChannelConfiguration"),
-        client_ip: client_ip(&request, &state)?,
+        client_ip: client_ip(request, state)?,
     };
     let twilio = state.twilio.clone();
     let account = account.to_owned();
-    let sid = sid.into_inner();
+    let sid = sid.to_owned();
     // Runs to the end even if the client goes away: a code is never left without its SMS (or
     // mail) or its roll-back, nor a send without its log entry. Boxed, as `/api/v1`'s send: the start's
     // state machine (the send's within it) is kilobytes, copied on every move otherwise.
@@ -431,62 +551,66 @@ async fn start_verification(
     let verification = tokio::spawn(task.instrument(tracing::Span::current()))
         .await
         .map_err(|error| TwilioError::Internal(error.into()))??;
-    Ok(HttpResponse::Created().json(verification_json(&verification, &request)))
+    let body = verification_body(&verification, request, state);
+    Ok(json_answer(HttpResponse::Created(), body))
 }
 
 async fn fetch_verification(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
+    request: &HttpRequest,
+    state: &AppState,
+    sid: &str,
+    verification: &str,
 ) -> Reply {
-    let account = account(&request, &state)?;
-    let (sid, verification) = path.into_inner();
+    let account = account(request, state)?;
     let verification = state
         .twilio
-        .verification(account, &sid, &verification)
+        .verification(account, sid, verification)
         .await?;
-    Ok(HttpResponse::Ok().json(verification_json(&verification, &request)))
+    let body = verification_body(&verification, request, state);
+    Ok(json_answer(HttpResponse::Ok(), body))
 }
 
 async fn update_verification(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    path: web::Path<(String, String)>,
-    body: web::Bytes,
+    request: &HttpRequest,
+    state: &AppState,
+    sid: &str,
+    verification: &str,
+    body: &[u8],
 ) -> Reply {
-    let account = account(&request, &state)?;
-    let (sid, verification) = path.into_inner();
-    let status = Form::read(&body)?
-        .text("Status")
+    let account = account(request, state)?;
+    let form = Form::read(body);
+    let status = form
+        .get("Status")
         .ok_or(TwilioError::InvalidParameter("Status"))?;
-    let client = client_ip(&request, &state)?;
+    let client = client_ip(request, state)?;
     let verification = state
         .twilio
-        .update_verification(account, &sid, &verification, &status, client)
+        .update_verification(account, sid, verification, status, client)
         .await?;
-    Ok(HttpResponse::Ok().json(verification_json(&verification, &request)))
+    let body = verification_body(&verification, request, state);
+    Ok(json_answer(HttpResponse::Ok(), body))
 }
 
 async fn check_verification(
-    request: HttpRequest,
-    state: web::Data<AppState>,
-    sid: web::Path<String>,
-    body: web::Bytes,
+    request: &HttpRequest,
+    state: &AppState,
+    sid: &str,
+    body: &[u8],
 ) -> Reply {
-    let account = account(&request, &state)?;
-    let form = Form::read(&body)?;
+    let account = account(request, state)?;
+    let form = Form::read(body);
     let code = form
-        .text("Code")
+        .get("Code")
         .ok_or(TwilioError::InvalidParameter("Code"))?;
     let target = match (form.text("VerificationSid"), form.text("To")) {
         (Some(verification), _) => CheckTarget::Verification(verification),
         (None, Some(to)) => CheckTarget::To(to),
         (None, None) => return Err(TwilioError::InvalidParameter("To or VerificationSid").into()),
     };
-    let client = client_ip(&request, &state)?;
+    let client = client_ip(request, state)?;
     let check = state
         .twilio
-        .check(account, &sid, &code, target, client)
+        .check(account, sid, code, target, client)
         .await?;
     let verification = &check.verification;
     Ok(HttpResponse::Ok().json(CheckJson {
@@ -510,4 +634,63 @@ async fn check_verification(
 fn client_ip(request: &HttpRequest, state: &AppState) -> Result<std::net::IpAddr, TwilioReply> {
     super::client_ip(request, state)
         .map_err(|_| TwilioError::InvalidParameter("X-Forwarded-For").into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_escaped_only_when_they_need_it() {
+        for text in [
+            "VE0123",
+            "+8613800138000",
+            "a\"b",
+            "back\\slash",
+            "line\nbreak",
+            "",
+            "é",
+        ] {
+            let mut out = String::new();
+            push_json_str(&mut out, text);
+            assert_eq!(out, serde_json::to_string(text).unwrap(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn twilio_paths_are_routed_by_hand_as_the_patterns_were() {
+        let cases = [
+            ("/v2/Services", Some("/v2/Services")),
+            ("/v2/Services/VA1", Some("/v2/Services/{sid}")),
+            (
+                "/v2/Services/VA1/Verifications",
+                Some("/v2/Services/{sid}/Verifications"),
+            ),
+            (
+                "/v2/Services/VA1/VerificationCheck",
+                Some("/v2/Services/{sid}/VerificationCheck"),
+            ),
+            (
+                "/v2/Services/VA1/Verifications/VE1",
+                Some("/v2/Services/{sid}/Verifications/{verification}"),
+            ),
+            ("/v2/Services/", None),
+            ("/v2/ServicesX", None),
+            ("/v2/Services//Verifications", None),
+            ("/v2/Services/VA1/", None),
+            ("/v2/Services/VA1/Verifications/", None),
+            ("/v2/Services/VA1/Verifications/VE1/x", None),
+            ("/v2/Services/VA1/VerificationCheck/x", None),
+            ("/api/v1/otp/send", None),
+        ];
+        for (path, pattern) in cases {
+            assert_eq!(route_pattern(path), pattern, "{path}");
+        }
+        match TwilioRoute::of("/v2/Services/VA%41%2F1/Verifications/VE%22") {
+            Some(TwilioRoute::Verification(sid, verification)) => {
+                assert_eq!((sid.as_ref(), verification.as_ref()), ("VAA/1", "VE\""));
+            }
+            _ => panic!("not a verification's path"),
+        }
+    }
 }

@@ -2,9 +2,17 @@
 //! (`SK…`) with their secret, each acting for one account (`VCODE_TWILIO_COMPAT_ACCOUNTS`).
 //! Only SHA-256 digests of the secrets are held; a presented secret is compared with every
 //! entry, each in constant time, so the time says neither the secret nor which entry matched.
+//! Credentials verified lately are remembered by a keyed digest ([`RecentCredentials`]), so a
+//! client's every request does not pay that again.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
 use rand::RngExt;
 use sha2::{Digest, Sha256};
 
@@ -88,15 +96,139 @@ impl TwilioAccounts {
 
     /// The account `user` acts for, if `secret` is its Auth Token (or its API key's secret).
     pub fn authenticate(&self, user: &str, secret: &str) -> Option<&str> {
+        self.find(user, secret).map(|index| self.account_of(index))
+    }
+
+    /// Which credential `user` and `secret` are.
+    fn find(&self, user: &str, secret: &str) -> Option<usize> {
         let digest: [u8; 32] = Sha256::digest(secret.as_bytes()).into();
         let mut found = None;
-        for credential in &self.credentials {
+        for (index, credential) in self.credentials.iter().enumerate() {
             let matches = constant_time_eq(&digest, &credential.digest);
             if matches && credential.user == user {
-                found = Some(credential.account.as_str());
+                found = Some(index);
             }
         }
         found
+    }
+
+    fn account_of(&self, credential: usize) -> &str {
+        &self.credentials[credential].account
+    }
+
+    /// The account HTTP Basic's `encoded` credentials (base64 of `user:secret`) act for,
+    /// remembered in `recent` once verified.
+    pub fn authenticate_basic(&self, encoded: &str, recent: &RecentCredentials) -> Option<&str> {
+        let digest = recent.digest(encoded.as_bytes());
+        if let Some(index) = recent.get(digest) {
+            return Some(self.account_of(index));
+        }
+        let decoded = STANDARD.decode(encoded).ok()?;
+        let (user, secret) = std::str::from_utf8(&decoded).ok()?.split_once(':')?;
+        let index = self.find(user, secret)?;
+        recent.remember(digest, index);
+        Some(self.account_of(index))
+    }
+}
+
+/// How long a verified credential is believed without its digest compared again.
+const RECENT_TTL: Duration = Duration::from_secs(60);
+
+/// At most this many remembered credentials; past it, expired ones go, and all if none had.
+const RECENT_MAX: usize = 1024;
+
+/// HTTP Basic credentials verified in the last [`RECENT_TTL`], by a 128-bit keyed digest of
+/// their encoded form (SipHash-2-4 under two keys drawn from the CSPRNG at start): which
+/// credential each was.
+///
+/// Why this is safe:
+/// - No secret is held: a digest under keys no client knows, of credentials that are
+///   themselves random tokens (an Auth Token has 128 bits), says nothing that guessing would use.
+/// - Only credentials that passed the constant-time comparison are remembered, so a request
+///   that finds an entry presented exactly a valid credential: telling a hit from a miss by
+///   its time teaches a client only that its own valid credential was used lately. A wrong
+///   secret always takes the full path (digest, comparison with every entry).
+/// - The lookup's time depends on the presented credential's digest under unknown keys, never
+///   on how close it is to a remembered one; a hit needs all 128 bits equal.
+/// - Entries expire: a credential removed from the configuration (a restart reloads it) is
+///   never believed past [`RECENT_TTL`]; the map is bounded by [`RECENT_MAX`].
+pub struct RecentCredentials {
+    keys: [u64; 4],
+    entries: Mutex<HashMap<u128, Recent, BuildHasherDefault<DigestHasher>>>,
+}
+
+#[derive(Clone, Copy)]
+struct Recent {
+    credential: usize,
+    until: Instant,
+}
+
+impl Default for RecentCredentials {
+    fn default() -> Self {
+        Self {
+            keys: rand::rng().random(),
+            entries: Mutex::default(),
+        }
+    }
+}
+
+impl RecentCredentials {
+    fn digest(&self, presented: &[u8]) -> u128 {
+        #[allow(deprecated)] // std's SipHash-2-4 with explicit keys: deprecated, not unsound.
+        let half = |k0: u64, k1: u64| {
+            let mut hasher = std::hash::SipHasher::new_with_keys(k0, k1);
+            hasher.write(presented);
+            hasher.finish()
+        };
+        let [k0, k1, k2, k3] = self.keys;
+        (u128::from(half(k0, k1)) << 64) | u128::from(half(k2, k3))
+    }
+
+    fn get(&self, digest: u128) -> Option<usize> {
+        let entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        entries
+            .get(&digest)
+            .filter(|recent| recent.until > Instant::now())
+            .map(|recent| recent.credential)
+    }
+
+    fn remember(&self, digest: u128, credential: usize) {
+        let now = Instant::now();
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= RECENT_MAX {
+            entries.retain(|_, recent| recent.until > now);
+            if entries.len() >= RECENT_MAX {
+                entries.clear();
+            }
+        }
+        entries.insert(
+            digest,
+            Recent {
+                credential,
+                until: now + RECENT_TTL,
+            },
+        );
+    }
+}
+
+/// The map's own hash of a digest: its low 64 bits, already uniform and unknown to clients
+/// (no second SipHash over it).
+#[derive(Default)]
+struct DigestHasher(u64);
+
+impl Hasher for DigestHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(byte);
+        }
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.0 = value as u64;
     }
 }
 
@@ -141,6 +273,59 @@ mod tests {
         assert_eq!(accounts.authenticate(&key, secret), Some(account.as_str()));
         assert_eq!(accounts.authenticate(&key, &token), None);
         assert_eq!(accounts.authenticate(&account, secret), None);
+    }
+
+    fn basic(user: &str, secret: &str) -> String {
+        STANDARD.encode(format!("{user}:{secret}"))
+    }
+
+    #[test]
+    fn remembered_credentials_are_those_verified_and_expire() {
+        let (account, token, entry) = generate();
+        let accounts = TwilioAccounts::parse(&entry).unwrap();
+        let recent = RecentCredentials::default();
+        let right = basic(&account, &token);
+        let wrong = basic(&account, "0123");
+        assert_eq!(accounts.authenticate_basic(&wrong, &recent), None);
+        assert!(
+            recent.entries.lock().unwrap().is_empty(),
+            "a failure is remembered"
+        );
+        for _ in 0..2 {
+            assert_eq!(
+                accounts.authenticate_basic(&right, &recent),
+                Some(account.as_str())
+            );
+            assert_eq!(accounts.authenticate_basic(&wrong, &recent), None);
+        }
+        assert_eq!(recent.entries.lock().unwrap().len(), 1);
+        // Expired: not believed, verified again and remembered anew.
+        let digest = recent.digest(right.as_bytes());
+        recent
+            .entries
+            .lock()
+            .unwrap()
+            .get_mut(&digest)
+            .unwrap()
+            .until = Instant::now();
+        assert_eq!(recent.get(digest), None);
+        assert_eq!(
+            accounts.authenticate_basic(&right, &recent),
+            Some(account.as_str())
+        );
+        assert_eq!(recent.get(digest), Some(0));
+    }
+
+    #[test]
+    fn remembered_credentials_stay_bounded() {
+        let recent = RecentCredentials::default();
+        for n in 0..RECENT_MAX as u128 + 10 {
+            recent.remember(n, 0);
+        }
+        assert!(recent.entries.lock().unwrap().len() <= RECENT_MAX);
+        // Keyed: another instance digests the same credentials otherwise.
+        let other = RecentCredentials::default();
+        assert_ne!(recent.digest(b"a"), other.digest(b"a"));
     }
 
     #[test]

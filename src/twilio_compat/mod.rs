@@ -17,6 +17,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::otp::OtpService;
 use crate::store::TwilioStore;
 
+use self::accounts::RecentCredentials;
 pub use self::accounts::TwilioAccounts;
 pub use self::error::TwilioError;
 pub use self::services::{Service, ServiceChanges};
@@ -28,6 +29,8 @@ pub struct TwilioCompat {
     otp: Arc<OtpService>,
     store: Arc<dyn TwilioStore>,
     accounts: TwilioAccounts,
+    /// Credentials `accounts` verified lately.
+    recent_credentials: RecentCredentials,
     /// Services read in the last `SERVICE_CACHE_TTL`, by (account, SID).
     recent: services::RecentServices,
 }
@@ -42,14 +45,15 @@ impl TwilioCompat {
             otp,
             store,
             accounts,
+            recent_credentials: RecentCredentials::default(),
             recent: services::RecentServices::default(),
         }
     }
 
-    /// The account HTTP Basic's `user` and `secret` act for.
-    pub fn authenticate(&self, user: &str, secret: &str) -> Result<&str, TwilioError> {
+    /// The account HTTP Basic's `encoded` credentials (base64 of `user:secret`) act for.
+    pub fn authenticate_basic(&self, encoded: &str) -> Result<&str, TwilioError> {
         self.accounts
-            .authenticate(user, secret)
+            .authenticate_basic(encoded, &self.recent_credentials)
             .ok_or(TwilioError::Unauthenticated)
     }
 }

@@ -692,10 +692,220 @@ async fn the_fraud_guards_refusal_is_60410(backend: Backend) {
     );
 }
 
+/// The paths split by hand under `/v2/Services` answer as the five resources did: each
+/// method its handler or 405 with `Allow`, any other path the JSON 404; SIDs percent-decoded;
+/// absolute URLs from `Host`, or from `X-Forwarded-*` when a request carries them (actix's
+/// `ConnectionInfo`, as before); metrics name the route's pattern.
+async fn routes_methods_and_urls_are_the_resources(backend: Backend) {
+    let (app, owner, _) = app_with_accounts(backend).await;
+    let service = owner
+        .create_service(&app, &[("FriendlyName", "Shop")])
+        .await;
+    for (method, path, allow) in [
+        ("DELETE", "/v2/Services".to_owned(), "GET, POST"),
+        (
+            "PUT",
+            format!("/v2/Services/{service}"),
+            "GET, POST, DELETE",
+        ),
+        (
+            "GET",
+            format!("/v2/Services/{service}/Verifications"),
+            "POST",
+        ),
+        (
+            "GET",
+            format!("/v2/Services/{service}/VerificationCheck"),
+            "POST",
+        ),
+        (
+            "DELETE",
+            format!("/v2/Services/{service}/Verifications/VE{}", "0".repeat(32)),
+            "GET, POST",
+        ),
+    ] {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let response = app
+            .client
+            .request(method.clone(), app.url(&path))
+            .basic_auth(&owner.sid, Some(&owner.token))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{method} {path}");
+        assert_eq!(response.headers()["allow"], allow, "{method} {path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["code"], 40500, "{body}");
+    }
+    for path in [
+        "/v2/Services/".to_owned(),
+        "/v2/ServicesX".to_owned(),
+        "/v2/Services//Verifications".to_owned(),
+        format!("/v2/Services/{service}/"),
+        format!("/v2/Services/{service}/Nothing"),
+        format!("/v2/Services/{service}/Verifications/"),
+        format!("/v2/Services/{service}/Verifications/VE1/More"),
+    ] {
+        let answer = owner.get(&app, &path).await;
+        assert_eq!(
+            (answer.status, answer.code()),
+            (404, 40400),
+            "{path}: {}",
+            answer.body
+        );
+    }
+    // A percent-encoded SID reads as its characters.
+    let escaped = format!("%{:02X}{}", service.as_bytes()[0], &service[1..]);
+    let fetched = owner.get(&app, &format!("/v2/Services/{escaped}")).await;
+    assert_eq!(fetched.body["sid"], service.as_str(), "{}", fetched.body);
+
+    let host = app.url("").trim_start_matches("http://").to_owned();
+    let url = |answer: &Answer| answer.body["url"].as_str().unwrap().to_owned();
+    assert_eq!(
+        url(&fetched),
+        format!("http://{host}/v2/Services/{service}")
+    );
+    let forwarded = app
+        .client
+        .get(app.url(&format!("/v2/Services/{service}")))
+        .basic_auth(&owner.sid, Some(&owner.token))
+        .header("X-Forwarded-Host", "verify.example")
+        .header("X-Forwarded-Proto", "https")
+        .send()
+        .await
+        .unwrap();
+    let body: Value = forwarded.json().await.unwrap();
+    assert_eq!(
+        body["url"],
+        format!("https://verify.example/v2/Services/{service}")
+    );
+
+    let to = random_phone();
+    let started = owner.start(&app, &service, &to).await;
+    let sid = started.body["sid"].as_str().unwrap();
+    assert_eq!(
+        url(&started),
+        format!("http://{host}/v2/Services/{service}/Verifications/{sid}")
+    );
+    // The start's answer (written by hand): Twilio's shape, every property.
+    let attempts = started.body["send_code_attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 1, "{}", started.body);
+    let keys: Vec<&str> = started
+        .body
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    let mut expected = vec![
+        "sid",
+        "service_sid",
+        "account_sid",
+        "to",
+        "channel",
+        "status",
+        "valid",
+        "lookup",
+        "amount",
+        "payee",
+        "send_code_attempts",
+        "date_created",
+        "date_updated",
+        "sna",
+        "url",
+    ];
+    let mut keys = keys;
+    keys.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+    assert_eq!(
+        (
+            &started.body["status"],
+            &started.body["valid"],
+            &started.body["lookup"],
+            &started.body["channel"],
+            &started.body["account_sid"],
+        ),
+        (
+            &json!("pending"),
+            &json!(false),
+            &json!({}),
+            &json!("sms"),
+            &json!(owner.sid),
+        )
+    );
+    assert_eq!(started.body["amount"], Value::Null);
+    assert_eq!(started.body["to"], to.as_str());
+    assert_eq!(attempts[0]["channel"], "sms");
+    assert!(
+        attempts[0]["attempt_sid"]
+            .as_str()
+            .unwrap()
+            .starts_with("VL")
+    );
+    assert_eq!(attempts[0]["time"], started.body["date_created"]);
+    // A Host with a quote in it still makes JSON.
+    let quoted = app
+        .client
+        .get(app.url(&format!("/v2/Services/{service}/Verifications/{sid}")))
+        .basic_auth(&owner.sid, Some(&owner.token))
+        .header("Host", "quoted\"host")
+        .send()
+        .await
+        .unwrap();
+    let body: Value = quoted.json().await.unwrap();
+    assert_eq!(
+        body["url"],
+        format!("http://quoted\"host/v2/Services/{service}/Verifications/{sid}")
+    );
+    let metrics = app
+        .client
+        .get(app.admin_url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for pattern in [
+        "/v2/Services",
+        "/v2/Services/{sid}",
+        "/v2/Services/{sid}/Verifications",
+    ] {
+        assert!(
+            metrics.contains(&format!("route=\"{pattern}\"")),
+            "{pattern} not in the metrics"
+        );
+    }
+}
+
+/// A credential verified once is believed again (by its digest), a wrong secret of the same
+/// account never, before or after.
+async fn remembered_credentials_never_let_a_wrong_secret_in(backend: Backend) {
+    let (app, owner, other) = app_with_accounts(backend).await;
+    let wrong = Account {
+        sid: owner.sid.clone(),
+        token: "0".repeat(32),
+    };
+    for _ in 0..3 {
+        assert_eq!(owner.get(&app, "/v2/Services").await.status, 200);
+        let refused = wrong.get(&app, "/v2/Services").await;
+        assert_eq!((refused.status, refused.code()), (401, 20003));
+        let mixed = Account {
+            sid: owner.sid.clone(),
+            token: other.token.clone(),
+        };
+        assert_eq!(mixed.get(&app, "/v2/Services").await.status, 401);
+        assert_eq!(other.get(&app, "/v2/Services").await.status, 200);
+    }
+}
+
 on_every_store!(
     an_email_verification_is_mailed_checked_resent_and_canceled,
     a_refused_mail_is_30008_and_no_relay_is_60217,
     the_fraud_guard_holds_a_mail_domain_with_60410,
+    routes_methods_and_urls_are_the_resources,
+    remembered_credentials_never_let_a_wrong_secret_in,
     concurrent_first_starts_make_one_verification,
     a_services_name_and_warning_are_in_its_sms,
     a_services_own_lifetime_and_texts_reach_the_sms,
