@@ -31,9 +31,18 @@ const SERVICE_CACHE_TTL: Duration = Duration::from_secs(1);
 /// Cached Services beyond this are all dropped (a flood of SIDs cannot grow the map).
 const SERVICE_CACHE_CAPACITY: usize = 10_000;
 
-/// Services read lately, by SID (shared, not copied: a start or check only reads them).
+/// Services read lately, by SID (shared, not copied: a start or check only reads them), each
+/// with its store revision: a read or a write that finishes late never puts an older
+/// revision over a newer one (two concurrent updates could otherwise leave the first one's
+/// Service in the cache, shown for up to `SERVICE_CACHE_TTL` after the second was answered).
 #[derive(Default)]
-pub(super) struct RecentServices(Mutex<HashMap<String, (Instant, Arc<Service>)>>);
+pub(super) struct RecentServices(Mutex<HashMap<String, RecentService>>);
+
+struct RecentService {
+    read: Instant,
+    revision: u64,
+    service: Arc<Service>,
+}
 
 impl RecentServices {
     /// The Service `sid` if read lately and `account`'s (another account's is not there).
@@ -43,21 +52,33 @@ impl RecentServices {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         map.get(sid)
-            .filter(|(read, service)| {
-                read.elapsed() < SERVICE_CACHE_TTL && service.account_sid == account
+            .filter(|recent| {
+                recent.read.elapsed() < SERVICE_CACHE_TTL && recent.service.account_sid == account
             })
-            .map(|(_, service)| Arc::clone(service))
+            .map(|recent| Arc::clone(&recent.service))
     }
 
-    fn put(&self, service: Arc<Service>) {
+    /// Remembers `service` at `revision`, unless a later revision is remembered already.
+    fn put(&self, revision: u64, service: Arc<Service>) {
         let mut map = self
             .0
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if map
+            .get(&service.sid)
+            .is_some_and(|recent| recent.revision > revision)
+        {
+            return;
+        }
         if map.len() >= SERVICE_CACHE_CAPACITY {
             map.clear();
         }
-        map.insert(service.sid.clone(), (Instant::now(), service));
+        let recent = RecentService {
+            read: Instant::now(),
+            revision,
+            service,
+        };
+        map.insert(recent.service.sid.clone(), recent);
     }
 
     fn forget(&self, sid: &str) {
@@ -296,8 +317,9 @@ impl TwilioCompat {
         if let Some(service) = self.recent.get(account, sid) {
             return Ok(service);
         }
-        let service = Arc::new(self.service_revised(account, sid).await?.1);
-        self.recent.put(Arc::clone(&service));
+        let (revision, service) = self.service_revised(account, sid).await?;
+        let service = Arc::new(service);
+        self.recent.put(revision, Arc::clone(&service));
         Ok(service)
     }
 
@@ -335,7 +357,8 @@ impl TwilioCompat {
                 .put_twilio_service(account, sid, Some(revision), &encode(&service))
                 .await?
             {
-                self.recent.put(Arc::new(service.clone()));
+                // Every store writes a compare-and-set's record at the next revision.
+                self.recent.put(revision + 1, Arc::new(service.clone()));
                 return Ok(service);
             }
         }
@@ -352,5 +375,45 @@ impl TwilioCompat {
             return Ok(());
         }
         Err(not_found(sid))
+    }
+}
+
+#[cfg(test)]
+mod recent_tests {
+    use super::*;
+
+    fn named(name: &str) -> Arc<Service> {
+        Arc::new(Service {
+            sid: format!("VA{}", "0".repeat(32)),
+            account_sid: "AC1".to_owned(),
+            friendly_name: name.to_owned(),
+            code_length: 6,
+            lookup_enabled: false,
+            psd2_enabled: false,
+            skip_sms_to_landlines: false,
+            dtmf_input_required: false,
+            do_not_share_warning_enabled: false,
+            custom_code_enabled: false,
+            created_ms: 0,
+            updated_ms: 0,
+            code_ttl_secs: None,
+            texts: BTreeMap::new(),
+        })
+    }
+
+    #[test]
+    fn a_late_older_revision_never_replaces_a_newer_one() {
+        let recent = RecentServices::default();
+        let sid = named("").sid.clone();
+        recent.put(3, named("third"));
+        // A read or update that began earlier answers after: it is not remembered.
+        recent.put(2, named("second"));
+        assert_eq!(recent.get("AC1", &sid).unwrap().friendly_name, "third");
+        recent.put(4, named("fourth"));
+        assert_eq!(recent.get("AC1", &sid).unwrap().friendly_name, "fourth");
+        // The same revision read again refreshes it.
+        recent.put(4, named("fourth"));
+        assert_eq!(recent.get("AC1", &sid).unwrap().friendly_name, "fourth");
+        assert!(recent.get("AC2", &sid).is_none(), "another account's");
     }
 }
