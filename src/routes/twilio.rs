@@ -397,17 +397,17 @@ fn verification_body(
 ) -> String {
     let mut out = String::with_capacity(640);
     out.push_str("{\"sid\":");
-    push_json_str(&mut out, &verification.sid);
+    push_plain_str(&mut out, &verification.sid);
     out.push_str(",\"service_sid\":");
-    push_json_str(&mut out, &verification.service_sid);
+    push_plain_str(&mut out, &verification.service_sid);
     out.push_str(",\"account_sid\":");
-    push_json_str(&mut out, &verification.account_sid);
+    push_plain_str(&mut out, &verification.account_sid);
     out.push_str(",\"to\":");
     push_json_str(&mut out, &verification.to);
     out.push_str(",\"channel\":");
-    push_json_str(&mut out, &verification.channel);
+    push_plain_str(&mut out, &verification.channel);
     out.push_str(",\"status\":");
-    push_json_str(&mut out, verification.status.as_str());
+    push_plain_str(&mut out, verification.status.as_str());
     let valid = verification.status == crate::twilio_compat::TwilioStatus::Approved;
     out.push_str(if valid {
         ",\"valid\":true"
@@ -415,22 +415,31 @@ fn verification_body(
         ",\"valid\":false"
     });
     out.push_str(",\"lookup\":{},\"amount\":null,\"payee\":null,\"send_code_attempts\":[");
+    // A first start's three dates are one second: written once.
+    let created = date(verification.created_ms);
+    let date_of = |ms: u64| {
+        if ms / 1000 == verification.created_ms / 1000 {
+            std::borrow::Cow::Borrowed(created.as_str())
+        } else {
+            std::borrow::Cow::Owned(date(ms))
+        }
+    };
     for (index, attempt) in verification.send_code_attempts.iter().enumerate() {
         if index > 0 {
             out.push(',');
         }
         out.push_str("{\"time\":");
-        push_json_str(&mut out, &date(attempt.time_ms));
+        push_plain_str(&mut out, &date_of(attempt.time_ms));
         out.push_str(",\"channel\":");
-        push_json_str(&mut out, &attempt.channel);
+        push_plain_str(&mut out, &attempt.channel);
         out.push_str(",\"attempt_sid\":");
-        push_json_str(&mut out, &attempt.attempt_sid);
+        push_plain_str(&mut out, &attempt.attempt_sid);
         out.push('}');
     }
     out.push_str("],\"date_created\":");
-    push_json_str(&mut out, &date(verification.created_ms));
+    push_plain_str(&mut out, &created);
     out.push_str(",\"date_updated\":");
-    push_json_str(&mut out, &date(verification.updated_ms));
+    push_plain_str(&mut out, &date_of(verification.updated_ms));
     out.push_str(",\"sna\":null,\"url\":");
     let mut url = base_url(request, state);
     for part in [
@@ -444,6 +453,21 @@ fn verification_body(
     push_json_str(&mut out, &url);
     out.push('}');
     out
+}
+
+/// `text`, known to need no escaping (SIDs and dates vcode writes, a channel, a status), as a
+/// JSON string; checked in debug builds. `to` and the `url` (from a request's `Host`) go
+/// through [`push_json_str`].
+fn push_plain_str(out: &mut String, text: &str) {
+    debug_assert!(
+        !text
+            .bytes()
+            .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\'),
+        "{text:?} needs escaping"
+    );
+    out.push('"');
+    out.push_str(text);
+    out.push('"');
 }
 
 /// `text` as a JSON string: as it is when nothing in it needs escaping (SIDs, dates, E.164,

@@ -16,8 +16,17 @@ pub const SEND_ATTEMPT: &str = "VL";
 
 /// A new SID with `prefix`: 128 bits from the CSPRNG, in lower-case hex as Twilio writes them.
 pub fn generate(prefix: &str) -> String {
-    let bytes: [u8; 16] = rand::rng().random();
-    [prefix, &hex::encode(bytes)].concat()
+    with_hex(prefix, &rand::rng().random::<[u8; 16]>())
+}
+
+/// `prefix` and the 32 lower-case hex digits of `bytes`, in one allocation.
+fn with_hex(prefix: &str, bytes: &[u8; 16]) -> String {
+    let mut digits = [0u8; 32];
+    hex::encode_to_slice(bytes, &mut digits).expect("32 digits for 16 bytes");
+    let mut sid = String::with_capacity(prefix.len() + 32);
+    sid.push_str(prefix);
+    sid.push_str(std::str::from_utf8(&digits).expect("hex digits are ASCII"));
+    sid
 }
 
 /// Whether `raw` is a SID with `prefix` (hex in either case, as Twilio's spec allows).
@@ -29,10 +38,12 @@ pub fn is_sid(raw: &str, prefix: &str) -> bool {
 
 /// The `VE…` SID of a verification id.
 pub fn of_verification(id: &VerificationId) -> String {
-    let bytes = URL_SAFE_NO_PAD
-        .decode(id.as_str())
+    let mut bytes = [0u8; 16];
+    let length = URL_SAFE_NO_PAD
+        .decode_slice(id.as_str(), &mut bytes)
         .expect("a verification id is base64 of 16 bytes");
-    [VERIFICATION, &hex::encode(bytes)].concat()
+    debug_assert_eq!(length, 16);
+    with_hex(VERIFICATION, &bytes)
 }
 
 /// The verification id a `VE…` SID names; `None` for anything else.
