@@ -38,12 +38,17 @@ pub fn is_sid(raw: &str, prefix: &str) -> bool {
 
 /// The `VE…` SID of a verification id.
 pub fn of_verification(id: &VerificationId) -> String {
+    of_verification_text(id.as_str()).expect("a verification id is base64 of 16 bytes")
+}
+
+/// The `VE…` SID of a verification id as stored (a send log's), without making the id
+/// first; `None` unless it is base64 of exactly 16 bytes.
+pub fn of_verification_text(id: &str) -> Option<String> {
     let mut bytes = [0u8; 16];
-    let length = URL_SAFE_NO_PAD
-        .decode_slice(id.as_str(), &mut bytes)
-        .expect("a verification id is base64 of 16 bytes");
-    debug_assert_eq!(length, 16);
-    with_hex(VERIFICATION, &bytes)
+    match URL_SAFE_NO_PAD.decode_slice(id, &mut bytes) {
+        Ok(16) if id.len() == 22 => Some(with_hex(VERIFICATION, &bytes)),
+        _ => None,
+    }
 }
 
 /// The verification id a `VE…` SID names; `None` for anything else.
@@ -68,6 +73,27 @@ pub fn purpose_of(service: &str) -> Purpose {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_id_becomes_its_sid_only_when_it_is_an_id() {
+        for _ in 0..100 {
+            let id = VerificationId::generate();
+            assert_eq!(
+                of_verification_text(id.as_str()),
+                Some(of_verification(&id))
+            );
+        }
+        let id = VerificationId::generate();
+        for broken in [
+            "",
+            &id.as_str()[1..],
+            &format!("{}A", id.as_str()),
+            "!!!!!!!!!!!!!!!!!!!!!!",
+            "AAAAAAAAAAAAAAAAAAAAAA==",
+        ] {
+            assert_eq!(of_verification_text(broken), None, "{broken:?}");
+        }
+    }
 
     #[test]
     fn a_verification_sid_and_its_id_name_each_other() {

@@ -312,7 +312,7 @@ impl TwilioCompat {
             self.release(&service, &destination, &attempt).await;
             return Err(error.into());
         }
-        Ok(self.shown(&service, &destination, &reserved, TwilioStatus::Pending))
+        Ok(self.shown(&service, &destination, reserved, TwilioStatus::Pending))
     }
 
     /// Takes this send's place in the log of (Service, destination), and answers the log as it
@@ -562,30 +562,26 @@ impl TwilioCompat {
             }],
             to: None,
         });
-        Ok(self.shown(service, destination, &log, view.status.into()))
+        Ok(self.shown(service, destination, log, view.status.into()))
     }
 
     fn shown(
         &self,
         service: &Service,
         destination: &Destination,
-        log: &SendLog,
+        log: SendLog,
         status: TwilioStatus,
     ) -> Verification {
-        let id = VerificationId::parse(&log.verification);
         Verification {
-            sid: id.as_ref().map(sid::of_verification).unwrap_or_default(),
+            sid: sid::of_verification_text(&log.verification).unwrap_or_default(),
             service_sid: service.sid.clone(),
             account_sid: service.account_sid.clone(),
-            to: log
-                .to
-                .clone()
-                .unwrap_or_else(|| destination.key().to_owned()),
+            to: log.to.unwrap_or_else(|| destination.key().to_owned()),
             channel: destination.channel().as_str().to_owned(),
             status,
             created_ms: log.created_ms,
             updated_ms: log.attempts.last().map_or(log.created_ms, |a| a.time_ms),
-            send_code_attempts: log.attempts.clone(),
+            send_code_attempts: log.attempts,
         }
     }
 }
