@@ -18,7 +18,7 @@ use url::form_urlencoded;
 use super::AppState;
 use crate::sms::signing::utc_timestamp;
 use crate::twilio_compat::{
-    CheckTarget, Service, ServiceChanges, StartCommand, TwilioError, Verification,
+    CheckTarget, Service, ServiceChanges, StartCommand, TwilioError, Verification, push_json_str,
 };
 
 /// Where the Twilio-compatible paths live; everything under it is [`dispatch`]'s.
@@ -468,21 +468,6 @@ fn push_plain_str(out: &mut String, text: &str) {
     out.push('"');
     out.push_str(text);
     out.push('"');
-}
-
-/// `text` as a JSON string: as it is when nothing in it needs escaping (SIDs, dates, E.164,
-/// URLs), serde's escaping otherwise.
-fn push_json_str(out: &mut String, text: &str) {
-    if text
-        .bytes()
-        .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\')
-    {
-        out.push_str(&serde_json::to_string(text).expect("a string serialises"));
-    } else {
-        out.push('"');
-        out.push_str(text);
-        out.push('"');
-    }
 }
 
 /// A JSON answer from a body written by hand.

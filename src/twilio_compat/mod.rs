@@ -23,6 +23,7 @@ pub use self::error::TwilioError;
 pub use self::services::{Service, ServiceChanges};
 pub use self::verifications::{
     CheckTarget, SendAttempt, StartCommand, TwilioStatus, Verification, VerificationCheck,
+    push_json_str,
 };
 
 pub struct TwilioCompat {

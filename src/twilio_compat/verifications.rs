@@ -160,8 +160,8 @@ impl SendLog {
 }
 
 /// `text` as a JSON string: as it is when nothing in it needs escaping, serde's escaping
-/// otherwise.
-fn push_json_str(out: &mut String, text: &str) {
+/// otherwise (the send log here, the answers the routes write by hand).
+pub fn push_json_str(out: &mut String, text: &str) {
     if text
         .bytes()
         .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\')
