@@ -405,7 +405,7 @@ fn verification_body(
     out.push_str(",\"to\":");
     push_json_str(&mut out, &verification.to);
     out.push_str(",\"channel\":");
-    push_plain_str(&mut out, &verification.channel);
+    push_plain_str(&mut out, verification.channel);
     out.push_str(",\"status\":");
     push_plain_str(&mut out, verification.status.as_str());
     let valid = verification.status == crate::twilio_compat::TwilioStatus::Approved;
@@ -627,7 +627,7 @@ async fn check_verification(
         service_sid: &verification.service_sid,
         account_sid: &verification.account_sid,
         to: &verification.to,
-        channel: &verification.channel,
+        channel: verification.channel,
         status: verification.status.as_str(),
         valid: check.valid,
         amount: None,

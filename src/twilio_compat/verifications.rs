@@ -89,7 +89,8 @@ pub struct Verification {
     pub account_sid: String,
     /// E.164, or the email address as the first start wrote it (its domain lower-cased).
     pub to: String,
-    pub channel: String,
+    /// `sms` or `email`.
+    pub channel: &'static str,
     pub status: TwilioStatus,
     pub created_ms: u64,
     pub updated_ms: u64,
@@ -577,7 +578,7 @@ impl TwilioCompat {
             service_sid: service.sid.clone(),
             account_sid: service.account_sid.clone(),
             to: log.to.unwrap_or_else(|| destination.key().to_owned()),
-            channel: destination.channel().as_str().to_owned(),
+            channel: destination.channel().as_str(),
             status,
             created_ms: log.created_ms,
             updated_ms: log.attempts.last().map_or(log.created_ms, |a| a.time_ms),
