@@ -751,7 +751,14 @@ mod tests {
                 ("events prelude", include_str!("events.lua")),
             ]);
         for (name, source) in sources {
-            assert_eq!(keys_built_in(source), Vec::<String>::new(), "{name}");
+            let mut built = keys_built_in(source);
+            // The one exception: a verify by phone reads and ends the verification of the
+            // code's latest send, whose id only the step knows (the code hash's `v`); its key
+            // is under the code's own hash tag, so the script stays in KEYS[1]'s slot.
+            if name == "verify" {
+                built.retain(|key| key != "latest_key");
+            }
+            assert_eq!(built, Vec::<String>::new(), "{name}");
         }
         // The check itself catches keys made in Lua.
         for script in [
