@@ -276,6 +276,10 @@ pub(crate) struct PreviousIssue {
     pub(crate) sealed: Option<SealedCode>,
     pub(crate) sent_at_ms: u64,
     pub(crate) expires_at_ms: u64,
+    /// The send the code named as its latest before (verifies by phone end its verification),
+    /// for the undo to name again: the embedded store's. Redis keeps it in the new send's
+    /// verification record (`undo_issue.lua`); PostgreSQL finds the latest send by query.
+    pub(crate) latest_send: Option<VerificationId>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -84,6 +84,7 @@ impl MemoryStore {
                 sealed: entry.sealed.clone(),
                 sent_at_ms: entry.sent_at_ms,
                 expires_at_ms: entry.expires_at_ms,
+                latest_send: Some(entry.verification.clone()),
             };
             let (kind, sealed) = match params.policy {
                 ResendPolicy::Reuse => (DeliveryKind::Redelivered, entry.sealed.clone()),
@@ -218,6 +219,9 @@ impl CodeStore for MemoryStore {
                 entry.sent_at_ms = previous.sent_at_ms;
                 entry.expires_at_ms = previous.expires_at_ms;
                 entry.deliveries -= 1;
+                if let Some(latest) = &previous.latest_send {
+                    entry.verification = latest.clone();
+                }
             }
             _ => {
                 shard.remove(key.as_str());

@@ -89,6 +89,7 @@ fn issue_outcome(
             sealed: sealed(column(row, 7)?),
             sent_at_ms: unix_ms(column(row, 8)?)?,
             expires_at_ms: unix_ms(column(row, 9)?)?,
+            latest_send: None,
         }),
     };
     Ok(IssueOutcome::Deliver(Delivery {

@@ -10,8 +10,9 @@
 --         allocation
 -- KEYS[2] the phone's SMS log (quota.lua)
 -- KEYS[3] this send's verification {g = digest of the code it delivers, c = created (ms),
---         e = its code's expiry (ms), later a = failed attempts, s = how it ended, d = 'u' for
---         an unconfirmed SMS}: the id's own attempt budget, under the phone's hash tag
+--         e = its code's expiry (ms), p = the send the code named as its latest before (a
+--         resend's), later a = failed attempts, s = how it ended, d = 'u' for an unconfirmed
+--         SMS}: the id's own attempt budget, under the phone's hash tag
 -- KEYS[4] on one node only (ARGV[8] not empty): the id's target, `<E.164> <purpose>`, the one
 --         record a verify by id reads before this phone's script (on a Cluster it has its own
 --         hash tag, so the caller writes it)
@@ -93,14 +94,18 @@ local function bind_verification(record)
   end
 end
 
--- The code names this send's id (`v`) where verifies by phone may end its verification.
-local function name_latest_send()
+-- The code names this send's id (`v`) where verifies by phone may end its verification; the
+-- send's verification keeps the one it named before (`p`), for undo_issue.lua to name again.
+local function name_latest_send(before)
   if ARGV[11] ~= '' then
     redis.call('HSET', KEYS[1], 'v', ARGV[11])
+    if before then
+      redis.call('HSET', KEYS[3], 'p', before)
+    end
   end
 end
 
-local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't')
+local pending = redis.call('HMGET', KEYS[1], 'h', 'n', 't', 'v')
 if pending[1] then
   local wait = tonumber(pending[3]) + tonumber(ARGV[3]) - now
   if wait > 0 then
@@ -134,14 +139,14 @@ if pending[1] then
   end
   local deliveries = tonumber(pending[2] or 1) + 1
   redis.call('HSET', KEYS[1], 'h', record, 'n', int(deliveries), 't', int(now))
-  name_latest_send()
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   bind_verification(record)
+  name_latest_send(pending[4])
   return delivered({kind, record, now, deliveries, pending[1], tonumber(pending[3]), expires_at})
 end
 
 redis.call('HSET', KEYS[1], 'h', ARGV[1], 't', int(now))
-name_latest_send()
+name_latest_send(nil)
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 bind_verification(ARGV[1])
 return delivered({1, now})

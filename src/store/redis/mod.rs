@@ -366,6 +366,7 @@ fn parse_issue(
                 sealed: previous_sealed,
                 sent_at_ms: u64_at(reply, 5)?,
                 expires_at_ms: u64_at(reply, 6)?,
+                latest_send: None,
             }),
         },
     }))

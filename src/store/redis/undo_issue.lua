@@ -22,7 +22,9 @@ local function outbox_forget(fields)
 end
 
 redis.call('ZREM', KEYS[2], ARGV[4])
-outbox_forget(redis.call('HGET', KEYS[3], 'o'))
+-- The send's outbox entries, and the send the code named as its latest before it (issue.lua).
+local send = redis.call('HMGET', KEYS[3], 'o', 'p')
+outbox_forget(send[1])
 redis.call('DEL', KEYS[3])
 local pending = redis.call('HMGET', KEYS[1], 'h', 't', 'n')
 if not pending[1] or string.sub(pending[1], 1, DIGEST_BYTES) ~= ARGV[1]
@@ -35,6 +37,9 @@ if not ARGV[5] then
   return 1
 end
 redis.call('HSET', KEYS[1], 'h', ARGV[5], 't', ARGV[6])
+if send[2] then
+  redis.call('HSET', KEYS[1], 'v', send[2])
+end
 local deliveries = tonumber(ARGV[3]) - 1
 if deliveries > 1 then
   redis.call('HSET', KEYS[1], 'n', deliveries)

@@ -258,6 +258,29 @@ async fn an_undone_issue_leaves_no_verification(backend: Backend) {
     );
 }
 
+/// A resend rolled back (its SMS never went out) leaves the earlier send the code's latest: a
+/// verify by phone ends that send's verification, approved (it used to name the undone one).
+async fn a_rolled_back_resend_leaves_the_earlier_send_the_latest(backend: Backend) {
+    let t = open(backend);
+    let phone = fresh_phone();
+    let first = deliver(&*t.store, &phone, &no_cooldown()).await;
+    let second = deliver(&*t.store, &phone, &no_cooldown()).await;
+    assert!(
+        t.store
+            .undo_issue(&phone, &login(), &second.undo)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        verify(&*t.store, &phone, &first.code).await,
+        VerifyOutcome::Verified
+    );
+    assert_eq!(
+        status(&*t.store, &first.id).await,
+        Some(VerificationStatus::Approved)
+    );
+}
+
 async fn concurrent_verifies_of_one_id_succeed_exactly_once(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
@@ -363,6 +386,7 @@ on_every_store!(
     a_canceled_id_no_longer_verifies_and_the_others_still_do,
     verifications_expire_with_their_code_and_are_kept_for_the_retention,
     an_undone_issue_leaves_no_verification,
+    a_rolled_back_resend_leaves_the_earlier_send_the_latest,
     concurrent_verifies_of_one_id_succeed_exactly_once,
     concurrent_wrong_guesses_under_one_id_never_exceed_its_budget,
 );
