@@ -244,6 +244,7 @@ impl Services {
         );
         let receipts = Arc::new(ReceiptService::new(
             stores.receipts.clone(),
+            fraud.clone(),
             ReceiptSecrets::from_sms(&settings.sms),
             settings.otp.default_region,
         ));

@@ -17,8 +17,9 @@ pub struct Counts {
     pub sends: u64,
     pub conversions: u64,
     /// Sends a receipt called undelivered: neither converted nor unconverted, as a carrier
-    /// outage or a dead route is not pumping (pumped SMS are reported delivered). No store
-    /// counts them yet: every store's tally answers 0 (the counting is issue 27's next step).
+    /// outage or a dead route is not pumping (pumped SMS are reported delivered). Counted in
+    /// `sends` too; a store may answer a send's judgement net of them instead (`sends` without
+    /// them, this 0: the same judgement), as Redis and PostgreSQL do.
     pub undelivered: u64,
 }
 

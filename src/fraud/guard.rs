@@ -18,7 +18,8 @@ use super::settings::FraudSettings;
 use crate::domain::{Destination, Purpose};
 use crate::stats::{Event, Stats};
 use crate::store::{
-    Admission, Conversion, FraudSend, FraudStore, GuardStep, PrefixBlock, SendMark, StoreError,
+    Admission, Conversion, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark,
+    StoreError,
 };
 
 /// How many prefixes the traffic report ranks.
@@ -76,6 +77,14 @@ impl ConversionTicket {
 }
 
 impl Admitted {
+    /// The mark this send leaves (its minute and token), which its delivery receipt hands back.
+    pub fn mark(&self) -> SendMark {
+        SendMark {
+            minute: self.minute,
+            token: self.token,
+        }
+    }
+
     fn send(&self) -> FraudSend<'_> {
         FraudSend {
             prefix: &self.prefix,
@@ -128,7 +137,9 @@ pub struct TrafficBucket {
     pub sends: u64,
     pub verified: u64,
     pub refused: u64,
-    /// Country → sends and verified.
+    /// Sends a delivery receipt called undelivered (counted in `sends` too).
+    pub undelivered: u64,
+    /// Country → sends, verified and undelivered.
     pub by_country: BTreeMap<String, Counts>,
 }
 
@@ -139,7 +150,9 @@ pub struct PrefixTraffic {
     pub country: String,
     pub sends: u64,
     pub verified: u64,
-    /// Sends past grace that were not verified.
+    /// Sends a delivery receipt called undelivered: neither converted nor unconverted.
+    pub undelivered: u64,
+    /// Sends past grace that were not verified (nor undelivered).
     pub unconverted: u64,
     /// Of the sends past grace, the share verified.
     pub conversion: Option<f64>,
@@ -493,6 +506,19 @@ impl FraudGuard {
         }
     }
 
+    /// A delivery receipt said the SMS of a send the guard counted (`mark`) never arrived: the
+    /// send leaves the judged sends (neither converted nor unconverted: a dead route or a
+    /// carrier's outage is not pumping, whose SMS are reported delivered). Counted whatever
+    /// the level now, as the send was; a store error is logged (it costs the guard one send's
+    /// judgement, not the receipt).
+    pub async fn undelivered(&self, destination: &Destination, mark: SendMark) {
+        let prefix = prefix_of(destination, self.settings.prefix_digits);
+        let country = country_of(destination);
+        if let Err(error) = self.store.count_undelivered(&prefix, &country, mark).await {
+            tracing::warn!(%error, %prefix, "fraud guard: undelivered send not counted");
+        }
+    }
+
     /// The prefixes suspended or held back now.
     pub async fn suspensions(&self) -> Result<Vec<Suspension>, FraudError> {
         let now = now_ms();
@@ -541,6 +567,7 @@ impl FraudGuard {
                 sends: 0,
                 verified: 0,
                 refused: 0,
+                undelivered: 0,
                 by_country: BTreeMap::new(),
             })
             .collect();
@@ -550,6 +577,7 @@ impl FraudGuard {
                 bucket.sends = counts.sends;
                 bucket.verified = counts.conversions;
                 bucket.refused = counts.refused;
+                bucket.undelivered = counts.undelivered;
             }
         }
         for (country, minutes) in &traffic.countries {
@@ -557,14 +585,7 @@ impl FraudGuard {
                 if let Some(bucket) = slot(counts.minute).and_then(|i| series.get_mut(i))
                     && (counts.sends > 0 || counts.conversions > 0)
                 {
-                    bucket.by_country.insert(
-                        country.clone(),
-                        Counts {
-                            sends: counts.sends,
-                            conversions: counts.conversions,
-                            undelivered: 0,
-                        },
-                    );
+                    bucket.by_country.insert(country.clone(), counts_of(counts));
                 }
             }
         }
@@ -582,18 +603,14 @@ impl FraudGuard {
             .map(|(prefix, country, minutes)| {
                 let mut tally = Tally::default();
                 for counts in minutes {
-                    let sends = Counts {
-                        sends: counts.sends,
-                        conversions: counts.conversions,
-                        undelivered: 0,
-                    };
-                    span.tally(&mut tally, counts.minute, sends);
+                    span.tally(&mut tally, counts.minute, counts_of(counts));
                 }
                 PrefixTraffic {
                     prefix: prefix.clone(),
                     country: country.clone(),
                     sends: tally.judged.sends + tally.unjudged.sends,
                     verified: tally.judged.conversions + tally.unjudged.conversions,
+                    undelivered: tally.judged.undelivered + tally.unjudged.undelivered,
                     unconverted: tally.judged.unconverted(),
                     conversion: tally.judged.conversion(),
                     state: self.state_of(blocks.get(prefix)),
@@ -607,12 +624,7 @@ impl FraudGuard {
         let judged = self.window(now);
         let mut service = Tally::default();
         for counts in &traffic.service {
-            let sends = Counts {
-                sends: counts.sends,
-                conversions: counts.conversions,
-                undelivered: 0,
-            };
-            judged.tally(&mut service, counts.minute, sends);
+            judged.tally(&mut service, counts.minute, counts_of(counts));
         }
         Ok(TrafficReport {
             bucket_secs: BUCKET_MS / 1000,
@@ -634,6 +646,15 @@ impl FraudGuard {
 }
 
 /// Gives an admitted send back: its SMS did not go out (`refused`: the guard refused it).
+/// A minute's counts as the judgement reads them.
+fn counts_of(counts: &MinuteCounts) -> Counts {
+    Counts {
+        sends: counts.sends,
+        conversions: counts.conversions,
+        undelivered: counts.undelivered,
+    }
+}
+
 async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
     if let Err(error) = store
         .release_send(

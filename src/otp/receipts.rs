@@ -11,6 +11,7 @@ use std::sync::Arc;
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::domain::{Destination, Phone, Region};
+use crate::fraud::FraudGuard;
 use crate::sms::receipts::{self, ReceiptSettings, Report, ReportError, Reported};
 use crate::sms::{aliyun, tencent, twilio, webhook};
 use crate::store::{
@@ -112,6 +113,8 @@ impl ReceiptSecrets {
 
 pub struct ReceiptService {
     store: Arc<dyn ReceiptStore>,
+    /// Told of each send the guard counted that a receipt calls undelivered.
+    fraud: Arc<FraudGuard>,
     secrets: ReceiptSecrets,
     default_region: Region,
 }
@@ -119,11 +122,13 @@ pub struct ReceiptService {
 impl ReceiptService {
     pub fn new(
         store: Arc<dyn ReceiptStore>,
+        fraud: Arc<FraudGuard>,
         secrets: ReceiptSecrets,
         default_region: Region,
     ) -> Self {
         Self {
             store,
+            fraud,
             secrets,
             default_region,
         }
@@ -268,7 +273,7 @@ impl ReceiptService {
             match self.store.apply_receipt(&receipt).await? {
                 ReceiptOutcome::Changed(transition) => {
                     applied.changed += 1;
-                    self.changed(&transition);
+                    self.changed(&transition).await;
                 }
                 ReceiptOutcome::Unchanged => {}
                 ReceiptOutcome::Unknown => {
@@ -281,10 +286,16 @@ impl ReceiptService {
     }
 
     /// A delivery moved: counted and logged (the store wrote its `verification.delivered` /
-    /// `.undelivered` event in the same step).
-    fn changed(&self, transition: &DeliveryTransition) {
+    /// `.undelivered` event in the same step); an undelivered send the fraud guard counted
+    /// leaves its judgement (once: the store's step changes a delivery once).
+    async fn changed(&self, transition: &DeliveryTransition) {
         let phone =
             Phone::parse(&transition.target.phone_e164, self.default_region).map(Destination::from);
+        if let (DeliveryStatus::Undelivered, Some(mark), Some(phone)) =
+            (transition.delivery, transition.guarded, &phone)
+        {
+            self.fraud.undelivered(phone, mark).await;
+        }
         let country = phone
             .as_ref()
             .map_or_else(|| "none".to_owned(), crate::fraud::country_of);

@@ -18,7 +18,7 @@ use crate::domain::{
     Code, CodeLength, Destination, EmailAddress, Locale, Phone, Purpose, VerificationId,
 };
 use crate::email::{EmailErrorKind, EmailMessage};
-use crate::fraud::SendTicket;
+use crate::fraud::{Admitted, SendTicket};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::templates::TenantWording;
 use crate::sms::{SmsErrorKind, SmsMessage};
@@ -27,6 +27,7 @@ use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, GuardedIssue, IssueOutcome,
     IssueParams, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ReceiptStore, ResendPolicy,
+    SendMark,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -388,6 +389,7 @@ impl OtpService {
                 delivery,
                 budgets,
                 reserved,
+                admitted.as_ref().map(Admitted::mark),
             )
             .await;
         self.fraud.settle(admitted, destination, sent.is_ok());
@@ -412,6 +414,7 @@ impl OtpService {
         delivery: Delivery,
         budgets: Budgets<'_>,
         reserved: Reservations,
+        guarded: Option<SendMark>,
     ) -> Result<DeliveryStatus, OtpError> {
         let tenant = command.tenant.as_deref();
         if !delivery.budgets_reserved
@@ -450,6 +453,7 @@ impl OtpService {
                     tenant,
                     &code,
                     &delivery,
+                    guarded,
                 )
                 .await
             }
@@ -494,6 +498,7 @@ impl OtpService {
         tenant: Option<&Tenant>,
         code: &Code,
         delivery: &Delivery,
+        guarded: Option<SendMark>,
     ) -> Result<DeliveryStatus, OtpError> {
         let message = SmsMessage {
             phone,
@@ -528,6 +533,7 @@ impl OtpService {
                         &delivery.undo.verification,
                         receipt.provider,
                         message_id,
+                        guarded,
                     )
                     .await;
                 }
@@ -708,7 +714,10 @@ impl OtpService {
     }
 
     /// Records which provider message carried this send's SMS, so that its receipts find the
-    /// verification: kept as long as the verification. A failure costs only the receipts.
+    /// verification (and the fraud guard's mark of the send, which an `undelivered` receipt
+    /// takes out of the guard's judgement): kept as long as the verification. A failure costs
+    /// only the receipts.
+    #[allow(clippy::too_many_arguments)]
     async fn track_delivery(
         &self,
         deliveries: &dyn ReceiptStore,
@@ -717,6 +726,7 @@ impl OtpService {
         verification: &VerificationId,
         provider: &str,
         message_id: &str,
+        guarded: Option<SendMark>,
     ) {
         let Ok(message_id) = crate::sms::receipts::message_id(message_id) else {
             tracing::warn!(%destination, provider, "provider message id not kept: no receipt can match it");
@@ -730,6 +740,7 @@ impl OtpService {
                 verification,
                 provider,
                 &message_id,
+                guarded,
                 keep,
             )
             .await

@@ -114,6 +114,7 @@ fn traffic_of(report: TrafficReport) -> FraudTraffic {
                 sends: bucket.sends,
                 verified: bucket.verified,
                 refused: bucket.refused,
+                undelivered: bucket.undelivered,
                 by_country: bucket
                     .by_country
                     .into_iter()
@@ -135,6 +136,7 @@ fn traffic_of(report: TrafficReport) -> FraudTraffic {
                 country: prefix.country,
                 sends: prefix.sends,
                 verified: prefix.verified,
+                undelivered: prefix.undelivered,
                 unconverted: prefix.unconverted,
                 conversion: prefix.conversion,
                 state: match prefix.state {

@@ -411,6 +411,9 @@ pub struct DeliveryTransition {
     pub error_code: Option<String>,
     /// When the send created the verification.
     pub created_at_ms: u64,
+    /// The fraud guard's mark of the message's send (its minute and token), if the guard
+    /// counted it: an `undelivered` receipt takes the send out of the guard's judged sends.
+    pub guarded: Option<SendMark>,
     /// When the store applied the receipt.
     pub changed_at_ms: u64,
 }
@@ -631,7 +634,10 @@ pub struct Conversion<'a> {
 #[async_trait]
 pub trait ReceiptStore: Send + Sync + 'static {
     /// Records that `provider`'s message `message_id` carries the SMS of the send that answered
-    /// `id` (to `phone`, for `purpose`), for `keep` (as long as the verification is kept).
+    /// `id` (to `phone`, for `purpose`), for `keep` (as long as the verification is kept), and
+    /// the fraud guard's mark of that send if the guard counted it (`guarded`), which the
+    /// message's transition hands back.
+    #[allow(clippy::too_many_arguments)]
     async fn record_message(
         &self,
         destination: &Destination,
@@ -639,6 +645,7 @@ pub trait ReceiptStore: Send + Sync + 'static {
         id: &VerificationId,
         provider: &str,
         message_id: &str,
+        guarded: Option<SendMark>,
         keep: Duration,
     ) -> Result<(), StoreError>;
 
@@ -873,6 +880,9 @@ pub struct MinuteCounts {
     pub conversions: u64,
     /// Sends the guard refused (service scope only).
     pub refused: u64,
+    /// Sends a receipt called undelivered (`FraudStore::count_undelivered`): counted in
+    /// `sends` too.
+    pub undelivered: u64,
 }
 
 /// The counts of a span of minutes, per minute (minutes without any left out), for the
@@ -935,6 +945,17 @@ pub trait FraudStore: Send + Sync + 'static {
     /// Ends the prefix's active block now and notes the lift (its strikes stay); false if
     /// none was active.
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError>;
+
+    /// A receipt said the send marked `mark` never arrived: moves it, in its minute, from the
+    /// sends the judgement reads to the undelivered (prefix, country, service), in the shard
+    /// of its token where the store shards. A minute with no send left to move (forgotten
+    /// past retention) is left alone. Once per send: the receipt's transition happens once.
+    async fn count_undelivered(
+        &self,
+        prefix: &str,
+        country: &str,
+        mark: SendMark,
+    ) -> Result<(), StoreError>;
 
     /// The counts of the minutes `from..=to`.
     async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError>;

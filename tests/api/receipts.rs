@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 use vcode::otp::VerifyBy;
 use vcode::sms::receipts::ReceiptSettings;
 use vcode::sms::webhook::{SIGNATURE_HEADER, TIMESTAMP_HEADER, signature};
-use vcode_wire::{Delivery, DeliveryRates, ReceiptsApplied, SendData, VerificationData, paths};
+use vcode_wire::{
+    Delivery, DeliveryRates, FraudTraffic, FraudTrafficBucket, ReceiptsApplied, SendData,
+    VerificationData, paths,
+};
 
 use crate::sms_providers::Fakes;
 use crate::support::app::{Answer, TestApp};
@@ -207,11 +210,62 @@ async fn racing_copies_of_a_receipt_change_it_once(backend: Backend) {
     assert_eq!(shown.delivery_error.as_deref(), Some("30003"));
 }
 
+/// An `undelivered` receipt takes its send out of the fraud guard's judgement, once: the
+/// operator's traffic shows it undelivered (still a send), neither verified nor unconverted; a
+/// `delivered` one changes nothing there.
+async fn an_undelivered_send_leaves_the_fraud_guard_s_judgement_once(backend: Backend) {
+    const ADMIN: &str = "receipts-admin-token-0123";
+    let gateway = SmsGateway::start();
+    let app = spawn_app_with(backend, |settings| {
+        settings.sms = signed_webhook(gateway.url(), SECRET);
+        settings.admin_token = Some(ADMIN.into());
+        receipts_on(settings);
+    })
+    .await;
+    let (_, arrived) = send(&app, &gateway).await;
+    let (_, lost) = send(&app, &gateway).await;
+    assert_eq!(receipt(&app, &arrived, "delivered", None).await.changed, 1);
+    assert_eq!(
+        receipt(&app, &lost, "undelivered", Some("30003"))
+            .await
+            .changed,
+        1
+    );
+    // Repeats change nothing, and count nothing again.
+    assert_eq!(
+        receipt(&app, &lost, "undelivered", Some("30003"))
+            .await
+            .changed,
+        0
+    );
+    let request = app
+        .client
+        .get(app.admin_url(paths::FRAUD_TRAFFIC))
+        .bearer_auth(ADMIN);
+    let answer = app.request(request).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    let traffic: FraudTraffic = answer.data();
+    let sum = |count: fn(&FraudTrafficBucket) -> u64| traffic.series.iter().map(count).sum::<u64>();
+    assert_eq!(
+        (sum(|b| b.sends), sum(|b| b.undelivered)),
+        (2, 1),
+        "{traffic:?}"
+    );
+    let [prefix] = &traffic.top_prefixes[..] else {
+        panic!("one prefix: {traffic:?}")
+    };
+    assert_eq!(
+        (prefix.sends, prefix.verified, prefix.undelivered),
+        (2, 0, 1)
+    );
+}
+
 on_every_store!(
     receipts_move_a_delivery_forward_only_and_once,
     a_wrong_or_stale_signature_is_refused_and_changes_nothing,
     racing_copies_of_a_receipt_change_it_once,
     the_delivery_rate_counts_each_final_word_once_in_the_store,
+    an_undelivered_send_leaves_the_fraud_guard_s_judgement_once,
 );
 
 /// The operator's delivery rates (`?hours=N`).

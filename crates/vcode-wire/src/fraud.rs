@@ -85,6 +85,8 @@ pub struct FraudTrafficBucket {
     pub verified: u64,
     /// Sends the fraud guard refused in this bucket.
     pub refused: u64,
+    /// Sends of this bucket a delivery receipt called undelivered (counted in `sends`).
+    pub undelivered: u64,
     pub by_country: BTreeMap<String, FraudCountryCounts>,
 }
 
@@ -111,7 +113,10 @@ pub struct FraudPrefixTraffic {
     pub country: String,
     pub sends: u64,
     pub verified: u64,
-    /// Sends past the grace period that were not verified.
+    /// Sends a delivery receipt called undelivered (counted in `sends`): neither converted
+    /// nor unconverted.
+    pub undelivered: u64,
+    /// Sends past the grace period that were not verified (nor undelivered).
     pub unconverted: u64,
     /// Of the sends past the grace period, the share verified; `null` without any.
     pub conversion: Option<f64>,
@@ -133,6 +138,7 @@ mod tests {
                 sends: 3,
                 verified: 1,
                 refused: 2,
+                undelivered: 1,
                 by_country: [(
                     "GB".to_owned(),
                     FraudCountryCounts {
@@ -147,6 +153,7 @@ mod tests {
                 country: "GB".to_owned(),
                 sends: 3,
                 verified: 1,
+                undelivered: 1,
                 unconverted: 0,
                 conversion: None,
                 state: FraudPrefixState::Held,
@@ -158,9 +165,10 @@ mod tests {
             serde_json::json!({
                 "bucket_secs": 60, "level": "standard", "baseline_conversion": null,
                 "series": [{"t_ms": 60000, "sends": 3, "verified": 1, "refused": 2,
+                            "undelivered": 1,
                             "by_country": {"GB": {"sends": 3, "verified": 1}}}],
                 "top_prefixes": [{"prefix": "44770", "country": "GB", "sends": 3, "verified": 1,
-                                  "unconverted": 0, "conversion": null, "state": "held"}],
+                                  "undelivered": 1, "unconverted": 0, "conversion": null, "state": "held"}],
             })
         );
         let suspension = FraudSuspension {

@@ -44,7 +44,7 @@ fn tally(minutes: &Minutes, window: &Window) -> Tally {
         let sends = Counts {
             sends: counts.sends,
             conversions: counts.conversions,
-            undelivered: 0,
+            undelivered: counts.undelivered,
         };
         window.tally(&mut tally, counts.minute, sends);
     }
@@ -259,6 +259,29 @@ impl FraudStore for MemoryStore {
             }
             _ => Ok(false),
         }
+    }
+
+    async fn count_undelivered(
+        &self,
+        prefix: &str,
+        country: &str,
+        mark: SendMark,
+    ) -> Result<(), StoreError> {
+        let mut state = lock(&self.fraud);
+        let state = &mut *state;
+        let scopes = [
+            Some(&mut state.service),
+            state.countries.get_mut(country),
+            state.prefixes.get_mut(prefix).map(|(_, minutes)| minutes),
+        ];
+        for minutes in scopes.into_iter().flatten() {
+            if let Some(counts) = minutes.get_mut(&mark.minute)
+                && counts.sends > counts.undelivered
+            {
+                counts.undelivered += 1;
+            }
+        }
+        Ok(())
     }
 
     async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {

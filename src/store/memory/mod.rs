@@ -18,8 +18,9 @@ use super::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryCount, DeliveryKind, DeliveryStatus,
     DeliveryTransition, EventKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
     OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
-    QuotaToken, Receipt, ReceiptOutcome, ResendPolicy, StoreError, StoredCaptcha, StoredEvent,
-    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
+    QuotaToken, Receipt, ReceiptOutcome, ResendPolicy, SendMark, StoreError, StoredCaptcha,
+    StoredEvent, VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome,
+    VerifyParams,
 };
 use crate::domain::{
     CaptchaId, CodeDigest, Destination, Phone, Purpose, SealedCode, VerificationId,
@@ -73,6 +74,8 @@ impl Expiring for VerificationEntry {
 #[derive(Debug)]
 struct MessageEntry {
     verification: VerificationId,
+    /// The fraud guard's mark of the send, if it counted it.
+    guarded: Option<SendMark>,
     retained_until_ms: u64,
 }
 

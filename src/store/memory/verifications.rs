@@ -311,11 +311,13 @@ impl ReceiptStore for MemoryStore {
         id: &VerificationId,
         provider: &str,
         message_id: &str,
+        guarded: Option<SendMark>,
         keep: Duration,
     ) -> Result<(), StoreError> {
         let key = message_key(provider, message_id);
         let entry = MessageEntry {
             verification: id.clone(),
+            guarded,
             retained_until_ms: self.now_ms().saturating_add(duration_ms(keep)),
         };
         self.messages.lock(&key).insert(key.into_boxed_str(), entry);
@@ -325,12 +327,12 @@ impl ReceiptStore for MemoryStore {
     async fn apply_receipt(&self, receipt: &Receipt<'_>) -> Result<ReceiptOutcome, StoreError> {
         let now = self.now_ms();
         let key = message_key(receipt.provider, receipt.message_id);
-        let Some(id) = self
+        let Some((id, guarded)) = self
             .messages
             .lock(&key)
             .get(key.as_str())
             .filter(|entry| entry.retained_until_ms > now)
-            .map(|entry| entry.verification.clone())
+            .map(|entry| (entry.verification.clone(), entry.guarded))
         else {
             return Ok(ReceiptOutcome::Unknown);
         };
@@ -360,6 +362,7 @@ impl ReceiptStore for MemoryStore {
             delivery: receipt.delivery,
             error_code: receipt.error_code.map(str::to_owned),
             created_at_ms: entry.created_at_unix_ms,
+            guarded,
             changed_at_ms: unix_now_ms(),
         }))
     }

@@ -208,6 +208,25 @@ impl FraudStore for PostgresStore {
         Ok(u64::try_from(minute).ok())
     }
 
+    async fn count_undelivered(
+        &self,
+        prefix: &str,
+        country: &str,
+        mark: SendMark,
+    ) -> Result<(), StoreError> {
+        self.query(
+            "SELECT vcode_fraud_undelivered($1, $2, $3, $4)",
+            &[
+                &prefix,
+                &country,
+                &bigint(mark.minute),
+                &(mark.token as i64),
+            ],
+        )
+        .await?;
+        Ok(())
+    }
+
     async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
         let row = self
             .query_one(
@@ -252,8 +271,9 @@ impl FraudStore for PostgresStore {
     async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {
         let rows = self
             .query(
-                "SELECT scope, minute, sum(sends)::bigint, sum(conversions)::bigint,
-                   sum(refused)::bigint
+                // An undelivered send has left `sends` for `undelivered` (migration 0012).
+                "SELECT scope, minute, sum(sends + undelivered)::bigint, sum(conversions)::bigint,
+                   sum(refused)::bigint, sum(undelivered)::bigint
                  FROM vcode_fraud_counts WHERE minute BETWEEN $1 AND $2
                  GROUP BY scope, minute ORDER BY minute",
                 &[&bigint(from), &bigint(to)],
@@ -270,6 +290,7 @@ impl FraudStore for PostgresStore {
                 sends: unsigned(column(row, 2)?),
                 conversions: unsigned(column(row, 3)?),
                 refused: unsigned(column(row, 4)?),
+                undelivered: unsigned(column(row, 5)?),
             });
         }
         let mut traffic = FraudTraffic {

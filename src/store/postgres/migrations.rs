@@ -20,6 +20,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
         11,
         include_str!("migrations/0011_verify_by_phone_events.sql"),
     ),
+    (12, include_str!("migrations/0012_undelivered_sends.sql")),
 ];
 
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).

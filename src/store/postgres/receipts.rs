@@ -12,20 +12,26 @@ use super::{PostgresStore, column, millis};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::{
     DeliveryCount, DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore,
-    StoreError, VerificationTarget,
+    SendMark, StoreError, VerificationTarget,
 };
 
-const RECORD: &str =
-    "INSERT INTO vcode_messages (provider, message_id, verification, expires_at_ms, country)
-                      VALUES ($1, $2, $3, vcode_now_ms() + $4, $5)
+const RECORD: &str = "INSERT INTO vcode_messages
+                        (provider, message_id, verification, expires_at_ms, country,
+                         guard_minute, guard_token)
+                      VALUES ($1, $2, $3, vcode_now_ms() + $4, $5, $6, $7)
                       ON CONFLICT (provider, message_id) DO UPDATE
                       SET verification = excluded.verification,
                           expires_at_ms = excluded.expires_at_ms,
-                          country = excluded.country";
+                          country = excluded.country,
+                          guard_minute = excluded.guard_minute,
+                          guard_token = excluded.guard_token";
 const COUNTS: &str = "SELECT hour, provider, country, delivered, undelivered
                       FROM vcode_delivery_counts WHERE hour >= $1
                       ORDER BY hour, provider, country";
-const RECEIPT: &str = "SELECT * FROM vcode_receipt($1, $2, $3, $4)";
+/// The receipt's step, and the guard's mark its message keeps (migration 0012).
+const RECEIPT: &str = "SELECT r.*, m.guard_minute, m.guard_token
+                       FROM vcode_receipt($1, $2, $3, $4) r
+                       LEFT JOIN vcode_messages m ON m.provider = $1 AND m.message_id = $2";
 
 /// A delivery as the columns spell it.
 pub(super) fn delivery_of(text: &str) -> Result<DeliveryStatus, StoreError> {
@@ -47,10 +53,13 @@ impl ReceiptStore for PostgresStore {
         id: &VerificationId,
         provider: &str,
         message_id: &str,
+        guarded: Option<SendMark>,
         keep: Duration,
     ) -> Result<(), StoreError> {
         // The receipt counts under the country (migration 0009): the function cannot tell it.
         let country = destination.country();
+        let guard_minute = guarded.map(|mark| mark.minute as i64);
+        let guard_token = guarded.map(|mark| mark.token as i64);
         self.query(
             RECORD,
             &[
@@ -59,6 +68,8 @@ impl ReceiptStore for PostgresStore {
                 &id.as_str(),
                 &millis(keep),
                 &country,
+                &guard_minute,
+                &guard_token,
             ],
         )
         .await?;
@@ -84,6 +95,8 @@ impl ReceiptStore for PostgresStore {
         }
         let id: String = column(&row, 1)?;
         let previous: String = column(&row, 4)?;
+        let guard_minute: Option<i64> = column(&row, 7)?;
+        let guard_token: Option<i64> = column(&row, 8)?;
         Ok(ReceiptOutcome::Changed(DeliveryTransition {
             verification: VerificationId::parse(&id)
                 .ok_or_else(|| StoreError::Protocol(format!("verification id {id:?}")))?,
@@ -97,6 +110,12 @@ impl ReceiptStore for PostgresStore {
             delivery: receipt.delivery,
             error_code: receipt.error_code.map(str::to_owned),
             created_at_ms: unix_ms(column(&row, 5)?)?,
+            guarded: guard_minute
+                .zip(guard_token)
+                .map(|(minute, token)| SendMark {
+                    minute: minute as u64,
+                    token: token as u64,
+                }),
             changed_at_ms: unix_ms(column(&row, 6)?)?,
         }))
     }

@@ -25,9 +25,19 @@ use crate::store::{
     PrefixBlock, SendMark,
 };
 
-/// A mark as the attribution key holds it: `<minute>:<token>`.
-fn encode_mark(mark: SendMark) -> String {
+/// A mark as the attribution key (and a message's index, receipts.rs) holds it:
+/// `<minute>:<token>`.
+pub(super) fn encode_mark(mark: SendMark) -> String {
     format!("{}:{}", mark.minute, mark.token)
+}
+
+/// `encode_mark`'s text read back.
+pub(super) fn decode_mark(raw: &str) -> Option<SendMark> {
+    let (minute, token) = raw.split_once(':')?;
+    Some(SendMark {
+        minute: minute.parse().ok()?,
+        token: token.parse().ok()?,
+    })
 }
 
 /// The running tallies the admit, release and convert scripts keep (`fraud_tally.lua`).
@@ -37,6 +47,7 @@ struct FraudScripts {
     admit: Script,
     release: Script,
     convert: Script,
+    undelivered: Script,
     block: Script,
     lift: Script,
 }
@@ -45,6 +56,7 @@ static FRAUD_SCRIPTS: LazyLock<FraudScripts> = LazyLock::new(|| FraudScripts {
     admit: Script::new(&[TALLY_PRELUDE, include_str!("fraud_admit.lua")].concat()),
     release: Script::new(&[TALLY_PRELUDE, include_str!("fraud_release.lua")].concat()),
     convert: Script::new(&[TALLY_PRELUDE, include_str!("fraud_convert.lua")].concat()),
+    undelivered: Script::new(&[TALLY_PRELUDE, include_str!("fraud_undelivered.lua")].concat()),
     block: Script::new(&[EVENTS_PRELUDE, include_str!("fraud_block.lua")].concat()),
     lift: Script::new(&[EVENTS_PRELUDE, include_str!("fraud_lift.lua")].concat()),
 });
@@ -108,6 +120,19 @@ pub(super) fn release_keys(
     let hour = minute / 60;
     vec![
         fraud_attribution(attribution),
+        fraud_minutes(FraudScope::Prefix(prefix), hour),
+        fraud_minutes(FraudScope::Country(country), hour),
+        fraud_minutes(FraudScope::Service, hour),
+        fraud_tally(FraudScope::Prefix(prefix)),
+        fraud_tally(FraudScope::Service),
+    ]
+}
+
+/// `KEYS` of `fraud_undelivered.lua`: the send's hour of the prefix, the country and the
+/// service, then the prefix's and the service's tallies.
+pub(super) fn undelivered_keys(prefix: &str, country: &str, minute: u64) -> Vec<String> {
+    let hour = minute / 60;
+    vec![
         fraud_minutes(FraudScope::Prefix(prefix), hour),
         fraud_minutes(FraudScope::Country(country), hour),
         fraud_minutes(FraudScope::Service, hour),
@@ -339,10 +364,15 @@ fn minutes_of(fields: HashMap<String, u64>, into: &mut HashMap<u64, MinuteCounts
             minute,
             ..MinuteCounts::default()
         });
+        // An undelivered send has left 's' (the judgement's sends) for 'x'.
         match kind {
-            "s" => counts.sends = value,
+            "s" => counts.sends += value,
             "c" => counts.conversions = value,
             "r" => counts.refused = value,
+            "x" => {
+                counts.undelivered = value;
+                counts.sends += value;
+            }
             _ => {}
         }
     }
@@ -411,6 +441,22 @@ impl FraudStore for RedisStore {
             .arg(u8::from(refused))
             .arg(COUNTERS_TTL_MS)
             .arg(encode_mark(ours));
+        let mut connection = self.connections.get();
+        self.bounded(invocation.invoke_async::<i64>(&mut connection))
+            .await
+            .map(drop)
+    }
+
+    async fn count_undelivered(
+        &self,
+        prefix: &str,
+        country: &str,
+        mark: SendMark,
+    ) -> Result<(), StoreError> {
+        let mut invocation = FRAUD_SCRIPTS.undelivered.prepare_invoke();
+        invocation
+            .key(undelivered_keys(prefix, country, mark.minute))
+            .arg(mark.minute);
         let mut connection = self.connections.get();
         self.bounded(invocation.invoke_async::<i64>(&mut connection))
             .await

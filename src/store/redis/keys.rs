@@ -478,6 +478,11 @@ mod tests {
                 ),
             ),
             (
+                "fraud_undelivered",
+                include_str!("fraud_undelivered.lua"),
+                super::super::fraud::undelivered_keys("44770", "GB", 482_000),
+            ),
+            (
                 "fraud_block",
                 include_str!("fraud_block.lua"),
                 vec![fraud_blocks()],

@@ -1,6 +1,6 @@
 //! The Redis store's delivery receipts: a provider's message leads to its verification through
-//! `verify_code:message:{<provider>:<message id>}` (`<E.164> <purpose> <id>`, one `SET` after
-//! the SMS went out); a receipt reads it, then moves the verification's delivery in
+//! `verify_code:message:{<provider>:<message id>}` (`<E.164> <purpose> <id>`, then
+//! ` <minute>:<token>` if the fraud guard counted the send; one `SET` after the SMS went out); a receipt reads it, then moves the verification's delivery in
 //! `receipt.lua`, under the phone's hash tag, which appends a final word's event to the
 //! outbox and counts it in the day's delivery counts (`keys::delivery_counts`: one hash under
 //! `{delivery}` on one node, the phone's slot's on a Cluster). The index never changes once
@@ -9,11 +9,12 @@
 use async_trait::async_trait;
 
 use super::events::unix_now_ms;
+use super::fraud::{decode_mark, encode_mark};
 use super::*;
 use crate::domain::Region;
 use crate::store::{
     DELIVERY_COUNTS_KEPT_HOURS, DeliveryCount, DeliveryTransition, Receipt, ReceiptOutcome,
-    ReceiptStore, unix_hour,
+    ReceiptStore, SendMark, unix_hour,
 };
 
 #[async_trait]
@@ -25,9 +26,14 @@ impl ReceiptStore for RedisStore {
         id: &VerificationId,
         provider: &str,
         message_id: &str,
+        guarded: Option<SendMark>,
         keep: Duration,
     ) -> Result<(), StoreError> {
-        let leads_to = [&encode_target(destination, purpose), " ", id.as_str()].concat();
+        let mut leads_to = [&encode_target(destination, purpose), " ", id.as_str()].concat();
+        if let Some(mark) = guarded {
+            leads_to.push(' ');
+            leads_to.push_str(&encode_mark(mark));
+        }
         let command = redis::cmd("SET")
             .arg(keys::message(provider, message_id))
             .arg(leads_to)
@@ -49,7 +55,14 @@ impl ReceiptStore for RedisStore {
             return Ok(ReceiptOutcome::Unknown);
         };
         let broken = || StoreError::Protocol(format!("message index {raw:?}"));
-        let (target, id) = raw.rsplit_once(' ').ok_or_else(broken)?;
+        // The guard's mark, if any, is the one word with a ':'.
+        let (leads_to, guarded) = match raw.rsplit_once(' ') {
+            Some((rest, mark)) if mark.contains(':') => {
+                (rest, Some(decode_mark(mark).ok_or_else(broken)?))
+            }
+            _ => (raw.as_str(), None),
+        };
+        let (target, id) = leads_to.rsplit_once(' ').ok_or_else(broken)?;
         let target = decode_target(target).ok_or_else(broken)?;
         let id = VerificationId::parse(id).ok_or_else(broken)?;
         let delivery = match receipt.delivery {
@@ -92,6 +105,7 @@ impl ReceiptStore for RedisStore {
             Some(DeliveryTransition {
                 previous: delivery_of(bytes_at(&reply, 1)?)?,
                 created_at_ms: u64_at(&reply, 2)?,
+                guarded,
                 changed_at_ms: u64_at(&reply, 3)?,
                 verification: id,
                 target,

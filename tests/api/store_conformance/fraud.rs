@@ -500,7 +500,94 @@ async fn fraud_traffic_reads_minutes_countries_and_prefixes(backend: Backend) {
     assert!(before.service.iter().all(|c| c.sends == 0));
 }
 
+/// A receipt's `undelivered`: the send leaves the judgement (neither converted nor
+/// unconverted) in its own minute, and stays a send in the traffic report; nothing is moved
+/// where no send is left to move.
+async fn fraud_an_undelivered_send_leaves_the_judgement(backend: Backend) {
+    let t = open(backend);
+    let now = now_ms();
+    let five_minutes_ago = now - 5 * BUCKET_MS;
+    let minute = five_minutes_ago / BUCKET_MS;
+    let sends = [
+        send("44750", "+447500000001:login", five_minutes_ago),
+        send("44750", "+447500000002:login", five_minutes_ago),
+        send("44750", "+447500000003:login", five_minutes_ago),
+    ];
+    for sent in &sends {
+        admit(&*t.store, sent).await;
+    }
+    t.store
+        .count_conversion("+447500000001:login", "44750", "GB", since())
+        .await
+        .unwrap();
+    let lost = SendMark {
+        minute,
+        token: sends[1].token,
+    };
+    t.store
+        .count_undelivered("44750", "GB", lost)
+        .await
+        .unwrap();
+    let (prefix, service, _) = admit(&*t.store, &send("44750", "+447500000004:login", now)).await;
+    for tally in [prefix, service] {
+        assert_eq!(
+            (
+                tally.judged.judged_sends(),
+                tally.judged.conversions,
+                tally.judged.unconverted()
+            ),
+            (2, 1, 1),
+            "{tally:?}"
+        );
+        assert_eq!(tally.unjudged.judged_sends(), 1, "{tally:?}");
+    }
+    let traffic = t.store.fraud_traffic(minute, minute).await.unwrap();
+    let of = |minutes: &[vcode::store::MinuteCounts]| {
+        minutes
+            .iter()
+            .map(|c| (c.minute, c.sends, c.conversions, c.undelivered))
+            .collect::<Vec<_>>()
+    };
+    let expected = [(minute, 3, 1, 1)];
+    assert_eq!(of(&traffic.service), expected);
+    let countries: Vec<_> = traffic
+        .countries
+        .iter()
+        .map(|(c, m)| (c.as_str(), of(m)))
+        .collect();
+    assert_eq!(countries, [("GB", expected.to_vec())]);
+    let prefixes: Vec<_> = traffic
+        .prefixes
+        .iter()
+        .map(|(p, c, m)| (p.as_str(), c.as_str(), of(m)))
+        .collect();
+    assert_eq!(prefixes, [("44750", "GB", expected.to_vec())]);
+
+    // A minute without sends (past retention, or never counted) moves nothing, and the
+    // undelivered never outnumber the sends.
+    let nothing_then = SendMark {
+        minute: minute - 100,
+        token: 1,
+    };
+    t.store
+        .count_undelivered("44750", "GB", nothing_then)
+        .await
+        .unwrap();
+    for _ in 0..5 {
+        t.store
+            .count_undelivered("44750", "GB", lost)
+            .await
+            .unwrap();
+    }
+    let traffic = t.store.fraud_traffic(minute - 100, minute).await.unwrap();
+    for counts in &traffic.service {
+        assert!(counts.undelivered <= counts.sends, "{counts:?}");
+        assert_eq!(counts.sends, if counts.minute == minute { 3 } else { 0 });
+    }
+}
+
 on_every_store!(
+    fraud_an_undelivered_send_leaves_the_judgement,
     fraud_sends_are_counted_per_prefix_and_split_at_grace,
     fraud_a_release_uncounts_the_send_and_restores_its_attribution,
     fraud_blocks_refuse_flag_list_and_lift,

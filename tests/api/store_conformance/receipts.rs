@@ -4,7 +4,7 @@
 //! confirms it.
 
 use super::*;
-use vcode::store::{DeliveryStatus, Receipt, ReceiptOutcome};
+use vcode::store::{DeliveryStatus, Receipt, ReceiptOutcome, SendMark};
 
 fn receipt<'a>(
     message_id: &'a str,
@@ -33,8 +33,21 @@ async fn a_receipt_moves_the_delivery_forward_once(backend: Backend) {
     let phone = fresh_phone();
     let sent = deliver(&*t.store, &phone, &standard()).await;
     let message = format!("SM{}", random_phone());
+    // The fraud guard's mark of the send, handed back with the transition.
+    let mark = SendMark {
+        minute: 29_000_000,
+        token: u64::MAX - 7,
+    };
     t.store
-        .record_message(&phone, &login(), &sent.id, "twilio", &message, MINUTE)
+        .record_message(
+            &phone,
+            &login(),
+            &sent.id,
+            "twilio",
+            &message,
+            Some(mark),
+            MINUTE,
+        )
         .await
         .unwrap();
     // Another provider's message of the same id is another message.
@@ -61,6 +74,7 @@ async fn a_receipt_moves_the_delivery_forward_once(backend: Backend) {
     assert_eq!(transition.previous, DeliveryStatus::Sent);
     assert_eq!(transition.delivery, DeliveryStatus::Undelivered);
     assert_eq!(transition.error_code.as_deref(), Some("30003"));
+    assert_eq!(transition.guarded, Some(mark));
     assert!(transition.changed_at_ms >= transition.created_at_ms);
     assert!(transition.created_at_ms > 1_700_000_000_000, "unix ms");
     for later in [
@@ -83,7 +97,7 @@ async fn a_sent_receipt_confirms_an_unconfirmed_send(backend: Backend) {
     t.store.mark_unconfirmed(&phone, &sent.id).await.unwrap();
     let message = format!("SM{}", random_phone());
     t.store
-        .record_message(&phone, &login(), &sent.id, "twilio", &message, MINUTE)
+        .record_message(&phone, &login(), &sent.id, "twilio", &message, None, MINUTE)
         .await
         .unwrap();
     let ReceiptOutcome::Changed(transition) =
@@ -92,6 +106,7 @@ async fn a_sent_receipt_confirms_an_unconfirmed_send(backend: Backend) {
         panic!("sent is further along than unconfirmed");
     };
     assert_eq!(transition.previous, DeliveryStatus::Unconfirmed);
+    assert_eq!(transition.guarded, None, "a send the guard did not count");
     assert_eq!(
         delivery(&*t.store, &sent.id).await,
         (DeliveryStatus::Sent, None)
@@ -122,6 +137,7 @@ async fn an_expired_message_record_is_unknown(backend: Backend) {
             &sent.id,
             "twilio",
             &message,
+            None,
             Duration::from_millis(200),
         )
         .await
