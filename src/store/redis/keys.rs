@@ -69,7 +69,8 @@ pub fn twilio_services(account: &str) -> String {
 /// log of a Twilio-compatible verification of one Service and destination, under the
 /// destination's hash tag: a first start's issue creates it in its own script.
 pub fn twilio_sends(service: &str, destination: &Destination) -> String {
-    format!("{PREFIX}twilio:sends:{{{}}}:{service}", destination.key())
+    // Joined, not formatted: a first start builds it in the send's step.
+    [PREFIX, "twilio:sends:{", destination.key(), "}:", service].concat()
 }
 
 /// `verify_code:{+8613800138000}:verification:<id>`: one send's verification (its code's
