@@ -94,6 +94,10 @@ pub enum OtpError {
         #[source]
         source: SmsError,
     },
+    /// A Twilio-compatible first start's send log (`Tenant::send_log`) was there already:
+    /// nothing was sent, and the start takes its log's way (never an answer of its own).
+    #[error("the send log was written by another start")]
+    SendLogExists,
     #[error(transparent)]
     Store(#[from] StoreError),
     /// The code was consumed but its token could not be signed (a bug: the keys are checked
@@ -127,7 +131,8 @@ impl OtpError {
             | Self::VerificationIdRequired
             | Self::VerificationMismatch
             | Self::VerificationNotFound
-            | Self::VerificationCanceled => false,
+            | Self::VerificationCanceled
+            | Self::SendLogExists => false,
             Self::Gate(error) => match error {
                 CaptchaError::Wrong
                 | CaptchaError::NotFound

@@ -26,8 +26,8 @@ use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, GuardedIssue, IssueOutcome,
-    IssueParams, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ReceiptStore, ResendPolicy,
-    SendMark,
+    IssueParams, NewSendLog, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ReceiptStore,
+    ResendPolicy, SendMark,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -70,6 +70,10 @@ pub struct Tenant {
     pub code_ttl: Option<Duration>,
     /// What its SMS say, if not the purpose's texts (its mail takes only its name).
     pub wording: Option<TenantWording>,
+    /// A Twilio-compatible first start's send log, for the issue to create with the code
+    /// (where the store does: [`OtpService::writes_send_logs`]); if one is there already, the
+    /// send answers `OtpError::SendLogExists` having changed nothing.
+    pub send_log: Option<NewSendLog>,
 }
 
 pub use crate::store::DeliveryStatus;
@@ -108,6 +112,13 @@ struct Reservations {
     token: QuotaToken,
 }
 
+/// The send log a tenant's send hands its issue, where the store creates it.
+fn send_log_of(tenant: Option<&Tenant>) -> Option<Box<NewSendLog>> {
+    tenant
+        .and_then(|tenant| tenant.send_log.clone())
+        .map(Box::new)
+}
+
 impl OtpService {
     /// Sends a code (or re-delivers the pending one). With an idempotency key, a repeat of a
     /// send that delivered gets the same receipt and causes nothing.
@@ -121,13 +132,24 @@ impl OtpService {
     /// [`send`](Self::send) to the destination its caller read already from `command`'s
     /// phone or email ([`parse_phone`](Self::parse_phone), [`parse_destination`](Self::parse_destination)):
     /// a Twilio start reads the phone before the send, which need not read it again.
+    /// A send that found its send log there already is no request of its own: its caller
+    /// sends again without the log, and that send counts.
     pub async fn send_to(
         &self,
         command: SendCommand,
         destination: Destination,
     ) -> Result<SendReceipt, OtpError> {
-        self.stats.record(Event::SendRequest);
-        self.send_parsed(command, destination).await
+        let sent = self.send_parsed(command, destination).await;
+        if !matches!(sent, Err(OtpError::SendLogExists)) {
+            self.stats.record(Event::SendRequest);
+        }
+        sent
+    }
+
+    /// Whether a send creates its tenant's send log (`Tenant::send_log`) in the issue's own
+    /// step: if not, its caller writes the log first and passes none.
+    pub fn writes_send_logs(&self) -> bool {
+        self.codes.writes_send_logs()
     }
 
     async fn send_parsed(
@@ -300,6 +322,7 @@ impl OtpService {
                 .then(|| self.keyring.seal_code(&digest, &code)),
             digest,
             verification: verification.clone(),
+            send_log: send_log_of(tenant),
         };
         let budgets = self.budgets(client_ip, destination);
         let budgets = Budgets {
@@ -348,6 +371,7 @@ impl OtpService {
             IssueOutcome::BudgetExceeded { scope, retry_after } => {
                 return Err(self.budget_refused(scope, retry_after, client_ip));
             }
+            IssueOutcome::SendLogExists => return Err(OtpError::SendLogExists),
         };
         let reserved = Reservations {
             scopes: budgets.budgets.iter().map(|budget| budget.scope).collect(),
@@ -679,6 +703,7 @@ impl OtpService {
                 .then(|| self.keyring.seal_code(&digest, code)),
             digest,
             verification: verification.clone(),
+            send_log: send_log_of(command.tenant.as_deref()),
         };
         let params = IssueParams {
             phone_quota: Vec::new(),
@@ -710,6 +735,7 @@ impl OtpService {
             | IssueOutcome::BudgetExceeded { retry_after, .. } => {
                 Err(OtpError::QuotaExceeded { retry_after })
             }
+            IssueOutcome::SendLogExists => Err(OtpError::SendLogExists),
         }
     }
 

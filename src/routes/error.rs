@@ -149,7 +149,10 @@ impl From<OtpError> for ApiError {
             OtpError::PowGate(error) => error.into(),
             OtpError::Idempotency(error) => error.into(),
             OtpError::SmsDelivery(error) => Self::SmsDelivery(error),
-            error @ OtpError::Unsealable => Self::Internal(error.into()),
+            // /api/v1 sends no send log: never reached.
+            error @ (OtpError::Unsealable | OtpError::SendLogExists) => {
+                Self::Internal(error.into())
+            }
             OtpError::Store(error) => error.into(),
             OtpError::Token(error) => Self::Internal(error.into()),
         }

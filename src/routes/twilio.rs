@@ -215,10 +215,12 @@ type Reply = Result<HttpResponse, TwilioReply>;
 /// The account HTTP Basic's credentials act for (`TwilioCompat` remembers credentials it
 /// verified lately, so that a client's every request does not hash its secret again).
 fn account<'a>(request: &HttpRequest, state: &'a AppState) -> Result<&'a str, TwilioReply> {
+    // UTF-8 is enough (not `to_str`'s byte-by-byte check for visible ASCII): a header with
+    // other bytes is no base64, and never a remembered credential's digest.
     let encoded = request
         .headers()
         .get(AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
+        .and_then(|value| std::str::from_utf8(value.as_bytes()).ok())
         .and_then(|value| value.trim().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("basic"))
         .map(|(_, encoded)| encoded.trim())

@@ -168,6 +168,9 @@ pub enum IssueOutcome {
         scope: QuotaScope,
         retry_after: Duration,
     },
+    /// The candidate's send log (`CodeCandidate::send_log`) is there already (another start
+    /// wrote it): nothing changed.
+    SendLogExists,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -200,6 +203,23 @@ pub struct CodeCandidate {
     /// The id this send answers. The store binds it to the code the send delivers (the
     /// candidate, or the pending code it re-sends), with its own attempt budget.
     pub verification: VerificationId,
+    /// A Twilio-compatible start's send log, created by the issue in its own step if none is
+    /// there, and only by a store that does (`CodeStore::writes_send_logs`). Boxed: a send
+    /// without one should not carry its size.
+    pub send_log: Option<Box<NewSendLog>>,
+}
+
+/// A Twilio-compatible first start's send log of (Service, destination), as
+/// `TwilioStore::put_twilio_sends` with no revision would write it (revision 1, only if there
+/// is none), for the issue to create with its code: the start is then one step where it was
+/// two (the log's, then the issue's).
+#[derive(Clone, Debug)]
+pub struct NewSendLog {
+    /// The Service's SID.
+    pub service: String,
+    pub body: String,
+    /// How long it lives from the issue.
+    pub ttl: Duration,
 }
 
 /// What is known of the SMS of an accepted send: what the provider answered the send, then
@@ -465,6 +485,15 @@ pub trait CodeStore: Send + Sync + 'static {
         params: &IssueParams,
         budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError>;
+
+    /// Whether `issue_code` and `issue_guarded` create a candidate's send log
+    /// (`CodeCandidate::send_log`) in their own step, before anything else checking that none
+    /// is there (`IssueOutcome::SendLogExists`), and writing it only if the issue delivers.
+    /// The log is then the `TwilioStore`'s of the same backend. A store that does not ignores
+    /// a candidate's log: its caller writes the log first, and passes none.
+    fn writes_send_logs(&self) -> bool {
+        false
+    }
 
     /// Undoes an issue whose SMS was not sent: its phone-quota event always, the code and
     /// cooldown only if the store still holds what it wrote. Returns whether the code was
@@ -972,7 +1001,8 @@ pub struct Revised {
 
 /// The Twilio-compatible API's own state: each account's Services, and the send log of each
 /// (Service, destination) verification (a phone's or an email address's, by its `key`). Every write is a compare-and-set on one record, one atomic
-/// step; the codes themselves are the `CodeStore`'s.
+/// step; the codes themselves are the `CodeStore`'s, whose issue creates a first start's log
+/// where the backend can (`CodeStore::writes_send_logs`).
 #[async_trait]
 pub trait TwilioStore: Send + Sync + 'static {
     /// The account's Services, in no particular order.

@@ -122,6 +122,7 @@ impl Service {
             code_length: CodeLength::new(self.code_length).unwrap_or_default(),
             code_ttl: self.code_ttl(),
             wording: None,
+            send_log: None,
         }
     }
 

@@ -18,7 +18,7 @@ use super::services::{WRITE_TRIES, is_friendly_name};
 use super::{Service, TwilioCompat, TwilioError, now_ms, sid};
 use crate::domain::{Destination, EmailAddress, NumberType, VerificationId};
 use crate::otp::{OtpError, SendCommand, VerificationStatus, VerificationView, VerifyCommand};
-use crate::store::Revised;
+use crate::store::{NewSendLog, Revised};
 
 /// Sends of one verification, the first included (Twilio's limit).
 pub const MAX_SENDS: usize = 5;
@@ -163,10 +163,13 @@ impl SendLog {
 /// `text` as a JSON string: as it is when nothing in it needs escaping, serde's escaping
 /// otherwise (the send log here, the answers the routes write by hand).
 pub fn push_json_str(out: &mut String, text: &str) {
-    if text
-        .bytes()
-        .any(|byte| byte < 0x20 || byte == b'"' || byte == b'\\')
-    {
+    // Every byte looked at, without stopping at the first that needs escaping: the compiler
+    // then checks them many at a time (a start's URL, `to` and log: about 850 instructions
+    // where a byte at a time took 2,150).
+    let needs_escaping = text.bytes().fold(false, |needs, byte| {
+        needs | (byte < 0x20) | (byte == b'"') | (byte == b'\\')
+    });
+    if needs_escaping {
         out.push_str(&serde_json::to_string(text).expect("a string serialises"));
     } else {
         out.push('"');
@@ -251,6 +254,16 @@ fn shown_to(destination: &Destination) -> Option<String> {
         .map(|address| address.as_str().to_owned())
 }
 
+/// The log a first start writes: `chosen`'s, with this one send.
+fn fresh_log(chosen: &VerificationId, destination: &Destination, attempt: &SendAttempt) -> SendLog {
+    SendLog {
+        verification: chosen.as_str().to_owned(),
+        created_ms: attempt.time_ms,
+        attempts: vec![attempt.clone()],
+        to: shown_to(destination),
+    }
+}
+
 impl TwilioCompat {
     /// Starts a verification of `To` by SMS or email, or re-sends the pending one's code (up
     /// to `MAX_SENDS` sends, then 60203).
@@ -284,62 +297,86 @@ impl TwilioCompat {
             channel: destination.channel().as_str().to_owned(),
         };
         // The id is chosen before the send so that the send takes its place in the log first:
-        // concurrent starts never pass the limit nor make two verifications.
-        let chosen = VerificationId::generate();
-        let reserved = self
-            .reserve(&service, &destination, &chosen, &attempt)
-            .await?;
-        let mut tenant = service.tenant();
-        tenant.wording = Some(service.wording(command.custom_friendly_name.as_deref()));
-        let (phone, email) = match &destination {
-            Destination::Phone(phone) => (Some(phone.as_e164().to_owned()), None),
-            Destination::Email(email) => (None, Some(email.address().as_str().to_owned())),
-        };
-        let send = SendCommand {
-            phone,
-            email,
-            purpose: None,
-            captcha_id: None,
-            captcha_answer: None,
-            locale: command.locale,
-            altcha: None,
-            client_ip: command.client_ip,
-            idempotency_key: None,
-            tenant: Some(Box::new(tenant)),
-            verification: Some(chosen.clone()),
-        };
-        // The destination read above goes to the send as it is: read once, not twice.
-        if let Err(error) = self.otp.send_to(send, destination.clone()).await {
-            self.release(&service, &destination, &attempt).await;
-            return Err(error.into());
+        // concurrent starts never pass the limit nor make two verifications. Where the store
+        // can, a first start's log is created by the send's own issue, if there is none (one
+        // store step where there would be two); a log there already is another start's, and
+        // the start goes the log's way, once, with a new id (a Cluster's target of the
+        // refused one may still be being deleted). One send call: its future is big.
+        let folds = self.otp.writes_send_logs();
+        let mut log_exists = false;
+        loop {
+            let chosen = VerificationId::generate();
+            let (log, send_log) = if folds && !log_exists {
+                let fresh = fresh_log(&chosen, &destination, &attempt);
+                let send_log = NewSendLog {
+                    service: service.sid.clone(),
+                    body: fresh.encode(),
+                    ttl: self.log_ttl(&service),
+                };
+                (fresh, Some(send_log))
+            } else {
+                let reserved = self
+                    .reserve(&service, &destination, &chosen, &attempt, log_exists)
+                    .await?;
+                (reserved, None)
+            };
+            let folded = send_log.is_some();
+            let mut tenant = service.tenant();
+            tenant.wording = Some(service.wording(command.custom_friendly_name.as_deref()));
+            tenant.send_log = send_log;
+            let (phone, email) = match &destination {
+                Destination::Phone(phone) => (Some(phone.as_e164().to_owned()), None),
+                Destination::Email(email) => (None, Some(email.address().as_str().to_owned())),
+            };
+            let send = SendCommand {
+                phone,
+                email,
+                purpose: None,
+                captcha_id: None,
+                captcha_answer: None,
+                locale: command.locale.clone(),
+                altcha: None,
+                client_ip: command.client_ip,
+                idempotency_key: None,
+                tenant: Some(Box::new(tenant)),
+                verification: Some(chosen),
+            };
+            // The destination read above goes to the send as it is: read once, not twice.
+            match self.otp.send_to(send, destination.clone()).await {
+                Ok(_) => return Ok(self.shown(&service, &destination, log, TwilioStatus::Pending)),
+                Err(OtpError::SendLogExists) if folded => log_exists = true,
+                Err(error) => {
+                    // Its send back out of the log (which a folded issue may have written
+                    // before its SMS failed).
+                    self.release(&service, &destination, &attempt).await;
+                    return Err(error.into());
+                }
+            }
         }
-        Ok(self.shown(&service, &destination, reserved, TwilioStatus::Pending))
     }
 
     /// Takes this send's place in the log of (Service, destination), and answers the log as it
     /// stands: the first start writes the log naming `chosen` in one create-if-absent step,
-    /// with no read before; otherwise the send is added to the pending verification's log
-    /// (60203 once it has `MAX_SENDS`), or starts a new log in place of an ended one, or is
-    /// told to retry while another start's first send is under way. Each write is a
-    /// compare-and-set.
+    /// with no read before (unless the log is known to exist: `log_exists`); otherwise the
+    /// send is added to the pending verification's log (60203 once it has `MAX_SENDS`), or
+    /// starts a new log in place of an ended one, or is told to retry while another start's
+    /// first send is under way. Each write is a compare-and-set.
     async fn reserve(
         &self,
         service: &Service,
         destination: &Destination,
         chosen: &VerificationId,
         attempt: &SendAttempt,
+        log_exists: bool,
     ) -> Result<SendLog, TwilioError> {
-        let fresh = SendLog {
-            verification: chosen.as_str().to_owned(),
-            created_ms: attempt.time_ms,
-            attempts: vec![attempt.clone()],
-            to: shown_to(destination),
-        };
+        let fresh = fresh_log(chosen, destination, attempt);
         let mut revision = None;
+        let mut write = !log_exists;
         for _ in 0..WRITE_TRIES {
-            if self.put_log(service, destination, revision, &fresh).await? {
+            if write && self.put_log(service, destination, revision, &fresh).await? {
                 return Ok(fresh);
             }
+            write = true;
             let Some(record) = self.store.twilio_sends(&service.sid, destination).await? else {
                 revision = None;
                 continue;
@@ -386,7 +423,7 @@ impl TwilioCompat {
     }
 
     /// Takes a reserved send whose SMS or mail did not go out back out of the log (a first
-    /// send's log left with no send is an ended one).
+    /// send's log left with no send is an ended one); a log without it is left as it is.
     async fn release(&self, service: &Service, destination: &Destination, attempt: &SendAttempt) {
         for _ in 0..WRITE_TRIES {
             let Ok(Some(record)) = self.store.twilio_sends(&service.sid, destination).await else {
@@ -395,8 +432,12 @@ impl TwilioCompat {
             let Ok(mut log) = SendLog::decode(&record) else {
                 return;
             };
+            let listed = log.attempts.len();
             log.attempts
                 .retain(|kept| kept.attempt_sid != attempt.attempt_sid);
+            if log.attempts.len() == listed {
+                return;
+            }
             if self
                 .put_log(service, destination, Some(record.revision), &log)
                 .await
@@ -407,8 +448,7 @@ impl TwilioCompat {
         }
     }
 
-    /// Writes the log of (Service, destination) if it is still at `revision`; it lives as
-    /// long as its verification can be read.
+    /// Writes the log of (Service, destination) if it is still at `revision`.
     async fn put_log(
         &self,
         service: &Service,
@@ -416,12 +456,17 @@ impl TwilioCompat {
         revision: Option<u64>,
         log: &SendLog,
     ) -> Result<bool, TwilioError> {
-        let settings = self.otp.settings();
-        let ttl = service.code_ttl().unwrap_or(settings.code_ttl) + settings.verification_retention;
+        let ttl = self.log_ttl(service);
         Ok(self
             .store
             .put_twilio_sends(&service.sid, destination, revision, &log.encode(), ttl)
             .await?)
+    }
+
+    /// How long a send log lives: as long as its verification can be read.
+    fn log_ttl(&self, service: &Service) -> std::time::Duration {
+        let settings = self.otp.settings();
+        service.code_ttl().unwrap_or(settings.code_ttl) + settings.verification_retention
     }
 
     /// The verification `sid` of the Service, and its view.

@@ -166,6 +166,7 @@ async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
                     digest: CodeDigest([1; 16]),
                     sealed: None,
                     verification: vcode::domain::VerificationId::generate(),
+                    send_log: None,
                 };
                 let phone = crate::support::phone(&random_phone());
                 store

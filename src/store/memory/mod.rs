@@ -435,6 +435,7 @@ mod tests {
                 digest: CodeDigest([7; 16]),
                 sealed: None,
                 verification: VerificationId::generate(),
+                send_log: None,
             };
             store
                 .issue_code(

@@ -58,6 +58,10 @@ impl RedisStore {
         if let Some(guard) = &guard {
             fraud::add_admission(&mut invocation, guard);
         }
+        // A first start's send log, created with the code (under the phone's hash tag).
+        if let Some(log) = &candidate.send_log {
+            twilio::add_send_log(&mut invocation, destination, log);
+        }
         self.add_outbox(&mut invocation, &EventSubject::of(id, destination, purpose));
         // On a Cluster this process's dispatcher looks at the slot when the expiry timer falls
         // due (if the send issues; a hint too many costs one claim).
@@ -199,6 +203,11 @@ impl RedisStore {
 
 #[async_trait]
 impl CodeStore for RedisStore {
+    /// `issue.lua` creates it, as its companion record.
+    fn writes_send_logs(&self) -> bool {
+        true
+    }
+
     async fn issue_code(
         &self,
         destination: &Destination,

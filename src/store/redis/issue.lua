@@ -31,12 +31,16 @@
 -- ARGV[12..11+n] the phone's quota rules,
 -- ARGV[12+n] the budgets' token, then for each budget the number of its rules followed by
 --         those rules, then with the guard fraud_admit.lua's one argument (its step's fields)
+-- With a companion record (a Twilio-compatible first start's send log), its key follows the
+-- script's own KEYS and its value, its TTL (ms) and 'companion' the own ARGV: it is created
+-- with the code only if the issue delivers, and if it is there already nothing is written.
 -- With events on, the outbox's KEYS and ARGV follow those (events.lua).
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
 --         {-4, block} when the guard refuses the send (nothing written but the refusal),
 --         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota,
---         {-3, i, retry_after_ms} when the i-th budget is the first without room, or
+--         {-3, i, retry_after_ms} when the i-th budget is the first without room,
+--         {-5} when the companion record is there already, or
 --         {1, sent_at_ms} when created (the record is the caller's ARGV[1]), or
 --         {kind, record, sent_at_ms, deliveries, previous_record, previous_sent_at_ms,
 --          previous_expires_at_ms} with kind 2 redelivered, 3 rotated; followed with the
@@ -52,6 +56,15 @@ local phone_last = 11 + tonumber(ARGV[9])
 local rules = quota_rules(12, phone_last)
 local budget_token = ARGV[phone_last + 1]
 local with_target = ARGV[8] ~= ''
+-- The companion record, if any, ends the script's own KEYS and ARGV.
+local companion
+if ARGV[OWN_ARGV] == 'companion' then
+  companion = {key = KEYS[OWN_KEYS], value = ARGV[OWN_ARGV - 2], ttl = ARGV[OWN_ARGV - 1]}
+  OWN_KEYS, OWN_ARGV = OWN_KEYS - 1, OWN_ARGV - 3
+  if redis.call('EXISTS', companion.key) == 1 then
+    return {-5}
+  end
+end
 -- The guard's keys and arguments end the script's own (before the outbox's).
 local guarded = ARGV[10] == '1'
 local guard_keys, guard_args = OWN_KEYS, OWN_ARGV
@@ -130,6 +143,9 @@ if guarded then
 end
 quota_record(KEYS[2], now, rules, ARGV[5])
 quota_budgets_record(budgets, now, budget_token)
+if companion then
+  redis.call('SET', companion.key, companion.value, 'PX', companion.ttl)
+end
 
 if pending[1] then
   local expires_at = now + redis.call('PTTL', KEYS[1])

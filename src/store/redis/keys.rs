@@ -65,10 +65,12 @@ pub fn twilio_services(account: &str) -> String {
     format!("{PREFIX}twilio:{{{account}}}:services")
 }
 
-/// `verify_code:twilio:sends:{VA…:+8613800138000}` (or `…:john@example.com}`): the send log
-/// of a Twilio-compatible verification of one Service and destination.
+/// `verify_code:twilio:sends:{+8613800138000}:VA…` (or `…:{john@example.com}:VA…`): the send
+/// log of a Twilio-compatible verification of one Service and destination, under the
+/// destination's hash tag: a first start's issue creates it in its own script.
 pub fn twilio_sends(service: &str, destination: &Destination) -> String {
-    format!("{PREFIX}twilio:sends:{{{service}:{}}}", destination.key())
+    // Joined, not formatted: a first start builds it in the send's step.
+    [PREFIX, "twilio:sends:{", destination.key(), "}:", service].concat()
 }
 
 /// `verify_code:{+8613800138000}:verification:<id>`: one send's verification (its code's
@@ -416,6 +418,19 @@ mod tests {
                 include_str!("issue.lua"),
                 issue(&destination, &purpose, &id).to_vec(),
             ),
+            // A Twilio-compatible first start's: its send log last (the issue's companion).
+            (
+                "issue with a send log",
+                include_str!("issue.lua"),
+                [
+                    issue(&destination, &purpose, &id).to_vec(),
+                    vec![twilio_sends(
+                        "VA0123456789abcdef0123456789abcdef",
+                        &destination,
+                    )],
+                ]
+                .concat(),
+            ),
             (
                 "undo_issue",
                 include_str!("undo_issue.lua"),
@@ -627,7 +642,7 @@ mod tests {
             ),
             (
                 twilio_sends("VA0123456789abcdef0123456789abcdef", &destination),
-                format!("VA0123456789abcdef0123456789abcdef:{e164}"),
+                e164.to_owned(),
             ),
             (fraud_prefixes(), "guard".to_owned()),
             (fraud_countries(), "guard".to_owned()),
@@ -736,8 +751,15 @@ mod tests {
             });
         for key in commands.chain(helpers) {
             // `key` and `budget.key` are the prelude's parameters and `quota_budgets`'s
-            // fields, `OUTBOX.*` the outbox's (`events.lua`), each a `KEYS` element.
-            let prelude_field = ["key", "budget.key", "OUTBOX.entries", "OUTBOX.pending"];
+            // fields, `OUTBOX.*` the outbox's (`events.lua`), `companion.key` issue.lua's
+            // companion record's, each a `KEYS` element.
+            let prelude_field = [
+                "key",
+                "budget.key",
+                "OUTBOX.entries",
+                "OUTBOX.pending",
+                "companion.key",
+            ];
             if !(is_keys_element(key) || prelude_field.contains(&key)) {
                 built.push(key.to_owned());
             }

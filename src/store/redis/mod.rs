@@ -327,6 +327,7 @@ fn parse_issue(
                 retry_after: Duration::from_millis(u64_at(reply, 1)?),
             });
         }
+        -5 => return Some(IssueOutcome::SendLogExists),
         1 => {
             return Some(IssueOutcome::Deliver(Delivery {
                 sealed: None,

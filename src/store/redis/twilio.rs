@@ -1,7 +1,9 @@
 //! The Redis store's Twilio-compatible records: each account's Services as the fields of one
 //! hash (`verify_code:twilio:{<account>}:services`), each send log a string with its TTL
-//! (`verify_code:twilio:sends:{<service>:<destination key>}`); every write is `twilio_put.lua`, a
-//! compare-and-set on one key. Values are `<revision>:<body>`.
+//! (`verify_code:twilio:sends:{<destination key>}:<service>`, under the destination's hash tag
+//! so that the issue creates a first start's log in its own script, `add_send_log`); every
+//! other write is `twilio_put.lua`, a compare-and-set on one key. Values are
+//! `<revision>:<body>`.
 
 use std::sync::LazyLock;
 
@@ -9,7 +11,7 @@ use async_trait::async_trait;
 use redis::Script;
 
 use super::*;
-use crate::store::{Revised, TwilioStore};
+use crate::store::{NewSendLog, Revised, TwilioStore};
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("twilio_put.lua")));
 
@@ -23,6 +25,23 @@ fn decode(value: &str) -> Result<Revised, StoreError> {
             })
         })
         .ok_or_else(|| StoreError::Protocol("a Twilio record without its revision".to_owned()))
+}
+
+/// A first start's send log as `issue.lua`'s companion record: its key after the script's own
+/// (the phone's hash tag), then its value at revision 1, its TTL and the mark.
+pub(super) fn add_send_log(
+    invocation: &mut redis::ScriptInvocation<'_>,
+    destination: &Destination,
+    log: &NewSendLog,
+) {
+    let mut value = String::with_capacity(2 + log.body.len());
+    value.push_str("1:");
+    value.push_str(&log.body);
+    invocation
+        .key(keys::twilio_sends(&log.service, destination))
+        .arg(value)
+        .arg(duration_ms(log.ttl).max(1))
+        .arg("companion");
 }
 
 impl RedisStore {

@@ -1,14 +1,15 @@
 //! The Twilio-compatible API's records on every store: Services per account, compare-and-set
-//! writes (concurrent writers from one revision: exactly one wins), send logs that expire.
+//! writes (concurrent writers from one revision: exactly one wins), send logs that expire, and
+//! where the issue creates a first start's log (Redis), created only with a code it delivers.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use vcode::domain::{Destination, EmailAddress};
-use vcode::store::Store;
+use vcode::store::{Budgets, IssueOutcome, NewSendLog, ResendPolicy, Store};
 
-use super::open;
-use crate::support::{Backend, random_phone, sms_phone};
+use super::{MINUTE, fresh_phone, login, new_code, open, params, standard};
+use crate::support::{Backend, codes, random_phone, sms_phone};
 
 const ACCOUNT: &str = "AC0123456789abcdef0123456789abcdef";
 const OTHER_ACCOUNT: &str = "ACfedcba9876543210fedcba9876543210";
@@ -196,7 +197,89 @@ async fn concurrent_writers_from_one_revision_exactly_one_wins(backend: Backend)
     );
 }
 
+/// Where the issue creates a first start's send log (`writes_send_logs`), it does in its own
+/// step: with a code it delivers (revision 1, living its TTL), never with a refused one, and a
+/// log there already refuses the issue with nothing changed. Elsewhere the log is its caller's.
+async fn an_issue_creates_a_first_starts_send_log_or_changes_nothing(backend: Backend) {
+    let t = open(backend);
+    let store = &t.store;
+    if !store.writes_send_logs() {
+        return;
+    }
+    let (service, to, purpose) = (service_sid(), fresh_phone(), login());
+    let log = |service: &str, body: &str, ttl| {
+        Some(Box::new(NewSendLog {
+            service: service.to_owned(),
+            body: body.to_owned(),
+            ttl,
+        }))
+    };
+    let ttl = Duration::from_millis(1500);
+    let mut candidate = codes::candidate(&to, &purpose, &new_code());
+    candidate.send_log = log(&service, "first", ttl);
+    let outcome = store
+        .issue_code(&to, &purpose, candidate, &standard(), Budgets::none())
+        .await
+        .unwrap();
+    assert!(matches!(outcome, IssueOutcome::Deliver(_)), "{outcome:?}");
+    let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
+    assert_eq!((read.revision, read.body.as_str()), (1, "first"));
+    // A second start's issue, which would re-send: refused, the code and the log unchanged.
+    let no_cooldown = params(
+        Duration::from_secs(300),
+        Duration::ZERO,
+        ResendPolicy::Reuse,
+    );
+    let mut again = codes::candidate(&to, &purpose, &new_code());
+    again.send_log = log(&service, "second", ttl);
+    let outcome = store
+        .issue_code(&to, &purpose, again, &no_cooldown, Budgets::none())
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, IssueOutcome::SendLogExists),
+        "{outcome:?}"
+    );
+    let pending = store.pending_code(&to, &purpose).await.unwrap().unwrap();
+    assert_eq!(pending.deliveries, 1);
+    let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
+    assert_eq!((read.revision, read.body.as_str()), (1, "first"));
+    // Its compare-and-set is any log's.
+    assert!(
+        store
+            .put_twilio_sends(&service, &to, Some(1), "first, again", MINUTE)
+            .await
+            .unwrap()
+    );
+    // An issue the cooldown refuses creates no log (another Service's, for the same code's
+    // phone: a log of its own).
+    let other = service_sid();
+    let mut refused = codes::candidate(&to, &purpose, &new_code());
+    refused.send_log = log(&other, "refused", ttl);
+    let outcome = store
+        .issue_code(&to, &purpose, refused, &standard(), Budgets::none())
+        .await
+        .unwrap();
+    assert!(
+        matches!(outcome, IssueOutcome::Cooldown { .. }),
+        "{outcome:?}"
+    );
+    assert_eq!(store.twilio_sends(&other, &to).await.unwrap(), None);
+    // The created log lives its own TTL.
+    let expiring = service_sid();
+    let mut candidate = codes::candidate(&to, &purpose, &new_code());
+    candidate.send_log = log(&expiring, "short", ttl);
+    store
+        .issue_code(&to, &purpose, candidate, &no_cooldown, Budgets::none())
+        .await
+        .unwrap();
+    assert!(store.twilio_sends(&expiring, &to).await.unwrap().is_some());
+    tokio::time::sleep(ttl + Duration::from_millis(300)).await;
+    assert_eq!(store.twilio_sends(&expiring, &to).await.unwrap(), None);
+}
+
 on_every_store!(
+    an_issue_creates_a_first_starts_send_log_or_changes_nothing,
     services_belong_to_their_account_and_change_by_revision,
     send_logs_are_compared_and_set_and_expire,
     concurrent_writers_from_one_revision_exactly_one_wins,

@@ -32,6 +32,7 @@ pub fn candidate(phone: &Destination, purpose: &Purpose, code: &Code) -> CodeCan
         sealed: Some(keyring().seal_code(&digest, code)),
         digest,
         verification: vcode::domain::VerificationId::generate(),
+        send_log: None,
     }
 }
 
