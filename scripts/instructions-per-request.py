@@ -27,6 +27,10 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
               started with redis-cli --cluster create.
     BIN@EVENTS turns events on for that column (VCODE_EVENTS_WEBHOOK_URL to a sink in this
               script that answers 204): the dispatcher's deliveries count too, in all threads.
+    REDIS_SERVER=1 also runs the Redis store's redis-server under callgrind and adds, below
+              each Redis row, the instructions redis-server executed per request over the same
+              requests ("<row>, Redis, redis-server"): the scripts' cost on the one
+              single-threaded node, which vcode's own count does not see.
 Needs valgrind and redis-server (redis-cli for Cluster; Debian's postgresql for PostgreSQL:
 initdb, postgres).
 """
@@ -171,13 +175,56 @@ def drive(port, kind, count, sent, service=None, first=0):
     connection.close()
 
 
-def dumped_instructions(out_file):
-    """The instruction total of the first explicit dump (`<out>.1`)."""
-    with open(out_file + ".1") as f:
+def dumped_instructions(out_file, dump=1):
+    """The instruction total of the `dump`-th explicit dump (`<out>.<dump>`)."""
+    with open(f"{out_file}.{dump}") as f:
         for line in f:
             if line.startswith(("summary:", "totals:")):
                 return int(line.split()[1])
-    sys.exit(f"no totals in {out_file}.1")
+    sys.exit(f"no totals in {out_file}.{dump}")
+
+
+class RedisServer:
+    """The Redis store's server; with REDIS_SERVER=1 under callgrind, instrumented only while
+    `counting` (each count one dump of its own)."""
+
+    def __init__(self, port):
+        self.counted = os.environ.get("REDIS_SERVER") == "1"
+        command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no"]
+        if self.counted:
+            work = os.environ.get("KEEP") or tempfile.mkdtemp()
+            os.makedirs(work, exist_ok=True)
+            self.out = os.path.join(work, f"callgrind.out.redis-server-{port}")
+            command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                       f"--callgrind-out-file={self.out}", *command]
+        self.dumps = 0
+        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
+                                        stderr=subprocess.DEVNULL)
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+
+    def control(self, *args):
+        subprocess.run(["callgrind_control", *args, str(self.process.pid)], check=True,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def begin(self):
+        if self.counted:
+            self.control("-z")
+            self.control("-i", "on")
+
+    def end(self):
+        """The instructions counted since `begin`, or None when not counting."""
+        if not self.counted:
+            return None
+        self.control("-d")
+        self.control("-i", "off")
+        self.dumps += 1
+        return dumped_instructions(self.out, self.dumps)
 
 
 def postgres_bin(name):
@@ -275,7 +322,8 @@ def start_cluster():
     return processes, ",".join(f"redis://127.0.0.1:{p}" for p in ports)
 
 
-def measure(build, store_env, kind, redis_port, stores):
+def measure(build, store_env, kind, redis, stores):
+    """(vcode's instructions per request, redis-server's or None)."""
     binary, _, settings = build.partition("@")
     port = free_port()
     # KEEP=dir keeps each row's profile there, for callgrind_annotate.
@@ -295,7 +343,7 @@ def measure(build, store_env, kind, redis_port, stores):
         env["VCODE_EVENTS_WEBHOOK_SECRET"] = EVENT_SECRET
     env.update(pair.split("=", 1) for pair in pairs)
     if store_env == "Redis":
-        env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{redis_port}"
+        env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{stores['redis_port']}"
     if store_env == "PostgreSQL":
         env["VCODE_DATABASE_URL"] = fresh_database(stores["pg_port"])
     if store_env == "Cluster":
@@ -319,14 +367,18 @@ def measure(build, store_env, kind, redis_port, stores):
         drive(port, kind, WARMUP, sent, service)
         subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if store_env == "Redis":
+            redis.begin()
         drive(port, kind, REQUESTS, sent, service, first=WARMUP)
         # A dump holds what was counted since instrumentation began: exactly these requests.
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        redis_count = redis.end() if store_env == "Redis" else None
     finally:
         server.kill()
         server.wait()
-    return dumped_instructions(out) / REQUESTS
+    return (dumped_instructions(out) / REQUESTS,
+            None if redis_count is None else redis_count / REQUESTS)
 
 
 def main():
@@ -334,13 +386,13 @@ def main():
     if not binaries:
         sys.exit(__doc__)
     redis_port = free_port()
-    redis = subprocess.Popen(["redis-server", "--port", str(redis_port), "--bind", "127.0.0.1",
-                              "--save", "", "--appendonly", "no"], stdout=subprocess.DEVNULL)
+    redis = RedisServer(redis_port)
     store_names = os.environ.get("STORES", "embedded,Redis").split(",")
     postgres, pg_port, pg_data = (start_postgres() if "PostgreSQL" in store_names
                                   else (None, None, None))
     time.sleep(0.5)
-    cluster_processes, stores = [], {"sink": start_sink(), "pg_port": pg_port}
+    cluster_processes, stores = [], {"sink": start_sink(), "pg_port": pg_port,
+                                     "redis_port": redis_port}
     if "Cluster" in store_names:
         cluster_processes, stores["cluster"] = start_cluster()
     try:
@@ -350,13 +402,18 @@ def main():
             print(f"[{i}] {binary}")
         print(f"{'row':<18}" + "".join(f"{f'[{i}]':>12}" for i in range(len(binaries))))
         for kind, store in rows:
-            counts = [measure(b, store, kind, redis_port, stores) for b in binaries]
-            ratios = "".join(f"  {c / counts[0]:.2f}x" for c in counts[1:])
-            print(f"{kind + ', ' + store:<18}" + "".join(f"{c:>12,.0f}" for c in counts) + ratios)
+            measured = [measure(b, store, kind, redis, stores) for b in binaries]
+            for label, counts in [(f"{kind}, {store}", [m[0] for m in measured]),
+                                  (f"{kind}, {store}, redis-server", [m[1] for m in measured])]:
+                if None in counts:
+                    continue
+                ratios = "".join(f"  {c / counts[0]:.2f}x" for c in counts[1:])
+                print(f"{label:<18}" + "".join(f"{c:>12,.0f}" for c in counts) + ratios,
+                      flush=True)
         print(f"instructions per request (callgrind, all threads), {REQUESTS} requests a row, "
               f"{time.strftime('%Y-%m-%d', time.gmtime())}")
     finally:
-        redis.terminate()
+        redis.process.terminate()
         if postgres:
             postgres.terminate()
             postgres.wait()

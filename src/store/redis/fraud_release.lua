@@ -10,16 +10,16 @@ local field = 's' .. ARGV[1]
 -- Whether the send was counted in the scope's minutes at `key` (and is no longer).
 local function uncount(key)
   if (tonumber(redis.call('HGET', key, field)) or 0) > 0 then
-    redis.call('HINCRBY', key, field, -1)
+    redis.call('HINCRBY', key, field, '-1')
     return true
   end
   return false
 end
-if uncount(KEYS[2]) then tally_adjust(KEYS[5], 's', minute, -1) end
+if uncount(KEYS[2]) then tally_adjust(KEYS[5], 's', minute, '-1') end
 uncount(KEYS[3])
-if uncount(KEYS[4]) then tally_adjust(KEYS[6], 's', minute, -1) end
+if uncount(KEYS[4]) then tally_adjust(KEYS[6], 's', minute, '-1') end
 if ARGV[3] == '1' then
-  redis.call('HINCRBY', KEYS[4], 'r' .. ARGV[1], 1)
+  redis.call('HINCRBY', KEYS[4], 'r' .. ARGV[1], '1')
   redis.call('PEXPIRE', KEYS[4], ARGV[4])
 end
 if redis.call('GET', KEYS[1]) == ARGV[5] then
