@@ -30,14 +30,17 @@ end
 -- within grace), enforce ('1' or '0'), attribution_ttl (ms), retention (the counters' ttl, ms),
 -- mark (this send's, '<minute>:<token>'); or an error reply (`err`) if it is not that.
 local function fraud_step(a)
-  local s = {}
-  s.prefix, s.country, s.now, s.minute, s.from, s.judged_before, s.enforce, s.attribution_ttl,
-    s.retention, s.mark = string.match(ARGV[a + 1] or '',
+  local prefix, country, now, minute, from, judged_before, enforce, attribution_ttl, retention,
+    mark = string.match(ARGV[a + 1] or '',
       '^(%S+) (%w+) (%d+) (%d+) (%d+) (%d+) ([01]) (%d+) (%d+) (%d+:%d+)$')
-  if not s.mark then
+  if not mark then
     return redis.error_reply('fraud guard: a malformed step')
   end
-  return s
+  -- One constructor: setting the fields one by one on an empty table rehashed it as it grew,
+  -- which cost Redis as much as the match.
+  return {prefix = prefix, country = country, now = now, minute = minute, from = from,
+    judged_before = judged_before, enforce = enforce, attribution_ttl = attribution_ttl,
+    retention = retention, mark = mark}
 end
 
 -- Counts one in `field` of the hourly hash at `key`; true for the field's first (the hash's
@@ -117,10 +120,11 @@ local function fraud_count(k, step, block)
   -- text, comma-separated (a kept count is read as text and answered as read).
   local window = step.from .. ':' .. step.judged_before .. ':' .. step.minute
   local function current(key, this_hour, hour_before)
-    local kept = redis.call('HMGET', key, 'w', 'js', 'jc', 'us', 'uc')
+    -- Not 'us': the increment answers it (every field read costs Redis a reply to parse).
+    local kept = redis.call('HMGET', key, 'w', 'js', 'jc', 'uc')
     if kept[1] == window then
       local unjudged = redis.call('HINCRBY', key, 'us', '1')
-      return kept[2] .. ',' .. kept[3] .. ',' .. string.format('%d', unjudged) .. ',' .. kept[5]
+      return kept[2] .. ',' .. kept[3] .. ',' .. string.format('%d', unjudged) .. ',' .. kept[4]
     end
     local totals = tally(this_hour, hour_before)
     for i = 1, 4 do
