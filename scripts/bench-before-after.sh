@@ -3,7 +3,7 @@
 # current one, in one run, on one redis-server, alternating the two builds row by row. Reports
 # the server's own CPU per request (utime + stime from /proc/<pid>/stat over the timed run,
 # divided by the requests served), which a shared, busy machine disturbs far less than req/s,
-# and req/s beside it.
+# and req/s beside it; on the Redis rows also redis-server's own CPU per request.
 #
 #   scripts/bench-before-after.sh 7e7a6cf          # build 7e7a6cf (cached), 3 rounds of 10 s
 #   BEFORE_BIN=path/to/vcode scripts/bench-before-after.sh label
@@ -51,6 +51,7 @@ trap cleanup EXIT
 REDIS_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
   --logfile "$WORK/redis.log" & PIDS+=($!)
+REDIS_PID=$!
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
 if [ -n "${POSTGRES:-}" ]; then
@@ -100,17 +101,20 @@ done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 TICK=$(getconf CLK_TCK)
-declare -A CPU RPS
-# run ROW BUILD: one warm-up and one timed wrk run; adds CPU µs per request and req/s.
+declare -A CPU RPS REDIS_CPU
+# run ROW BUILD: one warm-up and one timed wrk run; adds CPU µs per request and req/s, and on
+# the Redis rows redis-server's own CPU µs per request (the scripts' cost on the one node).
 run() {
   local row=$1 build=$2 store=${1#* } script=${1%% *}.lua
-  local name="$build $store" before after out
+  local name="$build $store" before after out redis_before redis_after
   wrk -t2 -c"$CONNECTIONS" -d2s -s "scripts/wrk/$script" "${URL[$name]}" >/dev/null
-  before=$(cpu_ticks "${PID[$name]}")
+  before=$(cpu_ticks "${PID[$name]}"); redis_before=$(cpu_ticks "$REDIS_PID")
   out=$(wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -s "scripts/wrk/$script" "${URL[$name]}")
-  after=$(cpu_ticks "${PID[$name]}")
+  after=$(cpu_ticks "${PID[$name]}"); redis_after=$(cpu_ticks "$REDIS_PID")
   local requests; requests=$(awk '/requests in/ {print $1}' <<<"$out")
-  CPU[$row/$build]+=" $(awk -v t=$((after - before)) -v hz="$TICK" -v n="$requests" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }')"
+  per_request() { awk -v t="$1" -v hz="$TICK" -v n="$requests" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }'; }
+  CPU[$row/$build]+=" $(per_request $((after - before)))"
+  [ "$store" = Redis ] && REDIS_CPU[$row/$build]+=" $(per_request $((redis_after - redis_before)))"
   RPS[$row/$build]+=" $(awk '/Requests\/sec/ {printf "%.0f", $2}' <<<"$out")"
 }
 
@@ -129,6 +133,12 @@ for row in "${ROWS[@]}"; do
   b=$(median "${CPU[$row/before]}"); a=$(median "${CPU[$row/after]}")
   printf '%-16s %22s %22s %7.2fx   %s / %s\n' "$row" "$b (${CPU[$row/before]# })" "$a (${CPU[$row/after]# })" \
     "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" "$(median "${RPS[$row/before]}")" "$(median "${RPS[$row/after]}")"
+done
+for row in "${ROWS[@]}"; do
+  [ -n "${REDIS_CPU[$row/before]:-}" ] || continue
+  b=$(median "${REDIS_CPU[$row/before]}"); a=$(median "${REDIS_CPU[$row/after]}")
+  printf '%-16s %22s %22s %7.2fx   (redis-server CPU µs/req)\n' "$row" "$b (${REDIS_CPU[$row/before]# })" \
+    "$a (${REDIS_CPU[$row/after]# })" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"
 done
 printf 'before: %s; after: %s; %s, %s cores, wrk -t2 -c%s\n' "$BEFORE" "$(git rev-parse --short HEAD)" \
   "$(date -u +%Y-%m-%d)" "$(nproc)" "$CONNECTIONS"

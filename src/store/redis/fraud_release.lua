@@ -5,19 +5,10 @@
 -- service's minutes of the send's hour, 5/6 the prefix's and the service's running tallies.
 -- ARGV: 1 the send's minute, 2 the attribution's previous mark or '', 3 refused (1/0),
 -- 4 counters' ttl (ms), 5 this send's mark ('<minute>:<token>').
-local minute = tonumber(ARGV[1])
 local field = 's' .. ARGV[1]
--- Whether the send was counted in the scope's minutes at `key` (and is no longer).
-local function uncount(key)
-  if (tonumber(redis.call('HGET', key, field)) or 0) > 0 then
-    redis.call('HINCRBY', key, field, '-1')
-    return true
-  end
-  return false
-end
-if uncount(KEYS[2]) then tally_adjust(KEYS[5], 's', minute, '-1') end
-uncount(KEYS[3])
-if uncount(KEYS[4]) then tally_adjust(KEYS[6], 's', minute, '-1') end
+if fraud_uncount(KEYS[2], field) then tally_adjust(KEYS[5], 's', ARGV[1], '-1') end
+fraud_uncount(KEYS[3], field)
+if fraud_uncount(KEYS[4], field) then tally_adjust(KEYS[6], 's', ARGV[1], '-1') end
 if ARGV[3] == '1' then
   redis.call('HINCRBY', KEYS[4], 'r' .. ARGV[1], '1')
   redis.call('PEXPIRE', KEYS[4], ARGV[4])

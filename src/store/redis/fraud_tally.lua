@@ -10,14 +10,32 @@
 -- floating-point path cost a send more than a third of the guard's instructions in Redis.
 
 -- Adds `by` (a string: '1', '-1') to the tally at `key` for a send ('s') or a conversion ('c')
--- of minute `m` (a number), if that minute is in the tally's window.
-local function tally_adjust(key, kind, m, by)
+-- of `minute` (its digits), if that minute is in the tally's window.
+local function tally_adjust(key, kind, minute, by)
   local w = redis.call('HGET', key, 'w')
   if not w then return end
-  local first, judged_before, last = string.match(w, '^(%d+):(%d+):(%d+)$')
-  if not first or m < tonumber(first) or m > tonumber(last) then return end
-  local side = (m < tonumber(judged_before)) and 'j' or 'u'
+  local side
+  if string.sub(w, -#minute - 1) == ':' .. minute then
+    -- The window's last minute (a code verified within the minute it was sent, the common
+    -- case), always within grace: no window to parse.
+    side = 'u'
+  else
+    local first, judged_before, last = string.match(w, '^(%d+):(%d+):(%d+)$')
+    local m = tonumber(minute)
+    if not first or m < tonumber(first) or m > tonumber(last) then return end
+    side = (m < tonumber(judged_before)) and 'j' or 'u'
+  end
   redis.call('HINCRBY', key, side .. kind, by)
+end
+
+-- Takes one send back out of `field` of the minutes at `key`, if one is counted there (a
+-- minute past retention is gone: nothing to take); whether it did.
+local function fraud_uncount(key, field)
+  if (tonumber(redis.call('HGET', key, field)) or 0) > 0 then
+    redis.call('HINCRBY', key, field, '-1')
+    return true
+  end
+  return false
 end
 
 -- The guard's steps take their keys and arguments from KEYS[k + 1..] and ARGV[a + 1..], so that
@@ -161,7 +179,7 @@ local function fraud_convert(k, a, last_key)
     -- The hour's hash lives for the retention from its last new minute, the send's included.
     fraud_count_one(KEYS[base + i], field, ARGV[a + 3])
   end
-  tally_adjust(KEYS[k + 2], 'c', minute, '1')
-  tally_adjust(KEYS[k + 3], 'c', minute, '1')
+  tally_adjust(KEYS[k + 2], 'c', minute_text, '1')
+  tally_adjust(KEYS[k + 3], 'c', minute_text, '1')
   return minute
 end

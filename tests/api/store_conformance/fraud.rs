@@ -159,6 +159,54 @@ async fn fraud_sends_are_counted_per_prefix_and_split_at_grace(backend: Backend)
     assert_eq!(service.judged.sends + service.unjudged.sends, 5);
 }
 
+/// A verify counts in its send's minute while the window stays the same: a late one (its send
+/// judged) on the judged side, a prompt one (its send in the window's last minute) within grace;
+/// the next send's judgement reads both (Redis: its running tally adjusted, not summed afresh).
+async fn fraud_conversions_reach_the_running_judgement_on_their_side(backend: Backend) {
+    let t = open(backend);
+    let now = now_ms();
+    let late = send("44760", "+447600000001:login", now - 5 * BUCKET_MS);
+    admit(&*t.store, &late).await;
+    let (prefix, _, _) = admit(&*t.store, &send("44760", "+447600000002:login", now)).await;
+    assert_eq!(
+        prefix,
+        Tally {
+            judged: counts(1, 0),
+            unjudged: counts(1, 0)
+        }
+    );
+    let converted = t
+        .store
+        .count_conversion("+447600000001:login", "44760", "GB", since())
+        .await
+        .unwrap();
+    assert_eq!(converted, Some(late.now_ms / BUCKET_MS));
+    let (prefix, _, _) = admit(&*t.store, &send("44760", "+447600000003:login", now)).await;
+    assert_eq!(
+        prefix,
+        Tally {
+            judged: counts(1, 1),
+            unjudged: counts(2, 0)
+        },
+        "a late verify counts as a judged conversion"
+    );
+    let converted = t
+        .store
+        .count_conversion("+447600000003:login", "44760", "GB", since())
+        .await
+        .unwrap();
+    assert_eq!(converted, Some(now / BUCKET_MS));
+    let (prefix, _, _) = admit(&*t.store, &send("44760", "+447600000004:login", now)).await;
+    assert_eq!(
+        prefix,
+        Tally {
+            judged: counts(1, 1),
+            unjudged: counts(3, 1)
+        },
+        "a prompt verify counts within grace"
+    );
+}
+
 async fn fraud_a_release_uncounts_the_send_and_restores_its_attribution(backend: Backend) {
     let t = open(backend);
     let now = now_ms();
@@ -588,6 +636,7 @@ async fn fraud_an_undelivered_send_leaves_the_judgement(backend: Backend) {
 
 on_every_store!(
     fraud_an_undelivered_send_leaves_the_judgement,
+    fraud_conversions_reach_the_running_judgement_on_their_side,
     fraud_sends_are_counted_per_prefix_and_split_at_grace,
     fraud_a_release_uncounts_the_send_and_restores_its_attribution,
     fraud_blocks_refuse_flag_list_and_lift,
