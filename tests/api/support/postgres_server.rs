@@ -245,11 +245,21 @@ impl PostgresServer {
         client
     }
 
-    /// SIGKILL: no shutdown, no checkpoint (a crash); the data directory stays.
+    /// SIGKILL to the postmaster and every backend at once, as a crash of its machine: no
+    /// shutdown, no checkpoint; the data directory stays. (A postmaster killed alone leaves its
+    /// backends running until they notice, and one of them answered, and committed, a send on
+    /// a pooled connection right after.)
     pub fn kill(&self) {
-        if let Some(mut child) = self.child.lock().unwrap().take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(mut postmaster) = self.child.lock().unwrap().take() {
+            let backends = children_of(postmaster.id());
+            let _ = postmaster.kill();
+            for pid in backends {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .stderr(Stdio::null())
+                    .status();
+            }
+            let _ = postmaster.wait();
         }
     }
 
@@ -258,15 +268,8 @@ impl PostgresServer {
     pub fn processes(&self) -> Vec<u32> {
         let child = self.child.lock().unwrap();
         let postmaster = child.as_ref().expect("postgres is running").id();
-        let children =
-            std::fs::read_to_string(format!("/proc/{postmaster}/task/{postmaster}/children"))
-                .unwrap_or_default();
         std::iter::once(postmaster)
-            .chain(
-                children
-                    .split_whitespace()
-                    .filter_map(|pid| pid.parse().ok()),
-            )
+            .chain(children_of(postmaster))
             .collect()
     }
 
@@ -284,6 +287,15 @@ impl PostgresServer {
         }
         panic!("postgres did not restart on port {}", self.port);
     }
+}
+
+/// The processes `pid` started (its main thread's children).
+fn children_of(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|child| child.parse().ok())
+        .collect()
 }
 
 /// The shared servers' data directories are left behind by their test binaries (a static is
