@@ -30,7 +30,10 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     REDIS_SERVER=1 also runs the Redis store's redis-server under callgrind and adds, below
               each Redis row, the instructions redis-server executed per request over the same
               requests ("<row>, Redis, redis-server"): the scripts' cost on the one
-              single-threaded node, which vcode's own count does not see.
+              single-threaded node, which vcode's own count does not see. Only instructions
+              within its processCommand count (the commands, not the socket reads and writes
+              nor its timers, whose work grows with the keys that have a TTL and with the
+              time valgrind takes), and the server is flushed before each row.
 Needs valgrind and redis-server (redis-cli for Cluster; Debian's postgresql for PostgreSQL:
 initdb, postgres).
 """
@@ -197,8 +200,10 @@ class RedisServer:
             os.makedirs(work, exist_ok=True)
             self.out = os.path.join(work, f"callgrind.out.redis-server-{port}")
             command = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
+                       "--toggle-collect=processCommand",
                        f"--callgrind-out-file={self.out}", *command]
         self.dumps = 0
+        self.port = port
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
         for _ in range(600):
@@ -211,6 +216,12 @@ class RedisServer:
     def control(self, *args):
         subprocess.run(["callgrind_control", *args, str(self.process.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def flush(self):
+        """Every key gone: each row starts from an empty server."""
+        if self.counted:
+            subprocess.run(["redis-cli", "-p", str(self.port), "FLUSHALL"], check=True,
+                           stdout=subprocess.DEVNULL)
 
     def begin(self):
         if self.counted:
@@ -343,6 +354,7 @@ def measure(build, store_env, kind, redis, stores):
         env["VCODE_EVENTS_WEBHOOK_SECRET"] = EVENT_SECRET
     env.update(pair.split("=", 1) for pair in pairs)
     if store_env == "Redis":
+        redis.flush()
         env["VCODE_REDIS_URL"] = f"redis://127.0.0.1:{stores['redis_port']}"
     if store_env == "PostgreSQL":
         env["VCODE_DATABASE_URL"] = fresh_database(stores["pg_port"])
