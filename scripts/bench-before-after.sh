@@ -8,12 +8,15 @@
 #   scripts/bench-before-after.sh 7e7a6cf          # build 7e7a6cf (cached), 3 rounds of 10 s
 #   BEFORE_BIN=path/to/vcode scripts/bench-before-after.sh label
 #   ROUNDS=1 DURATION=3s scripts/bench-before-after.sh 7e7a6cf
+#   DEFAULTS=1 scripts/bench-before-after.sh 7e7a6cf   # every default limit on, as bench-http.sh's
+#                   "defaults" rows: clients spread over a million addresses behind a trusted
+#                   proxy (loopback), so that no limit refuses the load
 #   POSTGRES=1 scripts/bench-before-after.sh 7e7a6cf   # also "verify PostgreSQL", "send PostgreSQL"
 #                   (a server of the script's own, Debian's postgresql with its durable
 #                   defaults, a database per build; the rows count vcode's CPU, not the server's)
 #
-# Both builds run with the quotas off (the load uses few addresses) and warn logs, as in
-# bench-http.sh. AFTER_ENV (default: the fraud guard on, counting every send, its thresholds out
+# Both builds run with the quotas off (the load uses few addresses; DEFAULTS=1: on) and warn
+# logs, as in bench-http.sh. AFTER_ENV (default: the fraud guard on, counting every send, its thresholds out
 # of reach of a load that never verifies) goes to the current build only: an older build
 # refuses variables it does not know. BEFORE_ENV (default none) goes to the older one: the same
 # as AFTER_ENV for a build that has the guard, or, with BEFORE_BIN=target/release/vcode,
@@ -73,14 +76,18 @@ if [ -n "${POSTGRES:-}" ]; then
 fi
 
 declare -A URL PID
+LIMITS=(VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0
+  VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_CLIENT_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0
+  VCODE_QUOTA_CAPTCHA_IP_MINUTE=0)
+if [ -n "${DEFAULTS:-}" ]; then
+  LIMITS=(VCODE_TRUSTED_PROXIES=127.0.0.1)
+  export CLIENTS=1000000 # scripts/wrk/common.lua: X-Forwarded-For from that many addresses
+fi
 start() { # name binary [VAR=value ...]
   local name=$1 bin=$2; shift 2
   local port; port=$(free_port)
   env VCODE_BIND="127.0.0.1:$port" VCODE_ADMIN_BIND=127.0.0.1:0 RUST_LOG=warn \
-    VCODE_SECRET_KEY="$SECRET_KEY" \
-    VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0 \
-    VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_CLIENT_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0 \
-    VCODE_QUOTA_CAPTCHA_IP_MINUTE=0 "$@" "$bin" >"$WORK/$name.log" 2>&1 &
+    VCODE_SECRET_KEY="$SECRET_KEY" "${LIMITS[@]}" "$@" "$bin" >"$WORK/$name.log" 2>&1 &
   PID[$name]=$!; PIDS+=($!)
   URL[$name]=http://127.0.0.1:$port
   for _ in $(seq 100); do curl -fs -o /dev/null "${URL[$name]}/healthz" && return 0; sleep 0.1; done
@@ -140,5 +147,5 @@ for row in "${ROWS[@]}"; do
   printf '%-16s %22s %22s %7.2fx   (redis-server CPU µs/req)\n' "$row" "$b (${REDIS_CPU[$row/before]# })" \
     "$a (${REDIS_CPU[$row/after]# })" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"
 done
-printf 'before: %s; after: %s; %s, %s cores, wrk -t2 -c%s\n' "$BEFORE" "$(git rev-parse --short HEAD)" \
-  "$(date -u +%Y-%m-%d)" "$(nproc)" "$CONNECTIONS"
+printf 'before: %s; after: %s; %s, %s cores, wrk -t2 -c%s%s\n' "$BEFORE" "$(git rev-parse --short HEAD)" \
+  "$(date -u +%Y-%m-%d)" "$(nproc)" "$CONNECTIONS" "${DEFAULTS:+, every default limit on}"
