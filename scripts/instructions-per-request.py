@@ -81,6 +81,16 @@ def free_port():
         return s.getsockname()[1]
 
 
+def wait_for_port(port):
+    """Until something listens on `port` (a minute at most: valgrind starts slowly)."""
+    for _ in range(600):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
 def random_id():
     """128 random bits as the service writes a verification id (22 URL-safe base64 characters)."""
     return base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
@@ -206,12 +216,7 @@ class RedisServer:
         self.port = port
         self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                                         stderr=subprocess.DEVNULL)
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port)
 
     def control(self, *args):
         subprocess.run(["callgrind_control", *args, str(self.process.pid)], check=True,
@@ -368,12 +373,7 @@ def measure(build, store_env, kind, redis, stores):
          f"--callgrind-out-file={out}", binary],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port)
         sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
         service = twilio_service(port) if kind.startswith("t") else None
         drive(port, kind, WARMUP, sent, service)
