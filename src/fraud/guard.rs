@@ -363,17 +363,22 @@ impl FraudGuard {
     ) -> Result<Admitted, FraudError> {
         let now = ticket.admitted.now_ms;
         let window = ticket.window;
-        let (prefix, service, block, previous) = match admission {
+        let (prefix, service, block, previous, mark) = match admission {
             Admission::Refused(block) => return Err(self.refused(destination, &block, now)),
             Admission::Admitted {
                 prefix,
                 service,
                 block,
                 previous,
-            } => (prefix, service, block, previous),
+                mark,
+            } => (prefix, service, block, previous, mark),
         };
+        // From here on the send is the one the store counted: its release, its receipt's mark
+        // and the attribution (which its conversion reads) all name that mark.
         let admitted = Admitted {
             previous,
+            minute: mark.minute,
+            token: mark.token,
             ..ticket.admitted
         };
         // A safe destination is never judged; a prefix already flagged (monitor) is not
@@ -690,7 +695,6 @@ impl FraudGuard {
     }
 }
 
-/// Gives an admitted send back: its SMS did not go out (`refused`: the guard refused it).
 /// A minute's counts as the judgement reads them.
 fn counts_of(counts: &MinuteCounts) -> Counts {
     Counts {
@@ -700,11 +704,13 @@ fn counts_of(counts: &MinuteCounts) -> Counts {
     }
 }
 
+/// Gives an admitted send back where the store counted it (its mark): its SMS did not go out
+/// (`refused`: the guard refused it).
 async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
     if let Err(error) = store
         .release_send(
             &admitted.send(),
-            admitted.minute,
+            admitted.mark(),
             admitted.previous,
             refused,
         )

@@ -630,6 +630,17 @@ pub struct GuardStep<'a> {
     pub attribution_ttl: Duration,
 }
 
+impl GuardStep<'_> {
+    /// The mark the step counts its send under, unless the store chooses another (see
+    /// `Admission::Admitted::mark`): the window's minute and the send's token.
+    pub fn mark(&self) -> SendMark {
+        SendMark {
+            minute: self.window.minute,
+            token: self.send.token,
+        }
+    }
+}
+
 /// What `CodeStore::issue_guarded` did.
 // One per send, moved once from the store to the guard: boxing the tallies would cost an
 // allocation on every send for nothing.
@@ -891,13 +902,18 @@ pub enum Admission {
     /// The prefix is blocked: nothing was counted but a refusal.
     Refused(PrefixBlock),
     /// Counted: the prefix's and the service's counts over the window, this send included,
-    /// the prefix's block record if it has one (active only when not enforced), and the
-    /// mark the attribution held before (to restore on release).
+    /// the prefix's block record if it has one (active only when not enforced), the
+    /// mark the attribution held before (to restore on release), and the mark the send was
+    /// counted under, which its release, its conversion (through the attribution) and its
+    /// receipt then name: the step's minute and token, unless the store chose where to count
+    /// it (PostgreSQL sets the token's low bits to a shard no other send of the instance is
+    /// writing).
     Admitted {
         prefix: Tally,
         service: Tally,
         block: Option<PrefixBlock>,
         previous: Option<SendMark>,
+        mark: SendMark,
     },
 }
 
@@ -933,7 +949,8 @@ pub trait FraudStore: Send + Sync + 'static {
     /// The guard's one step per send: refuses it if its prefix is blocked and `enforce` (and
     /// counts the refusal); else counts it (prefix, country, service, in `window.minute`),
     /// marks `attribution` with its minute and token for `attribution_ttl`, and answers the counts
-    /// over `window`. Atomic: concurrent sends are each counted once.
+    /// over `window` and the mark it counted the send under (`Admission::Admitted::mark`).
+    /// Atomic: concurrent sends are each counted once.
     async fn admit_send(
         &self,
         send: &FraudSend<'_>,
@@ -942,14 +959,15 @@ pub trait FraudStore: Send + Sync + 'static {
         attribution_ttl: Duration,
     ) -> Result<Admission, StoreError>;
 
-    /// Takes an admitted send back out (its SMS did not go out): uncounts it from `minute`,
-    /// gives the attribution back its `previous` mark if it still holds this send's (a
-    /// concurrent send of the same code may have marked it since), and counts a refusal if
-    /// `refused`.
+    /// Takes an admitted send back out (its SMS did not go out): uncounts it where its
+    /// admission counted it (`mark`, the admission's: its minute and token, not the send's
+    /// own token), gives the attribution back its `previous` mark if it still holds this
+    /// send's (a concurrent send of the same code may have marked it since), and counts a
+    /// refusal if `refused`.
     async fn release_send(
         &self,
         send: &FraudSend<'_>,
-        minute: u64,
+        mark: SendMark,
         previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError>;

@@ -358,3 +358,144 @@ async fn the_build_refuses_a_ca_file_without_tls() {
         "{error:#}"
     );
 }
+
+/// The fraud guard's sends in flight at once on one instance each count in a shard of their
+/// own (none waits for another's commit on a shard's rows), whatever their tokens say; each
+/// admission hands back the mark it counted, and the send's release and conversion find it
+/// there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn sends_in_flight_at_once_on_one_instance_count_in_shards_of_their_own() {
+    use vcode::fraud::policy::{BUCKET_MS, WINDOW_MINUTES, Window};
+    use vcode::store::{Admission, FraudSend, FraudStore};
+
+    let url = PostgresServer::shared().fresh_database().await;
+    let settings = PostgresSettings {
+        statement_timeout: Duration::from_secs(10),
+        ..PostgresSettings::new(url.clone())
+    };
+    let in_flight = settings.pool_size;
+    assert_eq!(in_flight, 16, "as many connections as shards");
+    let store = std::sync::Arc::new(PostgresStore::connect(&settings).unwrap());
+    store.migrate().await.unwrap();
+    let client = PostgresServer::shared()
+        .client(url.rsplit('/').next().unwrap())
+        .await;
+    // Every send's count waits behind this lock: all of them are in flight at once.
+    client
+        .batch_execute("BEGIN; LOCK TABLE vcode_fraud_counts IN EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let window = Window::at(now, Duration::from_secs(60), WINDOW_MINUTES);
+    let attribution = |i: usize| format!("+4474000{i:05}:login");
+    fn send(attribution: &str, now_ms: u64) -> FraudSend<'_> {
+        FraudSend {
+            prefix: "44740",
+            country: "GB",
+            attribution,
+            // One token for all: on their own bits, all sixteen would count in shard 0.
+            token: 0xfeed_0000,
+            now_ms,
+        }
+    }
+    let sends: Vec<_> = (0..in_flight)
+        .map(|i| {
+            let store = store.clone();
+            let attribution = attribution(i);
+            tokio::spawn(async move {
+                let admission = store
+                    .admit_send(
+                        &send(&attribution, now),
+                        &window,
+                        true,
+                        Duration::from_secs(900),
+                    )
+                    .await
+                    .unwrap();
+                let Admission::Admitted { mark, .. } = admission else {
+                    panic!("refused: {admission:?}");
+                };
+                mark
+            })
+        })
+        .collect();
+    let waiting = eventually(Duration::from_secs(5), || async {
+        let waiting: i64 = client
+            .query_one(
+                "SELECT count(*) FROM pg_locks
+                 WHERE relation = 'vcode_fraud_counts'::regclass AND NOT granted",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        waiting == in_flight as i64
+    })
+    .await;
+    assert!(waiting, "every send waits on the lock");
+    client.batch_execute("COMMIT").await.unwrap();
+    let mut marks = Vec::new();
+    for counted in join_all(sends).await {
+        marks.push(counted.unwrap());
+    }
+    let mut shards: Vec<u64> = marks.iter().map(|mark| mark.token & 15).collect();
+    shards.sort_unstable();
+    assert_eq!(shards, (0..16).collect::<Vec<u64>>(), "{marks:?}");
+    for mark in &marks {
+        assert_eq!(
+            mark.token & !15,
+            0xfeed_0000,
+            "only the shard's bits change"
+        );
+        assert_eq!(mark.minute, now / BUCKET_MS);
+    }
+
+    // Half given back, half converted: each in the shard it was counted in.
+    for (i, mark) in marks.iter().enumerate() {
+        let attribution = attribution(i);
+        if i % 2 == 0 {
+            store
+                .release_send(&send(&attribution, now), *mark, None, false)
+                .await
+                .unwrap();
+        } else {
+            let converted = store
+                .count_conversion(&attribution, "44740", "GB", now / BUCKET_MS - 10)
+                .await
+                .unwrap();
+            assert_eq!(converted, Some(mark.minute));
+        }
+    }
+    let rows = client
+        .query(
+            "SELECT shard, sends, conversions FROM vcode_fraud_counts
+             WHERE scope = 'p:44740' ORDER BY shard",
+            &[],
+        )
+        .await
+        .unwrap();
+    let counts: Vec<(i16, i64, i64)> = rows
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let expected: Vec<(i16, i64, i64)> = marks
+        .iter()
+        .enumerate()
+        .map(|(i, mark)| {
+            let kept = i64::from(i % 2 == 1);
+            ((mark.token & 15) as i16, kept, kept)
+        })
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(counts, expected);
+    let attributions: i64 = client
+        .query_one("SELECT count(*) FROM vcode_fraud_attributions", &[])
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(attributions, 0, "released and converted: none left");
+}

@@ -143,6 +143,7 @@ impl MemoryStore {
             service,
             block,
             previous,
+            mark,
         }
     }
 }
@@ -162,15 +163,12 @@ impl FraudStore for MemoryStore {
     async fn release_send(
         &self,
         send: &FraudSend<'_>,
-        minute: u64,
+        ours: SendMark,
         previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError> {
         let mut state = lock(&self.fraud);
-        let ours = SendMark {
-            minute,
-            token: send.token,
-        };
+        let minute = ours.minute;
         state.each_scope(send, minute, |c| c.sends = c.sends.saturating_sub(1));
         if refused {
             bump(&mut state.service, minute, |c| c.refused += 1);

@@ -286,7 +286,9 @@ impl CodeStore for PostgresStore {
         let mut all: [&(dyn ToSql + Sync); 24] = [&0; 24];
         all[..13].copy_from_slice(&args.params());
         all[13..].copy_from_slice(&admit.params());
-        let row = self.query_one(ISSUE_GUARDED, &all).await?;
+        let row = self
+            .query_one_sharded(ISSUE_GUARDED, &all, &admit.token)
+            .await?;
         match column::<i32>(&row, 0)? {
             -2 => return Err(self.ran_too_late()),
             -4 => return Ok(GuardedIssue::Refused(fraud::refusal_at(&row, 10)?)),
@@ -294,7 +296,7 @@ impl CodeStore for PostgresStore {
         }
         let outcome = issue_outcome(&row, candidate, quota_token)?;
         let admission = match outcome {
-            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&row, 10)?),
+            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&row, 10, admit.mark())?),
             _ => None,
         };
         Ok(GuardedIssue::Together { outcome, admission })

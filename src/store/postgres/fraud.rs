@@ -1,7 +1,9 @@
 //! The fraud-guard role of the PostgreSQL store: one function per step
 //! (`migrations/0003_fraud.sql`, sharded counts since `0010_fraud_shards.sql`), each one
-//! statement and one transaction; the reports are plain reads that sum a minute's shards. A send's step is taken in its issue's statement (`vcode_issue_guarded`,
-//! codes.rs), with the arguments and the answer's columns read here.
+//! statement and one transaction; the reports are plain reads that sum a minute's shards. A
+//! send's step is taken in its issue's statement (`vcode_issue_guarded`, codes.rs), with the
+//! arguments and the answer's columns read here; it counts in a shard no other send of this
+//! instance is writing (shards.rs), named in the token the admission hands back.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -10,6 +12,7 @@ use async_trait::async_trait;
 use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
+use super::shards::SendToken;
 use super::{PostgresStore, column, millis};
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
@@ -51,7 +54,8 @@ fn tally(values: &[i64]) -> Result<Tally, StoreError> {
 }
 
 /// `vcode_fraud_admit`'s arguments (and `vcode_issue_guarded`'s last eleven) for one send's
-/// step, in their order.
+/// step, in their order; the token last, whose shard the statement claims
+/// (`PostgresStore::query_one_sharded`).
 pub(super) struct AdmitArgs<'a> {
     send: FraudSend<'a>,
     now_ms: i64,
@@ -60,7 +64,7 @@ pub(super) struct AdmitArgs<'a> {
     judged_before: i64,
     enforce: bool,
     attribution_ttl_ms: i64,
-    token: i64,
+    pub(super) token: SendToken,
 }
 
 impl<'a> AdmitArgs<'a> {
@@ -73,7 +77,16 @@ impl<'a> AdmitArgs<'a> {
             judged_before: bigint(step.window.judged_before),
             enforce: step.enforce,
             attribution_ttl_ms: millis(step.attribution_ttl).max(1),
-            token: step.send.token as i64,
+            token: SendToken::new(step.send.token),
+        }
+    }
+
+    /// The mark the statement counted the send under, once it has run: the window's minute
+    /// and the token, with the shard it claimed.
+    pub(super) fn mark(&self) -> SendMark {
+        SendMark {
+            minute: unsigned(self.minute),
+            token: self.token.get(),
         }
     }
 
@@ -106,8 +119,8 @@ fn block_at(row: &Row, at: usize) -> Result<Option<PrefixBlock>, StoreError> {
 }
 
 /// A counted send's admission from the columns from `at` on: the block, the prefix's and the
-/// service's tallies, the attribution's previous mark (minute and token).
-pub(super) fn admitted_at(row: &Row, at: usize) -> Result<Admission, StoreError> {
+/// service's tallies, the attribution's previous mark (minute and token); counted under `mark`.
+pub(super) fn admitted_at(row: &Row, at: usize, mark: SendMark) -> Result<Admission, StoreError> {
     let block = block_at(row, at)?;
     let prefix: Vec<i64> = column(row, at + 1)?;
     let service: Vec<i64> = column(row, at + 2)?;
@@ -123,6 +136,7 @@ pub(super) fn admitted_at(row: &Row, at: usize) -> Result<Admission, StoreError>
                 minute: unsigned(minute),
                 token: token as u64,
             }),
+        mark,
     })
 }
 
@@ -143,22 +157,23 @@ impl FraudStore for PostgresStore {
         };
         let args = AdmitArgs::of(&step);
         let row = self
-            .query_one(
+            .query_one_sharded(
                 "SELECT * FROM vcode_fraud_admit($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
                 &args.params(),
+                &args.token,
             )
             .await?;
         let refused: bool = column(&row, 0)?;
         if refused {
             return Ok(Admission::Refused(refusal_at(&row, 1)?));
         }
-        admitted_at(&row, 1)
+        admitted_at(&row, 1, args.mark())
     }
 
     async fn release_send(
         &self,
         send: &FraudSend<'_>,
-        minute: u64,
+        mark: SendMark,
         previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError> {
@@ -168,8 +183,8 @@ impl FraudStore for PostgresStore {
                 &send.prefix,
                 &send.country,
                 &send.attribution,
-                &bigint(minute),
-                &(send.token as i64),
+                &bigint(mark.minute),
+                &(mark.token as i64),
                 &previous.map(|mark| bigint(mark.minute)),
                 &previous.map(|mark| mark.token as i64),
                 &refused,

@@ -12,9 +12,11 @@ mod migrations;
 mod receipts;
 mod records;
 mod settings;
+mod shards;
 mod sweep;
 mod twilio;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use deadpool_postgres::Pool;
@@ -22,6 +24,7 @@ use tokio_postgres::Row;
 use tokio_postgres::types::{ToSql, Type};
 
 pub use self::settings::{PostgresSettings, PostgresVariables};
+use self::shards::{SendToken, Shards};
 
 use super::{QuotaRule, StoreError};
 
@@ -29,6 +32,8 @@ use super::{QuotaRule, StoreError};
 pub struct PostgresStore {
     pool: Pool,
     statement_timeout: Duration,
+    /// The fraud counts' shards this instance's sends are writing now.
+    shards: Arc<Shards>,
 }
 
 /// One statement's parameters.
@@ -43,6 +48,7 @@ impl PostgresStore {
         Ok(Self {
             pool,
             statement_timeout: settings.statement_timeout,
+            shards: Arc::new(Shards::new()),
         })
     }
 
@@ -70,6 +76,7 @@ impl PostgresStore {
                 let store = Self {
                     pool,
                     statement_timeout,
+                    shards: Arc::new(Shards::new()),
                 };
                 if store.migrate().await.is_ok() {
                     tracing::info!("PostgreSQL reached: schema applied");
@@ -109,7 +116,23 @@ impl PostgresStore {
     /// wait for a pooled connection included. A connection whose reply did not come in time
     /// is closed rather than reused: its late reply must not answer another request.
     async fn query(&self, sql: &'static str, params: &Params<'_>) -> Result<Vec<Row>, StoreError> {
-        self.run(sql, params, None).await
+        self.run(sql, params, None, None).await
+    }
+
+    /// [`Self::query_one`] for a statement that counts a send in the fraud counts' shard its
+    /// `token` (one of `params`) names: once the connection is held, the token names a shard no
+    /// other statement of this instance is writing, until the reply (`shards.rs`).
+    async fn query_one_sharded(
+        &self,
+        sql: &'static str,
+        params: &Params<'_>,
+        token: &SendToken,
+    ) -> Result<Row, StoreError> {
+        self.run(sql, params, None, Some(token))
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| StoreError::Protocol(format!("no row from {sql}")))
     }
 
     /// Like [`Self::query`], but parsed, bound and run in one round trip (`types`: the
@@ -123,7 +146,7 @@ impl PostgresStore {
         params: &Params<'_>,
         types: &[Type],
     ) -> Result<Vec<Row>, StoreError> {
-        self.run(sql, params, Some(types)).await
+        self.run(sql, params, Some(types), None).await
     }
 
     async fn run(
@@ -131,6 +154,7 @@ impl PostgresStore {
         sql: &'static str,
         params: &Params<'_>,
         at_once: Option<&[Type]>,
+        token: Option<&SendToken>,
     ) -> Result<Vec<Row>, StoreError> {
         let started = Instant::now();
         let deadline = tokio::time::Instant::from_std(
@@ -142,6 +166,8 @@ impl PostgresStore {
                 .await
                 .map_err(|_| StoreError::Timeout(self.statement_timeout))?
                 .map_err(pool_error)?;
+            // Held until the reply: the statement's transaction has committed by then.
+            let _shard = token.and_then(|token| token.claim(&self.shards));
             let reply = tokio::time::timeout_at(deadline, async {
                 match at_once {
                     Some(types) => {

@@ -104,9 +104,9 @@ impl RedisStore {
                     store.bounded(command.query_async(&mut connection)).await;
             });
         }
-        if guard.is_none() {
+        let Some(guard) = guard else {
             return Ok(GuardedIssue::Apart(outcome));
-        }
+        };
         // The guard's counts follow a delivery's fields.
         let admission = match &outcome {
             IssueOutcome::Deliver(delivery) => Some(fraud::admitted_at(
@@ -115,6 +115,7 @@ impl RedisStore {
                     DeliveryKind::Created => CREATED_FIELDS,
                     _ => RESENT_FIELDS,
                 },
+                guard.mark(),
             )?),
             _ => None,
         };

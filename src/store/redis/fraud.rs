@@ -227,8 +227,12 @@ fn step_fields(step: &GuardStep<'_>) -> String {
 
 /// A counted send's admission from a reply whose `at` holds `fraud_count`'s string: the two
 /// tallies' eight counts comma-separated, `|`, the previous mark (`<minute>:<token>`) or
-/// nothing, `|`, the block or nothing.
-pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, StoreError> {
+/// nothing, `|`, the block or nothing. The send is counted under its step's `mark`.
+pub(super) fn admitted_at(
+    reply: &[Value],
+    at: usize,
+    mark: SendMark,
+) -> Result<Admission, StoreError> {
     let parsed = bytes_at(reply, at).and_then(|raw| {
         let mut fields = Fields(raw);
         // The service's last count ends at the first `|`.
@@ -271,6 +275,7 @@ pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, Store
             raw => Some(parse_block(raw)?),
         },
         previous,
+        mark,
     })
 }
 
@@ -397,15 +402,13 @@ impl FraudStore for RedisStore {
         attribution_ttl: Duration,
     ) -> Result<Admission, StoreError> {
         let mut invocation = FRAUD_SCRIPTS.admit.prepare_invoke();
-        add_admission(
-            &mut invocation,
-            &GuardStep {
-                send: *send,
-                window,
-                enforce,
-                attribution_ttl,
-            },
-        );
+        let step = GuardStep {
+            send: *send,
+            window,
+            enforce,
+            attribution_ttl,
+        };
+        add_admission(&mut invocation, &step);
         let mut connection = self.connections.get();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
@@ -414,20 +417,17 @@ impl FraudStore for RedisStore {
             let block = block_at(&reply, 1)?.ok_or_else(|| protocol("fraud admit", &reply))?;
             return Ok(Admission::Refused(block));
         }
-        admitted_at(&reply, 1)
+        admitted_at(&reply, 1, step.mark())
     }
 
     async fn release_send(
         &self,
         send: &FraudSend<'_>,
-        minute: u64,
+        ours: SendMark,
         previous: Option<SendMark>,
         refused: bool,
     ) -> Result<(), StoreError> {
-        let ours = SendMark {
-            minute,
-            token: send.token,
-        };
+        let minute = ours.minute;
         let mut invocation = FRAUD_SCRIPTS.release.prepare_invoke();
         invocation
             .key(release_keys(
@@ -578,8 +578,13 @@ mod tests {
     use super::*;
     use crate::fraud::Reason;
 
+    const MARK: SendMark = SendMark {
+        minute: 482_000,
+        token: 7,
+    };
+
     fn counted(raw: &[u8]) -> Result<Admission, StoreError> {
-        admitted_at(&[Value::Int(1), Value::BulkString(raw.to_vec())], 1)
+        admitted_at(&[Value::Int(1), Value::BulkString(raw.to_vec())], 1, MARK)
     }
 
     fn tally(counts: [u64; 4]) -> Tally {
@@ -633,10 +638,12 @@ mod tests {
             service,
             block,
             previous,
+            mark,
         } = counted(b"1,2,3,4,50,60,70,80|481999:18446744073709551615|").unwrap()
         else {
             panic!("admitted");
         };
+        assert_eq!(mark, MARK, "counted under the step's own mark");
         assert_eq!(prefix, tally([1, 2, 3, 4]));
         assert_eq!(service, tally([50, 60, 70, 80]));
         assert_eq!(block, None);

@@ -41,10 +41,16 @@ fn window(at_ms: u64) -> Window {
     Window::at(at_ms, GRACE, WINDOW_MINUTES)
 }
 
-/// Admits `send` at its time (enforced) and returns the counts it answers.
-async fn admit(store: &dyn Store, send: &FraudSend<'_>) -> (Tally, Tally, Option<SendMark>) {
+/// Admits `send` at its time (enforced) and returns the counts it answers, the attribution's
+/// previous mark and the mark the send was counted under: its minute, and its token but for
+/// the low bits (a store may choose the shard the send is counted in).
+async fn admit(
+    store: &dyn Store,
+    send: &FraudSend<'_>,
+) -> (Tally, Tally, Option<SendMark>, SendMark) {
+    let window = window(send.now_ms);
     match store
-        .admit_send(send, &window(send.now_ms), true, CODE_TTL)
+        .admit_send(send, &window, true, CODE_TTL)
         .await
         .expect("store answers")
     {
@@ -52,8 +58,13 @@ async fn admit(store: &dyn Store, send: &FraudSend<'_>) -> (Tally, Tally, Option
             prefix,
             service,
             previous,
+            mark,
             ..
-        } => (prefix, service, previous),
+        } => {
+            assert_eq!(mark.minute, window.minute);
+            assert_eq!(mark.token >> 4, send.token >> 4, "{mark:?} for {send:?}");
+            (prefix, service, previous, mark)
+        }
         Admission::Refused(block) => panic!("refused: {block:?}"),
     }
 }
@@ -96,7 +107,7 @@ async fn fraud_sends_are_counted_per_prefix_and_split_at_grace(backend: Backend)
         &send("44740", "+447400000002:login", five_minutes_ago),
     )
     .await;
-    let (other, _, _) = admit(
+    let (other, _, _, _) = admit(
         &*t.store,
         &send("44741", "+447410000001:login", five_minutes_ago),
     )
@@ -128,7 +139,7 @@ async fn fraud_sends_are_counted_per_prefix_and_split_at_grace(backend: Backend)
         .unwrap();
     assert_eq!(never_sent, None);
     // A fresh send now: the older ones are judged, it is not.
-    let (prefix, service, previous) =
+    let (prefix, service, previous, _) =
         admit(&*t.store, &send("44740", "+447400000003:login", now)).await;
     assert_eq!(previous, None);
     assert_eq!(
@@ -148,7 +159,8 @@ async fn fraud_sends_are_counted_per_prefix_and_split_at_grace(backend: Backend)
     // Past the window (an hour), a send is no longer read.
     let long_ago = now - 2 * 3600 * 1000;
     admit(&*t.store, &send("44742", "+447420000001:login", long_ago)).await;
-    let (prefix, service, _) = admit(&*t.store, &send("44742", "+447420000002:login", now)).await;
+    let (prefix, service, _, _) =
+        admit(&*t.store, &send("44742", "+447420000002:login", now)).await;
     assert_eq!(
         prefix,
         Tally {
@@ -215,11 +227,11 @@ async fn fraud_a_release_uncounts_the_send_and_restores_its_attribution(backend:
     admit(&*t.store, &send("44740", attribution, earlier)).await;
     // A resend refused later (its cooldown): given back, the first send's minute restored.
     let resend = send("44740", attribution, now);
-    let (prefix, _, previous) = admit(&*t.store, &resend).await;
+    let (prefix, _, previous, resent) = admit(&*t.store, &resend).await;
     assert_eq!((prefix.judged.sends, prefix.unjudged.sends), (1, 1));
     assert_eq!(previous.map(|mark| mark.minute), Some(earlier / BUCKET_MS));
     t.store
-        .release_send(&resend, now / BUCKET_MS, previous, false)
+        .release_send(&resend, resent, previous, false)
         .await
         .unwrap();
     let converted = t
@@ -232,7 +244,8 @@ async fn fraud_a_release_uncounts_the_send_and_restores_its_attribution(backend:
         Some(earlier / BUCKET_MS),
         "the first send converts"
     );
-    let (prefix, _, previous) = admit(&*t.store, &send("44740", "+447400000002:login", now)).await;
+    let (prefix, _, previous, _) =
+        admit(&*t.store, &send("44740", "+447400000002:login", now)).await;
     assert_eq!(previous, None);
     assert_eq!(
         prefix,
@@ -244,9 +257,9 @@ async fn fraud_a_release_uncounts_the_send_and_restores_its_attribution(backend:
     );
     // A send the guard refused after counting it: uncounted, counted as refused.
     let refused = send("44740", "+447400000003:login", now);
-    admit(&*t.store, &refused).await;
+    let (_, _, _, counted) = admit(&*t.store, &refused).await;
     t.store
-        .release_send(&refused, now / BUCKET_MS, None, true)
+        .release_send(&refused, counted, None, true)
         .await
         .unwrap();
     let minute = now / BUCKET_MS;
@@ -269,14 +282,11 @@ async fn fraud_a_release_uncounts_the_send_and_restores_its_attribution(backend:
     // second's mark stays, and its verify converts it.
     let first = send("44743", "+447430000001:login", earlier);
     let second = send("44743", "+447430000001:login", now);
-    let (_, _, none) = admit(&*t.store, &first).await;
-    let (_, _, first_mark) = admit(&*t.store, &second).await;
-    assert_eq!(
-        first_mark.map(|mark| mark.minute),
-        Some(earlier / BUCKET_MS)
-    );
+    let (_, _, none, first_counted) = admit(&*t.store, &first).await;
+    let (_, _, first_mark, _) = admit(&*t.store, &second).await;
+    assert_eq!(first_mark, Some(first_counted));
     t.store
-        .release_send(&first, earlier / BUCKET_MS, none, false)
+        .release_send(&first, first_counted, none, false)
         .await
         .unwrap();
     let converted = t
@@ -360,11 +370,11 @@ async fn fraud_concurrent_sends_are_each_counted_once(backend: Backend) {
             tokio::spawn(async move {
                 let attribution = format!("+4474000{i:05}:login");
                 let send = send("44740", &attribution, now);
-                let (prefix, _, _) = admit(&*store, &send).await;
+                let (prefix, _, _, counted) = admit(&*store, &send).await;
                 // Every other send is given back, concurrently with the others' counts.
                 if i % 2 == 1 {
                     store
-                        .release_send(&send, now / BUCKET_MS, None, false)
+                        .release_send(&send, counted, None, false)
                         .await
                         .unwrap();
                 }
@@ -378,7 +388,8 @@ async fn fraud_concurrent_sends_are_each_counted_once(backend: Backend) {
     }
     // Each send saw itself counted, and no two saw the same total while none was released.
     assert!(seen.iter().all(|&n| (1..=sends).contains(&n)), "{seen:?}");
-    let (prefix, service, _) = admit(&*t.store, &send("44740", "+447409999999:login", now)).await;
+    let (prefix, service, _, _) =
+        admit(&*t.store, &send("44740", "+447409999999:login", now)).await;
     assert_eq!(prefix.unjudged.sends, sends / 2 + 1);
     assert_eq!(service.unjudged.sends, sends / 2 + 1);
     // Concurrent verifies of one code convert it once.
@@ -417,10 +428,10 @@ async fn fraud_one_prefix_under_concurrent_sends_stays_exact_and_a_block_stops_i
             tokio::spawn(async move {
                 let attribution = format!("+4474100{i:05}:login");
                 let send = send("44741", &attribution, now);
-                admit(&*store, &send).await;
+                let (_, _, _, counted) = admit(&*store, &send).await;
                 match i % 3 {
                     1 => store
-                        .release_send(&send, minute, None, false)
+                        .release_send(&send, counted, None, false)
                         .await
                         .unwrap(),
                     2 => {
@@ -561,22 +572,22 @@ async fn fraud_an_undelivered_send_leaves_the_judgement(backend: Backend) {
         send("44750", "+447500000002:login", five_minutes_ago),
         send("44750", "+447500000003:login", five_minutes_ago),
     ];
+    let mut marks = Vec::new();
     for sent in &sends {
-        admit(&*t.store, sent).await;
+        marks.push(admit(&*t.store, sent).await.3);
     }
     t.store
         .count_conversion("+447500000001:login", "44750", "GB", since())
         .await
         .unwrap();
-    let lost = SendMark {
-        minute,
-        token: sends[1].token,
-    };
+    let lost = marks[1];
+    assert_eq!(lost.minute, minute);
     t.store
         .count_undelivered("44750", "GB", lost)
         .await
         .unwrap();
-    let (prefix, service, _) = admit(&*t.store, &send("44750", "+447500000004:login", now)).await;
+    let (prefix, service, _, _) =
+        admit(&*t.store, &send("44750", "+447500000004:login", now)).await;
     for tally in [prefix, service] {
         assert_eq!(
             (
