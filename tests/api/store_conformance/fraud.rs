@@ -645,7 +645,79 @@ async fn fraud_an_undelivered_send_leaves_the_judgement(backend: Backend) {
     }
 }
 
+/// Writes to judged minutes after a send has read them (late conversions, some racing other
+/// sends, an undelivered receipt, a release) reach the next sends' judgement of the same
+/// window: on PostgreSQL the judged minutes are read from a tally the window's first send
+/// stored (migration 0013), which those writes must keep exact.
+async fn fraud_late_writes_to_judged_minutes_reach_the_judgement(backend: Backend) {
+    let t = open(backend);
+    let now = now_ms();
+    let five_minutes_ago = now - 5 * BUCKET_MS;
+    let late = 12;
+    let attributions: Vec<String> = (0..late + 2)
+        .map(|i| format!("+4476000{i:05}:login"))
+        .collect();
+    let mut marks = Vec::new();
+    for attribution in &attributions {
+        marks.push(
+            admit(&*t.store, &send("44760", attribution, five_minutes_ago))
+                .await
+                .3,
+        );
+    }
+    let judged = |tally: Tally| (tally.judged.judged_sends(), tally.judged.conversions);
+    let sent = late as u64 + 2;
+    // The window's first send reads (and, where the store keeps one, tallies) them.
+    let (prefix, service, _, _) =
+        admit(&*t.store, &send("44760", "+447609999990:login", now)).await;
+    assert_eq!(judged(prefix), (sent, 0));
+    assert_eq!(judged(service), (sent, 0));
+    // Late conversions, while more sends of the same window read the judged minutes.
+    let tasks: Vec<_> = (0..late)
+        .map(|i| {
+            let store = t.store.clone();
+            let attribution = attributions[i].clone();
+            tokio::spawn(async move {
+                let other = format!("+44760999{i:04}:login");
+                let (prefix, _, _, _) = admit(&*store, &send("44760", &other, now)).await;
+                assert!(prefix.judged.conversions <= late as u64, "{prefix:?}");
+                store
+                    .count_conversion(&attribution, "44760", "GB", since())
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    for task in tasks {
+        assert_eq!(task.await.unwrap(), Some(five_minutes_ago / BUCKET_MS));
+    }
+    let (prefix, service, _, _) =
+        admit(&*t.store, &send("44760", "+447609999991:login", now)).await;
+    assert_eq!(judged(prefix), (sent, late as u64));
+    assert_eq!(judged(service), (sent, late as u64));
+    // An undelivered send and a released one leave the judged sends.
+    t.store
+        .count_undelivered("44760", "GB", marks[late])
+        .await
+        .unwrap();
+    let released = send("44760", &attributions[late + 1], five_minutes_ago);
+    t.store
+        .release_send(&released, marks[late + 1], None, false)
+        .await
+        .unwrap();
+    let (prefix, service, _, _) =
+        admit(&*t.store, &send("44760", "+447609999992:login", now)).await;
+    assert_eq!(judged(prefix), (sent - 2, late as u64));
+    assert_eq!(judged(service), (sent - 2, late as u64));
+    assert_eq!(
+        prefix.unjudged.sends,
+        late as u64 + 3,
+        "this window's own sends"
+    );
+}
+
 on_every_store!(
+    fraud_late_writes_to_judged_minutes_reach_the_judgement,
     fraud_an_undelivered_send_leaves_the_judgement,
     fraud_conversions_reach_the_running_judgement_on_their_side,
     fraud_sends_are_counted_per_prefix_and_split_at_grace,
