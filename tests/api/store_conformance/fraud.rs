@@ -179,7 +179,7 @@ async fn fraud_conversions_reach_the_running_judgement_on_their_side(backend: Ba
     let now = now_ms();
     let late = send("44760", "+447600000001:login", now - 5 * BUCKET_MS);
     admit(&*t.store, &late).await;
-    let (prefix, _, _) = admit(&*t.store, &send("44760", "+447600000002:login", now)).await;
+    let (prefix, ..) = admit(&*t.store, &send("44760", "+447600000002:login", now)).await;
     assert_eq!(
         prefix,
         Tally {
@@ -193,7 +193,7 @@ async fn fraud_conversions_reach_the_running_judgement_on_their_side(backend: Ba
         .await
         .unwrap();
     assert_eq!(converted, Some(late.now_ms / BUCKET_MS));
-    let (prefix, _, _) = admit(&*t.store, &send("44760", "+447600000003:login", now)).await;
+    let (prefix, ..) = admit(&*t.store, &send("44760", "+447600000003:login", now)).await;
     assert_eq!(
         prefix,
         Tally {
@@ -208,7 +208,7 @@ async fn fraud_conversions_reach_the_running_judgement_on_their_side(backend: Ba
         .await
         .unwrap();
     assert_eq!(converted, Some(now / BUCKET_MS));
-    let (prefix, _, _) = admit(&*t.store, &send("44760", "+447600000004:login", now)).await;
+    let (prefix, ..) = admit(&*t.store, &send("44760", "+447600000004:login", now)).await;
     assert_eq!(
         prefix,
         Tally {
