@@ -72,7 +72,7 @@ async fn eight_instances_starting_at_once_apply_the_schema_once() {
         .collect();
     assert_eq!(
         versions,
-        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+        vec![1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13],
         "each migration once"
     );
     // A later start finds nothing to do.
@@ -498,4 +498,85 @@ async fn sends_in_flight_at_once_on_one_instance_count_in_shards_of_their_own() 
         .unwrap()
         .get(0);
     assert_eq!(attributions, 0, "released and converted: none left");
+}
+
+/// An undelivered receipt takes the fraud counts' rows in the order a send's step takes them
+/// (prefix, country, service): a receipt arriving while a send of the same minute and shard
+/// holds its prefix's row waits for it holding nothing, so the send goes on to the service's
+/// row. (One UPDATE over the three scopes took the service's row first: a deadlock, broken by
+/// failing one of the two.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_undelivered_receipt_takes_the_fraud_counts_in_the_send_s_order() {
+    let url = PostgresServer::shared().fresh_database().await;
+    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
+    store.migrate().await.unwrap();
+    let name = url.rsplit('/').next().unwrap();
+    let server = PostgresServer::shared();
+    let (mut send, receipt, observer) = (
+        server.client(name).await,
+        server.client(name).await,
+        server.client(name).await,
+    );
+    // Minute 100, shard 1 (the token 1's), two sends counted in each scope.
+    send.batch_execute(
+        "INSERT INTO vcode_fraud_counts
+           (scope, minute, shard, sends, conversions, refused, expires_at_ms)
+         VALUES ('p:44770', 100, 1, 2, 0, 0, 9000000000000),
+                ('c:GB', 100, 1, 2, 0, 0, 9000000000000),
+                ('*', 100, 1, 2, 0, 0, 9000000000000)",
+    )
+    .await
+    .unwrap();
+    let step = send.transaction().await.unwrap();
+    let count = "UPDATE vcode_fraud_counts SET sends = sends + 1
+                 WHERE scope = $1 AND minute = 100 AND shard = 1";
+    step.execute(count, &[&"p:44770"]).await.unwrap();
+    let receipt_pid: i32 = receipt
+        .query_one("SELECT pg_backend_pid()", &[])
+        .await
+        .unwrap()
+        .get(0);
+    let undelivered = tokio::spawn(async move {
+        receipt
+            .execute("SELECT vcode_fraud_undelivered('44770', 'GB', 100, 1)", &[])
+            .await
+    });
+    // Until the receipt waits on a lock (the prefix's row, held by the step).
+    let waiting = eventually(Duration::from_secs(10), || async {
+        observer
+            .query_opt(
+                "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
+                &[&receipt_pid],
+            )
+            .await
+            .unwrap()
+            .is_some()
+    })
+    .await;
+    assert!(waiting, "the receipt never waited on the step's row");
+    step.execute(count, &[&"c:GB"]).await.expect("no deadlock");
+    step.execute(count, &[&"*"]).await.expect("no deadlock");
+    step.commit().await.unwrap();
+    undelivered
+        .await
+        .unwrap()
+        .expect("the receipt goes through after the step");
+    let rows = observer
+        .query(
+            "SELECT scope, sends, undelivered FROM vcode_fraud_counts
+             WHERE minute = 100 ORDER BY scope",
+            &[],
+        )
+        .await
+        .unwrap();
+    let counts: Vec<(String, i64, i64)> = rows
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    assert_eq!(
+        counts,
+        [("*", 2, 1), ("c:GB", 2, 1), ("p:44770", 2, 1)]
+            .map(|(scope, sends, undelivered)| (scope.to_owned(), sends, undelivered))
+            .to_vec()
+    );
 }

@@ -21,6 +21,10 @@ const MIGRATIONS: &[(i32, &str)] = &[
         include_str!("migrations/0011_verify_by_phone_events.sql"),
     ),
     (12, include_str!("migrations/0012_undelivered_sends.sql")),
+    (
+        13,
+        include_str!("migrations/0013_undelivered_lock_order.sql"),
+    ),
 ];
 
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).
