@@ -7,7 +7,7 @@
 -- Fields: w, js/jc (judged sends, conversions), us/uc (within grace).
 -- Every redis.call argument here is a string and no number is concatenated on the hot path:
 -- Redis 7.0 writes a number argument with '%.17g' and Lua concatenates one with '%.14g', whose
--- floating-point path cost a send more than a third of the guard's instructions in Redis.
+-- floating-point path was a quarter of the guard's instructions in Redis on a send.
 
 -- Adds `by` (a string: '1', '-1') to the tally at `key` for a send ('s') or a conversion ('c')
 -- of `minute` (its digits), if that minute is in the tally's window.
