@@ -1,5 +1,6 @@
-//! vcode: one-time codes by SMS and image captchas, verified atomically on Redis or an embedded
-//! store. `Application::build` assembles the service from `Settings`.
+//! vcode: one-time codes by SMS and email, image captchas and proof-of-work gates, and a
+//! Twilio Verify-compatible API; every verification one atomic step on the embedded store,
+//! Redis or PostgreSQL. `Application::build` assembles the service from `Settings`.
 
 pub mod api_keys;
 pub mod captcha;
@@ -17,6 +18,7 @@ pub mod otp;
 pub mod postmortem;
 pub mod pow;
 pub(crate) mod routes;
+pub mod settings;
 pub mod sms;
 pub mod startup;
 pub mod stats;
@@ -26,5 +28,5 @@ pub mod token;
 pub mod twilio_compat;
 pub(crate) mod weak_secret;
 
-pub use config::Settings;
+pub use settings::Settings;
 pub use startup::Application;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use vcode::config::{self, Settings};
+use vcode::settings::{self, Settings};
 use vcode::startup::Application;
 use vcode::telemetry;
 
@@ -69,7 +69,7 @@ fn main() -> anyhow::Result<()> {
             println!("Auth Token (give it to the application; it is not shown again): {token}");
             println!("VCODE_TWILIO_COMPAT_ACCOUNTS entry: {entry}");
         }
-        Command::CheckConfig => print!("{}", config::table::from_env().context("configuration")?),
+        Command::CheckConfig => print!("{}", settings::table::from_env().context("configuration")?),
         // The load generator is a client: it reads no VCODE_* settings and logs nothing.
         Command::Loadtest(options) => runtime(true)?.block_on(vcode_loadtest::run_cli(options))?,
         Command::LoadtestTable { reports } => vcode_loadtest::print_comparison(&reports)?,

@@ -14,7 +14,6 @@ use tracing_actix_web::TracingLogger;
 
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
-use crate::config::{Settings, StoreSettings};
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
 use crate::events::{Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
@@ -24,6 +23,7 @@ use crate::otp::{OtpDependencies, OtpService, ReceiptSecrets, ReceiptService, Se
 use crate::postmortem;
 use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
+use crate::settings::{Settings, StoreSettings};
 use crate::stats::Stats;
 use crate::store::redis::{RedisSettings, RedisTopology};
 use crate::store::{HealthCheck, MemoryStore, PostgresStore, RedisStore, Stores};

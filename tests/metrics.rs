@@ -119,7 +119,7 @@ async fn metrics_count_a_scripted_sequence() {
 
     // The fraud guard: refusals by reason, SMS to monitored countries by region.
     let guarded = spawn_app_with(Backend::Memory, |s| {
-        s.abuse.monitored_regions = vcode::config::Regions::parse("US").unwrap();
+        s.abuse.monitored_regions = vcode::settings::Regions::parse("US").unwrap();
     })
     .await;
     assert_eq!(guarded.send("+12025550143").await.status, 200);

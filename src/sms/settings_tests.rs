@@ -11,8 +11,8 @@ use secrecy::ExposeSecret;
 use super::settings::{ProviderName, SmsSettings};
 use super::templates::{ProviderTemplate, TemplateValue};
 use super::twilio::TwilioAuth;
-use crate::config::Settings;
 use crate::domain::{Locale, Phone, Region};
+use crate::settings::Settings;
 
 const TWILIO_SID: &str = "AC0123456789abcdef0123456789abcdef";
 const TWILIO_KEY_SID: &str = "SK0123456789abcdef0123456789abcdef";

@@ -257,7 +257,7 @@ mod tests {
             .chain(vars)
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        crate::config::Settings::from_vars(vars)
+        crate::settings::Settings::from_vars(vars)
             .map(|settings| settings.sms)
             .map_err(|e| e.to_string())
     }

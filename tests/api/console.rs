@@ -10,8 +10,8 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use vcode::config::AbuseSettings;
 use vcode::fraud::FraudSettings;
+use vcode::settings::AbuseSettings;
 use vcode::sms::SmsPrices;
 use vcode::sms::receipts::ReceiptSettings;
 use vcode_wire::{SmsPricesData, paths};
@@ -53,7 +53,7 @@ async fn console_app(token: Option<&str>, gateway: Option<&SmsGateway>) -> TestA
         s.sms.prices = prices();
         s.abuse = AbuseSettings {
             sends_per_ip_hour: BUDGET,
-            allowed_regions: vcode::config::Regions::parse("CN,GB").expect("regions"),
+            allowed_regions: vcode::settings::Regions::parse("CN,GB").expect("regions"),
             ..AbuseSettings::unlimited()
         };
         s.fraud = FraudSettings {

@@ -605,7 +605,7 @@ async fn a_domain_whose_mail_is_never_verified_is_held_until_lifted(backend: Bac
     const TOKEN: &str = "fraud-admin-token-0123";
     let app = spawn_app_with(backend, |settings| {
         settings.admin_token = Some(TOKEN.into());
-        settings.abuse = vcode::config::AbuseSettings::unlimited();
+        settings.abuse = vcode::settings::AbuseSettings::unlimited();
         settings.fraud = vcode::fraud::FraudSettings {
             surge_floor: FLOOR,
             ..vcode::fraud::FraudSettings::default()

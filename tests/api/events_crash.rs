@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vcode::config::StoreSettings;
 use vcode::otp::VerifyBy;
+use vcode::settings::StoreSettings;
 
 use crate::support::event_receiver::{Receiver, events_to, new_secret};
 use crate::support::redis_server::free_port;

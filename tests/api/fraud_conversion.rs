@@ -7,8 +7,8 @@
 //! routes need the admin token; the per-country series count sends and verifies.
 
 use serde_json::Value;
-use vcode::config::AbuseSettings;
 use vcode::fraud::FraudSettings;
+use vcode::settings::AbuseSettings;
 use vcode_wire::{
     CaptchaAnswer, CaptchaCreated, FraudLifted, FraudPrefixState, FraudReason, FraudSuspensions,
     FraudTraffic, RetryAfterData, SendRequest, paths,

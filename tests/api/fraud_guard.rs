@@ -4,8 +4,8 @@
 //! monitored SMS in the daily stats.
 
 use serde_json::Value;
-use vcode::config::{AbuseSettings, NumberTypes, Regions};
 use vcode::domain::Purpose;
+use vcode::settings::{AbuseSettings, NumberTypes, Regions};
 use vcode_wire::paths;
 
 use crate::support::app::Answer;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use futures::future::join_all;
-use vcode::config::AbuseSettings;
+use vcode::settings::AbuseSettings;
 use vcode_wire::{Delivery, SendData, SendRequest, headers, paths};
 
 use crate::support::app::{Answer, webhook};
@@ -118,7 +118,7 @@ async fn a_repeat_waits_for_the_first_then_gives_up_with_409(backend: Backend) {
     let app = std::sync::Arc::new(
         spawn_app_with(backend, |s| {
             unlimited(s);
-            s.sms = vcode::config::SmsSettings::webhook(gateway.url(), Duration::from_secs(3));
+            s.sms = vcode::settings::SmsSettings::webhook(gateway.url(), Duration::from_secs(3));
             s.abuse.idempotency_wait = Duration::from_millis(300);
         })
         .await,

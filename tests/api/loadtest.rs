@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use vcode::Settings;
 use vcode::client_ip::TrustedProxies;
-use vcode::config::{AbuseSettings, Regions};
 use vcode::otp::VerifyBy;
 use vcode::postmortem::VerifyStrategy;
+use vcode::settings::{AbuseSettings, Regions};
 use vcode_loadtest::pumping::PumpingReport;
 use vcode_loadtest::{Options, Report, Scenario};
 

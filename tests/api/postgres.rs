@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use futures::future::join_all;
 use vcode::store::postgres::PostgresSettings;
 use vcode::store::{Budgets, PostgresStore};
-use vcode::{Application, config::StoreSettings};
+use vcode::{Application, settings::StoreSettings};
 use vcode_wire::paths;
 
 use crate::support::app::{postgres_settings, test_settings};

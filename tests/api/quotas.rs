@@ -6,8 +6,8 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use futures::future::join_all;
-use vcode::config::AbuseSettings;
 use vcode::domain::{Code, CodeLength, Destination, Purpose};
+use vcode::settings::AbuseSettings;
 use vcode::store::{
     Budget, Budgets, CodeStore, IssueOutcome, IssueParams, QuotaDecision, QuotaRule, QuotaScope,
     QuotaStore, QuotaToken, ResendPolicy, VerifyOutcome, VerifyParams,

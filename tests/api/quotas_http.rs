@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use vcode::client_ip::TrustedProxies;
-use vcode::config::{AbuseSettings, Regions};
 use vcode::domain::{Purpose, Region};
+use vcode::settings::{AbuseSettings, Regions};
 use vcode::store::ResendPolicy;
 use vcode_wire::{RetryAfterData, SendRequest, paths};
 

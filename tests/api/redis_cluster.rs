@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use redis::cmd;
-use vcode::config::StoreSettings;
+use vcode::settings::StoreSettings;
 
 use crate::support::failover::{assert_failed_fast_and_recovered, run_through, spawn_app_on};
 use crate::support::{ClusterLease, RedisCluster, random_phone};

@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use redis::cmd;
-use vcode::config::StoreSettings;
+use vcode::settings::StoreSettings;
 
 use crate::support::failover::{assert_failed_fast_and_recovered, run_through, spawn_app_on};
 use crate::support::{RedisSentinel, random_phone};

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vcode::config::StoreSettings;
+use vcode::settings::StoreSettings;
 use vcode::store::redis::{RedisCredentials, RedisSettings, RedisTopology};
 
 use crate::support::redis_tls::{

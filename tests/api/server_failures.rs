@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use vcode::Settings;
-use vcode::config::StoreSettings;
+use vcode::settings::StoreSettings;
 use vcode::store::postgres::PostgresSettings;
 use vcode_wire::{headers, paths};
 

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use serde_json::json;
-use vcode::config::AbuseSettings;
 use vcode::domain::Purpose;
+use vcode::settings::AbuseSettings;
 use vcode::store::ResendPolicy;
 use vcode_wire::{Delivery, SendData, paths};
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vcode::config::AbuseSettings;
+use vcode::settings::AbuseSettings;
 use vcode_wire::{
     CaptchaAnswer, CaptchaCreated, CaptchaVerifyRequest, SendRequest, headers, paths,
 };

@@ -3,7 +3,7 @@
 //! other (one use, a token); start-up refuses them on a public bind unless told otherwise.
 
 use serde_json::json;
-use vcode::config::{AbuseSettings, TestNumbers};
+use vcode::settings::{AbuseSettings, TestNumbers};
 use vcode::{Application, Settings};
 
 use crate::support::app::{test_settings, webhook};

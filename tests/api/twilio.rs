@@ -12,8 +12,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vcode::config::{AbuseSettings, NumberTypes, Regions};
 use vcode::fraud::FraudSettings;
+use vcode::settings::{AbuseSettings, NumberTypes, Regions};
 use vcode::twilio_compat::{TwilioAccounts, accounts};
 
 use crate::email::{MailServer, check, code_in, mailing_settings, tools_present};
@@ -108,7 +108,7 @@ async fn app_with_accounts(backend: Backend) -> (TestApp, Account, Account) {
 /// The same, with settings of its own.
 async fn app_with_accounts_and(
     backend: Backend,
-    also: impl FnOnce(&mut vcode::config::Settings),
+    also: impl FnOnce(&mut vcode::settings::Settings),
 ) -> (TestApp, Account, Account) {
     let (first, second) = (accounts::generate(), accounts::generate());
     let entries = format!("{}\n{}", first.2, second.2);

@@ -17,9 +17,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use serde_json::Value;
-use vcode::config::Settings;
 use vcode::domain::{Code, CodeLength, EmailAddress, Locale, Purpose};
 use vcode::email::{EmailErrorKind, EmailMessage, EmailSender, SmtpMailer};
+use vcode::settings::Settings;
 
 const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/email");
 

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use vcode::config::AbuseSettings;
 use vcode::domain::Purpose;
+use vcode::settings::AbuseSettings;
 
 use super::{on_memory_and_redis, post_at_once, solved_payload, spawn_pow_app};
 use crate::support::app::Answer;

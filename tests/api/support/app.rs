@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use vcode::config::{SmsSettings, StoreSettings};
+use vcode::settings::{SmsSettings, StoreSettings};
 use vcode::store::Stores;
 use vcode::store::postgres::PostgresSettings;
 use vcode::store::redis::{RedisSettings, RedisTopology};

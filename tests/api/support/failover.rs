@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::{Value, json};
 use vcode::Settings;
-use vcode::config::{AbuseSettings, StoreSettings};
+use vcode::settings::{AbuseSettings, StoreSettings};
 use vcode_wire::{OutboxData, OutboxQuery, SendRequest, VerifyRequest, paths};
 
 use super::{Backend, TestApp, random_phone, spawn_app_with};

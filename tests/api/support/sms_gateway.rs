@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use actix_web::{App, HttpRequest, HttpResponse, HttpServer, web};
 use secrecy::SecretString;
-use vcode::config::SmsSettings;
+use vcode::settings::SmsSettings;
 
 /// A request as it arrived.
 #[derive(Clone, Debug)]

@@ -6,10 +6,10 @@
 
 use std::collections::HashMap;
 
-use super::error::ConfigError;
-use super::redact::REDACTED;
-use super::sources::{self, FILE};
 use super::{Settings, secrets};
+use crate::config::ConfigError;
+use crate::config::redact::REDACTED;
+use crate::config::sources::{self, FILE};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {

@@ -1,7 +1,7 @@
 //! `vcode check-config`'s table: every setting, its value and its origin; secrets as `***`.
 
 use super::*;
-use crate::config::table::{Row, render, rows};
+use crate::settings::table::{Row, render, rows};
 
 fn table(vars: &[(&str, &str)]) -> Vec<Row> {
     rows(vars.iter().map(|(k, v)| (k.to_string(), v.to_string()))).unwrap()

@@ -89,7 +89,7 @@ fn known_names_pass_the_unknown_check() {
     .chain(known.iter().map(String::as_str))
     {
         let names = [name.to_owned()];
-        assert!(sources::refuse_unknown(&names, &known).is_ok(), "{name}");
+        assert!(variables::refuse_unknown(&names, &known).is_ok(), "{name}");
     }
     // A provider's variable (the sms module's) and a variable that is not vcode's.
     assert!(settings(&[("VCODE_TWILIO_FROM", "+15005550006"), ("HOME", "/root")]).is_ok());

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use secrecy::ExposeSecret;
 
-use super::error::ConfigError;
-use super::redact::REDACTED;
-use super::secret::{Secret, SecretVariable};
 use crate::api_keys::ApiKeys;
+use crate::config::ConfigError;
+use crate::config::redact::REDACTED;
+use crate::config::secret::{Secret, SecretVariable};
 use crate::keyring::SecretKey;
 use crate::store::redis::SENTINEL_MASTER_PASSWORD;
 use crate::token::{SigningKey, parse_pem_keys};
