@@ -102,6 +102,7 @@ struct Keys {
     captcha: SecretBox<[u8; 32]>,
     pow: SecretBox<[u8; 32]>,
     token: SecretBox<[u8; 32]>,
+    end_user: HmacSha256,
 }
 
 impl Keys {
@@ -112,6 +113,7 @@ impl Keys {
             code_hash: mac_with(&secret.derive("code-hash/v1")),
             code_seal: SecretBox::new(Box::new(secret.derive("code-seal/v2"))),
             captcha: SecretBox::new(Box::new(secret.derive("captcha-answer/v1"))),
+            end_user: mac_with(&secret.derive("end-user/v1")),
         }
     }
 
@@ -181,6 +183,19 @@ impl Keyring {
         self.all()
             .map(|keys| keys.code_digest(phone, purpose, code.expose()))
             .collect()
+    }
+
+    /// The name an end user's budgets are kept under: a keyed digest of (tenant, the tenant's
+    /// key for it), so that no key is stored and two tenants' users never meet (current key
+    /// only: a rotation starts end users' counts afresh, as it costs one window of a quota).
+    pub fn end_user_digest(&self, tenant: &str, key: &str) -> u64 {
+        let mut mac = self.current.end_user.clone();
+        for field in [tenant, key] {
+            mac.update(&(field.len() as u32).to_be_bytes());
+            mac.update(field.as_bytes());
+        }
+        let full = mac.finalize().into_bytes();
+        u64::from_be_bytes(full[..8].try_into().expect("a MAC is longer than 8 bytes"))
     }
 
     /// The seeds of the Ed25519 keys that sign verification tokens when no token key is

@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod captcha;
 pub mod client_ip;
 pub mod config;
+pub mod credential_failures;
 pub mod domain;
 pub mod email;
 pub mod events;

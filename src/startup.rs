@@ -14,6 +14,7 @@ use tracing_actix_web::TracingLogger;
 
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
+use crate::credential_failures::CredentialFailures;
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
 use crate::events::{Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
@@ -275,6 +276,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
         services.otp.clone(),
         stores.twilio.clone(),
         settings.twilio_accounts.clone().unwrap_or_default(),
+        settings.abuse.twilio_services_per_account as usize,
     ));
     AppState {
         twilio,
@@ -289,6 +291,9 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
         readiness: Readiness::new(stores.health.clone()),
         trusted_proxies: settings.abuse.trusted_proxies.clone(),
         client_ipv6_prefix: settings.abuse.client_ipv6_prefix,
+        credential_failures: Arc::new(CredentialFailures::new(
+            settings.abuse.credential_failures_per_client_minute,
+        )),
         admin_token: settings.admin_token.clone(),
         api_keys: ApiKeyGate::new(
             &settings.api_key,

@@ -143,19 +143,31 @@ impl ApiKeyGate {
         }
     }
 
-    /// `Ok(None)`: `operation` is open; `Ok(Some(name))`: the caller presented `name`'s key.
+    /// Whether `operation` needs a key.
+    pub fn requires(&self, operation: Operation) -> bool {
+        self.required.contains(&operation)
+    }
+
+    /// `Ok(Some(name))`: the caller presented `name`'s key (a tenant, whether or not
+    /// `operation` requires a key); `Ok(None)`: the operation is open and the caller presented
+    /// no key, or any token where no keys are configured (a proxy's own header, say). Where
+    /// keys are configured a key presented is always checked: a wrong one is refused even
+    /// where none is required, so that a tenant whose key is wrong never runs as a browser.
     pub fn check(
         &self,
         operation: Operation,
         presented: Option<&str>,
     ) -> Result<Option<&ApiKeyName>, Unauthorized> {
-        if !self.required.contains(&operation) {
-            return Ok(None);
+        match presented.filter(|_| !self.keys.is_empty()) {
+            Some(key) => self.keys.identify(key).map(Some).ok_or(Unauthorized),
+            None if self.requires(operation) => Err(Unauthorized),
+            None => Ok(None),
         }
-        presented
-            .and_then(|key| self.keys.identify(key))
-            .map(Some)
-            .ok_or(Unauthorized)
+    }
+
+    /// Whether a request presenting `presented` is checked at all (see [`check`](Self::check)).
+    pub fn checks(&self, operation: Operation, presented: Option<&str>) -> bool {
+        self.requires(operation) || (presented.is_some() && !self.keys.is_empty())
     }
 }
 

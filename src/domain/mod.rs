@@ -2,6 +2,7 @@
 //! service never re-checks raw strings.
 
 mod captcha;
+mod client;
 mod code;
 mod destination;
 mod email;
@@ -13,6 +14,7 @@ pub mod traffic;
 mod verification;
 
 pub use captcha::{CaptchaAnswer, CaptchaId};
+pub use client::Client;
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};
 pub use destination::{Channel, Destination, EMAIL_COUNTRY, EmailDestination, masked_key};
 pub use email::{EmailAddress, InvalidEmail};

@@ -5,6 +5,7 @@
 //! log lines meet. One send and one verify serve both channels: they take a `Destination`,
 //! and only the delivery itself differs.
 
+mod caller;
 mod destinations;
 mod error;
 mod receipts;
@@ -13,10 +14,13 @@ mod settings;
 mod verification;
 
 use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::Arc;
 
 use crate::captcha::{CaptchaService, SolvedCaptcha};
-use crate::domain::{Code, Destination, EmailAddress, Phone, PhoneParser, Purpose, VerificationId};
+use crate::domain::{
+    Client, Code, Destination, EmailAddress, Phone, PhoneParser, Purpose, VerificationId,
+};
 use crate::email::EmailSender;
 use crate::fraud::{ConversionTicket, FraudGuard};
 use crate::idempotency::Idempotency;
@@ -30,6 +34,8 @@ use crate::store::{
 };
 use crate::token::{Audience, TokenIssuer};
 
+use self::caller::CallerLimits;
+pub use self::caller::{Caller, EndUser, MAX_END_USER_KEY, TenantId};
 pub use self::destinations::{
     Destinations, GeoPermission, GeoPermissions, NumberTypes, Refusal, Regions,
 };
@@ -40,7 +46,7 @@ pub use self::receipts::{
 };
 pub use self::send::{DeliveryStatus, SendCommand, SendReceipt, Tenant};
 pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
-pub use self::verification::{VerificationView, VerifyCommand};
+pub use self::verification::{Owner, VerificationView, VerifyCommand};
 pub use crate::store::VerificationStatus;
 
 use self::send::{DAY, HOUR, MINUTE};
@@ -65,6 +71,14 @@ struct GatePasses {
 }
 
 impl SendGate {
+    /// The part of the gate a tenant asked for by carrying its user's proofs.
+    fn carried(&self, pow: bool, captcha: bool) -> Self {
+        Self {
+            captcha: self.captcha.clone().filter(|_| captcha),
+            pow: self.pow.clone().filter(|_| pow),
+        }
+    }
+
     /// Checks and consumes the proofs the gate requires: the proof of work first, as it costs
     /// a refusal nothing; then the captcha. One solved proof buys one send attempt. A captcha
     /// that fails on the server side gives the proof of work back.
@@ -123,8 +137,9 @@ pub struct OtpService {
     /// `issue_params` with the per-address budget in place of the per-phone one.
     email_issue_params: IssueParams,
     verify_params: VerifyParams,
-    /// Budgets outside the phone's hash tag, reserved after the issue.
-    ip_quota: Vec<QuotaRule>,
+    /// Budgets outside the phone's hash tag, reserved after the issue: who asks (the client's,
+    /// a tenant's own) and the global one.
+    callers: CallerLimits,
     global_quota: Vec<QuotaRule>,
     /// Code emails per recipient domain, reserved with the client's and global budgets.
     email_domain_quota: Vec<QuotaRule>,
@@ -221,9 +236,20 @@ impl OtpService {
             issue_params,
             email_issue_params,
             verify_params,
-            ip_quota: QuotaRule::new(abuse.sends_per_ip_hour, HOUR)
+            callers: CallerLimits {
+                client: QuotaRule::new(abuse.sends_per_ip_hour, HOUR)
+                    .into_iter()
+                    .collect(),
+                tenant: [
+                    QuotaRule::new(abuse.sends_per_tenant_hour, HOUR),
+                    QuotaRule::new(abuse.sends_per_tenant_day, DAY),
+                ]
                 .into_iter()
+                .flatten()
                 .collect(),
+                ipv6_prefix: abuse.client_ipv6_prefix,
+                keyring: keyring.clone(),
+            },
             global_quota: QuotaRule::new(abuse.sends_global_minute, MINUTE)
                 .into_iter()
                 .collect(),
@@ -355,7 +381,7 @@ impl OtpService {
         let candidates = self
             .keyring
             .code_digests(destination.key(), purpose.as_str(), &code);
-        let client = command.client;
+        let (client, params) = self.verify_limits(&command.caller);
         // A match converts the code's send for the fraud guard: in the verify's own step
         // where the store can, after it elsewhere.
         let conversion = self.fraud.conversion(&destination, &purpose);
@@ -367,7 +393,7 @@ impl OtpService {
                 id.as_ref(),
                 &candidates,
                 client,
-                self.verify_params,
+                params,
                 conversion.as_ref().map(ConversionTicket::conversion),
             )
             .await?;
@@ -419,6 +445,24 @@ impl OtpService {
                 tracing::warn!(%destination, %purpose, quota = "phone_failures", "verify refused: quota exceeded");
                 Err(OtpError::QuotaExceeded { retry_after })
             }
+        }
+    }
+
+    /// The client a verify by `caller` counts its failures for, and the limits it works under.
+    /// A tenant that names no end user is no client: its server's address is never charged,
+    /// so that no guesser typing into the tenant's app locks anyone out; its verifications'
+    /// own attempts and the destination's ceiling still hold (the unspecified address stands
+    /// in for the client, whose log a verify without its rule never touches).
+    fn verify_limits(&self, caller: &Caller) -> (Client, VerifyParams) {
+        match self.callers.client(caller) {
+            Some(client) => (client, self.verify_params),
+            None => (
+                Client::Address(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+                VerifyParams {
+                    client_failures: None,
+                    ..self.verify_params
+                },
+            ),
         }
     }
 

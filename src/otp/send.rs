@@ -8,12 +8,11 @@
 //! (a failure there costs only its receipts).
 
 use std::borrow::Cow;
-use std::net::IpAddr;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
-use super::{GatePasses, GeoPermission, OtpError, OtpService, Refusal};
+use super::{Caller, GatePasses, GeoPermission, OtpError, OtpService, Refusal};
 use crate::domain::{
     Code, CodeLength, Destination, EmailAddress, Locale, Phone, Purpose, VerificationId,
 };
@@ -48,7 +47,8 @@ pub struct SendCommand {
     pub locale: Option<String>,
     /// A solved ALTCHA challenge: the base64 payload the widget produces.
     pub altcha: Option<String>,
-    pub client_ip: IpAddr,
+    /// Who asks: a browser's address, or a tenant and the end user it names.
+    pub caller: Caller,
     pub idempotency_key: Option<IdempotencyKey>,
     /// Set by a compatibility API (a Twilio Verify Service): its codes instead of `purpose`'s.
     /// Boxed: the command lives in the send's future, which the route boxes and copies, and
@@ -253,20 +253,32 @@ impl OtpService {
         monitored: bool,
         ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
-        // The gate proves a person in a browser; a tenant's caller is a server that
-        // authenticated itself (a Twilio account), which no captcha or proof of work fits.
-        let passes = match command.tenant {
-            Some(_) => GatePasses::default(),
-            None => {
-                self.gate
-                    .pass(
-                        command.altcha.as_deref(),
-                        (
-                            command.captcha_id.as_deref(),
-                            command.captcha_answer.as_deref(),
-                        ),
-                    )
-                    .await?
+        // The gate proves a person in a browser. A tenant is a server that authenticated
+        // itself: the gate is its to ask for, by relaying its user's proofs (those it carries
+        // are checked and consumed), and a Twilio Service's never is.
+        let carried;
+        let gate = match (&command.caller, &command.tenant) {
+            (_, Some(_)) => None,
+            (Caller::Browser(_), None) => Some(&self.gate),
+            (Caller::Tenant { .. }, None) => {
+                carried = self.gate.carried(
+                    command.altcha.is_some(),
+                    command.captcha_id.is_some() || command.captcha_answer.is_some(),
+                );
+                Some(&carried)
+            }
+        };
+        let passes = match gate {
+            None => GatePasses::default(),
+            Some(gate) => {
+                gate.pass(
+                    command.altcha.as_deref(),
+                    (
+                        command.captcha_id.as_deref(),
+                        command.captcha_answer.as_deref(),
+                    ),
+                )
+                .await?
             }
         };
         // An error here means no SMS went out nor may have (an unconfirmed one is a success),
@@ -307,7 +319,7 @@ impl OtpService {
         ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
         let tenant = command.tenant.as_deref();
-        let client_ip = command.client_ip;
+        let caller = &command.caller;
         let length = tenant.map_or(self.settings.code_length, |tenant| tenant.code_length);
         let code = Code::generate(length);
         let (e164, purpose_name) = (destination.key(), purpose.as_str());
@@ -324,7 +336,7 @@ impl OtpService {
             verification: verification.clone(),
             send_log: send_log_of(tenant),
         };
-        let budgets = self.budgets(client_ip, destination);
+        let budgets = self.budgets(caller, destination);
         let budgets = Budgets {
             budgets: &budgets,
             token: QuotaToken::generate(),
@@ -369,7 +381,7 @@ impl OtpService {
                 return Err(OtpError::QuotaExceeded { retry_after });
             }
             IssueOutcome::BudgetExceeded { scope, retry_after } => {
-                return Err(self.budget_refused(scope, retry_after, client_ip));
+                return Err(self.budget_refused(scope, retry_after, caller));
             }
             IssueOutcome::SendLogExists => return Err(OtpError::SendLogExists),
         };
@@ -442,7 +454,7 @@ impl OtpService {
     ) -> Result<DeliveryStatus, OtpError> {
         let tenant = command.tenant.as_deref();
         if !delivery.budgets_reserved
-            && let Err(error) = self.reserve_budgets(budgets, command.client_ip).await
+            && let Err(error) = self.reserve_budgets(budgets, &command.caller).await
         {
             self.undo(destination, purpose, &delivery, &error).await;
             return Err(error);
@@ -789,9 +801,9 @@ impl OtpService {
         tracing::info!(%phone, %purpose, region, "SMS to a monitored country");
     }
 
-    /// The budgets a send from `client_ip` draws on besides its phone's: the client's and the
-    /// global one, those that are on.
-    fn budgets(&self, client_ip: IpAddr, destination: &Destination) -> Vec<Budget<'_>> {
+    /// The budgets a send by `caller` draws on besides its destination's: who asks (the
+    /// client's, a tenant's own), the global one and the mail domain's, those that are on.
+    fn budgets(&self, caller: &Caller, destination: &Destination) -> Vec<Budget<'_>> {
         let domain = match destination {
             Destination::Email(email) if !self.email_domain_quota.is_empty() => Some((
                 QuotaScope::email_domain(email.address().domain()),
@@ -799,24 +811,17 @@ impl OtpService {
             )),
             _ => None,
         };
-        [
-            (QuotaScope::ClientIp(client_ip), &self.ip_quota),
-            (QuotaScope::Global, &self.global_quota),
-        ]
-        .into_iter()
-        .chain(domain)
-        .filter(|(_, rules)| !rules.is_empty())
-        .map(|(scope, rules)| Budget { scope, rules })
-        .collect()
+        let shared = [(QuotaScope::Global, &self.global_quota)]
+            .into_iter()
+            .chain(domain)
+            .filter(|(_, rules)| !rules.is_empty())
+            .map(|(scope, rules)| Budget { scope, rules });
+        self.callers.budgets(caller).chain(shared).collect()
     }
 
     /// Reserves one SMS in every budget, in one atomic step, when the store could not do it in
     /// the issue's; on refusal nothing is taken.
-    async fn reserve_budgets(
-        &self,
-        budgets: Budgets<'_>,
-        client_ip: IpAddr,
-    ) -> Result<(), OtpError> {
+    async fn reserve_budgets(&self, budgets: Budgets<'_>, caller: &Caller) -> Result<(), OtpError> {
         if budgets.budgets.is_empty() {
             return Ok(());
         }
@@ -827,7 +832,7 @@ impl OtpService {
         {
             QuotaDecision::Granted => Ok(()),
             QuotaDecision::Exceeded { scope, retry_after } => {
-                Err(self.budget_refused(scope, retry_after, client_ip))
+                Err(self.budget_refused(scope, retry_after, caller))
             }
         }
     }
@@ -837,20 +842,26 @@ impl OtpService {
         &self,
         scope: QuotaScope,
         retry_after: Duration,
-        client_ip: IpAddr,
+        caller: &Caller,
     ) -> OtpError {
         let event = match scope {
             QuotaScope::Global => Event::QuotaGlobal,
-            QuotaScope::ClientIp(_) | QuotaScope::CaptchaClient(_) => Event::QuotaIp,
-            // Not a daily-stats event (their set is the stored stats' layout): the metric alone.
-            QuotaScope::EmailDomain(_) => {
-                crate::metrics::count_event("vcode_quota_rejections", "quota", "email_domain");
-                tracing::warn!(%client_ip, quota = "email_domain", "send refused: quota exceeded");
+            QuotaScope::ClientIp(_) | QuotaScope::CaptchaClient(_) | QuotaScope::EndUser(_) => {
+                Event::QuotaIp
+            }
+            // Not daily-stats events (their set is the stored stats' layout): the metric alone.
+            QuotaScope::EmailDomain(_) | QuotaScope::Tenant(_) => {
+                let quota = match scope {
+                    QuotaScope::Tenant(_) => "tenant",
+                    _ => "email_domain",
+                };
+                crate::metrics::count_event("vcode_quota_rejections", "quota", quota);
+                tracing::warn!(%caller, quota, "send refused: quota exceeded");
                 return OtpError::QuotaExceeded { retry_after };
             }
         };
         self.stats.record(event);
-        tracing::warn!(%client_ip, quota = event.name(), "send refused: quota exceeded");
+        tracing::warn!(%caller, quota = event.name(), "send refused: quota exceeded");
         OtpError::QuotaExceeded { retry_after }
     }
 

@@ -181,14 +181,28 @@ pub struct AbuseSettings {
     pub sends_per_email_domain_hour: u32,
     #[serde(rename = "VCODE_QUOTA_EMAIL_DOMAIN_DAY", with = "Limit")]
     pub sends_per_email_domain_day: u32,
+    /// SMS and mails per client: a browser's address, or an end user a tenant names.
     #[serde(rename = "VCODE_QUOTA_IP_HOUR", with = "Limit")]
     pub sends_per_ip_hour: u32,
+    /// SMS and mails per tenant (an API-key caller, a Twilio account), in place of its server
+    /// address's client budget.
+    #[serde(rename = "VCODE_QUOTA_TENANT_HOUR", with = "Limit")]
+    pub sends_per_tenant_hour: u32,
+    #[serde(rename = "VCODE_QUOTA_TENANT_DAY", with = "Limit")]
+    pub sends_per_tenant_day: u32,
     /// A ceiling per phone that no one client reaches alone.
     #[serde(rename = "VCODE_QUOTA_PHONE_FAILS_DAY", with = "Limit")]
     pub failed_verifies_per_phone_day: u32,
     /// Failed verifies per (phone, client): what stops a guesser.
     #[serde(rename = "VCODE_QUOTA_CLIENT_FAILS_DAY", with = "Limit")]
     pub failed_verifies_per_client_day: u32,
+    /// Failed credentials (API keys, Twilio Auth Tokens) per client address in a minute,
+    /// after which the address is answered 429 until the minute ends; per instance.
+    #[serde(rename = "VCODE_QUOTA_CREDENTIAL_FAILS_MINUTE", with = "Limit")]
+    pub credential_failures_per_client_minute: u32,
+    /// Services one Twilio-compatible account may have.
+    #[serde(rename = "VCODE_QUOTA_TWILIO_SERVICES", with = "Whole::<1, 100_000>")]
+    pub twilio_services_per_account: u32,
     /// IPv6 clients count per network of this prefix length (IPv4 ones per address).
     #[serde(rename = "VCODE_CLIENT_IPV6_PREFIX", with = "Whole::<32, 128>")]
     pub client_ipv6_prefix: u8,
@@ -234,8 +248,12 @@ impl Default for AbuseSettings {
             sends_per_email_domain_hour: 1_000,
             sends_per_email_domain_day: 10_000,
             sends_per_ip_hour: 20,
+            sends_per_tenant_hour: 1_000,
+            sends_per_tenant_day: 10_000,
             failed_verifies_per_phone_day: 100,
             failed_verifies_per_client_day: 10,
+            credential_failures_per_client_minute: 10,
+            twilio_services_per_account: 100,
             client_ipv6_prefix: 64,
             captchas_per_client_minute: 30,
             sends_global_minute: 0,
@@ -261,6 +279,8 @@ impl AbuseSettings {
             sends_per_email_domain_hour: 0,
             sends_per_email_domain_day: 0,
             sends_per_ip_hour: 0,
+            sends_per_tenant_hour: 0,
+            sends_per_tenant_day: 0,
             failed_verifies_per_phone_day: 0,
             failed_verifies_per_client_day: 0,
             captchas_per_client_minute: 0,

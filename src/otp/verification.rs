@@ -2,11 +2,18 @@
 //! purpose, checked against what the request says), and the status read and the cancel of
 //! `GET /otp/verifications/{id}` and its `cancel`.
 
-use std::net::IpAddr;
-
-use super::{OtpError, OtpService, Tenant};
+use super::{Caller, OtpError, OtpService, Tenant};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus};
+
+/// Whose verifications a route reaches: `/api/v1`'s (of the configured purposes), or one
+/// Twilio Service's (of its own purpose). Another owner's id is unknown to it, as an id that
+/// never existed: its status, cancel and verify answer not found, and nothing is counted.
+#[derive(Clone, Copy, Debug)]
+pub enum Owner<'a> {
+    Purposes,
+    Service(&'a Purpose),
+}
 
 /// One verify, as the client asked for it.
 #[derive(Debug, Clone)]
@@ -21,7 +28,8 @@ pub struct VerifyCommand {
     pub purpose: Option<String>,
     pub code: String,
     pub audience: Option<String>,
-    pub client: IpAddr,
+    /// Who asks: a browser's address, or a tenant and the end user it names.
+    pub caller: Caller,
     /// Set by a compatibility API: the code is its length, and goes by id whatever
     /// `VCODE_VERIFY_BY` says (the id must be the tenant's).
     pub tenant: Option<Tenant>,
@@ -56,6 +64,13 @@ impl OtpService {
     ) -> Result<(Destination, Purpose, VerificationId), OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
         let (phone, purpose) = self.locate(&id).await?;
+        let owner = match &command.tenant {
+            Some(tenant) => Owner::Service(&tenant.purpose),
+            None => Owner::Purposes,
+        };
+        if !self.owns(owner, &purpose) {
+            return Err(OtpError::VerificationNotFound);
+        }
         if command.phone.is_some() || command.email.is_some() {
             // A malformed phone or address is still the client's error to hear about.
             let claimed =
@@ -83,22 +98,43 @@ impl OtpService {
         target_of(self, &target.phone_e164, &target.purpose)
     }
 
-    /// The verification `raw` names.
-    pub async fn verification(&self, raw: &str) -> Result<VerificationView, OtpError> {
+    /// Whether `owner` reaches a verification of `purpose`.
+    fn owns(&self, owner: Owner<'_>, purpose: &Purpose) -> bool {
+        match owner {
+            Owner::Purposes => self.settings.purposes.contains(purpose),
+            Owner::Service(own) => own == purpose,
+        }
+    }
+
+    /// The verification `raw` names, if `owner`'s.
+    pub async fn verification(
+        &self,
+        raw: &str,
+        owner: Owner<'_>,
+    ) -> Result<VerificationView, OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
         let record = self
             .codes
             .verification(&id)
             .await?
             .ok_or(OtpError::VerificationNotFound)?;
-        self.view(id, record)
+        let view = self.view(id, record)?;
+        if !self.owns(owner, &view.purpose) {
+            return Err(OtpError::VerificationNotFound);
+        }
+        Ok(view)
     }
 
     /// Cancels the verification `raw` names while it is pending (an ended one is left as it
     /// is), and shows it. Its code stays pending for the code's other ids, if any: one
     /// requester's cancel never ends another's verification.
-    pub async fn cancel(&self, raw: &str) -> Result<VerificationView, OtpError> {
+    pub async fn cancel(&self, raw: &str, owner: Owner<'_>) -> Result<VerificationView, OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
+        // Whose it is, before anything changes (the id's target never changes).
+        let (_, purpose) = self.locate(&id).await?;
+        if !self.owns(owner, &purpose) {
+            return Err(OtpError::VerificationNotFound);
+        }
         let record = self
             .codes
             .cancel_verification(&id)
@@ -113,24 +149,18 @@ impl OtpService {
     /// caller decided): the same atomic verify by id, given the pending code's own digest, so
     /// the code is consumed and this id approved exactly as by its right code. An id whose code
     /// is no longer pending is left as it is, and shown.
-    pub async fn approve(&self, raw: &str, client: IpAddr) -> Result<VerificationView, OtpError> {
+    pub async fn approve(&self, raw: &str, caller: &Caller) -> Result<VerificationView, OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
         let (phone, purpose) = self.locate(&id).await?;
         if let Some(pending) = self.codes.pending_code(&phone, &purpose).await? {
+            let (client, params) = self.verify_limits(caller);
             let outcome = self
                 .codes
-                .verify_by_id(
-                    &phone,
-                    &purpose,
-                    &id,
-                    &[pending.digest],
-                    client,
-                    self.verify_params,
-                )
+                .verify_by_id(&phone, &purpose, &id, &[pending.digest], client, params)
                 .await?;
             tracing::info!(%phone, %purpose, outcome = ?outcome, "verification approved without its code");
         }
-        self.verification(raw).await
+        self.verification(raw, Owner::Service(&purpose)).await
     }
 
     fn view(

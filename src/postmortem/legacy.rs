@@ -217,7 +217,7 @@ impl CodeStore for LegacyRedisStore {
         destination: &Destination,
         _purpose: &Purpose,
         candidates: &[CodeDigest],
-        _client: std::net::IpAddr,
+        _client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let step = self.read_step(destination, candidates).await?;
@@ -273,7 +273,7 @@ impl CodeStore for LegacyRedisStore {
         _purpose: &Purpose,
         _id: &VerificationId,
         _candidates: &[CodeDigest],
-        _client: std::net::IpAddr,
+        _client: crate::domain::Client,
         _params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         Ok(VerifyOutcome::CodeExpired)

@@ -19,14 +19,24 @@ use crate::api_keys::{ApiKeyName, Operation};
 
 /// Whether the request may run `operation`: `Some(name)` of the key it presented where one is
 /// required, `None` where the operation is open; 401 (`WWW-Authenticate: Bearer`) if not.
+/// A presented key is compared only while its address is not held for failing too often
+/// (429 with `Retry-After` then); a wrong or missing key counts against the address.
 fn authorize(request: &HttpRequest, operation: Operation) -> Result<Option<ApiKeyName>, ApiError> {
     let Some(state) = request.app_data::<web::Data<AppState>>() else {
         return Err(ApiError::Internal(anyhow::anyhow!("no application state")));
     };
-    match state
-        .api_keys
-        .check(operation, super::bearer_token(request))
-    {
+    let presented = super::bearer_token(request);
+    if !state.api_keys.checks(operation, presented) {
+        return Ok(None);
+    }
+    let address = super::client_ip(request, state)?;
+    if let Some(wait) = state.credential_failures.held(address) {
+        crate::metrics::count_api_key(None, operation.as_str());
+        return Err(ApiError::QuotaExceeded {
+            retry_after_secs: wait.as_secs().max(1),
+        });
+    }
+    match state.api_keys.check(operation, presented) {
         Ok(None) => Ok(None),
         Ok(Some(name)) => {
             tracing::Span::current().record("api_key", name.as_str());
@@ -34,6 +44,7 @@ fn authorize(request: &HttpRequest, operation: Operation) -> Result<Option<ApiKe
             Ok(Some(name.clone()))
         }
         Err(_) => {
+            state.credential_failures.failed(address);
             crate::metrics::count_api_key(None, operation.as_str());
             Err(ApiError::Unauthorized)
         }
@@ -121,14 +132,14 @@ impl FromRequest for MayReadStatus {
 }
 
 /// A caller allowed to verify, or to cancel a verification (with a key if verifies require
-/// one).
-pub struct MayVerify;
+/// one): the key's name, if any.
+pub struct MayVerify(pub Option<ApiKeyName>);
 
 impl FromRequest for MayVerify {
     type Error = ApiError;
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(request: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(caller(request, Operation::Verify).map(|_| Self))
+        ready(caller(request, Operation::Verify).map(Self))
     }
 }

@@ -14,7 +14,10 @@ use super::openapi::Api;
 use super::{ApiError, AppState};
 use crate::api_keys::{ApiKeyName, Operation};
 use crate::idempotency::IdempotencyKey;
-use crate::otp::{self, DeliveryStatus, SendCommand, VerificationView, VerifyCommand};
+use crate::otp::{
+    self, Caller, DeliveryStatus, EndUser, Owner, SendCommand, TenantId, VerificationView,
+    VerifyCommand,
+};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::post_resource(paths::OTP_SEND).route(web::post().to(send)))
@@ -195,8 +198,45 @@ fn idempotency_key(
         })
 }
 
+/// Who asks: the tenant of the API key presented, and the end user it names; otherwise a
+/// browser, by its address (which may name no end user: only a tenant relays its users).
+fn caller(
+    request: &HttpRequest,
+    state: &AppState,
+    key: Option<&ApiKeyName>,
+    end_user_ip: Option<String>,
+    end_user_id: Option<String>,
+) -> Result<Caller, ApiError> {
+    let Some(key) = key else {
+        if end_user_ip.is_some() || end_user_id.is_some() {
+            return Err(ApiError::Malformed(
+                "end_user_ip and end_user_id are for API-key callers".to_owned(),
+            ));
+        }
+        return Ok(Caller::Browser(super::client_ip(request, state)?));
+    };
+    let end_user = match (end_user_ip, end_user_id) {
+        (None, None) => None,
+        (Some(address), None) => Some(EndUser::address(&address).ok_or_else(|| {
+            ApiError::Malformed("end_user_ip must be an IPv4 or IPv6 address".to_owned())
+        })?),
+        (None, Some(id)) => Some(EndUser::key(&id).ok_or_else(|| {
+            ApiError::Malformed("end_user_id must be 1 to 255 visible ASCII characters".to_owned())
+        })?),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::Malformed(
+                "name the end user by end_user_ip or end_user_id, not both".to_owned(),
+            ));
+        }
+    };
+    Ok(Caller::Tenant {
+        tenant: TenantId::api_key(key.as_str()),
+        end_user,
+    })
+}
+
 async fn send(
-    MaySend(caller): MaySend,
+    MaySend(caller_key): MaySend,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<SendRequest>,
@@ -210,8 +250,14 @@ async fn send(
         captcha_answer: body.captcha_answer,
         locale: body.locale,
         altcha: body.altcha,
-        client_ip: super::client_ip(&request, &state)?,
-        idempotency_key: idempotency_key(&request, caller.as_ref())?,
+        caller: caller(
+            &request,
+            &state,
+            caller_key.as_ref(),
+            body.end_user_ip,
+            body.end_user_id,
+        )?,
+        idempotency_key: idempotency_key(&request, caller_key.as_ref())?,
         tenant: None,
         verification: None,
     };
@@ -237,7 +283,7 @@ async fn send(
 }
 
 async fn verify(
-    _caller: MayVerify,
+    MayVerify(caller_key): MayVerify,
     request: HttpRequest,
     state: web::Data<AppState>,
     body: web::Json<VerifyRequest>,
@@ -250,7 +296,13 @@ async fn verify(
         purpose: body.purpose,
         code: body.code,
         audience: body.audience,
-        client: super::client_ip(&request, &state)?,
+        caller: caller(
+            &request,
+            &state,
+            caller_key.as_ref(),
+            body.end_user_ip,
+            body.end_user_id,
+        )?,
         tenant: None,
     };
     let token = state.otp.verify(command).await?;
@@ -265,7 +317,7 @@ async fn verification(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = state.otp.verification(&id).await?;
+    let view = state.otp.verification(&id, Owner::Purposes).await?;
     Ok(envelope::ok(verification_data(view)))
 }
 
@@ -274,7 +326,7 @@ async fn cancel_verification(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = state.otp.cancel(&id).await?;
+    let view = state.otp.cancel(&id, Owner::Purposes).await?;
     Ok(envelope::ok(verification_data(view)))
 }
 

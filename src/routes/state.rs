@@ -7,6 +7,7 @@ use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::client_ip::TrustedProxies;
 use crate::config::secret::Secret;
+use crate::credential_failures::CredentialFailures;
 use crate::events::EventOperations;
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
@@ -37,6 +38,8 @@ pub struct AppState {
     pub admin_token: Option<Secret>,
     /// Which operations need an API key, and the keys.
     pub api_keys: ApiKeyGate,
+    /// Addresses whose credentials failed too often lately (API keys and Twilio accounts).
+    pub credential_failures: Arc<CredentialFailures>,
     /// What one SMS costs per region, for the console's spend estimate.
     pub sms_prices: SmsPrices,
     /// The Twilio Verify-compatible API over `otp`.

@@ -167,7 +167,9 @@ impl ResponseError for TwilioReply {
             | TwilioError::Landline
             | TwilioError::EmailNotConfigured
             | TwilioError::ChannelDisabled(_) => StatusCode::BAD_REQUEST,
-            TwilioError::Blocked { .. } | TwilioError::DestinationRefused => StatusCode::FORBIDDEN,
+            TwilioError::Blocked { .. }
+            | TwilioError::DestinationRefused
+            | TwilioError::TooManyServices(_) => StatusCode::FORBIDDEN,
             TwilioError::MaxCheckAttempts
             | TwilioError::MaxSendAttempts
             | TwilioError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -214,7 +216,24 @@ type Reply = Result<HttpResponse, TwilioReply>;
 
 /// The account HTTP Basic's credentials act for (`TwilioCompat` remembers credentials it
 /// verified lately, so that a client's every request does not hash its secret again).
+/// Credentials are compared only while the client's address is not held for failing too often
+/// (20429 with `Retry-After` then); a wrong or missing one counts against the address.
 fn account<'a>(request: &HttpRequest, state: &'a AppState) -> Result<&'a str, TwilioReply> {
+    let address = client_ip(request, state)?;
+    if let Some(wait) = state.credential_failures.held(address) {
+        return Err(TwilioError::TooManyRequests {
+            retry_after: std::time::Duration::from_secs(wait.as_secs().max(1)),
+        }
+        .into());
+    }
+    let authenticated = authenticate(request, state);
+    if authenticated.is_err() {
+        state.credential_failures.failed(address);
+    }
+    authenticated
+}
+
+fn authenticate<'a>(request: &HttpRequest, state: &'a AppState) -> Result<&'a str, TwilioReply> {
     // UTF-8 is enough (not `to_str`'s byte-by-byte check for visible ASCII): a header with
     // other bytes is no base64, and never a remembered credential's digest.
     let encoded = request
@@ -485,15 +504,20 @@ async fn list_services(request: &HttpRequest, state: &AppState) -> Reply {
     let page_size: usize = query.number("PageSize")?.unwrap_or(50).clamp(1, 1000);
     let page: usize = query.number("Page")?.unwrap_or(0);
     let services = state.twilio.services(account).await?;
+    // Past the last page (the first page of none aside) is Twilio's invalid `Page`.
+    let skipped = page
+        .checked_mul(page_size)
+        .filter(|&skipped| page == 0 || skipped < services.len())
+        .ok_or(TwilioError::InvalidParameter("Page"))?;
     let base = base_url(request, state);
     let page_url = |page: usize| format!("{base}/Services?PageSize={page_size}&Page={page}");
     let shown: Vec<Value> = services
         .iter()
-        .skip(page * page_size)
+        .skip(skipped)
         .take(page_size)
         .map(|service| service_json(service, &base))
         .collect();
-    let more = services.len() > (page + 1) * page_size;
+    let more = services.len() - skipped.min(services.len()) > page_size;
     Ok(HttpResponse::Ok().json(json!({
         "services": shown,
         "meta": {
@@ -550,7 +574,6 @@ async fn start_verification(
         locale: form.text("Locale"),
         custom_friendly_name: form.text("CustomFriendlyName"),
         channel_configuration: form.text("ChannelConfiguration"),
-        client_ip: client_ip(request, state)?,
     };
     let twilio = state.twilio.clone();
     let account = account.to_owned();
@@ -593,10 +616,9 @@ async fn update_verification(
     let status = form
         .get("Status")
         .ok_or(TwilioError::InvalidParameter("Status"))?;
-    let client = client_ip(request, state)?;
     let verification = state
         .twilio
-        .update_verification(account, sid, verification, status, client)
+        .update_verification(account, sid, verification, status)
         .await?;
     let body = verification_body(&verification, request, state);
     Ok(json_answer(HttpResponse::Ok(), body))
@@ -618,11 +640,7 @@ async fn check_verification(
         (None, Some(to)) => CheckTarget::To(to),
         (None, None) => return Err(TwilioError::InvalidParameter("To or VerificationSid").into()),
     };
-    let client = client_ip(request, state)?;
-    let check = state
-        .twilio
-        .check(account, sid, code, target, client)
-        .await?;
+    let check = state.twilio.check(account, sid, code, target).await?;
     let verification = &check.verification;
     Ok(HttpResponse::Ok().json(CheckJson {
         sid: &verification.sid,

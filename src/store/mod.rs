@@ -12,7 +12,6 @@ pub mod postgres;
 pub mod redis;
 mod tls;
 
-use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,7 +19,9 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use crate::domain::traffic::{Reason, Tally, Window};
-use crate::domain::{CaptchaId, CodeDigest, Destination, Purpose, SealedCode, VerificationId};
+use crate::domain::{
+    CaptchaId, Client, CodeDigest, Destination, Purpose, SealedCode, VerificationId,
+};
 
 pub use self::events::{
     ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent,
@@ -105,9 +106,23 @@ pub enum QuotaScope {
     /// Code emails to one recipient domain: the first 8 bytes of the domain's SHA-256 (a
     /// fixed-size name keeps the scope `Copy`; [`QuotaScope::email_domain`]).
     EmailDomain(u64),
+    /// Sends of one end user a tenant named by its own key (`Client::EndUser`'s digest): the
+    /// per-client budget, as `ClientIp` is a browser's.
+    EndUser(u64),
+    /// Sends of one tenant (an API-key caller or a Twilio account): its own budget, in place
+    /// of its server address's.
+    Tenant(u64),
 }
 
 impl QuotaScope {
+    /// The per-client budget's scope of `client`.
+    pub fn client(client: Client) -> Self {
+        match client {
+            Client::Address(address) => Self::ClientIp(address),
+            Client::EndUser(digest) => Self::EndUser(digest),
+        }
+    }
+
     /// The scope of the code emails to `domain` (lower-case A-labels, as `EmailAddress` keeps
     /// it).
     pub fn email_domain(domain: &str) -> Self {
@@ -116,6 +131,20 @@ impl QuotaScope {
         let mut first = [0; 8];
         first.copy_from_slice(&digest[..8]);
         Self::EmailDomain(u64::from_be_bytes(first))
+    }
+}
+
+/// The scope's log name, the same in every store (`ip:203.0.113.7`, `domain:<16 hex>`, …).
+impl std::fmt::Display for QuotaScope {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::ClientIp(ip) => write!(f, "ip:{ip}"),
+            Self::CaptchaClient(ip) => write!(f, "captcha:{ip}"),
+            Self::Global => f.write_str("global"),
+            Self::EmailDomain(domain) => write!(f, "domain:{domain:016x}"),
+            Self::EndUser(digest) => write!(f, "user:{digest:016x}"),
+            Self::Tenant(digest) => write!(f, "tenant:{digest:016x}"),
+        }
     }
 }
 
@@ -515,7 +544,7 @@ pub trait CodeStore: Send + Sync + 'static {
         destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
-        client: IpAddr,
+        client: Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError>;
 
@@ -544,7 +573,7 @@ pub trait CodeStore: Send + Sync + 'static {
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
-        client: IpAddr,
+        client: Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError>;
 
@@ -600,7 +629,7 @@ pub trait CodeStore: Send + Sync + 'static {
         purpose: &Purpose,
         id: Option<&VerificationId>,
         candidates: &[CodeDigest],
-        client: IpAddr,
+        client: Client,
         params: VerifyParams,
         conversion: Option<Conversion<'_>>,
     ) -> Result<(VerifyOutcome, bool), StoreError> {

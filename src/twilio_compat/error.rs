@@ -19,6 +19,10 @@ pub enum TwilioError {
     /// 60200: a parameter is missing or invalid.
     #[error("Invalid parameter: {0}")]
     InvalidParameter(&'static str),
+    /// 20403: the account has as many Services as it may (`VCODE_QUOTA_TWILIO_SERVICES`);
+    /// Twilio documents no Verify code of its own for this limit.
+    #[error("The account has its maximum of {0} Services")]
+    TooManyServices(usize),
     /// 60202: the verification's check attempts are spent.
     #[error("Max check attempts reached")]
     MaxCheckAttempts,
@@ -64,6 +68,7 @@ impl TwilioError {
             Self::Unauthenticated => 20003,
             Self::NotFound(_) => 20404,
             Self::InvalidParameter(_) => 60200,
+            Self::TooManyServices(_) => 20403,
             Self::MaxCheckAttempts => 60202,
             Self::MaxSendAttempts => 60203,
             Self::Landline => 60205,

@@ -30,6 +30,8 @@ pub struct TwilioCompat {
     otp: Arc<OtpService>,
     store: Arc<dyn TwilioStore>,
     accounts: TwilioAccounts,
+    /// Services one account may have (`VCODE_QUOTA_TWILIO_SERVICES`).
+    max_services: usize,
     /// Credentials `accounts` verified lately.
     recent_credentials: RecentCredentials,
     /// Services read in the last `SERVICE_CACHE_TTL`, by (account, SID).
@@ -41,11 +43,13 @@ impl TwilioCompat {
         otp: Arc<OtpService>,
         store: Arc<dyn TwilioStore>,
         accounts: TwilioAccounts,
+        max_services: usize,
     ) -> Self {
         Self {
             otp,
             store,
             accounts,
+            max_services,
             recent_credentials: RecentCredentials::default(),
             recent: services::RecentServices::default(),
         }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use super::{TwilioCompat, TwilioError, now_ms, sid};
-use crate::domain::{CodeLength, Locale};
+use crate::domain::{CodeLength, Locale, Purpose};
 use crate::otp::Tenant;
 use crate::sms::templates::TenantWording;
 use crate::store::Revised;
@@ -115,10 +115,15 @@ pub struct Service {
 }
 
 impl Service {
+    /// The purpose its codes are kept under: its own, never one of `VCODE_PURPOSES`.
+    pub fn purpose(&self) -> Purpose {
+        sid::purpose_of(&self.sid)
+    }
+
     /// Its codes as the OTP use cases keep them: under its own purpose, of its length.
     pub fn tenant(&self) -> Tenant {
         Tenant {
-            purpose: sid::purpose_of(&self.sid),
+            purpose: self.purpose(),
             code_length: CodeLength::new(self.code_length).unwrap_or_default(),
             code_ttl: self.code_ttl(),
             wording: None,
@@ -268,6 +273,10 @@ impl TwilioCompat {
             return Err(TwilioError::InvalidParameter("FriendlyName"));
         }
         changes.check()?;
+        // Checked before the write: concurrent creates may pass the bound by their number.
+        if self.store.twilio_services(account).await?.len() >= self.max_services {
+            return Err(TwilioError::TooManyServices(self.max_services));
+        }
         let now = now_ms();
         let mut service = Service {
             sid: sid::generate(sid::SERVICE),

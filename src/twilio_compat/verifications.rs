@@ -10,14 +10,15 @@
 //! five checks are those of the first send, as on Twilio. The send log of (Service,
 //! destination) names that first id and lists the sends (`send_code_attempts`, at most five).
 
-use std::net::IpAddr;
-
 use serde::{Deserialize, Serialize};
 
 use super::services::{WRITE_TRIES, is_friendly_name};
 use super::{Service, TwilioCompat, TwilioError, now_ms, sid};
 use crate::domain::{Destination, EmailAddress, NumberType, VerificationId};
-use crate::otp::{OtpError, SendCommand, VerificationStatus, VerificationView, VerifyCommand};
+use crate::otp::{
+    Caller, OtpError, Owner, SendCommand, TenantId, VerificationStatus, VerificationView,
+    VerifyCommand,
+};
 use crate::store::{NewSendLog, Revised};
 
 /// Sends of one verification, the first included (Twilio's limit).
@@ -35,7 +36,6 @@ pub struct StartCommand {
     /// email): a JSON object, checked and otherwise ignored, since vcode's mail is its own
     /// template from `VCODE_EMAIL_FROM`.
     pub channel_configuration: Option<String>,
-    pub client_ip: IpAddr,
 }
 
 /// Twilio's statuses (`failed` is never reached: a send whose SMS or mail fails is undone and
@@ -336,7 +336,7 @@ impl TwilioCompat {
                 captcha_answer: None,
                 locale: command.locale.clone(),
                 altcha: None,
-                client_ip: command.client_ip,
+                caller: caller_of(&service),
                 idempotency_key: None,
                 tenant: Some(Box::new(tenant)),
                 verification: Some(chosen),
@@ -382,7 +382,7 @@ impl TwilioCompat {
                 continue;
             };
             let mut log = SendLog::decode(&record)?;
-            match self.log_state(&log).await? {
+            match self.log_state(service, &log).await? {
                 LogState::Pending => {}
                 LogState::InFlight => return Err(busy()),
                 LogState::Ended => {
@@ -406,8 +406,9 @@ impl TwilioCompat {
     }
 
     /// Where the verification `log` names stands.
-    async fn log_state(&self, log: &SendLog) -> Result<LogState, TwilioError> {
-        match self.otp.verification(&log.verification).await {
+    async fn log_state(&self, service: &Service, log: &SendLog) -> Result<LogState, TwilioError> {
+        let owner = Owner::Service(&service.purpose());
+        match self.otp.verification(&log.verification, owner).await {
             Ok(view) if view.status == VerificationStatus::Pending => Ok(LogState::Pending),
             Ok(_) => Ok(LogState::Ended),
             Err(OtpError::VerificationNotFound) => {
@@ -477,7 +478,11 @@ impl TwilioCompat {
     ) -> Result<VerificationView, TwilioError> {
         let not_found = || verification_not_found(&service.sid, sid);
         let id = sid::verification_id(sid).ok_or_else(not_found)?;
-        let view = match self.otp.verification(id.as_str()).await {
+        let view = match self
+            .otp
+            .verification(id.as_str(), Owner::Service(&service.purpose()))
+            .await
+        {
             Ok(view) => view,
             Err(OtpError::VerificationNotFound) => return Err(not_found()),
             Err(error) => return Err(error.into()),
@@ -508,14 +513,17 @@ impl TwilioCompat {
         service_sid: &str,
         sid: &str,
         status: &str,
-        client: IpAddr,
     ) -> Result<Verification, TwilioError> {
         let service = self.service(account, service_sid).await?;
         let view = self.owned_verification(&service, sid).await?;
         let id = view.id.as_str();
         let view = match status {
-            "canceled" => self.otp.cancel(id).await?,
-            "approved" => self.otp.approve(id, client).await?,
+            "canceled" => {
+                self.otp
+                    .cancel(id, Owner::Service(&service.purpose()))
+                    .await?
+            }
+            "approved" => self.otp.approve(id, &caller_of(&service)).await?,
             _ => return Err(TwilioError::InvalidParameter("Status")),
         };
         self.shown_view(&service, view).await
@@ -529,7 +537,6 @@ impl TwilioCompat {
         service_sid: &str,
         code: &str,
         target: CheckTarget,
-        client: IpAddr,
     ) -> Result<VerificationCheck, TwilioError> {
         let service = self.service(account, service_sid).await?;
         let tenant = service.tenant();
@@ -561,7 +568,7 @@ impl TwilioCompat {
             purpose: Some(tenant.purpose.as_str().to_owned()),
             code: code.to_owned(),
             audience: None,
-            client,
+            caller: caller_of(&service),
             tenant: Some(tenant),
         };
         let valid = match self.otp.verify(command).await {
@@ -577,7 +584,10 @@ impl TwilioCompat {
                 });
             }
         };
-        let view = self.otp.verification(&id).await?;
+        let view = self
+            .otp
+            .verification(&id, Owner::Service(&service.purpose()))
+            .await?;
         let verification = self.shown_view(&service, view).await?;
         Ok(VerificationCheck {
             verification,
@@ -629,6 +639,15 @@ impl TwilioCompat {
             updated_ms: log.attempts.last().map_or(log.created_ms, |a| a.time_ms),
             send_code_attempts: log.attempts,
         }
+    }
+}
+
+/// A Service's caller: its account, a tenant of its own that names no end user (its end users
+/// are the Service's Rate Limits' business), so its server's address is never a client.
+fn caller_of(service: &Service) -> Caller {
+    Caller::Tenant {
+        tenant: TenantId::twilio_account(&service.account_sid),
+        end_user: None,
     }
 }
 

@@ -39,6 +39,26 @@ pub struct SendRequest {
     /// An ALTCHA proof-of-work payload.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub altcha: Option<String>,
+    /// API-key callers only (40000 otherwise): the address of the end user the caller asks
+    /// for, metered by the per-client limits as a browser's address is (IPv6 by its /64). Not
+    /// with `end_user_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(examples("203.0.113.7", "2001:db8::1")))]
+    pub end_user_ip: Option<String>,
+    /// API-key callers only (40000 otherwise): the caller's own key for its end user (an
+    /// account id, a session), 1 to 255 visible ASCII characters, metered as `end_user_ip` is
+    /// and kept only as a keyed digest. Not with `end_user_ip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 255,
+            pattern = "^[\\x21-\\x7e]+$",
+            examples("user-42")
+        )
+    )]
+    pub end_user_id: Option<String>,
 }
 
 impl SendRequest {
@@ -112,6 +132,26 @@ pub struct VerifyRequest {
         )
     )]
     pub audience: Option<String>,
+    /// API-key callers only (40000 otherwise): the address of the end user the caller asks
+    /// for, metered by the per-client limits as a browser's address is (IPv6 by its /64). Not
+    /// with `end_user_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(examples("203.0.113.7", "2001:db8::1")))]
+    pub end_user_ip: Option<String>,
+    /// API-key callers only (40000 otherwise): the caller's own key for its end user (an
+    /// account id, a session), 1 to 255 visible ASCII characters, metered as `end_user_ip` is
+    /// and kept only as a keyed digest. Not with `end_user_ip`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            min_length = 1,
+            max_length = 255,
+            pattern = "^[\\x21-\\x7e]+$",
+            examples("user-42")
+        )
+    )]
+    pub end_user_id: Option<String>,
 }
 
 impl VerifyRequest {

@@ -235,7 +235,7 @@ impl CodeStore for MemoryStore {
         destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let key = code_key(destination, purpose);
@@ -345,7 +345,7 @@ impl CodeStore for MemoryStore {
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         Ok(self.verify_id(destination, purpose, id, candidates, client, params))

@@ -303,17 +303,12 @@ fn phone_failures_key(destination: &Destination) -> String {
     ["fails:", destination.key()].concat()
 }
 
-fn client_failures_key(destination: &Destination, client: std::net::IpAddr) -> String {
+fn client_failures_key(destination: &Destination, client: crate::domain::Client) -> String {
     format!("fails:{}:{client}", destination.key())
 }
 
 fn scope_key(scope: QuotaScope) -> String {
-    match scope {
-        QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
-        QuotaScope::CaptchaClient(ip) => format!("captcha:{ip}"),
-        QuotaScope::Global => "global".to_owned(),
-        QuotaScope::EmailDomain(domain) => format!("domain:{domain:016x}"),
-    }
+    scope.to_string()
 }
 
 /// The wall clock in unix ms: only for times a client is shown, never for an expiry check.

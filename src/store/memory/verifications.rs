@@ -104,7 +104,7 @@ impl MemoryStore {
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> VerifyOutcome {
         let key = code_key(destination, purpose);

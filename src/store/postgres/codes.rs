@@ -202,7 +202,7 @@ impl PostgresStore {
         purpose: &Purpose,
         id: Option<&VerificationId>,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
@@ -340,7 +340,7 @@ impl CodeStore for PostgresStore {
         destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         self.verify(
@@ -395,7 +395,7 @@ impl CodeStore for PostgresStore {
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         self.verify(

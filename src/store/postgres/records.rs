@@ -17,12 +17,7 @@ use crate::store::{
 
 /// The quota log of a scope (per-phone logs are named inside the functions).
 fn scope_log(scope: QuotaScope) -> String {
-    match scope {
-        QuotaScope::ClientIp(ip) => format!("ip:{ip}"),
-        QuotaScope::CaptchaClient(ip) => format!("captcha:{ip}"),
-        QuotaScope::Global => "global".to_owned(),
-        QuotaScope::EmailDomain(domain) => format!("domain:{domain:016x}"),
-    }
+    scope.to_string()
 }
 
 /// Stats are kept 7 days after their day ends, as on Redis.

@@ -176,7 +176,7 @@ impl RedisStore {
         destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
         conversion: Option<Conversion<'_>>,
     ) -> Result<VerifyOutcome, StoreError> {
@@ -254,7 +254,7 @@ impl CodeStore for RedisStore {
         purpose: &Purpose,
         id: Option<&VerificationId>,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
         conversion: Option<Conversion<'_>>,
     ) -> Result<(VerifyOutcome, bool), StoreError> {
@@ -327,7 +327,7 @@ impl CodeStore for RedisStore {
         destination: &Destination,
         purpose: &Purpose,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         self.run_verify_by_destination(destination, purpose, candidates, client, params, None)
@@ -384,7 +384,7 @@ impl CodeStore for RedisStore {
         purpose: &Purpose,
         id: &VerificationId,
         candidates: &[CodeDigest],
-        client: std::net::IpAddr,
+        client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
         let keys = keys::verify_id(destination, purpose, client, id);

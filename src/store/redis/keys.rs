@@ -1,10 +1,9 @@
 //! Redis key layout (DESIGN.md). Every key of one phone carries the hash tag `{<E.164>}` so a
 //! script touching several of them stays on one Cluster slot.
 
-use std::net::IpAddr;
 use std::sync::LazyLock;
 
-use crate::domain::{CaptchaId, Destination, Purpose, VerificationId};
+use crate::domain::{CaptchaId, Client, Destination, Purpose, VerificationId};
 use crate::store::QuotaScope;
 
 pub const PREFIX: &str = "verify_code:";
@@ -34,14 +33,7 @@ pub fn phone_failures(destination: &Destination) -> String {
 /// hash tag for all, so a send reserves its client and global budgets in one script. On a
 /// Cluster they share a node, which every send visits for the global budget anyway.
 pub fn quota(scope: QuotaScope) -> String {
-    match scope {
-        QuotaScope::ClientIp(ip) => format!("{PREFIX}quota:{{budgets}}:ip:{ip}"),
-        QuotaScope::CaptchaClient(ip) => format!("{PREFIX}quota:{{budgets}}:captcha:{ip}"),
-        QuotaScope::Global => format!("{PREFIX}quota:{{budgets}}:global"),
-        QuotaScope::EmailDomain(domain) => {
-            format!("{PREFIX}quota:{{budgets}}:domain:{domain:016x}")
-        }
-    }
+    format!("{PREFIX}quota:{{budgets}}:{scope}")
 }
 
 /// `verify_code:idem:{<digest of the Idempotency-Key>}`.
@@ -189,7 +181,7 @@ pub fn issue(destination: &Destination, purpose: &Purpose, id: &VerificationId) 
 pub fn verify_id(
     destination: &Destination,
     purpose: &Purpose,
-    client: IpAddr,
+    client: Client,
     id: &VerificationId,
 ) -> [String; 4] {
     let [code, phone_failures, client_failures] = verify(destination, purpose, client);
@@ -313,13 +305,13 @@ pub fn push_fraud_tally(key: &mut String, scope: FraudScope<'_>) {
 }
 
 /// `verify_code:{+8613800138000}:fails:203.0.113.7`: failed verifies of one (phone, client).
-pub fn client_failures(destination: &Destination, client: IpAddr) -> String {
+pub fn client_failures(destination: &Destination, client: Client) -> String {
     format!("{PREFIX}{{{}}}:fails:{client}", destination.key())
 }
 
 /// `KEYS` of `verify.lua`: the code and the phone's and the (phone, client)'s failed-verify
 /// logs (one hash tag).
-pub fn verify(destination: &Destination, purpose: &Purpose, client: IpAddr) -> [String; 3] {
+pub fn verify(destination: &Destination, purpose: &Purpose, client: Client) -> [String; 3] {
     [
         code(destination, purpose),
         phone_failures(destination),
@@ -410,7 +402,7 @@ mod tests {
         let idem = sample_idempotency_key();
         let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
         let id = sample_verification();
-        let client = "203.0.113.7".parse().unwrap();
+        let client = Client::Address("203.0.113.7".parse().unwrap());
         vec![
             // As on a Cluster: the target (KEYS[4]) and budgets only on one node.
             (
@@ -460,7 +452,12 @@ mod tests {
             (
                 "verify",
                 include_str!("verify.lua"),
-                verify(&destination, &purpose, "203.0.113.7".parse().unwrap()).to_vec(),
+                verify(
+                    &destination,
+                    &purpose,
+                    Client::Address("203.0.113.7".parse().unwrap()),
+                )
+                .to_vec(),
             ),
             (
                 "reserve_quota",
@@ -617,7 +614,7 @@ mod tests {
             (phone_sends(&destination), e164.to_owned()),
             (phone_failures(&destination), e164.to_owned()),
             (
-                client_failures(&destination, "2001:db8::".parse().unwrap()),
+                client_failures(&destination, Client::Address("2001:db8::".parse().unwrap())),
                 e164.to_owned(),
             ),
             (outbox(e164), e164.to_owned()),

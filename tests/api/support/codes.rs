@@ -5,7 +5,7 @@
 use std::net::IpAddr;
 use std::sync::{Arc, LazyLock};
 
-use vcode::domain::{Code, CodeDigest, Destination, Purpose};
+use vcode::domain::{Client, Code, CodeDigest, Destination, Purpose};
 use vcode::keyring::{Keyring, SecretKey};
 use vcode::store::{CodeCandidate, Delivery, DeliveryKind, PendingCode};
 
@@ -23,7 +23,7 @@ pub fn keyring() -> &'static Keyring {
 }
 
 /// The client address store-level verifies come from.
-pub const CLIENT: IpAddr = IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7));
+pub const CLIENT: Client = Client::Address(IpAddr::V4(std::net::Ipv4Addr::new(203, 0, 113, 7)));
 
 /// What an issue stores for `code`: its digest, the code sealed (for a resend), a new id.
 pub fn candidate(phone: &Destination, purpose: &Purpose, code: &Code) -> CodeCandidate {
