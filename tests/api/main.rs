@@ -72,6 +72,7 @@ mod sms_providers_sdk;
 mod sms_webhook;
 mod stats;
 mod store_conformance;
+mod tenants;
 mod test_numbers;
 mod tokens;
 mod twilio;
