@@ -123,6 +123,101 @@ fn shortest_long_run(len: usize) -> usize {
         .unwrap_or(len + 1)
 }
 
+/// Secrets people type instead of drawing: common passwords and placeholders.
+const TYPED: &[&str] = &[
+    "",
+    "password",
+    "passw0rd",
+    "secret",
+    "changeme",
+    "change-me",
+    "change_me",
+    "test",
+    "testing",
+    "admin",
+    "root",
+    "token",
+    "apikey",
+    "api-key",
+    "api_key",
+    "key",
+    "letmein",
+    "qwerty",
+    "welcome",
+    "default",
+    "example",
+    "sample",
+    "demo",
+    "vcode",
+    "twilio",
+    "authtoken",
+    "auth_token",
+    "auth-token",
+    "monkey",
+    "dragon",
+    "iloveyou",
+    "abc123",
+    "123456",
+    "12345678",
+    "123456789",
+    "1234567890",
+    "111111",
+    "000000",
+    "654321",
+    "vck_",
+    "your-api-key",
+    "your_auth_token",
+    "your-auth-token",
+    "xxxxxxxx",
+];
+
+/// Whether `digest` is the SHA-256 of a secret people type: one of [`TYPED`] in any of three
+/// cases, with `123` or `!` after it; one character repeated, or a counting run of digits,
+/// letters or hex (`0123…`, `abcd…`) up to 64 characters; or the entry's own `name`. The one
+/// check a credential configured only as its digest can get: its strength is not otherwise
+/// visible, so `vcode api-key` and `vcode twilio-account` draw the secrets themselves.
+pub fn typed_secret_digest(digest: &[u8; 32], name: &str) -> bool {
+    use sha2::{Digest, Sha256};
+    static TYPED_DIGESTS: std::sync::LazyLock<std::collections::HashSet<[u8; 32]>> =
+        std::sync::LazyLock::new(|| {
+            typed_secrets()
+                .map(|secret| Sha256::digest(secret).into())
+                .collect()
+        });
+    let named = [name.to_owned(), name.to_lowercase(), format!("{name}123")];
+    TYPED_DIGESTS.contains(digest)
+        || named
+            .iter()
+            .any(|secret| <[u8; 32]>::from(Sha256::digest(secret)) == *digest)
+}
+
+fn typed_secrets() -> impl Iterator<Item = String> {
+    let words = TYPED.iter().flat_map(|word| {
+        let capital = word
+            .get(..1)
+            .map(|first| first.to_uppercase() + &word[1..])
+            .unwrap_or_default();
+        [word.to_string(), capital, word.to_uppercase()]
+            .into_iter()
+            .flat_map(|form| [form.clone(), format!("{form}123"), format!("{form}!")])
+    });
+    let alphabets = [
+        "0123456789",
+        "abcdefghijklmnopqrstuvwxyz",
+        "0123456789abcdef",
+    ];
+    let runs = (1..=64).flat_map(move |len| {
+        let repeated = "0123456789abcdefxXzZ"
+            .chars()
+            .map(move |c| c.to_string().repeat(len));
+        let counting = alphabets
+            .into_iter()
+            .map(move |alphabet| alphabet.chars().cycle().take(len).collect::<String>());
+        repeated.chain(counting)
+    });
+    words.chain(runs)
+}
+
 #[cfg(test)]
 mod tests {
     use rand::RngExt;
@@ -131,6 +226,24 @@ mod tests {
 
     fn weakness(hex: &str) -> Option<String> {
         key_weakness(&hex::decode(hex).unwrap())
+    }
+
+    #[test]
+    fn typed_secrets_are_known_by_their_digest_and_drawn_ones_are_not() {
+        use sha2::{Digest, Sha256};
+        let digest = |secret: &str| -> [u8; 32] { Sha256::digest(secret).into() };
+        for typed in [
+            "changeme",
+            "Password123",
+            "SECRET!",
+            "0000000000000000",
+            "abcdefgh",
+            "shop",
+        ] {
+            assert!(typed_secret_digest(&digest(typed), "shop"), "{typed}");
+        }
+        let drawn = format!("vck_{}", hex::encode(rand::random::<[u8; 32]>()));
+        assert!(!typed_secret_digest(&digest(&drawn), "shop"));
     }
 
     #[test]

@@ -14,6 +14,7 @@ use rand::RngExt;
 use sha2::{Digest, Sha256};
 
 use crate::domain::secret::constant_time_eq;
+use crate::weak_secret::typed_secret_digest;
 
 pub use self::settings::{ApiKeySettings, Operation};
 
@@ -107,6 +108,17 @@ impl ApiKeys {
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    /// The first entry whose digest is a typed secret's (`weak_secret::typed_secret_digest`),
+    /// named, never shown.
+    pub fn typed_entry(&self) -> Option<String> {
+        self.keys
+            .iter()
+            .find(|(name, digest)| typed_secret_digest(digest, name.as_str()))
+            .map(|(name, _)| {
+                format!("the key of {name} is a typed secret, not a drawn one (`vcode api-key {name}` draws one)")
+            })
     }
 
     /// The name of the key `presented` is, if any. Every configured digest is compared, each

@@ -142,9 +142,12 @@ pub fn twilio_accounts(
     let Some((text, origin)) = TWILIO_ACCOUNTS.read(lookup)? else {
         return Ok(None);
     };
-    TwilioAccounts::parse(text.expose_secret())
-        .map(Some)
-        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
+    let accounts = TwilioAccounts::parse(text.expose_secret())
+        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))?;
+    match accounts.typed_entry() {
+        Some(reason) => Err(ConfigError::invalid(origin, REDACTED, reason)),
+        None => Ok(Some(accounts)),
+    }
 }
 
 /// `VCODE_API_KEYS` (or its file): the callers' key digests. An error names the entry, never
@@ -153,7 +156,10 @@ pub fn api_keys(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<ApiKey
     let Some((text, origin)) = API_KEYS.read(lookup)? else {
         return Ok(None);
     };
-    ApiKeys::parse(text.expose_secret())
-        .map(Some)
-        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))
+    let keys = ApiKeys::parse(text.expose_secret())
+        .map_err(|reason| ConfigError::invalid(origin, REDACTED, reason))?;
+    match keys.typed_entry() {
+        Some(reason) => Err(ConfigError::invalid(origin, REDACTED, reason)),
+        None => Ok(Some(keys)),
+    }
 }

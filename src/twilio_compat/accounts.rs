@@ -18,6 +18,7 @@ use sha2::{Digest, Sha256};
 
 use super::sid::{self, ACCOUNT, API_KEY};
 use crate::domain::secret::constant_time_eq;
+use crate::weak_secret::typed_secret_digest;
 
 /// One credential: the user name HTTP Basic carries (an account or API key SID), the account
 /// it acts for, and the digest of its secret.
@@ -44,6 +45,20 @@ impl fmt::Debug for TwilioAccounts {
 }
 
 impl TwilioAccounts {
+    /// The first entry whose digest is a typed secret's (`weak_secret::typed_secret_digest`),
+    /// named by its SID, never shown.
+    pub fn typed_entry(&self) -> Option<String> {
+        self.credentials
+            .iter()
+            .find(|credential| typed_secret_digest(&credential.digest, &credential.user))
+            .map(|credential| {
+                format!(
+                    "the secret of {} is a typed one, not a drawn one (`vcode twilio-account` draws one)",
+                    credential.user
+                )
+            })
+    }
+
     /// Entries separated by commas or new lines (blank lines and `#` comments skipped):
     /// `AC…:sha256hex` (an account and the digest of its Auth Token) or
     /// `AC…/SK…:sha256hex` (an API key of that account and the digest of its secret).

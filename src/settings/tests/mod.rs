@@ -596,6 +596,31 @@ fn api_keys_parse_and_go_with_a_requirement() {
 }
 
 #[test]
+fn typed_api_keys_and_account_tokens_stop_start_up_named() {
+    use sha2::{Digest, Sha256};
+    let digest = |secret: &str| hex::encode(Sha256::digest(secret));
+    let key = format!("shop:{}", digest("changeme"));
+    let error = settings(&[("VCODE_API_KEYS", &key), ("VCODE_REQUIRE_API_KEY", "send")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("VCODE_API_KEYS") && error.contains("shop") && error.contains("typed"),
+        "{error}"
+    );
+    let sid = format!("AC{}", "0123456789abcdef".repeat(2));
+    let account = format!("{sid}:{}", digest(&"0".repeat(32)));
+    let error = settings(&[("VCODE_TWILIO_COMPAT_ACCOUNTS", &account)])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("VCODE_TWILIO_COMPAT_ACCOUNTS") && error.contains(&sid),
+        "{error}"
+    );
+    let drawn = format!("{sid}:{}", digest("3b9e1f0c6a7d4e2b8f5a9c1d0e7b6a43"));
+    assert!(settings(&[("VCODE_TWILIO_COMPAT_ACCOUNTS", &drawn)]).is_ok());
+}
+
+#[test]
 fn test_numbers_read_from_a_variable_or_the_file_and_are_checked() {
     let read = settings(&[(
         "VCODE_TEST_NUMBERS",
