@@ -79,10 +79,30 @@ async fn twilio(
 async fn an_api_key_tenant_is_not_limited_by_its_server_address(backend: Backend) {
     let (app, _) = app_with_tenants(backend, |_| {}).await;
     let quota = vcode::settings::AbuseSettings::default().sends_per_ip_hour as usize;
-    // Past the client budget of the one address every request comes from.
+    // Past the client budget of the one address every request comes from: unnamed users, then
+    // 200 end users named by their addresses, each verified.
     for _ in 0..quota + 5 {
         let sent = keyed(&app, paths::OTP_SEND, &SendRequest::new(random_phone())).await;
         assert_eq!(sent.status, 200, "{sent:?}");
+    }
+    for user in 0..200u32 {
+        let phone = random_phone();
+        let end_user = json!({ "end_user_ip": format!("198.18.{}.{}", user / 250, user % 250) });
+        let sent = keyed(
+            &app,
+            paths::OTP_SEND,
+            &send_for_end_user(&phone, end_user.clone()),
+        )
+        .await;
+        assert_eq!(sent.status, 200, "{user}: {sent:?}");
+        let mut verify = serde_json::to_value(VerifyRequest::with_id(
+            sent.verification_id(),
+            app.last_code(&phone).await,
+        ))
+        .unwrap();
+        verify["end_user_ip"] = end_user["end_user_ip"].clone();
+        let verified = keyed(&app, paths::OTP_VERIFY, &verify).await;
+        assert_eq!(verified.status, 200, "{user}: {verified:?}");
     }
     // Its users' sends did not spend the browsers' budget of that address: a browser there
     // still sends (the API key is required for sends here, so a second app without keys).
