@@ -15,12 +15,13 @@ use tracing_actix_web::TracingLogger;
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
 use crate::credential_failures::CredentialFailures;
+use crate::domain::SendBudget;
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
 use crate::events::{Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
-use crate::otp::{OtpDependencies, OtpService, ReceiptSecrets, ReceiptService, SendGate};
+use crate::otp::{OtpDependencies, OtpService, ReceiptSecrets, ReceiptService, SendGate, TenantId};
 use crate::postmortem;
 use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
@@ -234,6 +235,7 @@ impl Services {
                 fraud: fraud.clone(),
                 stats: stats.clone(),
                 track_deliveries: settings.sms.receipts.enabled(),
+                tenant_budgets: tenant_budgets(settings),
             },
             settings.otp.clone(),
             &settings.abuse,
@@ -406,4 +408,19 @@ fn token_issuer(settings: &Settings, keyring: &Keyring) -> TokenIssuer {
         "verification tokens signed with this key"
     );
     issuer
+}
+
+/// The tenants whose credential entries set a send budget of their own: API-key callers by
+/// name, Twilio accounts by SID.
+fn tenant_budgets(settings: &Settings) -> Vec<(TenantId, SendBudget)> {
+    let keys = settings.api_keys.iter().flat_map(|keys| {
+        keys.budgets()
+            .map(|(name, budget)| (TenantId::api_key(name.as_str()), budget))
+    });
+    let accounts = settings.twilio_accounts.iter().flat_map(|accounts| {
+        accounts
+            .budgets()
+            .map(|(account, budget)| (TenantId::twilio_account(account), budget))
+    });
+    keys.chain(accounts).collect()
 }

@@ -13,6 +13,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngExt;
 use sha2::{Digest, Sha256};
 
+use crate::domain::SendBudget;
 use crate::domain::secret::constant_time_eq;
 use crate::weak_secret::typed_secret_digest;
 
@@ -49,6 +50,8 @@ impl fmt::Display for ApiKeyName {
 #[derive(Clone, Default)]
 pub struct ApiKeys {
     keys: Vec<(ApiKeyName, [u8; 32])>,
+    /// The callers whose entries set a send budget of their own.
+    budgets: Vec<(ApiKeyName, SendBudget)>,
 }
 
 impl fmt::Debug for ApiKeys {
@@ -60,9 +63,11 @@ impl fmt::Debug for ApiKeys {
 
 impl ApiKeys {
     /// `name:sha256hex` entries separated by commas or new lines (blank lines and `#` comments
-    /// skipped). Names are 1 to 64 of `A-Za-z0-9_.-`, each once; no digest twice.
+    /// skipped), each with its own send budget if it sets one (`name:sha256hex hour=N day=N`).
+    /// Names are 1 to 64 of `A-Za-z0-9_.-`, each once; no digest twice.
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut keys: Vec<(ApiKeyName, [u8; 32])> = Vec::new();
+        let mut budgets = Vec::new();
         let entries = text
             .lines()
             .map(str::trim)
@@ -84,6 +89,12 @@ impl ApiKeys {
                     "entry {number}: the name must be 1 to {MAX_NAME} of A-Za-z0-9_.-"
                 ));
             }
+            let (digest, budget) = digest
+                .trim()
+                .split_once(char::is_whitespace)
+                .unwrap_or((digest, ""));
+            let budget = SendBudget::parse(budget)
+                .map_err(|reason| format!("entry {number} ({name}): {reason}"))?;
             let digest: [u8; 32] = hex::decode(digest.trim())
                 .ok()
                 .and_then(|bytes| bytes.try_into().ok())
@@ -99,15 +110,23 @@ impl ApiKeys {
                 ));
             }
             keys.push((ApiKeyName(name.into()), digest));
+            if !budget.is_default() {
+                budgets.push((ApiKeyName(name.into()), budget));
+            }
         }
         if keys.is_empty() {
             return Err("expected at least one name:sha256hex entry".to_owned());
         }
-        Ok(Self { keys })
+        Ok(Self { keys, budgets })
     }
 
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
+    }
+
+    /// The callers whose entries set a send budget of their own.
+    pub fn budgets(&self) -> impl Iterator<Item = (&ApiKeyName, SendBudget)> {
+        self.budgets.iter().map(|(name, budget)| (name, *budget))
     }
 
     /// The first entry whose digest is a typed secret's (`weak_secret::typed_secret_digest`),

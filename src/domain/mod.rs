@@ -1,6 +1,7 @@
 //! Validated request values: a value of these types has passed its `parse`, so the rest of the
 //! service never re-checks raw strings.
 
+mod budget;
 mod captcha;
 mod client;
 mod code;
@@ -13,6 +14,7 @@ pub(crate) mod secret;
 pub mod traffic;
 mod verification;
 
+pub use budget::SendBudget;
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use client::Client;
 pub use code::{Code, CodeDigest, CodeLength, SealedCode};

@@ -4,6 +4,7 @@
 //! on its server address's, and may name the end user it asks for, who is then limited as a
 //! browser is. Who is counted where is decided here and nowhere else.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -103,6 +104,8 @@ pub(super) struct CallerLimits {
     pub client: Vec<QuotaRule>,
     /// Sends per tenant (`VCODE_QUOTA_TENANT_HOUR`, `_DAY`).
     pub tenant: Vec<QuotaRule>,
+    /// The tenants whose entries set their own budget, and its rules.
+    pub tenant_budgets: HashMap<TenantId, Vec<QuotaRule>>,
     /// An end user's IPv6 address counts by its network of this length, as a browser's does.
     pub ipv6_prefix: u8,
     pub keyring: Arc<Keyring>,
@@ -126,10 +129,10 @@ impl CallerLimits {
             .client(caller)
             .map(|client| (QuotaScope::client(client), self.client.as_slice()));
         let tenant = match caller {
-            Caller::Tenant { tenant, .. } => Some((
-                QuotaScope::Tenant(tenant_digest(tenant)),
-                self.tenant.as_slice(),
-            )),
+            Caller::Tenant { tenant, .. } => {
+                let rules = self.tenant_budgets.get(tenant).unwrap_or(&self.tenant);
+                Some((QuotaScope::Tenant(tenant_digest(tenant)), rules.as_slice()))
+            }
             Caller::Browser(_) => None,
         };
         client

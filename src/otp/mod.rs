@@ -19,7 +19,8 @@ use std::sync::Arc;
 
 use crate::captcha::{CaptchaService, SolvedCaptcha};
 use crate::domain::{
-    Client, Code, Destination, EmailAddress, Phone, PhoneParser, Purpose, VerificationId,
+    Client, Code, Destination, EmailAddress, Phone, PhoneParser, Purpose, SendBudget,
+    VerificationId,
 };
 use crate::email::EmailSender;
 use crate::fraud::{ConversionTicket, FraudGuard};
@@ -174,6 +175,19 @@ pub struct OtpDependencies {
     /// Delivery receipts are on (`VCODE_SMS_RECEIPTS_URL`): each send records the provider's
     /// message, so that its receipts find the verification.
     pub track_deliveries: bool,
+    /// The tenants whose credential entries set a send budget of their own.
+    pub tenant_budgets: Vec<(TenantId, SendBudget)>,
+}
+
+/// A tenant's send rules: its own budget's windows where it sets them, else the defaults.
+fn tenant_rules(abuse: &AbuseSettings, budget: SendBudget) -> Vec<QuotaRule> {
+    [
+        QuotaRule::new(budget.per_hour.unwrap_or(abuse.sends_per_tenant_hour), HOUR),
+        QuotaRule::new(budget.per_day.unwrap_or(abuse.sends_per_tenant_day), DAY),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 impl OtpService {
@@ -194,6 +208,7 @@ impl OtpService {
             fraud,
             stats,
             track_deliveries,
+            tenant_budgets,
         } = dependencies;
         let issue_params = IssueParams {
             ttl: settings.code_ttl,
@@ -240,13 +255,11 @@ impl OtpService {
                 client: QuotaRule::new(abuse.sends_per_ip_hour, HOUR)
                     .into_iter()
                     .collect(),
-                tenant: [
-                    QuotaRule::new(abuse.sends_per_tenant_hour, HOUR),
-                    QuotaRule::new(abuse.sends_per_tenant_day, DAY),
-                ]
-                .into_iter()
-                .flatten()
-                .collect(),
+                tenant: tenant_rules(abuse, SendBudget::default()),
+                tenant_budgets: tenant_budgets
+                    .into_iter()
+                    .map(|(tenant, budget)| (tenant, tenant_rules(abuse, budget)))
+                    .collect(),
                 ipv6_prefix: abuse.client_ipv6_prefix,
                 keyring: keyring.clone(),
             },

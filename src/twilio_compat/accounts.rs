@@ -17,6 +17,7 @@ use rand::RngExt;
 use sha2::{Digest, Sha256};
 
 use super::sid::{self, ACCOUNT, API_KEY};
+use crate::domain::SendBudget;
 use crate::domain::secret::constant_time_eq;
 use crate::weak_secret::typed_secret_digest;
 
@@ -33,6 +34,8 @@ struct Credential {
 #[derive(Clone, Default)]
 pub struct TwilioAccounts {
     credentials: Vec<Credential>,
+    /// The accounts whose entries set a send budget of their own.
+    budgets: Vec<(String, SendBudget)>,
 }
 
 impl fmt::Debug for TwilioAccounts {
@@ -61,9 +64,11 @@ impl TwilioAccounts {
 
     /// Entries separated by commas or new lines (blank lines and `#` comments skipped):
     /// `AC…:sha256hex` (an account and the digest of its Auth Token) or
-    /// `AC…/SK…:sha256hex` (an API key of that account and the digest of its secret).
+    /// `AC…/SK…:sha256hex` (an API key of that account and the digest of its secret); an
+    /// account's own entry may set its send budget (`AC…:sha256hex hour=N day=N`).
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut credentials: Vec<Credential> = Vec::new();
+        let mut budgets = Vec::new();
         let entries = text
             .lines()
             .map(str::trim)
@@ -90,6 +95,20 @@ impl TwilioAccounts {
                     "entry {number}: expected an account SID (AC and 32 hex digits)"
                 ));
             }
+            let (digest, budget) = digest
+                .trim()
+                .split_once(char::is_whitespace)
+                .unwrap_or((digest, ""));
+            let budget = SendBudget::parse(budget)
+                .map_err(|reason| format!("entry {number} ({user}): {reason}"))?;
+            if !budget.is_default() {
+                if user != account {
+                    return Err(format!(
+                        "entry {number} ({user}): a send budget is the account's: set it on {account}'s own entry"
+                    ));
+                }
+                budgets.push((account.to_owned(), budget));
+            }
             let digest: [u8; 32] = hex::decode(digest.trim())
                 .ok()
                 .and_then(|bytes| bytes.try_into().ok())
@@ -106,7 +125,17 @@ impl TwilioAccounts {
         if credentials.is_empty() {
             return Err("expected at least one AC…:sha256hex entry".to_owned());
         }
-        Ok(Self { credentials })
+        Ok(Self {
+            credentials,
+            budgets,
+        })
+    }
+
+    /// The accounts whose entries set a send budget of their own.
+    pub fn budgets(&self) -> impl Iterator<Item = (&str, SendBudget)> {
+        self.budgets
+            .iter()
+            .map(|(account, budget)| (account.as_str(), *budget))
     }
 
     /// The account `user` acts for, if `secret` is its Auth Token (or its API key's secret).

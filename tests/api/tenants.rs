@@ -17,6 +17,7 @@ use crate::support::app::Answer;
 use crate::support::{Backend, TestApp, random_phone, spawn_app_with};
 
 const KEY: &str = "vck_tenant-key-0123456789abcdefghijklmnopqr";
+const OTHER_KEY: &str = "vck_other-tenant-0123456789abcdefghijklmno";
 
 /// Every default limit on (the tests' own settings turn none off), with an API key for sends
 /// and verifies, and one Twilio account.
@@ -543,7 +544,85 @@ async fn pages_and_services_are_bounded(backend: Backend) {
     assert_eq!(listed["services"].as_array().unwrap().len(), 1, "{listed}");
 }
 
+/// A tenant's own budget, set on its credential entry, in place of the default: an API key's
+/// and a Twilio account's, each alone.
+async fn a_tenants_entry_sets_its_own_budget(backend: Backend) {
+    let (account, token, line) = accounts::generate();
+    let entries = format!(
+        "shop:{} hour=3\nother:{}",
+        hex::encode(Sha256::digest(KEY)),
+        hex::encode(Sha256::digest(OTHER_KEY))
+    );
+    let app = spawn_app_with(backend, |s| {
+        s.api_key = ApiKeySettings {
+            required: vec![Operation::Send],
+        };
+        s.api_keys = Some(ApiKeys::parse(&entries).unwrap());
+        s.twilio_accounts = Some(TwilioAccounts::parse(&format!("{line} hour=2")).unwrap());
+    })
+    .await;
+    for _ in 0..3 {
+        let sent = keyed(&app, paths::OTP_SEND, &SendRequest::new(random_phone())).await;
+        assert_eq!(sent.status, 200, "{sent:?}");
+    }
+    let refused = keyed(&app, paths::OTP_SEND, &SendRequest::new(random_phone())).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (429, 42902),
+        "{refused:?}"
+    );
+    let other = app
+        .request(
+            app.client
+                .post(app.url(paths::OTP_SEND))
+                .bearer_auth(OTHER_KEY)
+                .json(&SendRequest::new(random_phone())),
+        )
+        .await;
+    assert_eq!(other.status, 200, "{other:?}");
+    let credentials = (account, token);
+    let service = twilio(
+        &app,
+        &credentials,
+        reqwest::Method::POST,
+        "/v2/Services",
+        &[("FriendlyName", "Shop")],
+    )
+    .await
+    .1["sid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let start = format!("/v2/Services/{service}/Verifications");
+    for _ in 0..2 {
+        let (status, body, _) = twilio(
+            &app,
+            &credentials,
+            reqwest::Method::POST,
+            &start,
+            &[("To", &random_phone()), ("Channel", "sms")],
+        )
+        .await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (status, body, retry_after) = twilio(
+        &app,
+        &credentials,
+        reqwest::Method::POST,
+        &start,
+        &[("To", &random_phone()), ("Channel", "sms")],
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (429, Some(20429)),
+        "{body}"
+    );
+    assert!(retry_after.is_some());
+}
+
 on_every_store!(
+    a_tenants_entry_sets_its_own_budget,
     an_api_key_tenant_is_not_limited_by_its_server_address,
     an_end_user_is_limited_as_a_browser_and_alone,
     end_user_fields_need_an_api_key_and_a_valid_value,
