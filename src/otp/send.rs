@@ -25,8 +25,8 @@ use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, GuardedIssue, IssueOutcome,
-    IssueParams, NewSendLog, OutboxMessage, QuotaDecision, QuotaScope, QuotaToken, ReceiptStore,
-    ResendPolicy, SendMark,
+    IssueParams, NewSendLog, OutboxMessage, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
+    ReceiptStore, ResendPolicy, SendMark,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -74,6 +74,19 @@ pub struct Tenant {
     /// (where the store does: [`OtpService::writes_send_logs`]); if one is there already, the
     /// send answers `OtpError::SendLogExists` having changed nothing.
     pub send_log: Option<NewSendLog>,
+    /// The Service's Rate Limit Buckets this send counts in (its start's `RateLimits`).
+    pub buckets: Vec<MeteredBucket>,
+}
+
+/// One Bucket of a Service's Rate Limit, for the value a start named: a budget of the send,
+/// kept under a keyed digest of (Bucket, value) so that no value is stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MeteredBucket {
+    /// The Bucket's SID.
+    pub bucket: String,
+    /// What the start named for its Rate Limit (an address, an account id…).
+    pub value: String,
+    pub rule: QuotaRule,
 }
 
 pub use crate::store::DeliveryStatus;
@@ -336,7 +349,7 @@ impl OtpService {
             verification: verification.clone(),
             send_log: send_log_of(tenant),
         };
-        let budgets = self.budgets(caller, destination);
+        let budgets = self.budgets(caller, destination, tenant);
         let budgets = Budgets {
             budgets: &budgets,
             token: QuotaToken::generate(),
@@ -803,7 +816,12 @@ impl OtpService {
 
     /// The budgets a send by `caller` draws on besides its destination's: who asks (the
     /// client's, a tenant's own), the global one and the mail domain's, those that are on.
-    fn budgets(&self, caller: &Caller, destination: &Destination) -> Vec<Budget<'_>> {
+    fn budgets<'a>(
+        &'a self,
+        caller: &Caller,
+        destination: &Destination,
+        tenant: Option<&'a Tenant>,
+    ) -> Vec<Budget<'a>> {
         let domain = match destination {
             Destination::Email(email) if !self.email_domain_quota.is_empty() => Some((
                 QuotaScope::email_domain(email.address().domain()),
@@ -816,7 +834,21 @@ impl OtpService {
             .chain(domain)
             .filter(|(_, rules)| !rules.is_empty())
             .map(|(scope, rules)| Budget { scope, rules });
-        self.callers.budgets(caller).chain(shared).collect()
+        let buckets = tenant
+            .into_iter()
+            .flat_map(|tenant| &tenant.buckets)
+            .map(|metered| Budget {
+                scope: QuotaScope::Bucket(
+                    self.keyring
+                        .end_user_digest(&metered.bucket, &metered.value),
+                ),
+                rules: std::slice::from_ref(&metered.rule),
+            });
+        self.callers
+            .budgets(caller)
+            .chain(buckets)
+            .chain(shared)
+            .collect()
     }
 
     /// Reserves one SMS in every budget, in one atomic step, when the store could not do it in
@@ -850,9 +882,10 @@ impl OtpService {
                 Event::QuotaIp
             }
             // Not daily-stats events (their set is the stored stats' layout): the metric alone.
-            QuotaScope::EmailDomain(_) | QuotaScope::Tenant(_) => {
+            QuotaScope::EmailDomain(_) | QuotaScope::Tenant(_) | QuotaScope::Bucket(_) => {
                 let quota = match scope {
                     QuotaScope::Tenant(_) => "tenant",
+                    QuotaScope::Bucket(_) => "rate_limit_bucket",
                     _ => "email_domain",
                 };
                 crate::metrics::count_event("vcode_quota_rejections", "quota", quota);

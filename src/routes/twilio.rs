@@ -31,6 +31,8 @@ pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(web::scope(SERVICES).default_service(web::to(dispatch)));
 }
 
+mod rate_limits;
+
 /// A path under `/v2/Services`, with its SIDs percent-decoded as actix's `Path` would.
 enum TwilioRoute<'a> {
     Services,
@@ -38,6 +40,10 @@ enum TwilioRoute<'a> {
     Verifications(Cow<'a, str>),
     Check(Cow<'a, str>),
     Verification(Cow<'a, str>, Cow<'a, str>),
+    RateLimits(Cow<'a, str>),
+    RateLimit(Cow<'a, str>, Cow<'a, str>),
+    Buckets(Cow<'a, str>, Cow<'a, str>),
+    Bucket(Cow<'a, str>, Cow<'a, str>, Cow<'a, str>),
 }
 
 impl<'a> TwilioRoute<'a> {
@@ -50,12 +56,22 @@ impl<'a> TwilioRoute<'a> {
         }
         let mut segments = tail.strip_prefix('/')?.split('/');
         let sid = segments.next().filter(|sid| !sid.is_empty())?;
-        let route = match (segments.next(), segments.next(), segments.next()) {
-            (None, _, _) => Self::Service(decoded(sid)),
-            (Some("Verifications"), None, _) => Self::Verifications(decoded(sid)),
-            (Some("VerificationCheck"), None, _) => Self::Check(decoded(sid)),
-            (Some("Verifications"), Some(verification), None) if !verification.is_empty() => {
+        let rest: Vec<&str> = segments.collect();
+        if rest.iter().skip(1).step_by(2).any(|sid| sid.is_empty()) {
+            return None;
+        }
+        let route = match rest.as_slice() {
+            [] => Self::Service(decoded(sid)),
+            ["Verifications"] => Self::Verifications(decoded(sid)),
+            ["VerificationCheck"] => Self::Check(decoded(sid)),
+            ["Verifications", verification] => {
                 Self::Verification(decoded(sid), decoded(verification))
+            }
+            ["RateLimits"] => Self::RateLimits(decoded(sid)),
+            ["RateLimits", limit] => Self::RateLimit(decoded(sid), decoded(limit)),
+            ["RateLimits", limit, "Buckets"] => Self::Buckets(decoded(sid), decoded(limit)),
+            ["RateLimits", limit, "Buckets", bucket] => {
+                Self::Bucket(decoded(sid), decoded(limit), decoded(bucket))
             }
             _ => return None,
         };
@@ -70,6 +86,10 @@ impl<'a> TwilioRoute<'a> {
             Self::Verifications(_) => "/v2/Services/{sid}/Verifications",
             Self::Check(_) => "/v2/Services/{sid}/VerificationCheck",
             Self::Verification(..) => "/v2/Services/{sid}/Verifications/{verification}",
+            Self::RateLimits(_) => "/v2/Services/{sid}/RateLimits",
+            Self::RateLimit(..) => "/v2/Services/{sid}/RateLimits/{rate_limit}",
+            Self::Buckets(..) => "/v2/Services/{sid}/RateLimits/{rate_limit}/Buckets",
+            Self::Bucket(..) => "/v2/Services/{sid}/RateLimits/{rate_limit}/Buckets/{bucket}",
         }
     }
 
@@ -80,6 +100,8 @@ impl<'a> TwilioRoute<'a> {
             Self::Service(_) => "GET, POST, DELETE",
             Self::Verifications(_) | Self::Check(_) => "POST",
             Self::Verification(..) => "GET, POST",
+            Self::RateLimits(_) | Self::Buckets(..) => "GET, POST",
+            Self::RateLimit(..) | Self::Bucket(..) => "GET, POST, DELETE",
         }
     }
 }
@@ -137,6 +159,36 @@ async fn dispatch(
         (TwilioRoute::Verification(sid, verification), Method::POST) => {
             update_verification(request, state, sid, verification, &body).await
         }
+        (TwilioRoute::RateLimits(sid), Method::GET) => {
+            rate_limits::list_rate_limits(request, state, sid).await
+        }
+        (TwilioRoute::RateLimits(sid), Method::POST) => {
+            rate_limits::create_rate_limit(request, state, sid, &body).await
+        }
+        (TwilioRoute::RateLimit(sid, limit), Method::GET) => {
+            rate_limits::fetch_rate_limit(request, state, sid, limit).await
+        }
+        (TwilioRoute::RateLimit(sid, limit), Method::POST) => {
+            rate_limits::update_rate_limit(request, state, sid, limit, &body).await
+        }
+        (TwilioRoute::RateLimit(sid, limit), Method::DELETE) => {
+            rate_limits::delete_rate_limit(request, state, sid, limit).await
+        }
+        (TwilioRoute::Buckets(sid, limit), Method::GET) => {
+            rate_limits::list_buckets(request, state, sid, limit).await
+        }
+        (TwilioRoute::Buckets(sid, limit), Method::POST) => {
+            rate_limits::create_bucket(request, state, sid, limit, &body).await
+        }
+        (TwilioRoute::Bucket(sid, limit, bucket), Method::GET) => {
+            rate_limits::fetch_bucket(request, state, (sid, limit, bucket)).await
+        }
+        (TwilioRoute::Bucket(sid, limit, bucket), Method::POST) => {
+            rate_limits::update_bucket(request, state, (sid, limit, bucket), &body).await
+        }
+        (TwilioRoute::Bucket(sid, limit, bucket), Method::DELETE) => {
+            rate_limits::delete_bucket(request, state, (sid, limit, bucket)).await
+        }
         _ => return Ok(super::method_not_allowed(route.allow())),
     };
     reply.map_err(Into::into)
@@ -169,7 +221,7 @@ impl ResponseError for TwilioReply {
             | TwilioError::ChannelDisabled(_) => StatusCode::BAD_REQUEST,
             TwilioError::Blocked { .. }
             | TwilioError::DestinationRefused
-            | TwilioError::TooManyServices(_) => StatusCode::FORBIDDEN,
+            | TwilioError::TooManyResources(..) => StatusCode::FORBIDDEN,
             TwilioError::MaxCheckAttempts
             | TwilioError::MaxSendAttempts
             | TwilioError::TooManyRequests { .. } => StatusCode::TOO_MANY_REQUESTS,
@@ -500,36 +552,55 @@ fn json_answer(mut response: HttpResponseBuilder, body: String) -> HttpResponse 
 
 async fn list_services(request: &HttpRequest, state: &AppState) -> Reply {
     let account = account(request, state)?;
+    let services = state.twilio.services(account).await?;
+    let base = base_url(request, state);
+    let listed = listing(
+        request,
+        &services,
+        &format!("{base}/Services"),
+        "services",
+        |service| service_json(service, &base),
+    )?;
+    Ok(HttpResponse::Ok().json(listed))
+}
+
+/// One page of `items` as Twilio lists them (`PageSize` 1 to 1000, 50 by default; `Page` from
+/// 0): the items under `key` and the page's `meta`. A `Page` past the last (the first page of
+/// none aside) is 60200, never an offset that wraps.
+fn listing<T>(
+    request: &HttpRequest,
+    items: &[T],
+    url: &str,
+    key: &'static str,
+    render: impl Fn(&T) -> Value,
+) -> Result<Value, TwilioReply> {
     let query = Form::read(request.query_string().as_bytes());
     let page_size: usize = query.number("PageSize")?.unwrap_or(50).clamp(1, 1000);
     let page: usize = query.number("Page")?.unwrap_or(0);
-    let services = state.twilio.services(account).await?;
-    // Past the last page (the first page of none aside) is Twilio's invalid `Page`.
     let skipped = page
         .checked_mul(page_size)
-        .filter(|&skipped| page == 0 || skipped < services.len())
+        .filter(|&skipped| page == 0 || skipped < items.len())
         .ok_or(TwilioError::InvalidParameter("Page"))?;
-    let base = base_url(request, state);
-    let page_url = |page: usize| format!("{base}/Services?PageSize={page_size}&Page={page}");
-    let shown: Vec<Value> = services
+    let page_url = |page: usize| format!("{url}?PageSize={page_size}&Page={page}");
+    let shown: Vec<Value> = items
         .iter()
         .skip(skipped)
         .take(page_size)
-        .map(|service| service_json(service, &base))
+        .map(render)
         .collect();
-    let more = services.len() - skipped.min(services.len()) > page_size;
-    Ok(HttpResponse::Ok().json(json!({
-        "services": shown,
+    let more = items.len() - skipped.min(items.len()) > page_size;
+    Ok(json!({
+        key: shown,
         "meta": {
             "page": page,
             "page_size": page_size,
             "first_page_url": page_url(0),
             "previous_page_url": (page > 0).then(|| page_url(page - 1)),
             "next_page_url": more.then(|| page_url(page + 1)),
-            "key": "services",
+            "key": key,
             "url": page_url(page),
         },
-    })))
+    }))
 }
 
 async fn create_service(request: &HttpRequest, state: &AppState, body: &[u8]) -> Reply {
@@ -574,6 +645,7 @@ async fn start_verification(
         locale: form.text("Locale"),
         custom_friendly_name: form.text("CustomFriendlyName"),
         channel_configuration: form.text("ChannelConfiguration"),
+        rate_limits: form.text("RateLimits"),
     };
     let twilio = state.twilio.clone();
     let account = account.to_owned();

@@ -112,6 +112,9 @@ pub enum QuotaScope {
     /// Sends of one tenant (an API-key caller or a Twilio account): its own budget, in place
     /// of its server address's.
     Tenant(u64),
+    /// Starts counted in one Bucket of a Twilio Service's Rate Limit for one value: a keyed
+    /// digest of (Bucket, value).
+    Bucket(u64),
 }
 
 impl QuotaScope {
@@ -144,6 +147,7 @@ impl std::fmt::Display for QuotaScope {
             Self::EmailDomain(domain) => write!(f, "domain:{domain:016x}"),
             Self::EndUser(digest) => write!(f, "user:{digest:016x}"),
             Self::Tenant(digest) => write!(f, "tenant:{digest:016x}"),
+            Self::Bucket(digest) => write!(f, "bucket:{digest:016x}"),
         }
     }
 }

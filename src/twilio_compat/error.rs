@@ -19,10 +19,11 @@ pub enum TwilioError {
     /// 60200: a parameter is missing or invalid.
     #[error("Invalid parameter: {0}")]
     InvalidParameter(&'static str),
-    /// 20403: the account has as many Services as it may (`VCODE_QUOTA_TWILIO_SERVICES`);
-    /// Twilio documents no Verify code of its own for this limit.
-    #[error("The account has its maximum of {0} Services")]
-    TooManyServices(usize),
+    /// 20403: as many resources of a kind as their parent may have (an account's Services,
+    /// `VCODE_QUOTA_TWILIO_SERVICES`; a Service's Rate Limits; a Rate Limit's Buckets). Twilio
+    /// documents no Verify code of its own for these limits.
+    #[error("The maximum of {1} {0} is reached")]
+    TooManyResources(&'static str, usize),
     /// 60202: the verification's check attempts are spent.
     #[error("Max check attempts reached")]
     MaxCheckAttempts,
@@ -68,7 +69,7 @@ impl TwilioError {
             Self::Unauthenticated => 20003,
             Self::NotFound(_) => 20404,
             Self::InvalidParameter(_) => 60200,
-            Self::TooManyServices(_) => 20403,
+            Self::TooManyResources(..) => 20403,
             Self::MaxCheckAttempts => 60202,
             Self::MaxSendAttempts => 60203,
             Self::Landline => 60205,

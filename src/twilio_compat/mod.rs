@@ -7,6 +7,7 @@
 
 pub mod accounts;
 mod error;
+mod rate_limits;
 mod services;
 pub mod sid;
 mod verifications;
@@ -20,6 +21,7 @@ use crate::store::TwilioStore;
 use self::accounts::RecentCredentials;
 pub use self::accounts::TwilioAccounts;
 pub use self::error::TwilioError;
+pub use self::rate_limits::{Bucket, BucketChanges, RateLimit};
 pub use self::services::{Service, ServiceChanges};
 pub use self::verifications::{
     CheckTarget, SendAttempt, StartCommand, TwilioStatus, Verification, VerificationCheck,

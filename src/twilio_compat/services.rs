@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::rate_limits::RateLimit;
 use super::{TwilioCompat, TwilioError, now_ms, sid};
 use crate::domain::{CodeLength, Locale, Purpose};
 use crate::otp::Tenant;
@@ -112,6 +113,9 @@ pub struct Service {
     /// without one use the built-in texts.
     #[serde(default)]
     pub texts: BTreeMap<String, String>,
+    /// Its Rate Limits and their Buckets (`rate_limits.rs`).
+    #[serde(default)]
+    pub rate_limits: Vec<RateLimit>,
 }
 
 impl Service {
@@ -128,6 +132,7 @@ impl Service {
             code_ttl: self.code_ttl(),
             wording: None,
             send_log: None,
+            buckets: Vec::new(),
         }
     }
 
@@ -275,7 +280,7 @@ impl TwilioCompat {
         changes.check()?;
         // Checked before the write: concurrent creates may pass the bound by their number.
         if self.store.twilio_services(account).await?.len() >= self.max_services {
-            return Err(TwilioError::TooManyServices(self.max_services));
+            return Err(TwilioError::TooManyResources("Services", self.max_services));
         }
         let now = now_ms();
         let mut service = Service {
@@ -293,6 +298,7 @@ impl TwilioCompat {
             updated_ms: now,
             code_ttl_secs: None,
             texts: BTreeMap::new(),
+            rate_limits: Vec::new(),
         };
         changes.apply(&mut service);
         let written = self
@@ -358,9 +364,24 @@ impl TwilioCompat {
         changes: ServiceChanges,
     ) -> Result<Service, TwilioError> {
         changes.check()?;
+        self.change_service(account, sid, |service| {
+            changes.apply(service);
+            Ok(())
+        })
+        .await
+    }
+
+    /// Changes one of the account's Services by `change`, compare-and-set: a concurrent change
+    /// is never lost (each applies to what the other wrote). Answers the Service as written.
+    pub(super) async fn change_service(
+        &self,
+        account: &str,
+        sid: &str,
+        mut change: impl FnMut(&mut Service) -> Result<(), TwilioError>,
+    ) -> Result<Service, TwilioError> {
         for _ in 0..WRITE_TRIES {
             let (revision, mut service) = self.service_revised(account, sid).await?;
-            changes.apply(&mut service);
+            change(&mut service)?;
             service.updated_ms = now_ms();
             if self
                 .store
@@ -408,6 +429,7 @@ mod recent_tests {
             updated_ms: 0,
             code_ttl_secs: None,
             texts: BTreeMap::new(),
+            rate_limits: Vec::new(),
         })
     }
 

@@ -13,6 +13,8 @@ pub const API_KEY: &str = "SK";
 pub const SERVICE: &str = "VA";
 pub const VERIFICATION: &str = "VE";
 pub const SEND_ATTEMPT: &str = "VL";
+pub const RATE_LIMIT: &str = "RK";
+pub const BUCKET: &str = "BL";
 
 /// A new SID with `prefix`: 128 bits from the CSPRNG, in lower-case hex as Twilio writes them.
 pub fn generate(prefix: &str) -> String {

@@ -36,6 +36,9 @@ pub struct StartCommand {
     /// email): a JSON object, checked and otherwise ignored, since vcode's mail is its own
     /// template from `VCODE_EMAIL_FROM`.
     pub channel_configuration: Option<String>,
+    /// Twilio's `RateLimits`: a JSON object of a Rate Limit's `UniqueName` to the value this
+    /// start counts for (`rate_limits.rs`).
+    pub rate_limits: Option<String>,
 }
 
 /// Twilio's statuses (`failed` is never reached: a send whose SMS or mail fails is undone and
@@ -285,6 +288,7 @@ impl TwilioCompat {
         {
             return Err(TwilioError::InvalidParameter("ChannelConfiguration"));
         }
+        let buckets = service.metered(command.rate_limits.as_deref())?;
         if let Destination::Phone(phone) = &destination
             && service.skip_sms_to_landlines
             && phone.number_type() == NumberType::FixedLine
@@ -324,6 +328,7 @@ impl TwilioCompat {
             let mut tenant = service.tenant();
             tenant.wording = Some(service.wording(command.custom_friendly_name.as_deref()));
             tenant.send_log = send_log;
+            tenant.buckets = buckets.clone();
             let (phone, email) = match &destination {
                 Destination::Phone(phone) => (Some(phone.as_e164().to_owned()), None),
                 Destination::Email(email) => (None, Some(email.address().as_str().to_owned())),

@@ -621,7 +621,171 @@ async fn a_tenants_entry_sets_its_own_budget(backend: Backend) {
     assert!(retry_after.is_some());
 }
 
+/// Twilio's Service Rate Limits: an end user past a Bucket of 3 is refused (20429, nothing
+/// sent) while another goes on; concurrent starts of one end user take exactly the Bucket's
+/// `Max`; the resources are created, read, listed, changed and deleted as Twilio's are.
+async fn service_rate_limits_meter_each_end_user(backend: Backend) {
+    let (app, account) = app_with_tenants(backend, |_| {}).await;
+    let (app, account) = (&app, &account);
+    let post = |path: String, form: Vec<(&'static str, String)>| async move {
+        let form: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        twilio(app, account, reqwest::Method::POST, &path, &form).await
+    };
+    let (_, service, _) = post("/v2/Services".into(), vec![("FriendlyName", "Shop".into())]).await;
+    let service = service["sid"].as_str().unwrap().to_owned();
+    let limits = format!("/v2/Services/{service}/RateLimits");
+    let (status, limit, _) = post(
+        limits.clone(),
+        vec![
+            ("UniqueName", "end_user_ip_address".into()),
+            ("Description", "per address".into()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 201, "{limit}");
+    let rk = limit["sid"].as_str().unwrap().to_owned();
+    assert!(rk.starts_with("RK") && rk.len() == 34, "{rk}");
+    let buckets = format!("{limits}/{rk}/Buckets");
+    let (status, bucket, _) = post(
+        buckets.clone(),
+        vec![("Max", "3".into()), ("Interval", "3600".into())],
+    )
+    .await;
+    assert_eq!(
+        (status, bucket["max"].as_i64(), bucket["interval"].as_i64()),
+        (201, Some(3), Some(3600)),
+        "{bucket}"
+    );
+    let bl = bucket["sid"].as_str().unwrap().to_owned();
+    let start = format!("/v2/Services/{service}/Verifications");
+    let start_for = |user: &'static str| {
+        let start = start.clone();
+        let post = &post;
+        async move {
+            let to = random_phone();
+            let answer = post(
+                start,
+                vec![
+                    ("To", to.clone()),
+                    ("Channel", "sms".into()),
+                    (
+                        "RateLimits",
+                        format!(r#"{{"end_user_ip_address": "{user}"}}"#),
+                    ),
+                ],
+            )
+            .await;
+            (to, answer)
+        }
+    };
+    for _ in 0..3 {
+        let (_, (status, body, _)) = start_for("203.0.113.7").await;
+        assert_eq!(status, 201, "{body}");
+    }
+    let (to, (status, body, retry_after)) = start_for("203.0.113.7").await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (429, Some(20429)),
+        "{body}"
+    );
+    assert!(retry_after.is_some());
+    assert!(
+        app.inbox(&to).await.is_empty(),
+        "a refused start sends nothing"
+    );
+    let (_, (status, body, _)) = start_for("203.0.113.8").await;
+    assert_eq!(status, 201, "{body}");
+    // A name the Service did not define, or no JSON object, is 60200.
+    for bad in [r#"{"unknown": "x"}"#, "not json"] {
+        let (status, body, _) = post(
+            start.clone(),
+            vec![
+                ("To", random_phone()),
+                ("Channel", "sms".into()),
+                ("RateLimits", bad.into()),
+            ],
+        )
+        .await;
+        assert_eq!(
+            (status, body["code"].as_i64()),
+            (400, Some(60200)),
+            "{bad}: {body}"
+        );
+    }
+    // Concurrent starts of one end user take exactly the Bucket's Max.
+    let concurrent: Vec<_> = (0..10).map(|_| start_for("203.0.113.9")).collect();
+    let accepted = futures_util::future::join_all(concurrent)
+        .await
+        .into_iter()
+        .filter(|(_, (status, _, _))| *status == 201)
+        .count();
+    assert_eq!(accepted, 3);
+
+    // Read, list, change, delete.
+    let get =
+        |path: String| async move { twilio(app, account, reqwest::Method::GET, &path, &[]).await };
+    let (_, fetched, _) = get(format!("{limits}/{rk}")).await;
+    assert_eq!(fetched["unique_name"], "end_user_ip_address", "{fetched}");
+    let (_, listed, _) = get(limits.clone()).await;
+    assert_eq!(
+        listed["rate_limits"].as_array().unwrap().len(),
+        1,
+        "{listed}"
+    );
+    let (_, listed, _) = get(buckets.clone()).await;
+    assert_eq!(listed["buckets"][0]["sid"], bl.as_str(), "{listed}");
+    let (_, changed, _) = post(format!("{buckets}/{bl}"), vec![("Max", "5".into())]).await;
+    assert_eq!(
+        (changed["max"].as_i64(), changed["interval"].as_i64()),
+        (Some(5), Some(3600))
+    );
+    let (_, changed, _) = post(
+        format!("{limits}/{rk}"),
+        vec![("Description", "by IP".into())],
+    )
+    .await;
+    assert_eq!(changed["description"], "by IP");
+    let (status, body, _) = post(
+        buckets.clone(),
+        vec![("Max", "0".into()), ("Interval", "60".into())],
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (400, Some(60200)),
+        "{body}"
+    );
+    let (status, body, _) = post(
+        limits.clone(),
+        vec![("UniqueName", "end_user_ip_address".into())],
+    )
+    .await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (400, Some(60200)),
+        "a name twice: {body}"
+    );
+    let delete = |path: String| async move {
+        twilio(&app, &account, reqwest::Method::DELETE, &path, &[])
+            .await
+            .0
+    };
+    assert_eq!(delete(format!("{buckets}/{bl}")).await, 204);
+    assert_eq!(get(format!("{buckets}/{bl}")).await.0, 404);
+    // With no Bucket left, the end user past its old Max starts again.
+    let (_, (status, body, _)) = start_for("203.0.113.7").await;
+    assert_eq!(status, 201, "{body}");
+    assert_eq!(delete(format!("{limits}/{rk}")).await, 204);
+    let (status, body, _) = get(format!("{limits}/{rk}")).await;
+    assert_eq!(
+        (status, body["code"].as_i64()),
+        (404, Some(20404)),
+        "{body}"
+    );
+}
+
 on_every_store!(
+    service_rate_limits_meter_each_end_user,
     a_tenants_entry_sets_its_own_budget,
     an_api_key_tenant_is_not_limited_by_its_server_address,
     an_end_user_is_limited_as_a_browser_and_alone,

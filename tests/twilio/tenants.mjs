@@ -80,6 +80,24 @@ assert.equal((await shown.json()).code, 40401);
 assert.equal((await verify.verifications(started.sid).fetch()).status, "pending");
 step("owned", { verification: started.sid });
 
+// Service Rate Limits: one end user past a Bucket of 3 an hour is refused at its 4th start
+// (20429, documented for a start) while another goes on.
+const limit = await verify.rateLimits.create({ uniqueName: "end_user_ip_address", description: "per address" });
+assert.match(limit.sid, /^RK[0-9a-f]{32}$/);
+const bucket = await verify.rateLimits(limit.sid).buckets.create({ max: 3, interval: 3600 });
+assert.match(bucket.sid, /^BL[0-9a-f]{32}$/);
+assert.deepEqual([bucket.max, bucket.interval], [3, 3600]);
+assert.deepEqual((await verify.rateLimits(limit.sid).buckets.list()).map((b) => b.sid), [bucket.sid]);
+const limited = (address) =>
+  verify.verifications.create({ to: phone(), channel: "sms", rateLimits: { end_user_ip_address: address } });
+for (let i = 0; i < 3; i++) assert.equal((await limited("203.0.113.7")).status, "pending");
+await refused(() => limited("203.0.113.7"), 20429, 429, true);
+assert.equal((await limited("203.0.113.8")).status, "pending");
+assert.equal((await verify.rateLimits(limit.sid).buckets(bucket.sid).update({ max: 5 })).max, 5);
+assert.ok(await verify.rateLimits(limit.sid).buckets(bucket.sid).remove());
+assert.ok(await verify.rateLimits(limit.sid).remove());
+step("rate limits", { rateLimit: limit.sid, bucket: bucket.sid });
+
 // Wrong Auth Tokens from one address: 401 up to the limit, then 429 (20429) for that address.
 const wrong = client(accountSid, "0".repeat(32));
 for (let i = 0; i < 10; i++) {

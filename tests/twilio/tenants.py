@@ -107,6 +107,25 @@ except urllib.error.HTTPError as error:
 assert verify.verifications(started.sid).fetch().status == "pending"
 step("owned", verification=started.sid)
 
+# Service Rate Limits: one end user past a Bucket of 3 an hour is refused at its 4th start
+# (20429, documented for a start) while another goes on; the resources read back as created.
+limit = verify.rate_limits.create(unique_name="end_user_ip_address", description="per address")
+assert limit.sid.startswith("RK") and limit.unique_name == "end_user_ip_address", limit.sid
+bucket = verify.rate_limits(limit.sid).buckets.create(max=3, interval=3600)
+assert bucket.sid.startswith("BL") and (bucket.max, bucket.interval) == (3, 3600)
+assert [b.sid for b in verify.rate_limits(limit.sid).buckets.list()] == [bucket.sid]
+assert verify.rate_limits(limit.sid).fetch().description == "per address"
+for _ in range(3):
+    started = verify.verifications.create(to=phone(), channel="sms", rate_limits={"end_user_ip_address": "203.0.113.7"})
+    assert started.status == "pending"
+refused(lambda: verify.verifications.create(to=phone(), channel="sms", rate_limits={"end_user_ip_address": "203.0.113.7"}), 20429, 429, documented=True)
+started = verify.verifications.create(to=phone(), channel="sms", rate_limits={"end_user_ip_address": "203.0.113.8"})
+assert started.status == "pending"
+assert verify.rate_limits(limit.sid).buckets(bucket.sid).update(max=5).max == 5
+assert verify.rate_limits(limit.sid).buckets(bucket.sid).delete()
+assert verify.rate_limits(limit.sid).delete()
+step("rate limits", rate_limit=limit.sid, bucket=bucket.sid)
+
 # Wrong Auth Tokens from one address: 401 up to the limit, then 429 (20429) for that address.
 wrong = client(account_sid, "0" * 32)
 for _ in range(10):
