@@ -66,7 +66,8 @@ wait_for "${URL[thin]}/constant"
 # service, not its brakes (the "defaults" rows below run every default limit).
 QUOTAS_OFF=(VCODE_QUOTA_PHONE_HOUR=0 VCODE_QUOTA_PHONE_DAY=0 VCODE_QUOTA_IP_HOUR=0
   VCODE_QUOTA_PHONE_FAILS_DAY=0 VCODE_QUOTA_CLIENT_FAILS_DAY=0 VCODE_QUOTA_GLOBAL_MINUTE=0
-  VCODE_QUOTA_CAPTCHA_IP_MINUTE=0 VCODE_FRAUD_GUARD=off)
+  VCODE_QUOTA_CAPTCHA_IP_MINUTE=0 VCODE_QUOTA_TENANT_HOUR=0 VCODE_QUOTA_TENANT_DAY=0
+  VCODE_FRAUD_GUARD=off)
 start_vcode() { # name [VAR=value ...]: sets URL[name] and PID[name]; stops a previous one
   local name=$1; shift
   if [ -n "${PID[$name]:-}" ]; then kill "${PID[$name]}"; wait "${PID[$name]}" 2>/dev/null || true; fi

@@ -367,6 +367,9 @@ async fn header_injection_through_the_api_is_refused_and_nothing_is_mailed(backe
         "a@localhost",
         "a@example.com\0",
         "a\u{200B}@example.com",
+        // Spaces around an address are refused as inside it (docs/email.md).
+        " a@example.com",
+        "a@example.com\t",
         "",
         "@example.com",
         "a@",
