@@ -12,7 +12,10 @@ use vcode::telemetry;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Parser)]
-#[command(version, about = "Verification codes by SMS and image captchas")]
+#[command(
+    version,
+    about = "Verification codes by SMS and email, image captchas and proof of work, a Twilio Verify-compatible API; atomic on an embedded store, Redis or PostgreSQL"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,

@@ -103,3 +103,22 @@ fn check_config_stops_naming_the_variable_that_is_wrong() {
         assert!(output.stdout.is_empty(), "{vars:?}: a table was printed");
     }
 }
+
+#[test]
+fn help_says_what_vcode_is_now() {
+    let output = Command::new(env!("CARGO_BIN_EXE_vcode"))
+        .arg("--help")
+        .env_clear()
+        .output()
+        .expect("the vcode binary runs");
+    let help = text(&output.stdout);
+    assert!(output.status.success(), "{help}");
+    for said in [
+        "SMS and email",
+        "proof of work",
+        "Twilio Verify",
+        "PostgreSQL",
+    ] {
+        assert!(help.contains(said), "--help lacks {said:?}:\n{help}");
+    }
+}

@@ -217,7 +217,11 @@ mod tests {
 
     #[test]
     fn spaces_around_an_address_are_refused_as_inside_it() {
-        for input in ["  user@example.com", "user@example.com\t", " user@example.com "] {
+        for input in [
+            "  user@example.com",
+            "user@example.com\t",
+            " user@example.com ",
+        ] {
             assert_eq!(
                 EmailAddress::parse(input).map(|_| ()),
                 Err(InvalidEmail::ForbiddenCharacter),

@@ -1,6 +1,11 @@
 //! The embedded store's event outbox: in this process's memory, under one lock taken last
 //! (inside a step's code, verification or fraud locks), so an event is appended in the same
 //! critical section as its change. It is lost with the process: start-up says so.
+//!
+//! Bounded, as memory is: while the receiver fails, at most `MAX_PENDING` events wait; past
+//! that the oldest waiting one is given up as failed ("the embedded outbox is full"), and at
+//! most `MAX_FAILED` failed ones are kept for the operator, the oldest dropped first. Each
+//! event given up or dropped so is counted (`vcode_event_deliveries_total{outcome="dropped"}`).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,6 +15,12 @@ use async_trait::async_trait;
 use super::*;
 use crate::store::events::CLAIM_WINDOW;
 use crate::store::{ClaimedEvent, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent};
+
+/// Events waiting (due, retrying or timers) and failed events kept, at most (about 1.5 kB
+/// each: 10,000 waiting events held 15 MB).
+const MAX_PENDING: usize = 10_000;
+const MAX_FAILED: usize = 1_000;
+const FULL: &str = "the embedded outbox is full: given up for newer events";
 
 struct Pending {
     event: StoredEvent,
@@ -27,6 +38,16 @@ struct OutboxState {
     /// seq → its place, to settle by seq.
     places: HashMap<u64, u64>,
     failed: BTreeMap<u64, FailedEvent>,
+}
+
+impl OutboxState {
+    /// Drops the oldest failed events past `MAX_FAILED`, counted.
+    fn keep_failed_bounded(&mut self) {
+        while self.failed.len() > MAX_FAILED {
+            self.failed.pop_first();
+            crate::metrics::count_event_delivery("dropped");
+        }
+    }
 }
 
 #[derive(Default)]
@@ -61,6 +82,23 @@ impl EventOutbox {
                 lease: 0,
             },
         );
+        if state.pending.len() > MAX_PENDING
+            && let Some((_, oldest)) = state.pending.pop_first()
+        {
+            state.places.remove(&oldest.event.seq);
+            crate::metrics::count_event_delivery("dropped");
+            state.failed.insert(
+                oldest.event.seq,
+                FailedEvent {
+                    event: oldest.event,
+                    attempts: oldest.attempts,
+                    delivered_to: oldest.delivered_to,
+                    error: FULL.to_owned(),
+                    failed_at_ms: unix_now_ms(),
+                },
+            );
+        }
+        state.keep_failed_bounded();
     }
 
     /// Drops the pending events of `subject` (a send rolled back: its id was never handed out).
@@ -168,6 +206,7 @@ impl EventStore for MemoryStore {
                         failed_at_ms: unix_now_ms(),
                     },
                 );
+                state.keep_failed_bounded();
             }
         }
         Ok(true)
@@ -223,5 +262,40 @@ impl EventStore for MemoryStore {
             status.oldest_ms = Some(status.oldest_ms.map_or(*order, |oldest| oldest.min(*order)));
         }
         Ok(status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64) -> StoredEvent {
+        StoredEvent {
+            seq: 0,
+            kind: crate::store::EventKind::Created,
+            subject: format!("v{seq}"),
+            phone_e164: "+8613800138000".to_owned(),
+            purpose: "login".to_owned(),
+            at_ms: seq,
+            order_ms: seq,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_failing_receiver_leaves_a_bounded_outbox() {
+        let outbox = EventOutbox::default();
+        outbox.on.store(true, Ordering::Relaxed);
+        for seq in 0..(MAX_PENDING + MAX_FAILED + 500) as u64 {
+            outbox.append(event(seq));
+        }
+        let state = lock(&outbox.state);
+        assert_eq!(state.pending.len(), MAX_PENDING);
+        assert_eq!(state.places.len(), MAX_PENDING);
+        assert_eq!(state.failed.len(), MAX_FAILED);
+        // The newest wait; the oldest given up are the ones dropped.
+        let (_, first_pending) = state.pending.first_key_value().unwrap();
+        assert_eq!(first_pending.event.order_ms, (MAX_FAILED + 500) as u64);
+        assert!(state.failed.values().all(|failed| failed.error == FULL));
     }
 }
