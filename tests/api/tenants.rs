@@ -766,7 +766,7 @@ async fn service_rate_limits_meter_each_end_user(backend: Backend) {
         "a name twice: {body}"
     );
     let delete = |path: String| async move {
-        twilio(&app, &account, reqwest::Method::DELETE, &path, &[])
+        twilio(app, account, reqwest::Method::DELETE, &path, &[])
             .await
             .0
     };
