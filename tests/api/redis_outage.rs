@@ -100,3 +100,40 @@ async fn script_flush_is_recovered_without_an_error() {
     assert_eq!(app.verify(&number, &code).await.status, 200);
     assert_eq!(app.send(&random_phone()).await.status, 200);
 }
+
+/// The postmortem's legacy strategy started while its Redis is down (the reproduction script
+/// starts vcode and Redis side by side): once Redis comes up, sends, verifies and the dev outbox
+/// work, without restarting vcode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_legacy_strategy_started_before_its_redis_works_once_redis_is_up() {
+    use vcode::otp::VerifyBy;
+    use vcode::postmortem::VerifyStrategy;
+    let mut redis = crate::support::RedisServer::start();
+    let store = crate::support::app::redis_settings_of(&redis);
+    redis.stop();
+    let app = crate::support::app::spawn_on(store, |s| {
+        s.verify_strategy = VerifyStrategy::LegacyOriginal;
+        s.otp.verify_by = VerifyBy::Phone;
+    })
+    .await;
+    let number = random_phone();
+    for _ in 0..4 {
+        assert_eq!(app.outbox(&number).await.code(), 50300);
+        assert_eq!(app.send(&number).await.code(), 50300);
+    }
+    redis.restart();
+    assert!(
+        eventually(Duration::from_secs(10), || async {
+            app.send(&number).await.status == 200
+        })
+        .await,
+        "the legacy strategy did not resume after Redis came up"
+    );
+    // Every worker's connections, not only the one that answered first.
+    for _ in 0..8 {
+        let outbox = app.outbox(&number).await;
+        assert_eq!(outbox.status, 200, "{outbox:?}");
+    }
+    let code = app.last_code(&number).await;
+    assert_eq!(app.verify(&number, &code).await.status, 200);
+}
