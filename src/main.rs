@@ -41,6 +41,9 @@ enum Command {
     /// Play virtual users against running instances (dev mode, one shared Redis) and count
     /// false rejections and double accepts.
     Loadtest(vcode_loadtest::Options),
+    /// Exit 0 when `/readyz` on the configured listener (VCODE_BIND) answers 200, 1 otherwise:
+    /// a container's health check without a shell or curl.
+    Healthcheck,
     /// Print `vcode loadtest --json` reports side by side.
     LoadtestTable {
         #[arg(required = true, value_name = "REPORT.json")]
@@ -71,6 +74,13 @@ fn main() -> anyhow::Result<()> {
             println!("Account SID: {account}");
             println!("Auth Token (give it to the application; it is not shown again): {token}");
             println!("VCODE_TWILIO_COMPAT_ACCOUNTS entry: {entry}");
+        }
+        Command::Healthcheck => {
+            let bind = Settings::from_env().context("configuration")?.bind;
+            if let Err(why) = vcode::startup::check_ready(bind, std::time::Duration::from_secs(3)) {
+                eprintln!("not ready: {why}");
+                std::process::exit(1);
+            }
         }
         Command::CheckConfig => print!("{}", settings::table::from_env().context("configuration")?),
         // The load generator is a client: it reads no VCODE_* settings and logs nothing.

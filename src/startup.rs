@@ -42,6 +42,10 @@ pub struct Application {
     /// The operator listener: metrics and stats, apart from the public API.
     admin: Server,
     stores: Stores,
+    /// What `/readyz` answers: turned to 503 when a signal starts the shutdown.
+    readiness: Arc<Readiness>,
+    /// `VCODE_SHUTDOWN_DRAIN_MS`.
+    drain: Duration,
 }
 
 impl Application {
@@ -62,6 +66,7 @@ impl Application {
         start_events(&settings, &stores).await?;
         let services = Services::build(&settings, &stores)?;
         let state = web::Data::new(app_state(&settings, &stores, services));
+        let readiness = state.readiness.clone();
         let (port, server) = serve_public(&settings, state.clone())?;
         let (admin_port, admin) = serve_operator(&settings, state)?;
         Ok(Self {
@@ -70,6 +75,8 @@ impl Application {
             server,
             admin,
             stores,
+            readiness,
+            drain: settings.shutdown_drain,
         })
     }
 
@@ -87,15 +94,31 @@ impl Application {
         self.stores.clone()
     }
 
-    /// Serves until the public server stops (a signal stops both).
+    /// Serves until SIGTERM or SIGINT, then shuts down gracefully: `/readyz` answers 503 at
+    /// once, requests are still served for `VCODE_SHUTDOWN_DRAIN_MS`, then no new connection
+    /// is taken and the requests in flight finish within `VCODE_SHUTDOWN_GRACE_SECS` (the
+    /// servers' own signal handling is off: this is it).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        let admin = self.admin.handle();
-        let served = tokio::select! {
-            served = self.server => served,
-            served = self.admin => served,
+        let (public, admin) = (self.server.handle(), self.admin.handle());
+        let (readiness, drain) = (self.readiness.clone(), self.drain);
+        let shutdown = async move {
+            shutdown_signal().await;
+            readiness.drain();
+            tracing::info!(
+                drain_ms = drain.as_millis() as u64,
+                "shutting down: not ready"
+            );
+            tokio::time::sleep(drain).await;
+            tracing::info!("shutting down: finishing the requests in flight");
+            tokio::join!(public.stop(true), admin.stop(true));
         };
-        admin.stop(true).await;
-        served
+        let (server, admin_server) = (self.server, self.admin);
+        tokio::pin!(shutdown);
+        tokio::select! {
+            served = server => served,
+            served = admin_server => served,
+            () = &mut shutdown => Ok(()),
+        }
     }
 }
 
@@ -290,7 +313,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
         pow: services.pow,
         tokens: services.tokens,
         stats: services.stats,
-        readiness: Readiness::new(stores.health.clone()),
+        readiness: Arc::new(Readiness::new(stores.health.clone())),
         trusted_proxies: settings.abuse.trusted_proxies.clone(),
         client_ipv6_prefix: settings.abuse.client_ipv6_prefix,
         credential_failures: Arc::new(CredentialFailures::new(
@@ -336,7 +359,8 @@ fn serve_public(settings: &Settings, state: web::Data<AppState>) -> anyhow::Resu
             .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))
             .default_service(web::to(routes::not_found))
     })
-    .shutdown_timeout(10)
+    .shutdown_timeout(settings.shutdown_grace.as_secs())
+    .disable_signals()
     .client_request_timeout(Duration::from_secs(5))
     .listen(listener)?
     .run();
@@ -376,7 +400,8 @@ fn serve_operator(
             .default_service(web::to(routes::not_found))
     })
     .workers(1)
-    .shutdown_timeout(5)
+    .shutdown_timeout(settings.shutdown_grace.as_secs())
+    .disable_signals()
     .client_request_timeout(Duration::from_secs(5))
     .listen(listener)?
     .run();
@@ -423,4 +448,57 @@ fn tenant_budgets(settings: &Settings) -> Vec<(TenantId, SendBudget)> {
             .map(|(account, budget)| (TenantId::twilio_account(account), budget))
     });
     keys.chain(accounts).collect()
+}
+
+/// SIGTERM (an orchestrator's stop) or SIGINT (Ctrl-C).
+async fn shutdown_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) {
+        (Ok(mut terminate), Ok(mut interrupt)) => {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+        }
+        _ => std::future::pending().await,
+    }
+}
+
+/// Whether `/readyz` on the listener bound to `bind` answers 200 within `timeout` (`vcode
+/// healthcheck`): an unspecified address is asked on its loopback. Plain HTTP/1.1 over a
+/// socket: no client to configure, nothing but std on the path.
+pub fn check_ready(bind: SocketAddr, timeout: Duration) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let mut address = bind;
+    if address.ip().is_unspecified() {
+        address.set_ip(match address.ip() {
+            std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+            std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+        });
+    }
+    let mut stream = std::net::TcpStream::connect_timeout(&address, timeout)
+        .map_err(|error| format!("{address}: {error}"))?;
+    stream.set_read_timeout(Some(timeout)).ok();
+    stream.set_write_timeout(Some(timeout)).ok();
+    let request = format!(
+        "GET {} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n",
+        vcode_wire::paths::READYZ
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|error| format!("{address}: {error}"))?;
+    let mut head = [0u8; 12];
+    stream
+        .read_exact(&mut head)
+        .map_err(|error| format!("{address}: {error}"))?;
+    match &head {
+        b"HTTP/1.1 200" => Ok(()),
+        other => Err(format!(
+            "{address} answered {}",
+            String::from_utf8_lossy(other)
+        )),
+    }
 }

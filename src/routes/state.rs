@@ -31,7 +31,7 @@ pub struct AppState {
     /// The token keys' public halves, for the JWKS route.
     pub tokens: Arc<TokenIssuer>,
     pub stats: Arc<Stats>,
-    pub readiness: Readiness,
+    pub readiness: Arc<Readiness>,
     pub trusted_proxies: TrustedProxies,
     /// IPv6 clients count per network of this length.
     pub client_ipv6_prefix: u8,

@@ -38,7 +38,7 @@ pub use crate::captcha::CaptchaSettings;
 pub use crate::config::ConfigError;
 use crate::config::secret::{Secret, SecretVariable};
 use crate::config::sources::{self as variables, Setting, Sources, Table, settings_of};
-use crate::config::text::{Flag, Millis, Whole, parse_text, show_text};
+use crate::config::text::{Flag, Millis, Secs, Whole, parse_text, show_text};
 pub use crate::email::EmailSettings;
 use crate::email::EmailVariables;
 pub use crate::events::EventSettings;
@@ -96,6 +96,14 @@ pub struct Settings {
     /// A request body not received within this is cut off.
     #[serde(rename = "VCODE_BODY_TIMEOUT_MS", with = "Millis::<100, 60_000>")]
     pub body_timeout: Duration,
+    /// On SIGTERM or SIGINT: `/readyz` answers 503 at once, no new connection is taken, and the
+    /// requests in flight get this long to finish.
+    #[serde(rename = "VCODE_SHUTDOWN_GRACE_SECS", with = "Secs::<1, 300>")]
+    pub shutdown_grace: Duration,
+    /// Between the signal and the listeners' close: `/readyz` answers 503 while new requests
+    /// are still served, so that a load balancer takes the instance out first.
+    #[serde(rename = "VCODE_SHUTDOWN_DRAIN_MS", with = "Millis::<0, 60_000>")]
+    pub shutdown_drain: Duration,
     /// The operator listener: `/metrics`, `/api/v1/stats`.
     #[serde(rename = "VCODE_ADMIN_BIND", with = "admin_address")]
     pub admin_bind: SocketAddr,
@@ -176,6 +184,8 @@ impl Default for Settings {
             demo: false,
             max_body_bytes: 4096,
             body_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(10),
+            shutdown_drain: Duration::ZERO,
             admin_bind: SocketAddr::from(([127, 0, 0, 1], 9091)),
             sweep_interval: Duration::from_secs(1),
             verify_strategy: VerifyStrategy::Atomic,
