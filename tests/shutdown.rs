@@ -131,7 +131,7 @@ fn sigterm_drains_then_finishes_the_requests_in_flight() {
     std::thread::sleep(Duration::from_millis(
         1000u64.saturating_sub(signalled.elapsed().as_millis() as u64),
     ));
-    in_flight.write_all(body[5..].as_bytes()).unwrap();
+    in_flight.write_all(&body.as_bytes()[5..]).unwrap();
     let mut answer = String::new();
     in_flight.read_to_string(&mut answer).unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
