@@ -23,7 +23,10 @@ podman network create "$NET" >/dev/null
 podman run -d --name "$RUN-redis" --network "$NET" --network-alias redis --read-only \
   localhost/vcode-redis:test >/dev/null
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# As the Kubernetes manifests run it: its user, a read-only root, no capability, no privilege
+# escalation.
 podman run -d --name "$RUN-vcode" --network "$NET" -p "127.0.0.1:$PORT:8080" --read-only \
+  --user 65532:65532 --cap-drop ALL --security-opt no-new-privileges \
   -e VCODE_REDIS_URL=redis://redis:6379 \
   -e VCODE_SECRET_KEY="$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
   -e VCODE_ADMIN_TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')" \
