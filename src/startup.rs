@@ -17,7 +17,7 @@ use crate::captcha::CaptchaService;
 use crate::credential_failures::CredentialFailures;
 use crate::domain::SendBudget;
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
-use crate::events::{Dispatcher, EventOperations};
+use crate::events::{Delivering, Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
@@ -44,8 +44,11 @@ pub struct Application {
     stores: Stores,
     /// What `/readyz` answers: turned to 503 when a signal starts the shutdown.
     readiness: Arc<Readiness>,
-    /// `VCODE_SHUTDOWN_DRAIN_MS`.
+    /// `VCODE_SHUTDOWN_DRAIN_MS`, `VCODE_SHUTDOWN_GRACE_SECS`.
     drain: Duration,
+    grace: Duration,
+    /// The event dispatcher, stopped last: its batch under way settles, no lease is left.
+    delivering: Option<Delivering>,
 }
 
 impl Application {
@@ -63,7 +66,7 @@ impl Application {
                 "test numbers (VCODE_TEST_NUMBERS): each verifies with its fixed code; no SMS, no quota, no destination check"
             );
         }
-        start_events(&settings, &stores).await?;
+        let delivering = start_events(&settings, &stores).await?;
         let services = Services::build(&settings, &stores)?;
         let state = web::Data::new(app_state(&settings, &stores, services));
         let readiness = state.readiness.clone();
@@ -77,6 +80,8 @@ impl Application {
             stores,
             readiness,
             drain: settings.shutdown_drain,
+            grace: settings.shutdown_grace,
+            delivering,
         })
     }
 
@@ -100,7 +105,8 @@ impl Application {
     /// servers' own signal handling is off: this is it).
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let (public, admin) = (self.server.handle(), self.admin.handle());
-        let (readiness, drain) = (self.readiness.clone(), self.drain);
+        let (readiness, drain, grace) = (self.readiness.clone(), self.drain, self.grace);
+        let delivering = self.delivering;
         let shutdown = async move {
             shutdown_signal().await;
             readiness.drain();
@@ -111,6 +117,9 @@ impl Application {
             tokio::time::sleep(drain).await;
             tracing::info!("shutting down: finishing the requests in flight");
             tokio::join!(public.stop(true), admin.stop(true));
+            if let Some(delivering) = delivering {
+                delivering.stop(grace).await;
+            }
         };
         let (server, admin_server) = (self.server, self.admin);
         tokio::pin!(shutdown);
@@ -160,10 +169,10 @@ async fn open_redis(settings: &Settings, redis: &RedisSettings) -> anyhow::Resul
 
 /// Turns the outbox writes on when an endpoint is configured, and starts this instance's
 /// dispatcher. Several instances may each run one: the store's leases keep them apart.
-async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<()> {
+async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<Option<Delivering>> {
     let events = &settings.events;
     if !events.is_on() {
-        return Ok(());
+        return Ok(None);
     }
     if matches!(settings.store, StoreSettings::Embedded) {
         tracing::warn!(
@@ -175,12 +184,12 @@ async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<()
         tracing::warn!(%error, "event outbox: not turned on yet, retrying");
     }
     let dispatcher = Dispatcher::new(stores.events.clone(), stores.codes.clone(), events.clone())?;
-    Arc::new(dispatcher).spawn();
+    let delivering = Arc::new(dispatcher).spawn();
     tracing::info!(
         endpoints = events.endpoints.len(),
         "events: delivering to the configured webhooks (VCODE_EVENTS_*)"
     );
-    Ok(())
+    Ok(Some(delivering))
 }
 
 /// The email channel's sender: the relay of `VCODE_EMAIL_SMTP_URL`, else in dev mode one that

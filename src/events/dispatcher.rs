@@ -37,6 +37,24 @@ fn unix_now_ms() -> u64 {
         .map_or(0, |now| u64::try_from(now.as_millis()).unwrap_or(u64::MAX))
 }
 
+/// A running dispatcher, to stop at shutdown.
+pub struct Delivering {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Delivering {
+    /// Claims no more, and waits (at most `bound`) for the batch under way to settle.
+    pub async fn stop(self, bound: Duration) {
+        let _ = self.stop.send(true);
+        if tokio::time::timeout(bound, self.task).await.is_err() {
+            tracing::warn!(
+                "event dispatcher: its batch did not settle in time; its leases run out"
+            );
+        }
+    }
+}
+
 impl Dispatcher {
     pub fn new(
         outbox: Arc<dyn EventStore>,
@@ -59,13 +77,16 @@ impl Dispatcher {
         self.settings.timeout * 2 + Duration::from_secs(5)
     }
 
-    /// Delivers until the process ends: a batch as soon as the last one was full, otherwise
-    /// every poll interval.
-    pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
-        tokio::spawn(async move {
+    /// Delivers until stopped: a batch as soon as the last one was full, otherwise every poll
+    /// interval. [`Delivering::stop`] lets the batch under way settle (each post has its
+    /// timeout) and claims no more: the process then ends holding no lease, so another
+    /// instance takes the remaining events at once.
+    pub fn spawn(self: Arc<Self>) -> Delivering {
+        let (stop, mut stopped) = tokio::sync::watch::channel(false);
+        let task = tokio::spawn(async move {
             let mut sampled = tokio::time::Instant::now() - STATUS_EVERY;
             let mut recording = false;
-            loop {
+            while !*stopped.borrow() {
                 if !recording {
                     recording = self.outbox.record_events(true).await.is_ok();
                 }
@@ -78,9 +99,14 @@ impl Dispatcher {
                     Ok(_) => {}
                     Err(error) => tracing::warn!(%error, "event outbox: claim failed"),
                 }
-                tokio::time::sleep(self.settings.poll).await;
+                // A dropped handle (never stopped) leaves only the poll.
+                tokio::select! {
+                    () = tokio::time::sleep(self.settings.poll) => {}
+                    Ok(()) = stopped.changed() => {}
+                }
             }
-        })
+        });
+        Delivering { stop, task }
     }
 
     async fn sample_status(&self) {
