@@ -151,3 +151,156 @@ fn sigterm_drains_then_finishes_the_requests_in_flight() {
     let down = vcode(port, &["healthcheck"]).status().unwrap();
     assert!(!down.success(), "healthcheck with nothing listening");
 }
+
+/// A receiver of event webhooks that takes its time (so some are in flight at the signal) and
+/// records the verification each `verification.created` is about.
+fn slow_receiver() -> (
+    u16,
+    std::sync::Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+) {
+    use std::sync::{Arc, Mutex};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let created = Arc::new(Mutex::new(std::collections::HashSet::new()));
+    let seen = created.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut stream = stream;
+                stream.set_read_timeout(Some(Duration::from_secs(5))).ok();
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                // Headers, then the body by its Content-Length.
+                let body = loop {
+                    let Ok(read) = stream.read(&mut buffer) else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    request.extend_from_slice(&buffer[..read]);
+                    let text = String::from_utf8_lossy(&request).to_string();
+                    let Some(end) = text.find("\r\n\r\n") else {
+                        continue;
+                    };
+                    let length: usize = text[..end]
+                        .lines()
+                        .find_map(|line| {
+                            let (name, value) = line.split_once(':')?;
+                            name.eq_ignore_ascii_case("content-length")
+                                .then(|| value.trim().parse().ok())?
+                        })
+                        .unwrap_or(0);
+                    if request.len() >= end + 4 + length {
+                        break request[end + 4..end + 4 + length].to_vec();
+                    }
+                };
+                std::thread::sleep(Duration::from_millis(150));
+                if let Ok(event) = serde_json::from_slice::<serde_json::Value>(&body)
+                    && event["type"] == "verification.created"
+                    && let Some(id) = event["data"]["verification_id"].as_str()
+                {
+                    seen.lock().unwrap().insert(id.to_owned());
+                }
+                let _ = stream.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            });
+        }
+    });
+    (port, created)
+}
+
+/// SIGTERM while events are being delivered loses none: the stopped instance settles its batch
+/// and leaves no lease; a new instance on the same Redis delivers the rest.
+#[test]
+fn sigterm_loses_no_event() {
+    let redis_port = free_port();
+    let mut redis = Command::new("redis-server")
+        .args([
+            "--port",
+            &redis_port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("redis-server runs (scripts/provision installs it)");
+    let (receiver, created) = slow_receiver();
+    let secret = format!("whsec_{}", "MDEyMzQ1Njc4OWFiY2RlZmdoaWprbG1ub3BxcnN0dXY=");
+    let start = |port: u16| {
+        vcode(port, &[])
+            .env("VCODE_REDIS_URL", format!("redis://127.0.0.1:{redis_port}"))
+            .env(
+                "VCODE_SECRET_KEY",
+                "9f3c2a7b18e64d05c1a9e7f2b6d4830a5e1c7b9d2f4a6083c5e7b1d9f2a4c6e8",
+            )
+            .env(
+                "VCODE_EVENTS_WEBHOOK_URL",
+                format!("http://127.0.0.1:{receiver}/events"),
+            )
+            .env("VCODE_EVENTS_WEBHOOK_SECRET", &secret)
+            .env("VCODE_EVENTS_WEBHOOK_EVENTS", "verification.created")
+            .env("VCODE_SHUTDOWN_DRAIN_MS", "0")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let wait_ready = |port: u16| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while readyz(port) != Some(200) {
+            assert!(Instant::now() < deadline, "vcode did not become ready");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    let first_port = free_port();
+    let mut first = start(first_port);
+    wait_ready(first_port);
+    let mut sent = std::collections::HashSet::new();
+    for n in 0..40 {
+        let body = send_body(&format!("+86137{n:08}"));
+        let mut stream = TcpStream::connect(("127.0.0.1", first_port)).unwrap();
+        write!(
+            stream,
+            "POST /api/v1/otp/send HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        let start = answer
+            .find("\"verification_id\":\"")
+            .expect("a verification id")
+            + 19;
+        sent.insert(answer[start..start + 22].to_owned());
+    }
+    terminate(&first);
+    assert!(first.wait().unwrap().success());
+    let delivered_before = created.lock().unwrap().len();
+    assert!(
+        delivered_before < sent.len(),
+        "the signal came while events were still owed"
+    );
+
+    let second_port = free_port();
+    let mut second = start(second_port);
+    wait_ready(second_port);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !sent.is_subset(&created.lock().unwrap()) {
+        assert!(
+            Instant::now() < deadline,
+            "events lost: {} of {} delivered",
+            created.lock().unwrap().intersection(&sent).count(),
+            sent.len()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    terminate(&second);
+    second.wait().unwrap();
+    let _ = redis.kill();
+    let _ = redis.wait();
+}
