@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# deploy/compose.yaml's Redis profile comes up with podman-compose on images built here
+# deploy/compose.yaml comes up with plain `podman-compose up` (its default profile, Redis) on images built here
 # (scripts/image: vcode's dev build and Debian's redis-server), every service healthy, and
 # serves a verification (a test number, through the published port); run by .ci/run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WORK=$(mktemp -d)
 PROJECT=vcode-compose-$$
-cp deploy/compose.yaml deploy/secrets.sh "$WORK/"
+cp deploy/compose.yaml deploy/secrets.sh deploy/.env "$WORK/"
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 # The Redis image built here runs as uid 65532, and podman 4.3 mounts a new named volume owned
 # by root (the public image starts as root and changes users itself; podman's U option does
@@ -22,7 +22,7 @@ services:
 YAML
 compose() {
   VCODE_IMAGE=localhost/vcode:test REDIS_IMAGE=localhost/vcode-redis:test VCODE_PORT=$PORT \
-    podman-compose -p "$PROJECT" -f "$WORK/compose.yaml" -f "$WORK/test.yaml" --profile redis "$@"
+    podman-compose -p "$PROJECT" -f "$WORK/compose.yaml" -f "$WORK/test.yaml" "$@"
 }
 cleanup() { compose down -v >/dev/null 2>&1 || true; rm -rf "$WORK"; }
 trap cleanup EXIT
