@@ -77,6 +77,20 @@ async fn twilio(
     (status, body, retry_after)
 }
 
+/// A new Service of `account`: its SID.
+async fn create_service(app: &TestApp, account: &(String, String)) -> String {
+    let (status, body, _) = twilio(
+        app,
+        account,
+        reqwest::Method::POST,
+        "/v2/Services",
+        &[("FriendlyName", "Shop")],
+    )
+    .await;
+    assert_eq!(status, 201, "{body}");
+    body["sid"].as_str().unwrap().to_owned()
+}
+
 async fn an_api_key_tenant_is_not_limited_by_its_server_address(backend: Backend) {
     let (app, _) = app_with_tenants(backend, |_| {}).await;
     let quota = vcode::settings::AbuseSettings::default().sends_per_ip_hour as usize;
@@ -242,18 +256,7 @@ async fn a_guesser_through_a_tenant_locks_no_one_out(backend: Backend) {
     assert_eq!(approved.status, 200, "{approved:?}");
 
     // The same through a Twilio Service: ten wrong checks, then the owner's code approves.
-    let service = twilio(
-        &app,
-        &account,
-        reqwest::Method::POST,
-        "/v2/Services",
-        &[("FriendlyName", "Shop")],
-    )
-    .await
-    .1["sid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let service = create_service(&app, &account).await;
     let phone = random_phone();
     let start = format!("/v2/Services/{service}/Verifications");
     let check = format!("/v2/Services/{service}/VerificationCheck");
@@ -345,18 +348,7 @@ async fn a_tenants_verifications_belong_to_it(backend: Backend) {
         s.api_keys = None;
     })
     .await;
-    let service = twilio(
-        &app,
-        &account,
-        reqwest::Method::POST,
-        "/v2/Services",
-        &[("FriendlyName", "Shop")],
-    )
-    .await
-    .1["sid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let service = create_service(&app, &account).await;
     let phone = random_phone();
     let (_, started, _) = twilio(
         &app,
@@ -581,18 +573,7 @@ async fn a_tenants_entry_sets_its_own_budget(backend: Backend) {
         .await;
     assert_eq!(other.status, 200, "{other:?}");
     let credentials = (account, token);
-    let service = twilio(
-        &app,
-        &credentials,
-        reqwest::Method::POST,
-        "/v2/Services",
-        &[("FriendlyName", "Shop")],
-    )
-    .await
-    .1["sid"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let service = create_service(&app, &credentials).await;
     let start = format!("/v2/Services/{service}/Verifications");
     for _ in 0..2 {
         let (status, body, _) = twilio(

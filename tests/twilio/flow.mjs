@@ -3,46 +3,16 @@
 // flow.py (see there); only the base URL and the credentials differ from an application
 // written against Twilio.
 import assert from "node:assert/strict";
-import twilio from "twilio";
+import * as shared from "./sdk_flow.mjs";
 
 const [baseUrl, vcodeUrl, accountSid, authToken, keySid, keySecret, ttlArg] = process.argv.slice(2);
 const ttl = Number(ttlArg);
 
-function client(user, secret, account) {
-  const c = twilio(user, secret, account ? { accountSid: account } : {});
-  c.verify.baseUrl = baseUrl;
-  return c;
-}
-
-const phone = () => "+86138" + String(Math.floor(Math.random() * 1e8)).padStart(8, "0");
-
-async function smsCodes(to, serviceSid) {
-  const answer = await fetch(`${vcodeUrl}/api/v1/dev/outbox?phone=${encodeURIComponent(to)}`);
-  const { data } = await answer.json();
-  const purpose = "va" + serviceSid.slice(2, 32).toLowerCase();
-  return data.messages.filter((m) => m.purpose === purpose).map((m) => m.code);
-}
-
-async function mailCodes(to, serviceSid) {
-  const answer = await fetch(`${vcodeUrl}/api/v1/dev/outbox?email=${encodeURIComponent(to)}`);
-  const { data } = await answer.json();
-  const purpose = "va" + serviceSid.slice(2, 32).toLowerCase();
-  return data.messages.filter((m) => m.purpose === purpose).map((m) => m.code);
-}
-
-let undocumented = 0;
-async function refused(call, code, status, documented = false) {
-  try {
-    await call();
-  } catch (error) {
-    assert.deepEqual([error.code, error.status], [code, status], error.message);
-    undocumented += documented ? 0 : 1;
-    return;
-  }
-  assert.fail(`expected Twilio error ${code}`);
-}
-
-const step = (name, facts = {}) => console.log(JSON.stringify({ step: name, ...facts }));
+const client = (user, secret, account) => shared.client(baseUrl, user, secret, account);
+const smsCodes = (to, serviceSid) => shared.codes(vcodeUrl, serviceSid, { phone: to });
+const mailCodes = (to, serviceSid) => shared.codes(vcodeUrl, serviceSid, { email: to });
+const refused = shared.refusals();
+const { phone, step } = shared;
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const tw = client(accountSid, authToken);
@@ -154,5 +124,5 @@ step("credentials");
 await tw.verify.v2.services(service.sid).remove();
 await refused(() => tw.verify.v2.services(service.sid).fetch(), 20404, 404);
 step("deleted", { sid: service.sid });
-console.log(`UNDOCUMENTED ERRORS ${undocumented}`);
+console.log(`UNDOCUMENTED ERRORS ${refused.count()}`);
 console.log("FLOW OK");

@@ -9,66 +9,30 @@ credentials differ from an application written against Twilio. Prints one line p
 exits non-zero at the first step that does not behave as on Twilio.
 """
 
-import json
 import random
 import sys
 import time
-import urllib.request
 
-from twilio.base.exceptions import TwilioRestException
-from twilio.rest import Client
+import sdk_flow
 
 base_url, vcode_url, account_sid, auth_token, key_sid, key_secret, ttl = sys.argv[1:8]
 ttl = int(ttl)
 
 
 def client(user, secret, account=None):
-    twilio = Client(user, secret, account)
-    twilio.verify.base_url = base_url
-    return twilio
-
-
-def phone():
-    return "+86138%08d" % random.randrange(100_000_000)
+    return sdk_flow.client(base_url, user, secret, account)
 
 
 def sms_codes(to, service_sid):
-    """The codes vcode "sent" to `to` for the Service, oldest first (dev mode's outbox)."""
-    url = vcode_url + "/api/v1/dev/outbox?" + urllib.parse.urlencode({"phone": to})
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        messages = json.load(answer)["data"]["messages"]
-    purpose = "va" + service_sid[2:32].lower()
-    return [m["code"] for m in messages if m["purpose"] == purpose]
+    return sdk_flow.codes(vcode_url, service_sid, phone=to)
 
 
 def mail_codes(to, service_sid):
-    """The codes vcode "mailed" to `to` for the Service, oldest first (dev mode's outbox)."""
-    url = vcode_url + "/api/v1/dev/outbox?" + urllib.parse.urlencode({"email": to})
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        messages = json.load(answer)["data"]["messages"]
-    purpose = "va" + service_sid[2:32].lower()
-    return [m["code"] for m in messages if m["purpose"] == purpose]
+    return sdk_flow.codes(vcode_url, service_sid, email=to)
 
 
-# Error answers whose HTTP status Twilio's OpenAPI description does not list for the operation
-# (it lists none but 429 on a start): a validating proxy reports each, and only those.
-undocumented = 0
-
-
-def refused(call, code, status, documented=False):
-    global undocumented
-    try:
-        call()
-    except TwilioRestException as error:
-        assert (error.code, error.status) == (code, status), (error.code, error.status, error.msg)
-        undocumented += 0 if documented else 1
-        return error
-    raise AssertionError(f"expected Twilio error {code}")
-
-
-def step(name, **facts):
-    print(json.dumps({"step": name, **facts}), flush=True)
-
+refused = sdk_flow.Refusals()
+phone, step = sdk_flow.phone, sdk_flow.step
 
 twilio = client(account_sid, auth_token)
 
@@ -190,5 +154,5 @@ step("credentials")
 twilio.verify.v2.services(service.sid).delete()
 refused(lambda: twilio.verify.v2.services(service.sid).fetch(), 20404, 404)
 step("deleted", sid=service.sid)
-print(f"UNDOCUMENTED ERRORS {undocumented}", flush=True)
+print(f"UNDOCUMENTED ERRORS {refused.undocumented}", flush=True)
 print("FLOW OK", flush=True)

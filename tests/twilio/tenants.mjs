@@ -2,39 +2,15 @@
 // from one server address with every default limit on: run by `cargo test --test api
 // twilio_sdk`. The same steps and arguments as tenants.py (see there).
 import assert from "node:assert/strict";
-import twilio from "twilio";
+import * as shared from "./sdk_flow.mjs";
 
 const [baseUrl, vcodeUrl, accountSid, authToken, endUsersArg] = process.argv.slice(2);
 const endUsers = Number(endUsersArg);
 
-function client(user, secret) {
-  const c = twilio(user, secret);
-  c.verify.baseUrl = baseUrl;
-  return c;
-}
-
-const phone = () => "+86138" + String(Math.floor(Math.random() * 1e8)).padStart(8, "0");
-
-async function smsCode(to, serviceSid) {
-  const answer = await fetch(`${vcodeUrl}/api/v1/dev/outbox?phone=${encodeURIComponent(to)}`);
-  const { data } = await answer.json();
-  const purpose = "va" + serviceSid.slice(2, 32).toLowerCase();
-  return data.messages.filter((m) => m.purpose === purpose).map((m) => m.code).at(-1);
-}
-
-let undocumented = 0;
-async function refused(call, code, status, documented = false) {
-  try {
-    await call();
-  } catch (error) {
-    assert.deepEqual([error.code, error.status], [code, status], error.message);
-    undocumented += documented ? 0 : 1;
-    return error;
-  }
-  assert.fail(`expected Twilio error ${code}`);
-}
-
-const step = (name, facts = {}) => console.log(JSON.stringify({ step: name, ...facts }));
+const client = (user, secret) => shared.client(baseUrl, user, secret);
+const smsCode = async (to, serviceSid) => (await shared.codes(vcodeUrl, serviceSid, { phone: to })).at(-1);
+const refused = shared.refusals();
+const { phone, step } = shared;
 
 const tw = client(accountSid, authToken);
 const service = await tw.verify.v2.services.create({ friendlyName: "vcode tenant test" });
@@ -105,5 +81,5 @@ for (let i = 0; i < 10; i++) {
 }
 await refused(() => wrong.verify.v2.services(service.sid).fetch(), 20429, 429);
 step("slowed");
-console.log(`UNDOCUMENTED ERRORS ${undocumented}`);
+console.log(`UNDOCUMENTED ERRORS ${refused.count()}`);
 console.log("FLOW OK");

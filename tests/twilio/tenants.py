@@ -12,57 +12,28 @@ address). Prints one line per step and exits non-zero at the first step that mis
 
 import base64
 import json
-import random
 import sys
 import time
 import urllib.error
 import urllib.request
 
-from twilio.base.exceptions import TwilioRestException
-from twilio.rest import Client
+import sdk_flow
 
 base_url, vcode_url, account_sid, auth_token, end_users = sys.argv[1:6]
 end_users = int(end_users)
 
 
 def client(user, secret):
-    twilio = Client(user, secret)
-    twilio.verify.base_url = base_url
-    return twilio
-
-
-def phone():
-    return "+86138%08d" % random.randrange(100_000_000)
+    return sdk_flow.client(base_url, user, secret)
 
 
 def sms_code(to, service_sid):
-    """The latest code vcode "sent" to `to` for the Service (dev mode's outbox)."""
-    url = vcode_url + "/api/v1/dev/outbox?" + urllib.parse.urlencode({"phone": to})
-    with urllib.request.urlopen(url, timeout=10) as answer:
-        messages = json.load(answer)["data"]["messages"]
-    purpose = "va" + service_sid[2:32].lower()
-    return [m["code"] for m in messages if m["purpose"] == purpose][-1]
+    """The latest code vcode "sent" to `to` for the Service."""
+    return sdk_flow.codes(vcode_url, service_sid, phone=to)[-1]
 
 
-# Error answers whose HTTP status Twilio's OpenAPI description does not list for the operation
-# (it lists none but 429 on a start): a validating proxy reports each, and only those.
-undocumented = 0
-
-
-def refused(call, code, status, documented=False):
-    global undocumented
-    try:
-        call()
-    except TwilioRestException as error:
-        assert (error.code, error.status) == (code, status), (error.code, error.status, error.msg)
-        undocumented += 0 if documented else 1
-        return error
-    raise AssertionError(f"expected Twilio error {code}")
-
-
-def step(name, **facts):
-    print(json.dumps({"step": name, **facts}), flush=True)
-
+refused = sdk_flow.Refusals()
+phone, step = sdk_flow.phone, sdk_flow.step
 
 twilio = client(account_sid, auth_token)
 service = twilio.verify.v2.services.create(friendly_name="vcode tenant test")
@@ -132,5 +103,5 @@ for _ in range(10):
     refused(lambda: wrong.verify.v2.services(service.sid).fetch(), 20003, 401)
 held = refused(lambda: wrong.verify.v2.services(service.sid).fetch(), 20429, 429)
 step("slowed", status=held.status)
-print(f"UNDOCUMENTED ERRORS {undocumented}", flush=True)
+print(f"UNDOCUMENTED ERRORS {refused.undocumented}", flush=True)
 print("FLOW OK", flush=True)
