@@ -3,6 +3,7 @@
 //! (`VCODE_API_KEYS`), and who a presented key is. Only digests are held; a key is compared in
 //! time independent of its content, and only its name is ever logged or counted.
 
+mod entries;
 mod settings;
 
 use std::fmt;
@@ -17,6 +18,7 @@ use crate::domain::SendBudget;
 use crate::domain::secret::constant_time_eq;
 use crate::weak_secret::typed_secret_digest;
 
+pub use self::entries::{CredentialEntry, credential_entries};
 pub use self::settings::{ApiKeySettings, Operation};
 
 /// What `vcode api-key` generates starts with this, so a leaked key is recognisable (secret
@@ -68,18 +70,18 @@ impl ApiKeys {
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut keys: Vec<(ApiKeyName, [u8; 32])> = Vec::new();
         let mut budgets = Vec::new();
-        let entries = text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.starts_with('#'))
-            .flat_map(|line| line.split(','))
-            .map(str::trim)
-            .filter(|entry| !entry.is_empty());
-        for (index, entry) in entries.enumerate() {
-            let number = index + 1;
-            let Some((name, digest)) = entry.split_once(':') else {
-                return Err(format!("entry {number}: expected name:sha256hex"));
-            };
+        let entries = credential_entries(text, "name:sha256hex", |name| {
+            format!(
+                "expected the key's SHA-256 as 64 hex digits (`vcode api-key {name}` prints the line)"
+            )
+        })?;
+        for CredentialEntry {
+            number,
+            who: name,
+            digest,
+            budget,
+        } in entries
+        {
             let valid_name = (1..=MAX_NAME).contains(&name.len())
                 && name
                     .bytes()
@@ -89,18 +91,6 @@ impl ApiKeys {
                     "entry {number}: the name must be 1 to {MAX_NAME} of A-Za-z0-9_.-"
                 ));
             }
-            let (digest, budget) = digest
-                .trim()
-                .split_once(char::is_whitespace)
-                .unwrap_or((digest, ""));
-            let budget = SendBudget::parse(budget)
-                .map_err(|reason| format!("entry {number} ({name}): {reason}"))?;
-            let digest: [u8; 32] = hex::decode(digest.trim())
-                .ok()
-                .and_then(|bytes| bytes.try_into().ok())
-                .ok_or_else(|| {
-                    format!("entry {number} ({name}): expected the key's SHA-256 as 64 hex digits (`vcode api-key {name}` prints the line)")
-                })?;
             if keys.iter().any(|(known, _)| known.as_str() == name) {
                 return Err(format!("entry {number}: the name {name} twice"));
             }

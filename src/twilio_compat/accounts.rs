@@ -17,6 +17,7 @@ use rand::RngExt;
 use sha2::{Digest, Sha256};
 
 use super::sid::{self, ACCOUNT, API_KEY};
+use crate::api_keys::{CredentialEntry, credential_entries};
 use crate::domain::SendBudget;
 use crate::domain::secret::constant_time_eq;
 use crate::weak_secret::typed_secret_digest;
@@ -69,18 +70,16 @@ impl TwilioAccounts {
     pub fn parse(text: &str) -> Result<Self, String> {
         let mut credentials: Vec<Credential> = Vec::new();
         let mut budgets = Vec::new();
-        let entries = text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.starts_with('#'))
-            .flat_map(|line| line.split(','))
-            .map(str::trim)
-            .filter(|entry| !entry.is_empty());
-        for (index, entry) in entries.enumerate() {
-            let number = index + 1;
-            let (who, digest) = entry.split_once(':').ok_or_else(|| {
-                format!("entry {number}: expected AC…:sha256hex or AC…/SK…:sha256hex")
-            })?;
+        let entries = credential_entries(text, "AC…:sha256hex or AC…/SK…:sha256hex", |_| {
+            "expected the secret's SHA-256 as 64 hex digits (`vcode twilio-account` prints an entry)".to_owned()
+        })?;
+        for CredentialEntry {
+            number,
+            who,
+            digest,
+            budget,
+        } in entries
+        {
             let (account, user) = match who.split_once('/') {
                 Some((account, key)) if sid::is_sid(key, API_KEY) => (account, key),
                 Some(_) => {
@@ -95,12 +94,6 @@ impl TwilioAccounts {
                     "entry {number}: expected an account SID (AC and 32 hex digits)"
                 ));
             }
-            let (digest, budget) = digest
-                .trim()
-                .split_once(char::is_whitespace)
-                .unwrap_or((digest, ""));
-            let budget = SendBudget::parse(budget)
-                .map_err(|reason| format!("entry {number} ({user}): {reason}"))?;
             if !budget.is_default() {
                 if user != account {
                     return Err(format!(
@@ -109,10 +102,6 @@ impl TwilioAccounts {
                 }
                 budgets.push((account.to_owned(), budget));
             }
-            let digest: [u8; 32] = hex::decode(digest.trim())
-                .ok()
-                .and_then(|bytes| bytes.try_into().ok())
-                .ok_or_else(|| format!("entry {number} ({user}): expected the secret's SHA-256 as 64 hex digits (`vcode twilio-account` prints an entry)"))?;
             if credentials.iter().any(|known| known.user == user) {
                 return Err(format!("entry {number}: {user} twice"));
             }
