@@ -94,7 +94,7 @@ pub enum OtpError {
         #[source]
         source: SmsError,
     },
-    /// A Twilio-compatible first start's send log (`Tenant::send_log`) was there already:
+    /// A Twilio-compatible first start's send log (`ServiceProfile::send_log`) was there already:
     /// nothing was sent, and the start takes its log's way (never an answer of its own).
     #[error("the send log was written by another start")]
     SendLogExists,

@@ -45,7 +45,7 @@ pub use self::receipts::{
     Applied, DeliveryRates, MAX_RATE_HOURS, ProviderCountryRate, ReceiptError, ReceiptSecrets,
     ReceiptService,
 };
-pub use self::send::{DeliveryStatus, MeteredBucket, SendCommand, SendReceipt, Tenant};
+pub use self::send::{DeliveryStatus, MeteredBucket, SendCommand, SendReceipt, ServiceProfile};
 pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
 pub use self::verification::{Owner, VerificationView, VerifyCommand};
 pub use crate::store::VerificationStatus;
@@ -357,16 +357,16 @@ impl OtpService {
     /// bad one consumes nothing).
     pub async fn verify(&self, command: VerifyCommand) -> Result<String, OtpError> {
         let length = command
-            .tenant
+            .profile
             .as_ref()
-            .map_or(self.settings.code_length, |tenant| tenant.code_length);
+            .map_or(self.settings.code_length, |profile| profile.code_length);
         let code = Code::parse(&command.code, length).ok_or(OtpError::InvalidCode)?;
         let audience = command
             .audience
             .as_deref()
             .map(|raw| Audience::parse(raw).ok_or(OtpError::InvalidAudience))
             .transpose()?;
-        let verify_by = match command.tenant {
+        let verify_by = match command.profile {
             Some(_) => VerifyBy::Id,
             None => self.settings.verify_by,
         };

@@ -52,18 +52,19 @@ pub struct SendCommand {
     pub idempotency_key: Option<IdempotencyKey>,
     /// Set by a compatibility API (a Twilio Verify Service): its codes instead of `purpose`'s.
     /// Boxed: the command lives in the send's future, which the route boxes and copies, and
-    /// a send without a tenant should not pay for its size.
-    pub tenant: Option<Box<Tenant>>,
+    /// a send without a profile should not pay for its size.
+    pub profile: Option<Box<ServiceProfile>>,
     /// The new verification's id, chosen by a caller that records it before the send (a
     /// Twilio Verify start writes its send log first); a new random one when `None`.
     pub verification: Option<VerificationId>,
 }
 
-/// A tenant of a compatibility API (a Twilio Verify Service): its codes are kept apart under a
-/// purpose of its own (not one of `VCODE_PURPOSES`), with their own length, and are verified
-/// by id only.
+/// What a Twilio Verify Service sets for the codes it sends: they are kept apart under a
+/// purpose of its own (not one of `VCODE_PURPOSES`), with their own length, lifetime and
+/// wording, and are verified by id only. (The Service's account is the send's tenant: its
+/// `Caller`.)
 #[derive(Debug, Clone)]
-pub struct Tenant {
+pub struct ServiceProfile {
     pub purpose: Purpose,
     pub code_length: CodeLength,
     /// Its codes' lifetime, if not the settings' (`code_ttl`).
@@ -125,10 +126,10 @@ struct Reservations {
     token: QuotaToken,
 }
 
-/// The send log a tenant's send hands its issue, where the store creates it.
-fn send_log_of(tenant: Option<&Tenant>) -> Option<Box<NewSendLog>> {
-    tenant
-        .and_then(|tenant| tenant.send_log.clone())
+/// The send log a Service's send hands its issue, where the store creates it.
+fn send_log_of(profile: Option<&ServiceProfile>) -> Option<Box<NewSendLog>> {
+    profile
+        .and_then(|profile| profile.send_log.clone())
         .map(Box::new)
 }
 
@@ -159,7 +160,7 @@ impl OtpService {
         sent
     }
 
-    /// Whether a send creates its tenant's send log (`Tenant::send_log`) in the issue's own
+    /// Whether a send creates its Service's send log (`ServiceProfile::send_log`) in the issue's own
     /// step: if not, its caller writes the log first and passes none.
     pub fn writes_send_logs(&self) -> bool {
         self.codes.writes_send_logs()
@@ -179,8 +180,8 @@ impl OtpService {
             }
             Destination::Email(_) => false,
         };
-        let purpose = match &command.tenant {
-            Some(tenant) => tenant.purpose.clone(),
+        let purpose = match &command.profile {
+            Some(profile) => profile.purpose.clone(),
             None => self.parse_purpose(command.purpose.as_deref())?,
         };
         let locale = match command.locale.as_deref() {
@@ -270,7 +271,7 @@ impl OtpService {
         // itself: the gate is its to ask for, by relaying its user's proofs (those it carries
         // are checked and consumed), and a Twilio Service's never is.
         let carried;
-        let gate = match (&command.caller, &command.tenant) {
+        let gate = match (&command.caller, &command.profile) {
             (_, Some(_)) => None,
             (Caller::Browser(_), None) => Some(&self.gate),
             (Caller::Tenant { .. }, None) => {
@@ -331,9 +332,9 @@ impl OtpService {
         locale: Option<&Locale>,
         ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
-        let tenant = command.tenant.as_deref();
+        let profile = command.profile.as_deref();
         let caller = &command.caller;
-        let length = tenant.map_or(self.settings.code_length, |tenant| tenant.code_length);
+        let length = profile.map_or(self.settings.code_length, |profile| profile.code_length);
         let code = Code::generate(length);
         let (e164, purpose_name) = (destination.key(), purpose.as_str());
         let digest = self.keyring.code_digest(e164, purpose_name, &code);
@@ -347,16 +348,16 @@ impl OtpService {
                 .then(|| self.keyring.seal_code(&digest, &code)),
             digest,
             verification: verification.clone(),
-            send_log: send_log_of(tenant),
+            send_log: send_log_of(profile),
         };
-        let budgets = self.budgets(caller, destination, tenant);
+        let budgets = self.budgets(caller, destination, profile);
         let budgets = Budgets {
             budgets: &budgets,
             token: QuotaToken::generate(),
         };
         // Within what the gate's steps left of one timeout: a store stalled between them
         // never makes the send wait twice.
-        let params = self.issue_params_for(destination, tenant);
+        let params = self.issue_params_for(destination, profile);
         let issued = deadline::shared(async {
             let params = params.as_ref();
             match &ticket {
@@ -465,7 +466,7 @@ impl OtpService {
         reserved: Reservations,
         guarded: Option<SendMark>,
     ) -> Result<DeliveryStatus, OtpError> {
-        let tenant = command.tenant.as_deref();
+        let profile = command.profile.as_deref();
         if !delivery.budgets_reserved
             && let Err(error) = self.reserve_budgets(budgets, &command.caller).await
         {
@@ -499,7 +500,7 @@ impl OtpService {
                     destination,
                     purpose,
                     locale,
-                    tenant,
+                    profile,
                     &code,
                     &delivery,
                     guarded,
@@ -512,7 +513,7 @@ impl OtpService {
                     destination,
                     purpose,
                     locale,
-                    tenant,
+                    profile,
                     &code,
                     &delivery,
                 )
@@ -544,7 +545,7 @@ impl OtpService {
         destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
-        tenant: Option<&Tenant>,
+        profile: Option<&ServiceProfile>,
         code: &Code,
         delivery: &Delivery,
         guarded: Option<SendMark>,
@@ -553,11 +554,11 @@ impl OtpService {
             phone,
             purpose,
             code,
-            expires_in: tenant
-                .and_then(|tenant| tenant.code_ttl)
+            expires_in: profile
+                .and_then(|profile| profile.code_ttl)
                 .unwrap_or(self.settings.code_ttl),
             locale,
-            tenant: tenant.and_then(|tenant| tenant.wording.as_ref()),
+            tenant: profile.and_then(|profile| profile.wording.as_ref()),
         };
         match self.sender.send(&message).await {
             Ok(receipt) => {
@@ -629,7 +630,7 @@ impl OtpService {
         destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
-        tenant: Option<&Tenant>,
+        profile: Option<&ServiceProfile>,
         code: &Code,
         delivery: &Delivery,
     ) -> Result<DeliveryStatus, OtpError> {
@@ -637,17 +638,17 @@ impl OtpService {
         let Some(mailer) = &self.mailer else {
             return Err(OtpError::EmailOff);
         };
-        // A tenant's mail names it and says its own lifetime, as its SMS does.
+        // A Service's mail names it and says its own lifetime, as its SMS does.
         let message = EmailMessage {
             to: address,
             purpose,
             code,
-            expires_in: tenant
-                .and_then(|tenant| tenant.code_ttl)
+            expires_in: profile
+                .and_then(|profile| profile.code_ttl)
                 .unwrap_or(self.settings.code_ttl),
             locale,
-            service_name: tenant
-                .and_then(|tenant| tenant.wording.as_ref())
+            service_name: profile
+                .and_then(|profile| profile.wording.as_ref())
                 .map(|wording| wording.name.as_str()),
         };
         match mailer.send(&message).await {
@@ -687,17 +688,17 @@ impl OtpService {
         }
     }
 
-    /// The issue's parameters: the settings', with a tenant's own code lifetime.
+    /// The issue's parameters: the settings', with a Service's own code lifetime.
     fn issue_params_for(
         &self,
         destination: &Destination,
-        tenant: Option<&Tenant>,
+        profile: Option<&ServiceProfile>,
     ) -> Cow<'_, IssueParams> {
         let channel = match destination {
             Destination::Phone(_) => &self.issue_params,
             Destination::Email(_) => &self.email_issue_params,
         };
-        match tenant.and_then(|tenant| tenant.code_ttl) {
+        match profile.and_then(|profile| profile.code_ttl) {
             Some(ttl) => Cow::Owned(IssueParams {
                 ttl,
                 ..channel.clone()
@@ -728,12 +729,12 @@ impl OtpService {
                 .then(|| self.keyring.seal_code(&digest, code)),
             digest,
             verification: verification.clone(),
-            send_log: send_log_of(command.tenant.as_deref()),
+            send_log: send_log_of(command.profile.as_deref()),
         };
         let params = IssueParams {
             phone_quota: Vec::new(),
             ..self
-                .issue_params_for(destination, command.tenant.as_deref())
+                .issue_params_for(destination, command.profile.as_deref())
                 .into_owned()
         };
         match self
@@ -820,7 +821,7 @@ impl OtpService {
         &'a self,
         caller: &Caller,
         destination: &Destination,
-        tenant: Option<&'a Tenant>,
+        profile: Option<&'a ServiceProfile>,
     ) -> Vec<Budget<'a>> {
         let domain = match destination {
             Destination::Email(email) if !self.email_domain_quota.is_empty() => Some((
@@ -834,9 +835,9 @@ impl OtpService {
             .chain(domain)
             .filter(|(_, rules)| !rules.is_empty())
             .map(|(scope, rules)| Budget { scope, rules });
-        let buckets = tenant
+        let buckets = profile
             .into_iter()
-            .flat_map(|tenant| &tenant.buckets)
+            .flat_map(|profile| &profile.buckets)
             .map(|metered| Budget {
                 scope: QuotaScope::Bucket(
                     self.keyring
@@ -884,7 +885,7 @@ impl OtpService {
             // Not daily-stats events (their set is the stored stats' layout): the metric alone.
             QuotaScope::EmailDomain(_) | QuotaScope::Tenant(_) | QuotaScope::Bucket(_) => {
                 let quota = match scope {
-                    QuotaScope::Tenant(_) => "tenant",
+                    QuotaScope::Tenant(_) => "profile",
                     QuotaScope::Bucket(_) => "rate_limit_bucket",
                     _ => "email_domain",
                 };

@@ -2,7 +2,7 @@
 //! purpose, checked against what the request says), and the status read and the cancel of
 //! `GET /otp/verifications/{id}` and its `cancel`.
 
-use super::{Caller, OtpError, OtpService, Tenant};
+use super::{Caller, OtpError, OtpService, ServiceProfile};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus};
 
@@ -31,8 +31,8 @@ pub struct VerifyCommand {
     /// Who asks: a browser's address, or a tenant and the end user it names.
     pub caller: Caller,
     /// Set by a compatibility API: the code is its length, and goes by id whatever
-    /// `VCODE_VERIFY_BY` says (the id must be the tenant's).
-    pub tenant: Option<Tenant>,
+    /// `VCODE_VERIFY_BY` says (the id must be the Service's).
+    pub profile: Option<ServiceProfile>,
 }
 
 /// A verification as `GET /otp/verifications/{id}` shows it.
@@ -64,8 +64,8 @@ impl OtpService {
     ) -> Result<(Destination, Purpose, VerificationId), OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
         let (phone, purpose) = self.locate(&id).await?;
-        let owner = match &command.tenant {
-            Some(tenant) => Owner::Service(&tenant.purpose),
+        let owner = match &command.profile {
+            Some(profile) => Owner::Service(&profile.purpose),
             None => Owner::Purposes,
         };
         if !self.owns(owner, &purpose) {

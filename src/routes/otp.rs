@@ -258,7 +258,7 @@ async fn send(
             body.end_user_id,
         )?,
         idempotency_key: idempotency_key(&request, caller_key.as_ref())?,
-        tenant: None,
+        profile: None,
         verification: None,
     };
     let otp = state.otp.clone();
@@ -303,7 +303,7 @@ async fn verify(
             body.end_user_ip,
             body.end_user_id,
         )?,
-        tenant: None,
+        profile: None,
     };
     let token = state.otp.verify(command).await?;
     Ok(envelope::ok(VerifyData {

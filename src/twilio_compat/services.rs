@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use super::rate_limits::RateLimit;
 use super::{TwilioCompat, TwilioError, now_ms, sid};
 use crate::domain::{CodeLength, Locale, Purpose};
-use crate::otp::Tenant;
+use crate::otp::ServiceProfile;
 use crate::sms::templates::TenantWording;
 use crate::store::Revised;
 
@@ -125,8 +125,8 @@ impl Service {
     }
 
     /// Its codes as the OTP use cases keep them: under its own purpose, of its length.
-    pub fn tenant(&self) -> Tenant {
-        Tenant {
+    pub fn profile(&self) -> ServiceProfile {
+        ServiceProfile {
             purpose: self.purpose(),
             code_length: CodeLength::new(self.code_length).unwrap_or_default(),
             code_ttl: self.code_ttl(),

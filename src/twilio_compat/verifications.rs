@@ -325,10 +325,10 @@ impl TwilioCompat {
                 (reserved, None)
             };
             let folded = send_log.is_some();
-            let mut tenant = service.tenant();
-            tenant.wording = Some(service.wording(command.custom_friendly_name.as_deref()));
-            tenant.send_log = send_log;
-            tenant.buckets = buckets.clone();
+            let mut profile = service.profile();
+            profile.wording = Some(service.wording(command.custom_friendly_name.as_deref()));
+            profile.send_log = send_log;
+            profile.buckets = buckets.clone();
             let (phone, email) = match &destination {
                 Destination::Phone(phone) => (Some(phone.as_e164().to_owned()), None),
                 Destination::Email(email) => (None, Some(email.address().as_str().to_owned())),
@@ -343,7 +343,7 @@ impl TwilioCompat {
                 altcha: None,
                 caller: caller_of(&service),
                 idempotency_key: None,
-                tenant: Some(Box::new(tenant)),
+                profile: Some(Box::new(profile)),
                 verification: Some(chosen),
             };
             // The destination read above goes to the send as it is: read once, not twice.
@@ -492,7 +492,7 @@ impl TwilioCompat {
             Err(OtpError::VerificationNotFound) => return Err(not_found()),
             Err(error) => return Err(error.into()),
         };
-        if view.purpose != service.tenant().purpose {
+        if view.purpose != service.profile().purpose {
             return Err(not_found());
         }
         Ok(view)
@@ -544,7 +544,7 @@ impl TwilioCompat {
         target: CheckTarget,
     ) -> Result<VerificationCheck, TwilioError> {
         let service = self.service(account, service_sid).await?;
-        let tenant = service.tenant();
+        let profile = service.profile();
         let (id, destination) = match &target {
             CheckTarget::To(to) => {
                 let destination = check_destination(&self.otp, to)?;
@@ -570,11 +570,11 @@ impl TwilioCompat {
                 .as_ref()
                 .and_then(|destination| destination.email())
                 .map(|address| address.as_str().to_owned()),
-            purpose: Some(tenant.purpose.as_str().to_owned()),
+            purpose: Some(profile.purpose.as_str().to_owned()),
             code: code.to_owned(),
             audience: None,
             caller: caller_of(&service),
-            tenant: Some(tenant),
+            profile: Some(profile),
         };
         let valid = match self.otp.verify(command).await {
             Ok(_token) => true,
