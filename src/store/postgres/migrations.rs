@@ -27,6 +27,9 @@ const MIGRATIONS: &[(i32, &str)] = &[
     ),
 ];
 
+/// Every function at its current definition, applied after the migrations at each start-up.
+const FUNCTIONS: &str = include_str!("functions.sql");
+
 /// The advisory lock key of migrations ("vcode" in ASCII, plus 1).
 const MIGRATION_LOCK: i64 = 0x7663_6f64_6501;
 
@@ -59,5 +62,6 @@ pub(super) async fn apply(client: &mut Client) -> Result<(), tokio_postgres::Err
             .await?;
         tracing::info!(version, "applied a PostgreSQL migration");
     }
+    transaction.batch_execute(FUNCTIONS).await?;
     transaction.commit().await
 }

@@ -1,0 +1,761 @@
+-- Every PostgreSQL function vcode calls, as it runs today: applied at every start-up after the
+-- migrations (src/store/postgres/migrations.rs), inside the same transaction and advisory lock,
+-- with CREATE OR REPLACE, so this file is the one place to read or change a function.
+-- The migrations keep their own CREATE FUNCTION statements as history (they never change once
+-- shipped); a signature change still needs a migration that drops the old overload.
+-- Triggers stay in migration 0004: CREATE OR REPLACE FUNCTION keeps the function's identity,
+-- so the triggers call the definitions below without being re-created.
+-- vcode_now_ms: from 0001_store.sql
+CREATE OR REPLACE FUNCTION vcode_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS
+$$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
+
+-- vcode_lock: from 0001_store.sql
+CREATE OR REPLACE FUNCTION vcode_lock(p_name text) RETURNS void LANGUAGE sql VOLATILE AS
+$$ SELECT pg_advisory_xact_lock(hashtextextended(p_name, 0)) $$;
+
+-- vcode_quota_wait: from 0001_store.sql
+CREATE OR REPLACE FUNCTION vcode_quota_wait(p_log text, p_now bigint, p_limits integer[], p_windows bigint[])
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  wait bigint := 0;
+  events integer;
+  freeing bigint;
+BEGIN
+  FOR i IN 1 .. coalesce(array_length(p_limits, 1), 0) LOOP
+    SELECT count(*) INTO events FROM vcode_quota_events
+      WHERE log = p_log AND at_ms > p_now - p_windows[i];
+    IF events >= p_limits[i] THEN
+      -- The window has room again once this event leaves it.
+      SELECT at_ms INTO freeing FROM vcode_quota_events
+        WHERE log = p_log AND at_ms > p_now - p_windows[i]
+        ORDER BY at_ms OFFSET events - p_limits[i] LIMIT 1;
+      wait := greatest(wait, freeing + p_windows[i] - p_now);
+    END IF;
+  END LOOP;
+  RETURN wait;
+END $$;
+
+-- vcode_quota_record: from 0001_store.sql
+CREATE OR REPLACE FUNCTION vcode_quota_record(p_log text, p_now bigint, p_windows bigint[], p_token bigint)
+RETURNS void LANGUAGE sql AS $$
+  INSERT INTO vcode_quota_events (log, token, at_ms, expires_at_ms)
+  SELECT p_log, p_token, p_now, p_now + max(w) FROM unnest(p_windows) AS w HAVING max(w) > 0
+  ON CONFLICT (log, token) DO UPDATE
+    SET at_ms = excluded.at_ms, expires_at_ms = excluded.expires_at_ms
+$$;
+
+-- vcode_issue: from 0002_verifications.sql
+CREATE OR REPLACE FUNCTION vcode_issue(
+  p_phone text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
+  p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
+  p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
+  OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
+  OUT o_sent_at_ms bigint, OUT o_deliveries integer, OUT o_previous_digest bytea,
+  OUT o_previous_sealed bytea, OUT o_previous_sent_at_ms bigint,
+  OUT o_previous_expires_at_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint;
+  pending vcode_codes%ROWTYPE;
+  has_pending boolean;
+BEGIN
+  PERFORM vcode_lock('phone:' || p_phone);
+  now_ms := vcode_now_ms();
+  IF now_ms > p_not_after_ms THEN
+    o_kind := -2;
+    RETURN;
+  END IF;
+  SELECT * INTO pending FROM vcode_codes
+    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
+  has_pending := FOUND;
+  IF has_pending THEN
+    o_wait_ms := pending.sent_at_ms + p_cooldown_ms - now_ms;
+    IF o_wait_ms > 0 THEN
+      o_kind := 0;
+      RETURN;
+    END IF;
+  END IF;
+  o_wait_ms := vcode_quota_wait('sends:' || p_phone, now_ms, p_limits, p_windows);
+  IF o_wait_ms > 0 THEN
+    o_kind := -1;
+    RETURN;
+  END IF;
+  PERFORM vcode_quota_record('sends:' || p_phone, now_ms, p_windows, p_token);
+  o_sent_at_ms := now_ms;
+  IF has_pending THEN
+    o_previous_digest := pending.digest;
+    o_previous_sealed := pending.sealed;
+    o_previous_sent_at_ms := pending.sent_at_ms;
+    o_previous_expires_at_ms := pending.expires_at_ms;
+    o_deliveries := pending.deliveries + 1;
+    IF p_rotate THEN
+      o_kind := 3;
+      o_digest := p_digest;
+      o_sealed := p_sealed;
+    ELSE
+      o_kind := 2;
+      o_digest := pending.digest;
+      o_sealed := pending.sealed;
+    END IF;
+    UPDATE vcode_codes
+      SET digest = o_digest, sealed = o_sealed, deliveries = o_deliveries,
+          sent_at_ms = now_ms, expires_at_ms = now_ms + p_ttl_ms
+      WHERE phone = p_phone AND purpose = p_purpose;
+  ELSE
+    -- An expired row the sweep has not reached yet is replaced.
+    INSERT INTO vcode_codes
+      (phone, purpose, digest, sealed, failed_attempts, deliveries, sent_at_ms, expires_at_ms)
+      VALUES (p_phone, p_purpose, p_digest, p_sealed, 0, 1, now_ms, now_ms + p_ttl_ms)
+      ON CONFLICT (phone, purpose) DO UPDATE
+        SET digest = excluded.digest, sealed = excluded.sealed, failed_attempts = 0,
+            deliveries = 1, sent_at_ms = excluded.sent_at_ms,
+            expires_at_ms = excluded.expires_at_ms;
+    o_kind := 1;
+    o_digest := p_digest;
+    o_deliveries := 1;
+  END IF;
+  INSERT INTO vcode_verifications
+    (id, phone, purpose, digest, created_at_ms, verifies_until_ms, expires_at_ms)
+    VALUES (p_verification, p_phone, p_purpose, o_digest, now_ms, now_ms + p_ttl_ms,
+            now_ms + p_ttl_ms + p_retention_ms);
+END $$;
+
+-- vcode_undo_issue: from 0002_verifications.sql
+CREATE OR REPLACE FUNCTION vcode_undo_issue(
+  p_phone text, p_purpose text, p_digest bytea, p_sent_at_ms bigint, p_deliveries integer,
+  p_token bigint, p_previous_digest bytea, p_previous_sealed bytea,
+  p_previous_sent_at_ms bigint, p_previous_expires_at_ms bigint, p_verification text)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint;
+  pending vcode_codes%ROWTYPE;
+BEGIN
+  PERFORM vcode_lock('phone:' || p_phone);
+  now_ms := vcode_now_ms();
+  DELETE FROM vcode_quota_events WHERE log = 'sends:' || p_phone AND token = p_token;
+  DELETE FROM vcode_verifications WHERE id = p_verification;
+  SELECT * INTO pending FROM vcode_codes
+    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
+  IF NOT FOUND OR pending.digest <> p_digest OR pending.sent_at_ms <> p_sent_at_ms
+      OR pending.deliveries <> p_deliveries THEN
+    RETURN false;
+  END IF;
+  IF p_previous_digest IS NULL OR p_previous_expires_at_ms <= now_ms THEN
+    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+  ELSE
+    UPDATE vcode_codes
+      SET digest = p_previous_digest, sealed = p_previous_sealed,
+          sent_at_ms = p_previous_sent_at_ms, expires_at_ms = p_previous_expires_at_ms,
+          deliveries = deliveries - 1
+      WHERE phone = p_phone AND purpose = p_purpose;
+  END IF;
+  RETURN true;
+END $$;
+
+-- vcode_verify: from 0011_verify_by_phone_events.sql
+CREATE OR REPLACE FUNCTION vcode_verify(
+  p_phone text, p_purpose text, p_client text, p_candidates bytea[], p_max_attempts integer,
+  p_token bigint, p_phone_limits integer[], p_phone_windows bigint[],
+  p_client_limits integer[], p_client_windows bigint[],
+  OUT o_outcome integer, OUT o_value bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint;
+  phone_log text := 'fails:' || p_phone;
+  client_log text := 'fails:' || p_phone || ':' || p_client;
+  pending vcode_codes%ROWTYPE;
+  latest vcode_verifications%ROWTYPE;
+  failed integer;
+BEGIN
+  PERFORM vcode_lock('phone:' || p_phone);
+  now_ms := vcode_now_ms();
+  o_value := greatest(vcode_quota_wait(phone_log, now_ms, p_phone_limits, p_phone_windows),
+                      vcode_quota_wait(client_log, now_ms, p_client_limits, p_client_windows));
+  IF o_value > 0 THEN
+    o_outcome := -3;
+    RETURN;
+  END IF;
+  SELECT * INTO pending FROM vcode_codes
+    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
+  IF NOT FOUND THEN
+    o_outcome := -1;
+    RETURN;
+  END IF;
+  SELECT * INTO latest FROM vcode_verifications
+    WHERE phone = p_phone AND purpose = p_purpose AND digest = pending.digest
+      AND expires_at_ms > now_ms
+    ORDER BY created_at_ms DESC, id DESC LIMIT 1 FOR UPDATE;
+  IF FOUND AND latest.ended IS NOT NULL THEN
+    latest.id := NULL;
+  END IF;
+  IF pending.digest = ANY (p_candidates) THEN
+    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+    UPDATE vcode_verifications SET ended = 'approved' WHERE id = latest.id;
+    o_outcome := 1;
+    RETURN;
+  END IF;
+  PERFORM vcode_quota_record(phone_log, now_ms, p_phone_windows, p_token);
+  PERFORM vcode_quota_record(client_log, now_ms, p_client_windows, p_token);
+  UPDATE vcode_codes SET failed_attempts = failed_attempts + 1
+    WHERE phone = p_phone AND purpose = p_purpose
+    RETURNING failed_attempts INTO failed;
+  UPDATE vcode_verifications
+    SET failed_attempts = greatest(failed, failed_attempts + 1),
+        ended = CASE WHEN failed >= p_max_attempts THEN 'max_attempts_reached' END
+    WHERE id = latest.id;
+  IF failed >= p_max_attempts THEN
+    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+    o_outcome := -2;
+    RETURN;
+  END IF;
+  o_outcome := 0;
+  o_value := p_max_attempts - failed;
+END $$;
+
+-- vcode_reserve_quota: from 0001_store.sql
+CREATE OR REPLACE FUNCTION vcode_reserve_quota(
+  p_logs text[], p_rule_counts integer[], p_limits integer[], p_windows bigint[],
+  p_token bigint, p_not_after_ms bigint, OUT o_refused integer, OUT o_wait_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint;
+  name text;
+  first integer;
+  budget_wait bigint;
+BEGIN
+  -- One lock per log, in one order everywhere: no deadlock between overlapping budgets.
+  FOR name IN SELECT DISTINCT l FROM unnest(p_logs) AS l ORDER BY l LOOP
+    PERFORM vcode_lock('quota:' || name);
+  END LOOP;
+  now_ms := vcode_now_ms();
+  o_refused := 0;
+  o_wait_ms := 0;
+  IF now_ms > p_not_after_ms THEN
+    o_refused := -1;
+    RETURN;
+  END IF;
+  first := 1;
+  FOR i IN 1 .. coalesce(array_length(p_logs, 1), 0) LOOP
+    budget_wait := vcode_quota_wait(p_logs[i], now_ms,
+      p_limits[first : first + p_rule_counts[i] - 1],
+      p_windows[first : first + p_rule_counts[i] - 1]);
+    IF budget_wait > 0 THEN
+      IF o_refused = 0 THEN
+        o_refused := i;
+      END IF;
+      o_wait_ms := greatest(o_wait_ms, budget_wait);
+    END IF;
+    first := first + p_rule_counts[i];
+  END LOOP;
+  IF o_refused > 0 THEN
+    RETURN;
+  END IF;
+  first := 1;
+  FOR i IN 1 .. coalesce(array_length(p_logs, 1), 0) LOOP
+    PERFORM vcode_quota_record(p_logs[i], now_ms,
+      p_windows[first : first + p_rule_counts[i] - 1], p_token);
+    first := first + p_rule_counts[i];
+  END LOOP;
+END $$;
+
+-- vcode_begin_idempotent: from 0001_store.sql
+CREATE OR REPLACE FUNCTION vcode_begin_idempotent(p_key text, p_running bytea, p_lease_ms bigint)
+RETURNS bytea LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint := vcode_now_ms();
+  held bytea;
+BEGIN
+  INSERT INTO vcode_idempotency AS i (key, record, expires_at_ms)
+    VALUES (p_key, p_running, now_ms + p_lease_ms)
+    ON CONFLICT (key) DO UPDATE
+      SET record = excluded.record, expires_at_ms = excluded.expires_at_ms
+      WHERE i.expires_at_ms <= now_ms;
+  IF FOUND THEN
+    RETURN NULL;
+  END IF;
+  -- The conflicting row is locked by this transaction since the INSERT.
+  SELECT record INTO held FROM vcode_idempotency WHERE key = p_key;
+  RETURN held;
+END $$;
+
+-- vcode_push_outbox: from 0001_store.sql
+CREATE OR REPLACE FUNCTION vcode_push_outbox(p_phone text, p_message text, p_capacity integer, p_ttl_ms bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  expires bigint := vcode_now_ms() + p_ttl_ms;
+BEGIN
+  PERFORM vcode_lock('outbox:' || p_phone);
+  INSERT INTO vcode_outbox (phone, message, expires_at_ms) VALUES (p_phone, p_message, expires);
+  UPDATE vcode_outbox SET expires_at_ms = expires WHERE phone = p_phone;
+  DELETE FROM vcode_outbox WHERE phone = p_phone AND id <= (
+    SELECT id FROM vcode_outbox WHERE phone = p_phone ORDER BY id DESC OFFSET p_capacity LIMIT 1);
+END $$;
+
+-- vcode_verify_by_id: from 0002_verifications.sql
+CREATE OR REPLACE FUNCTION vcode_verify_by_id(
+  p_phone text, p_purpose text, p_verification text, p_client text, p_candidates bytea[],
+  p_max_attempts integer, p_token bigint, p_phone_limits integer[], p_phone_windows bigint[],
+  p_client_limits integer[], p_client_windows bigint[],
+  OUT o_outcome integer, OUT o_value bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint;
+  phone_log text := 'fails:' || p_phone;
+  client_log text := 'fails:' || p_phone || ':' || p_client;
+  verification vcode_verifications%ROWTYPE;
+  failed integer;
+BEGIN
+  PERFORM vcode_lock('phone:' || p_phone);
+  now_ms := vcode_now_ms();
+  SELECT * INTO verification FROM vcode_verifications
+    WHERE id = p_verification AND phone = p_phone AND purpose = p_purpose
+      AND expires_at_ms > now_ms FOR UPDATE;
+  IF NOT FOUND THEN
+    o_outcome := -1;
+    RETURN;
+  ELSIF verification.ended = 'canceled' THEN
+    o_outcome := -4;
+    RETURN;
+  ELSIF verification.ended = 'max_attempts_reached' THEN
+    o_outcome := -2;
+    RETURN;
+  ELSIF verification.ended IS NOT NULL OR verification.verifies_until_ms <= now_ms THEN
+    o_outcome := -1;
+    RETURN;
+  END IF;
+  o_value := greatest(vcode_quota_wait(phone_log, now_ms, p_phone_limits, p_phone_windows),
+                      vcode_quota_wait(client_log, now_ms, p_client_limits, p_client_windows));
+  IF o_value > 0 THEN
+    o_outcome := -3;
+    RETURN;
+  END IF;
+  PERFORM 1 FROM vcode_codes
+    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms
+      AND digest = verification.digest FOR UPDATE;
+  IF NOT FOUND THEN
+    o_outcome := -1;
+    RETURN;
+  END IF;
+  IF verification.digest = ANY (p_candidates) THEN
+    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+    UPDATE vcode_verifications SET ended = 'approved' WHERE id = p_verification;
+    o_outcome := 1;
+    RETURN;
+  END IF;
+  PERFORM vcode_quota_record(phone_log, now_ms, p_phone_windows, p_token);
+  PERFORM vcode_quota_record(client_log, now_ms, p_client_windows, p_token);
+  UPDATE vcode_verifications SET failed_attempts = failed_attempts + 1
+    WHERE id = p_verification
+    RETURNING failed_attempts INTO failed;
+  IF failed >= p_max_attempts THEN
+    UPDATE vcode_verifications SET ended = 'max_attempts_reached' WHERE id = p_verification;
+    o_outcome := -2;
+    RETURN;
+  END IF;
+  o_outcome := 0;
+  o_value := p_max_attempts - failed;
+END $$;
+
+-- vcode_verification: from 0002_verifications.sql
+CREATE OR REPLACE FUNCTION vcode_verification(p_verification text, p_cancel boolean,
+  OUT o_phone text, OUT o_purpose text, OUT o_status text, OUT o_unconfirmed boolean,
+  OUT o_failed_attempts integer, OUT o_created_at_ms bigint, OUT o_verifies_until_ms bigint)
+RETURNS SETOF record LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint;
+  verification vcode_verifications%ROWTYPE;
+  live boolean;
+BEGIN
+  SELECT phone INTO o_phone FROM vcode_verifications WHERE id = p_verification;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  PERFORM vcode_lock('phone:' || o_phone);
+  now_ms := vcode_now_ms();
+  SELECT * INTO verification FROM vcode_verifications
+    WHERE id = p_verification AND expires_at_ms > now_ms FOR UPDATE;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  live := verification.ended IS NULL AND verification.verifies_until_ms > now_ms
+    AND EXISTS (SELECT 1 FROM vcode_codes
+                WHERE phone = verification.phone AND purpose = verification.purpose
+                  AND expires_at_ms > now_ms AND digest = verification.digest);
+  IF p_cancel AND live THEN
+    UPDATE vcode_verifications SET ended = 'canceled' WHERE id = p_verification;
+    verification.ended := 'canceled';
+  END IF;
+  o_purpose := verification.purpose;
+  o_status := coalesce(verification.ended, CASE WHEN live THEN 'pending' ELSE 'expired' END);
+  o_unconfirmed := verification.unconfirmed;
+  o_failed_attempts := verification.failed_attempts;
+  o_created_at_ms := verification.created_at_ms;
+  o_verifies_until_ms := verification.verifies_until_ms;
+  RETURN NEXT;
+END $$;
+
+-- vcode_fraud_add: from 0010_fraud_shards.sql
+CREATE OR REPLACE FUNCTION vcode_fraud_add(p_scope text, p_minute bigint, p_shard smallint,
+  p_sends bigint, p_conversions bigint, p_refused bigint, p_expires bigint)
+RETURNS void LANGUAGE sql AS $$
+  INSERT INTO vcode_fraud_counts AS f
+      (scope, minute, shard, sends, conversions, refused, expires_at_ms)
+    VALUES (p_scope, p_minute, p_shard, p_sends, p_conversions, p_refused, p_expires)
+    ON CONFLICT (scope, minute, shard) DO UPDATE
+      SET sends = f.sends + excluded.sends,
+          conversions = f.conversions + excluded.conversions,
+          refused = f.refused + excluded.refused,
+          expires_at_ms = greatest(f.expires_at_ms, excluded.expires_at_ms)
+$$;
+
+-- vcode_fraud_admit: from 0010_fraud_shards.sql
+CREATE OR REPLACE FUNCTION vcode_fraud_admit(
+  p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
+  p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
+  p_retention_ms bigint, p_token bigint,
+  OUT o_refused boolean, OUT o_block text,
+  OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint,
+  OUT o_previous_token bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  b vcode_fraud_blocks%ROWTYPE;
+  has_block boolean;
+  expires bigint := p_now + p_retention_ms;
+  v_shard smallint := vcode_fraud_shard(p_token);
+BEGIN
+  SELECT * INTO b FROM vcode_fraud_blocks WHERE prefix = p_prefix;
+  has_block := FOUND;
+  o_block := CASE WHEN has_block THEN row_to_json(b)::text END;
+  IF has_block AND p_enforce AND b.until_ms > p_now THEN
+    PERFORM vcode_fraud_add('*', p_minute, v_shard, 0, 0, 1, expires);
+    o_refused := true;
+    RETURN;
+  END IF;
+  o_refused := false;
+  -- One order everywhere (prefix, country, service): no two steps wait on each other.
+  PERFORM vcode_fraud_add('p:' || p_prefix, p_minute, v_shard, 1, 0, 0, expires);
+  PERFORM vcode_fraud_add('c:' || p_country, p_minute, v_shard, 1, 0, 0, expires);
+  PERFORM vcode_fraud_add('*', p_minute, v_shard, 1, 0, 0, expires);
+  -- The prefix's registry row is renewed once a minute, not by every send (it would be one
+  -- hot row again).
+  IF NOT EXISTS (SELECT 1 FROM vcode_fraud_prefixes
+      WHERE prefix = p_prefix AND country = p_country AND expires_at_ms > expires - 60000) THEN
+    INSERT INTO vcode_fraud_prefixes AS f (prefix, country, expires_at_ms)
+      VALUES (p_prefix, p_country, expires)
+      ON CONFLICT (prefix) DO UPDATE
+        SET country = excluded.country,
+            expires_at_ms = greatest(f.expires_at_ms, excluded.expires_at_ms);
+  END IF;
+  SELECT minute, token INTO o_previous, o_previous_token FROM vcode_fraud_attributions
+    WHERE attribution = p_attribution AND expires_at_ms > p_now;
+  INSERT INTO vcode_fraud_attributions AS a (attribution, minute, token, expires_at_ms)
+    VALUES (p_attribution, p_minute, p_token, p_now + p_attribution_ttl_ms)
+    ON CONFLICT (attribution) DO UPDATE
+      SET minute = excluded.minute, token = excluded.token,
+          expires_at_ms = excluded.expires_at_ms;
+  SELECT ARRAY[
+      coalesce(sum(sends) FILTER (WHERE minute < p_judged_before), 0)::bigint,
+      coalesce(sum(conversions) FILTER (WHERE minute < p_judged_before), 0)::bigint,
+      coalesce(sum(sends) FILTER (WHERE minute >= p_judged_before), 0)::bigint,
+      coalesce(sum(conversions) FILTER (WHERE minute >= p_judged_before), 0)::bigint]
+    INTO o_prefix FROM vcode_fraud_counts
+    WHERE scope = 'p:' || p_prefix AND minute BETWEEN p_from AND p_minute;
+  SELECT ARRAY[
+      coalesce(sum(sends) FILTER (WHERE minute < p_judged_before), 0)::bigint,
+      coalesce(sum(conversions) FILTER (WHERE minute < p_judged_before), 0)::bigint,
+      coalesce(sum(sends) FILTER (WHERE minute >= p_judged_before), 0)::bigint,
+      coalesce(sum(conversions) FILTER (WHERE minute >= p_judged_before), 0)::bigint]
+    INTO o_service FROM vcode_fraud_counts
+    WHERE scope = '*' AND minute BETWEEN p_from AND p_minute;
+END $$;
+
+-- vcode_fraud_release: from 0010_fraud_shards.sql
+CREATE OR REPLACE FUNCTION vcode_fraud_release(
+  p_prefix text, p_country text, p_attribution text, p_minute bigint, p_token bigint,
+  p_previous bigint, p_previous_token bigint, p_refused boolean, p_now bigint,
+  p_retention_ms bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_shard smallint := vcode_fraud_shard(p_token);
+BEGIN
+  UPDATE vcode_fraud_counts f SET sends = greatest(f.sends - 1, 0)
+    WHERE f.scope = 'p:' || p_prefix AND f.minute = p_minute AND f.shard = v_shard;
+  UPDATE vcode_fraud_counts f SET sends = greatest(f.sends - 1, 0)
+    WHERE f.scope = 'c:' || p_country AND f.minute = p_minute AND f.shard = v_shard;
+  UPDATE vcode_fraud_counts f SET sends = greatest(f.sends - 1, 0)
+    WHERE f.scope = '*' AND f.minute = p_minute AND f.shard = v_shard;
+  IF p_refused THEN
+    PERFORM vcode_fraud_add('*', p_minute, v_shard, 0, 0, 1, p_now + p_retention_ms);
+  END IF;
+  -- Only while it holds this send's mark: a concurrent send of the same code may own it now.
+  IF p_previous IS NULL THEN
+    DELETE FROM vcode_fraud_attributions
+      WHERE attribution = p_attribution AND minute = p_minute AND token = p_token;
+  ELSE
+    UPDATE vcode_fraud_attributions SET minute = p_previous, token = p_previous_token
+      WHERE attribution = p_attribution AND minute = p_minute AND token = p_token;
+  END IF;
+END $$;
+
+-- vcode_fraud_convert: from 0010_fraud_shards.sql
+CREATE OR REPLACE FUNCTION vcode_fraud_convert(
+  p_attribution text, p_prefix text, p_country text, p_since bigint, p_now bigint,
+  p_retention_ms bigint)
+RETURNS bigint LANGUAGE plpgsql AS $$
+DECLARE
+  sent bigint;
+  sent_token bigint;
+  v_shard smallint;
+  expires bigint := p_now + p_retention_ms;
+BEGIN
+  DELETE FROM vcode_fraud_attributions
+    WHERE attribution = p_attribution AND expires_at_ms > p_now
+    RETURNING minute, token INTO sent, sent_token;
+  IF sent IS NULL OR sent < p_since THEN
+    RETURN -1;
+  END IF;
+  v_shard := vcode_fraud_shard(sent_token);
+  PERFORM vcode_fraud_add('p:' || p_prefix, sent, v_shard, 0, 1, 0, expires);
+  PERFORM vcode_fraud_add('c:' || p_country, sent, v_shard, 0, 1, 0, expires);
+  PERFORM vcode_fraud_add('*', sent, v_shard, 0, 1, 0, expires);
+  RETURN sent;
+END $$;
+
+-- vcode_fraud_block: from 0003_fraud.sql
+CREATE OR REPLACE FUNCTION vcode_fraud_block(
+  p_prefix text, p_country text, p_reason text, p_since bigint, p_until bigint,
+  p_strikes integer, p_struck bigint, p_sends bigint, p_conversions bigint, p_lifted bigint,
+  p_now bigint)
+RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  PERFORM vcode_lock('fraud:' || p_prefix);
+  INSERT INTO vcode_fraud_blocks AS b
+    VALUES (p_prefix, p_country, p_reason, p_since, p_until, p_strikes, p_struck, p_sends,
+      p_conversions, p_lifted)
+    ON CONFLICT (prefix) DO UPDATE
+      SET country = excluded.country, reason = excluded.reason, since_ms = excluded.since_ms,
+          until_ms = excluded.until_ms, strikes = excluded.strikes,
+          struck_ms = excluded.struck_ms, sends = excluded.sends,
+          conversions = excluded.conversions, lifted_ms = excluded.lifted_ms
+      WHERE b.until_ms <= p_now;
+  RETURN FOUND;
+END $$;
+
+-- vcode_event_append: from 0004_events.sql
+CREATE OR REPLACE FUNCTION vcode_event_append(p_kind text, p_subject text, p_phone text, p_purpose text,
+  p_at bigint, p_order bigint, p_detail text)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO vcode_event_outbox (kind, subject, phone, purpose, at_ms, order_ms, detail, due_ms)
+    VALUES (p_kind, p_subject, p_phone, p_purpose, p_at, p_order, p_detail, p_order);
+END $$;
+
+-- vcode_verification_events: from 0004_events.sql
+CREATE OR REPLACE FUNCTION vcode_verification_events() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint := vcode_now_ms();
+BEGIN
+  IF TG_OP = 'INSERT' THEN
+    PERFORM vcode_event_append('verification.created', NEW.id, NEW.phone, NEW.purpose,
+      NEW.created_at_ms, NEW.created_at_ms, 'expires_at_ms=' || NEW.verifies_until_ms);
+    PERFORM vcode_event_append('timer.expiry', NEW.id, NEW.phone, NEW.purpose,
+      NEW.created_at_ms, NEW.verifies_until_ms, '');
+    RETURN NEW;
+  ELSIF TG_OP = 'DELETE' THEN
+    IF OLD.expires_at_ms > now_ms THEN
+      DELETE FROM vcode_event_outbox WHERE subject = OLD.id AND failed_at_ms IS NULL;
+    END IF;
+    RETURN OLD;
+  END IF;
+  IF NEW.failed_attempts > OLD.failed_attempts THEN
+    PERFORM vcode_event_append('verification.failed_attempt', NEW.id, NEW.phone, NEW.purpose,
+      now_ms, now_ms, 'attempts=' || NEW.failed_attempts);
+  END IF;
+  IF NEW.ended IS DISTINCT FROM OLD.ended AND NEW.ended IS NOT NULL THEN
+    PERFORM vcode_event_append('verification.' || NEW.ended, NEW.id, NEW.phone, NEW.purpose,
+      now_ms, now_ms, CASE WHEN NEW.ended = 'max_attempts_reached'
+        THEN 'attempts=' || NEW.failed_attempts ELSE '' END);
+  END IF;
+  RETURN NEW;
+END $$;
+
+-- vcode_block_events: from 0004_events.sql
+CREATE OR REPLACE FUNCTION vcode_block_events() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint := vcode_now_ms();
+  detail text := 'country=' || NEW.country || ';reason=' || NEW.reason || ';until_ms='
+    || NEW.until_ms || ';strikes=' || NEW.strikes;
+BEGIN
+  IF TG_OP = 'INSERT' OR NEW.since_ms IS DISTINCT FROM OLD.since_ms THEN
+    PERFORM vcode_event_append('prefix.suspended', 'prefix:' || NEW.prefix, '', '', now_ms,
+      now_ms, detail);
+  ELSIF NEW.lifted_ms IS DISTINCT FROM OLD.lifted_ms THEN
+    PERFORM vcode_event_append('prefix.lifted', 'prefix:' || NEW.prefix, '', '', now_ms,
+      now_ms, detail);
+  END IF;
+  RETURN NEW;
+END $$;
+
+-- vcode_events_record: from 0004_events.sql
+CREATE OR REPLACE FUNCTION vcode_events_record() RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+  IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'vcode_verification_events'
+             AND tgenabled = 'D') THEN
+    ALTER TABLE vcode_verifications ENABLE TRIGGER vcode_verification_events;
+  END IF;
+  IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'vcode_block_events'
+             AND tgenabled = 'D') THEN
+    ALTER TABLE vcode_fraud_blocks ENABLE TRIGGER vcode_block_events;
+  END IF;
+END $$;
+
+-- vcode_events_claim: from 0004_events.sql
+CREATE OR REPLACE FUNCTION vcode_events_claim(p_limit integer, p_window integer, p_lease_ms bigint)
+RETURNS SETOF vcode_event_outbox LANGUAGE plpgsql AS $$
+DECLARE
+  now_ms bigint := vcode_now_ms();
+BEGIN
+  PERFORM vcode_lock('events:claim');
+  RETURN QUERY
+  WITH walk AS (
+    SELECT w.seq, w.due_ms,
+      row_number() OVER (PARTITION BY w.subject ORDER BY w.order_ms, w.seq) AS rank
+    FROM (SELECT o.seq, o.subject, o.order_ms, o.due_ms FROM vcode_event_outbox o
+          WHERE o.failed_at_ms IS NULL AND o.order_ms <= now_ms
+          ORDER BY o.order_ms, o.seq LIMIT p_window) w
+  ), picked AS (
+    SELECT walk.seq FROM walk WHERE walk.rank = 1 AND walk.due_ms <= now_ms
+    ORDER BY walk.seq LIMIT p_limit
+  )
+  UPDATE vcode_event_outbox o
+    SET due_ms = now_ms + p_lease_ms,
+        lease = 1 + floor(random() * 9.2e18)::bigint
+    FROM picked WHERE o.seq = picked.seq
+    RETURNING o.*;
+END $$;
+
+-- vcode_receipt: from 0009_delivery_counts.sql
+CREATE OR REPLACE FUNCTION vcode_receipt(p_provider text, p_message_id text, p_delivery text,
+  p_error text,
+  OUT o_outcome integer, OUT o_verification text, OUT o_phone text, OUT o_purpose text,
+  OUT o_previous text, OUT o_created_at_ms bigint, OUT o_now_ms bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  verification vcode_verifications%ROWTYPE;
+  message_country text;
+  counted_hour bigint;
+  rank_of jsonb := '{"unconfirmed": 0, "sent": 1, "delivered": 2, "undelivered": 2}';
+BEGIN
+  o_now_ms := vcode_now_ms();
+  o_outcome := 0;
+  SELECT v.* INTO verification FROM vcode_messages m
+    JOIN vcode_verifications v ON v.id = m.verification
+    WHERE m.provider = p_provider AND m.message_id = p_message_id
+      AND m.expires_at_ms > o_now_ms AND v.expires_at_ms > o_now_ms
+    FOR UPDATE OF v;
+  IF NOT FOUND THEN
+    RETURN;
+  END IF;
+  -- (A row variable cannot share an INTO list.)
+  SELECT m.country INTO message_country FROM vcode_messages m
+    WHERE m.provider = p_provider AND m.message_id = p_message_id;
+  o_verification := verification.id;
+  o_phone := verification.phone;
+  o_purpose := verification.purpose;
+  o_created_at_ms := verification.created_at_ms;
+  o_previous := coalesce(verification.delivery,
+                         CASE WHEN verification.unconfirmed THEN 'unconfirmed' ELSE 'sent' END);
+  IF (rank_of ->> p_delivery)::integer <= (rank_of ->> o_previous)::integer THEN
+    o_outcome := 1;
+    RETURN;
+  END IF;
+  UPDATE vcode_verifications SET delivery = p_delivery, delivery_error = p_error
+    WHERE id = verification.id;
+  o_outcome := 2;
+  IF p_delivery IN ('delivered', 'undelivered') THEN
+    counted_hour := o_now_ms / 3600000;
+    INSERT INTO vcode_delivery_counts AS c
+        (hour, provider, country, delivered, undelivered, expires_at_ms)
+      VALUES (counted_hour, p_provider, message_country,
+        CASE WHEN p_delivery = 'delivered' THEN 1 ELSE 0 END,
+        CASE WHEN p_delivery = 'undelivered' THEN 1 ELSE 0 END,
+        (counted_hour + 8 * 24 + 24) * 3600000)
+      ON CONFLICT (hour, provider, country) DO UPDATE
+      SET delivered = c.delivered + excluded.delivered,
+          undelivered = c.undelivered + excluded.undelivered;
+  END IF;
+  -- The detail as Receipt::event spells it.
+  IF p_delivery IN ('delivered', 'undelivered') AND EXISTS (
+      SELECT 1 FROM pg_trigger WHERE tgrelid = 'vcode_verifications'::regclass
+        AND tgname = 'vcode_verification_events' AND tgenabled <> 'D') THEN
+    PERFORM vcode_event_append('verification.' || p_delivery, verification.id,
+      verification.phone, verification.purpose, o_now_ms, o_now_ms,
+      'provider=' || p_provider || ';message_id=' || p_message_id
+        || CASE WHEN p_delivery = 'undelivered' AND p_error IS NOT NULL
+             THEN ';error_code=' || p_error ELSE '' END);
+  END IF;
+END $$;
+
+-- vcode_issue_guarded: from 0008_guarded_issue.sql
+CREATE OR REPLACE FUNCTION vcode_issue_guarded(
+  p_phone text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
+  p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
+  p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
+  p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
+  p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
+  p_counters_ms bigint, p_send_token bigint,
+  OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
+  OUT o_sent_at_ms bigint, OUT o_deliveries integer, OUT o_previous_digest bytea,
+  OUT o_previous_sealed bytea, OUT o_previous_sent_at_ms bigint,
+  OUT o_previous_expires_at_ms bigint,
+  OUT o_block text, OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint,
+  OUT o_previous_token bigint)
+LANGUAGE plpgsql AS $$
+DECLARE
+  admitted record;
+BEGIN
+  SELECT * INTO o_kind, o_wait_ms, o_digest, o_sealed, o_sent_at_ms, o_deliveries,
+      o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms
+    FROM vcode_issue(p_phone, p_purpose, p_digest, p_sealed, p_ttl_ms, p_cooldown_ms,
+      p_rotate, p_token, p_not_after_ms, p_limits, p_windows, p_verification, p_retention_ms);
+  -- Only a send that issues is the guard's (a cooldown or a quota refusal counts nothing).
+  IF o_kind < 1 THEN
+    RETURN;
+  END IF;
+  SELECT * INTO admitted
+    FROM vcode_fraud_admit(p_prefix, p_country, p_attribution, p_now, p_minute, p_from,
+      p_judged_before, p_enforce, p_attribution_ttl_ms, p_counters_ms, p_send_token);
+  o_block := admitted.o_block;
+  IF admitted.o_refused THEN
+    PERFORM vcode_undo_issue(p_phone, p_purpose, o_digest, o_sent_at_ms, o_deliveries, p_token,
+      o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms,
+      p_verification);
+    o_kind := -4;
+    RETURN;
+  END IF;
+  o_prefix := admitted.o_prefix;
+  o_service := admitted.o_service;
+  o_previous := admitted.o_previous;
+  o_previous_token := admitted.o_previous_token;
+END $$;
+
+-- vcode_fraud_shard: from 0010_fraud_shards.sql
+CREATE OR REPLACE FUNCTION vcode_fraud_shard(p_token bigint) RETURNS smallint LANGUAGE sql IMMUTABLE AS
+$$ SELECT (p_token & 15)::smallint $$;
+
+-- vcode_fraud_undelivered: from 0013_undelivered_lock_order.sql
+CREATE OR REPLACE FUNCTION vcode_fraud_undelivered(
+  p_prefix text, p_country text, p_minute bigint, p_token bigint)
+RETURNS void LANGUAGE plpgsql AS $$
+DECLARE
+  v_shard smallint := vcode_fraud_shard(p_token);
+BEGIN
+  UPDATE vcode_fraud_counts f SET sends = f.sends - 1, undelivered = f.undelivered + 1
+    WHERE f.scope = 'p:' || p_prefix AND f.minute = p_minute AND f.shard = v_shard
+      AND f.sends > 0;
+  UPDATE vcode_fraud_counts f SET sends = f.sends - 1, undelivered = f.undelivered + 1
+    WHERE f.scope = 'c:' || p_country AND f.minute = p_minute AND f.shard = v_shard
+      AND f.sends > 0;
+  UPDATE vcode_fraud_counts f SET sends = f.sends - 1, undelivered = f.undelivered + 1
+    WHERE f.scope = '*' AND f.minute = p_minute AND f.shard = v_shard AND f.sends > 0;
+END $$;
