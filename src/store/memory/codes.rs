@@ -249,22 +249,8 @@ impl CodeStore for MemoryStore {
         let mut verifications = latest
             .as_ref()
             .map(|id| self.verifications.lock(id.as_str()));
-        // Both failure logs are the phone's: one shard, chosen by the phone's key. A log's key
-        // is built only when its limit is on.
-        let phone_key = phone_failures_key(destination);
-        let mut logs = self.quotas.lock(&phone_key);
-        let limits = [
-            params.phone_failures.map(|rule| (phone_key, rule)),
-            params
-                .client_failures
-                .map(|rule| (client_failures_key(destination, client), rule)),
-        ];
-        let mut wait = 0;
-        for (log_key, rule) in limits.iter().flatten() {
-            if let Some(log) = logs.get_mut(log_key.as_str()) {
-                wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
-            }
-        }
+        let (mut logs, limits) = FailureLimits::lock(&self.quotas, destination, client, &params);
+        let wait = limits.wait(&mut logs, now);
         if wait > 0 {
             return Ok(VerifyOutcome::QuotaExceeded {
                 retry_after: Duration::from_millis(wait),
@@ -290,14 +276,7 @@ impl CodeStore for MemoryStore {
             }
             return Ok(VerifyOutcome::Verified);
         }
-        let token = QuotaToken::generate();
-        for (log_key, rule) in limits.into_iter().flatten() {
-            logs.entry(log_key.into_boxed_str()).or_default().record(
-                now,
-                std::slice::from_ref(&rule),
-                token,
-            );
-        }
+        limits.record(&mut logs, now);
         entry.failed_attempts += 1;
         let destroyed = entry.failed_attempts >= params.max_attempts;
         if let (Some(id), Some(verification)) = (&latest, verification) {

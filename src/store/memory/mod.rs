@@ -307,6 +307,56 @@ fn client_failures_key(destination: &Destination, client: crate::domain::Client)
     format!("fails:{}:{client}", destination.key())
 }
 
+/// The failure limits a verify is under, the phone's and the (phone, client) one, checked and
+/// counted in one place for the verify by code and the verify by id. Both logs are the phone's:
+/// one shard of `quotas`, chosen by the phone's key. A log's key is built only when its limit is
+/// on.
+struct FailureLimits([Option<(String, QuotaRule)>; 2]);
+
+impl FailureLimits {
+    /// Locks the phone's failure logs (the caller holds the code's shard already: lock order)
+    /// and names the logs whose limit is on.
+    fn lock<'a>(
+        quotas: &'a Shards<QuotaLog>,
+        destination: &Destination,
+        client: crate::domain::Client,
+        params: &VerifyParams,
+    ) -> (MutexGuard<'a, HashMap<Box<str>, QuotaLog>>, Self) {
+        let phone_key = phone_failures_key(destination);
+        let logs = quotas.lock(&phone_key);
+        let limits = [
+            params.phone_failures.map(|rule| (phone_key, rule)),
+            params
+                .client_failures
+                .map(|rule| (client_failures_key(destination, client), rule)),
+        ];
+        (logs, Self(limits))
+    }
+
+    /// 0 if every limit on has room for one more failure at `now`, else the ms until all do.
+    fn wait(&self, logs: &mut HashMap<Box<str>, QuotaLog>, now: u64) -> u64 {
+        let mut wait = 0;
+        for (log_key, rule) in self.0.iter().flatten() {
+            if let Some(log) = logs.get_mut(log_key.as_str()) {
+                wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
+            }
+        }
+        wait
+    }
+
+    /// Counts one failed verify in every log whose limit is on.
+    fn record(self, logs: &mut HashMap<Box<str>, QuotaLog>, now: u64) {
+        let token = QuotaToken::generate();
+        for (log_key, rule) in self.0.into_iter().flatten() {
+            logs.entry(log_key.into_boxed_str()).or_default().record(
+                now,
+                std::slice::from_ref(&rule),
+                token,
+            );
+        }
+    }
+}
+
 fn scope_key(scope: QuotaScope) -> String {
     scope.to_string()
 }

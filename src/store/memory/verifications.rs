@@ -124,20 +124,8 @@ impl MemoryStore {
             None if verification.verifies_until_ms <= now => return VerifyOutcome::CodeExpired,
             None => {}
         }
-        let phone_key = phone_failures_key(destination);
-        let mut logs = self.quotas.lock(&phone_key);
-        let limits = [
-            params.phone_failures.map(|rule| (phone_key, rule)),
-            params
-                .client_failures
-                .map(|rule| (client_failures_key(destination, client), rule)),
-        ];
-        let mut wait = 0;
-        for (log_key, rule) in limits.iter().flatten() {
-            if let Some(log) = logs.get_mut(log_key.as_str()) {
-                wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
-            }
-        }
+        let (mut logs, limits) = FailureLimits::lock(&self.quotas, destination, client, &params);
+        let wait = limits.wait(&mut logs, now);
         if wait > 0 {
             return VerifyOutcome::QuotaExceeded {
                 retry_after: Duration::from_millis(wait),
@@ -158,14 +146,7 @@ impl MemoryStore {
             self.verification_event(EventKind::Approved, id, verification, String::new);
             return VerifyOutcome::Verified;
         }
-        let token = QuotaToken::generate();
-        for (log_key, rule) in limits.into_iter().flatten() {
-            logs.entry(log_key.into_boxed_str()).or_default().record(
-                now,
-                std::slice::from_ref(&rule),
-                token,
-            );
-        }
+        limits.record(&mut logs, now);
         verification.failed_attempts += 1;
         let failed = verification.failed_attempts;
         let attempts = || format!("attempts={failed}");

@@ -9,6 +9,7 @@ mod connection;
 mod events;
 mod fraud;
 mod migrations;
+mod pow;
 mod receipts;
 mod records;
 mod settings;

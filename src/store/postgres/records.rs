@@ -1,5 +1,5 @@
-//! The other roles of the PostgreSQL store: budgets, captchas, idempotency records, proof-of-work
-//! replays, daily stats, the dev outbox and health. Each is one statement.
+//! The other roles of the PostgreSQL store: budgets, captchas, idempotency records, daily stats,
+//! the dev outbox and health. Each is one statement.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -11,8 +11,8 @@ use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays};
 use crate::domain::{CaptchaId, Destination};
 use crate::store::{
     Budget, CaptchaStore, HealthCheck, IdempotencyStore, OUTBOX_CAPACITY, OUTBOX_TTL,
-    OutboxMessage, OutboxStore, PowReplayStore, QuotaDecision, QuotaScope, QuotaStore, QuotaToken,
-    StatsStore, StoreError, StoredCaptcha,
+    OutboxMessage, OutboxStore, QuotaDecision, QuotaScope, QuotaStore, QuotaToken, StatsStore,
+    StoreError, StoredCaptcha,
 };
 
 /// The quota log of a scope (per-phone logs are named inside the functions).
@@ -192,42 +192,6 @@ impl IdempotencyStore for PostgresStore {
             "DELETE FROM vcode_idempotency WHERE key = $1 AND record = $2",
             &[&key, &running],
             &[Type::TEXT, Type::BYTEA],
-        )
-        .await
-        .map(drop)
-    }
-}
-
-#[async_trait]
-impl PowReplayStore for PostgresStore {
-    async fn record_solved_pow(&self, digest: &str, ttl: Duration) -> Result<bool, StoreError> {
-        // A row comes back only when inserted or when it replaced an expired record; the first
-        // column says whether the caller was still waiting (nothing is written otherwise).
-        let row = self
-            .query_one(
-                "WITH clock AS (SELECT vcode_now_ms() AS now_ms),
-                 recorded AS (
-                   INSERT INTO vcode_pow_replays AS r (digest, expires_at_ms)
-                   SELECT $1, now_ms + $2 FROM clock WHERE now_ms <= $3
-                   ON CONFLICT (digest) DO UPDATE SET expires_at_ms = excluded.expires_at_ms
-                     WHERE r.expires_at_ms <= vcode_now_ms()
-                   RETURNING 1)
-                 SELECT clock.now_ms <= $3, EXISTS (SELECT 1 FROM recorded) FROM clock",
-                &[&digest, &millis(ttl), &self.give_up_at_ms()],
-            )
-            .await?;
-        let in_time: bool = column(&row, 0)?;
-        if !in_time {
-            return Err(self.ran_too_late());
-        }
-        column(&row, 1)
-    }
-
-    async fn forget_solved_pow(&self, digest: &str) -> Result<(), StoreError> {
-        self.query_at_once(
-            "DELETE FROM vcode_pow_replays WHERE digest = $1",
-            &[&digest],
-            &[Type::TEXT],
         )
         .await
         .map(drop)
