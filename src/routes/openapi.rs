@@ -158,7 +158,7 @@ impl Api {
             "info": {
                 "title": "vcode",
                 "version": env!("CARGO_PKG_VERSION"),
-                "description": "SMS one-time codes, image captchas and an ALTCHA proof-of-work gate, verified atomically. Every JSON answer is the envelope {code, message, data}: `code` is 200 on success, otherwise a five-digit error code whose first three digits are the HTTP status.",
+                "description": "One-time codes by SMS and email, image captchas and an ALTCHA proof-of-work gate, verified atomically (the Twilio Verify-compatible API is under /v2, described by Twilio's own OpenAPI). API-key callers are tenants and may name their end users. Every JSON answer is the envelope {code, message, data}: `code` is 200 on success, otherwise a five-digit error code whose first three digits are the HTTP status.",
                 "license": {"name": "MIT OR Apache-2.0", "identifier": "MIT OR Apache-2.0"},
             },
             "paths": paths,
