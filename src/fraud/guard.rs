@@ -322,7 +322,7 @@ impl FraudGuard {
         })
     }
 
-    /// The send's step as the store takes it within the issue (`CodeStore::issue_guarded`).
+    /// The send's step as the store takes it within the issue (`FusedSteps::issue_guarded`).
     pub fn step<'a>(&self, ticket: &'a SendTicket) -> GuardStep<'a> {
         GuardStep {
             send: ticket.admitted.send(),
@@ -330,25 +330,6 @@ impl FraudGuard {
             enforce: ticket.enforce,
             attribution_ttl: self.attribution_ttl,
         }
-    }
-
-    /// The guard's step after an issue whose store left it apart (`GuardedIssue::Apart`): the
-    /// send is counted and judged as `judge` does.
-    pub async fn admit(
-        &self,
-        destination: &Destination,
-        ticket: SendTicket,
-    ) -> Result<Admitted, FraudError> {
-        let admission = self
-            .store
-            .admit_send(
-                &ticket.admitted.send(),
-                &ticket.window,
-                ticket.enforce,
-                self.attribution_ttl,
-            )
-            .await?;
-        self.judge(destination, ticket, admission).await
     }
 
     /// Judges a send the store admitted (in the issue's step or its own): refuses it if its
@@ -506,7 +487,7 @@ impl FraudGuard {
     }
 
     /// What a verify of `destination`'s code converts if it matches, for the store to count in the
-    /// verify's own step (`CodeStore::verify_converting`); `None` when the guard is off.
+    /// verify's own step (`FusedSteps::verify_converting`); `None` when the guard is off.
     pub fn conversion(
         &self,
         destination: &Destination,
@@ -526,33 +507,11 @@ impl FraudGuard {
         })
     }
 
-    /// A code was verified: its send converted (`counted`: the verify's step counted it
-    /// already). Never fails the verify (the code is consumed already); a store error is
-    /// logged.
-    pub async fn converted(
-        &self,
-        destination: &Destination,
-        ticket: Option<ConversionTicket>,
-        counted: bool,
-    ) {
+    /// A code was verified: counted per country (its send's conversion is the store's, in
+    /// the verify's own step: `FusedSteps::verify_converting`).
+    pub fn converted(&self, destination: &Destination) {
         if destination.phone().is_some() {
             crate::metrics::count_verified_by_country(&country_of(destination));
-        }
-        let Some(ticket) = ticket.filter(|_| !counted) else {
-            return;
-        };
-        let conversion = ticket.conversion();
-        if let Err(error) = self
-            .store
-            .count_conversion(
-                conversion.attribution,
-                conversion.prefix,
-                conversion.country,
-                conversion.since_minute,
-            )
-            .await
-        {
-            tracing::warn!(%error, prefix = %ticket.prefix, "fraud guard: conversion not counted");
         }
     }
 

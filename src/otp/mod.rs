@@ -30,8 +30,8 @@ use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    CodeStore, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore, ReceiptStore,
-    Stores, VerifyOutcome, VerifyParams,
+    CodeStore, FusedSteps, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore,
+    ReceiptStore, Stores, VerifyOutcome, VerifyParams, VerifyStep,
 };
 use crate::token::{Audience, TokenIssuer};
 
@@ -125,6 +125,8 @@ impl SendGate {
 
 pub struct OtpService {
     codes: Arc<dyn CodeStore>,
+    /// The send's issue with the guard's step, the verify with its conversion.
+    fused: Arc<dyn FusedSteps>,
     quotas: Arc<dyn QuotaStore>,
     outbox: Arc<dyn OutboxStore>,
     sender: Arc<dyn SmsSender>,
@@ -242,6 +244,7 @@ impl OtpService {
         };
         Self {
             codes: stores.codes.clone(),
+            fused: stores.fused.clone(),
             quotas: stores.quotas.clone(),
             outbox: stores.outbox.clone(),
             sender,
@@ -398,26 +401,24 @@ impl OtpService {
         // A match converts the code's send for the fraud guard: in the verify's own step
         // where the store can, after it elsewhere.
         let conversion = self.fraud.conversion(&destination, &purpose);
-        let (outcome, converted) = self
-            .codes
-            .verify_converting(
-                &destination,
-                &purpose,
-                id.as_ref(),
-                &candidates,
-                client,
-                params,
-                conversion.as_ref().map(ConversionTicket::conversion),
-            )
+        let step = VerifyStep {
+            destination: &destination,
+            purpose: &purpose,
+            id: id.as_ref(),
+            candidates: &candidates,
+            client,
+            params,
+        };
+        let outcome = self
+            .fused
+            .verify_converting(step, conversion.as_ref().map(ConversionTicket::conversion))
             .await?;
         let by = if id.is_some() { "id" } else { "destination" };
         match outcome {
             VerifyOutcome::Verified => {
                 self.stats.record(Event::VerifyOk);
                 tracing::info!(%destination, %purpose, by, "code verified");
-                self.fraud
-                    .converted(&destination, conversion, converted)
-                    .await;
+                self.fraud.converted(&destination);
                 Ok(self.tokens.issue_for(
                     destination.key(),
                     destination.channel(),

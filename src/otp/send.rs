@@ -363,8 +363,8 @@ impl OtpService {
             match &ticket {
                 Some(ticket) => {
                     let step = self.fraud.step(ticket);
-                    let codes = &self.codes;
-                    codes
+                    let fused = &self.fused;
+                    fused
                         .issue_guarded(destination, purpose, candidate, params, budgets, step)
                         .await
                 }
@@ -372,12 +372,14 @@ impl OtpService {
                     .codes
                     .issue_code(destination, purpose, candidate, params, budgets)
                     .await
-                    .map(GuardedIssue::Apart),
+                    .map(|outcome| GuardedIssue::Issued {
+                        outcome,
+                        admission: None,
+                    }),
             }
         });
         let (outcome, admission) = match issued.await? {
-            GuardedIssue::Apart(outcome) => (outcome, None),
-            GuardedIssue::Together { outcome, admission } => (outcome, admission),
+            GuardedIssue::Issued { outcome, admission } => (outcome, admission),
             GuardedIssue::Refused(block) => {
                 return Err(self.fraud.refused_by(destination, &block).into());
             }
@@ -403,20 +405,13 @@ impl OtpService {
             scopes: budgets.budgets.iter().map(|budget| budget.scope).collect(),
             token: budgets.token,
         };
-        // Only a send that issues is the guard's: judged on the counts the issue's step took,
-        // or counted now. A refusal undoes the issue and what it reserved.
-        let admitted = match ticket {
-            None => None,
-            Some(ticket) => {
-                // Boxed: inline, these steps would grow the send's future (which the route
-                // spawns, and tokio moves) by kilobytes, costing more to copy than they do.
-                let judged = match admission {
-                    Some(admission) => {
-                        Box::pin(self.fraud.judge(destination, ticket, admission)).await
-                    }
-                    None => Box::pin(deadline::shared(self.fraud.admit(destination, ticket))).await,
-                };
-                match judged {
+        // Only a send that issues is the guard's: judged on the counts the issue's step took.
+        // A refusal undoes the issue and what it reserved.
+        let admitted = match (ticket, admission) {
+            (Some(ticket), Some(admission)) => {
+                // Boxed: inline, this step would grow the send's future (which the route
+                // spawns, and tokio moves) by kilobytes, costing more to copy than it does.
+                match Box::pin(self.fraud.judge(destination, ticket, admission)).await {
                     Ok(admitted) => Some(admitted),
                     Err(error) => {
                         let error = OtpError::from(error);
@@ -428,6 +423,7 @@ impl OtpService {
                     }
                 }
             }
+            _ => None,
         };
         let sent = self
             .deliver(

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use self::legacy::{Legacy, LegacyRedisStore};
-use crate::store::{StoreError, Stores};
+use crate::store::{StepByStep, StoreError, Stores};
 
 /// How verifies read, compare and delete codes (`VCODE_VERIFY_STRATEGY`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -83,6 +83,12 @@ pub fn stores_for(
         gap,
         command_timeout,
     )?);
+    // The legacy codes know nothing of the guard: its steps follow theirs.
+    stores.fused = Arc::new(StepByStep {
+        codes: stores.codes.clone(),
+        fraud: stores.fraud.clone(),
+        quotas: stores.quotas.clone(),
+    });
     Ok(stores)
 }
 

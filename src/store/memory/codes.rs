@@ -6,13 +6,10 @@ use super::*;
 use crate::store::{Admission, CodeStore, GuardStep, GuardedIssue};
 
 /// A send that does not issue: nothing for the guard to count.
-fn not_issued(outcome: IssueOutcome, guard: Option<&GuardStep<'_>>) -> GuardedIssue {
-    match guard {
-        Some(_) => GuardedIssue::Together {
-            outcome,
-            admission: None,
-        },
-        None => GuardedIssue::Apart(outcome),
+fn not_issued(outcome: IssueOutcome) -> GuardedIssue {
+    GuardedIssue::Issued {
+        outcome,
+        admission: None,
     }
 }
 
@@ -22,7 +19,7 @@ impl MemoryStore {
     /// has room) and before anything is written: a refused send leaves nothing but the
     /// refusal's count, and a counted one is issued. Lock order: the code's shard, the quota
     /// log's, the guard's counts.
-    fn issue_now(
+    pub(super) fn issue_now(
         &self,
         destination: &Destination,
         purpose: &Purpose,
@@ -47,7 +44,7 @@ impl MemoryStore {
                 let cooldown = IssueOutcome::Cooldown {
                     retry_after: Duration::from_millis(ready_at - now),
                 };
-                return Ok(not_issued(cooldown, guard));
+                return Ok(not_issued(cooldown));
             }
         }
         let quota_token = QuotaToken::generate();
@@ -60,7 +57,7 @@ impl MemoryStore {
                 let exceeded = IssueOutcome::QuotaExceeded {
                     retry_after: Duration::from_millis(wait),
                 };
-                return Ok(not_issued(exceeded, guard));
+                return Ok(not_issued(exceeded));
             }
             admission = match self.admit_locked(guard) {
                 Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
@@ -73,10 +70,7 @@ impl MemoryStore {
                 admission => admission,
             };
         }
-        let outcome = |outcome| match guard {
-            Some(_) => GuardedIssue::Together { outcome, admission },
-            None => GuardedIssue::Apart(outcome),
-        };
+        let outcome = |outcome| GuardedIssue::Issued { outcome, admission };
 
         if let Some(entry) = pending {
             let previous = PreviousIssue {
@@ -167,24 +161,11 @@ impl CodeStore for MemoryStore {
         _budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
         match self.issue_now(destination, purpose, candidate, params, None)? {
-            GuardedIssue::Apart(outcome) => Ok(outcome),
-            _ => Err(StoreError::Protocol(
+            GuardedIssue::Issued { outcome, .. } => Ok(outcome),
+            GuardedIssue::Refused(_) => Err(StoreError::Protocol(
                 "issue: a guard's answer unasked".to_owned(),
             )),
         }
-    }
-
-    /// The issue and the guard's step under one lock (`issue_now`).
-    async fn issue_guarded(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        candidate: CodeCandidate,
-        params: &IssueParams,
-        _budgets: Budgets<'_>,
-        guard: GuardStep<'_>,
-    ) -> Result<GuardedIssue, StoreError> {
-        self.issue_now(destination, purpose, candidate, params, Some(&guard))
     }
 
     async fn undo_issue(

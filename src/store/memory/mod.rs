@@ -1,11 +1,18 @@
 //! The embedded store: pending codes in sharded in-process maps. Each operation is one critical
 //! section on one shard; expiry is enforced on every read and a background sweep frees memory.
 
+mod captchas;
 mod codes;
+mod dev_outbox;
 mod events;
 mod fraud;
+mod fused;
+mod health;
+mod idempotency;
 mod pow;
-mod records;
+mod quotas;
+mod receipts;
+mod stats;
 mod twilio;
 mod verifications;
 

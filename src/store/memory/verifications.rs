@@ -3,13 +3,9 @@
 //! the failure logs': one critical section, as `verify_code`. The providers' messages lead to
 //! their verification, whose delivery a receipt moves under the verification's lock.
 
-use async_trait::async_trait;
-
 use super::*;
 use crate::domain::Region;
-use crate::store::{
-    DELIVERY_COUNTS_KEPT_HOURS, DeliveryCount, ReceiptStore, add_delivery, unix_hour,
-};
+use crate::store::{DELIVERY_COUNTS_KEPT_HOURS, DeliveryCount, add_delivery, unix_hour};
 
 impl MemoryStore {
     /// Records the verification of a send that delivers the code of digest `digest` (the
@@ -66,7 +62,7 @@ impl MemoryStore {
 
     /// Appends an event of the verification `entry` (the caller holds its shard), its detail
     /// made only when events are on.
-    fn verification_event(
+    pub(super) fn verification_event(
         &self,
         kind: EventKind,
         id: &VerificationId,
@@ -258,7 +254,7 @@ impl MemoryStore {
 impl MemoryStore {
     /// Counts a receipt's final word in this hour's counts (the caller holds the
     /// verification's lock); forgets hours older than the counts are kept.
-    fn count_delivery(&self, receipt: &Receipt<'_>, phone_e164: &str) {
+    pub(super) fn count_delivery(&self, receipt: &Receipt<'_>, phone_e164: &str) {
         let hour = unix_hour(unix_now_ms());
         let country = Phone::parse(phone_e164, Region::default())
             .map_or_else(String::new, |phone| phone.country());
@@ -279,83 +275,6 @@ impl MemoryStore {
     }
 }
 
-fn message_key(provider: &str, message_id: &str) -> String {
+pub(super) fn message_key(provider: &str, message_id: &str) -> String {
     [provider, " ", message_id].concat()
-}
-
-#[async_trait]
-impl ReceiptStore for MemoryStore {
-    async fn record_message(
-        &self,
-        _destination: &Destination,
-        _purpose: &Purpose,
-        id: &VerificationId,
-        provider: &str,
-        message_id: &str,
-        guarded: Option<SendMark>,
-        keep: Duration,
-    ) -> Result<(), StoreError> {
-        let key = message_key(provider, message_id);
-        let entry = MessageEntry {
-            verification: id.clone(),
-            guarded,
-            retained_until_ms: self.now_ms().saturating_add(duration_ms(keep)),
-        };
-        self.messages.lock(&key).insert(key.into_boxed_str(), entry);
-        Ok(())
-    }
-
-    async fn apply_receipt(&self, receipt: &Receipt<'_>) -> Result<ReceiptOutcome, StoreError> {
-        let now = self.now_ms();
-        let key = message_key(receipt.provider, receipt.message_id);
-        let Some((id, guarded)) = self
-            .messages
-            .lock(&key)
-            .get(key.as_str())
-            .filter(|entry| entry.retained_until_ms > now)
-            .map(|entry| (entry.verification.clone(), entry.guarded))
-        else {
-            return Ok(ReceiptOutcome::Unknown);
-        };
-        let mut verifications = self.verifications.lock(id.as_str());
-        let Some(entry) = verifications
-            .get_mut(id.as_str())
-            .filter(|entry| entry.retained_until_ms > now)
-        else {
-            return Ok(ReceiptOutcome::Unknown);
-        };
-        let previous = entry.delivery;
-        if receipt.delivery.rank() <= previous.rank() {
-            return Ok(ReceiptOutcome::Unchanged);
-        }
-        entry.delivery = receipt.delivery;
-        entry.delivery_error = receipt.error_code.map(Into::into);
-        if let Some((kind, detail)) = receipt.event() {
-            self.verification_event(kind, &id, entry, || detail);
-            self.count_delivery(receipt, &entry.target.phone_e164);
-        }
-        Ok(ReceiptOutcome::Changed(DeliveryTransition {
-            verification: id.clone(),
-            target: entry.target.clone(),
-            provider: receipt.provider.to_owned(),
-            message_id: receipt.message_id.to_owned(),
-            previous,
-            delivery: receipt.delivery,
-            error_code: receipt.error_code.map(str::to_owned),
-            created_at_ms: entry.created_at_unix_ms,
-            guarded,
-            changed_at_ms: unix_now_ms(),
-        }))
-    }
-
-    async fn delivery_counts(&self, from_hour: u64) -> Result<Vec<DeliveryCount>, StoreError> {
-        let counts = self
-            .delivery_counts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        Ok(counts
-            .range((from_hour, String::new(), String::new())..)
-            .map(|(_, count)| count.clone())
-            .collect())
-    }
 }

@@ -6,20 +6,19 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_postgres::types::{ToSql, Type};
 
-use super::fraud::{self, AdmitArgs};
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays, unix_ms};
 use crate::domain::{CodeDigest, Destination, Purpose, SealedCode, VerificationId};
 use crate::store::{
-    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, GuardStep,
-    GuardedIssue, IssueOutcome, IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken,
-    ResendPolicy, StoreError, VerificationRecord, VerificationStatus, VerificationTarget,
-    VerifyOutcome, VerifyParams,
+    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
+    IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError,
+    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
+    VerifyStep,
 };
 
 const ISSUE: &str =
     "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
 /// `vcode_issue`'s thirteen arguments, then `vcode_fraud_admit`'s eleven (0008).
-const ISSUE_GUARDED: &str = "SELECT * FROM vcode_issue_guarded($1, $2, $3, $4, $5, $6, $7, $8, \
+pub(super) const ISSUE_GUARDED: &str = "SELECT * FROM vcode_issue_guarded($1, $2, $3, $4, $5, $6, $7, $8, \
      $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)";
 const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const UNDO_TYPES: [Type; 11] = [
@@ -61,7 +60,7 @@ fn count(value: i32) -> Result<u32, StoreError> {
 }
 
 /// `vcode_issue`'s answer (the first ten columns of `vcode_issue_guarded`'s) but a run too late.
-fn issue_outcome(
+pub(super) fn issue_outcome(
     row: &tokio_postgres::Row,
     candidate: CodeCandidate,
     quota_token: QuotaToken,
@@ -130,7 +129,7 @@ fn verify_outcome(row: &tokio_postgres::Row) -> Result<VerifyOutcome, StoreError
 }
 
 /// `vcode_issue`'s arguments (the first thirteen of `vcode_issue_guarded`'s).
-struct IssueArgs<'a> {
+pub(super) struct IssueArgs<'a> {
     destination: &'a str,
     purpose: &'a str,
     digest: &'a [u8],
@@ -148,7 +147,7 @@ struct IssueArgs<'a> {
 }
 
 impl<'a> IssueArgs<'a> {
-    fn of(
+    pub(super) fn of(
         destination: &'a Destination,
         purpose: &'a Purpose,
         candidate: &'a CodeCandidate,
@@ -172,7 +171,7 @@ impl<'a> IssueArgs<'a> {
         }
     }
 
-    fn params(&self) -> [&(dyn ToSql + Sync); 13] {
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 13] {
         [
             &self.destination,
             &self.purpose,
@@ -192,19 +191,18 @@ impl<'a> IssueArgs<'a> {
 }
 
 impl PostgresStore {
-    /// `vcode_verify` (by phone) or `vcode_verify_by_id` (`id` after the purpose): the same
-    /// arguments but the id.
-    #[allow(clippy::too_many_arguments)]
-    async fn verify(
-        &self,
-        statement: &'static str,
-        destination: &Destination,
-        purpose: &Purpose,
-        id: Option<&VerificationId>,
-        candidates: &[CodeDigest],
-        client: crate::domain::Client,
-        params: VerifyParams,
-    ) -> Result<VerifyOutcome, StoreError> {
+    /// `vcode_verify_by_id` (by id) or `vcode_verify` (by destination): the same arguments
+    /// but the id, after the purpose.
+    async fn call_verify(&self, step: VerifyStep<'_>) -> Result<VerifyOutcome, StoreError> {
+        let VerifyStep {
+            destination,
+            purpose,
+            id,
+            candidates,
+            client,
+            params,
+        } = step;
+        let statement = if id.is_some() { VERIFY_BY_ID } else { VERIFY };
         let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
         let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
         let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
@@ -263,45 +261,6 @@ impl CodeStore for PostgresStore {
         issue_outcome(&row, candidate, quota_token)
     }
 
-    /// The issue and the guard's step in one statement (`vcode_issue_guarded`).
-    async fn issue_guarded(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        candidate: CodeCandidate,
-        params: &IssueParams,
-        _budgets: Budgets<'_>,
-        guard: GuardStep<'_>,
-    ) -> Result<GuardedIssue, StoreError> {
-        let quota_token = QuotaToken::generate();
-        let (limits, windows) = rule_arrays(&params.phone_quota);
-        let args = IssueArgs::of(
-            destination,
-            purpose,
-            &candidate,
-            (params, quota_token, self.give_up_at_ms()),
-            (&limits, &windows),
-        );
-        let admit = AdmitArgs::of(&guard);
-        let mut all: [&(dyn ToSql + Sync); 24] = [&0; 24];
-        all[..13].copy_from_slice(&args.params());
-        all[13..].copy_from_slice(&admit.params());
-        let row = self
-            .query_one_sharded(ISSUE_GUARDED, &all, &admit.token)
-            .await?;
-        match column::<i32>(&row, 0)? {
-            -2 => return Err(self.ran_too_late()),
-            -4 => return Ok(GuardedIssue::Refused(fraud::refusal_at(&row, 10)?)),
-            _ => {}
-        }
-        let outcome = issue_outcome(&row, candidate, quota_token)?;
-        let admission = match outcome {
-            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&row, 10, admit.mark())?),
-            _ => None,
-        };
-        Ok(GuardedIssue::Together { outcome, admission })
-    }
-
     async fn undo_issue(
         &self,
         destination: &Destination,
@@ -343,16 +302,15 @@ impl CodeStore for PostgresStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        self.verify(
-            VERIFY,
+        let step = VerifyStep {
             destination,
             purpose,
-            None,
+            id: None,
             candidates,
             client,
             params,
-        )
-        .await
+        };
+        self.call_verify(step).await
     }
 
     async fn pending_code(
@@ -398,16 +356,15 @@ impl CodeStore for PostgresStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        self.verify(
-            VERIFY_BY_ID,
+        let step = VerifyStep {
             destination,
             purpose,
-            Some(id),
+            id: Some(id),
             candidates,
             client,
             params,
-        )
-        .await
+        };
+        self.call_verify(step).await
     }
 
     async fn verification(

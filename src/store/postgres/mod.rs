@@ -4,16 +4,22 @@
 //! read as absent and a background task deletes them in small batches. Every call is bounded
 //! by the statement timeout, end to end.
 
+mod captchas;
 mod codes;
 mod connection;
+mod dev_outbox;
 mod events;
 mod fraud;
+mod fused;
+mod health;
+mod idempotency;
 mod migrations;
 mod pow;
+mod quotas;
 mod receipts;
-mod records;
 mod settings;
 mod shards;
+mod stats;
 mod sweep;
 mod twilio;
 

@@ -4,11 +4,11 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{CodeStore, Conversion, DeliveryKind, GuardStep, GuardedIssue};
+use crate::store::{CodeStore, Conversion, DeliveryKind, GuardStep, GuardedIssue, VerifyStep};
 
 impl RedisStore {
     /// `issue.lua`, with the guard's step on one node when there is one.
-    async fn run_issue(
+    pub(super) async fn run_issue(
         &self,
         destination: &Destination,
         purpose: &Purpose,
@@ -105,7 +105,10 @@ impl RedisStore {
             });
         }
         let Some(guard) = guard else {
-            return Ok(GuardedIssue::Apart(outcome));
+            return Ok(GuardedIssue::Issued {
+                outcome,
+                admission: None,
+            });
         };
         // The guard's counts follow a delivery's fields.
         let admission = match &outcome {
@@ -119,36 +122,59 @@ impl RedisStore {
             )?),
             _ => None,
         };
-        Ok(GuardedIssue::Together { outcome, admission })
+        Ok(GuardedIssue::Issued { outcome, admission })
     }
 
-    /// `verify.lua` or `verify_id.lua` over `keys`: the same arguments (the limits, a quota
-    /// token, the candidate digests after a `|`, verify.lua's `verification_prefix` first)
-    /// and the same reply.
-    #[allow(clippy::too_many_arguments)]
-    async fn run_verify(
+    /// `verify_id.lua` (by id) or `verify.lua` (by destination: the code's latest send's
+    /// verification and its events found in the script), counting the guard's conversion of
+    /// a match in the same step when there is one. Both take the same arguments (the limits,
+    /// a quota token, the candidate digests after a `|`, verify.lua's verification prefix
+    /// first) and give the same reply.
+    pub(super) async fn run_verify(
         &self,
-        script: &Script,
-        keys: &[String],
-        verification_prefix: Option<&str>,
-        candidates: &[CodeDigest],
-        params: VerifyParams,
-        // What else the step writes: the guard's conversion, the event outbox.
-        (conversion, events): (Option<Conversion<'_>>, Option<EventSubject<'_>>),
-        name: &str,
+        step: VerifyStep<'_>,
+        conversion: Option<Conversion<'_>>,
     ) -> Result<VerifyOutcome, StoreError> {
+        let VerifyStep {
+            destination,
+            purpose,
+            id,
+            candidates,
+            client,
+            params,
+        } = step;
         let phone_rules = rule_args(params.phone_failures.as_slice());
-        let mut invocation = script.prepare_invoke();
+        let (mut invocation, events, name);
+        match id {
+            Some(id) => {
+                invocation = SCRIPTS.verify_id.prepare_invoke();
+                invocation.key(&keys::verify_id(destination, purpose, client, id));
+                events = EventSubject::of(id, destination, purpose);
+                name = "verify_id";
+            }
+            None => {
+                invocation = SCRIPTS.verify.prepare_invoke();
+                invocation.key(&keys::verify(destination, purpose, client));
+                // The script finds the subject (the code's latest send).
+                events = EventSubject {
+                    tag: destination.key(),
+                    subject: "",
+                    phone_e164: destination.key(),
+                    purpose: purpose.as_str(),
+                    detail: "",
+                };
+                name = "verify";
+            }
+        }
         invocation
-            .key(keys)
             .arg(params.max_attempts)
             .arg(QuotaToken::generate().0)
             .arg(phone_rules.len())
             .arg(phone_rules)
             .arg(rule_args(params.client_failures.as_slice()))
             .arg("|");
-        if let Some(prefix) = verification_prefix {
-            invocation.arg(prefix);
+        if id.is_none() {
+            invocation.arg(keys::verification_prefix(destination.key()));
         }
         for candidate in candidates {
             invocation.arg(candidate.as_bytes());
@@ -157,48 +183,12 @@ impl RedisStore {
             fraud::add_conversion(&mut invocation, conversion);
         }
         // The outbox's keys and arguments end the invocation (events.lua).
-        if let Some(events) = &events {
-            self.add_outbox(&mut invocation, events);
-        }
+        self.add_outbox(&mut invocation, &events);
         let mut connection = self.connections.get();
         let reply: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
         parse_verify(&reply).ok_or_else(|| protocol(name, &reply))
-    }
-}
-
-impl RedisStore {
-    /// `verify.lua`: by (destination, purpose), the code's latest send's verification and its
-    /// events found in the script (the outbox's subject left to it).
-    async fn run_verify_by_destination(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        candidates: &[CodeDigest],
-        client: crate::domain::Client,
-        params: VerifyParams,
-        conversion: Option<Conversion<'_>>,
-    ) -> Result<VerifyOutcome, StoreError> {
-        let keys = keys::verify(destination, purpose, client);
-        let prefix = keys::verification_prefix(destination.key());
-        let events = EventSubject {
-            tag: destination.key(),
-            subject: "",
-            phone_e164: destination.key(),
-            purpose: purpose.as_str(),
-            detail: "",
-        };
-        self.run_verify(
-            &SCRIPTS.verify,
-            &keys,
-            Some(&prefix),
-            candidates,
-            params,
-            (conversion, Some(events)),
-            "verify",
-        )
-        .await
     }
 }
 
@@ -221,74 +211,11 @@ impl CodeStore for RedisStore {
             .run_issue(destination, purpose, candidate, params, budgets, None)
             .await?
         {
-            GuardedIssue::Apart(outcome) => Ok(outcome),
-            _ => Err(StoreError::Protocol(
+            GuardedIssue::Issued { outcome, .. } => Ok(outcome),
+            GuardedIssue::Refused(_) => Err(StoreError::Protocol(
                 "issue: a guard's reply unasked".to_owned(),
             )),
         }
-    }
-
-    async fn issue_guarded(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        candidate: CodeCandidate,
-        params: &IssueParams,
-        budgets: Budgets<'_>,
-        guard: GuardStep<'_>,
-    ) -> Result<GuardedIssue, StoreError> {
-        self.run_issue(
-            destination,
-            purpose,
-            candidate,
-            params,
-            budgets,
-            Some(guard),
-        )
-        .await
-    }
-
-    async fn verify_converting(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        id: Option<&VerificationId>,
-        candidates: &[CodeDigest],
-        client: crate::domain::Client,
-        params: VerifyParams,
-        conversion: Option<Conversion<'_>>,
-    ) -> Result<(VerifyOutcome, bool), StoreError> {
-        // The guard's keys meet the phone's on one node only.
-        let conversion = conversion.filter(|_| self.connections.one_node());
-        let outcome = match id {
-            Some(id) => {
-                let keys = keys::verify_id(destination, purpose, client, id);
-                let script = &SCRIPTS.verify_id;
-                let events = Some(EventSubject::of(id, destination, purpose));
-                self.run_verify(
-                    script,
-                    &keys,
-                    None,
-                    candidates,
-                    params,
-                    (conversion, events),
-                    "verify_id",
-                )
-                .await?
-            }
-            None => {
-                self.run_verify_by_destination(
-                    destination,
-                    purpose,
-                    candidates,
-                    client,
-                    params,
-                    conversion,
-                )
-                .await?
-            }
-        };
-        Ok((outcome, conversion.is_some()))
     }
 
     async fn undo_issue(
@@ -330,8 +257,15 @@ impl CodeStore for RedisStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        self.run_verify_by_destination(destination, purpose, candidates, client, params, None)
-            .await
+        let step = VerifyStep {
+            destination,
+            purpose,
+            id: None,
+            candidates,
+            client,
+            params,
+        };
+        self.run_verify(step, None).await
     }
 
     async fn pending_code(
@@ -387,18 +321,15 @@ impl CodeStore for RedisStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let keys = keys::verify_id(destination, purpose, client, id);
-        let events = EventSubject::of(id, destination, purpose);
-        self.run_verify(
-            &SCRIPTS.verify_id,
-            &keys,
-            None,
+        let step = VerifyStep {
+            destination,
+            purpose,
+            id: Some(id),
             candidates,
+            client,
             params,
-            (None, Some(events)),
-            "verify_id",
-        )
-        .await
+        };
+        self.run_verify(step, None).await
     }
 
     async fn verification(

@@ -3,12 +3,18 @@
 //! thread; to a Cluster or the primary Sentinel names, one shared; `connection.rs`), so that
 //! requests never wait for an exclusive connection. Every call is bounded by the command timeout.
 
+mod captchas;
 mod codes;
+mod dev_outbox;
 mod events;
 mod fraud;
+mod fused;
+mod health;
+mod idempotency;
 mod pow;
+mod quotas;
 mod receipts;
-mod records;
+mod stats;
 mod twilio;
 
 mod cluster;

@@ -1,10 +1,11 @@
 //! The Redis store's delivery receipts: a provider's message leads to its verification through
 //! `verify_code:message:{<provider>:<message id>}` (`<E.164> <purpose> <id>`, then
-//! ` <minute>:<token>` if the fraud guard counted the send; one `SET` after the SMS went out); a receipt reads it, then moves the verification's delivery in
-//! `receipt.lua`, under the phone's hash tag, which appends a final word's event to the
-//! outbox and counts it in the day's delivery counts (`keys::delivery_counts`: one hash under
-//! `{delivery}` on one node, the phone's slot's on a Cluster). The index never changes once
-//! written, so reading it outside the script is safe (as a verification's target is).
+//! ` <minute>:<token>` if the fraud guard counted the send; one `SET` after the SMS went out); a
+//! receipt reads it, then moves the verification's delivery in `receipt.lua`, under the phone's
+//! hash tag, which appends a final word's event to the outbox and counts it in the day's delivery
+//! counts (`keys::delivery_counts`: one hash under `{delivery}` on one node, the phone's slot's on
+//! a Cluster). The index never changes once written, so reading it outside the script is safe (as a
+//! verification's target is).
 
 use async_trait::async_trait;
 

@@ -5,6 +5,7 @@
 mod captchas;
 mod email_destinations;
 mod fraud;
+mod fused;
 mod pending_codes;
 mod receipts;
 mod redis_layout;

@@ -1,0 +1,225 @@
+//! The fused steps role: a send's issue together with the fraud guard's step of it, and a
+//! verify together with the conversion its match counts. [`StepByStep`] takes each as plain
+//! roles' steps one after the other (written once, here); a backend whose keys meet (the
+//! embedded store, one Redis node, PostgreSQL's issue) plays the role itself, in one atomic
+//! step and one round trip, and falls back on [`issue_then_admit`] / [`verify_then_convert`]
+//! where they do not (a Redis Cluster).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use super::{
+    Admission, Budgets, CodeCandidate, CodeStore, FraudSend, FraudStore, IssueOutcome, IssueParams,
+    PrefixBlock, QuotaStore, SendMark, StoreError, VerifyOutcome, VerifyParams,
+};
+use crate::domain::traffic::Window;
+use crate::domain::{Client, CodeDigest, Destination, Purpose, VerificationId};
+
+/// The fraud guard's step of one send, as `FusedSteps::issue_guarded` takes it: the send, the
+/// window it is judged over, whether a blocked prefix is refused, and how long its
+/// attribution waits for a verify.
+#[derive(Clone, Copy, Debug)]
+pub struct GuardStep<'a> {
+    pub send: FraudSend<'a>,
+    pub window: &'a Window,
+    pub enforce: bool,
+    pub attribution_ttl: Duration,
+}
+
+impl GuardStep<'_> {
+    /// The mark the step counts its send under, unless the store chooses another (see
+    /// `Admission::Admitted::mark`): the window's minute and the send's token.
+    pub fn mark(&self) -> SendMark {
+        SendMark {
+            minute: self.window.minute,
+            token: self.send.token,
+        }
+    }
+}
+
+/// What `FusedSteps::issue_guarded` did.
+// One per send, moved once from the store to the guard: boxing the tallies would cost an
+// allocation on every send for nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug)]
+pub enum GuardedIssue {
+    /// The prefix is blocked: nothing was issued, reserved or counted but the refusal.
+    Refused(PrefixBlock),
+    /// The issue's outcome and, when it delivers, the send as the guard counted it
+    /// (`Admission::Admitted`); a send that does not deliver is not counted.
+    Issued {
+        outcome: IssueOutcome,
+        admission: Option<Admission>,
+    },
+}
+
+/// One verify, as the codes role and the fused steps take it.
+#[derive(Clone, Copy, Debug)]
+pub struct VerifyStep<'a> {
+    pub destination: &'a Destination,
+    pub purpose: &'a Purpose,
+    /// The verification id it names (`CodeStore::verify_by_id`); `None`: by destination
+    /// (`CodeStore::verify_code`).
+    pub id: Option<&'a VerificationId>,
+    /// The submitted code's digest under each key in use.
+    pub candidates: &'a [CodeDigest],
+    pub client: Client,
+    pub params: VerifyParams,
+}
+
+/// A verified code's send, for the guard to count as converted: see
+/// `FraudStore::count_conversion`.
+#[derive(Clone, Copy, Debug)]
+pub struct Conversion<'a> {
+    pub attribution: &'a str,
+    pub prefix: &'a str,
+    pub country: &'a str,
+    pub since_minute: u64,
+}
+
+/// The steps that cross roles: the codes' and the fraud guard's.
+#[async_trait]
+pub trait FusedSteps: Send + Sync + 'static {
+    /// `CodeStore::issue_code` with the fraud guard's step of the send
+    /// (`FraudStore::admit_send`): refused before anything is issued when the prefix is
+    /// blocked and `guard.enforce`, else counted only if the issue delivers. An error leaves
+    /// nothing issued.
+    async fn issue_guarded(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        budgets: Budgets<'_>,
+        guard: GuardStep<'_>,
+    ) -> Result<GuardedIssue, StoreError>;
+
+    /// `CodeStore::verify_by_id` or `verify_code` (as `step.id` says), a match counted as
+    /// the conversion of the send `conversion` names (`FraudStore::count_conversion`). The
+    /// conversion never fails the verify: the code is consumed by then.
+    async fn verify_converting(
+        &self,
+        step: VerifyStep<'_>,
+        conversion: Option<Conversion<'_>>,
+    ) -> Result<VerifyOutcome, StoreError>;
+}
+
+/// The fused steps as plain roles' steps one after another: for roles that do not share a
+/// backend (the postmortem's legacy codes beside a real store's fraud counts).
+pub struct StepByStep {
+    pub codes: Arc<dyn CodeStore>,
+    pub fraud: Arc<dyn FraudStore>,
+    pub quotas: Arc<dyn QuotaStore>,
+}
+
+#[async_trait]
+impl FusedSteps for StepByStep {
+    async fn issue_guarded(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        budgets: Budgets<'_>,
+        guard: GuardStep<'_>,
+    ) -> Result<GuardedIssue, StoreError> {
+        let roles = (&*self.codes, &*self.fraud, &*self.quotas);
+        issue_then_admit(
+            roles,
+            destination,
+            purpose,
+            candidate,
+            params,
+            budgets,
+            guard,
+        )
+        .await
+    }
+
+    async fn verify_converting(
+        &self,
+        step: VerifyStep<'_>,
+        conversion: Option<Conversion<'_>>,
+    ) -> Result<VerifyOutcome, StoreError> {
+        verify_then_convert(&*self.codes, &*self.fraud, step, conversion).await
+    }
+}
+
+/// The issue, then (if it delivers) the guard's step; a refusal or an error of that step
+/// undoes the issue (and the budgets it reserved), so that the answer means what a fused
+/// step's would.
+pub async fn issue_then_admit(
+    (codes, fraud, quotas): (&dyn CodeStore, &dyn FraudStore, &dyn QuotaStore),
+    destination: &Destination,
+    purpose: &Purpose,
+    candidate: CodeCandidate,
+    params: &IssueParams,
+    budgets: Budgets<'_>,
+    guard: GuardStep<'_>,
+) -> Result<GuardedIssue, StoreError> {
+    let outcome = codes
+        .issue_code(destination, purpose, candidate, params, budgets)
+        .await?;
+    let IssueOutcome::Deliver(delivery) = &outcome else {
+        return Ok(GuardedIssue::Issued {
+            outcome,
+            admission: None,
+        });
+    };
+    let admitted = fraud
+        .admit_send(
+            &guard.send,
+            guard.window,
+            guard.enforce,
+            guard.attribution_ttl,
+        )
+        .await;
+    let block = match admitted {
+        Ok(admission @ Admission::Admitted { .. }) => {
+            return Ok(GuardedIssue::Issued {
+                outcome,
+                admission: Some(admission),
+            });
+        }
+        Ok(Admission::Refused(block)) => Ok(block),
+        Err(error) => Err(error),
+    };
+    // Refused or unknown: the issue is taken back, as if the step had been one.
+    if let Err(error) = codes.undo_issue(destination, purpose, &delivery.undo).await {
+        tracing::error!(%destination, %purpose, %error, "the guard's step failed and the issue could not be undone");
+    }
+    if delivery.budgets_reserved {
+        let scopes: Vec<_> = budgets.budgets.iter().map(|budget| budget.scope).collect();
+        if let Err(error) = quotas.release_quota(&scopes, budgets.token).await {
+            tracing::warn!(%error, "quota event not released; it expires with its window");
+        }
+    }
+    block.map(GuardedIssue::Refused)
+}
+
+/// The verify, then (if it matched) the conversion, whose failure is logged: the code is
+/// consumed by then, and the guard loses one conversion.
+pub async fn verify_then_convert(
+    codes: &dyn CodeStore,
+    fraud: &dyn FraudStore,
+    step: VerifyStep<'_>,
+    conversion: Option<Conversion<'_>>,
+) -> Result<VerifyOutcome, StoreError> {
+    let outcome = codes.verify(step).await?;
+    if let (VerifyOutcome::Verified, Some(conversion)) = (outcome, conversion) {
+        let counted = fraud
+            .count_conversion(
+                conversion.attribution,
+                conversion.prefix,
+                conversion.country,
+                conversion.since_minute,
+            )
+            .await;
+        if let Err(error) = counted {
+            tracing::warn!(%error, prefix = %conversion.prefix, "fraud guard: conversion not counted");
+        }
+    }
+    Ok(outcome)
+}

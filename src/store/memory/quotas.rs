@@ -1,0 +1,58 @@
+//! The embedded store's quotas role: budgets shared by many destinations (quota logs), reserved and
+//! released.
+
+use async_trait::async_trait;
+
+use super::*;
+use crate::store::QuotaStore;
+
+#[async_trait]
+impl QuotaStore for MemoryStore {
+    async fn reserve_quota(
+        &self,
+        budgets: &[Budget<'_>],
+        token: QuotaToken,
+    ) -> Result<QuotaDecision, StoreError> {
+        let now = self.now_ms();
+        // One shard: every budget log is behind this one lock.
+        let mut logs = self.budgets.lock("");
+        let (mut refused, mut wait_ms) = (None, 0);
+        for budget in budgets {
+            let key = scope_key(budget.scope);
+            let wait = logs
+                .get_mut(key.as_str())
+                .map_or(0, |log| log.wait(now, budget.rules));
+            if wait > 0 {
+                refused.get_or_insert(budget.scope);
+                wait_ms = wait_ms.max(wait);
+            }
+        }
+        if let Some(scope) = refused {
+            return Ok(QuotaDecision::Exceeded {
+                scope,
+                retry_after: Duration::from_millis(wait_ms),
+            });
+        }
+        for budget in budgets {
+            let key = scope_key(budget.scope);
+            logs.entry(key.into_boxed_str())
+                .or_default()
+                .record(now, budget.rules, token);
+        }
+        Ok(QuotaDecision::Granted)
+    }
+
+    async fn release_quota(
+        &self,
+        scopes: &[QuotaScope],
+        token: QuotaToken,
+    ) -> Result<(), StoreError> {
+        let mut logs = self.budgets.lock("");
+        for scope in scopes {
+            if let Some(log) = logs.get_mut(scope_key(*scope).as_str()) {
+                log.remove(token);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,66 @@
+//! The PostgreSQL store's fused steps: the issue and the guard's step in one statement
+//! (`vcode_issue_guarded`); the verify, then its conversion.
+
+use async_trait::async_trait;
+use tokio_postgres::types::ToSql;
+
+use super::codes::{ISSUE_GUARDED, IssueArgs, issue_outcome};
+use super::fraud::{self, AdmitArgs};
+use super::{PostgresStore, column, rule_arrays};
+use crate::domain::{Destination, Purpose};
+use crate::store::{
+    Budgets, CodeCandidate, Conversion, FusedSteps, GuardStep, GuardedIssue, IssueOutcome,
+    IssueParams, QuotaToken, StoreError, VerifyOutcome, VerifyStep, verify_then_convert,
+};
+
+#[async_trait]
+impl FusedSteps for PostgresStore {
+    /// The issue and the guard's step in one statement (`vcode_issue_guarded`).
+    async fn issue_guarded(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        candidate: CodeCandidate,
+        params: &IssueParams,
+        _budgets: Budgets<'_>,
+        guard: GuardStep<'_>,
+    ) -> Result<GuardedIssue, StoreError> {
+        let quota_token = QuotaToken::generate();
+        let (limits, windows) = rule_arrays(&params.phone_quota);
+        let args = IssueArgs::of(
+            destination,
+            purpose,
+            &candidate,
+            (params, quota_token, self.give_up_at_ms()),
+            (&limits, &windows),
+        );
+        let admit = AdmitArgs::of(&guard);
+        let mut all: [&(dyn ToSql + Sync); 24] = [&0; 24];
+        all[..13].copy_from_slice(&args.params());
+        all[13..].copy_from_slice(&admit.params());
+        let row = self
+            .query_one_sharded(ISSUE_GUARDED, &all, &admit.token)
+            .await?;
+        match column::<i32>(&row, 0)? {
+            -2 => return Err(self.ran_too_late()),
+            -4 => return Ok(GuardedIssue::Refused(fraud::refusal_at(&row, 10)?)),
+            _ => {}
+        }
+        let outcome = issue_outcome(&row, candidate, quota_token)?;
+        let admission = match outcome {
+            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&row, 10, admit.mark())?),
+            _ => None,
+        };
+        Ok(GuardedIssue::Issued { outcome, admission })
+    }
+
+    /// The verify's statement, then the conversion's (each its own transaction: the guard's
+    /// counts are sharded apart from the phone's lock).
+    async fn verify_converting(
+        &self,
+        step: VerifyStep<'_>,
+        conversion: Option<Conversion<'_>>,
+    ) -> Result<VerifyOutcome, StoreError> {
+        verify_then_convert(self, self, step, conversion).await
+    }
+}
