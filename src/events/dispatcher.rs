@@ -152,8 +152,8 @@ impl Dispatcher {
     /// is still unresolved (nothing, if it was approved, canceled or spent, or is forgotten).
     async fn kind_to_send(&self, claim: &ClaimedEvent) -> Result<Option<EventKind>, StoreError> {
         let event = &claim.event;
-        if event.kind != EventKind::ExpiryDue {
-            return Ok(Some(event.kind));
+        if let Some(kind) = super::event_of(event.fact) {
+            return Ok(Some(kind));
         }
         let Some(id) = VerificationId::parse(&event.subject) else {
             return Ok(None);

@@ -4,19 +4,22 @@
 //! (`crate::store::EventStore`), by the `dispatcher`. This module owns the event types and
 //! their payload; the store owns the outbox and writes each event in the step of its change.
 //!
-//! How a store step emits an event (e.g. a delivery receipt moving a verification to
-//! `delivered`), inside the step that makes the change and only there:
-//! - memory: `self.events.append(StoredEvent::of_verification(EventKind::Delivered, id,
+//! The stores record facts, never events: what changed (`ended=approved`,
+//! `delivery=undelivered`, `attempt_failed`…, `crate::store::Fact`) and the numbers an event
+//! carries. [`event_of`] is the one place a fact becomes an event (the dispatcher adds the
+//! expiry timer's, which reads the verification). How a store step records a fact (e.g. a
+//! delivery receipt moving a verification to `delivered`), inside the step that makes the
+//! change and only there:
+//! - memory: `self.events.append(StoredEvent::of_verification(Fact::Delivery(..), id,
 //!   phone, purpose, unix_now_ms()).with_detail(format!("provider={p};message_id={m}")))`
 //!   while holding the verification's lock (the outbox lock is always taken last);
 //! - Redis: prepend `EVENTS_PRELUDE` to the script, call
-//!   `outbox_append('verification.delivered', now, now, 'provider=…;message_id=…')` in it,
+//!   `outbox_append('delivery=delivered', now, now, 'provider=…;message_id=…')` in it,
 //!   and `self.add_outbox(&mut invocation, &EventSubject::of(id, phone, purpose))` on the
 //!   invocation (it adds the outbox's keys and arguments only when events are on);
-//! - PostgreSQL: change the verification's row; its trigger (`vcode_verification_events`,
-//!   migration 0004) writes the event. A step whose detail is not on the row calls
-//!   `vcode_event_append` in its own function while that trigger is enabled (`vcode_receipt`,
-//!   migration 0007).
+//! - PostgreSQL: change the verification's row; its trigger (`vcode_verification_facts`,
+//!   functions.sql) writes the fact. A step whose detail is not on the row calls
+//!   `vcode_fact_append` in its own function while that trigger is enabled (`vcode_receipt`).
 //!
 //! `detail` is `key=value` pairs joined by `;`: the payload shows each as a field of `data`
 //! (`provider`, `message_id`, `error_code` for receipts). Never a code.
@@ -32,9 +35,78 @@ pub use self::dispatcher::{Delivering, Dispatcher};
 pub use self::operations::EventOperations;
 pub use self::settings::{Endpoint, EventSettings, EventVariables};
 pub use self::signature::WebhookSecret;
-pub use crate::store::{EventKind, StoredEvent};
+pub use crate::store::{Fact, StoredEvent};
 
 use crate::domain::masked_e164;
+use crate::store::{Ending, FinalDelivery};
+
+/// The events an application can follow: each payload's `type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventKind {
+    Created,
+    Delivered,
+    Undelivered,
+    Approved,
+    FailedAttempt,
+    MaxAttemptsReached,
+    Expired,
+    Canceled,
+    PrefixSuspended,
+    PrefixLifted,
+}
+
+impl EventKind {
+    pub const ALL: [EventKind; 10] = [
+        Self::Created,
+        Self::Delivered,
+        Self::Undelivered,
+        Self::Approved,
+        Self::FailedAttempt,
+        Self::MaxAttemptsReached,
+        Self::Expired,
+        Self::Canceled,
+        Self::PrefixSuspended,
+        Self::PrefixLifted,
+    ];
+
+    /// The payload's `type`, and the name an endpoint's filter lists.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Created => "verification.created",
+            Self::Delivered => "verification.delivered",
+            Self::Undelivered => "verification.undelivered",
+            Self::Approved => "verification.approved",
+            Self::FailedAttempt => "verification.failed_attempt",
+            Self::MaxAttemptsReached => "verification.max_attempts_reached",
+            Self::Expired => "verification.expired",
+            Self::Canceled => "verification.canceled",
+            Self::PrefixSuspended => "prefix.suspended",
+            Self::PrefixLifted => "prefix.lifted",
+        }
+    }
+
+    pub fn parse(raw: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|kind| kind.as_str() == raw)
+    }
+}
+
+/// The event a fact makes; `None` for the expiry timer, which makes `Expired` only if the
+/// verification is still unresolved when it falls due (the dispatcher reads it then).
+pub fn event_of(fact: Fact) -> Option<EventKind> {
+    Some(match fact {
+        Fact::Created => EventKind::Created,
+        Fact::ExpiryDue => return None,
+        Fact::AttemptFailed => EventKind::FailedAttempt,
+        Fact::Ended(Ending::Approved) => EventKind::Approved,
+        Fact::Ended(Ending::Canceled) => EventKind::Canceled,
+        Fact::Ended(Ending::MaxAttemptsReached) => EventKind::MaxAttemptsReached,
+        Fact::Ended(Ending::Expired) => EventKind::Expired,
+        Fact::Delivery(FinalDelivery::Delivered) => EventKind::Delivered,
+        Fact::Delivery(FinalDelivery::Undelivered) => EventKind::Undelivered,
+        Fact::PrefixBlocked => EventKind::PrefixSuspended,
+        Fact::PrefixLifted => EventKind::PrefixLifted,
+    })
+}
 
 /// Fields of `detail` shown as numbers.
 const NUMERIC_DETAILS: [&str; 4] = ["expires_at_ms", "attempts", "until_ms", "strikes"];
@@ -105,6 +177,33 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_fact_reads_back_and_every_event_has_one_fact() {
+        for fact in Fact::ALL {
+            assert_eq!(Fact::parse(fact.as_str()), Some(fact));
+        }
+        for kind in EventKind::ALL {
+            let facts: Vec<Fact> = Fact::ALL
+                .into_iter()
+                .filter(|fact| event_of(*fact) == Some(kind))
+                .collect();
+            assert_eq!(facts.len(), 1, "{kind:?}: {facts:?}");
+        }
+        assert_eq!(event_of(Fact::ExpiryDue), None, "the dispatcher decides");
+    }
+
+    #[test]
+    fn entries_written_before_facts_keep_their_events() {
+        // An outbox upgraded with events pending holds their event names.
+        for kind in EventKind::ALL {
+            let fact = Fact::parse(kind.as_str()).unwrap_or_else(|| panic!("{kind:?}"));
+            assert_eq!(event_of(fact), Some(kind));
+        }
+        assert_eq!(Fact::parse("timer.expiry"), Some(Fact::ExpiryDue));
+        assert_eq!(Fact::parse("verification.sent"), None);
+        assert_eq!(Fact::parse("ended=pending"), None);
+    }
+
+    #[test]
     fn formats_utc_times() {
         assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(rfc3339(1_614_265_330_123), "2021-02-25T15:02:10.123Z");
@@ -114,14 +213,15 @@ mod tests {
     #[test]
     fn a_payload_masks_the_phone_and_carries_no_code() {
         let event = StoredEvent::of_verification(
-            EventKind::FailedAttempt,
+            Fact::AttemptFailed,
             "AAECAwQFBgcICQoLDA0ODw",
             "+8613800138000",
             "login",
             1_614_265_330_123,
         )
         .with_detail("attempts=2".into());
-        let body: Value = serde_json::from_slice(&payload(&event, event.kind)).unwrap();
+        let body: Value =
+            serde_json::from_slice(&payload(&event, EventKind::FailedAttempt)).unwrap();
         assert_eq!(body["type"], "verification.failed_attempt");
         assert_eq!(body["timestamp"], "2021-02-25T15:02:10.123Z");
         assert_eq!(body["data"]["verification_id"], "AAECAwQFBgcICQoLDA0ODw");
@@ -132,14 +232,9 @@ mod tests {
 
     #[test]
     fn the_expiry_timer_is_sent_as_expired_at_its_time() {
-        let event = StoredEvent::of_verification(
-            EventKind::ExpiryDue,
-            "id",
-            "+8613800138000",
-            "login",
-            1000,
-        )
-        .placed_at(301_000);
+        let event =
+            StoredEvent::of_verification(Fact::ExpiryDue, "id", "+8613800138000", "login", 1000)
+                .placed_at(301_000);
         let body: Value = serde_json::from_slice(&payload(&event, EventKind::Expired)).unwrap();
         assert_eq!(body["type"], "verification.expired");
         assert_eq!(body["data"]["occurred_at_ms"], 301_000);

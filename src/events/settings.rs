@@ -9,13 +9,13 @@ use std::time::Duration;
 use secrecy::ExposeSecret;
 use serde::{Deserialize, Serialize};
 
+use super::EventKind;
 use super::signature::WebhookSecret;
 use crate::config::error::ConfigError;
 use crate::config::secret::SecretVariable;
 use crate::config::sources::{Sources, Table};
 use crate::config::text::{Millis, OptionalText, Secs};
 use crate::sms::{UrlRefusal, check_url};
-use crate::store::EventKind;
 
 pub const TABLE: Table = Table {
     path: "events",
@@ -236,9 +236,7 @@ fn filter(raw: &str, origin: &str) -> Result<Option<Vec<EventKind>>, ConfigError
     names
         .iter()
         .map(|name| {
-            EventKind::parse(name)
-                .filter(|kind| *kind != EventKind::ExpiryDue)
-                .ok_or_else(|| {
+            EventKind::parse(name).ok_or_else(|| {
                     ConfigError::invalid(
                         origin,
                         *name,

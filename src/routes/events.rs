@@ -69,7 +69,11 @@ fn wire(failed: FailedEvent) -> vcode_wire::FailedEvent {
     vcode_wire::FailedEvent {
         webhook_id: failed.event.webhook_id(),
         seq: failed.event.seq,
-        kind: failed.event.kind.as_str().to_owned(),
+        // A failed expiry timer failed as the `expired` it was sent as.
+        kind: crate::events::event_of(failed.event.fact)
+            .unwrap_or(crate::events::EventKind::Expired)
+            .as_str()
+            .to_owned(),
         subject: failed.event.subject,
         occurred_at_ms: failed.event.at_ms,
         attempts: failed.attempts,

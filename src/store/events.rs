@@ -14,59 +14,102 @@ use async_trait::async_trait;
 
 use super::StoreError;
 
-/// What happened. `ExpiryDue` is the store's own timer, written with `Created` at the code's
-/// expiry: nothing writes when a code merely expires, so the dispatcher, when the timer falls
-/// due, reads the verification and delivers `verification.expired` only if it is still
-/// unresolved (not approved, canceled or spent) then.
+/// What a store's step records of a change: the fact, never the event it makes (the events
+/// module decides that: `crate::events::event_of`). Stored as text: `created`,
+/// `attempt_failed`, `ended=approved`, `delivery=undelivered`, `prefix_blocked`… (the same
+/// words in Rust, Lua and SQL), with the numbers an event carries in the entry's `detail`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum EventKind {
+pub enum Fact {
+    /// A send created the verification (`expires_at_ms`).
     Created,
-    Delivered,
-    Undelivered,
-    Approved,
-    FailedAttempt,
-    MaxAttemptsReached,
-    Expired,
-    Canceled,
-    PrefixSuspended,
-    PrefixLifted,
+    /// The store's own timer, written with `Created` and placed at the code's expiry: nothing
+    /// writes when a code merely expires, so the dispatcher reads the verification when the
+    /// timer falls due.
     ExpiryDue,
+    /// A wrong code counted against the verification (`attempts`: its failures so far).
+    AttemptFailed,
+    /// The verification ended: approved, canceled, its attempts spent (`attempts`), expired.
+    Ended(Ending),
+    /// A receipt moved its message's delivery to a final word (`provider`, `message_id`,
+    /// `error_code`).
+    Delivery(FinalDelivery),
+    /// A prefix was suspended or held (`country`, `reason`, `until_ms`, `strikes`).
+    PrefixBlocked,
+    /// An operator lifted a prefix's block (the same details).
+    PrefixLifted,
 }
 
-impl EventKind {
-    pub const ALL: [EventKind; 11] = [
+/// How a verification ended, as a fact names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Ending {
+    Approved,
+    Canceled,
+    MaxAttemptsReached,
+    Expired,
+}
+
+/// A delivery's final word, as a fact names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FinalDelivery {
+    Delivered,
+    Undelivered,
+}
+
+impl Fact {
+    pub const ALL: [Fact; 11] = [
         Self::Created,
-        Self::Delivered,
-        Self::Undelivered,
-        Self::Approved,
-        Self::FailedAttempt,
-        Self::MaxAttemptsReached,
-        Self::Expired,
-        Self::Canceled,
-        Self::PrefixSuspended,
-        Self::PrefixLifted,
         Self::ExpiryDue,
+        Self::AttemptFailed,
+        Self::Ended(Ending::Approved),
+        Self::Ended(Ending::Canceled),
+        Self::Ended(Ending::MaxAttemptsReached),
+        Self::Ended(Ending::Expired),
+        Self::Delivery(FinalDelivery::Delivered),
+        Self::Delivery(FinalDelivery::Undelivered),
+        Self::PrefixBlocked,
+        Self::PrefixLifted,
     ];
 
-    /// The name stored and, but for the timer, the payload's `type`.
+    /// The text the stores write (Lua and SQL spell the same).
     pub fn as_str(self) -> &'static str {
         match self {
-            Self::Created => "verification.created",
-            Self::Delivered => "verification.delivered",
-            Self::Undelivered => "verification.undelivered",
-            Self::Approved => "verification.approved",
-            Self::FailedAttempt => "verification.failed_attempt",
-            Self::MaxAttemptsReached => "verification.max_attempts_reached",
-            Self::Expired => "verification.expired",
-            Self::Canceled => "verification.canceled",
-            Self::PrefixSuspended => "prefix.suspended",
-            Self::PrefixLifted => "prefix.lifted",
-            Self::ExpiryDue => "timer.expiry",
+            Self::Created => "created",
+            Self::ExpiryDue => "expiry_due",
+            Self::AttemptFailed => "attempt_failed",
+            Self::Ended(Ending::Approved) => "ended=approved",
+            Self::Ended(Ending::Canceled) => "ended=canceled",
+            Self::Ended(Ending::MaxAttemptsReached) => "ended=max_attempts_reached",
+            Self::Ended(Ending::Expired) => "ended=expired",
+            Self::Delivery(FinalDelivery::Delivered) => "delivery=delivered",
+            Self::Delivery(FinalDelivery::Undelivered) => "delivery=undelivered",
+            Self::PrefixBlocked => "prefix_blocked",
+            Self::PrefixLifted => "prefix_lifted",
         }
     }
 
+    /// A stored fact; also the event names entries written before facts held
+    /// (`verification.approved`, `timer.expiry`…), so that an outbox upgraded with events
+    /// pending delivers them.
     pub fn parse(raw: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == raw)
+        if let Some(fact) = Self::ALL.into_iter().find(|fact| fact.as_str() == raw) {
+            return Some(fact);
+        }
+        let legacy = match raw {
+            "timer.expiry" => "expiry_due",
+            "verification.created" => "created",
+            "verification.failed_attempt" => "attempt_failed",
+            "verification.delivered" => "delivery=delivered",
+            "verification.undelivered" => "delivery=undelivered",
+            "prefix.suspended" => "prefix_blocked",
+            "prefix.lifted" => "prefix_lifted",
+            other => {
+                let ending = other.strip_prefix("verification.")?;
+                return Self::ALL
+                    .into_iter()
+                    .find(|fact| fact.as_str().strip_prefix("ended=") == Some(ending));
+            }
+        };
+        Self::parse(legacy)
     }
 }
 
@@ -75,7 +118,7 @@ impl EventKind {
 pub struct StoredEvent {
     /// Its number in its outbox: unique there, ascending in writing order.
     pub seq: u64,
-    pub kind: EventKind,
+    pub fact: Fact,
     /// What it is about, and what it is ordered within: the verification id, or
     /// `prefix:<digits>`.
     pub subject: String,
@@ -180,12 +223,12 @@ pub trait EventStore: Send + Sync + 'static {
 }
 
 impl StoredEvent {
-    /// An event of verification `id` that happened at `at_ms`, to append (the store numbers
-    /// it). For a step that emits one: `StoredEvent::of_verification(kind, ...)`, then
-    /// `with_detail` for its facts, then the backend's append inside the step (see
+    /// A fact of verification `id` that happened at `at_ms`, to append (the store numbers it).
+    /// For a step that records one: `StoredEvent::of_verification(fact, ...)`, then
+    /// `with_detail` for its numbers, then the backend's append inside the step (see
     /// `crate::events`).
     pub fn of_verification(
-        kind: EventKind,
+        fact: Fact,
         id: &str,
         phone_e164: &str,
         purpose: &str,
@@ -193,7 +236,7 @@ impl StoredEvent {
     ) -> Self {
         Self {
             seq: 0,
-            kind,
+            fact,
             subject: id.to_owned(),
             phone_e164: phone_e164.to_owned(),
             purpose: purpose.to_owned(),
@@ -204,10 +247,10 @@ impl StoredEvent {
     }
 
     /// An event of a destination prefix (the fraud guard's).
-    pub fn of_prefix(kind: EventKind, prefix: &str, at_ms: u64) -> Self {
+    pub fn of_prefix(fact: Fact, prefix: &str, at_ms: u64) -> Self {
         Self {
             subject: [PREFIX_SUBJECT, prefix].concat(),
-            ..Self::of_verification(kind, "", "", "", at_ms)
+            ..Self::of_verification(fact, "", "", "", at_ms)
         }
     }
 

@@ -34,7 +34,8 @@ pub use self::captchas::*;
 pub use self::codes::*;
 pub use self::dev_outbox::*;
 pub use self::events::{
-    ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent,
+    ClaimedEvent, Ending, EventStore, Fact, FailedEvent, FinalDelivery, OutboxStatus, Settlement,
+    StoredEvent,
 };
 pub use self::fraud::*;
 pub use self::fused::*;

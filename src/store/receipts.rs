@@ -6,7 +6,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::Serialize;
 
-use super::{EventKind, SendMark, StoreError, VerificationTarget};
+use super::{Fact, FinalDelivery, SendMark, StoreError, VerificationTarget};
 use crate::domain::{Destination, Purpose, VerificationId};
 
 /// What is known of the SMS of an accepted send: what the provider answered the send, then
@@ -57,20 +57,24 @@ pub struct Receipt<'a> {
 }
 
 impl Receipt<'_> {
-    /// The event a receipt that changes the delivery emits (none for a `Sent`), and its detail
-    /// (`provider`, `message_id`, `error_code`): `vcode_receipt` (migration 0007) spells the same.
-    pub fn event(&self) -> Option<(EventKind, String)> {
-        let kind = match self.delivery {
-            DeliveryStatus::Delivered => EventKind::Delivered,
-            DeliveryStatus::Undelivered => EventKind::Undelivered,
+    /// The fact a receipt that changes the delivery records (none for a `Sent`), and its
+    /// detail (`provider`, `message_id`, `error_code`): `vcode_receipt` and `receipt.lua`
+    /// spell the same.
+    pub fn fact(&self) -> Option<(Fact, String)> {
+        let delivery = match self.delivery {
+            DeliveryStatus::Delivered => FinalDelivery::Delivered,
+            DeliveryStatus::Undelivered => FinalDelivery::Undelivered,
             DeliveryStatus::Sent | DeliveryStatus::Unconfirmed => return None,
         };
         let mut detail = format!("provider={};message_id={}", self.provider, self.message_id);
-        if let Some(code) = self.error_code.filter(|_| kind == EventKind::Undelivered) {
+        if let Some(code) = self
+            .error_code
+            .filter(|_| delivery == FinalDelivery::Undelivered)
+        {
             detail.push_str(";error_code=");
             detail.push_str(code);
         }
-        Some((kind, detail))
+        Some((Fact::Delivery(delivery), detail))
     }
 }
 

@@ -479,7 +479,7 @@ async fn each_endpoint_gets_the_events_its_filter_wants() {
     let mut filtered = events_to(&approvals.url, &[&approved_secret])
         .endpoints
         .remove(0);
-    filtered.events = Some(vec![vcode::store::EventKind::Approved]);
+    filtered.events = Some(vec![vcode::events::EventKind::Approved]);
     events.endpoints.push(filtered);
     let app = spawn_app_with(Backend::Memory, |settings| {
         settings.otp.verify_by = VerifyBy::Id;

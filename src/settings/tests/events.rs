@@ -2,7 +2,7 @@
 //! each URL checked as the SMS webhook's, each secret a `whsec_` one, never shown.
 
 use super::*;
-use crate::store::EventKind;
+use crate::events::EventKind;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
 const NEXT: &str = "whsec_AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";

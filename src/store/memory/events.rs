@@ -272,7 +272,7 @@ mod tests {
     fn event(seq: u64) -> StoredEvent {
         StoredEvent {
             seq: 0,
-            kind: crate::store::EventKind::Created,
+            fact: crate::store::Fact::Created,
             subject: format!("v{seq}"),
             phone_e164: "+8613800138000".to_owned(),
             purpose: "login".to_owned(),

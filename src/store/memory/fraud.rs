@@ -229,7 +229,7 @@ impl FraudStore for MemoryStore {
         state.blocks.insert(block.prefix.clone(), block.clone());
         if self.events.is_on() {
             self.events.append(
-                StoredEvent::of_prefix(EventKind::PrefixSuspended, &block.prefix, unix_now_ms())
+                StoredEvent::of_prefix(Fact::PrefixBlocked, &block.prefix, unix_now_ms())
                     .with_detail(block_detail(block)),
             );
         }
@@ -249,7 +249,7 @@ impl FraudStore for MemoryStore {
                 if self.events.is_on() {
                     let detail = block_detail(block);
                     self.events.append(
-                        StoredEvent::of_prefix(EventKind::PrefixLifted, prefix, unix_now_ms())
+                        StoredEvent::of_prefix(Fact::PrefixLifted, prefix, unix_now_ms())
                             .with_detail(detail),
                     );
                 }

@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     Budget, Budgets, CodeCandidate, Delivery, DeliveryCount, DeliveryKind, DeliveryStatus,
-    DeliveryTransition, EventKind, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
+    DeliveryTransition, Ending, Fact, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
     OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
     QuotaToken, Receipt, ReceiptOutcome, ResendPolicy, SendMark, StoreError, StoredCaptcha,
     StoredEvent, VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome,

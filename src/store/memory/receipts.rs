@@ -53,8 +53,8 @@ impl ReceiptStore for MemoryStore {
         }
         entry.delivery = receipt.delivery;
         entry.delivery_error = receipt.error_code.map(Into::into);
-        if let Some((kind, detail)) = receipt.event() {
-            self.verification_event(kind, &id, entry, || detail);
+        if let Some((fact, detail)) = receipt.fact() {
+            self.verification_event(fact, &id, entry, || detail);
             self.count_delivery(receipt, &entry.target.phone_e164);
         }
         Ok(ReceiptOutcome::Changed(DeliveryTransition {

@@ -43,9 +43,9 @@ impl MemoryStore {
             .lock(id.as_str())
             .insert(id.as_str().into(), entry);
         if self.events.is_on() {
-            let created = |kind| {
+            let created = |fact| {
                 StoredEvent::of_verification(
-                    kind,
+                    fact,
                     id.as_str(),
                     destination.key(),
                     purpose.as_str(),
@@ -53,10 +53,10 @@ impl MemoryStore {
                 )
             };
             self.events.append(
-                created(EventKind::Created).with_detail(format!("expires_at_ms={expires_at_ms}")),
+                created(Fact::Created).with_detail(format!("expires_at_ms={expires_at_ms}")),
             );
             self.events
-                .append(created(EventKind::ExpiryDue).placed_at(expires_at_ms));
+                .append(created(Fact::ExpiryDue).placed_at(expires_at_ms));
         }
     }
 
@@ -64,7 +64,7 @@ impl MemoryStore {
     /// made only when events are on.
     pub(super) fn verification_event(
         &self,
-        kind: EventKind,
+        fact: Fact,
         id: &VerificationId,
         entry: &VerificationEntry,
         detail: impl FnOnce() -> String,
@@ -75,7 +75,7 @@ impl MemoryStore {
         let detail = detail();
         self.events.append(
             StoredEvent::of_verification(
-                kind,
+                fact,
                 id.as_str(),
                 &entry.target.phone_e164,
                 &entry.target.purpose,
@@ -139,17 +139,22 @@ impl MemoryStore {
         if verification.digest.is_any_of(candidates) {
             codes.remove(key.as_str());
             verification.ended = Some(VerificationStatus::Approved);
-            self.verification_event(EventKind::Approved, id, verification, String::new);
+            self.verification_event(Fact::Ended(Ending::Approved), id, verification, String::new);
             return VerifyOutcome::Verified;
         }
         limits.record(&mut logs, now);
         verification.failed_attempts += 1;
         let failed = verification.failed_attempts;
         let attempts = || format!("attempts={failed}");
-        self.verification_event(EventKind::FailedAttempt, id, verification, attempts);
+        self.verification_event(Fact::AttemptFailed, id, verification, attempts);
         if verification.failed_attempts >= params.max_attempts {
             verification.ended = Some(VerificationStatus::MaxAttemptsReached);
-            self.verification_event(EventKind::MaxAttemptsReached, id, verification, attempts);
+            self.verification_event(
+                Fact::Ended(Ending::MaxAttemptsReached),
+                id,
+                verification,
+                attempts,
+            );
             return VerifyOutcome::Destroyed;
         }
         VerifyOutcome::Mismatch {
@@ -182,7 +187,7 @@ impl MemoryStore {
         verification: &mut VerificationEntry,
     ) {
         verification.ended = Some(VerificationStatus::Approved);
-        self.verification_event(EventKind::Approved, id, verification, String::new);
+        self.verification_event(Fact::Ended(Ending::Approved), id, verification, String::new);
     }
 
     /// A verify by phone missed: the verification counts the code's failed attempts (or one
@@ -197,10 +202,15 @@ impl MemoryStore {
         let failed = code_failed_attempts.max(verification.failed_attempts + 1);
         verification.failed_attempts = failed;
         let attempts = || format!("attempts={failed}");
-        self.verification_event(EventKind::FailedAttempt, id, verification, attempts);
+        self.verification_event(Fact::AttemptFailed, id, verification, attempts);
         if destroyed {
             verification.ended = Some(VerificationStatus::MaxAttemptsReached);
-            self.verification_event(EventKind::MaxAttemptsReached, id, verification, attempts);
+            self.verification_event(
+                Fact::Ended(Ending::MaxAttemptsReached),
+                id,
+                verification,
+                attempts,
+            );
         }
     }
 
@@ -226,7 +236,7 @@ impl MemoryStore {
             });
         if cancel && live {
             entry.ended = Some(VerificationStatus::Canceled);
-            self.verification_event(EventKind::Canceled, id, entry, String::new);
+            self.verification_event(Fact::Ended(Ending::Canceled), id, entry, String::new);
         }
         let status = match entry.ended {
             Some(ended) => ended,

@@ -10,8 +10,7 @@ use tokio_postgres::Row;
 use super::{PostgresStore, column, millis};
 use crate::store::events::CLAIM_WINDOW;
 use crate::store::{
-    ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoreError,
-    StoredEvent,
+    ClaimedEvent, EventStore, Fact, FailedEvent, OutboxStatus, Settlement, StoreError, StoredEvent,
 };
 
 fn bigint(value: u64) -> i64 {
@@ -25,11 +24,11 @@ fn unsigned(value: i64) -> u64 {
 /// An outbox row (`seq` … `lease` first): the event, its tries, the endpoints that took it,
 /// its lease.
 fn event_of(row: &Row) -> Result<ClaimedEvent, StoreError> {
-    let kind: String = column(row, 1)?;
+    let fact: String = column(row, 1)?;
     let event = StoredEvent {
         seq: unsigned(column(row, 0)?),
-        kind: EventKind::parse(&kind)
-            .ok_or_else(|| StoreError::Protocol(format!("event kind {kind:?}")))?,
+        fact: Fact::parse(&fact)
+            .ok_or_else(|| StoreError::Protocol(format!("outbox fact {fact:?}")))?,
         subject: column(row, 2)?,
         phone_e164: column(row, 3)?,
         purpose: column(row, 4)?,
@@ -70,7 +69,7 @@ impl EventStore for PostgresStore {
         let limit = i32::try_from(limit).unwrap_or(i32::MAX);
         let window = CLAIM_WINDOW as i32;
         self.query(
-            "SELECT seq, kind, subject, phone, purpose, at_ms, order_ms, detail, attempts,
+            "SELECT seq, fact, subject, phone, purpose, at_ms, order_ms, detail, attempts,
                     delivered_to, lease, failed_at_ms, error
              FROM vcode_events_claim($1, $2, $3) ORDER BY seq",
             &[&limit, &window, &millis(lease)],
@@ -135,7 +134,7 @@ impl EventStore for PostgresStore {
     async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.query(
-            "SELECT seq, kind, subject, phone, purpose, at_ms, order_ms, detail, attempts,
+            "SELECT seq, fact, subject, phone, purpose, at_ms, order_ms, detail, attempts,
                     delivered_to, lease, failed_at_ms, error
              FROM vcode_event_outbox WHERE failed_at_ms IS NOT NULL ORDER BY seq LIMIT $1",
             &[&limit],

@@ -541,13 +541,15 @@ BEGIN
   RETURN FOUND;
 END $$;
 
--- vcode_event_append: from 0004_events.sql
-CREATE OR REPLACE FUNCTION vcode_event_append(p_kind text, p_subject text, p_phone text, p_purpose text,
+-- vcode_fact_append: the event outbox's one writer. Steps record facts (crate::store::Fact's
+-- words: `created`, `ended=approved`, `delivery=undelivered`…), never event types: the events
+-- module makes the event (crate::events::event_of).
+CREATE OR REPLACE FUNCTION vcode_fact_append(p_fact text, p_subject text, p_phone text, p_purpose text,
   p_at bigint, p_order bigint, p_detail text)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-  INSERT INTO vcode_event_outbox (kind, subject, phone, purpose, at_ms, order_ms, detail, due_ms)
-    VALUES (p_kind, p_subject, p_phone, p_purpose, p_at, p_order, p_detail, p_order);
+  INSERT INTO vcode_event_outbox (fact, subject, phone, purpose, at_ms, order_ms, detail, due_ms)
+    VALUES (p_fact, p_subject, p_phone, p_purpose, p_at, p_order, p_detail, p_order);
 END $$;
 
 -- vcode_verification_events: from 0004_events.sql
@@ -556,9 +558,9 @@ DECLARE
   now_ms bigint := vcode_now_ms();
 BEGIN
   IF TG_OP = 'INSERT' THEN
-    PERFORM vcode_event_append('verification.created', NEW.id, NEW.phone, NEW.purpose,
+    PERFORM vcode_fact_append('created', NEW.id, NEW.phone, NEW.purpose,
       NEW.created_at_ms, NEW.created_at_ms, 'expires_at_ms=' || NEW.verifies_until_ms);
-    PERFORM vcode_event_append('timer.expiry', NEW.id, NEW.phone, NEW.purpose,
+    PERFORM vcode_fact_append('expiry_due', NEW.id, NEW.phone, NEW.purpose,
       NEW.created_at_ms, NEW.verifies_until_ms, '');
     RETURN NEW;
   ELSIF TG_OP = 'DELETE' THEN
@@ -568,11 +570,11 @@ BEGIN
     RETURN OLD;
   END IF;
   IF NEW.failed_attempts > OLD.failed_attempts THEN
-    PERFORM vcode_event_append('verification.failed_attempt', NEW.id, NEW.phone, NEW.purpose,
+    PERFORM vcode_fact_append('attempt_failed', NEW.id, NEW.phone, NEW.purpose,
       now_ms, now_ms, 'attempts=' || NEW.failed_attempts);
   END IF;
   IF NEW.ended IS DISTINCT FROM OLD.ended AND NEW.ended IS NOT NULL THEN
-    PERFORM vcode_event_append('verification.' || NEW.ended, NEW.id, NEW.phone, NEW.purpose,
+    PERFORM vcode_fact_append('ended=' || NEW.ended, NEW.id, NEW.phone, NEW.purpose,
       now_ms, now_ms, CASE WHEN NEW.ended = 'max_attempts_reached'
         THEN 'attempts=' || NEW.failed_attempts ELSE '' END);
   END IF;
@@ -587,10 +589,10 @@ DECLARE
     || NEW.until_ms || ';strikes=' || NEW.strikes;
 BEGIN
   IF TG_OP = 'INSERT' OR NEW.since_ms IS DISTINCT FROM OLD.since_ms THEN
-    PERFORM vcode_event_append('prefix.suspended', 'prefix:' || NEW.prefix, '', '', now_ms,
+    PERFORM vcode_fact_append('prefix_blocked', 'prefix:' || NEW.prefix, '', '', now_ms,
       now_ms, detail);
   ELSIF NEW.lifted_ms IS DISTINCT FROM OLD.lifted_ms THEN
-    PERFORM vcode_event_append('prefix.lifted', 'prefix:' || NEW.prefix, '', '', now_ms,
+    PERFORM vcode_fact_append('prefix_lifted', 'prefix:' || NEW.prefix, '', '', now_ms,
       now_ms, detail);
   END IF;
   RETURN NEW;
@@ -684,11 +686,11 @@ BEGIN
       SET delivered = c.delivered + excluded.delivered,
           undelivered = c.undelivered + excluded.undelivered;
   END IF;
-  -- The detail as Receipt::event spells it.
+  -- The detail as Receipt::fact spells it.
   IF p_delivery IN ('delivered', 'undelivered') AND EXISTS (
       SELECT 1 FROM pg_trigger WHERE tgrelid = 'vcode_verifications'::regclass
         AND tgname = 'vcode_verification_events' AND tgenabled <> 'D') THEN
-    PERFORM vcode_event_append('verification.' || p_delivery, verification.id,
+    PERFORM vcode_fact_append('delivery=' || p_delivery, verification.id,
       verification.phone, verification.purpose, o_now_ms, o_now_ms,
       'provider=' || p_provider || ';message_id=' || p_message_id
         || CASE WHEN p_delivery = 'undelivered' AND p_error IS NOT NULL

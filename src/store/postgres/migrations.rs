@@ -25,6 +25,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
         13,
         include_str!("migrations/0013_undelivered_lock_order.sql"),
     ),
+    (14, include_str!("migrations/0014_event_facts.sql")),
 ];
 
 /// Every function at its current definition, applied after the migrations at each start-up.

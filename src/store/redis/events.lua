@@ -5,7 +5,7 @@
 -- events off it passes neither and outbox_append writes nothing. A script reads its own KEYS
 -- and ARGV up to OWN_KEYS and OWN_ARGV.
 -- An entry: the hash field is its seq, 15 digits (the index's order among equal places), the
--- value `due|attempts|delivered_to|lease|kind|subject|phone|purpose|at|place|detail`; the
+-- value `due|attempts|delivered_to|lease|fact|subject|phone|purpose|at|place|detail`; the
 -- index scores it by its place in its subject's order. Field 'seq' numbers them.
 local OUTBOX = nil
 local OWN_KEYS, OWN_ARGV = #KEYS, #ARGV
@@ -15,15 +15,16 @@ if ARGV[#ARGV] == 'outbox' then
   OWN_KEYS, OWN_ARGV = #KEYS - 2, #ARGV - 5
 end
 
--- Appends one event of the caller's subject, placed (and due) at `place`; returns its field.
+-- Appends one fact of the caller's subject (`created`, `ended=approved`…: crate::store::Fact's
+-- words; the events module makes the event), placed (and due) at `place`; returns its field.
 -- Nothing without an outbox (callers that build a detail check OUTBOX first, to skip that work).
-local function outbox_append(kind, at, place, detail)
+local function outbox_append(fact, at, place, detail)
   if not OUTBOX then return nil end
   local seq = redis.call('HINCRBY', OUTBOX.entries, 'seq', 1)
   local field = string.format('%015d', seq)
   redis.call('ZADD', OUTBOX.pending, string.format('%d', place), field)
   redis.call('HSET', OUTBOX.entries, field, table.concat({string.format('%d', place), '0', '0',
-    '0', kind, OUTBOX.subject, OUTBOX.phone, OUTBOX.purpose, string.format('%d', at),
+    '0', fact, OUTBOX.subject, OUTBOX.phone, OUTBOX.purpose, string.format('%d', at),
     string.format('%d', place), detail or OUTBOX.detail}, '|'))
   return field
 end

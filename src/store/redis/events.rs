@@ -32,8 +32,7 @@ use super::{RedisStore, duration_ms, keys};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::events::CLAIM_WINDOW;
 use crate::store::{
-    ClaimedEvent, EventKind, EventStore, FailedEvent, OutboxStatus, Settlement, StoreError,
-    StoredEvent,
+    ClaimedEvent, EventStore, Fact, FailedEvent, OutboxStatus, Settlement, StoreError, StoredEvent,
 };
 
 /// The one-node outbox's keys, formatted once.
@@ -255,7 +254,7 @@ fn parse_entry(field: &str, entry: &str, slot: Option<u16>) -> Option<ClaimedEve
         attempts,
         delivered_to,
         lease,
-        kind,
+        fact,
         subject,
         phone,
         purpose,
@@ -272,7 +271,7 @@ fn parse_entry(field: &str, entry: &str, slot: Option<u16>) -> Option<ClaimedEve
             Some(slot) => local << SLOT_BITS | u64::from(slot),
             None => local,
         },
-        kind: EventKind::parse(kind)?,
+        fact: Fact::parse(fact)?,
         subject: subject.to_owned(),
         phone_e164: phone.to_owned(),
         purpose: purpose.to_owned(),

@@ -7,5 +7,5 @@ if current and cjson.decode(current).until_ms > tonumber(ARGV[3]) then
   return 0
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-outbox_append('prefix.suspended', tonumber(ARGV[3]), tonumber(ARGV[3]))
+outbox_append('prefix_blocked', tonumber(ARGV[3]), tonumber(ARGV[3]))
 return 1

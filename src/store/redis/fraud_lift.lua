@@ -11,6 +11,6 @@ if block.until_ms <= now then return 0 end
 local lifted = string.gsub(current, '"until_ms":%d+', '"until_ms":' .. ARGV[2], 1)
 lifted = string.gsub(lifted, '"lifted_ms":%d+', '"lifted_ms":' .. ARGV[2], 1)
 redis.call('HSET', KEYS[1], ARGV[1], lifted)
-outbox_append('prefix.lifted', now, now, 'country=' .. block.country .. ';reason=' .. block.reason
+outbox_append('prefix_lifted', now, now, 'country=' .. block.country .. ';reason=' .. block.reason
   .. ';until_ms=' .. ARGV[2] .. ';strikes=' .. string.format('%d', block.strikes))
 return 1

@@ -100,9 +100,9 @@ local function bind_verification(record)
   -- Its events: created, and the timer that tells at its expiry whether it expired unused.
   if OUTBOX then
     local expires = now + tonumber(ARGV[2])
-    local created = outbox_append('verification.created', now, now,
+    local created = outbox_append('created', now, now,
       'expires_at_ms=' .. int(expires))
-    local timer = outbox_append('timer.expiry', now, expires, '')
+    local timer = outbox_append('expiry_due', now, expires, '')
     redis.call('HSET', KEYS[3], 'o', created .. ' ' .. timer)
   end
 end

@@ -29,11 +29,11 @@ if ARGV[2] ~= '' then
 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
--- The event of a final word (its detail is the caller's), in this step: only a change emits.
+-- The fact of a final word (its detail is the caller's), in this step: only a change records one.
 -- It counts in the delivery rate, in this step too.
-local event = ({d = 'verification.delivered', x = 'verification.undelivered'})[ARGV[1]]
-if event then
-  outbox_append(event, now, now)
+local fact = ({d = 'delivery=delivered', x = 'delivery=undelivered'})[ARGV[1]]
+if fact then
+  outbox_append(fact, now, now)
   redis.call('HINCRBY', KEYS[2], ARGV[3] .. ARGV[1], 1)
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end

@@ -83,7 +83,7 @@ impl ReceiptStore for RedisStore {
             .arg(receipt.error_code.unwrap_or(""))
             .arg(format!("{hour} {} {country} ", receipt.provider))
             .arg((DELIVERY_COUNTS_KEPT_HOURS + 24) * 3_600_000);
-        if let Some((_, detail)) = receipt.event().filter(|_| self.writes_events()) {
+        if let Some((_, detail)) = receipt.fact().filter(|_| self.writes_events()) {
             let subject = EventSubject {
                 tag: &target.phone_e164,
                 subject: id.as_str(),

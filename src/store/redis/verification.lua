@@ -18,7 +18,7 @@ local bound = record and string.sub(record, 1, DIGEST_BYTES) == verification[1]
 if ARGV[1] == 'cancel' and bound and not verification[5] and tonumber(verification[3]) > now then
   redis.call('HSET', KEYS[2], 's', 'c')
   verification[5] = 'c'
-  outbox_append('verification.canceled', now, now, '')
+  outbox_append('ended=canceled', now, now, '')
 elseif ARGV[1] == 'unconfirmed' then
   redis.call('HSET', KEYS[2], 'd', 'u')
   verification[6] = 'u'

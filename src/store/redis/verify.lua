@@ -59,7 +59,7 @@ for i = separator + 2, last_candidate do
     local latest_key = latest_verification()
     if latest_key then
       redis.call('HSET', latest_key, 's', 'a')
-      outbox_append('verification.approved', now, now, '')
+      outbox_append('ended=approved', now, now, '')
     end
     return {1, converting and fraud_convert(3, last_candidate, OWN_KEYS) or -1}
   end
@@ -73,10 +73,10 @@ if latest_key then
   -- The code's count (a verify under the id may have counted more on the id).
   local attempts = int(math.max(failed, counted + 1))
   redis.call('HSET', latest_key, 'a', attempts)
-  outbox_append('verification.failed_attempt', now, now, 'attempts=' .. attempts)
+  outbox_append('attempt_failed', now, now, 'attempts=' .. attempts)
   if failed >= limit then
     redis.call('HSET', latest_key, 's', 'm')
-    outbox_append('verification.max_attempts_reached', now, now, 'attempts=' .. attempts)
+    outbox_append('ended=max_attempts_reached', now, now, 'attempts=' .. attempts)
   end
 end
 if failed >= limit then

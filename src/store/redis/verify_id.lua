@@ -45,7 +45,7 @@ for i = separator + 1, last_candidate do
   if verification[1] == ARGV[i] then
     redis.call('DEL', KEYS[1])
     redis.call('HSET', KEYS[4], 's', 'a')
-    outbox_append('verification.approved', now, now, '')
+    outbox_append('ended=approved', now, now, '')
     return {1, converting and fraud_convert(4, last_candidate, OWN_KEYS) or -1}
   end
 end
@@ -54,12 +54,12 @@ quota_record(KEYS[3], now, client_rules, ARGV[2])
 local failed = redis.call('HINCRBY', KEYS[4], 'a', 1)
 local limit = tonumber(ARGV[1])
 if OUTBOX then
-  outbox_append('verification.failed_attempt', now, now, 'attempts=' .. int(failed))
+  outbox_append('attempt_failed', now, now, 'attempts=' .. int(failed))
 end
 if failed >= limit then
   redis.call('HSET', KEYS[4], 's', 'm')
   if OUTBOX then
-    outbox_append('verification.max_attempts_reached', now, now, 'attempts=' .. int(failed))
+    outbox_append('ended=max_attempts_reached', now, now, 'attempts=' .. int(failed))
   end
   return {-2}
 end
