@@ -6,6 +6,7 @@
 //! and only the delivery itself differs.
 
 mod caller;
+mod deliver;
 mod destinations;
 mod error;
 mod receipts;

@@ -8,25 +8,21 @@
 //! (a failure there costs only its receipts).
 
 use std::borrow::Cow;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::deliver::Outgoing;
 use super::{Caller, GatePasses, GeoPermission, OtpError, OtpService, Refusal};
-use crate::domain::{
-    Code, CodeLength, Destination, EmailAddress, Locale, Phone, Purpose, VerificationId,
-};
-use crate::email::{EmailErrorKind, EmailMessage};
+use crate::domain::{Code, CodeLength, Destination, Locale, Phone, Purpose, VerificationId};
 use crate::fraud::{Admitted, SendTicket};
 use crate::idempotency::{IdempotencyKey, fingerprint};
 use crate::sms::templates::TenantWording;
-use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, GuardedIssue, IssueOutcome,
-    IssueParams, NewSendLog, OutboxMessage, QuotaDecision, QuotaRule, QuotaScope, QuotaToken,
-    ReceiptStore, ResendPolicy, SendMark,
+    Budget, Budgets, CodeCandidate, Delivery, GuardedIssue, IssueOutcome, IssueParams, NewSendLog,
+    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -121,7 +117,7 @@ struct Fingerprint<'a> {
 }
 
 /// The quota event reserved for one send, released if its SMS does not go out.
-struct Reservations {
+pub(super) struct Reservations {
     scopes: Vec<QuotaScope>,
     token: QuotaToken,
 }
@@ -425,19 +421,15 @@ impl OtpService {
             }
             _ => None,
         };
-        let sent = self
-            .deliver(
-                command,
-                destination,
-                purpose,
-                locale,
-                code,
-                delivery,
-                budgets,
-                reserved,
-                admitted.as_ref().map(Admitted::mark),
-            )
-            .await;
+        let out = Outgoing {
+            destination,
+            purpose,
+            locale,
+            profile,
+            delivery: &delivery,
+            guarded: admitted.as_ref().map(Admitted::mark),
+        };
+        let sent = self.deliver(&out, caller, code, (budgets, reserved)).await;
         self.fraud.settle(admitted, destination, sent.is_ok());
         sent.map(|status| SendReceipt {
             expires_in: params.ttl,
@@ -445,243 +437,6 @@ impl OtpService {
             delivery: status,
             verification_id: Some(verification),
         })
-    }
-
-    /// The SMS of an issued code (after the budgets, if the issue could not reserve them); an
-    /// SMS that does not go out undoes the issue and releases the budgets.
-    #[allow(clippy::too_many_arguments)]
-    async fn deliver(
-        &self,
-        command: &SendCommand,
-        destination: &Destination,
-        purpose: &Purpose,
-        locale: Option<&Locale>,
-        code: Code,
-        delivery: Delivery,
-        budgets: Budgets<'_>,
-        reserved: Reservations,
-        guarded: Option<SendMark>,
-    ) -> Result<DeliveryStatus, OtpError> {
-        let profile = command.profile.as_deref();
-        if !delivery.budgets_reserved
-            && let Err(error) = self.reserve_budgets(budgets, &command.caller).await
-        {
-            self.undo(destination, purpose, &delivery, &error).await;
-            return Err(error);
-        }
-        let (e164, purpose_name) = (destination.key(), purpose.as_str());
-        let code = match delivery.kind {
-            DeliveryKind::Redelivered => {
-                let opened = delivery.sealed.as_ref().and_then(|sealed| {
-                    let digest = delivery.digest();
-                    self.keyring.open_code(e164, purpose_name, digest, sealed)
-                });
-                match opened {
-                    Some(pending) => pending,
-                    None => {
-                        let error = OtpError::Unsealable;
-                        self.undo(destination, purpose, &delivery, &error).await;
-                        self.release(reserved).await;
-                        return Err(error);
-                    }
-                }
-            }
-            DeliveryKind::Created | DeliveryKind::Rotated => code,
-        };
-
-        let sent = match destination {
-            Destination::Phone(phone) => {
-                self.deliver_sms(
-                    phone,
-                    destination,
-                    purpose,
-                    locale,
-                    profile,
-                    &code,
-                    &delivery,
-                    guarded,
-                )
-                .await
-            }
-            Destination::Email(email) => {
-                self.deliver_email(
-                    email.address(),
-                    destination,
-                    purpose,
-                    locale,
-                    profile,
-                    &code,
-                    &delivery,
-                )
-                .await
-            }
-        };
-        let status = match sent {
-            Ok(status) => status,
-            Err(error) => {
-                self.undo(destination, purpose, &delivery, &error).await;
-                self.release(reserved).await;
-                return Err(error);
-            }
-        };
-
-        // An unconfirmed message too: the outbox is what may have reached the destination.
-        if self.record_outbox {
-            self.record(destination, purpose, &code).await;
-        }
-        Ok(status)
-    }
-
-    /// Hands the code's SMS to the provider. `Err` only when it certainly did not go out (the
-    /// caller rolls the send back); an unconfirmed SMS is a send.
-    #[allow(clippy::too_many_arguments)]
-    async fn deliver_sms(
-        &self,
-        phone: &Phone,
-        destination: &Destination,
-        purpose: &Purpose,
-        locale: Option<&Locale>,
-        profile: Option<&ServiceProfile>,
-        code: &Code,
-        delivery: &Delivery,
-        guarded: Option<SendMark>,
-    ) -> Result<DeliveryStatus, OtpError> {
-        let message = SmsMessage {
-            phone,
-            purpose,
-            code,
-            expires_in: profile
-                .and_then(|profile| profile.code_ttl)
-                .unwrap_or(self.settings.code_ttl),
-            locale,
-            tenant: profile.and_then(|profile| profile.wording.as_ref()),
-        };
-        match self.sender.send(&message).await {
-            Ok(receipt) => {
-                self.stats.record(Event::SmsSent);
-                // The send's one line at `info`: at the default level every line is a formatted
-                // write to stdout in the request's thread (four a send cost as much CPU as the
-                // send itself).
-                tracing::info!(
-                    %phone, %purpose, delivery = delivery.kind.as_str(),
-                    deliveries = delivery.undo.deliveries,
-                    provider = receipt.provider,
-                    message_id = receipt.message_id.as_deref().unwrap_or("-"),
-                    "SMS delivered"
-                );
-                if let (Some(deliveries), Some(message_id)) =
-                    (&self.deliveries, &receipt.message_id)
-                {
-                    self.track_delivery(
-                        deliveries.as_ref(),
-                        destination,
-                        purpose,
-                        &delivery.undo.verification,
-                        receipt.provider,
-                        message_id,
-                        guarded,
-                    )
-                    .await;
-                }
-                Ok(DeliveryStatus::Sent)
-            }
-            // The SMS may be on its way: rolling its code back would make it fail on arrival,
-            // and a second SMS before the cooldown would be the duplicate the cooldown is for.
-            // So it stands as a send (code, cooldown, quotas), and the client is told.
-            Err(sms_error) if sms_error.kind() == SmsErrorKind::Unconfirmed => {
-                self.stats.record(Event::SmsUnconfirmed);
-                tracing::warn!(
-                    %phone, %purpose, delivery = delivery.kind.as_str(),
-                    deliveries = delivery.undo.deliveries,
-                    provider = sms_error.provider(),
-                    error = sms_error.code(),
-                    "SMS unconfirmed: no answer from the provider; the code and its cooldown stay"
-                );
-                self.mark_unconfirmed(destination, delivery).await;
-                Ok(DeliveryStatus::Unconfirmed)
-            }
-            Err(sms_error) => {
-                self.stats.record(Event::SmsFailed);
-                // A number the provider says cannot receive it is the client's error, not ours;
-                // so is a send past the provider's own limit, which it answers as a quota.
-                Err(match sms_error.kind() {
-                    SmsErrorKind::InvalidNumber => OtpError::UndeliverablePhone(sms_error),
-                    SmsErrorKind::Throttled => OtpError::SmsThrottled {
-                        retry_after: sms_error.retry_after().unwrap_or(MINUTE),
-                        source: sms_error,
-                    },
-                    _ => OtpError::SmsDelivery(sms_error),
-                })
-            }
-        }
-    }
-
-    /// Hands the code's mail to the relay, as `deliver_sms` the SMS: a refusal (`5xx`) or a
-    /// relay that did not take it is `Err` (rolled back); a message written whole whose answer
-    /// never came is `unconfirmed` and stands. Counted in `vcode_email_total{result}`.
-    #[allow(clippy::too_many_arguments)]
-    async fn deliver_email(
-        &self,
-        address: &EmailAddress,
-        destination: &Destination,
-        purpose: &Purpose,
-        locale: Option<&Locale>,
-        profile: Option<&ServiceProfile>,
-        code: &Code,
-        delivery: &Delivery,
-    ) -> Result<DeliveryStatus, OtpError> {
-        // `parse_destination` refuses an address where there is no mailer.
-        let Some(mailer) = &self.mailer else {
-            return Err(OtpError::EmailOff);
-        };
-        // A Service's mail names it and says its own lifetime, as its SMS does.
-        let message = EmailMessage {
-            to: address,
-            purpose,
-            code,
-            expires_in: profile
-                .and_then(|profile| profile.code_ttl)
-                .unwrap_or(self.settings.code_ttl),
-            locale,
-            service_name: profile
-                .and_then(|profile| profile.wording.as_ref())
-                .map(|wording| wording.name.as_str()),
-        };
-        match mailer.send(&message).await {
-            Ok(sent) => {
-                crate::metrics::count_event("vcode_email", "result", "sent");
-                tracing::info!(
-                    %address, %purpose, delivery = delivery.kind.as_str(),
-                    deliveries = delivery.undo.deliveries,
-                    message_id = %sent.message_id,
-                    reply = %sent.reply,
-                    "email delivered to the relay"
-                );
-                Ok(DeliveryStatus::Sent)
-            }
-            Err(error) => {
-                crate::metrics::count_event("vcode_email", "result", error.kind().metric_label());
-                if error.kind() == EmailErrorKind::Unconfirmed {
-                    tracing::warn!(
-                        %address, %purpose, delivery = delivery.kind.as_str(),
-                        %error,
-                        "email unconfirmed: the relay never answered the message; the code and its cooldown stay"
-                    );
-                    self.mark_unconfirmed(destination, delivery).await;
-                    Ok(DeliveryStatus::Unconfirmed)
-                } else {
-                    Err(OtpError::EmailDelivery(error))
-                }
-            }
-        }
-    }
-
-    /// The issue wrote `sent`; the rarer unconfirmed case costs this second write.
-    async fn mark_unconfirmed(&self, destination: &Destination, delivery: &Delivery) {
-        let verification = &delivery.undo.verification;
-        if let Err(error) = self.codes.mark_unconfirmed(destination, verification).await {
-            tracing::warn!(%destination, %error, "verification not marked unconfirmed");
-        }
     }
 
     /// The issue's parameters: the settings', with a Service's own code lifetime.
@@ -761,47 +516,6 @@ impl OtpService {
         }
     }
 
-    /// Records which provider message carried this send's SMS, so that its receipts find the
-    /// verification (and the fraud guard's mark of the send, which an `undelivered` receipt
-    /// takes out of the guard's judgement): kept as long as the verification. A failure costs
-    /// only the receipts.
-    #[allow(clippy::too_many_arguments)]
-    async fn track_delivery(
-        &self,
-        deliveries: &dyn ReceiptStore,
-        destination: &Destination,
-        purpose: &Purpose,
-        verification: &VerificationId,
-        provider: &str,
-        message_id: &str,
-        guarded: Option<SendMark>,
-    ) {
-        let Ok(message_id) = crate::sms::receipts::message_id(message_id) else {
-            tracing::warn!(%destination, provider, "provider message id not kept: no receipt can match it");
-            return;
-        };
-        let keep = self.issue_params.ttl + self.issue_params.retention;
-        match deliveries
-            .record_message(
-                destination,
-                purpose,
-                verification,
-                provider,
-                &message_id,
-                guarded,
-                keep,
-            )
-            .await
-        {
-            Ok(()) => {
-                crate::metrics::count_sms_tracked(provider, &crate::fraud::country_of(destination))
-            }
-            Err(error) => {
-                tracing::warn!(%destination, provider, %error, "provider message not recorded: its receipts will not match")
-            }
-        }
-    }
-
     /// An SMS delivered to a monitored country: counted per region and logged.
     fn monitored_sms(&self, phone: &Phone, purpose: &Purpose) {
         let region = phone.region();
@@ -850,7 +564,11 @@ impl OtpService {
 
     /// Reserves one SMS in every budget, in one atomic step, when the store could not do it in
     /// the issue's; on refusal nothing is taken.
-    async fn reserve_budgets(&self, budgets: Budgets<'_>, caller: &Caller) -> Result<(), OtpError> {
+    pub(super) async fn reserve_budgets(
+        &self,
+        budgets: Budgets<'_>,
+        caller: &Caller,
+    ) -> Result<(), OtpError> {
         if budgets.budgets.is_empty() {
             return Ok(());
         }
@@ -895,7 +613,7 @@ impl OtpService {
         OtpError::QuotaExceeded { retry_after }
     }
 
-    async fn release(&self, reservations: Reservations) {
+    pub(super) async fn release(&self, reservations: Reservations) {
         if reservations.scopes.is_empty() {
             return;
         }
@@ -909,7 +627,7 @@ impl OtpService {
     }
 
     /// Rolls back an issue whose SMS will not go out, and says so in the log.
-    async fn undo(
+    pub(super) async fn undo(
         &self,
         destination: &Destination,
         purpose: &Purpose,
@@ -934,21 +652,6 @@ impl OtpService {
                 %destination, %purpose, %cause, %store_error,
                 "SMS not sent and the roll-back could not reach the store"
             ),
-        }
-    }
-
-    async fn record(&self, destination: &Destination, purpose: &Purpose, code: &Code) {
-        let sent_at_ms = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
-        let message = OutboxMessage {
-            phone: destination.key().to_owned(),
-            purpose: purpose.as_str().to_owned(),
-            code: code.expose().to_owned(),
-            sent_at_ms,
-        };
-        if let Err(error) = self.outbox.push_outbox(&message).await {
-            tracing::warn!(%destination, %error, "dev outbox: message not recorded");
         }
     }
 }

@@ -108,23 +108,30 @@ pub enum ReceiptOutcome {
     Changed(DeliveryTransition),
 }
 
+/// A provider's message that carries the SMS of one send.
+#[derive(Clone, Copy, Debug)]
+pub struct SentMessage<'a> {
+    pub destination: &'a Destination,
+    pub purpose: &'a Purpose,
+    /// The send's verification.
+    pub verification: &'a VerificationId,
+    pub provider: &'a str,
+    /// The provider's own id of the message.
+    pub message_id: &'a str,
+    /// The fraud guard's mark of the send, if it counted it (`FraudStore::count_undelivered`).
+    pub guarded: Option<SendMark>,
+}
+
 /// Delivery receipts: which provider message carried which send's SMS, and what the
 /// providers later reported of it.
 #[async_trait]
 pub trait ReceiptStore: Send + Sync + 'static {
-    /// Records that `provider`'s message `message_id` carries the SMS of the send that answered
-    /// `id` (to `phone`, for `purpose`), for `keep` (as long as the verification is kept), and
-    /// the fraud guard's mark of that send if the guard counted it (`guarded`), which the
+    /// Records which send's SMS `message` carries, for `keep` (as long as the verification is
+    /// kept), with the fraud guard's mark of that send if the guard counted it, which the
     /// message's transition hands back.
-    #[allow(clippy::too_many_arguments)]
     async fn record_message(
         &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        id: &VerificationId,
-        provider: &str,
-        message_id: &str,
-        guarded: Option<SendMark>,
+        message: &SentMessage<'_>,
         keep: Duration,
     ) -> Result<(), StoreError>;
 

@@ -4,20 +4,22 @@ use async_trait::async_trait;
 
 use super::verifications::message_key;
 use super::*;
-use crate::store::{DeliveryCount, ReceiptStore};
+use crate::store::{DeliveryCount, ReceiptStore, SentMessage};
 
 #[async_trait]
 impl ReceiptStore for MemoryStore {
     async fn record_message(
         &self,
-        _destination: &Destination,
-        _purpose: &Purpose,
-        id: &VerificationId,
-        provider: &str,
-        message_id: &str,
-        guarded: Option<SendMark>,
+        message: &SentMessage<'_>,
         keep: Duration,
     ) -> Result<(), StoreError> {
+        let SentMessage {
+            verification: id,
+            provider,
+            message_id,
+            guarded,
+            ..
+        } = *message;
         let key = message_key(provider, message_id);
         let entry = MessageEntry {
             verification: id.clone(),

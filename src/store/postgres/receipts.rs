@@ -9,10 +9,10 @@ use async_trait::async_trait;
 
 use super::unix_ms;
 use super::{PostgresStore, column, millis};
-use crate::domain::{Destination, Purpose, VerificationId};
+use crate::domain::VerificationId;
 use crate::store::{
     DeliveryCount, DeliveryStatus, DeliveryTransition, Receipt, ReceiptOutcome, ReceiptStore,
-    SendMark, StoreError, VerificationTarget,
+    SendMark, SentMessage, StoreError, VerificationTarget,
 };
 
 const RECORD: &str = "INSERT INTO vcode_messages
@@ -48,14 +48,17 @@ pub(super) fn delivery_of(text: &str) -> Result<DeliveryStatus, StoreError> {
 impl ReceiptStore for PostgresStore {
     async fn record_message(
         &self,
-        destination: &Destination,
-        _purpose: &Purpose,
-        id: &VerificationId,
-        provider: &str,
-        message_id: &str,
-        guarded: Option<SendMark>,
+        message: &SentMessage<'_>,
         keep: Duration,
     ) -> Result<(), StoreError> {
+        let SentMessage {
+            destination,
+            verification: id,
+            provider,
+            message_id,
+            guarded,
+            ..
+        } = *message;
         // The receipt counts under the country (migration 0009): the function cannot tell it.
         let country = destination.country();
         let guard_minute = guarded.map(|mark| mark.minute as i64);

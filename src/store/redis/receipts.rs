@@ -15,21 +15,24 @@ use super::*;
 use crate::domain::Region;
 use crate::store::{
     DELIVERY_COUNTS_KEPT_HOURS, DeliveryCount, DeliveryTransition, Receipt, ReceiptOutcome,
-    ReceiptStore, SendMark, unix_hour,
+    ReceiptStore, SentMessage, unix_hour,
 };
 
 #[async_trait]
 impl ReceiptStore for RedisStore {
     async fn record_message(
         &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        id: &VerificationId,
-        provider: &str,
-        message_id: &str,
-        guarded: Option<SendMark>,
+        message: &SentMessage<'_>,
         keep: Duration,
     ) -> Result<(), StoreError> {
+        let SentMessage {
+            destination,
+            purpose,
+            verification: id,
+            provider,
+            message_id,
+            guarded,
+        } = *message;
         let mut leads_to = [&encode_target(destination, purpose), " ", id.as_str()].concat();
         if let Some(mark) = guarded {
             leads_to.push(' ');

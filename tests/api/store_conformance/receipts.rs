@@ -4,7 +4,26 @@
 //! confirms it.
 
 use super::*;
-use vcode::store::{DeliveryStatus, Receipt, ReceiptOutcome, SendMark};
+use vcode::store::{DeliveryStatus, Receipt, ReceiptOutcome, SendMark, SentMessage};
+
+/// Twilio's message `message_id`, carrying the SMS of the send `id` answered.
+fn sent_message<'a>(
+    phone: &'a Destination,
+    id: &'a VerificationId,
+    message_id: &'a str,
+    guarded: Option<SendMark>,
+) -> SentMessage<'a> {
+    // Every test's purpose is `login`: a static one, borrowed for the message's life.
+    static LOGIN: std::sync::LazyLock<Purpose> = std::sync::LazyLock::new(Purpose::default);
+    SentMessage {
+        destination: phone,
+        purpose: &LOGIN,
+        verification: id,
+        provider: "twilio",
+        message_id,
+        guarded,
+    }
+}
 
 fn receipt<'a>(
     message_id: &'a str,
@@ -40,12 +59,7 @@ async fn a_receipt_moves_the_delivery_forward_once(backend: Backend) {
     };
     t.store
         .record_message(
-            &phone,
-            &login(),
-            &sent.id,
-            "twilio",
-            &message,
-            Some(mark),
+            &sent_message(&phone, &sent.id, &message, Some(mark)),
             MINUTE,
         )
         .await
@@ -97,7 +111,7 @@ async fn a_sent_receipt_confirms_an_unconfirmed_send(backend: Backend) {
     t.store.mark_unconfirmed(&phone, &sent.id).await.unwrap();
     let message = format!("SM{}", random_phone());
     t.store
-        .record_message(&phone, &login(), &sent.id, "twilio", &message, None, MINUTE)
+        .record_message(&sent_message(&phone, &sent.id, &message, None), MINUTE)
         .await
         .unwrap();
     let ReceiptOutcome::Changed(transition) =
@@ -132,12 +146,7 @@ async fn an_expired_message_record_is_unknown(backend: Backend) {
     let message = format!("SM{}", random_phone());
     t.store
         .record_message(
-            &phone,
-            &login(),
-            &sent.id,
-            "twilio",
-            &message,
-            None,
+            &sent_message(&phone, &sent.id, &message, None),
             Duration::from_millis(200),
         )
         .await
