@@ -159,7 +159,7 @@ def sent_codes(port, count):
         if status != 200:
             sys.exit(f"send for verified: HTTP {status} {data!r}")
         verification_id = json.loads(data)["data"]["verification_id"]
-        _, outbox = call(connection, "GET", "/api/v1/dev/outbox?phone=" + phone.replace("+", "%2B"))
+        _, outbox = call(connection, "GET", "/api/v1/dev/inbox?phone=" + phone.replace("+", "%2B"))
         code = json.loads(outbox)["data"]["messages"][-1]["code"]
         sent.append((phone, verification_id, code))
     connection.close()

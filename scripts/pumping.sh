@@ -3,7 +3,7 @@
 # shared stores: starts its own redis-server and postgres on free loopback ports (never the
 # machine's 6379 or 5432), and for each store and each bot rate a fresh store and two vcode
 # instances sharing it, every limit at its default but three settings the simulation needs:
-#   VCODE_DEV_MODE=1                     the honest users read their codes from the dev outbox
+#   VCODE_DEV_MODE=1                     the honest users read their codes from the dev inbox
 #   VCODE_TRUSTED_PROXIES=127.0.0.1/32   the load generator forwards its clients' addresses
 #   VCODE_ALLOWED_REGIONS=CN,DE,GB,US    the honest users' countries (only CN is served unset)
 # Honest users arrive at 1 a second (most type their code within 2-20 s, 10 % never do); after

@@ -193,7 +193,7 @@ async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<Op
 }
 
 /// The email channel's sender: the relay of `VCODE_EMAIL_SMTP_URL`, else in dev mode one that
-/// only logs (the dev outbox shows its codes), else none (email destinations refused).
+/// only logs (the dev inbox shows its codes), else none (email destinations refused).
 fn mailer(settings: &Settings) -> anyhow::Result<Option<Arc<dyn EmailSender>>> {
     let default_locale = settings.sms.locales.default().clone();
     Ok(match &settings.email.smtp {

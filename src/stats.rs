@@ -178,7 +178,7 @@ impl Event {
             Event::QuotaPhone => ("vcode_quota_rejections", "quota", "phone"),
             Event::QuotaIp => ("vcode_quota_rejections", "quota", "client_ip"),
             Event::QuotaGlobal => ("vcode_quota_rejections", "quota", "global"),
-            Event::QuotaFailures => ("vcode_quota_rejections", "quota", "phone_failures"),
+            Event::QuotaFailures => ("vcode_quota_rejections", "quota", "destination_failures"),
             Event::RefusedNumberType => ("vcode_destination_refusals", "reason", "number_type"),
             Event::RefusedRegion => ("vcode_destination_refusals", "reason", "region"),
             // Per region: `crate::metrics::count_monitored_sms`.

@@ -325,7 +325,7 @@ async function drawRefusals() {
   for (const match of metrics.text.matchAll(/^vcode_quota_rejections_total\{quota="([a-z_]+)"\} (\d+)/gm)) {
     since[match[1]] = Number(match[2]);
   }
-  const byMetric = { quota_phone: 'phone', quota_ip: 'client_ip', quota_global: 'global', quota_failures: 'phone_failures' };
+  const byMetric = { quota_phone: 'phone', quota_ip: 'client_ip', quota_global: 'global', quota_failures: 'destination_failures' };
   for (const [key, label] of QUOTAS) {
     row(tbody, [label, num('—'), num(count(since[byMetric[key]] || 0))], { quota: key });
   }

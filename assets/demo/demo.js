@@ -1,5 +1,5 @@
 // The demo page's flow: a phone or an email address (and the configured gate) → code → token. Talks to the public API
-// only, and in dev mode reads the code from the dev outbox as a user would read the SMS.
+// only, and in dev mode reads the code from the dev inbox as a user would read the SMS.
 'use strict';
 
 // Every error code of the API (vcode_wire::ErrorCode) as a sentence for people; a Rust test
@@ -142,7 +142,7 @@ async function send(event) {
 }
 
 async function readOutbox() {
-  const answer = await call('GET', `/api/v1/dev/outbox?${state.channel}=${encodeURIComponent(state.destination)}`);
+  const answer = await call('GET', `/api/v1/dev/inbox?${state.channel}=${encodeURIComponent(state.destination)}`);
   if (answer.code === 200 && answer.data.messages.length) {
     $('outbox-code').textContent = answer.data.messages[answer.data.messages.length - 1].code;
     $('outbox').hidden = false;

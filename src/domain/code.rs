@@ -54,7 +54,7 @@ impl Code {
         Self(stored)
     }
 
-    /// The digits. Callers are the store, the SMS text and the dev outbox, nothing that logs.
+    /// The digits. Callers are the store, the SMS text and the dev inbox, nothing that logs.
     pub fn expose(&self) -> &str {
         &self.0
     }

@@ -1,5 +1,5 @@
 //! The dev-mode mail sender: writes each code's mail to the log instead of a relay, as SMS's
-//! `log` provider does, so that a developer (and the dev outbox, which the OTP use case feeds
+//! `log` provider does, so that a developer (and the dev inbox, which the OTP use case feeds
 //! for every send) sees the code without a mail server. Never built outside dev mode.
 
 use async_trait::async_trait;

@@ -118,7 +118,7 @@ impl SmtpMailer {
         })
     }
 
-    /// The mail's text, for tests and the dev outbox: what [`SmtpMailer::send`] would write.
+    /// The mail's text, for tests and the dev inbox: what [`SmtpMailer::send`] would write.
     pub fn render(&self, message: &EmailMessage<'_>) -> RenderedEmail {
         self.templates.render(
             message.purpose,

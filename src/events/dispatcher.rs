@@ -16,7 +16,7 @@ use super::{EventKind, payload};
 use crate::domain::VerificationId;
 use crate::sms::http::{PreparedRequest, ProviderClient};
 use crate::store::{
-    ClaimedEvent, CodeStore, EventStore, Settlement, StoreError, VerificationStatus,
+    ClaimedEntry, CodeStore, EventStore, Settlement, StoreError, VerificationStatus,
 };
 
 /// Events claimed at once: each is one subject's, so they are posted concurrently.
@@ -129,7 +129,7 @@ impl Dispatcher {
         Ok(count)
     }
 
-    async fn try_event(&self, claim: ClaimedEvent) {
+    async fn try_event(&self, claim: ClaimedEntry) {
         let settlement = match self.kind_to_send(&claim).await {
             Ok(Some(kind)) => self.post_all(&claim, kind).await,
             Ok(None) => {
@@ -150,7 +150,7 @@ impl Dispatcher {
 
     /// What `claim` is sent as: itself, or for the expiry timer `expired` if the verification
     /// is still unresolved (nothing, if it was approved, canceled or spent, or is forgotten).
-    async fn kind_to_send(&self, claim: &ClaimedEvent) -> Result<Option<EventKind>, StoreError> {
+    async fn kind_to_send(&self, claim: &ClaimedEntry) -> Result<Option<EventKind>, StoreError> {
         let event = &claim.event;
         if let Some(kind) = super::event_of(event.fact) {
             return Ok(Some(kind));
@@ -165,7 +165,7 @@ impl Dispatcher {
     }
 
     /// Posts the event to every endpoint that wants it and has not taken it, at once.
-    async fn post_all(&self, claim: &ClaimedEvent, kind: EventKind) -> Settlement {
+    async fn post_all(&self, claim: &ClaimedEntry, kind: EventKind) -> Settlement {
         let event = &claim.event;
         let id = event.webhook_id();
         let body = payload(event, kind);

@@ -10,7 +10,7 @@
 //! expiry timer's, which reads the verification). How a store step records a fact (e.g. a
 //! delivery receipt moving a verification to `delivered`), inside the step that makes the
 //! change and only there:
-//! - memory: `self.events.append(StoredEvent::of_verification(Fact::Delivery(..), id,
+//! - memory: `self.events.append(OutboxEntry::of_verification(Fact::Delivery(..), id,
 //!   phone, purpose, unix_now_ms()).with_detail(format!("provider={p};message_id={m}")))`
 //!   while holding the verification's lock (the outbox lock is always taken last);
 //! - Redis: prepend `EVENTS_PRELUDE` to the script, call
@@ -35,7 +35,7 @@ pub use self::dispatcher::{Delivering, Dispatcher};
 pub use self::operations::EventOperations;
 pub use self::settings::{Endpoint, EventSettings, EventVariables};
 pub use self::signature::WebhookSecret;
-pub use crate::store::{Fact, StoredEvent};
+pub use crate::store::{Fact, OutboxEntry};
 
 use crate::domain::masked_e164;
 use crate::store::{Ending, FinalDelivery};
@@ -113,7 +113,7 @@ const NUMERIC_DETAILS: [&str; 4] = ["expires_at_ms", "attempts", "until_ms", "st
 
 /// The request body of `event` (shown as `kind`: the expiry timer is sent as `expired`):
 /// `{"type", "timestamp", "data"}` as Standard Webhooks suggests. The phone is masked.
-pub fn payload(event: &StoredEvent, kind: EventKind) -> Vec<u8> {
+pub fn payload(event: &OutboxEntry, kind: EventKind) -> Vec<u8> {
     let mut data = Map::new();
     match event.prefix() {
         Some(prefix) => {
@@ -212,7 +212,7 @@ mod tests {
 
     #[test]
     fn a_payload_masks_the_phone_and_carries_no_code() {
-        let event = StoredEvent::of_verification(
+        let event = OutboxEntry::of_verification(
             Fact::AttemptFailed,
             "AAECAwQFBgcICQoLDA0ODw",
             "+8613800138000",
@@ -233,7 +233,7 @@ mod tests {
     #[test]
     fn the_expiry_timer_is_sent_as_expired_at_its_time() {
         let event =
-            StoredEvent::of_verification(Fact::ExpiryDue, "id", "+8613800138000", "login", 1000)
+            OutboxEntry::of_verification(Fact::ExpiryDue, "id", "+8613800138000", "login", 1000)
                 .placed_at(301_000);
         let body: Value = serde_json::from_slice(&payload(&event, EventKind::Expired)).unwrap();
         assert_eq!(body["type"], "verification.expired");

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use crate::store::{EventStore, FailedEvent, StoreError};
+use crate::store::{EventStore, FailedEntry, StoreError};
 
 /// The most failed events one list shows.
 pub const MAX_LISTED: usize = 1000;
@@ -18,7 +18,7 @@ impl EventOperations {
     }
 
     /// The oldest `limit` failed events (at most [`MAX_LISTED`]).
-    pub async fn failed(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
+    pub async fn failed(&self, limit: usize) -> Result<Vec<FailedEntry>, StoreError> {
         self.outbox.failed_events(limit.min(MAX_LISTED)).await
     }
 

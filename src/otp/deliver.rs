@@ -2,7 +2,7 @@
 //! differs by channel), after the budgets where the issue could not reserve them. A message
 //! that certainly did not go out undoes the issue and releases the budgets; one in doubt (no
 //! answer) stands as a send. A confirmed SMS's provider message is recorded for its receipts;
-//! in dev mode the message is kept in the dev outbox.
+//! in dev mode the message is kept in the dev inbox.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -13,8 +13,7 @@ use crate::email::{EmailErrorKind, EmailMessage};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::{
-    Budgets, Delivery, DeliveryKind, DeliveryStatus, OutboxMessage, ReceiptStore, SendMark,
-    SentMessage,
+    Budgets, DeliveryStatus, DevMessage, IssueKind, IssuedCode, ReceiptStore, SendMark, SentMessage,
 };
 
 /// One issued code on its way out: what its message says, and the issue it undoes if the
@@ -26,7 +25,7 @@ pub(super) struct Outgoing<'a> {
     pub locale: Option<&'a Locale>,
     /// The Twilio Service's wording and code lifetime, for its sends.
     pub profile: Option<&'a ServiceProfile>,
-    pub delivery: &'a Delivery,
+    pub delivery: &'a IssuedCode,
     /// The fraud guard's mark of the send, if it counted it (an `undelivered` receipt names it).
     pub guarded: Option<SendMark>,
 }
@@ -55,7 +54,7 @@ impl OtpService {
         }
         let (e164, purpose_name) = (destination.key(), purpose.as_str());
         let code = match delivery.kind {
-            DeliveryKind::Redelivered => {
+            IssueKind::Redelivered => {
                 let opened = delivery.sealed.as_ref().and_then(|sealed| {
                     let digest = delivery.digest();
                     self.keyring.open_code(e164, purpose_name, digest, sealed)
@@ -70,7 +69,7 @@ impl OtpService {
                     }
                 }
             }
-            DeliveryKind::Created | DeliveryKind::Rotated => code,
+            IssueKind::Created | IssueKind::Rotated => code,
         };
 
         let sent = match destination {
@@ -87,7 +86,7 @@ impl OtpService {
         };
 
         // An unconfirmed message too: the outbox is what may have reached the destination.
-        if self.record_outbox {
+        if self.keep_dev_messages {
             self.record(destination, purpose, &code).await;
         }
         Ok(status)
@@ -132,11 +131,8 @@ impl OtpService {
                     message_id = receipt.message_id.as_deref().unwrap_or("-"),
                     "SMS delivered"
                 );
-                if let (Some(deliveries), Some(message_id)) =
-                    (&self.deliveries, &receipt.message_id)
-                {
-                    let receipts = deliveries.as_ref();
-                    self.track_delivery(receipts, out, receipt.provider, message_id)
+                if let (Some(receipts), Some(message_id)) = (&self.receipts, &receipt.message_id) {
+                    self.track_message(receipts.as_ref(), out, receipt.provider, message_id)
                         .await;
                 }
                 Ok(DeliveryStatus::Sent)
@@ -236,7 +232,7 @@ impl OtpService {
     }
 
     /// The issue wrote `sent`; the rarer unconfirmed case costs this second write.
-    async fn mark_unconfirmed(&self, destination: &Destination, delivery: &Delivery) {
+    async fn mark_unconfirmed(&self, destination: &Destination, delivery: &IssuedCode) {
         let verification = &delivery.undo.verification;
         if let Err(error) = self.codes.mark_unconfirmed(destination, verification).await {
             tracing::warn!(%destination, %error, "verification not marked unconfirmed");
@@ -247,9 +243,9 @@ impl OtpService {
     /// verification (and the fraud guard's mark of the send, which an `undelivered` receipt
     /// takes out of the guard's judgement): kept as long as the verification. A failure costs
     /// only the receipts.
-    async fn track_delivery(
+    async fn track_message(
         &self,
-        deliveries: &dyn ReceiptStore,
+        receipts: &dyn ReceiptStore,
         out: &Outgoing<'_>,
         provider: &str,
         message_id: &str,
@@ -274,7 +270,7 @@ impl OtpService {
             message_id: &message_id,
             guarded,
         };
-        match deliveries.record_message(&message, keep).await {
+        match receipts.record_message(&message, keep).await {
             Ok(()) => {
                 crate::metrics::count_sms_tracked(provider, &crate::fraud::country_of(destination))
             }
@@ -289,14 +285,14 @@ impl OtpService {
         let sent_at_ms = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        let message = OutboxMessage {
+        let message = DevMessage {
             phone: destination.key().to_owned(),
             purpose: purpose.as_str().to_owned(),
             code: code.expose().to_owned(),
             sent_at_ms,
         };
-        if let Err(error) = self.outbox.push_outbox(&message).await {
-            tracing::warn!(%destination, %error, "dev outbox: message not recorded");
+        if let Err(error) = self.dev_inbox.keep_dev_message(&message).await {
+            tracing::warn!(%destination, %error, "dev inbox: message not recorded");
         }
     }
 }

@@ -298,7 +298,7 @@ impl GeoPermissions {
 
 /// Why a number gets no SMS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Refusal {
+pub enum DestinationRefusal {
     /// Its type is not among `VCODE_ALLOWED_NUMBER_TYPES`.
     NumberType(NumberType),
     /// It belongs to a non-geographic calling code, and `non_geographic` is not allowed.
@@ -307,7 +307,7 @@ pub enum Refusal {
     Region(Region),
 }
 
-impl fmt::Display for Refusal {
+impl fmt::Display for DestinationRefusal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::NumberType(number_type) => write!(f, "{number_type} numbers are not served"),
@@ -332,20 +332,20 @@ impl Destinations {
     /// Whether `phone` may receive an SMS, and if so whether it is monitored. A number of a
     /// non-geographic code has no country: `non_geographic` in the allowed types is its
     /// permission.
-    pub fn check(&self, phone: &Phone) -> Result<GeoPermission, Refusal> {
+    pub fn check(&self, phone: &Phone) -> Result<GeoPermission, DestinationRefusal> {
         let number_type = phone.number_type();
         if !self.number_types.allows(number_type) {
-            return Err(Refusal::NumberType(number_type));
+            return Err(DestinationRefusal::NumberType(number_type));
         }
         let Some(region) = phone.region() else {
             return if self.number_types.allows_non_geographic() {
                 Ok(GeoPermission::Allow)
             } else {
-                Err(Refusal::NonGeographic(number_type))
+                Err(DestinationRefusal::NonGeographic(number_type))
             };
         };
         match self.geo.of(region) {
-            GeoPermission::Block => Err(Refusal::Region(region)),
+            GeoPermission::Block => Err(DestinationRefusal::Region(region)),
             served => Ok(served),
         }
     }
@@ -436,7 +436,10 @@ mod tests {
             for (number, ..) in PUMPED {
                 let refusal = destinations.check(&phone(number)).unwrap_err();
                 assert!(
-                    matches!(refusal, Refusal::NumberType(_) | Refusal::NonGeographic(_)),
+                    matches!(
+                        refusal,
+                        DestinationRefusal::NumberType(_) | DestinationRefusal::NonGeographic(_)
+                    ),
                     "{number}: {refusal:?}"
                 );
             }
@@ -497,7 +500,7 @@ mod tests {
         let strict = Destinations::new(NumberTypes::default(), everywhere.clone());
         assert_eq!(
             strict.check(&rome),
-            Err(Refusal::NumberType(NumberType::FixedLine))
+            Err(DestinationRefusal::NumberType(NumberType::FixedLine))
         );
         let with_fixed = Destinations::new(
             NumberTypes::parse("mobile, fixed_line_or_mobile, FIXED_LINE").unwrap(),
@@ -519,7 +522,7 @@ mod tests {
         // Still not a premium-rate one.
         assert_eq!(
             with_satellites.check(&phone("+979123456789")),
-            Err(Refusal::NumberType(NumberType::PremiumRate))
+            Err(DestinationRefusal::NumberType(NumberType::PremiumRate))
         );
         let anything = Destinations::new(NumberTypes::all(), everywhere);
         for (number, ..) in PUMPED {

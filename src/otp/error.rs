@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::Refusal;
+use super::DestinationRefusal;
 use crate::captcha::CaptchaError;
 use crate::domain::InvalidEmail;
 use crate::email::EmailError;
@@ -31,7 +31,7 @@ pub enum OtpError {
     /// No SMS goes to this number: its type (premium rate, toll-free…), its non-geographic
     /// calling code (`VCODE_ALLOWED_NUMBER_TYPES`) or its country (the geo permissions).
     #[error("no SMS to this number: {0}")]
-    DestinationRefused(Refusal),
+    DestinationRefused(DestinationRefusal),
     #[error("invalid locale")]
     InvalidLocale,
     /// The SMS provider says this number cannot receive messages.

@@ -31,7 +31,7 @@ use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    CodeStore, FusedSteps, IssueParams, OutboxMessage, OutboxStore, QuotaRule, QuotaStore,
+    CodeStore, DevInboxStore, DevMessage, FusedSteps, IssueParams, QuotaRule, QuotaStore,
     ReceiptStore, Stores, VerifyOutcome, VerifyParams, VerifyStep,
 };
 use crate::token::{Audience, TokenIssuer};
@@ -39,7 +39,7 @@ use crate::token::{Audience, TokenIssuer};
 use self::caller::CallerLimits;
 pub use self::caller::{Caller, EndUser, MAX_END_USER_KEY, TenantId};
 pub use self::destinations::{
-    Destinations, GeoPermission, GeoPermissions, NumberTypes, Refusal, Regions,
+    DestinationRefusal, Destinations, GeoPermission, GeoPermissions, NumberTypes, Regions,
 };
 pub use self::error::OtpError;
 pub use self::receipts::{
@@ -129,7 +129,7 @@ pub struct OtpService {
     /// The send's issue with the guard's step, the verify with its conversion.
     fused: Arc<dyn FusedSteps>,
     quotas: Arc<dyn QuotaStore>,
-    outbox: Arc<dyn OutboxStore>,
+    dev_inbox: Arc<dyn DevInboxStore>,
     sender: Arc<dyn SmsSender>,
     /// Sends email codes; `None` where the service has no relay (email destinations refused).
     mailer: Option<Arc<dyn EmailSender>>,
@@ -158,10 +158,10 @@ pub struct OtpService {
     /// Signs the token a successful verify answers.
     tokens: Arc<TokenIssuer>,
     stats: Arc<Stats>,
-    /// Dev mode: keep every delivered SMS in the store's outbox.
-    record_outbox: bool,
+    /// Dev mode: keep every message sent in the store's dev inbox.
+    keep_dev_messages: bool,
     /// Where a send records its provider's message, when delivery receipts are on.
-    deliveries: Option<Arc<dyn ReceiptStore>>,
+    receipts: Option<Arc<dyn ReceiptStore>>,
 }
 
 /// What an `OtpService` works with, built once at start-up.
@@ -194,12 +194,12 @@ fn tenant_rules(abuse: &AbuseSettings, budget: SendBudget) -> Vec<QuotaRule> {
 }
 
 impl OtpService {
-    /// `record_outbox`: dev mode, where the SMS delivered are kept for the dev routes.
+    /// `keep_dev_messages`: dev mode, where the SMS delivered are kept for the dev routes.
     pub fn new(
         dependencies: OtpDependencies,
         settings: OtpSettings,
         abuse: &AbuseSettings,
-        record_outbox: bool,
+        keep_dev_messages: bool,
     ) -> Self {
         let OtpDependencies {
             stores,
@@ -218,7 +218,7 @@ impl OtpService {
             retention: settings.verification_retention,
             cooldown: settings.resend_cooldown,
             policy: settings.resend,
-            phone_quota: [
+            destination_quota: [
                 QuotaRule::new(abuse.sends_per_phone_hour, HOUR),
                 QuotaRule::new(abuse.sends_per_phone_day, DAY),
             ]
@@ -229,7 +229,7 @@ impl OtpService {
         };
         // An address's own budget takes the place of a phone's, in the same atomic step.
         let email_issue_params = IssueParams {
-            phone_quota: [
+            destination_quota: [
                 QuotaRule::new(abuse.sends_per_email_hour, HOUR),
                 QuotaRule::new(abuse.sends_per_email_day, DAY),
             ]
@@ -240,14 +240,14 @@ impl OtpService {
         };
         let verify_params = VerifyParams {
             max_attempts: settings.max_attempts,
-            phone_failures: QuotaRule::new(abuse.failed_verifies_per_phone_day, DAY),
+            destination_failures: QuotaRule::new(abuse.failed_verifies_per_phone_day, DAY),
             client_failures: QuotaRule::new(abuse.failed_verifies_per_client_day, DAY),
         };
         Self {
             codes: stores.codes.clone(),
             fused: stores.fused.clone(),
             quotas: stores.quotas.clone(),
-            outbox: stores.outbox.clone(),
+            dev_inbox: stores.dev_inbox.clone(),
             sender,
             mailer,
             phones: PhoneParser::new(settings.default_region, PHONE_CACHE_CAPACITY),
@@ -296,8 +296,8 @@ impl OtpService {
             ),
             settings,
             stats,
-            record_outbox,
-            deliveries: track_deliveries.then(|| stores.receipts.clone()),
+            keep_dev_messages,
+            receipts: track_deliveries.then(|| stores.receipts.clone()),
         }
     }
 
@@ -457,7 +457,7 @@ impl OtpService {
             }
             VerifyOutcome::QuotaExceeded { retry_after } => {
                 self.stats.record(Event::QuotaFailures);
-                tracing::warn!(%destination, %purpose, quota = "phone_failures", "verify refused: quota exceeded");
+                tracing::warn!(%destination, %purpose, quota = "destination_failures", "verify refused: quota exceeded");
                 Err(OtpError::QuotaExceeded { retry_after })
             }
         }
@@ -482,12 +482,12 @@ impl OtpService {
     }
 
     /// Dev mode: the messages delivered to `phone` or `email` (exactly one), oldest first.
-    pub async fn outbox(
+    pub async fn dev_messages(
         &self,
         phone: Option<&str>,
         email: Option<&str>,
-    ) -> Result<Vec<OutboxMessage>, OtpError> {
+    ) -> Result<Vec<DevMessage>, OtpError> {
         let destination = self.parse_destination(phone, email)?;
-        Ok(self.outbox.outbox(&destination).await?)
+        Ok(self.dev_inbox.dev_messages(&destination).await?)
     }
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::deliver::Outgoing;
-use super::{Caller, GatePasses, GeoPermission, OtpError, OtpService, Refusal};
+use super::{Caller, DestinationRefusal, GatePasses, GeoPermission, OtpError, OtpService};
 use crate::domain::{Code, CodeLength, Destination, Locale, Phone, Purpose, VerificationId};
 use crate::fraud::{Admitted, SendTicket};
 use crate::idempotency::{IdempotencyKey, fingerprint};
@@ -21,8 +21,8 @@ use crate::sms::templates::TenantWording;
 use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
-    Budget, Budgets, CodeCandidate, Delivery, GuardedIssue, IssueOutcome, IssueParams, NewSendLog,
-    QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy,
+    Budget, Budgets, CodeCandidate, GuardedIssue, IssueOutcome, IssueParams, IssuedCode,
+    NewSendLog, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -214,8 +214,10 @@ impl OtpService {
     fn check_destination(&self, phone: &Phone) -> Result<GeoPermission, OtpError> {
         self.destinations.check(phone).map_err(|refusal| {
             let event = match refusal {
-                Refusal::NumberType(_) | Refusal::NonGeographic(_) => Event::RefusedNumberType,
-                Refusal::Region(_) => Event::RefusedRegion,
+                DestinationRefusal::NumberType(_) | DestinationRefusal::NonGeographic(_) => {
+                    Event::RefusedNumberType
+                }
+                DestinationRefusal::Region(_) => Event::RefusedRegion,
             };
             self.stats.record(event);
             tracing::warn!(
@@ -381,7 +383,7 @@ impl OtpService {
             }
         };
         let delivery = match outcome {
-            IssueOutcome::Deliver(delivery) => delivery,
+            IssueOutcome::Send(delivery) => delivery,
             IssueOutcome::Cooldown { retry_after } => {
                 self.stats.record(Event::DedupCooldown);
                 tracing::info!(%destination, %purpose, retry_after_ms = retry_after.as_millis() as u64, "send refused: cooldown running");
@@ -483,7 +485,7 @@ impl OtpService {
             send_log: send_log_of(command.profile.as_deref()),
         };
         let params = IssueParams {
-            phone_quota: Vec::new(),
+            destination_quota: Vec::new(),
             ..self
                 .issue_params_for(destination, command.profile.as_deref())
                 .into_owned()
@@ -493,7 +495,7 @@ impl OtpService {
             .issue_code(destination, purpose, candidate, &params, Budgets::none())
             .await?
         {
-            IssueOutcome::Deliver(delivery) => {
+            IssueOutcome::Send(delivery) => {
                 self.stats.record(Event::TestNumberSend);
                 tracing::info!(%destination, %purpose, delivery = delivery.kind.as_str(), "test number: fixed code stored, no SMS");
                 Ok(SendReceipt {
@@ -631,7 +633,7 @@ impl OtpService {
         &self,
         destination: &Destination,
         purpose: &Purpose,
-        delivery: &Delivery,
+        delivery: &IssuedCode,
         cause: &OtpError,
     ) {
         let cause =

@@ -22,9 +22,9 @@ use deadpool_redis::{Config, Pool, Runtime};
 
 use crate::domain::{CodeDigest, Destination, Purpose, VerificationId};
 use crate::store::{
-    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, IssueOutcome, IssueParams,
-    IssueUndo, PendingCode, QuotaToken, StoreError, VerificationRecord, VerificationTarget,
-    VerifyOutcome, VerifyParams,
+    Budgets, CodeCandidate, CodeStore, IssueKind, IssueOutcome, IssueParams, IssueUndo, IssuedCode,
+    PendingCode, QuotaToken, StoreError, VerificationRecord, VerificationTarget, VerifyOutcome,
+    VerifyParams,
 };
 
 /// The Go service's key prefix. vcode's own keys share it, but this one is the Go service's
@@ -184,10 +184,10 @@ impl CodeStore for LegacyRedisStore {
             .arg(params.ttl.as_secs().max(1))
             .to_owned();
         self.query::<()>(command).await?;
-        Ok(IssueOutcome::Deliver(Delivery {
+        Ok(IssueOutcome::Send(IssuedCode {
             sealed: None,
             // The Go service could not tell whether it overwrote a code.
-            kind: DeliveryKind::Created,
+            kind: IssueKind::Created,
             budgets_reserved: false,
             undo: IssueUndo {
                 verification: candidate.verification,

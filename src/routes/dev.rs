@@ -2,7 +2,7 @@
 //! user who reads the SMS or the picture. Outside dev mode they are not registered at all.
 
 use actix_web::{HttpResponse, guard, web};
-use vcode_wire::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery, paths};
+use vcode_wire::{CaptchaAnswer, DevInboxData, DevInboxQuery, DevMessage, paths};
 
 use super::ApiError;
 use super::AppState;
@@ -75,9 +75,9 @@ pub fn is_direct_local(head: &actix_web::dev::RequestHead) -> bool {
 pub fn config(cfg: &mut web::ServiceConfig) {
     let direct_local = || guard::fn_guard(|ctx| is_direct_local(ctx.head()));
     cfg.service(
-        super::get_resource(paths::DEV_OUTBOX)
+        super::get_resource(paths::DEV_INBOX)
             .guard(direct_local())
-            .route(super::get().to(outbox)),
+            .route(super::get().to(dev_inbox)),
     )
     .service(
         super::get_resource(paths::DEV_CAPTCHA_ANSWER)
@@ -89,9 +89,9 @@ pub fn config(cfg: &mut web::ServiceConfig) {
 /// What `config` serves, for the OpenAPI description (dev mode only).
 pub fn describe(api: &mut Api) {
     use vcode_wire::ErrorCode::*;
-    let outbox = api.schema::<OutboxData>();
+    let inbox = api.schema::<DevInboxData>();
     api.get(
-        paths::DEV_OUTBOX,
+        paths::DEV_INBOX,
         "dev",
         "The codes sent to a phone or an email address (dev mode, loopback only)",
     )
@@ -109,7 +109,7 @@ pub fn describe(api: &mut Api) {
         serde_json::json!({"type": "string", "examples": ["user@example.com"]}),
         "An email address; not with `phone`",
     )
-    .ok_envelope(outbox)
+    .ok_envelope(inbox)
     .errors(&[
         Malformed,
         InvalidPhone,
@@ -135,24 +135,24 @@ pub fn describe(api: &mut Api) {
     .errors(&[NotFound, Internal, StoreUnavailable]);
 }
 
-async fn outbox(
+async fn dev_inbox(
     state: web::Data<AppState>,
-    query: web::Query<OutboxQuery>,
+    query: web::Query<DevInboxQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let messages = state
         .otp
-        .outbox(query.phone.as_deref(), query.email.as_deref())
+        .dev_messages(query.phone.as_deref(), query.email.as_deref())
         .await?;
     let messages = messages
         .into_iter()
-        .map(|message| OutboxMessage {
+        .map(|message| DevMessage {
             code: message.code,
             phone: message.phone,
             purpose: message.purpose,
             sent_at_ms: message.sent_at_ms,
         })
         .collect();
-    Ok(envelope::ok(OutboxData { messages }))
+    Ok(envelope::ok(DevInboxData { messages }))
 }
 
 async fn captcha_answer(

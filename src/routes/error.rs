@@ -12,7 +12,7 @@ use crate::domain::InvalidEmail;
 use crate::email::EmailError;
 use crate::fraud::FraudError;
 use crate::idempotency::IdempotencyError;
-use crate::otp::{OtpError, ReceiptError, Refusal};
+use crate::otp::{DestinationRefusal, OtpError, ReceiptError};
 use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
@@ -116,10 +116,10 @@ impl From<OtpError> for ApiError {
             }
             OtpError::EmailDelivery(error) => Self::EmailDelivery(error),
             OtpError::InvalidPurpose => Self::InvalidPurpose,
-            OtpError::DestinationRefused(Refusal::NumberType(_) | Refusal::NonGeographic(_)) => {
-                Self::NumberTypeRefused
-            }
-            OtpError::DestinationRefused(Refusal::Region(_)) => Self::RegionRefused,
+            OtpError::DestinationRefused(
+                DestinationRefusal::NumberType(_) | DestinationRefusal::NonGeographic(_),
+            ) => Self::NumberTypeRefused,
+            OtpError::DestinationRefused(DestinationRefusal::Region(_)) => Self::RegionRefused,
             OtpError::InvalidLocale => {
                 Self::Malformed("locale must be a BCP 47 tag such as zh-CN or en".to_owned())
             }

@@ -7,7 +7,7 @@ use vcode_wire::{FailedEvents, FailedEventsQuery, ReplayRequest, Replayed, paths
 
 use super::openapi::Api;
 use super::{ApiError, AppState, envelope};
-use crate::store::FailedEvent;
+use crate::store::FailedEntry;
 
 const DEFAULT_LIMIT: usize = 100;
 
@@ -65,7 +65,7 @@ async fn replay(
     Ok(envelope::ok(Replayed { replayed }))
 }
 
-fn wire(failed: FailedEvent) -> vcode_wire::FailedEvent {
+fn wire(failed: FailedEntry) -> vcode_wire::FailedEvent {
     vcode_wire::FailedEvent {
         webhook_id: failed.event.webhook_id(),
         seq: failed.event.seq,

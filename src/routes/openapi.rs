@@ -20,13 +20,13 @@ pub const BODY_ERRORS: [ErrorCode; 3] = [
 /// The description being assembled: operations in declaration order, schemas by name.
 #[derive(Default)]
 pub struct Api {
-    operations: Vec<Operation>,
+    operations: Vec<ApiOperation>,
     schemas: Map<String, Value>,
     security_schemes: Map<String, Value>,
 }
 
 /// One method on one path.
-pub struct Operation {
+pub struct ApiOperation {
     method: &'static str,
     path: &'static str,
     tag: &'static str,
@@ -48,7 +48,7 @@ impl Api {
         path: &'static str,
         tag: &'static str,
         summary: &'static str,
-    ) -> &mut Operation {
+    ) -> &mut ApiOperation {
         self.push("get", path, tag, summary);
         let operation = self.operations.last_mut().expect("just pushed");
         operation.head = true;
@@ -61,7 +61,7 @@ impl Api {
         path: &'static str,
         tag: &'static str,
         summary: &'static str,
-    ) -> &mut Operation {
+    ) -> &mut ApiOperation {
         self.push("get", path, tag, summary)
     }
 
@@ -70,7 +70,7 @@ impl Api {
         path: &'static str,
         tag: &'static str,
         summary: &'static str,
-    ) -> &mut Operation {
+    ) -> &mut ApiOperation {
         self.push("post", path, tag, summary)
     }
 
@@ -80,8 +80,8 @@ impl Api {
         path: &'static str,
         tag: &'static str,
         summary: &'static str,
-    ) -> &mut Operation {
-        self.operations.push(Operation {
+    ) -> &mut ApiOperation {
+        self.operations.push(ApiOperation {
             method,
             path,
             tag,
@@ -98,7 +98,7 @@ impl Api {
     }
 
     /// The operation last declared on `path`.
-    pub fn operation_mut(&mut self, path: &str) -> &mut Operation {
+    pub fn operation_mut(&mut self, path: &str) -> &mut ApiOperation {
         self.operations
             .iter_mut()
             .rev()
@@ -118,7 +118,7 @@ impl Api {
         json!({"$ref": format!("#/components/schemas/{}", T::name())})
     }
 
-    /// A security scheme operations may require (`Operation::security`).
+    /// A security scheme operations may require (`ApiOperation::security`).
     pub fn security_scheme(&mut self, name: &str, scheme: Value) {
         self.security_schemes.insert(name.to_owned(), scheme);
     }
@@ -170,7 +170,7 @@ impl Api {
     }
 }
 
-impl Operation {
+impl ApiOperation {
     pub fn describe(&mut self, description: &'static str) -> &mut Self {
         self.description = Some(description);
         self

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::signing::{hex, hmac_sha256, percent_encode, sha256_hex, utc_timestamp};
 use super::templates::ProviderTemplates;
-use super::throttle::{self, Window};
+use super::throttle::{self, ThrottleWindow};
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 
 pub const PROVIDER: &str = "aliyun";
@@ -215,22 +215,22 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
 /// (`isv.BUSINESS_LIMIT_CONTROL`, by default 1 a minute, 5 an hour, 10 a day, its message
 /// naming which: `触发小时级流控Permits:5`), the account's daily volume
 /// (`isv.DAY_LIMIT_CONTROL`) and the API's request-rate flow control (`Throttling.*`).
-fn throttle_window(code: &str, message: &str) -> Option<Window> {
+fn throttle_window(code: &str, message: &str) -> Option<ThrottleWindow> {
     Some(match code {
-        "isv.DAY_LIMIT_CONTROL" | "isv.BUSINESS_LIMIT_DAY" => Window::ChinaDay,
-        "isv.BUSINESS_LIMIT_HOUR" => Window::Hour,
-        "BUSINESS_LIMIT_CONTROL_MINUTE" => Window::Minute,
+        "isv.DAY_LIMIT_CONTROL" | "isv.BUSINESS_LIMIT_DAY" => ThrottleWindow::ChinaDay,
+        "isv.BUSINESS_LIMIT_HOUR" => ThrottleWindow::Hour,
+        "BUSINESS_LIMIT_CONTROL_MINUTE" => ThrottleWindow::Minute,
         "isv.BUSINESS_LIMIT_CONTROL" | "BUSINESS_LIMIT_CONTROL_PHONE" => {
             let message = message.to_lowercase();
             if message.contains("天") || message.contains("日") || message.contains("day") {
-                Window::ChinaDay
+                ThrottleWindow::ChinaDay
             } else if message.contains("小时") || message.contains("hour") {
-                Window::Hour
+                ThrottleWindow::Hour
             } else {
-                Window::Minute
+                ThrottleWindow::Minute
             }
         }
-        _ if code.starts_with("Throttling") => Window::Second,
+        _ if code.starts_with("Throttling") => ThrottleWindow::Second,
         _ => return None,
     })
 }

@@ -5,7 +5,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use super::throttle::{self, Window};
+use super::throttle::{self, ThrottleWindow};
 use super::{SmsError, SmsErrorKind};
 
 /// The largest provider answer read; theirs are a few hundred bytes.
@@ -153,7 +153,13 @@ pub fn classify_status(provider: &'static str, answer: &HttpAnswer) -> SmsError 
     let kind = match answer.status {
         429 => {
             let detail = excerpt(&answer.body);
-            return throttle::throttled(provider, answer.retry_after, code, detail, Window::Minute);
+            return throttle::throttled(
+                provider,
+                answer.retry_after,
+                code,
+                detail,
+                ThrottleWindow::Minute,
+            );
         }
         500..=599 => SmsErrorKind::Retryable,
         _ => SmsErrorKind::Rejected,

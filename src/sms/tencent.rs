@@ -12,7 +12,7 @@ use super::aliyun::host_header;
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::signing::{hex, hmac_sha256, sha256_hex, utc_date};
 use super::templates::ProviderTemplates;
-use super::throttle::{self, Window};
+use super::throttle::{self, ThrottleWindow};
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 
 pub const PROVIDER: &str = "tencent";
@@ -214,21 +214,23 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
 
 /// The window of a Tencent limit, if `code` is one (the SMS API's documented `LimitExceeded.*`
 /// codes, the API's `RequestLimitExceeded*`); daily limits count calendar days in China.
-fn throttle_window(code: &str) -> Option<Window> {
+fn throttle_window(code: &str) -> Option<ThrottleWindow> {
     Some(match code {
         // Not limits on sending: a destination refused, more than 200 numbers in one request.
         "LimitExceeded.AppCountryOrRegionInBlacklist" | "LimitExceeded.PhoneNumberCountLimit" => {
             return None;
         }
-        "LimitExceeded.PhoneNumberThirtySecondLimit" => Window::ThirtySeconds,
-        "LimitExceeded.PhoneNumberOneHourLimit" => Window::Hour,
+        "LimitExceeded.PhoneNumberThirtySecondLimit" => ThrottleWindow::ThirtySeconds,
+        "LimitExceeded.PhoneNumberOneHourLimit" => ThrottleWindow::Hour,
         // PhoneNumberDailyLimit, PhoneNumberSameContentDailyLimit, DailyLimit, AppDailyLimit,
         // AppMainlandChinaDailyLimit, AppGlobalDailyLimit, AppCountryOrRegionDailyLimit.
-        _ if code.starts_with("LimitExceeded.") && code.ends_with("DailyLimit") => Window::ChinaDay,
+        _ if code.starts_with("LimitExceeded.") && code.ends_with("DailyLimit") => {
+            ThrottleWindow::ChinaDay
+        }
         // DeliveryFrequencyLimit (the console's frequency policy) and quota codes that name
         // no window.
-        _ if code.starts_with("LimitExceeded") => Window::Minute,
-        _ if code.starts_with("RequestLimitExceeded") => Window::Second,
+        _ if code.starts_with("LimitExceeded") => ThrottleWindow::Minute,
+        _ if code.starts_with("RequestLimitExceeded") => ThrottleWindow::Second,
         _ => return None,
     })
 }

@@ -15,7 +15,7 @@ const CHINA_OFFSET_SECS: u64 = 8 * 3600;
 
 /// The window a provider's limit counts over, when its answer says no `Retry-After`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Window {
+pub enum ThrottleWindow {
     /// Request-rate limits (calls per second of the account): 1 s.
     Second,
     /// Tencent's per-number 30-second limit, Twilio's 30-second loop protection: 30 s.
@@ -31,16 +31,16 @@ pub enum Window {
     Day,
 }
 
-impl Window {
+impl ThrottleWindow {
     /// The wait from `unix_secs` until the window lets a message through again.
     pub fn wait(self, unix_secs: u64) -> Duration {
         Duration::from_secs(match self {
-            Window::Second => 1,
-            Window::ThirtySeconds => 30,
-            Window::Minute => 60,
-            Window::Hour => 3600,
-            Window::ChinaDay => 86_400 - (unix_secs + CHINA_OFFSET_SECS) % 86_400,
-            Window::Day => 86_400,
+            ThrottleWindow::Second => 1,
+            ThrottleWindow::ThirtySeconds => 30,
+            ThrottleWindow::Minute => 60,
+            ThrottleWindow::Hour => 3600,
+            ThrottleWindow::ChinaDay => 86_400 - (unix_secs + CHINA_OFFSET_SECS) % 86_400,
+            ThrottleWindow::Day => 86_400,
         })
     }
 }
@@ -52,7 +52,7 @@ pub fn throttled(
     retry_after: Option<Duration>,
     code: impl Into<String>,
     detail: impl Into<String>,
-    window: Window,
+    window: ThrottleWindow,
 ) -> SmsError {
     let wait = retry_after.unwrap_or_else(|| window.wait(super::unix_now()));
     SmsError::throttled(provider, code, detail, wait.min(MAX_WAIT))
@@ -72,14 +72,20 @@ mod tests {
     fn a_china_day_ends_at_midnight_utc_plus_8() {
         // 2023-11-14T22:13:20Z is 06:13:20 on the 15th in Beijing: 17h46m40s to midnight.
         assert_eq!(
-            Window::ChinaDay.wait(1_700_000_000),
+            ThrottleWindow::ChinaDay.wait(1_700_000_000),
             Duration::from_secs(17 * 3600 + 46 * 60 + 40)
         );
         // 2023-11-14T16:00:00Z is midnight in Beijing: a second before it, a second is left;
         // at it, a whole day.
         let midnight = 1_699_977_600;
-        assert_eq!(Window::ChinaDay.wait(midnight - 1), Duration::from_secs(1));
-        assert_eq!(Window::ChinaDay.wait(midnight), Duration::from_secs(86_400));
+        assert_eq!(
+            ThrottleWindow::ChinaDay.wait(midnight - 1),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            ThrottleWindow::ChinaDay.wait(midnight),
+            Duration::from_secs(86_400)
+        );
     }
 
     #[test]
@@ -89,17 +95,17 @@ mod tests {
             Some(Duration::from_secs(7)),
             "http_429",
             "",
-            Window::Hour,
+            ThrottleWindow::Hour,
         );
         assert_eq!(error.retry_after(), Some(Duration::from_secs(7)));
-        let error = throttled("test", None, "http_429", "", Window::Hour);
+        let error = throttled("test", None, "http_429", "", ThrottleWindow::Hour);
         assert_eq!(error.retry_after(), Some(Duration::from_secs(3600)));
         let error = throttled(
             "test",
             Some(Duration::from_secs(10_000_000)),
             "http_429",
             "",
-            Window::Second,
+            ThrottleWindow::Second,
         );
         assert_eq!(error.retry_after(), Some(MAX_WAIT));
     }

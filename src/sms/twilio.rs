@@ -14,7 +14,7 @@ use serde::Deserialize;
 
 use super::http::{HttpAnswer, PreparedRequest, ProviderClient, classify_status, excerpt};
 use super::templates::TextTemplates;
-use super::throttle::{self, Window};
+use super::throttle::{self, ThrottleWindow};
 use super::{SmsError, SmsErrorKind, SmsMessage, SmsReceipt, SmsSender};
 use crate::domain::Locale;
 
@@ -150,12 +150,12 @@ pub fn classify(answer: &HttpAnswer) -> Result<Option<String>, SmsError> {
     let message = excerpt(&message.unwrap_or_default());
     let window = match code {
         // Too many requests (the account's API concurrency).
-        20429 => Some(Window::Second),
+        20429 => Some(ThrottleWindow::Second),
         // More than 30 messages between two numbers in 30 s.
-        14107 => Some(Window::ThirtySeconds),
+        14107 => Some(ThrottleWindow::ThirtySeconds),
         // The account's messages in a rolling 24 hours.
-        63038 => Some(Window::Day),
-        _ if answer.status == 429 => Some(Window::Minute),
+        63038 => Some(ThrottleWindow::Day),
+        _ if answer.status == 429 => Some(ThrottleWindow::Minute),
         _ => None,
     };
     if let Some(window) = window {

@@ -29,7 +29,7 @@ pub struct IssueParams {
     pub policy: ResendPolicy,
     /// Limits on sends per destination (all purposes): per phone, or per email address (its
     /// folded form, the destination's key), checked in the same step as the issue.
-    pub phone_quota: Vec<QuotaRule>,
+    pub destination_quota: Vec<QuotaRule>,
     /// Whether the code names its latest send's verification, which a verify by destination
     /// then ends and emits the events of (`VCODE_VERIFY_BY` `phone` or `either`). By id alone
     /// nothing reads it, and Redis keeps a pending code 32 bytes smaller without it.
@@ -39,7 +39,7 @@ pub struct IssueParams {
 #[derive(Debug)]
 pub enum IssueOutcome {
     /// A code to deliver now; the store already holds it.
-    Deliver(Delivery),
+    Send(IssuedCode),
     /// A code is pending and its cooldown is running: nothing changed.
     Cooldown { retry_after: Duration },
     /// The phone's SMS quota is used up: nothing changed.
@@ -56,7 +56,7 @@ pub enum IssueOutcome {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum DeliveryKind {
+pub enum IssueKind {
     /// No code was pending: this one is new.
     Created,
     /// The pending code, delivered again (`ResendPolicy::Reuse`).
@@ -65,7 +65,7 @@ pub enum DeliveryKind {
     Rotated,
 }
 
-impl DeliveryKind {
+impl IssueKind {
     /// How the log names it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -105,10 +105,10 @@ pub struct NewSendLog {
 }
 
 #[derive(Debug)]
-pub struct Delivery {
+pub struct IssuedCode {
     /// For `Redelivered`: the pending code, sealed (the issuer knows its own candidate).
     pub sealed: Option<SealedCode>,
-    pub kind: DeliveryKind,
+    pub kind: IssueKind,
     /// Whether the send's budgets were reserved in the same step (one event each, under
     /// `Budgets::token`); if not, the caller reserves them.
     pub budgets_reserved: bool,
@@ -116,7 +116,7 @@ pub struct Delivery {
     pub undo: IssueUndo,
 }
 
-impl Delivery {
+impl IssuedCode {
     /// The digest of the code this delivery sends: beside it, `sealed` opens.
     pub fn digest(&self) -> &CodeDigest {
         &self.undo.digest
@@ -172,7 +172,7 @@ pub struct VerifyParams {
     pub max_attempts: u32,
     /// Failed verifies per phone across all its codes, purposes and clients: a ceiling no one
     /// client reaches alone.
-    pub phone_failures: Option<QuotaRule>,
+    pub destination_failures: Option<QuotaRule>,
     /// Failed verifies per (phone, client): stops a guesser without locking the owner out.
     pub client_failures: Option<QuotaRule>,
 }
@@ -243,7 +243,7 @@ pub trait CodeStore: Send + Sync + 'static {
     /// A backend that holds the budgets' logs beside the phone's (one Redis node) reserves
     /// `budgets` in that same step, so that a send costs one round trip and a refusal by any
     /// limit changes nothing anywhere; the others leave them to the caller
-    /// (`Delivery::budgets_reserved`).
+    /// (`IssuedCode::budgets_reserved`).
     async fn issue_code(
         &self,
         destination: &Destination,

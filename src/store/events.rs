@@ -115,7 +115,7 @@ impl Fact {
 
 /// One event as the outbox holds it. Times are unix milliseconds.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct StoredEvent {
+pub struct OutboxEntry {
     /// Its number in its outbox: unique there, ascending in writing order.
     pub seq: u64,
     pub fact: Fact,
@@ -134,7 +134,7 @@ pub struct StoredEvent {
     pub detail: String,
 }
 
-impl StoredEvent {
+impl OutboxEntry {
     /// The `webhook-id`: the same on every try, unique across restarts of an embedded store
     /// (whose numbers start again) by the time it happened.
     pub fn webhook_id(&self) -> String {
@@ -144,8 +144,8 @@ impl StoredEvent {
 
 /// An event handed to one dispatcher until `lease` runs out.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ClaimedEvent {
-    pub event: StoredEvent,
+pub struct ClaimedEntry {
+    pub event: OutboxEntry,
     /// Tries before this one.
     pub attempts: u32,
     /// The endpoints (bits by their index) that already took it.
@@ -171,8 +171,8 @@ pub enum Settlement {
 
 /// An event given up on.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FailedEvent {
-    pub event: StoredEvent,
+pub struct FailedEntry {
+    pub event: OutboxEntry,
     pub attempts: u32,
     pub delivered_to: u64,
     pub error: String,
@@ -203,17 +203,17 @@ pub trait EventStore: Send + Sync + 'static {
         &self,
         limit: usize,
         lease: Duration,
-    ) -> Result<Vec<ClaimedEvent>, StoreError>;
+    ) -> Result<Vec<ClaimedEntry>, StoreError>;
 
     /// Records a try's outcome if `claim` still holds the event's lease; false otherwise.
     async fn settle_event(
         &self,
-        claim: &ClaimedEvent,
+        claim: &ClaimedEntry,
         settlement: &Settlement,
     ) -> Result<bool, StoreError>;
 
     /// Failed events, oldest first.
-    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError>;
+    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEntry>, StoreError>;
 
     /// Puts failed events (`seqs`; empty: all) back as due now, their tries counted anew.
     /// Returns how many.
@@ -222,9 +222,9 @@ pub trait EventStore: Send + Sync + 'static {
     async fn outbox_status(&self) -> Result<OutboxStatus, StoreError>;
 }
 
-impl StoredEvent {
+impl OutboxEntry {
     /// A fact of verification `id` that happened at `at_ms`, to append (the store numbers it).
-    /// For a step that records one: `StoredEvent::of_verification(fact, ...)`, then
+    /// For a step that records one: `OutboxEntry::of_verification(fact, ...)`, then
     /// `with_detail` for its numbers, then the backend's append inside the step (see
     /// `crate::events`).
     pub fn of_verification(

@@ -108,7 +108,7 @@ pub struct MinuteCounts {
 /// The counts of a span of minutes, per minute (minutes without any left out), for the
 /// service, each country and each prefix (with its country).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FraudTraffic {
+pub struct TrafficCounts {
     pub service: Vec<MinuteCounts>,
     pub countries: Vec<(String, Vec<MinuteCounts>)>,
     pub prefixes: Vec<(String, String, Vec<MinuteCounts>)>,
@@ -180,5 +180,5 @@ pub trait FraudStore: Send + Sync + 'static {
     ) -> Result<(), StoreError>;
 
     /// The counts of the minutes `from..=to`.
-    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError>;
+    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<TrafficCounts, StoreError>;
 }

@@ -162,7 +162,7 @@ pub async fn issue_then_admit(
     let outcome = codes
         .issue_code(destination, purpose, candidate, params, budgets)
         .await?;
-    let IssueOutcome::Deliver(delivery) = &outcome else {
+    let IssueOutcome::Send(delivery) = &outcome else {
         return Ok(GuardedIssue::Issued {
             outcome,
             admission: None,

@@ -5,13 +5,13 @@
 //!
 //! The roles: `codes` (pending codes and their verifications), `fused` (a send's issue with
 //! the fraud guard's step, a verify with its conversion), `quotas`, `receipts`, `captchas`,
-//! `idempotency`, `stats`, `dev_outbox`, `pow`, `fraud`, `events` (the event outbox),
+//! `idempotency`, `stats`, `dev_inbox`, `pow`, `fraud`, `events` (the event outbox),
 //! `twilio` and `health`.
 
 mod captchas;
 mod codes;
 pub mod deadline;
-mod dev_outbox;
+mod dev_inbox;
 mod events;
 mod fraud;
 mod fused;
@@ -32,10 +32,10 @@ use std::time::Duration;
 
 pub use self::captchas::*;
 pub use self::codes::*;
-pub use self::dev_outbox::*;
+pub use self::dev_inbox::*;
 pub use self::events::{
-    ClaimedEvent, Ending, EventStore, Fact, FailedEvent, FinalDelivery, OutboxStatus, Settlement,
-    StoredEvent,
+    ClaimedEntry, Ending, EventStore, Fact, FailedEntry, FinalDelivery, OutboxEntry, OutboxStatus,
+    Settlement,
 };
 pub use self::fraud::*;
 pub use self::fused::*;
@@ -68,7 +68,7 @@ pub trait Store:
     + CaptchaStore
     + IdempotencyStore
     + StatsStore
-    + OutboxStore
+    + DevInboxStore
     + HealthCheck
     + PowReplayStore
     + FraudStore
@@ -85,7 +85,7 @@ impl<T> Store for T where
         + CaptchaStore
         + IdempotencyStore
         + StatsStore
-        + OutboxStore
+        + DevInboxStore
         + HealthCheck
         + PowReplayStore
         + FraudStore
@@ -106,7 +106,7 @@ pub struct Stores {
     pub captchas: Arc<dyn CaptchaStore>,
     pub idempotency: Arc<dyn IdempotencyStore>,
     pub stats: Arc<dyn StatsStore>,
-    pub outbox: Arc<dyn OutboxStore>,
+    pub dev_inbox: Arc<dyn DevInboxStore>,
     pub health: Arc<dyn HealthCheck>,
     pub pow_replays: Arc<dyn PowReplayStore>,
     pub fraud: Arc<dyn FraudStore>,
@@ -125,7 +125,7 @@ impl Stores {
             captchas: backend.clone(),
             idempotency: backend.clone(),
             stats: backend.clone(),
-            outbox: backend.clone(),
+            dev_inbox: backend.clone(),
             pow_replays: backend.clone(),
             fraud: backend.clone(),
             events: backend.clone(),

@@ -89,7 +89,7 @@ async fn the_demo_works_in_chromium_behind_the_altcha_widget() {
     the_demo_works_in_a_browser("pow", "sms").await;
 }
 
-/// Email instead of SMS: the mail lands in the dev outbox (dev mode's log mailer), the page
+/// Email instead of SMS: the mail lands in the dev inbox (dev mode's log mailer), the page
 /// reads the code from it, and the token names the folded address and the email channel.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_demo_sends_a_code_by_email_in_chromium() {

@@ -534,7 +534,7 @@ async fn an_emailed_code_arrives_over_starttls_with_auth_and_verifies() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Dev mode without a relay: the log-only sender, whose codes the dev outbox shows by `email`
+/// Dev mode without a relay: the log-only sender, whose codes the dev inbox shows by `email`
 /// (and they verify); a recipient domain's budget (`VCODE_QUOTA_EMAIL_DOMAIN_HOUR`) refuses the
 /// send past it, for any address of the domain, with nothing stored, while another domain
 /// still gets its mail. Needs no mail server.
@@ -549,7 +549,7 @@ async fn in_dev_mode_mail_is_logged_and_a_domain_budget_holds(backend: Backend) 
     let outbox = app
         .request(
             app.client
-                .get(app.url(paths::DEV_OUTBOX))
+                .get(app.url(paths::DEV_INBOX))
                 .query(&[("email", first.to_uppercase())]),
         )
         .await;
@@ -574,7 +574,7 @@ async fn in_dev_mode_mail_is_logged_and_a_domain_budget_holds(backend: Backend) 
     let outbox = app
         .request(
             app.client
-                .get(app.url(paths::DEV_OUTBOX))
+                .get(app.url(paths::DEV_INBOX))
                 .query(&[("email", third.as_str())]),
         )
         .await;
@@ -583,12 +583,12 @@ async fn in_dev_mode_mail_is_logged_and_a_domain_budget_holds(backend: Backend) 
     assert_eq!(send_email(&app, &elsewhere).await.status, 200);
 }
 
-/// The newest code the dev outbox holds for `email`.
+/// The newest code the dev inbox holds for `email`.
 async fn outbox_code(app: &TestApp, email: &str) -> String {
     let outbox = app
         .request(
             app.client
-                .get(app.url(paths::DEV_OUTBOX))
+                .get(app.url(paths::DEV_INBOX))
                 .query(&[("email", email)]),
         )
         .await;
@@ -644,7 +644,7 @@ async fn a_domain_whose_mail_is_never_verified_is_held_until_lifted(backend: Bac
     let outbox = app
         .request(
             app.client
-                .get(app.url(paths::DEV_OUTBOX))
+                .get(app.url(paths::DEV_INBOX))
                 .query(&[("email", held_address.as_str())]),
         )
         .await;

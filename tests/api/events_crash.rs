@@ -88,7 +88,7 @@ impl Instance {
             .expect("an id")
             .to_owned();
         let outbox: Value = reqwest::Client::new()
-            .get(format!("{}/api/v1/dev/outbox", self.address))
+            .get(format!("{}/api/v1/dev/inbox", self.address))
             .query(&[("phone", &phone)])
             .send()
             .await

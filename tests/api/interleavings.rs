@@ -53,7 +53,7 @@ fn params() -> IssueParams {
         ttl: Duration::from_secs(300),
         cooldown: Duration::from_secs(60),
         policy: ResendPolicy::Reuse,
-        phone_quota: Vec::new(),
+        destination_quota: Vec::new(),
         names_latest_send: true,
     }
 }
@@ -61,7 +61,7 @@ fn params() -> IssueParams {
 fn limits() -> VerifyParams {
     VerifyParams {
         max_attempts: 5,
-        phone_failures: None,
+        destination_failures: None,
         client_failures: None,
     }
 }
@@ -96,7 +96,7 @@ async fn send(store: &dyn CodeStore, phone: &Destination, candidate: &str) -> Op
         .await
         .expect("Redis answers")
     {
-        IssueOutcome::Deliver(delivery) => Some(
+        IssueOutcome::Send(delivery) => Some(
             codes::delivered(phone, &login(), &delivery, &candidate)
                 .expose()
                 .to_owned(),
@@ -422,7 +422,14 @@ async fn legacy_stores_keep_the_go_services_other_habits() {
     let other = Purpose::parse("reset_password").unwrap();
     let pending = store.pending_code(&phone, &other).await.unwrap().unwrap();
     assert_eq!(pending.digest, digests(&phone, "333333")[0]);
-    // The rest is the real Redis store's: the outbox, and readiness.
+    // The rest is the real Redis store's: the dev inbox, and readiness.
     stores.health.ping().await.expect("ping");
-    assert!(stores.outbox.outbox(&phone).await.unwrap().is_empty());
+    assert!(
+        stores
+            .dev_inbox
+            .dev_messages(&phone)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -107,7 +107,7 @@ async fn the_spec_covers_what_the_app_serves(dev_mode: bool, demo: bool) {
             "{path} is the operator listener's"
         );
     }
-    let dev_described = spec["paths"].get(paths::DEV_OUTBOX).is_some();
+    let dev_described = spec["paths"].get(paths::DEV_INBOX).is_some();
     assert_eq!(dev_described, dev_mode);
     let demo_described = spec["paths"].get(paths::DEMO).is_some();
     assert_eq!(demo_described, demo || dev_mode);

@@ -26,13 +26,13 @@ fn no_limits(settings: &mut vcode::Settings) {
     settings.abuse = AbuseSettings::unlimited();
 }
 
-fn issue_params(phone_quota: Vec<QuotaRule>) -> IssueParams {
+fn issue_params(destination_quota: Vec<QuotaRule>) -> IssueParams {
     IssueParams {
         retention: Duration::ZERO,
         ttl: Duration::from_secs(300),
         cooldown: Duration::ZERO,
         policy: ResendPolicy::Reuse,
-        phone_quota,
+        destination_quota,
         names_latest_send: true,
     }
 }
@@ -68,11 +68,11 @@ async fn phone_quota_counts_sms_across_purposes(backend: Backend) {
     let params = issue_params(vec![rule(2, MINUTE)]);
     assert!(matches!(
         issue(&*app.store.codes, &phone, "login", &params).await,
-        IssueOutcome::Deliver(_)
+        IssueOutcome::Send(_)
     ));
     assert!(matches!(
         issue(&*app.store.codes, &phone, "reset", &params).await,
-        IssueOutcome::Deliver(_)
+        IssueOutcome::Send(_)
     ));
     match issue(&*app.store.codes, &phone, "signup", &params).await {
         IssueOutcome::QuotaExceeded { retry_after } => {
@@ -104,7 +104,7 @@ async fn cooldown_is_answered_before_the_quota(backend: Backend) {
     };
     assert!(matches!(
         issue(&*app.store.codes, &phone, "login", &params).await,
-        IssueOutcome::Deliver(_)
+        IssueOutcome::Send(_)
     ));
     // A duplicate is deduplicated by the cooldown and costs no quota.
     assert!(matches!(
@@ -117,7 +117,7 @@ async fn an_undone_issue_gives_its_quota_back(backend: Backend) {
     let app = store_of(backend).await;
     let phone = phone(&random_phone());
     let params = issue_params(vec![rule(1, MINUTE)]);
-    let IssueOutcome::Deliver(delivery) = issue(&*app.store.codes, &phone, "login", &params).await
+    let IssueOutcome::Send(delivery) = issue(&*app.store.codes, &phone, "login", &params).await
     else {
         panic!("expected a delivery")
     };
@@ -130,7 +130,7 @@ async fn an_undone_issue_gives_its_quota_back(backend: Backend) {
     );
     assert!(matches!(
         issue(&*app.store.codes, &phone, "login", &params).await,
-        IssueOutcome::Deliver(_)
+        IssueOutcome::Send(_)
     ));
 }
 
@@ -141,12 +141,12 @@ async fn the_window_slides(backend: Backend) {
     let params = issue_params(vec![rule(2, window)]);
     assert!(matches!(
         issue(&*app.store.codes, &phone, "a", &params).await,
-        IssueOutcome::Deliver(_)
+        IssueOutcome::Send(_)
     ));
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(matches!(
         issue(&*app.store.codes, &phone, "b", &params).await,
-        IssueOutcome::Deliver(_)
+        IssueOutcome::Send(_)
     ));
     let IssueOutcome::QuotaExceeded { retry_after } =
         issue(&*app.store.codes, &phone, "c", &params).await
@@ -158,7 +158,7 @@ async fn the_window_slides(backend: Backend) {
     tokio::time::sleep(retry_after + Duration::from_millis(30)).await;
     assert!(matches!(
         issue(&*app.store.codes, &phone, "c", &params).await,
-        IssueOutcome::Deliver(_)
+        IssueOutcome::Send(_)
     ));
     // The second event is still inside its window: no room for a fourth yet.
     assert!(matches!(
@@ -173,13 +173,12 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
     let params = issue_params(Vec::new());
     let verify = VerifyParams {
         max_attempts: 5,
-        phone_failures: Some(rule(3, MINUTE)),
+        destination_failures: Some(rule(3, MINUTE)),
         client_failures: None,
     };
     let mut codes = HashMap::new();
     for purpose in ["login", "reset"] {
-        let IssueOutcome::Deliver(d) = issue(&*app.store.codes, &phone, purpose, &params).await
-        else {
+        let IssueOutcome::Send(d) = issue(&*app.store.codes, &phone, purpose, &params).await else {
             panic!("expected a delivery")
         };
         let purpose = Purpose::parse(purpose).unwrap();
@@ -190,7 +189,7 @@ async fn failed_verifies_are_limited_across_codes(backend: Backend) {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(d.kind, vcode::store::DeliveryKind::Created);
+        assert_eq!(d.kind, vcode::store::IssueKind::Created);
         codes.insert(
             purpose.as_str().to_owned(),
             support_codes::pending(&phone, &purpose, &pending),
@@ -425,7 +424,7 @@ async fn budgets_are_reserved_with_the_issue_on_one_node(backend: Backend) {
     };
 
     let first = phone(&random_phone());
-    let IssueOutcome::Deliver(delivery) = issue_with(first.clone(), QuotaToken::generate()).await
+    let IssueOutcome::Send(delivery) = issue_with(first.clone(), QuotaToken::generate()).await
     else {
         panic!("expected a delivery")
     };
@@ -485,7 +484,7 @@ async fn budgets_are_reserved_with_the_issue_on_one_node(backend: Backend) {
         )
         .await
         .unwrap();
-    assert!(matches!(outcome, IssueOutcome::Deliver(_)), "{outcome:?}");
+    assert!(matches!(outcome, IssueOutcome::Send(_)), "{outcome:?}");
     let global_used = (0..998).map(|_| QuotaToken::generate());
     for token in global_used {
         let granted = reserve(

@@ -102,7 +102,7 @@ async fn script_flush_is_recovered_without_an_error() {
 }
 
 /// The postmortem's legacy strategy started while its Redis is down (the reproduction script
-/// starts vcode and Redis side by side): once Redis comes up, sends, verifies and the dev outbox
+/// starts vcode and Redis side by side): once Redis comes up, sends, verifies and the dev inbox
 /// work, without restarting vcode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_legacy_strategy_started_before_its_redis_works_once_redis_is_up() {

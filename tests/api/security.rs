@@ -219,7 +219,7 @@ async fn dev_and_operator_routes_are_not_on_the_public_path(backend: Backend) {
     let app = spawn_app_with(backend, |s| s.admin_token = Some(token.into())).await;
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
-    let outbox = format!("{}?phone={}", paths::DEV_OUTBOX, urlencode(&number));
+    let outbox = format!("{}?phone={}", paths::DEV_INBOX, urlencode(&number));
     assert_eq!(app.get(&outbox).await.status, 200, "direct loopback peer");
     // Whatever a same-host proxy adds, its requests are not direct.
     for header in [

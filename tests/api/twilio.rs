@@ -1180,7 +1180,7 @@ async fn outbox_codes(app: &TestApp, address: &str) -> Vec<String> {
     let outbox = app
         .request(
             app.client
-                .get(app.url(vcode_wire::paths::DEV_OUTBOX))
+                .get(app.url(vcode_wire::paths::DEV_INBOX))
                 .query(&[("email", address)]),
         )
         .await;

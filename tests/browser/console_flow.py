@@ -8,7 +8,7 @@ after real traffic, against the real fraud guard, and keeps a screenshot of each
         --screenshots target/console-screenshots
 
 `--url` is a vcode in dev mode sending its SMS through the fake gateway `--gateway-url` (its
-`/sms/received` lists them) and taking that gateway's receipts signed with `--receipt-secret`, (codes are read from the dev outbox) serving CN and GB, whose
+`/sms/received` lists them) and taking that gateway's receipts signed with `--receipt-secret`, (codes are read from the dev inbox) serving CN and GB, whose
 operator listener `--admin-url` asks for `--token`, with a per-client budget of `--budget` SMS an
 hour, a fraud guard that holds a prefix back past `--surge-floor` unverified sends within its
 grace period (a grace longer than this flow), and the price table PRICES; `--open-admin-url` is
@@ -71,7 +71,7 @@ def send(url, phone, expected=200, code=None):
 
 def verify(url, phone, verification_id):
     """Verifies the latest code sent to `phone` under the id its send answered."""
-    _, outbox = call(f"{url}/api/v1/dev/outbox?phone={urllib.parse.quote(phone)}")
+    _, outbox = call(f"{url}/api/v1/dev/inbox?phone={urllib.parse.quote(phone)}")
     code = outbox["data"]["messages"][-1]["code"]
     status, body = call(f"{url}/api/v1/otp/verify", {"verification_id": verification_id, "code": code})
     assert status == 200 and body["data"]["verified"], (phone, status, body)

@@ -4,7 +4,7 @@ the whole flow, as a person would, and keeps a screenshot of each step:
 
     python3 tests/browser/demo_flow.py --url http://127.0.0.1:8080 --screenshots target/demo-screenshots
 
-vcode must run in dev mode (the page shows the code from the dev outbox). The captcha is read
+vcode must run in dev mode (the page shows the code from the dev inbox). The captcha is read
 the way a person reads the picture: here from the dev route that tells its answer. A failed
 step raises, with a screenshot of the page as it was (`failed-<step>.png`).
 """

@@ -4,7 +4,7 @@ live vcode: run by `cargo test --test api twilio_sdk`.
 usage: flow.py VERIFY_BASE_URL VCODE_URL ACCOUNT_SID AUTH_TOKEN API_KEY_SID API_KEY_SECRET CODE_TTL_SECS
 
 VERIFY_BASE_URL is where the SDK sends its requests (vcode itself, or Prism in front of it);
-VCODE_URL is vcode's own address, for its dev outbox (the SMS and mail "sent"). Only the base URL and the
+VCODE_URL is vcode's own address, for its dev inbox (the SMS and mail "sent"). Only the base URL and the
 credentials differ from an application written against Twilio. Prints one line per step and
 exits non-zero at the first step that does not behave as on Twilio.
 """

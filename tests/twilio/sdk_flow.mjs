@@ -12,7 +12,7 @@ export const phone = () => "+86138" + String(Math.floor(Math.random() * 1e8)).pa
 
 /** The codes vcode sent to `{phone}` or `{email}` for the Service, oldest first. */
 export async function codes(vcodeUrl, serviceSid, destination) {
-  const answer = await fetch(`${vcodeUrl}/api/v1/dev/outbox?${new URLSearchParams(destination)}`);
+  const answer = await fetch(`${vcodeUrl}/api/v1/dev/inbox?${new URLSearchParams(destination)}`);
   const { data } = await answer.json();
   const purpose = "va" + serviceSid.slice(2, 32).toLowerCase();
   return data.messages.filter((m) => m.purpose === purpose).map((m) => m.code);

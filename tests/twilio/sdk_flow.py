@@ -25,7 +25,7 @@ def phone():
 
 def codes(vcode_url, service_sid, **destination):
     """The codes vcode sent to `phone=` or `email=` for the Service, oldest first."""
-    url = vcode_url + "/api/v1/dev/outbox?" + urllib.parse.urlencode(destination)
+    url = vcode_url + "/api/v1/dev/inbox?" + urllib.parse.urlencode(destination)
     with urllib.request.urlopen(url, timeout=10) as answer:
         messages = json.load(answer)["data"]["messages"]
     purpose = "va" + service_sid[2:32].lower()

@@ -10,7 +10,7 @@ use reqwest::Url;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vcode_wire::{
-    Envelope, ErrorCode, OutboxData, OutboxMessage, OutboxQuery, SendData, SendRequest,
+    DevInboxData, DevInboxQuery, DevMessage, Envelope, ErrorCode, SendData, SendRequest,
     VerifyRequest, WrongCodeData, paths,
 };
 
@@ -103,8 +103,8 @@ impl Client {
             }
             let outbox = self
                 .http
-                .get(join(target, paths::DEV_OUTBOX))
-                .query(&OutboxQuery {
+                .get(join(target, paths::DEV_INBOX))
+                .query(&DevInboxQuery {
                     phone: Some(PROBE_PHONE.to_owned()),
                     email: None,
                 })
@@ -113,7 +113,7 @@ impl Client {
                 .with_context(|| format!("{target} does not answer"))?;
             if !outbox.status().is_success() {
                 bail!(
-                    "{target} has no dev outbox (answered {}): start it with VCODE_DEV_MODE=1",
+                    "{target} has no dev inbox (answered {}): start it with VCODE_DEV_MODE=1",
                     outbox.status()
                 );
             }
@@ -196,13 +196,13 @@ impl Client {
         }
     }
 
-    /// `GET /api/v1/dev/outbox?phone=`: every SMS the phone got, oldest first.
-    pub async fn outbox(&self, phone: &str) -> anyhow::Result<Vec<OutboxMessage>> {
+    /// `GET /api/v1/dev/inbox?phone=`: every SMS the phone got, oldest first.
+    pub async fn outbox(&self, phone: &str) -> anyhow::Result<Vec<DevMessage>> {
         let target = self.target();
         let response = self
             .http
-            .get(join(target, paths::DEV_OUTBOX))
-            .query(&OutboxQuery {
+            .get(join(target, paths::DEV_INBOX))
+            .query(&DevInboxQuery {
                 phone: Some(phone.to_owned()),
                 email: None,
             })
@@ -210,7 +210,7 @@ impl Client {
             .await
             .context("outbox read failed")?;
         let status = response.status();
-        let envelope: Envelope<Option<OutboxData>> =
+        let envelope: Envelope<Option<DevInboxData>> =
             response.json().await.context("outbox read failed")?;
         match envelope.data {
             Some(data) if status.is_success() => Ok(data.messages),

@@ -2,7 +2,7 @@
 //! codes. A client of the service: it speaks the HTTP API through `vcode-wire` and shares no
 //! code with the server.
 //!
-//! Each virtual user has its own phone and reads its SMS from the dev outbox, so it knows
+//! Each virtual user has its own phone and reads its SMS from the dev inbox, so it knows
 //! exactly which codes it was sent; the ledger then judges every verify answer against that:
 //! a refused code that was delivered, unexpired, unused and within the attempt limit is a false
 //! rejection, and a code accepted twice is a double accept.

@@ -1,4 +1,4 @@
-//! A virtual user: one phone, its SMS (read from the dev outbox, in delivery order) and its
+//! A virtual user: one phone, its SMS (read from the dev inbox, in delivery order) and its
 //! logins, played scenario by scenario; each login's verifies are settled in its ledger.
 
 use std::sync::Arc;
@@ -7,7 +7,7 @@ use std::time::Duration;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 use tokio::task::JoinHandle;
-use vcode_wire::OutboxMessage;
+use vcode_wire::DevMessage;
 
 use crate::client::{Client, SendAnswer, Timed, VerifyAnswer};
 use crate::ledger::{Attempt, Ledger, Verdict};
@@ -32,7 +32,7 @@ pub struct VirtualUser {
     /// The `verification_id` of the newest delivered send: what verifies the newest SMS.
     verification_id: Option<String>,
     /// The last SMS read; everything after it in the outbox is new.
-    last_seen: Option<OutboxMessage>,
+    last_seen: Option<DevMessage>,
     tally: Tally,
 }
 
@@ -195,7 +195,7 @@ impl VirtualUser {
     }
 
     /// SMS that arrived since the last read, oldest first; each goes into the ledger.
-    async fn read_new_sms(&mut self) -> Vec<OutboxMessage> {
+    async fn read_new_sms(&mut self) -> Vec<DevMessage> {
         let Some(messages) = self.outbox().await else {
             return Vec::new();
         };
@@ -210,7 +210,7 @@ impl VirtualUser {
         new
     }
 
-    async fn outbox(&mut self) -> Option<Vec<OutboxMessage>> {
+    async fn outbox(&mut self) -> Option<Vec<DevMessage>> {
         self.tally.outbox_reads += 1;
         match self.client.outbox(&self.phone).await {
             Ok(messages) => Some(messages),
@@ -265,9 +265,9 @@ impl VirtualUser {
 
 /// The messages after `last_seen` (all of them if it is gone, e.g. trimmed from the outbox).
 fn after_last_seen(
-    mut messages: Vec<OutboxMessage>,
-    last_seen: Option<&OutboxMessage>,
-) -> Vec<OutboxMessage> {
+    mut messages: Vec<DevMessage>,
+    last_seen: Option<&DevMessage>,
+) -> Vec<DevMessage> {
     let start = last_seen
         .and_then(|seen| messages.iter().rposition(|m| m == seen))
         .map_or(0, |index| index + 1);
@@ -288,8 +288,8 @@ async fn joined<T>(handle: JoinHandle<T>) -> Option<T> {
 mod tests {
     use super::*;
 
-    fn sms(code: &str, sent_at_ms: u64) -> OutboxMessage {
-        OutboxMessage {
+    fn sms(code: &str, sent_at_ms: u64) -> DevMessage {
+        DevMessage {
             phone: "+8613800138000".into(),
             purpose: "login".into(),
             code: code.into(),

@@ -3,10 +3,10 @@
 
 use serde::{Deserialize, Serialize};
 
-/// `GET /api/v1/dev/outbox?phone=` or `?email=` (exactly one).
+/// `GET /api/v1/dev/inbox?phone=` or `?email=` (exactly one).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct OutboxQuery {
+pub struct DevInboxQuery {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phone: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -16,15 +16,15 @@ pub struct OutboxQuery {
 /// The outbox's answer: the messages "sent" to the phone, oldest first.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct OutboxData {
-    pub messages: Vec<OutboxMessage>,
+pub struct DevInboxData {
+    pub messages: Vec<DevMessage>,
 }
 
 /// One SMS as the outbox tells it. The fields are in the order the service has always written
 /// them (alphabetical).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct OutboxMessage {
+pub struct DevMessage {
     pub code: String,
     /// The destination as the stores key it: E.164, or for a mail the address folded to
     /// lower case (the field keeps its name from before email).

@@ -23,7 +23,7 @@ mod stats;
 
 pub use captcha::{CaptchaCreated, CaptchaVerifyRequest, Verified};
 pub use console::SmsPricesData;
-pub use dev::{CaptchaAnswer, OutboxData, OutboxMessage, OutboxQuery};
+pub use dev::{CaptchaAnswer, DevInboxData, DevInboxQuery, DevMessage};
 pub use envelope::{Envelope, OK, OK_MESSAGE};
 pub use error_code::ErrorCode;
 pub use events::{FailedEvent, FailedEvents, FailedEventsQuery, ReplayRequest, Replayed};

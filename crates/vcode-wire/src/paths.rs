@@ -107,9 +107,9 @@ pub const DEMO: &str = "/demo";
 /// [`demo_asset`].
 pub const DEMO_ASSET: &str = "/demo/{file}";
 
-/// Dev mode, loopback peers only: `GET ?phone=` ([`crate::OutboxQuery`]) →
-/// [`crate::OutboxData`].
-pub const DEV_OUTBOX: &str = api_v1!("/dev/outbox");
+/// Dev mode, loopback peers only: `GET ?phone=` ([`crate::DevInboxQuery`]) →
+/// [`crate::DevInboxData`].
+pub const DEV_INBOX: &str = api_v1!("/dev/inbox");
 /// Dev mode, loopback peers only: `GET` → [`crate::CaptchaAnswer`], without consuming the
 /// captcha; the route pattern of [`dev_captcha_answer`].
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
@@ -140,7 +140,7 @@ pub const PUBLIC: [&str; 21] = [
 ];
 
 /// The dev routes: registered in dev mode only.
-pub const DEV: [&str; 2] = [DEV_OUTBOX, DEV_CAPTCHA_ANSWER];
+pub const DEV: [&str; 2] = [DEV_INBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
 pub const OPERATOR: [&str; 12] = [
@@ -252,7 +252,7 @@ mod tests {
             (DEMO, "/demo"),
             (DOCS_ASSET, "/docs/{file}"),
             (DEMO_ASSET, "/demo/{file}"),
-            (DEV_OUTBOX, "/api/v1/dev/outbox"),
+            (DEV_INBOX, "/api/v1/dev/inbox"),
             (DEV_CAPTCHA_ANSWER, "/api/v1/dev/captcha/{id}"),
             (API_PREFIX, "/api/v1"),
         ];

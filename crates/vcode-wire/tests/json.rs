@@ -4,8 +4,8 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use vcode_wire::{
-    CaptchaCreated, CaptchaVerifyRequest, Delivery, Envelope, ErrorCode, Health, HealthStatus,
-    OutboxData, OutboxMessage, RetryAfterData, SendData, SendRequest, VerificationData,
+    CaptchaCreated, CaptchaVerifyRequest, Delivery, DevInboxData, DevMessage, Envelope, ErrorCode,
+    Health, HealthStatus, RetryAfterData, SendData, SendRequest, VerificationData,
     VerificationStatus, VerifyData, VerifyRequest, WebhookReceipt, WebhookReceiptStatus,
     WrongCodeData, paths,
 };
@@ -68,8 +68,8 @@ fn successes_are_enveloped_as_the_service_writes_them() {
         r#"{"code":200,"message":"ok","data":{"status":"ready"}}"#,
     );
     assert_wire(
-        &Envelope::ok(OutboxData {
-            messages: vec![OutboxMessage {
+        &Envelope::ok(DevInboxData {
+            messages: vec![DevMessage {
                 code: "123456".into(),
                 phone: "+8613800138000".into(),
                 purpose: "login".into(),

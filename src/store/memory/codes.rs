@@ -28,7 +28,7 @@ impl MemoryStore {
         guard: Option<&GuardStep<'_>>,
     ) -> Result<GuardedIssue, StoreError> {
         let key = code_key(destination, purpose);
-        let sends_key = phone_sends_key(destination);
+        let sends_key = destination_sends_key(destination);
         let now = self.now_ms();
         let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
         // Lock order everywhere: the code's shard, then the quota log's shard.
@@ -49,10 +49,10 @@ impl MemoryStore {
         }
         let quota_token = QuotaToken::generate();
         let admission;
-        if !params.phone_quota.is_empty() {
+        if !params.destination_quota.is_empty() {
             let mut logs = self.quotas.lock(&sends_key);
             let log = logs.entry(sends_key.as_str().into()).or_default();
-            let wait = log.wait(now, &params.phone_quota);
+            let wait = log.wait(now, &params.destination_quota);
             if wait > 0 {
                 let exceeded = IssueOutcome::QuotaExceeded {
                     retry_after: Duration::from_millis(wait),
@@ -63,7 +63,7 @@ impl MemoryStore {
                 Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
                 admission => admission,
             };
-            log.record(now, &params.phone_quota, quota_token);
+            log.record(now, &params.destination_quota, quota_token);
         } else {
             admission = match self.admit_locked(guard) {
                 Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
@@ -81,11 +81,11 @@ impl MemoryStore {
                 latest_send: Some(entry.verification.clone()),
             };
             let (kind, sealed) = match params.policy {
-                ResendPolicy::Reuse => (DeliveryKind::Redelivered, entry.sealed.clone()),
+                ResendPolicy::Reuse => (IssueKind::Redelivered, entry.sealed.clone()),
                 ResendPolicy::Rotate => {
                     entry.digest = candidate.digest;
                     entry.sealed = candidate.sealed;
-                    (DeliveryKind::Rotated, None)
+                    (IssueKind::Rotated, None)
                 }
             };
             entry.deliveries += 1;
@@ -100,7 +100,7 @@ impl MemoryStore {
                 now,
                 params,
             );
-            return Ok(outcome(IssueOutcome::Deliver(Delivery {
+            return Ok(outcome(IssueOutcome::Send(IssuedCode {
                 sealed,
                 kind,
                 budgets_reserved: false,
@@ -134,9 +134,9 @@ impl MemoryStore {
                 verification: candidate.verification.clone(),
             },
         );
-        Ok(outcome(IssueOutcome::Deliver(Delivery {
+        Ok(outcome(IssueOutcome::Send(IssuedCode {
             sealed: None,
-            kind: DeliveryKind::Created,
+            kind: IssueKind::Created,
             budgets_reserved: false,
             undo: IssueUndo {
                 verification: candidate.verification,
@@ -175,7 +175,7 @@ impl CodeStore for MemoryStore {
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
         let key = code_key(destination, purpose);
-        let sends_key = phone_sends_key(destination);
+        let sends_key = destination_sends_key(destination);
         let now = self.now_ms();
         let mut shard = self.codes.lock(&key);
         let id = undo.verification.as_str();

@@ -14,7 +14,7 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::store::events::CLAIM_WINDOW;
-use crate::store::{ClaimedEvent, EventStore, FailedEvent, OutboxStatus, Settlement, StoredEvent};
+use crate::store::{ClaimedEntry, EventStore, FailedEntry, OutboxEntry, OutboxStatus, Settlement};
 
 /// Events waiting (due, retrying or timers) and failed events kept, at most (about 1.5 kB
 /// each: 10,000 waiting events held 15 MB).
@@ -23,7 +23,7 @@ const MAX_FAILED: usize = 1_000;
 const FULL: &str = "the embedded outbox is full: given up for newer events";
 
 struct Pending {
-    event: StoredEvent,
+    event: OutboxEntry,
     due_ms: u64,
     attempts: u32,
     delivered_to: u64,
@@ -37,7 +37,7 @@ struct OutboxState {
     pending: BTreeMap<(u64, u64), Pending>,
     /// seq → its place, to settle by seq.
     places: HashMap<u64, u64>,
-    failed: BTreeMap<u64, FailedEvent>,
+    failed: BTreeMap<u64, FailedEntry>,
 }
 
 impl OutboxState {
@@ -63,7 +63,7 @@ impl EventOutbox {
 
     /// Appends `event` (numbered here), due at its place; nothing while events are off. Call it
     /// inside the step's own locks.
-    pub(super) fn append(&self, mut event: StoredEvent) {
+    pub(super) fn append(&self, mut event: OutboxEntry) {
         if !self.is_on() {
             return;
         }
@@ -89,7 +89,7 @@ impl EventOutbox {
             crate::metrics::count_event_delivery("dropped");
             state.failed.insert(
                 oldest.event.seq,
-                FailedEvent {
+                FailedEntry {
                     event: oldest.event,
                     attempts: oldest.attempts,
                     delivered_to: oldest.delivered_to,
@@ -130,7 +130,7 @@ impl EventStore for MemoryStore {
         &self,
         limit: usize,
         lease: Duration,
-    ) -> Result<Vec<ClaimedEvent>, StoreError> {
+    ) -> Result<Vec<ClaimedEntry>, StoreError> {
         let now = unix_now_ms();
         let mut state = lock(&self.events.state);
         let mut seen = HashSet::new();
@@ -146,7 +146,7 @@ impl EventStore for MemoryStore {
             }
             pending.due_ms = now.saturating_add(duration_ms(lease));
             pending.lease = rand::random();
-            claimed.push(ClaimedEvent {
+            claimed.push(ClaimedEntry {
                 event: pending.event.clone(),
                 attempts: pending.attempts,
                 delivered_to: pending.delivered_to,
@@ -158,7 +158,7 @@ impl EventStore for MemoryStore {
 
     async fn settle_event(
         &self,
-        claim: &ClaimedEvent,
+        claim: &ClaimedEntry,
         settlement: &Settlement,
     ) -> Result<bool, StoreError> {
         let mut state = lock(&self.events.state);
@@ -198,7 +198,7 @@ impl EventStore for MemoryStore {
                 state.places.remove(&seq);
                 state.failed.insert(
                     seq,
-                    FailedEvent {
+                    FailedEntry {
                         event: pending.event,
                         attempts: pending.attempts + 1,
                         delivered_to: *delivered_to,
@@ -212,7 +212,7 @@ impl EventStore for MemoryStore {
         Ok(true)
     }
 
-    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
+    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEntry>, StoreError> {
         Ok(lock(&self.events.state)
             .failed
             .values()
@@ -269,8 +269,8 @@ impl EventStore for MemoryStore {
 mod tests {
     use super::*;
 
-    fn event(seq: u64) -> StoredEvent {
-        StoredEvent {
+    fn event(seq: u64) -> OutboxEntry {
+        OutboxEntry {
             seq: 0,
             fact: crate::store::Fact::Created,
             subject: format!("v{seq}"),

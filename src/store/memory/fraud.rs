@@ -12,7 +12,7 @@ use super::*;
 use crate::domain::traffic::{Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::events::block_detail;
 use crate::store::{
-    Admission, FraudSend, FraudStore, FraudTraffic, GuardStep, MinuteCounts, PrefixBlock, SendMark,
+    Admission, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark, TrafficCounts,
 };
 
 /// Every counter of one scope, by minute.
@@ -229,7 +229,7 @@ impl FraudStore for MemoryStore {
         state.blocks.insert(block.prefix.clone(), block.clone());
         if self.events.is_on() {
             self.events.append(
-                StoredEvent::of_prefix(Fact::PrefixBlocked, &block.prefix, unix_now_ms())
+                OutboxEntry::of_prefix(Fact::PrefixBlocked, &block.prefix, unix_now_ms())
                     .with_detail(block_detail(block)),
             );
         }
@@ -249,7 +249,7 @@ impl FraudStore for MemoryStore {
                 if self.events.is_on() {
                     let detail = block_detail(block);
                     self.events.append(
-                        StoredEvent::of_prefix(Fact::PrefixLifted, prefix, unix_now_ms())
+                        OutboxEntry::of_prefix(Fact::PrefixLifted, prefix, unix_now_ms())
                             .with_detail(detail),
                     );
                 }
@@ -282,9 +282,9 @@ impl FraudStore for MemoryStore {
         Ok(())
     }
 
-    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {
+    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<TrafficCounts, StoreError> {
         let state = lock(&self.fraud);
-        Ok(FraudTraffic {
+        Ok(TrafficCounts {
             service: span(&state.service, from, to),
             countries: state
                 .countries

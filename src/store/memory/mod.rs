@@ -3,7 +3,7 @@
 
 mod captchas;
 mod codes;
-mod dev_outbox;
+mod dev_inbox;
 mod events;
 mod fraud;
 mod fused;
@@ -22,11 +22,11 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryCount, DeliveryKind, DeliveryStatus,
-    DeliveryTransition, Ending, Fact, IssueOutcome, IssueParams, IssueUndo, OUTBOX_CAPACITY,
-    OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue, QuotaDecision, QuotaRule, QuotaScope,
-    QuotaToken, Receipt, ReceiptOutcome, ResendPolicy, SendMark, StoreError, StoredCaptcha,
-    StoredEvent, VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome,
+    Budget, Budgets, CodeCandidate, DEV_INBOX_CAPACITY, DEV_INBOX_TTL, DeliveryCount,
+    DeliveryStatus, DeliveryTransition, DevMessage, Ending, Fact, IssueKind, IssueOutcome,
+    IssueParams, IssueUndo, IssuedCode, OutboxEntry, PendingCode, PreviousIssue, QuotaDecision,
+    QuotaRule, QuotaScope, QuotaToken, Receipt, ReceiptOutcome, ResendPolicy, SendMark, StoreError,
+    StoredCaptcha, VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome,
     VerifyParams,
 };
 use crate::domain::{
@@ -164,8 +164,8 @@ impl QuotaLog {
 }
 
 #[derive(Default)]
-struct Outbox {
-    messages: VecDeque<OutboxMessage>,
+struct DevInbox {
+    messages: VecDeque<DevMessage>,
     expires_at_ms: u64,
 }
 
@@ -192,7 +192,7 @@ impl Expiring for QuotaLog {
     }
 }
 
-impl Expiring for Outbox {
+impl Expiring for DevInbox {
     fn expires_at_ms(&self) -> u64 {
         self.expires_at_ms
     }
@@ -254,7 +254,7 @@ pub struct MemoryStore {
     /// Daily counters by date; a handful of small maps.
     stats: Mutex<BTreeMap<String, HashMap<String, u64>>>,
     /// Dev mode only, so a few shards do.
-    outboxes: Shards<Outbox>,
+    dev_inboxes: Shards<DevInbox>,
     /// Used proof-of-work challenges, by digest.
     pow_replays: Shards<pow::SolvedPow>,
     /// The fraud guard's counts and blocks: one lock, as every send counts in the service's.
@@ -285,7 +285,7 @@ impl Default for MemoryStore {
             budgets: Shards::new(1),
             idempotency: Shards::new(SHARDS),
             stats: Mutex::default(),
-            outboxes: Shards::new(4),
+            dev_inboxes: Shards::new(4),
             pow_replays: Shards::new(SHARDS),
             fraud: Mutex::default(),
             events: events::EventOutbox::default(),
@@ -302,7 +302,7 @@ fn code_key(destination: &Destination, purpose: &Purpose) -> String {
     [destination.key(), ":", purpose.as_str()].concat()
 }
 
-fn phone_sends_key(destination: &Destination) -> String {
+fn destination_sends_key(destination: &Destination) -> String {
     ["sends:", destination.key()].concat()
 }
 
@@ -332,7 +332,7 @@ impl FailureLimits {
         let phone_key = phone_failures_key(destination);
         let logs = quotas.lock(&phone_key);
         let limits = [
-            params.phone_failures.map(|rule| (phone_key, rule)),
+            params.destination_failures.map(|rule| (phone_key, rule)),
             params
                 .client_failures
                 .map(|rule| (client_failures_key(destination, client), rule)),
@@ -414,7 +414,7 @@ impl MemoryStore {
             + self.quotas.sweep(now)
             + self.budgets.sweep(now)
             + self.idempotency.sweep(now)
-            + self.outboxes.sweep(now)
+            + self.dev_inboxes.sweep(now)
             + self.pow_replays.sweep(now)
             + self.twilio_sends.sweep(now)
     }
@@ -478,7 +478,7 @@ mod tests {
             retention: Duration::ZERO,
             cooldown: Duration::ZERO,
             policy: ResendPolicy::Reuse,
-            phone_quota: Vec::new(),
+            destination_quota: Vec::new(),
             names_latest_send: true,
         };
         for (number, ttl_ms) in [("13800138000", 30), ("13800138001", 60_000)] {

@@ -44,7 +44,7 @@ impl MemoryStore {
             .insert(id.as_str().into(), entry);
         if self.events.is_on() {
             let created = |fact| {
-                StoredEvent::of_verification(
+                OutboxEntry::of_verification(
                     fact,
                     id.as_str(),
                     destination.key(),
@@ -74,7 +74,7 @@ impl MemoryStore {
         }
         let detail = detail();
         self.events.append(
-            StoredEvent::of_verification(
+            OutboxEntry::of_verification(
                 fact,
                 id.as_str(),
                 &entry.target.phone_e164,

@@ -9,8 +9,8 @@ use tokio_postgres::types::{ToSql, Type};
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays, unix_ms};
 use crate::domain::{CodeDigest, Destination, Purpose, SealedCode, VerificationId};
 use crate::store::{
-    Budgets, CodeCandidate, CodeStore, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
-    IssueParams, IssueUndo, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError,
+    Budgets, CodeCandidate, CodeStore, DeliveryStatus, IssueKind, IssueOutcome, IssueParams,
+    IssueUndo, IssuedCode, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError,
     VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
     VerifyStep,
 };
@@ -76,13 +76,13 @@ pub(super) fn issue_outcome(
                 retry_after: ms_duration(column(row, 1)?),
             });
         }
-        1 => DeliveryKind::Created,
-        2 => DeliveryKind::Redelivered,
-        3 => DeliveryKind::Rotated,
+        1 => IssueKind::Created,
+        2 => IssueKind::Redelivered,
+        3 => IssueKind::Rotated,
         other => return Err(StoreError::Protocol(format!("issue kind {other}"))),
     };
     let previous = match kind {
-        DeliveryKind::Created => None,
+        IssueKind::Created => None,
         _ => Some(PreviousIssue {
             digest: digest(column(row, 6)?)?,
             sealed: sealed(column(row, 7)?),
@@ -91,9 +91,9 @@ pub(super) fn issue_outcome(
             latest_send: None,
         }),
     };
-    Ok(IssueOutcome::Deliver(Delivery {
+    Ok(IssueOutcome::Send(IssuedCode {
         sealed: match kind {
-            DeliveryKind::Redelivered => sealed(column(row, 3)?),
+            IssueKind::Redelivered => sealed(column(row, 3)?),
             _ => None,
         },
         kind,
@@ -203,7 +203,7 @@ impl PostgresStore {
             params,
         } = step;
         let statement = if id.is_some() { VERIFY_BY_ID } else { VERIFY };
-        let (phone_limits, phone_windows) = rule_arrays(params.phone_failures.as_slice());
+        let (phone_limits, phone_windows) = rule_arrays(params.destination_failures.as_slice());
         let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
         let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
         let (e164, purpose, id) = (
@@ -246,7 +246,7 @@ impl CodeStore for PostgresStore {
         _budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
         let quota_token = QuotaToken::generate();
-        let (limits, windows) = rule_arrays(&params.phone_quota);
+        let (limits, windows) = rule_arrays(&params.destination_quota);
         let args = IssueArgs::of(
             destination,
             purpose,

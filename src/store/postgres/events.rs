@@ -10,7 +10,7 @@ use tokio_postgres::Row;
 use super::{PostgresStore, column, millis};
 use crate::store::events::CLAIM_WINDOW;
 use crate::store::{
-    ClaimedEvent, EventStore, Fact, FailedEvent, OutboxStatus, Settlement, StoreError, StoredEvent,
+    ClaimedEntry, EventStore, Fact, FailedEntry, OutboxEntry, OutboxStatus, Settlement, StoreError,
 };
 
 fn bigint(value: u64) -> i64 {
@@ -23,9 +23,9 @@ fn unsigned(value: i64) -> u64 {
 
 /// An outbox row (`seq` … `lease` first): the event, its tries, the endpoints that took it,
 /// its lease.
-fn event_of(row: &Row) -> Result<ClaimedEvent, StoreError> {
+fn event_of(row: &Row) -> Result<ClaimedEntry, StoreError> {
     let fact: String = column(row, 1)?;
-    let event = StoredEvent {
+    let event = OutboxEntry {
         seq: unsigned(column(row, 0)?),
         fact: Fact::parse(&fact)
             .ok_or_else(|| StoreError::Protocol(format!("outbox fact {fact:?}")))?,
@@ -39,7 +39,7 @@ fn event_of(row: &Row) -> Result<ClaimedEvent, StoreError> {
     let attempts: i32 = column(row, 8)?;
     let delivered_to: i64 = column(row, 9)?;
     let lease: i64 = column(row, 10)?;
-    Ok(ClaimedEvent {
+    Ok(ClaimedEntry {
         event,
         attempts: u32::try_from(attempts).unwrap_or(0),
         delivered_to: delivered_to as u64,
@@ -65,7 +65,7 @@ impl EventStore for PostgresStore {
         &self,
         limit: usize,
         lease: Duration,
-    ) -> Result<Vec<ClaimedEvent>, StoreError> {
+    ) -> Result<Vec<ClaimedEntry>, StoreError> {
         let limit = i32::try_from(limit).unwrap_or(i32::MAX);
         let window = CLAIM_WINDOW as i32;
         self.query(
@@ -82,7 +82,7 @@ impl EventStore for PostgresStore {
 
     async fn settle_event(
         &self,
-        claim: &ClaimedEvent,
+        claim: &ClaimedEntry,
         settlement: &Settlement,
     ) -> Result<bool, StoreError> {
         let seq = bigint(claim.event.seq);
@@ -131,7 +131,7 @@ impl EventStore for PostgresStore {
         Ok(!rows.is_empty())
     }
 
-    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
+    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEntry>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         self.query(
             "SELECT seq, fact, subject, phone, purpose, at_ms, order_ms, detail, attempts,
@@ -142,13 +142,13 @@ impl EventStore for PostgresStore {
         .await?
         .iter()
         .map(|row| {
-            let ClaimedEvent {
+            let ClaimedEntry {
                 event,
                 attempts,
                 delivered_to,
                 ..
             } = event_of(row)?;
-            Ok(FailedEvent {
+            Ok(FailedEntry {
                 event,
                 attempts,
                 delivered_to,

@@ -16,8 +16,8 @@ use super::shards::SendToken;
 use super::{PostgresStore, column, millis};
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::{
-    Admission, FraudSend, FraudStore, FraudTraffic, GuardStep, MinuteCounts, PrefixBlock, SendMark,
-    StoreError,
+    Admission, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark, StoreError,
+    TrafficCounts,
 };
 
 /// How long counters are kept: the retention and a minute's slack.
@@ -283,7 +283,7 @@ impl FraudStore for PostgresStore {
         Ok(!rows.is_empty())
     }
 
-    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {
+    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<TrafficCounts, StoreError> {
         let rows = self
             .query(
                 // An undelivered send has left `sends` for `undelivered` (migration 0012).
@@ -308,9 +308,9 @@ impl FraudStore for PostgresStore {
                 undelivered: unsigned(column(row, 5)?),
             });
         }
-        let mut traffic = FraudTraffic {
+        let mut traffic = TrafficCounts {
             service: scopes.remove("*").unwrap_or_default(),
-            ..FraudTraffic::default()
+            ..TrafficCounts::default()
         };
         let mut country_of: HashMap<String, String> = HashMap::new();
         for row in &countries_of {

@@ -1,19 +1,23 @@
--- Every PostgreSQL function vcode calls, as it runs today: applied at every start-up after the
+-- Every PostgreSQL function vcode calls, as it runs: applied at every start-up after the
 -- migrations (src/store/postgres/migrations.rs), inside the same transaction and advisory lock,
--- with CREATE OR REPLACE, so this file is the one place to read or change a function.
--- The migrations keep their own CREATE FUNCTION statements as history (they never change once
--- shipped); a signature change still needs a migration that drops the old overload.
--- Triggers stay in migration 0004: CREATE OR REPLACE FUNCTION keeps the function's identity,
--- so the triggers call the definitions below without being re-created.
--- vcode_now_ms: from 0001_store.sql
+-- with CREATE OR REPLACE, so this file is the one place to read or change a function. The
+-- migrations hold tables, indexes and data changes, and drop what a change here leaves behind:
+-- a function no longer called, an overload whose signature changed, or one whose parameters
+-- were renamed (CREATE OR REPLACE can change neither).
+-- The two trigger functions are created in migration 0004 as placeholders, for its triggers to
+-- name; CREATE OR REPLACE keeps a function's identity, so the triggers (and whether they are
+-- enabled: vcode_events_record) call the definitions below without being re-created.
+
+-- The database's clock, in unix milliseconds: every row's times are this clock's.
 CREATE OR REPLACE FUNCTION vcode_now_ms() RETURNS bigint LANGUAGE sql VOLATILE AS
 $$ SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint $$;
 
--- vcode_lock: from 0001_store.sql
+-- The transaction's advisory lock on a name (a destination's, a prefix's): released at commit.
 CREATE OR REPLACE FUNCTION vcode_lock(p_name text) RETURNS void LANGUAGE sql VOLATILE AS
 $$ SELECT pg_advisory_xact_lock(hashtextextended(p_name, 0)) $$;
 
--- vcode_quota_wait: from 0001_store.sql
+-- 0 if every rule (p_limits[i] events in p_windows[i] ms) has room for one more event at
+-- p_now, else the ms until each has.
 CREATE OR REPLACE FUNCTION vcode_quota_wait(p_log text, p_now bigint, p_limits integer[], p_windows bigint[])
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -35,7 +39,7 @@ BEGIN
   RETURN wait;
 END $$;
 
--- vcode_quota_record: from 0001_store.sql
+-- Records event p_token at p_now, kept as long as the longest window needs it.
 CREATE OR REPLACE FUNCTION vcode_quota_record(p_log text, p_now bigint, p_windows bigint[], p_token bigint)
 RETURNS void LANGUAGE sql AS $$
   INSERT INTO vcode_quota_events (log, token, at_ms, expires_at_ms)
@@ -44,9 +48,9 @@ RETURNS void LANGUAGE sql AS $$
     SET at_ms = excluded.at_ms, expires_at_ms = excluded.expires_at_ms
 $$;
 
--- vcode_issue: from 0002_verifications.sql
+-- issue.lua's contract, as version 1's vcode_issue, plus the send's verification.
 CREATE OR REPLACE FUNCTION vcode_issue(
-  p_phone text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
+  p_destination text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
   p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
   p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
   OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
@@ -59,14 +63,14 @@ DECLARE
   pending vcode_codes%ROWTYPE;
   has_pending boolean;
 BEGIN
-  PERFORM vcode_lock('phone:' || p_phone);
+  PERFORM vcode_lock('phone:' || p_destination);
   now_ms := vcode_now_ms();
   IF now_ms > p_not_after_ms THEN
     o_kind := -2;
     RETURN;
   END IF;
   SELECT * INTO pending FROM vcode_codes
-    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
+    WHERE phone = p_destination AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
   has_pending := FOUND;
   IF has_pending THEN
     o_wait_ms := pending.sent_at_ms + p_cooldown_ms - now_ms;
@@ -75,12 +79,12 @@ BEGIN
       RETURN;
     END IF;
   END IF;
-  o_wait_ms := vcode_quota_wait('sends:' || p_phone, now_ms, p_limits, p_windows);
+  o_wait_ms := vcode_quota_wait('sends:' || p_destination, now_ms, p_limits, p_windows);
   IF o_wait_ms > 0 THEN
     o_kind := -1;
     RETURN;
   END IF;
-  PERFORM vcode_quota_record('sends:' || p_phone, now_ms, p_windows, p_token);
+  PERFORM vcode_quota_record('sends:' || p_destination, now_ms, p_windows, p_token);
   o_sent_at_ms := now_ms;
   IF has_pending THEN
     o_previous_digest := pending.digest;
@@ -100,12 +104,12 @@ BEGIN
     UPDATE vcode_codes
       SET digest = o_digest, sealed = o_sealed, deliveries = o_deliveries,
           sent_at_ms = now_ms, expires_at_ms = now_ms + p_ttl_ms
-      WHERE phone = p_phone AND purpose = p_purpose;
+      WHERE phone = p_destination AND purpose = p_purpose;
   ELSE
     -- An expired row the sweep has not reached yet is replaced.
     INSERT INTO vcode_codes
       (phone, purpose, digest, sealed, failed_attempts, deliveries, sent_at_ms, expires_at_ms)
-      VALUES (p_phone, p_purpose, p_digest, p_sealed, 0, 1, now_ms, now_ms + p_ttl_ms)
+      VALUES (p_destination, p_purpose, p_digest, p_sealed, 0, 1, now_ms, now_ms + p_ttl_ms)
       ON CONFLICT (phone, purpose) DO UPDATE
         SET digest = excluded.digest, sealed = excluded.sealed, failed_attempts = 0,
             deliveries = 1, sent_at_ms = excluded.sent_at_ms,
@@ -116,13 +120,14 @@ BEGIN
   END IF;
   INSERT INTO vcode_verifications
     (id, phone, purpose, digest, created_at_ms, verifies_until_ms, expires_at_ms)
-    VALUES (p_verification, p_phone, p_purpose, o_digest, now_ms, now_ms + p_ttl_ms,
+    VALUES (p_verification, p_destination, p_purpose, o_digest, now_ms, now_ms + p_ttl_ms,
             now_ms + p_ttl_ms + p_retention_ms);
 END $$;
 
--- vcode_undo_issue: from 0002_verifications.sql
+-- undo_issue.lua's contract, as version 1's, plus: the send's verification goes (its id was
+-- never handed out).
 CREATE OR REPLACE FUNCTION vcode_undo_issue(
-  p_phone text, p_purpose text, p_digest bytea, p_sent_at_ms bigint, p_deliveries integer,
+  p_destination text, p_purpose text, p_digest bytea, p_sent_at_ms bigint, p_deliveries integer,
   p_token bigint, p_previous_digest bytea, p_previous_sealed bytea,
   p_previous_sent_at_ms bigint, p_previous_expires_at_ms bigint, p_verification text)
 RETURNS boolean LANGUAGE plpgsql AS $$
@@ -130,44 +135,44 @@ DECLARE
   now_ms bigint;
   pending vcode_codes%ROWTYPE;
 BEGIN
-  PERFORM vcode_lock('phone:' || p_phone);
+  PERFORM vcode_lock('phone:' || p_destination);
   now_ms := vcode_now_ms();
-  DELETE FROM vcode_quota_events WHERE log = 'sends:' || p_phone AND token = p_token;
+  DELETE FROM vcode_quota_events WHERE log = 'sends:' || p_destination AND token = p_token;
   DELETE FROM vcode_verifications WHERE id = p_verification;
   SELECT * INTO pending FROM vcode_codes
-    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
+    WHERE phone = p_destination AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
   IF NOT FOUND OR pending.digest <> p_digest OR pending.sent_at_ms <> p_sent_at_ms
       OR pending.deliveries <> p_deliveries THEN
     RETURN false;
   END IF;
   IF p_previous_digest IS NULL OR p_previous_expires_at_ms <= now_ms THEN
-    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+    DELETE FROM vcode_codes WHERE phone = p_destination AND purpose = p_purpose;
   ELSE
     UPDATE vcode_codes
       SET digest = p_previous_digest, sealed = p_previous_sealed,
           sent_at_ms = p_previous_sent_at_ms, expires_at_ms = p_previous_expires_at_ms,
           deliveries = deliveries - 1
-      WHERE phone = p_phone AND purpose = p_purpose;
+      WHERE phone = p_destination AND purpose = p_purpose;
   END IF;
   RETURN true;
 END $$;
 
--- vcode_verify: from 0011_verify_by_phone_events.sql
+-- verify.lua's contract (0001's, same signature and answer).
 CREATE OR REPLACE FUNCTION vcode_verify(
-  p_phone text, p_purpose text, p_client text, p_candidates bytea[], p_max_attempts integer,
+  p_destination text, p_purpose text, p_client text, p_candidates bytea[], p_max_attempts integer,
   p_token bigint, p_phone_limits integer[], p_phone_windows bigint[],
   p_client_limits integer[], p_client_windows bigint[],
   OUT o_outcome integer, OUT o_value bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   now_ms bigint;
-  phone_log text := 'fails:' || p_phone;
-  client_log text := 'fails:' || p_phone || ':' || p_client;
+  phone_log text := 'fails:' || p_destination;
+  client_log text := 'fails:' || p_destination || ':' || p_client;
   pending vcode_codes%ROWTYPE;
   latest vcode_verifications%ROWTYPE;
   failed integer;
 BEGIN
-  PERFORM vcode_lock('phone:' || p_phone);
+  PERFORM vcode_lock('phone:' || p_destination);
   now_ms := vcode_now_ms();
   o_value := greatest(vcode_quota_wait(phone_log, now_ms, p_phone_limits, p_phone_windows),
                       vcode_quota_wait(client_log, now_ms, p_client_limits, p_client_windows));
@@ -176,20 +181,20 @@ BEGIN
     RETURN;
   END IF;
   SELECT * INTO pending FROM vcode_codes
-    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
+    WHERE phone = p_destination AND purpose = p_purpose AND expires_at_ms > now_ms FOR UPDATE;
   IF NOT FOUND THEN
     o_outcome := -1;
     RETURN;
   END IF;
   SELECT * INTO latest FROM vcode_verifications
-    WHERE phone = p_phone AND purpose = p_purpose AND digest = pending.digest
+    WHERE phone = p_destination AND purpose = p_purpose AND digest = pending.digest
       AND expires_at_ms > now_ms
     ORDER BY created_at_ms DESC, id DESC LIMIT 1 FOR UPDATE;
   IF FOUND AND latest.ended IS NOT NULL THEN
     latest.id := NULL;
   END IF;
   IF pending.digest = ANY (p_candidates) THEN
-    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+    DELETE FROM vcode_codes WHERE phone = p_destination AND purpose = p_purpose;
     UPDATE vcode_verifications SET ended = 'approved' WHERE id = latest.id;
     o_outcome := 1;
     RETURN;
@@ -197,14 +202,14 @@ BEGIN
   PERFORM vcode_quota_record(phone_log, now_ms, p_phone_windows, p_token);
   PERFORM vcode_quota_record(client_log, now_ms, p_client_windows, p_token);
   UPDATE vcode_codes SET failed_attempts = failed_attempts + 1
-    WHERE phone = p_phone AND purpose = p_purpose
+    WHERE phone = p_destination AND purpose = p_purpose
     RETURNING failed_attempts INTO failed;
   UPDATE vcode_verifications
     SET failed_attempts = greatest(failed, failed_attempts + 1),
         ended = CASE WHEN failed >= p_max_attempts THEN 'max_attempts_reached' END
     WHERE id = latest.id;
   IF failed >= p_max_attempts THEN
-    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+    DELETE FROM vcode_codes WHERE phone = p_destination AND purpose = p_purpose;
     o_outcome := -2;
     RETURN;
   END IF;
@@ -212,7 +217,9 @@ BEGIN
   o_value := p_max_attempts - failed;
 END $$;
 
--- vcode_reserve_quota: from 0001_store.sql
+-- reserve_quota.lua's contract: log i has p_rule_counts[i] rules, taken in order from p_limits
+-- and p_windows. o_refused: 0 recorded, -1 run after p_not_after_ms (nothing recorded), else
+-- the first log (1-based) without room, and o_wait_ms until every log has room.
 CREATE OR REPLACE FUNCTION vcode_reserve_quota(
   p_logs text[], p_rule_counts integer[], p_limits integer[], p_windows bigint[],
   p_token bigint, p_not_after_ms bigint, OUT o_refused integer, OUT o_wait_ms bigint)
@@ -258,7 +265,7 @@ BEGIN
   END LOOP;
 END $$;
 
--- vcode_begin_idempotent: from 0001_store.sql
+-- Claims p_key (returns null) or returns the unexpired record that holds it.
 CREATE OR REPLACE FUNCTION vcode_begin_idempotent(p_key text, p_running bytea, p_lease_ms bigint)
 RETURNS bytea LANGUAGE plpgsql AS $$
 DECLARE
@@ -278,37 +285,39 @@ BEGIN
   RETURN held;
 END $$;
 
--- vcode_push_outbox: from 0001_store.sql
-CREATE OR REPLACE FUNCTION vcode_push_outbox(p_phone text, p_message text, p_capacity integer, p_ttl_ms bigint)
+-- Dev mode: keeps a message in the destination's dev inbox, the newest p_capacity, for p_ttl_ms.
+CREATE OR REPLACE FUNCTION vcode_keep_dev_message(p_destination text, p_message text, p_capacity integer, p_ttl_ms bigint)
 RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
   expires bigint := vcode_now_ms() + p_ttl_ms;
 BEGIN
-  PERFORM vcode_lock('outbox:' || p_phone);
-  INSERT INTO vcode_outbox (phone, message, expires_at_ms) VALUES (p_phone, p_message, expires);
-  UPDATE vcode_outbox SET expires_at_ms = expires WHERE phone = p_phone;
-  DELETE FROM vcode_outbox WHERE phone = p_phone AND id <= (
-    SELECT id FROM vcode_outbox WHERE phone = p_phone ORDER BY id DESC OFFSET p_capacity LIMIT 1);
+  PERFORM vcode_lock('outbox:' || p_destination);
+  INSERT INTO vcode_dev_inbox (phone, message, expires_at_ms) VALUES (p_destination, p_message, expires);
+  UPDATE vcode_dev_inbox SET expires_at_ms = expires WHERE phone = p_destination;
+  DELETE FROM vcode_dev_inbox WHERE phone = p_destination AND id <= (
+    SELECT id FROM vcode_dev_inbox WHERE phone = p_destination ORDER BY id DESC OFFSET p_capacity LIMIT 1);
 END $$;
 
--- vcode_verify_by_id: from 0002_verifications.sql
+-- verify_id.lua's contract. o_outcome: 1 verified, 0 wrong (o_value attempts left), -1 the
+-- id's code is no longer pending (or the id expired or was approved), -2 the id is spent, -3 a
+-- failure quota is used up (o_value ms; nothing compared), -4 canceled.
 CREATE OR REPLACE FUNCTION vcode_verify_by_id(
-  p_phone text, p_purpose text, p_verification text, p_client text, p_candidates bytea[],
+  p_destination text, p_purpose text, p_verification text, p_client text, p_candidates bytea[],
   p_max_attempts integer, p_token bigint, p_phone_limits integer[], p_phone_windows bigint[],
   p_client_limits integer[], p_client_windows bigint[],
   OUT o_outcome integer, OUT o_value bigint)
 LANGUAGE plpgsql AS $$
 DECLARE
   now_ms bigint;
-  phone_log text := 'fails:' || p_phone;
-  client_log text := 'fails:' || p_phone || ':' || p_client;
+  phone_log text := 'fails:' || p_destination;
+  client_log text := 'fails:' || p_destination || ':' || p_client;
   verification vcode_verifications%ROWTYPE;
   failed integer;
 BEGIN
-  PERFORM vcode_lock('phone:' || p_phone);
+  PERFORM vcode_lock('phone:' || p_destination);
   now_ms := vcode_now_ms();
   SELECT * INTO verification FROM vcode_verifications
-    WHERE id = p_verification AND phone = p_phone AND purpose = p_purpose
+    WHERE id = p_verification AND phone = p_destination AND purpose = p_purpose
       AND expires_at_ms > now_ms FOR UPDATE;
   IF NOT FOUND THEN
     o_outcome := -1;
@@ -330,14 +339,14 @@ BEGIN
     RETURN;
   END IF;
   PERFORM 1 FROM vcode_codes
-    WHERE phone = p_phone AND purpose = p_purpose AND expires_at_ms > now_ms
+    WHERE phone = p_destination AND purpose = p_purpose AND expires_at_ms > now_ms
       AND digest = verification.digest FOR UPDATE;
   IF NOT FOUND THEN
     o_outcome := -1;
     RETURN;
   END IF;
   IF verification.digest = ANY (p_candidates) THEN
-    DELETE FROM vcode_codes WHERE phone = p_phone AND purpose = p_purpose;
+    DELETE FROM vcode_codes WHERE phone = p_destination AND purpose = p_purpose;
     UPDATE vcode_verifications SET ended = 'approved' WHERE id = p_verification;
     o_outcome := 1;
     RETURN;
@@ -356,7 +365,8 @@ BEGIN
   o_value := p_max_attempts - failed;
 END $$;
 
--- vcode_verification: from 0002_verifications.sql
+-- verification.lua's contract: the verification (no row when unknown) with its status worked
+-- out against the pending code; p_cancel cancels it first while it is pending.
 CREATE OR REPLACE FUNCTION vcode_verification(p_verification text, p_cancel boolean,
   OUT o_phone text, OUT o_purpose text, OUT o_status text, OUT o_unconfirmed boolean,
   OUT o_failed_attempts integer, OUT o_created_at_ms bigint, OUT o_verifies_until_ms bigint)
@@ -394,7 +404,8 @@ BEGIN
   RETURN NEXT;
 END $$;
 
--- vcode_fraud_add: from 0010_fraud_shards.sql
+-- Adds sends, conversions and refusals (negative to take them back) to one scope's minute, in
+-- one shard (0010: concurrent sends of a prefix write different rows).
 CREATE OR REPLACE FUNCTION vcode_fraud_add(p_scope text, p_minute bigint, p_shard smallint,
   p_sends bigint, p_conversions bigint, p_refused bigint, p_expires bigint)
 RETURNS void LANGUAGE sql AS $$
@@ -408,7 +419,9 @@ RETURNS void LANGUAGE sql AS $$
           expires_at_ms = greatest(f.expires_at_ms, excluded.expires_at_ms)
 $$;
 
--- vcode_fraud_admit: from 0010_fraud_shards.sql
+-- fraud_admit.lua's contract: refused (and the block), or counted (and the prefix's and the
+-- service's judged and unjudged sends and conversions, the block if any, the attribution's
+-- previous mark).
 CREATE OR REPLACE FUNCTION vcode_fraud_admit(
   p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
   p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
@@ -469,7 +482,7 @@ BEGIN
     WHERE scope = '*' AND minute BETWEEN p_from AND p_minute;
 END $$;
 
--- vcode_fraud_release: from 0010_fraud_shards.sql
+-- The send's own shard loses it again (so no shard's count goes below zero).
 CREATE OR REPLACE FUNCTION vcode_fraud_release(
   p_prefix text, p_country text, p_attribution text, p_minute bigint, p_token bigint,
   p_previous bigint, p_previous_token bigint, p_refused boolean, p_now bigint,
@@ -497,7 +510,7 @@ BEGIN
   END IF;
 END $$;
 
--- vcode_fraud_convert: from 0010_fraud_shards.sql
+-- The conversion counts in the shard of the send it converts (the attribution's token).
 CREATE OR REPLACE FUNCTION vcode_fraud_convert(
   p_attribution text, p_prefix text, p_country text, p_since bigint, p_now bigint,
   p_retention_ms bigint)
@@ -521,7 +534,7 @@ BEGIN
   RETURN sent;
 END $$;
 
--- vcode_fraud_block: from 0003_fraud.sql
+-- fraud_block.lua's contract: recorded unless an active block stands.
 CREATE OR REPLACE FUNCTION vcode_fraud_block(
   p_prefix text, p_country text, p_reason text, p_since bigint, p_until bigint,
   p_strikes integer, p_struck bigint, p_sends bigint, p_conversions bigint, p_lifted bigint,
@@ -544,15 +557,17 @@ END $$;
 -- vcode_fact_append: the event outbox's one writer. Steps record facts (crate::store::Fact's
 -- words: `created`, `ended=approved`, `delivery=undelivered`…), never event types: the events
 -- module makes the event (crate::events::event_of).
-CREATE OR REPLACE FUNCTION vcode_fact_append(p_fact text, p_subject text, p_phone text, p_purpose text,
+CREATE OR REPLACE FUNCTION vcode_fact_append(p_fact text, p_subject text, p_destination text, p_purpose text,
   p_at bigint, p_order bigint, p_detail text)
 RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO vcode_event_outbox (fact, subject, phone, purpose, at_ms, order_ms, detail, due_ms)
-    VALUES (p_fact, p_subject, p_phone, p_purpose, p_at, p_order, p_detail, p_order);
+    VALUES (p_fact, p_subject, p_destination, p_purpose, p_at, p_order, p_detail, p_order);
 END $$;
 
--- vcode_verification_events: from 0004_events.sql
+-- A verification's life: created (with its expiry timer), each wrong code, its end. A row
+-- deleted before its time is a send rolled back (its id never handed out): its events go too;
+-- the sweep deletes rows only after their time, and leaves the outbox alone.
 CREATE OR REPLACE FUNCTION vcode_verification_events() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   now_ms bigint := vcode_now_ms();
@@ -581,7 +596,7 @@ BEGIN
   RETURN NEW;
 END $$;
 
--- vcode_block_events: from 0004_events.sql
+-- A prefix block: a new suspension (or hold), or an operator's lift.
 CREATE OR REPLACE FUNCTION vcode_block_events() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
   now_ms bigint := vcode_now_ms();
@@ -598,7 +613,9 @@ BEGIN
   RETURN NEW;
 END $$;
 
--- vcode_events_record: from 0004_events.sql
+-- Turns the event triggers on (once: an enabled trigger is left alone, so instances starting
+-- later take no lock on the tables). Turning them off is the operator's (ALTER TABLE ... DISABLE
+-- TRIGGER): other instances may deliver what this one's writes.
 CREATE OR REPLACE FUNCTION vcode_events_record() RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
   IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'vcode_verification_events'
@@ -611,7 +628,9 @@ BEGIN
   END IF;
 END $$;
 
--- vcode_events_claim: from 0004_events.sql
+-- Up to p_limit due events, each the first pending one of its subject among the oldest
+-- p_window placed by now (a later expiry timer is neither due nor ahead of anything due), leased until p_now + p_lease_ms. Claims take turns on one lock, so two never
+-- hand out one event.
 CREATE OR REPLACE FUNCTION vcode_events_claim(p_limit integer, p_window integer, p_lease_ms bigint)
 RETURNS SETOF vcode_event_outbox LANGUAGE plpgsql AS $$
 DECLARE
@@ -636,7 +655,8 @@ BEGIN
     RETURNING o.*;
 END $$;
 
--- vcode_receipt: from 0009_delivery_counts.sql
+-- receipt.lua's contract. o_outcome: 0 unknown message or forgotten verification (no other
+-- column), 1 nothing changed, 2 changed (o_previous the delivery it had).
 CREATE OR REPLACE FUNCTION vcode_receipt(p_provider text, p_message_id text, p_delivery text,
   p_error text,
   OUT o_outcome integer, OUT o_verification text, OUT o_phone text, OUT o_purpose text,
@@ -698,9 +718,14 @@ BEGIN
   END IF;
 END $$;
 
--- vcode_issue_guarded: from 0008_guarded_issue.sql
+-- vcode_issue's contract, then, for a send that delivers, vcode_fraud_admit's: o_kind -4 with
+-- o_block when the prefix's block refuses the send (the issue is undone in this same
+-- transaction: nothing stays of it but the refusal's count), else the issue's outcome and,
+-- when it delivers, the guard's counts (o_prefix, o_service), the block if any and the
+-- attribution's previous mark. The phone's lock is taken first, then the prefix's (as every
+-- other step takes at most one of them, no two steps wait on each other in opposite orders).
 CREATE OR REPLACE FUNCTION vcode_issue_guarded(
-  p_phone text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
+  p_destination text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
   p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
   p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
   p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
@@ -718,7 +743,7 @@ DECLARE
 BEGIN
   SELECT * INTO o_kind, o_wait_ms, o_digest, o_sealed, o_sent_at_ms, o_deliveries,
       o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms
-    FROM vcode_issue(p_phone, p_purpose, p_digest, p_sealed, p_ttl_ms, p_cooldown_ms,
+    FROM vcode_issue(p_destination, p_purpose, p_digest, p_sealed, p_ttl_ms, p_cooldown_ms,
       p_rotate, p_token, p_not_after_ms, p_limits, p_windows, p_verification, p_retention_ms);
   -- Only a send that issues is the guard's (a cooldown or a quota refusal counts nothing).
   IF o_kind < 1 THEN
@@ -729,7 +754,7 @@ BEGIN
       p_judged_before, p_enforce, p_attribution_ttl_ms, p_counters_ms, p_send_token);
   o_block := admitted.o_block;
   IF admitted.o_refused THEN
-    PERFORM vcode_undo_issue(p_phone, p_purpose, o_digest, o_sent_at_ms, o_deliveries, p_token,
+    PERFORM vcode_undo_issue(p_destination, p_purpose, o_digest, o_sent_at_ms, o_deliveries, p_token,
       o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms,
       p_verification);
     o_kind := -4;
@@ -741,11 +766,12 @@ BEGIN
   o_previous_token := admitted.o_previous_token;
 END $$;
 
--- vcode_fraud_shard: from 0010_fraud_shards.sql
+-- The shard of a send: the low bits of its token (random, from the CSPRNG).
 CREATE OR REPLACE FUNCTION vcode_fraud_shard(p_token bigint) RETURNS smallint LANGUAGE sql IMMUTABLE AS
 $$ SELECT (p_token & 15)::smallint $$;
 
--- vcode_fraud_undelivered: from 0013_undelivered_lock_order.sql
+-- Each scope's row of the send (prefix, country, service) that still counts it; a row past
+-- retention is gone, and nothing is moved there.
 CREATE OR REPLACE FUNCTION vcode_fraud_undelivered(
   p_prefix text, p_country text, p_minute bigint, p_token bigint)
 RETURNS void LANGUAGE plpgsql AS $$

@@ -26,7 +26,7 @@ impl FusedSteps for PostgresStore {
         guard: GuardStep<'_>,
     ) -> Result<GuardedIssue, StoreError> {
         let quota_token = QuotaToken::generate();
-        let (limits, windows) = rule_arrays(&params.phone_quota);
+        let (limits, windows) = rule_arrays(&params.destination_quota);
         let args = IssueArgs::of(
             destination,
             purpose,
@@ -48,7 +48,7 @@ impl FusedSteps for PostgresStore {
         }
         let outcome = issue_outcome(&row, candidate, quota_token)?;
         let admission = match outcome {
-            IssueOutcome::Deliver(_) => Some(fraud::admitted_at(&row, 10, admit.mark())?),
+            IssueOutcome::Send(_) => Some(fraud::admitted_at(&row, 10, admit.mark())?),
             _ => None,
         };
         Ok(GuardedIssue::Issued { outcome, admission })

@@ -7,7 +7,7 @@
 mod captchas;
 mod codes;
 mod connection;
-mod dev_outbox;
+mod dev_inbox;
 mod events;
 mod fraud;
 mod fused;

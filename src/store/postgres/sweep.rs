@@ -18,7 +18,7 @@ const TABLES: &[&str] = &[
     "vcode_idempotency",
     "vcode_pow_replays",
     "vcode_stats",
-    "vcode_outbox",
+    "vcode_dev_inbox",
     "vcode_fraud_counts",
     "vcode_fraud_prefixes",
     "vcode_fraud_attributions",

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{CodeStore, Conversion, DeliveryKind, GuardStep, GuardedIssue, VerifyStep};
+use crate::store::{CodeStore, Conversion, GuardStep, GuardedIssue, IssueKind, VerifyStep};
 
 impl RedisStore {
     /// `issue.lua`, with the guard's step on one node when there is one.
@@ -22,7 +22,7 @@ impl RedisStore {
             ResendPolicy::Rotate => "rotate",
         };
         let quota_token = QuotaToken::generate();
-        let phone_rules = rule_args(&params.phone_quota);
+        let phone_rules = rule_args(&params.destination_quota);
         // The candidate goes into the outcome; a Cluster's refused send still needs its id.
         let id = &candidate.verification.clone();
         let target = encode_target(destination, purpose);
@@ -94,7 +94,7 @@ impl RedisStore {
         }
         let outcome = parse_issue(&reply, candidate, quota_token, in_script, one_node)
             .ok_or_else(|| protocol("issue", &reply))?;
-        if !one_node && !matches!(outcome, IssueOutcome::Deliver(_)) {
+        if !one_node && !matches!(outcome, IssueOutcome::Send(_)) {
             // A refused send's id is never handed out: its target goes, off the send's path.
             let (store, key) = (self.clone(), keys::verification_target(id));
             tokio::spawn(async move {
@@ -112,10 +112,10 @@ impl RedisStore {
         };
         // The guard's counts follow a delivery's fields.
         let admission = match &outcome {
-            IssueOutcome::Deliver(delivery) => Some(fraud::admitted_at(
+            IssueOutcome::Send(delivery) => Some(fraud::admitted_at(
                 &reply,
                 match delivery.kind {
-                    DeliveryKind::Created => CREATED_FIELDS,
+                    IssueKind::Created => CREATED_FIELDS,
                     _ => RESENT_FIELDS,
                 },
                 guard.mark(),
@@ -143,7 +143,7 @@ impl RedisStore {
             client,
             params,
         } = step;
-        let phone_rules = rule_args(params.phone_failures.as_slice());
+        let phone_rules = rule_args(params.destination_failures.as_slice());
         let (mut invocation, events, name);
         match id {
             Some(id) => {

@@ -32,7 +32,7 @@ use super::{RedisStore, duration_ms, keys};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::events::CLAIM_WINDOW;
 use crate::store::{
-    ClaimedEvent, EventStore, Fact, FailedEvent, OutboxStatus, Settlement, StoreError, StoredEvent,
+    ClaimedEntry, EventStore, Fact, FailedEntry, OutboxEntry, OutboxStatus, Settlement, StoreError,
 };
 
 /// The one-node outbox's keys, formatted once.
@@ -247,7 +247,7 @@ fn text(value: &Value) -> Option<String> {
 
 /// An entry (`events.lua`) as the event, its tries, the endpoints that took it and its lease;
 /// `slot`: the Cluster slot of its outbox (kept in its `seq`), `None` on one node.
-fn parse_entry(field: &str, entry: &str, slot: Option<u16>) -> Option<ClaimedEvent> {
+fn parse_entry(field: &str, entry: &str, slot: Option<u16>) -> Option<ClaimedEntry> {
     let fields: Vec<&str> = entry.splitn(11, '|').collect();
     let [
         _due,
@@ -266,7 +266,7 @@ fn parse_entry(field: &str, entry: &str, slot: Option<u16>) -> Option<ClaimedEve
         return None;
     };
     let local: u64 = field.parse().ok()?;
-    let event = StoredEvent {
+    let event = OutboxEntry {
         seq: match slot {
             Some(slot) => local << SLOT_BITS | u64::from(slot),
             None => local,
@@ -279,7 +279,7 @@ fn parse_entry(field: &str, entry: &str, slot: Option<u16>) -> Option<ClaimedEve
         order_ms: place.parse().ok()?,
         detail: detail.to_owned(),
     };
-    Some(ClaimedEvent {
+    Some(ClaimedEntry {
         event,
         attempts: attempts.parse().ok()?,
         delivered_to: delivered_to.parse().ok()?,
@@ -344,7 +344,7 @@ impl RedisStore {
         limit: usize,
         lease: Duration,
         token: u64,
-    ) -> Result<Vec<ClaimedEvent>, StoreError> {
+    ) -> Result<Vec<ClaimedEntry>, StoreError> {
         let [entries, pending, ..] = &outbox.keys;
         let mut invocation = EVENT_SCRIPTS.claim.prepare_invoke();
         invocation
@@ -465,7 +465,7 @@ impl RedisStore {
         limit: usize,
         lease: Duration,
         token: u64,
-    ) -> Result<Vec<ClaimedEvent>, StoreError> {
+    ) -> Result<Vec<ClaimedEntry>, StoreError> {
         let now = unix_now_ms();
         let (mut slots, sweep) = {
             let mut outboxes = self.cluster_outboxes();
@@ -536,7 +536,7 @@ impl RedisStore {
     }
 
     /// Failed events of every slot, oldest first, at most `limit`.
-    async fn failed_in_cluster(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
+    async fn failed_in_cluster(&self, limit: usize) -> Result<Vec<FailedEntry>, StoreError> {
         let slots = self.sweep("failed").await?;
         let mut failed = Vec::new();
         for slot in slots
@@ -565,7 +565,7 @@ impl RedisStore {
         &self,
         outbox: &Outbox,
         listed: &[(String, u64)],
-    ) -> Result<Vec<FailedEvent>, StoreError> {
+    ) -> Result<Vec<FailedEntry>, StoreError> {
         if listed.is_empty() {
             return Ok(Vec::new());
         }
@@ -580,13 +580,13 @@ impl RedisStore {
         let mut failed_events = Vec::new();
         for (((field, failed_at_ms), body), error) in listed.iter().zip(bodies).zip(reasons) {
             let Some(body) = body else { continue };
-            let ClaimedEvent {
+            let ClaimedEntry {
                 event,
                 attempts,
                 delivered_to,
                 ..
             } = parse_entry(field, &body, outbox.slot).ok_or_else(|| broken("entry"))?;
-            failed_events.push(FailedEvent {
+            failed_events.push(FailedEntry {
                 event,
                 attempts,
                 delivered_to,
@@ -662,7 +662,7 @@ impl EventStore for RedisStore {
         &self,
         limit: usize,
         lease: Duration,
-    ) -> Result<Vec<ClaimedEvent>, StoreError> {
+    ) -> Result<Vec<ClaimedEntry>, StoreError> {
         let token = rand::random::<u64>() >> 12 | 1;
         if self.is_cluster() {
             return self.claim_in_cluster(limit, lease, token).await;
@@ -672,7 +672,7 @@ impl EventStore for RedisStore {
 
     async fn settle_event(
         &self,
-        claim: &ClaimedEvent,
+        claim: &ClaimedEntry,
         settlement: &Settlement,
     ) -> Result<bool, StoreError> {
         let (how, due_ms, delivered_to, error) = match settlement {
@@ -717,7 +717,7 @@ impl EventStore for RedisStore {
         Ok(settled)
     }
 
-    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEvent>, StoreError> {
+    async fn failed_events(&self, limit: usize) -> Result<Vec<FailedEntry>, StoreError> {
         if self.is_cluster() {
             return self.failed_in_cluster(limit).await;
         }

@@ -21,8 +21,8 @@ use super::*;
 use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
 use crate::store::events::{PREFIX_SUBJECT, block_detail};
 use crate::store::{
-    Admission, Conversion, FraudSend, FraudStore, FraudTraffic, GuardStep, MinuteCounts,
-    PrefixBlock, SendMark,
+    Admission, Conversion, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark,
+    TrafficCounts,
 };
 
 /// A mark as the attribution key (and a message's index, receipts.rs) holds it:
@@ -524,7 +524,7 @@ impl FraudStore for RedisStore {
         Ok(lifted == 1)
     }
 
-    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<FraudTraffic, StoreError> {
+    async fn fraud_traffic(&self, from: u64, to: u64) -> Result<TrafficCounts, StoreError> {
         let mut connection = self.connections.get();
         let names = redis::pipe()
             .cmd("HGETALL")
@@ -565,7 +565,7 @@ impl FraudStore for RedisStore {
             .into_iter()
             .map(|(prefix, country)| (prefix, country, per_scope.next().unwrap_or_default()))
             .collect();
-        Ok(FraudTraffic {
+        Ok(TrafficCounts {
             service,
             countries,
             prefixes,

@@ -24,7 +24,7 @@ pub fn phone_sends(destination: &Destination) -> String {
 }
 
 /// `verify_code:quota:{+8613800138000}:fails`: the phone's failed-verify log.
-pub fn phone_failures(destination: &Destination) -> String {
+pub fn destination_failures(destination: &Destination) -> String {
     format!("{PREFIX}quota:{{{}}}:fails", destination.key())
 }
 
@@ -184,10 +184,10 @@ pub fn verify_id(
     client: Client,
     id: &VerificationId,
 ) -> [String; 4] {
-    let [code, phone_failures, client_failures] = verify(destination, purpose, client);
+    let [code, destination_failures, client_failures] = verify(destination, purpose, client);
     [
         code,
-        phone_failures,
+        destination_failures,
         client_failures,
         verification(destination.key(), id),
     ]
@@ -314,14 +314,14 @@ pub fn client_failures(destination: &Destination, client: Client) -> String {
 pub fn verify(destination: &Destination, purpose: &Purpose, client: Client) -> [String; 3] {
     [
         code(destination, purpose),
-        phone_failures(destination),
+        destination_failures(destination),
         client_failures(destination, client),
     ]
 }
 
-/// `verify_code:dev-outbox:{+8613800138000}`: the dev outbox of one phone.
-pub fn outbox(phone_e164: &str) -> String {
-    format!("{PREFIX}dev-outbox:{{{phone_e164}}}")
+/// `verify_code:dev-inbox:{+8613800138000}`: the dev inbox of one phone.
+pub fn dev_inbox(phone_e164: &str) -> String {
+    format!("{PREFIX}dev-inbox:{{{phone_e164}}}")
 }
 
 /// `verify_code:captcha:{<id>}`: a captcha's answer and picture seed.
@@ -344,15 +344,15 @@ mod tests {
             "verify_code:{+8613800138000}:login"
         );
         assert_eq!(
-            outbox(destination.key()),
-            "verify_code:dev-outbox:{+8613800138000}"
+            dev_inbox(destination.key()),
+            "verify_code:dev-inbox:{+8613800138000}"
         );
         assert_eq!(
             phone_sends(&destination),
             "verify_code:quota:{+8613800138000}:sends"
         );
         assert_eq!(
-            phone_failures(&destination),
+            destination_failures(&destination),
             "verify_code:quota:{+8613800138000}:fails"
         );
         let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
@@ -612,12 +612,12 @@ mod tests {
         let tagged = [
             (code(&destination, &Purpose::default()), e164.to_owned()),
             (phone_sends(&destination), e164.to_owned()),
-            (phone_failures(&destination), e164.to_owned()),
+            (destination_failures(&destination), e164.to_owned()),
             (
                 client_failures(&destination, Client::Address("2001:db8::".parse().unwrap())),
                 e164.to_owned(),
             ),
-            (outbox(e164), e164.to_owned()),
+            (dev_inbox(e164), e164.to_owned()),
             (verification(e164, &sample_verification()), e164.to_owned()),
             (
                 verification_target(&sample_verification()),

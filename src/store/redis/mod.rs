@@ -5,7 +5,7 @@
 
 mod captchas;
 mod codes;
-mod dev_outbox;
+mod dev_inbox;
 mod events;
 mod fraud;
 mod fused;
@@ -41,8 +41,8 @@ pub use self::settings::{
 pub use self::tls::read_ca_file;
 
 use super::{
-    Budget, Budgets, CodeCandidate, Delivery, DeliveryKind, DeliveryStatus, IssueOutcome,
-    IssueParams, IssueUndo, OUTBOX_CAPACITY, OUTBOX_TTL, OutboxMessage, PendingCode, PreviousIssue,
+    Budget, Budgets, CodeCandidate, DEV_INBOX_CAPACITY, DEV_INBOX_TTL, DeliveryStatus, DevMessage,
+    IssueKind, IssueOutcome, IssueParams, IssueUndo, IssuedCode, PendingCode, PreviousIssue,
     QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, StoreError, StoredCaptcha,
     VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
 };
@@ -335,9 +335,9 @@ fn parse_issue(
         }
         -5 => return Some(IssueOutcome::SendLogExists),
         1 => {
-            return Some(IssueOutcome::Deliver(Delivery {
+            return Some(IssueOutcome::Send(IssuedCode {
                 sealed: None,
-                kind: DeliveryKind::Created,
+                kind: IssueKind::Created,
                 budgets_reserved,
                 undo: IssueUndo {
                     verification: candidate.verification,
@@ -349,15 +349,15 @@ fn parse_issue(
                 },
             }));
         }
-        2 => DeliveryKind::Redelivered,
-        3 => DeliveryKind::Rotated,
+        2 => IssueKind::Redelivered,
+        3 => IssueKind::Rotated,
         _ => return None,
     };
     let (digest, sealed) = record_at(reply, 1)?;
     let (previous_digest, previous_sealed) = record_at(reply, 4)?;
-    Some(IssueOutcome::Deliver(Delivery {
+    Some(IssueOutcome::Send(IssuedCode {
         sealed: match kind {
-            DeliveryKind::Redelivered => sealed,
+            IssueKind::Redelivered => sealed,
             _ => None,
         },
         kind,

@@ -55,7 +55,7 @@ async fn the_per_address_quota_counts_in_the_issue(backend: Backend) {
     let p = IssueParams {
         cooldown: Duration::ZERO,
         policy: ResendPolicy::Rotate,
-        phone_quota: vec![QuotaRule {
+        destination_quota: vec![QuotaRule {
             limit: 2,
             window: Duration::from_secs(3600),
         }],

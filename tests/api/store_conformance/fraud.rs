@@ -450,7 +450,7 @@ async fn fraud_one_prefix_under_concurrent_sends_stays_exact_and_a_block_stops_i
         task.await.unwrap();
     }
     let (kept, converted) = (sends - sends / 3, sends / 3);
-    let minute_of = |traffic: &vcode::store::FraudTraffic| {
+    let minute_of = |traffic: &vcode::store::TrafficCounts| {
         let (_, _, minutes) = traffic
             .prefixes
             .iter()

@@ -98,7 +98,7 @@ async fn fused_steps_answer_alike_on_the_backend_and_step_by_step(backend: Backe
         let (issued, _) = issue_guarded(fused, &phone, &code, prefix, &attribution).await;
         match issued {
             GuardedIssue::Issued {
-                outcome: IssueOutcome::Deliver(_),
+                outcome: IssueOutcome::Send(_),
                 admission: Some(Admission::Admitted { prefix: tally, .. }),
             } => assert_eq!(tally.unjudged.sends, 1, "{way}"),
             other => panic!("{way}: expected a counted delivery, got {other:?}"),

@@ -18,8 +18,8 @@ use std::time::Duration;
 use vcode::domain::{Code, CodeLength, Destination, Purpose, VerificationId};
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::store::{
-    Budgets, DeliveryKind, IssueOutcome, IssueParams, IssueUndo, MemoryStore, OutboxMessage,
-    PendingCode, RedisStore, ResendPolicy, Store, VerifyOutcome, VerifyParams,
+    Budgets, DevMessage, IssueKind, IssueOutcome, IssueParams, IssueUndo, MemoryStore, PendingCode,
+    RedisStore, ResendPolicy, Store, VerifyOutcome, VerifyParams,
 };
 
 use crate::support::{Backend, Deployment, RedisServer, codes, phone, random_phone};
@@ -78,7 +78,7 @@ fn params(ttl: Duration, cooldown: Duration, policy: ResendPolicy) -> IssueParam
         retention: MINUTE,
         cooldown,
         policy,
-        phone_quota: Vec::new(),
+        destination_quota: Vec::new(),
         // As where verifies by phone may come: the Redis layout test reads the code's `v`.
         names_latest_send: true,
     }
@@ -87,7 +87,7 @@ fn params(ttl: Duration, cooldown: Duration, policy: ResendPolicy) -> IssueParam
 fn five_attempts() -> VerifyParams {
     VerifyParams {
         max_attempts: 5,
-        phone_failures: None,
+        destination_failures: None,
         client_failures: None,
     }
 }
@@ -135,7 +135,7 @@ async fn issue_with_id(
         .await
         .expect("store answers");
     let sent = match &outcome {
-        IssueOutcome::Deliver(delivery) => Some(codes::delivered(phone, purpose, delivery, &code)),
+        IssueOutcome::Send(delivery) => Some(codes::delivered(phone, purpose, delivery, &code)),
         _ => None,
     };
     (outcome, sent, id)
@@ -144,7 +144,7 @@ async fn issue_with_id(
 /// A delivery, the code it sends and the id it answers.
 struct Delivered {
     code: Code,
-    kind: DeliveryKind,
+    kind: IssueKind,
     undo: IssueUndo,
     id: VerificationId,
 }
@@ -156,7 +156,7 @@ async fn deliver_for(
     p: &IssueParams,
 ) -> Delivered {
     match issue_with_id(store, phone, purpose, p).await {
-        (IssueOutcome::Deliver(delivery), Some(code), id) => Delivered {
+        (IssueOutcome::Send(delivery), Some(code), id) => Delivered {
             code,
             kind: delivery.kind,
             undo: delivery.undo,

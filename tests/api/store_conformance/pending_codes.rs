@@ -1,4 +1,4 @@
-//! Pending codes: issue, resend policies, verify, expiry, undo, concurrency and the dev outbox.
+//! Pending codes: issue, resend policies, verify, expiry, undo, concurrency and the dev inbox.
 
 use super::*;
 
@@ -17,10 +17,10 @@ async fn issue_creates_a_pending_code(backend: Backend) {
         )
         .await
         .unwrap();
-    let IssueOutcome::Deliver(delivery) = outcome else {
+    let IssueOutcome::Send(delivery) = outcome else {
         panic!("expected a delivery, got {outcome:?}")
     };
-    assert_eq!(delivery.kind, DeliveryKind::Created);
+    assert_eq!(delivery.kind, IssueKind::Created);
     let (code, pending) = pending_of(&*t.store, &phone, &login()).await.unwrap();
     assert_eq!(code, candidate);
     assert_eq!(pending.failed_attempts, 0);
@@ -69,7 +69,7 @@ async fn reuse_redelivers_the_same_code_and_keeps_attempts(backend: Backend) {
     ));
     tokio::time::sleep(Duration::from_millis(150)).await;
     let again = deliver(&*t.store, &phone, &p).await;
-    assert_eq!(again.kind, DeliveryKind::Redelivered);
+    assert_eq!(again.kind, IssueKind::Redelivered);
     assert_eq!(again.code, first.code);
     let pending = t
         .store
@@ -99,7 +99,7 @@ async fn rotate_replaces_the_code_and_keeps_attempts(backend: Backend) {
     while second.code == first.code {
         second = deliver(&*t.store, &phone, &p).await;
     }
-    assert_eq!(second.kind, DeliveryKind::Rotated);
+    assert_eq!(second.kind, IssueKind::Rotated);
     assert!(matches!(
         verify(&*t.store, &phone, &first.code).await,
         VerifyOutcome::Mismatch {
@@ -133,7 +133,7 @@ async fn verify_consumes_a_matching_code_once(backend: Backend) {
     );
     // A verified code no longer holds a cooldown: the next send makes a new code.
     let next = deliver(&*t.store, &phone, &standard()).await;
-    assert_eq!(next.kind, DeliveryKind::Created);
+    assert_eq!(next.kind, IssueKind::Created);
 }
 
 async fn wrong_codes_count_down_then_destroy(backend: Backend) {
@@ -221,7 +221,7 @@ async fn codes_expire(backend: Backend) {
     // An expired code holds no cooldown either.
     assert_eq!(
         deliver(&*t.store, &phone, &p).await.kind,
-        DeliveryKind::Created
+        IssueKind::Created
     );
 }
 
@@ -231,7 +231,7 @@ async fn purposes_are_isolated(backend: Backend) {
     let reset = Purpose::parse("reset_password").unwrap();
     let login_code = deliver(&*t.store, &phone, &standard()).await.code;
     // The login cooldown does not hold back another purpose.
-    let (IssueOutcome::Deliver(_), Some(reset_code)) =
+    let (IssueOutcome::Send(_), Some(reset_code)) =
         issue(&*t.store, &phone, &reset, &standard()).await
     else {
         panic!("another purpose has its own cooldown")
@@ -288,7 +288,7 @@ async fn undo_removes_a_created_code(backend: Backend) {
     // Its cooldown went with it.
     assert_eq!(
         deliver(&*t.store, &phone, &standard()).await.kind,
-        DeliveryKind::Created
+        IssueKind::Created
     );
 }
 
@@ -434,7 +434,7 @@ async fn concurrent_issues_make_exactly_one_code(backend: Backend) {
 async fn outbox_keeps_messages_in_order_per_phone(backend: Backend) {
     let t = open(backend);
     let (a, b) = (fresh_phone(), fresh_phone());
-    let message = |phone: &Destination, code: &str, at: u64| OutboxMessage {
+    let message = |phone: &Destination, code: &str, at: u64| DevMessage {
         phone: phone.key().to_owned(),
         purpose: "login".to_owned(),
         code: code.to_owned(),
@@ -442,25 +442,31 @@ async fn outbox_keeps_messages_in_order_per_phone(backend: Backend) {
     };
     for (i, code) in ["111111", "222222", "333333"].iter().enumerate() {
         t.store
-            .push_outbox(&message(&a, code, i as u64))
+            .keep_dev_message(&message(&a, code, i as u64))
             .await
             .unwrap();
     }
     t.store
-        .push_outbox(&message(&b, "999999", 9))
+        .keep_dev_message(&message(&b, "999999", 9))
         .await
         .unwrap();
     let codes: Vec<String> = t
         .store
-        .outbox(&a)
+        .dev_messages(&a)
         .await
         .unwrap()
         .into_iter()
         .map(|m| m.code)
         .collect();
     assert_eq!(codes, ["111111", "222222", "333333"]);
-    assert_eq!(t.store.outbox(&b).await.unwrap().len(), 1);
-    assert!(t.store.outbox(&fresh_phone()).await.unwrap().is_empty());
+    assert_eq!(t.store.dev_messages(&b).await.unwrap().len(), 1);
+    assert!(
+        t.store
+            .dev_messages(&fresh_phone())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 async fn ping_answers(backend: Backend) {

@@ -221,7 +221,7 @@ async fn an_issue_creates_a_first_starts_send_log_or_changes_nothing(backend: Ba
         .issue_code(&to, &purpose, candidate, &standard(), Budgets::none())
         .await
         .unwrap();
-    assert!(matches!(outcome, IssueOutcome::Deliver(_)), "{outcome:?}");
+    assert!(matches!(outcome, IssueOutcome::Send(_)), "{outcome:?}");
     let read = store.twilio_sends(&service, &to).await.unwrap().unwrap();
     assert_eq!((read.revision, read.body.as_str()), (1, "first"));
     // A second start's issue, which would re-send: refused, the code and the log unchanged.

@@ -75,7 +75,7 @@ async fn guesses_spend_only_their_own_id_and_never_the_code(backend: Backend) {
     let owner = deliver(&*t.store, &phone, &no_cooldown()).await;
     // Another requester's send re-sends the same code under an id of its own.
     let other = deliver(&*t.store, &phone, &no_cooldown()).await;
-    assert_eq!(other.kind, DeliveryKind::Redelivered);
+    assert_eq!(other.kind, IssueKind::Redelivered);
     assert_eq!(other.code, owner.code);
     let wrong = wrong(&owner.code);
     for left in (1..5).rev() {
@@ -159,7 +159,7 @@ async fn a_rotated_code_leaves_the_earlier_ids_expired(backend: Backend) {
     );
     let first = deliver(&*t.store, &phone, &rotate).await;
     let second = deliver(&*t.store, &phone, &rotate).await;
-    assert_eq!(second.kind, DeliveryKind::Rotated);
+    assert_eq!(second.kind, IssueKind::Rotated);
     assert_eq!(
         status(&*t.store, &first.id).await,
         Some(VerificationStatus::Expired)
@@ -359,7 +359,7 @@ async fn an_unconfirmed_send_under_a_phone_quota_is_recorded(backend: Backend) {
     let t = open(backend);
     let phone = fresh_phone();
     let p = IssueParams {
-        phone_quota: vec![vcode::store::QuotaRule {
+        destination_quota: vec![vcode::store::QuotaRule {
             limit: 5,
             window: Duration::from_secs(3600),
         }],

@@ -12,7 +12,9 @@ use vcode::store::Stores;
 use vcode::store::postgres::PostgresSettings;
 use vcode::store::redis::{RedisSettings, RedisTopology};
 use vcode::{Application, Settings};
-use vcode_wire::{Envelope, OutboxData, OutboxQuery, SendData, SendRequest, VerifyRequest, paths};
+use vcode_wire::{
+    DevInboxData, DevInboxQuery, Envelope, SendData, SendRequest, VerifyRequest, paths,
+};
 
 use super::{Deployment, RedisServer};
 
@@ -347,22 +349,22 @@ impl TestApp {
         self.post_json(paths::OTP_VERIFY, &body).await
     }
 
-    /// The dev outbox's answer for `phone`.
+    /// The dev inbox's answer for `phone`.
     pub async fn outbox(&self, phone: &str) -> Answer {
-        let query = OutboxQuery {
+        let query = DevInboxQuery {
             phone: Some(phone.to_owned()),
             email: None,
         };
-        self.request(self.client.get(self.url(paths::DEV_OUTBOX)).query(&query))
+        self.request(self.client.get(self.url(paths::DEV_INBOX)).query(&query))
             .await
     }
 
-    /// The codes delivered to `phone`, oldest first, read from the dev outbox as a user reads
+    /// The codes delivered to `phone`, oldest first, read from the dev inbox as a user reads
     /// their SMS.
     pub async fn inbox(&self, phone: &str) -> Vec<String> {
         let answer = self.outbox(phone).await;
         assert_eq!(answer.status, 200, "{answer:?}");
-        let outbox: OutboxData = answer.data();
+        let outbox: DevInboxData = answer.data();
         outbox.messages.into_iter().map(|m| m.code).collect()
     }
 

@@ -7,7 +7,7 @@ use std::sync::{Arc, LazyLock};
 
 use vcode::domain::{Client, Code, CodeDigest, Destination, Purpose};
 use vcode::keyring::{Keyring, SecretKey};
-use vcode::store::{CodeCandidate, Delivery, DeliveryKind, PendingCode};
+use vcode::store::{CodeCandidate, IssueKind, IssuedCode, PendingCode};
 
 /// `VCODE_SECRET_KEY` of every test app (`openssl rand -hex 32`: a typed key is refused).
 pub const TEST_SECRET_KEY: &str =
@@ -45,14 +45,12 @@ pub fn digests(phone: &Destination, purpose: &Purpose, code: &Code) -> Vec<CodeD
 pub fn delivered(
     phone: &Destination,
     purpose: &Purpose,
-    delivery: &Delivery,
+    delivery: &IssuedCode,
     candidate: &Code,
 ) -> Code {
     match delivery.kind {
-        DeliveryKind::Redelivered => {
-            open(phone, purpose, delivery.digest(), delivery.sealed.as_ref())
-        }
-        DeliveryKind::Created | DeliveryKind::Rotated => candidate.clone(),
+        IssueKind::Redelivered => open(phone, purpose, delivery.digest(), delivery.sealed.as_ref()),
+        IssueKind::Created | IssueKind::Rotated => candidate.clone(),
     }
 }
 

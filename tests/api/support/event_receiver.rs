@@ -14,7 +14,7 @@ use vcode::events::{Endpoint, EventSettings, WebhookSecret};
 
 /// One request the receiver got.
 #[derive(Clone, Debug, Deserialize)]
-pub struct Delivery {
+pub struct ReceivedWebhook {
     /// `webhook-id`.
     pub id: String,
     /// Whether the library verified its signature.
@@ -27,7 +27,7 @@ pub struct Delivery {
     pub raw: String,
 }
 
-impl Delivery {
+impl ReceivedWebhook {
     pub fn accepted(&self) -> bool {
         self.verified && self.status == 200
     }
@@ -129,7 +129,7 @@ impl Receiver {
             .expect("the receiver answers");
     }
 
-    pub async fn deliveries(&self) -> Vec<Delivery> {
+    pub async fn deliveries(&self) -> Vec<ReceivedWebhook> {
         self.client
             .get(format!("{}/deliveries", self.base))
             .send()

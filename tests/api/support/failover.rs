@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use vcode::Settings;
 use vcode::settings::{AbuseSettings, StoreSettings};
-use vcode_wire::{OutboxData, OutboxQuery, SendRequest, VerifyRequest, paths};
+use vcode_wire::{DevInboxData, DevInboxQuery, SendRequest, VerifyRequest, paths};
 
 use super::{Backend, TestApp, random_phone, spawn_app_with};
 
@@ -50,7 +50,7 @@ pub fn assert_failed_fast_and_recovered(command_timeout: Duration, report: &Fail
         report.slowest_failure <= command_timeout + SLACK,
         "a failing request waited past the command timeout: {report:?}"
     );
-    // A send makes two store calls (the code, the dev outbox), each bounded on its own.
+    // A send makes two store calls (the code, the dev inbox), each bounded on its own.
     assert!(report.slowest <= command_timeout * 2 + SLACK, "{report:?}");
 }
 
@@ -68,7 +68,7 @@ pub struct FailoverReport {
     /// Sent (200 and in the outbox) but unknown at verify (410, or 404 for its id): a write the
     /// failover lost.
     pub lost_codes: usize,
-    /// Sent (200) but missing from the dev outbox: its write was lost, or failed (only logged).
+    /// Sent (200) but missing from the dev inbox: its write was lost, or failed (only logged).
     pub lost_outbox: usize,
     /// Answers no flow should give (status and body).
     pub unexpected: Vec<String>,
@@ -254,8 +254,8 @@ async fn user(shared: Arc<Shared>) {
         };
         let outbox = shared
             .client
-            .get(format!("{}{}", shared.address, paths::DEV_OUTBOX))
-            .query(&OutboxQuery {
+            .get(format!("{}{}", shared.address, paths::DEV_INBOX))
+            .query(&DevInboxQuery {
                 phone: Some(phone.clone()),
                 email: None,
             });
@@ -264,7 +264,7 @@ async fn user(shared: Arc<Shared>) {
             expect_failure(&shared, "outbox", status, &body);
             continue;
         }
-        let first_sms = serde_json::from_value::<OutboxData>(body["data"].clone())
+        let first_sms = serde_json::from_value::<DevInboxData>(body["data"].clone())
             .ok()
             .and_then(|outbox| outbox.messages.into_iter().next());
         let Some(sms) = first_sms else {

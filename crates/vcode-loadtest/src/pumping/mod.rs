@@ -4,7 +4,7 @@
 //!
 //! Honest users arrive at `--honest-rate` a second from the start, each with a fresh mobile
 //! number in one of twelve ranges of four countries (CN, GB, US, DE) and a client address of
-//! its own; most read their code from the dev outbox and type it 2 s to `--typing-delay` later,
+//! its own; most read their code from the dev inbox and type it 2 s to `--typing-delay` later,
 //! `--honest-abandon` percent never do. After `--bot-start` of honest traffic (a fresh store
 //! has no baseline to compare with), the bot sends `--bot-rate` a second for `--duration`
 //! (150 s unless set), to fresh numbers in the first `--bot-prefixes` ranges of

@@ -1,7 +1,7 @@
-//! The fraud guard's static half through HTTP: which numbers get an SMS at all. Number types
-//! (premium rate, toll-free, non-geographic… refused, `40004`) and geo permissions (allow,
-//! monitor, block; `40005`), at the defaults and as configured, with the refusals and the
-//! monitored SMS in the daily stats.
+//! The destination policy through HTTP (the fraud guard's static half): which numbers get an
+//! SMS at all. Number types (premium rate, toll-free, non-geographic… refused, `40004`) and geo
+//! permissions (allow, monitor, block; `40005`), at the defaults and as configured, with the
+//! refusals and the monitored SMS in the daily stats.
 
 use serde_json::Value;
 use vcode::domain::Purpose;

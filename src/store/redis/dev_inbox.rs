@@ -1,34 +1,34 @@
-//! The Redis store's dev outbox role: the dev outbox (dev mode only).
+//! The Redis store's dev inbox role: the dev inbox (dev mode only).
 
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::OutboxStore;
+use crate::store::DevInboxStore;
 
 #[async_trait]
-impl OutboxStore for RedisStore {
-    async fn push_outbox(&self, message: &OutboxMessage) -> Result<(), StoreError> {
-        let key = keys::outbox(&message.phone);
+impl DevInboxStore for RedisStore {
+    async fn keep_dev_message(&self, message: &DevMessage) -> Result<(), StoreError> {
+        let key = keys::dev_inbox(&message.phone);
         let json = serde_json::to_string(message)
-            .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))?;
+            .map_err(|e| StoreError::Protocol(format!("dev message: {e}")))?;
         let mut connection = self.connections.get();
         let pipeline = redis::pipe()
             .atomic()
             .rpush(&key, json)
             .ignore()
-            .ltrim(&key, -(OUTBOX_CAPACITY as isize), -1)
+            .ltrim(&key, -(DEV_INBOX_CAPACITY as isize), -1)
             .ignore()
-            .pexpire(&key, duration_ms(OUTBOX_TTL) as i64)
+            .pexpire(&key, duration_ms(DEV_INBOX_TTL) as i64)
             .ignore()
             .to_owned();
         self.bounded(pipeline.query_async::<()>(&mut connection))
             .await
     }
 
-    async fn outbox(&self, destination: &Destination) -> Result<Vec<OutboxMessage>, StoreError> {
+    async fn dev_messages(&self, destination: &Destination) -> Result<Vec<DevMessage>, StoreError> {
         let mut connection = self.connections.get();
         let command = redis::cmd("LRANGE")
-            .arg(keys::outbox(destination.key()))
+            .arg(keys::dev_inbox(destination.key()))
             .arg(0)
             .arg(-1)
             .to_owned();
@@ -36,7 +36,7 @@ impl OutboxStore for RedisStore {
         raw.iter()
             .map(|json| {
                 serde_json::from_str(json)
-                    .map_err(|e| StoreError::Protocol(format!("outbox message: {e}")))
+                    .map_err(|e| StoreError::Protocol(format!("dev message: {e}")))
             })
             .collect()
     }
