@@ -148,7 +148,7 @@ async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
         ttl: Duration::from_millis(50),
         cooldown: Duration::ZERO,
         policy: ResendPolicy::Reuse,
-        phone_quota: Vec::new(),
+        destination_quota: Vec::new(),
         names_latest_send: true,
     };
     let long = IssueParams {
@@ -579,4 +579,143 @@ async fn an_undelivered_receipt_takes_the_fraud_counts_in_the_send_s_order() {
             .map(|(scope, sends, undelivered)| (scope.to_owned(), sends, undelivered))
             .to_vec()
     );
+}
+
+/// The functions (name and whole definition) and triggers (and whether each is enabled) of the
+/// database at `url`: what an upgraded database and a new one must agree on.
+async fn schema_code(url: &str) -> (Vec<(String, String)>, Vec<(String, String)>) {
+    let name = url.rsplit('/').next().unwrap();
+    let client = PostgresServer::shared().client(name).await;
+    let functions = client
+        .query(
+            "SELECT p.proname::text, pg_get_functiondef(p.oid) FROM pg_proc p
+             WHERE p.proname LIKE 'vcode\\_%' AND p.pronamespace = current_schema()::regnamespace
+             ORDER BY 1, 2",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let triggers = client
+        .query(
+            "SELECT tgname::text, tgenabled::text FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    (functions, triggers)
+}
+
+/// A database as `b160ff0` (2026-12-05, before the functions left the migrations and facts
+/// replaced event names) left it, with live state written by that version's own functions: a
+/// pending code with its verification and events, and a dev message. Today's store upgrades
+/// it; the code still verifies, the event is still delivered, the message still read, and the
+/// functions and triggers end as a new database's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_upgrade_from_b160ff0_keeps_codes_events_and_messages() {
+    use vcode::domain::{Code, CodeLength, Purpose};
+    use vcode::store::{CodeStore, DevInboxStore, EventStore, Fact, VerifyOutcome, VerifyParams};
+
+    use crate::support::{codes, phone};
+
+    let server = PostgresServer::shared();
+    let url = server.fresh_database().await;
+    let client = server.client(url.rsplit('/').next().unwrap()).await;
+    client
+        .batch_execute(include_str!("fixtures/postgres_b160ff0.sql"))
+        .await
+        .expect("the old schema applies");
+    client
+        .batch_execute("SELECT vcode_events_record()")
+        .await
+        .unwrap();
+    let (destination, purpose) = (phone(&random_phone()), Purpose::default());
+    let code = Code::generate(CodeLength::default());
+    let candidate = codes::candidate(&destination, &purpose, &code);
+    let sealed = candidate.sealed.as_ref().map(|sealed| &sealed.0[..]);
+    let (limits, windows): (Vec<i32>, Vec<i64>) = (Vec::new(), Vec::new());
+    let far = i64::MAX;
+    client
+        .query(
+            "SELECT * FROM vcode_issue($1, $2, $3, $4, 300000::bigint, 60000::bigint, false,
+               7::bigint, $5, $6, $7, $8, 60000::bigint)",
+            &[
+                &destination.key(),
+                &purpose.as_str(),
+                &candidate.digest.as_bytes(),
+                &sealed,
+                &far,
+                &limits,
+                &windows,
+                &candidate.verification.as_str(),
+            ],
+        )
+        .await
+        .expect("the old issue");
+    client
+        .execute(
+            "SELECT vcode_push_outbox($1, $2, 100, 3600000::bigint)",
+            &[
+                &destination.key(),
+                &format!(
+                    r#"{{"phone":"{}","purpose":"login","code":"123456","sent_at_ms":1}}"#,
+                    destination.key()
+                ),
+            ],
+        )
+        .await
+        .expect("the old dev outbox");
+
+    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
+    store.migrate().await.expect("the upgrade applies");
+    let versions: Vec<i32> = client
+        .query("SELECT version FROM vcode_migrations ORDER BY version", &[])
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(versions, (1..=14).collect::<Vec<i32>>());
+    // The event the old trigger wrote under its event name: claimed as its fact.
+    let claimed = store
+        .claim_events(10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let created = claimed
+        .iter()
+        .find(|claim| claim.event.subject == candidate.verification.as_str())
+        .expect("the old event is claimed");
+    assert_eq!(created.event.fact, Fact::Created);
+    // The dev message, in the renamed table.
+    let messages = store.dev_messages(&destination).await.unwrap();
+    assert_eq!(messages.len(), 1);
+    assert_eq!(messages[0].code, "123456");
+    // The pending code verifies under its id, with today's functions.
+    let verified = store
+        .verify_by_id(
+            &destination,
+            &purpose,
+            &candidate.verification,
+            &codes::digests(&destination, &purpose, &code),
+            codes::CLIENT,
+            VerifyParams {
+                max_attempts: 5,
+                destination_failures: None,
+                client_failures: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(verified, VerifyOutcome::Verified);
+    // The same functions and triggers as a database made today (events on in both).
+    let fresh = server.fresh_database().await;
+    let today = PostgresStore::connect(&PostgresSettings::new(fresh.clone())).unwrap();
+    today.migrate().await.unwrap();
+    today.record_events(true).await.unwrap();
+    assert_eq!(schema_code(&url).await, schema_code(&fresh).await);
 }

@@ -6,14 +6,3 @@
 -- the send's step reads nothing new. The traffic report adds them back into the sends.
 ALTER TABLE vcode_messages ADD COLUMN guard_minute bigint, ADD COLUMN guard_token bigint;
 ALTER TABLE vcode_fraud_counts ADD COLUMN undelivered bigint NOT NULL DEFAULT 0;
-
--- Each scope's row of the send (prefix, country, service) that still counts it; a row past
--- retention is gone, and nothing is moved there.
-CREATE FUNCTION vcode_fraud_undelivered(
-  p_prefix text, p_country text, p_minute bigint, p_token bigint)
-RETURNS void LANGUAGE sql AS $$
-  UPDATE vcode_fraud_counts f
-    SET sends = f.sends - 1, undelivered = f.undelivered + 1
-    WHERE f.scope IN ('p:' || p_prefix, 'c:' || p_country, '*')
-      AND f.minute = p_minute AND f.shard = vcode_fraud_shard(p_token) AND f.sends > 0
-$$;
