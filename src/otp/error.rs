@@ -14,12 +14,32 @@ use crate::sms::SmsError;
 use crate::store::StoreError;
 use crate::token::TokenError;
 
+/// What the API says of these errors, written once: the use cases' `Display` and the HTTP
+/// envelope's messages (`routes::error`, which adds "retry later" where the answer carries a
+/// `retry_after`) both read them.
+pub mod messages {
+    pub const INVALID_PHONE: &str = "invalid phone number";
+    pub const INVALID_EMAIL: &str = "invalid email address";
+    pub const INVALID_PURPOSE: &str = "invalid purpose";
+    pub const INVALID_CODE: &str = "invalid code format";
+    pub const WRONG_CODE: &str = "wrong code";
+    pub const TOO_MANY_ATTEMPTS: &str = "too many failed attempts; the code was destroyed";
+    pub const CODE_EXPIRED: &str = "code expired or not found";
+    pub const VERIFICATION_ID_REQUIRED: &str = "verification_id is required";
+    pub const VERIFICATION_MISMATCH: &str = "the phone or purpose does not match the verification";
+    pub const VERIFICATION_NOT_FOUND: &str = "no such verification";
+    pub const VERIFICATION_CANCELED: &str = "the verification was canceled";
+    pub const RESEND_COOLDOWN: &str = "a code was sent recently";
+    pub const QUOTA_EXCEEDED: &str = "quota exceeded";
+    pub const SUSPENDED: &str = "sends to this destination are suspended";
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum OtpError {
-    #[error("invalid phone number")]
+    #[error("{m}", m = messages::INVALID_PHONE)]
     InvalidPhone,
     /// The address broke a rule of `EmailAddress::parse` (the reason says which).
-    #[error("invalid email address: {0}")]
+    #[error("{m}: {0}", m = messages::INVALID_EMAIL)]
     InvalidEmail(InvalidEmail),
     /// A send or verify named both a phone and an email address, or (where it needs one)
     /// neither.
@@ -35,39 +55,39 @@ pub enum OtpError {
     #[error("invalid locale")]
     InvalidLocale,
     /// The SMS provider says this number cannot receive messages.
-    #[error("invalid phone number")]
+    #[error("{m}", m = messages::INVALID_PHONE)]
     UndeliverablePhone(#[source] SmsError),
-    #[error("invalid purpose")]
+    #[error("{m}", m = messages::INVALID_PURPOSE)]
     InvalidPurpose,
-    #[error("invalid code format")]
+    #[error("{m}", m = messages::INVALID_CODE)]
     InvalidCode,
     /// The token audience asked for is not 1 to 256 visible ASCII characters.
     #[error("invalid audience")]
     InvalidAudience,
-    #[error("wrong code")]
+    #[error("{m}", m = messages::WRONG_CODE)]
     WrongCode { remaining_attempts: u32 },
-    #[error("too many failed attempts; the code was destroyed")]
+    #[error("{m}", m = messages::TOO_MANY_ATTEMPTS)]
     TooManyAttempts,
-    #[error("code expired or not found")]
+    #[error("{m}", m = messages::CODE_EXPIRED)]
     CodeExpired,
     /// A verify without the `verification_id` where the service verifies by id.
-    #[error("verification_id is required")]
+    #[error("{m}", m = messages::VERIFICATION_ID_REQUIRED)]
     VerificationIdRequired,
     /// The phone or purpose of a verify by id is not the verification's.
-    #[error("the phone or purpose does not match the verification")]
+    #[error("{m}", m = messages::VERIFICATION_MISMATCH)]
     VerificationMismatch,
     /// No such verification (unknown, malformed, or its record has expired).
-    #[error("no such verification")]
+    #[error("{m}", m = messages::VERIFICATION_NOT_FOUND)]
     VerificationNotFound,
     /// The verification was canceled: its id no longer verifies.
-    #[error("the verification was canceled")]
+    #[error("{m}", m = messages::VERIFICATION_CANCELED)]
     VerificationCanceled,
-    #[error("a code was sent recently")]
+    #[error("{m}", m = messages::RESEND_COOLDOWN)]
     ResendCooldown { retry_after: Duration },
-    #[error("quota exceeded")]
+    #[error("{m}", m = messages::QUOTA_EXCEEDED)]
     QuotaExceeded { retry_after: Duration },
     /// The fraud guard suspended or held back the destination's prefix.
-    #[error("sends to this destination are suspended")]
+    #[error("{m}", m = messages::SUSPENDED)]
     FraudRefused { retry_after: Duration },
     /// The send gate refused: no solved captcha.
     #[error(transparent)]
@@ -88,7 +108,7 @@ pub enum OtpError {
     EmailDelivery(#[source] EmailError),
     /// The SMS provider's own limit on this number or account refused the message; answered
     /// as a quota, for as long as the provider says.
-    #[error("quota exceeded")]
+    #[error("{m}", m = messages::QUOTA_EXCEEDED)]
     SmsThrottled {
         retry_after: Duration,
         #[source]

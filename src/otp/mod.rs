@@ -41,7 +41,7 @@ pub use self::caller::{Caller, EndUser, MAX_END_USER_KEY, TenantId};
 pub use self::destinations::{
     DestinationRefusal, Destinations, GeoPermission, GeoPermissions, NumberTypes, Regions,
 };
-pub use self::error::OtpError;
+pub use self::error::{OtpError, messages};
 pub use self::receipts::{
     Applied, DeliveryRates, MAX_RATE_HOURS, ProviderCountryRate, ReceiptError, ReceiptSecrets,
     ReceiptService,

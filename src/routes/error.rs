@@ -12,7 +12,7 @@ use crate::domain::InvalidEmail;
 use crate::email::EmailError;
 use crate::fraud::FraudError;
 use crate::idempotency::IdempotencyError;
-use crate::otp::{DestinationRefusal, OtpError, ReceiptError};
+use crate::otp::{DestinationRefusal, OtpError, ReceiptError, messages};
 use crate::pow::PowError;
 use crate::sms::SmsError;
 use crate::store::StoreError;
@@ -22,20 +22,20 @@ use vcode_wire::{ErrorCode, RetryAfterData, WrongCodeData};
 pub enum ApiError {
     #[error("malformed request: {0}")]
     Malformed(String),
-    #[error("invalid phone number")]
+    #[error("{m}", m = messages::INVALID_PHONE)]
     InvalidPhone,
     /// The message names the rule the address broke, never the address.
-    #[error("invalid email address: {0}")]
+    #[error("{m}: {0}", m = messages::INVALID_EMAIL)]
     InvalidEmail(InvalidEmail),
-    #[error("invalid code format")]
+    #[error("{m}", m = messages::INVALID_CODE)]
     InvalidCode,
-    #[error("invalid purpose")]
+    #[error("{m}", m = messages::INVALID_PURPOSE)]
     InvalidPurpose,
     #[error("no SMS is sent to this type of number")]
     NumberTypeRefused,
     #[error("no SMS is sent to this number's country")]
     RegionRefused,
-    #[error("wrong code")]
+    #[error("{m}", m = messages::WRONG_CODE)]
     WrongCode { remaining_attempts: u32 },
     #[error("wrong or missing captcha")]
     WrongCaptcha,
@@ -51,15 +51,15 @@ pub enum ApiError {
     NotFound,
     #[error("method not allowed")]
     MethodNotAllowed,
-    #[error("code expired or not found")]
+    #[error("{m}", m = messages::CODE_EXPIRED)]
     CodeExpired,
-    #[error("verification_id is required")]
+    #[error("{m}", m = messages::VERIFICATION_ID_REQUIRED)]
     VerificationIdRequired,
-    #[error("the phone or purpose does not match the verification")]
+    #[error("{m}", m = messages::VERIFICATION_MISMATCH)]
     VerificationMismatch,
-    #[error("no such verification")]
+    #[error("{m}", m = messages::VERIFICATION_NOT_FOUND)]
     VerificationNotFound,
-    #[error("the verification was canceled")]
+    #[error("{m}", m = messages::VERIFICATION_CANCELED)]
     VerificationCanceled,
     #[error("request body not received in time")]
     BodyTimeout,
@@ -69,13 +69,13 @@ pub enum ApiError {
     IdempotencyInProgress,
     #[error("this Idempotency-Key was used with a different request")]
     IdempotencyMismatch,
-    #[error("a code was sent recently; retry later")]
+    #[error("{m}; retry later", m = messages::RESEND_COOLDOWN)]
     ResendCooldown { retry_after_secs: u64 },
-    #[error("too many failed attempts; the code was destroyed")]
+    #[error("{m}", m = messages::TOO_MANY_ATTEMPTS)]
     TooManyAttempts,
-    #[error("quota exceeded")]
+    #[error("{m}", m = messages::QUOTA_EXCEEDED)]
     QuotaExceeded { retry_after_secs: u64 },
-    #[error("sends to this destination are suspended; retry later")]
+    #[error("{m}; retry later", m = messages::SUSPENDED)]
     DestinationSuspended { retry_after_secs: u64 },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
