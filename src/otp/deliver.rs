@@ -6,29 +6,15 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use super::send::{MINUTE, Reservations, ServiceProfile};
+use super::send::{MINUTE, Outgoing, Reservations};
 use super::{Caller, OtpError, OtpService};
-use crate::domain::{Code, Destination, EmailAddress, Locale, Phone, Purpose};
+use crate::domain::{Code, Destination, EmailAddress, Phone, Purpose};
 use crate::email::{EmailErrorKind, EmailMessage};
 use crate::sms::{SmsErrorKind, SmsMessage};
 use crate::stats::Event;
 use crate::store::{
-    Budgets, DeliveryStatus, DevMessage, IssueKind, IssuedCode, ReceiptStore, SendMark, SentMessage,
+    Budgets, DeliveryStatus, DevMessage, IssueKind, IssuedCode, ReceiptStore, SentMessage,
 };
-
-/// One issued code on its way out: what its message says, and the issue it undoes if the
-/// message does not go out.
-#[derive(Clone, Copy)]
-pub(super) struct Outgoing<'a> {
-    pub destination: &'a Destination,
-    pub purpose: &'a Purpose,
-    pub locale: Option<&'a Locale>,
-    /// The Twilio Service's wording and code lifetime, for its sends.
-    pub profile: Option<&'a ServiceProfile>,
-    pub delivery: &'a IssuedCode,
-    /// The fraud guard's mark of the send, if it counted it (an `undelivered` receipt names it).
-    pub guarded: Option<SendMark>,
-}
 
 impl OtpService {
     /// The SMS of an issued code (after the budgets, if the issue could not reserve them); an

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::deliver::Outgoing;
 use super::{Caller, DestinationRefusal, GatePasses, GeoPermission, OtpError, OtpService};
 use crate::domain::{Code, CodeLength, Destination, Locale, Phone, Purpose, VerificationId};
 use crate::fraud::{Admitted, SendTicket};
@@ -22,7 +21,7 @@ use crate::stats::Event;
 use crate::store::deadline;
 use crate::store::{
     Budget, Budgets, CodeCandidate, GuardedIssue, IssueOutcome, IssueParams, IssuedCode,
-    NewSendLog, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy,
+    NewSendLog, QuotaDecision, QuotaRule, QuotaScope, QuotaToken, ResendPolicy, SendMark,
 };
 
 pub(super) const MINUTE: Duration = Duration::from_secs(60);
@@ -114,6 +113,20 @@ struct Fingerprint<'a> {
     // Left out when absent, so requests without it keep the fingerprints they had before.
     #[serde(skip_serializing_if = "Option::is_none")]
     altcha: Option<&'a str>,
+}
+
+/// One issued code on its way out: what its message says, and the issue it undoes if the
+/// message does not go out.
+#[derive(Clone, Copy)]
+pub(super) struct Outgoing<'a> {
+    pub destination: &'a Destination,
+    pub purpose: &'a Purpose,
+    pub locale: Option<&'a Locale>,
+    /// The Twilio Service's wording and code lifetime, for its sends.
+    pub profile: Option<&'a ServiceProfile>,
+    pub delivery: &'a IssuedCode,
+    /// The fraud guard's mark of the send, if it counted it (an `undelivered` receipt names it).
+    pub guarded: Option<SendMark>,
 }
 
 /// The quota event reserved for one send, released if its SMS does not go out.

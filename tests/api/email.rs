@@ -11,11 +11,8 @@
 //! loudly, or fails under `TEST_REQUIRE_SDK=1` (CI).
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdout, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::{Command, Stdio};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
@@ -25,7 +22,10 @@ use vcode_wire::{ErrorCode, SendRequest, VerifyData, VerifyRequest, paths};
 
 use crate::support::{Backend, TestApp, spawn_app_with};
 
-const SCRIPTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/email");
+#[path = "../email/mail_server.rs"]
+mod mail_server;
+
+pub(crate) use self::mail_server::{MailServer, check, tools_present};
 
 on_every_store!(
     an_emailed_code_passes_dkim_and_verifies_by_email,
@@ -34,92 +34,6 @@ on_every_store!(
     in_dev_mode_mail_is_logged_and_a_domain_budget_holds,
     a_domain_whose_mail_is_never_verified_is_held_until_lifted,
 );
-
-/// Whether python3 has the mail libraries and openssl runs (a loud skip when not, a panic
-/// under `TEST_REQUIRE_SDK`).
-pub(crate) fn tools_present(test: &str) -> bool {
-    let python = Command::new("python3")
-        .args(["-c", "import aiosmtpd, dkim"])
-        .status()
-        .is_ok_and(|status| status.success());
-    let openssl = Command::new("openssl")
-        .arg("version")
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if python && openssl {
-        return true;
-    }
-    let why = format!("python3 with aiosmtpd and dkimpy: {python}; openssl: {openssl}");
-    if std::env::var_os("TEST_REQUIRE_SDK").is_some() {
-        panic!("TEST_REQUIRE_SDK is set but the mail tools are missing ({why})");
-    }
-    eprintln!("\n*** SKIPPED {test}: {why}\n*** pip install -r tests/email/requirements.txt\n");
-    false
-}
-
-/// An aiosmtpd server in `mode` and the messages it reports.
-pub(crate) struct MailServer {
-    child: Child,
-    port: u16,
-    received: mpsc::Receiver<Value>,
-}
-
-impl MailServer {
-    pub(crate) fn start(mode: &str) -> Self {
-        Self::start_with(mode, &[])
-    }
-
-    fn start_with(mode: &str, extra: &[&str]) -> Self {
-        let mut child = Command::new("python3")
-            .arg(format!("{SCRIPTS}/smtp_server.py"))
-            .args(["--mode", mode])
-            .args(extra)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs");
-        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-        let first = lines.next().expect("the server starts").unwrap();
-        let port = first
-            .strip_prefix("PORT ")
-            .and_then(|port| port.parse().ok())
-            .unwrap_or_else(|| panic!("the server said {first:?}"));
-        let (sender, received) = mpsc::channel();
-        std::thread::spawn(move || forward(lines, sender));
-        Self {
-            child,
-            port,
-            received,
-        }
-    }
-
-    pub(crate) fn next(&self) -> Value {
-        self.received
-            .recv_timeout(Duration::from_secs(10))
-            .expect("a message reached the server")
-    }
-
-    pub(crate) fn nothing_received(&self) -> bool {
-        self.received
-            .recv_timeout(Duration::from_millis(300))
-            .is_err()
-    }
-}
-
-fn forward(lines: std::io::Lines<BufReader<ChildStdout>>, sender: mpsc::Sender<Value>) {
-    for line in lines.map_while(Result::ok) {
-        let _ = sender.send(serde_json::from_str(&line).expect("a JSON line"));
-    }
-}
-
-impl Drop for MailServer {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// An RSA DKIM key made by openssl in a scratch file, and its DNS TXT record.
 pub(crate) struct DkimKey {
@@ -218,26 +132,6 @@ pub(crate) fn mailing_settings(
         .email
 }
 
-/// What Python's email package and dkimpy find in a received message, `record` the DNS answer.
-pub(crate) fn check(data: &str, record: &str) -> Value {
-    let mut child = Command::new("python3")
-        .arg(format!("{SCRIPTS}/check_mail.py"))
-        .arg(record)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(data.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
-    serde_json::from_slice(&output.stdout).unwrap()
-}
-
 /// The six digits the mail's text holds, as a user reads them.
 pub(crate) fn code_in(text: &str) -> String {
     text.split(|c: char| !c.is_ascii_digit())
@@ -260,7 +154,7 @@ async fn an_emailed_code_passes_dkim_and_verifies_by_email(backend: Backend) {
     if !tools_present("email end to end") {
         return;
     }
-    let server = MailServer::start("plain");
+    let server = MailServer::start("plain", &[]);
     let dkim = DkimKey::new();
     let app = app_mailing(backend, &server, Some(&dkim)).await;
     let address = format!("Ann.Lee+{}@Example.COM", rand::random::<u32>());
@@ -276,7 +170,7 @@ async fn an_emailed_code_passes_dkim_and_verifies_by_email(backend: Backend) {
     let written = address.replace("Example.COM", "example.com");
     assert_eq!(received["rcpt_tos"], json!([written]));
     assert_eq!(received["mail_from"], "no-reply@acme.example");
-    let checked = check(received["data"].as_str().unwrap(), &dkim.record);
+    let checked = check(received["data"].as_str().unwrap(), Some(&dkim.record));
     assert_eq!(checked["dkim"], true, "{checked}");
     let code = code_in(checked["text"].as_str().unwrap());
 
@@ -348,7 +242,7 @@ async fn header_injection_through_the_api_is_refused_and_nothing_is_mailed(backe
     if !tools_present("email header injection") {
         return;
     }
-    let server = MailServer::start("plain");
+    let server = MailServer::start("plain", &[]);
     let app = app_mailing(backend, &server, None).await;
     let corpus = [
         "a@example.com\r\nBcc: victim@evil.example",
@@ -417,7 +311,7 @@ async fn a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands(backend
     }
     let address = format!("bob{}@example.org", rand::random::<u32>());
     {
-        let server = MailServer::start("refuse_data");
+        let server = MailServer::start("refuse_data", &[]);
         let app = app_mailing(backend, &server, None).await;
         let refused = send_email(&app, &address).await;
         assert_eq!(refused.status, 502, "{refused:?}");
@@ -431,7 +325,7 @@ async fn a_refused_mail_rolls_the_send_back_and_an_unanswered_one_stands(backend
             "{retried:?}"
         );
     }
-    let server = MailServer::start("hang");
+    let server = MailServer::start("hang", &[]);
     let app = app_mailing(backend, &server, None).await;
     let address = format!("carol{}@example.org", rand::random::<u32>());
     let unconfirmed = send_email(&app, &address).await;
@@ -490,7 +384,7 @@ async fn an_emailed_code_arrives_over_starttls_with_auth_and_verifies() {
         write("cert.pem", &cert),
         write("key.pem", &key),
     );
-    let server = MailServer::start_with(
+    let server = MailServer::start(
         "auth",
         &[
             "--cert",
@@ -518,7 +412,7 @@ async fn an_emailed_code_arrives_over_starttls_with_auth_and_verifies() {
     let received = server.next();
     assert_eq!(received["tls"], true, "{received}");
     assert_eq!(received["auth"], "relay-user");
-    let checked = check(received["data"].as_str().unwrap(), &dkim.record);
+    let checked = check(received["data"].as_str().unwrap(), Some(&dkim.record));
     assert_eq!(checked["dkim"], true);
     let code = code_in(checked["text"].as_str().unwrap());
     let verified = app

@@ -920,7 +920,7 @@ on_every_store!(
 
 /// The subject and the text of a received mail, as Python's email package reads them.
 fn subject_and_text(mail: &Value) -> (String, String) {
-    let read = check(mail["data"].as_str().unwrap(), "");
+    let read = check(mail["data"].as_str().unwrap(), None);
     let subject = read["headers"]
         .as_array()
         .unwrap()
@@ -944,7 +944,7 @@ async fn an_email_verification_is_mailed_checked_resent_and_canceled(backend: Ba
     if !tools_present("Twilio email") {
         return;
     }
-    let server = MailServer::start("plain");
+    let server = MailServer::start("plain", &[]);
     let email = mailing_settings(&server, None, &[]);
     let (app, owner, _) = app_with_accounts_and(backend, move |s| s.email = email).await;
     let service = owner
@@ -1126,7 +1126,7 @@ async fn a_refused_mail_is_30008_and_no_relay_is_60217(backend: Backend) {
     if !tools_present("Twilio email refusals") {
         return;
     }
-    let server = MailServer::start("refuse_data");
+    let server = MailServer::start("refuse_data", &[]);
     let email = mailing_settings(&server, None, &[]);
     let (app, owner, _) = app_with_accounts_and(backend, move |s| s.email = email).await;
     let service = owner
