@@ -17,7 +17,7 @@ use crate::captcha::CaptchaService;
 use crate::credential_failures::CredentialFailures;
 use crate::domain::SendBudget;
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
-use crate::events::{Delivering, Dispatcher, EventOperations};
+use crate::events::{Dispatching, Dispatcher, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
@@ -48,7 +48,7 @@ pub struct Application {
     drain: Duration,
     grace: Duration,
     /// The event dispatcher, stopped last: its batch under way settles, no lease is left.
-    delivering: Option<Delivering>,
+    delivering: Option<Dispatching>,
 }
 
 impl Application {
@@ -169,7 +169,7 @@ async fn open_redis(settings: &Settings, redis: &RedisSettings) -> anyhow::Resul
 
 /// Turns the outbox writes on when an endpoint is configured, and starts this instance's
 /// dispatcher. Several instances may each run one: the store's leases keep them apart.
-async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<Option<Delivering>> {
+async fn start_events(settings: &Settings, stores: &Stores) -> anyhow::Result<Option<Dispatching>> {
     let events = &settings.events;
     if !events.is_on() {
         return Ok(None);

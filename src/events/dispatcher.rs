@@ -38,12 +38,12 @@ fn unix_now_ms() -> u64 {
 }
 
 /// A running dispatcher, to stop at shutdown.
-pub struct Delivering {
+pub struct Dispatching {
     stop: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Delivering {
+impl Dispatching {
     /// Claims no more, and waits (at most `bound`) for the batch under way to settle.
     pub async fn stop(self, bound: Duration) {
         let _ = self.stop.send(true);
@@ -78,10 +78,10 @@ impl Dispatcher {
     }
 
     /// Delivers until stopped: a batch as soon as the last one was full, otherwise every poll
-    /// interval. [`Delivering::stop`] lets the batch under way settle (each post has its
+    /// interval. [`Dispatching::stop`] lets the batch under way settle (each post has its
     /// timeout) and claims no more: the process then ends holding no lease, so another
     /// instance takes the remaining events at once.
-    pub fn spawn(self: Arc<Self>) -> Delivering {
+    pub fn spawn(self: Arc<Self>) -> Dispatching {
         let (stop, mut stopped) = tokio::sync::watch::channel(false);
         let task = tokio::spawn(async move {
             let mut sampled = tokio::time::Instant::now() - STATUS_EVERY;
@@ -106,7 +106,7 @@ impl Dispatcher {
                 }
             }
         });
-        Delivering { stop, task }
+        Dispatching { stop, task }
     }
 
     async fn sample_status(&self) {
