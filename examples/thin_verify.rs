@@ -3,8 +3,10 @@
 //! body; `POST /verify` parses the same JSON as `otp/verify` and runs one
 //! EVALSHA of the same verify script over one shared multiplexed Redis connection;
 //! `POST /verify-per-worker` does the same over a connection of each worker thread's own, as
-//! vcode's store does on one node. Nothing else: no phone parsing, no validation, no logging,
-//! no metrics. `POST /sms` takes any body and answers 200: the webhook SMS gateway of the
+//! vcode's store does on one node; `POST /verify-map` parses the same JSON and takes the code
+//! out of a sharded in-process map under a mutex, as the embedded store's verify does its
+//! lookup (a miss answers 404, a matching code is removed). Nothing else: no phone parsing, no
+//! validation, no logging, no metrics. `POST /sms` takes any body and answers 200: the webhook SMS gateway of the
 //! delivery-receipt rows (the sender's message id is vcode's own).
 //!
 //! `cargo run --release --example thin_verify -- 127.0.0.1:18090 redis://127.0.0.1:6390`
@@ -29,7 +31,11 @@ struct Shared {
     client: redis::Client,
     connection: ConnectionManager,
     script: Script,
+    /// `/verify-map`'s pending codes, by (phone, purpose), in shards as the embedded store's.
+    codes: Vec<std::sync::Mutex<std::collections::HashMap<String, String>>>,
 }
+
+const SHARDS: usize = 64;
 
 thread_local! {
     /// This worker's own connection (`/verify-per-worker`); one Redis per process here.
@@ -49,6 +55,32 @@ async fn json_only(body: web::Json<VerifyRequest>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
         .body(r#"{"code":200,"message":"ok","data":null}"#)
+}
+
+/// `POST /verify-map`: one lookup-and-remove in a sharded map, the answer in JSON.
+async fn verify_map(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -> HttpResponse {
+    use std::hash::{BuildHasher, RandomState};
+    thread_local! {
+        static HASHER: RandomState = RandomState::new();
+    }
+    let purpose = body.purpose.as_deref().unwrap_or("login");
+    let key = format!("{}:{purpose}", body.phone);
+    let shard = HASHER.with(|hasher| hasher.hash_one(&key)) as usize % SHARDS;
+    let mut codes = shared.codes[shard].lock().unwrap();
+    let matched = match codes.get(&key) {
+        Some(code) if *code == body.code => codes.remove(&key).is_some(),
+        _ => false,
+    };
+    drop(codes);
+    if matched {
+        HttpResponse::Ok()
+            .content_type("application/json")
+            .body(r#"{"code":200,"message":"ok","data":null}"#)
+    } else {
+        HttpResponse::NotFound()
+            .content_type("application/json")
+            .body(r#"{"code":41000,"message":"code expired or not found","data":null}"#)
+    }
 }
 
 async fn verify(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -> HttpResponse {
@@ -126,12 +158,14 @@ async fn main() -> std::io::Result<()> {
         client,
         connection,
         script,
+        codes: (0..SHARDS).map(|_| Default::default()).collect(),
     });
     HttpServer::new(move || {
         App::new()
             .app_data(shared.clone())
             .route("/constant", web::get().to(constant))
             .route("/verify", web::post().to(verify))
+            .route("/verify-map", web::post().to(verify_map))
             .route("/json", web::post().to(json_only))
             .route("/verify-per-worker", web::post().to(verify_per_worker))
             .route("/sms", web::post().to(HttpResponse::Ok))
