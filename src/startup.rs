@@ -17,7 +17,7 @@ use crate::captcha::CaptchaService;
 use crate::credential_failures::CredentialFailures;
 use crate::domain::SendBudget;
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
-use crate::events::{Dispatching, Dispatcher, EventOperations};
+use crate::events::{Dispatcher, Dispatching, EventOperations};
 use crate::fraud::FraudGuard;
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};

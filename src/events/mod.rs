@@ -31,7 +31,7 @@ pub mod signature;
 
 use serde_json::{Map, Value, json};
 
-pub use self::dispatcher::{Dispatching, Dispatcher};
+pub use self::dispatcher::{Dispatcher, Dispatching};
 pub use self::operations::EventOperations;
 pub use self::settings::{Endpoint, EventSettings, EventVariables};
 pub use self::signature::WebhookSecret;
