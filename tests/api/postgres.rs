@@ -581,9 +581,9 @@ async fn an_undelivered_receipt_takes_the_fraud_counts_in_the_send_s_order() {
     );
 }
 
-/// The functions (name and whole definition) and triggers (and whether each is enabled) of the
-/// database at `url`: what an upgraded database and a new one must agree on.
-async fn schema_code(url: &str) -> (Vec<(String, String)>, Vec<(String, String)>) {
+/// The functions (name and whole definition), triggers (and whether each is enabled), columns
+/// and indexes of the database at `url`: what an upgraded database and a new one must agree on.
+async fn schema_code(url: &str) -> [Vec<(String, String)>; 4] {
     let name = url.rsplit('/').next().unwrap();
     let client = PostgresServer::shared().client(name).await;
     let functions = client
@@ -608,7 +608,30 @@ async fn schema_code(url: &str) -> (Vec<(String, String)>, Vec<(String, String)>
         .iter()
         .map(|row| (row.get(0), row.get(1)))
         .collect();
-    (functions, triggers)
+    let columns = client
+        .query(
+            "SELECT table_name::text || '.' || column_name::text,
+                    data_type::text || ' ' || is_nullable::text || ' ' || coalesce(column_default, '')
+             FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let indexes = client
+        .query(
+            "SELECT indexname::text, indexdef FROM pg_indexes
+             WHERE schemaname = current_schema() ORDER BY 1",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    [functions, triggers, columns, indexes]
 }
 
 /// A database as `b160ff0` (2026-12-05, before the functions left the migrations and facts
@@ -718,4 +741,40 @@ async fn an_upgrade_from_b160ff0_keeps_codes_events_and_messages() {
     today.migrate().await.unwrap();
     today.record_events(true).await.unwrap();
     assert_eq!(schema_code(&url).await, schema_code(&fresh).await);
+}
+
+/// A database left at each earlier version (the fixture's first `version` migrations, as that
+/// version's runner applied them, before functions lived in their own file) upgrades to the
+/// same functions, triggers, columns and indexes as a new database: every DROP of an old
+/// overload is found, and nothing a later migration assumed of a function is missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn an_upgrade_from_every_earlier_version_ends_as_a_new_database() {
+    let server = PostgresServer::shared();
+    let fresh = server.fresh_database().await;
+    let today = PostgresStore::connect(&PostgresSettings::new(fresh.clone())).unwrap();
+    today.migrate().await.unwrap();
+    let expected = schema_code(&fresh).await;
+    let fixture = include_str!("fixtures/postgres_b160ff0.sql");
+    for version in 1..=12 {
+        let marker = format!("INSERT INTO vcode_migrations (version) VALUES ({version});");
+        let end = fixture.find(&marker).expect("the version's record") + marker.len();
+        let url = server.fresh_database().await;
+        let client = server.client(url.rsplit('/').next().unwrap()).await;
+        client
+            .batch_execute(&fixture[..end])
+            .await
+            .unwrap_or_else(|error| panic!("version {version} applies: {error}"));
+        let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
+        store
+            .migrate()
+            .await
+            .unwrap_or_else(|error| panic!("the upgrade from version {version}: {error}"));
+        let upgraded = schema_code(&url).await;
+        for (what, (got, want)) in ["functions", "triggers", "columns", "indexes"]
+            .iter()
+            .zip(upgraded.iter().zip(expected.iter()))
+        {
+            assert_eq!(got, want, "{what} after an upgrade from version {version}");
+        }
+    }
 }
