@@ -2,11 +2,13 @@
 //! their Buckets over HTTP (form bodies, Twilio's JSON and errors); what they mean is
 //! `twilio_compat::rate_limits`.
 
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::HttpResponse;
+use actix_web::http::StatusCode;
 use serde_json::{Value, json};
 
-use super::{Form, Reply, account, base_url, date, listing};
-use crate::routes::AppState;
+use super::form::Form;
+use super::reply::{Reply, TwilioReply};
+use super::{Call, date};
 use crate::twilio_compat::{Bucket, BucketChanges, RateLimit, Service, TwilioCompat};
 
 fn rate_limit_json(service: &Service, limit: &RateLimit, base: &str) -> Value {
@@ -38,168 +40,116 @@ fn bucket_json(service: &Service, limit: &str, bucket: &Bucket, base: &str) -> V
     })
 }
 
-fn bucket_changes(form: &Form<'_>) -> Result<BucketChanges, super::TwilioReply> {
+fn bucket_changes(form: &Form<'_>) -> Result<BucketChanges, TwilioReply> {
     Ok(BucketChanges {
         max: form.number("Max")?,
         interval_secs: form.number("Interval")?,
     })
 }
 
-pub(super) async fn list_rate_limits(request: &HttpRequest, state: &AppState, sid: &str) -> Reply {
-    let account = account(request, state)?;
-    let service = state.twilio.service(account, sid).await?;
-    let base = base_url(request, state);
-    let url = format!("{base}/Services/{sid}/RateLimits");
-    let listed = listing(
-        request,
-        &service.rate_limits,
-        &url,
-        "rate_limits",
-        |limit| rate_limit_json(&service, limit, &base),
-    )?;
-    Ok(HttpResponse::Ok().json(listed))
+pub(super) async fn list_rate_limits(call: &Call<'_>, sid: &str) -> Reply {
+    call.in_service(sid, StatusCode::OK, |service, base| {
+        let url = format!("{base}/Services/{sid}/RateLimits");
+        call.listing(&service.rate_limits, &url, "rate_limits", |limit| {
+            rate_limit_json(service, limit, base)
+        })
+    })
+    .await
 }
 
-pub(super) async fn create_rate_limit(
-    request: &HttpRequest,
-    state: &AppState,
-    sid: &str,
-    body: &[u8],
-) -> Reply {
-    let account = account(request, state)?;
-    let form = Form::read(body);
-    let limit = state
-        .twilio
-        .create_rate_limit(
-            account,
-            sid,
-            form.get("UniqueName"),
-            form.get("Description"),
-        )
+pub(super) async fn create_rate_limit(call: &Call<'_>, sid: &str) -> Reply {
+    let (name, description) = (call.form.get("UniqueName"), call.form.get("Description"));
+    let limit = call
+        .twilio()
+        .create_rate_limit(call.account, sid, name, description)
         .await?;
-    let service = state.twilio.service(account, sid).await?;
-    let body = rate_limit_json(&service, &limit, &base_url(request, state));
-    Ok(HttpResponse::Created().json(body))
+    call.in_service(sid, StatusCode::CREATED, |service, base| {
+        Ok(rate_limit_json(service, &limit, base))
+    })
+    .await
 }
 
-pub(super) async fn fetch_rate_limit(
-    request: &HttpRequest,
-    state: &AppState,
-    sid: &str,
-    limit: &str,
-) -> Reply {
-    let account = account(request, state)?;
-    let service = state.twilio.service(account, sid).await?;
-    let body = rate_limit_json(
-        &service,
-        service.rate_limit(limit)?,
-        &base_url(request, state),
-    );
-    Ok(HttpResponse::Ok().json(body))
+pub(super) async fn fetch_rate_limit(call: &Call<'_>, sid: &str, limit: &str) -> Reply {
+    call.in_service(sid, StatusCode::OK, |service, base| {
+        Ok(rate_limit_json(service, service.rate_limit(limit)?, base))
+    })
+    .await
 }
 
-pub(super) async fn update_rate_limit(
-    request: &HttpRequest,
-    state: &AppState,
-    sid: &str,
-    limit: &str,
-    body: &[u8],
-) -> Reply {
-    let account = account(request, state)?;
-    let form = Form::read(body);
-    let updated = state
-        .twilio
-        .update_rate_limit(account, sid, limit, form.get("Description"))
+pub(super) async fn update_rate_limit(call: &Call<'_>, sid: &str, limit: &str) -> Reply {
+    let description = call.form.get("Description");
+    let updated = call
+        .twilio()
+        .update_rate_limit(call.account, sid, limit, description)
         .await?;
-    let service = state.twilio.service(account, sid).await?;
-    let body = rate_limit_json(&service, &updated, &base_url(request, state));
-    Ok(HttpResponse::Ok().json(body))
+    call.in_service(sid, StatusCode::OK, |service, base| {
+        Ok(rate_limit_json(service, &updated, base))
+    })
+    .await
 }
 
-pub(super) async fn delete_rate_limit(
-    request: &HttpRequest,
-    state: &AppState,
-    sid: &str,
-    limit: &str,
-) -> Reply {
-    let account = account(request, state)?;
-    state.twilio.delete_rate_limit(account, sid, limit).await?;
+pub(super) async fn delete_rate_limit(call: &Call<'_>, sid: &str, limit: &str) -> Reply {
+    call.twilio()
+        .delete_rate_limit(call.account, sid, limit)
+        .await?;
     Ok(HttpResponse::NoContent().finish())
 }
 
-pub(super) async fn list_buckets(
-    request: &HttpRequest,
-    state: &AppState,
-    sid: &str,
-    limit: &str,
-) -> Reply {
-    let account = account(request, state)?;
-    let service = state.twilio.service(account, sid).await?;
-    let base = base_url(request, state);
-    let url = format!("{base}/Services/{sid}/RateLimits/{limit}/Buckets");
-    let buckets = &service.rate_limit(limit)?.buckets;
-    let listed = listing(request, buckets, &url, "buckets", |bucket| {
-        bucket_json(&service, limit, bucket, &base)
-    })?;
-    Ok(HttpResponse::Ok().json(listed))
+pub(super) async fn list_buckets(call: &Call<'_>, sid: &str, limit: &str) -> Reply {
+    call.in_service(sid, StatusCode::OK, |service, base| {
+        let url = format!("{base}/Services/{sid}/RateLimits/{limit}/Buckets");
+        let buckets = &service.rate_limit(limit)?.buckets;
+        call.listing(buckets, &url, "buckets", |bucket| {
+            bucket_json(service, limit, bucket, base)
+        })
+    })
+    .await
 }
 
-pub(super) async fn create_bucket(
-    request: &HttpRequest,
-    state: &AppState,
-    sid: &str,
-    limit: &str,
-    body: &[u8],
-) -> Reply {
-    let account = account(request, state)?;
-    let changes = bucket_changes(&Form::read(body))?;
-    let bucket = state
-        .twilio
-        .create_bucket(account, sid, limit, changes)
+pub(super) async fn create_bucket(call: &Call<'_>, sid: &str, limit: &str) -> Reply {
+    let changes = bucket_changes(&call.form)?;
+    let bucket = call
+        .twilio()
+        .create_bucket(call.account, sid, limit, changes)
         .await?;
-    let service = state.twilio.service(account, sid).await?;
-    let body = bucket_json(&service, limit, &bucket, &base_url(request, state));
-    Ok(HttpResponse::Created().json(body))
+    call.in_service(sid, StatusCode::CREATED, |service, base| {
+        Ok(bucket_json(service, limit, &bucket, base))
+    })
+    .await
 }
 
 pub(super) async fn fetch_bucket(
-    request: &HttpRequest,
-    state: &AppState,
+    call: &Call<'_>,
     (sid, limit, bucket): (&str, &str, &str),
 ) -> Reply {
-    let account = account(request, state)?;
-    let service = state.twilio.service(account, sid).await?;
-    let found = TwilioCompat::bucket(&service, limit, bucket)?;
-    let body = bucket_json(&service, limit, found, &base_url(request, state));
-    Ok(HttpResponse::Ok().json(body))
+    call.in_service(sid, StatusCode::OK, |service, base| {
+        let found = TwilioCompat::bucket(service, limit, bucket)?;
+        Ok(bucket_json(service, limit, found, base))
+    })
+    .await
 }
 
 pub(super) async fn update_bucket(
-    request: &HttpRequest,
-    state: &AppState,
+    call: &Call<'_>,
     (sid, limit, bucket): (&str, &str, &str),
-    body: &[u8],
 ) -> Reply {
-    let account = account(request, state)?;
-    let changes = bucket_changes(&Form::read(body))?;
-    let updated = state
-        .twilio
-        .update_bucket(account, sid, limit, bucket, changes)
+    let changes = bucket_changes(&call.form)?;
+    let updated = call
+        .twilio()
+        .update_bucket(call.account, sid, limit, bucket, changes)
         .await?;
-    let service = state.twilio.service(account, sid).await?;
-    let body = bucket_json(&service, limit, &updated, &base_url(request, state));
-    Ok(HttpResponse::Ok().json(body))
+    call.in_service(sid, StatusCode::OK, |service, base| {
+        Ok(bucket_json(service, limit, &updated, base))
+    })
+    .await
 }
 
 pub(super) async fn delete_bucket(
-    request: &HttpRequest,
-    state: &AppState,
+    call: &Call<'_>,
     (sid, limit, bucket): (&str, &str, &str),
 ) -> Reply {
-    let account = account(request, state)?;
-    state
-        .twilio
-        .delete_bucket(account, sid, limit, bucket)
+    call.twilio()
+        .delete_bucket(call.account, sid, limit, bucket)
         .await?;
     Ok(HttpResponse::NoContent().finish())
 }
