@@ -586,52 +586,33 @@ async fn an_undelivered_receipt_takes_the_fraud_counts_in_the_send_s_order() {
 async fn schema_code(url: &str) -> [Vec<(String, String)>; 4] {
     let name = url.rsplit('/').next().unwrap();
     let client = PostgresServer::shared().client(name).await;
-    let functions = client
-        .query(
+    let pairs = async |sql: &str| -> Vec<(String, String)> {
+        let rows = client.query(sql, &[]).await.unwrap();
+        rows.iter().map(|row| (row.get(0), row.get(1))).collect()
+    };
+    [
+        pairs(
             "SELECT p.proname::text, pg_get_functiondef(p.oid) FROM pg_proc p
              WHERE p.proname LIKE 'vcode\\_%' AND p.pronamespace = current_schema()::regnamespace
              ORDER BY 1, 2",
-            &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-    let triggers = client
-        .query(
+        .await,
+        pairs(
             "SELECT tgname::text, tgenabled::text FROM pg_trigger WHERE NOT tgisinternal ORDER BY 1",
-            &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-    let columns = client
-        .query(
+        .await,
+        pairs(
             "SELECT table_name::text || '.' || column_name::text,
                     data_type::text || ' ' || is_nullable::text || ' ' || coalesce(column_default, '')
              FROM information_schema.columns WHERE table_schema = current_schema() ORDER BY 1",
-            &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-    let indexes = client
-        .query(
+        .await,
+        pairs(
             "SELECT indexname::text, indexdef FROM pg_indexes
              WHERE schemaname = current_schema() ORDER BY 1",
-            &[],
         )
-        .await
-        .unwrap()
-        .iter()
-        .map(|row| (row.get(0), row.get(1)))
-        .collect();
-    [functions, triggers, columns, indexes]
+        .await,
+    ]
 }
 
 /// A database as `b160ff0` (2026-12-05, before the functions left the migrations and facts
