@@ -198,6 +198,23 @@ impl Keyring {
         u64::from_be_bytes(full[..8].try_into().expect("a MAC is longer than 8 bytes"))
     }
 
+    /// The names the fraud guard remembers a destination that verified under (issue 39): a
+    /// keyed digest of its key, under the current key and then the previous one (a rotation
+    /// forgets no returning user while it settles). Never the number itself.
+    pub fn returning_digests(&self, destination: &str) -> Vec<u64> {
+        self.all()
+            .map(|keys| {
+                let mut mac = keys.end_user.clone();
+                // A tenant's name is never empty: no end user's digest meets these.
+                mac.update(&0u32.to_be_bytes());
+                mac.update(b"returning");
+                mac.update(destination.as_bytes());
+                let full = mac.finalize().into_bytes();
+                u64::from_be_bytes(full[..8].try_into().expect("a MAC is longer than 8 bytes"))
+            })
+            .collect()
+    }
+
     /// The seeds of the Ed25519 keys that sign verification tokens when no token key is
     /// configured: current key first (it signs), then the previous one (still published).
     pub fn token_seeds(&self) -> Vec<&[u8; 32]> {

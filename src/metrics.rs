@@ -22,14 +22,18 @@ const BUCKETS: [f64; 14] = [
 
 /// Counter families fed by `stats::Event`: name (without `_total`), help, label key.
 /// (`vcode_sms` is not one: the SMS senders count it per provider, see `observe_sms_attempt`.)
-const EVENT_FAMILIES: [(&str, &str); 11] = [
+const EVENT_FAMILIES: [(&str, &str); 12] = [
     (
         "vcode_email",
         "code emails by result: sent (the relay took it), refused (5xx), unavailable (no relay, 4xx, timeout before the message), unconfirmed (the message went, its answer never came)",
     ),
     (
         "vcode_fraud_refused",
-        "sends the fraud guard refused, by why their prefix is blocked (conversion, surge)",
+        "sends the fraud guard refused, by why their prefix is blocked (conversion, surge) or level (a range, country or the service judged on its history)",
+    ),
+    (
+        "vcode_fraud_returning",
+        "sends a fraud-guard block would have refused, passed as their destination verified before",
     ),
     (
         "vcode_fraud_lifts",

@@ -250,7 +250,8 @@ impl Services {
             pow: settings.pow.send_requires_pow.then(|| pow.clone()),
         };
         let fraud = Arc::new(FraudGuard::new(
-            stores.fraud.clone(),
+            (stores.fraud.clone(), stores.levels.clone()),
+            keyring.clone(),
             settings.fraud.clone(),
             settings.otp.code_ttl,
             stats.clone(),

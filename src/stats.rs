@@ -53,6 +53,10 @@ pub enum Event {
     /// A send the fraud guard refused, by why its prefix is blocked.
     FraudRefusedConversion,
     FraudRefusedSurge,
+    /// Refused by a level of the guard (a range, a country or the service: issue 39).
+    FraudRefusedLevel,
+    /// A send a suspension would have refused, passed as its destination verified before.
+    FraudReturningPassed,
     /// An operator lifted a prefix's suspension or hold.
     FraudLifted,
     // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
@@ -69,7 +73,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 39] = [
+    pub const ALL: [Event; 41] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -98,6 +102,8 @@ impl Event {
         Event::FraudHeld,
         Event::FraudRefusedConversion,
         Event::FraudRefusedSurge,
+        Event::FraudRefusedLevel,
+        Event::FraudReturningPassed,
         Event::FraudLifted,
         Event::SmsLogSent,
         Event::SmsLogFailed,
@@ -142,6 +148,8 @@ impl Event {
             Event::FraudHeld => "fraud_held",
             Event::FraudRefusedConversion => "fraud_refused_conversion",
             Event::FraudRefusedSurge => "fraud_refused_surge",
+            Event::FraudRefusedLevel => "fraud_refused_level",
+            Event::FraudReturningPassed => "fraud_returning_passed",
             Event::FraudLifted => "fraud_lifted",
             Event::SmsLogSent => "sms_log_sent",
             Event::SmsLogFailed => "sms_log_failed",
@@ -188,6 +196,8 @@ impl Event {
             Event::FraudSuspended | Event::FraudHeld => return None,
             Event::FraudRefusedConversion => ("vcode_fraud_refused", "reason", "conversion"),
             Event::FraudRefusedSurge => ("vcode_fraud_refused", "reason", "surge"),
+            Event::FraudRefusedLevel => ("vcode_fraud_refused", "reason", "level"),
+            Event::FraudReturningPassed => ("vcode_fraud_returning", "outcome", "passed"),
             Event::FraudLifted => ("vcode_fraud_lifts", "by", "operator"),
             Event::SmsLogSent
             | Event::SmsLogFailed

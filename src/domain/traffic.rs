@@ -111,6 +111,14 @@ pub enum Reason {
     Conversion,
     /// Its sends within grace surge far above its own recent rate.
     Surge,
+    /// A level (issue 39): its recent unconverted sends exceed what its own history and the
+    /// service's conversion explain, by more than that history's volume allows.
+    Unconverted,
+    /// A level: its recent sends come back undelivered far above its own history.
+    Undelivered,
+    /// A country or the service is pumped over many ranges: its sends into ranges with no
+    /// converting history of their own are refused.
+    Spread,
 }
 
 impl Reason {
@@ -118,6 +126,9 @@ impl Reason {
         match self {
             Self::Conversion => "conversion",
             Self::Surge => "surge",
+            Self::Unconverted => "unconverted",
+            Self::Undelivered => "undelivered",
+            Self::Spread => "spread",
         }
     }
 
@@ -125,7 +136,132 @@ impl Reason {
         match raw {
             "conversion" => Some(Self::Conversion),
             "surge" => Some(Self::Surge),
+            "unconverted" => Some(Self::Unconverted),
+            "undelivered" => Some(Self::Undelivered),
+            "spread" => Some(Self::Spread),
             _ => None,
+        }
+    }
+}
+
+/// One scope's traffic as the guard's levels remember it (issue 39): sends, conversions and
+/// undelivered sends, each a sum of the events' weights decayed by their age (an event of age
+/// `a` weighs `2^(-a / half_life)`), so that one record of three numbers per half-life holds a
+/// scope's rate and conversion over any span, in bounded memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Decayed {
+    pub sends: f64,
+    pub conversions: f64,
+    pub undelivered: f64,
+}
+
+impl Decayed {
+    /// Sends not converted (the undelivered included: they are a signal, not an exemption).
+    pub fn unconverted(&self) -> f64 {
+        (self.sends - self.conversions).max(0.0)
+    }
+
+    /// The share of the sends that converted, if there are any.
+    pub fn conversion(&self) -> Option<f64> {
+        (self.sends > 0.0).then(|| (self.conversions / self.sends).min(1.0))
+    }
+
+    /// `self` less `other` (the history before the recent span: an estimate, never negative).
+    pub fn less(&self, other: &Decayed) -> Decayed {
+        Decayed {
+            sends: (self.sends - other.sends).max(0.0),
+            conversions: (self.conversions - other.conversions).max(0.0),
+            undelivered: (self.undelivered - other.undelivered).max(0.0),
+        }
+    }
+}
+
+/// One scope's two memories: `recent` (a few minutes' half-life: what happens now) and
+/// `history` (a day's: what is normal for it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LevelCounts {
+    pub recent: Decayed,
+    pub history: Decayed,
+}
+
+/// The half-lives of the two memories, in ms; every store decays with the same ones, given
+/// with each update, by [`decay`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct HalfLives {
+    pub recent_ms: f64,
+    pub history_ms: f64,
+}
+
+/// The recent memory's half-life: long enough to gather a burst's evidence, short enough to
+/// forget it within the hour.
+pub const RECENT_HALF_LIFE: Duration = Duration::from_secs(5 * 60);
+/// The history's half-life: a scope's normal is its last few days.
+pub const HISTORY_HALF_LIFE: Duration = Duration::from_secs(24 * 3600);
+/// How long a scope's record outlives its last event: three history half-lives (what it held
+/// weighs an eighth by then).
+pub const LEVEL_RECORD_TTL: Duration = Duration::from_secs(3 * 24 * 3600);
+
+impl Default for HalfLives {
+    fn default() -> Self {
+        Self {
+            recent_ms: RECENT_HALF_LIFE.as_millis() as f64,
+            history_ms: HISTORY_HALF_LIFE.as_millis() as f64,
+        }
+    }
+}
+
+/// The factor a weight kept since `then_ms` is multiplied by at `now_ms` (1 if the clock went
+/// back: instances' clocks differ by a little).
+pub fn decay(then_ms: u64, now_ms: u64, half_life_ms: f64) -> f64 {
+    let age = now_ms.saturating_sub(then_ms) as f64;
+    (-age / half_life_ms).exp2()
+}
+
+/// What one event adds to each scope of a send: a send, a conversion or an undelivered send
+/// (one of them 1, the others 0).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LevelChange {
+    pub sends: f64,
+    pub conversions: f64,
+    pub undelivered: f64,
+}
+
+impl LevelChange {
+    pub const SEND: Self = Self {
+        sends: 1.0,
+        conversions: 0.0,
+        undelivered: 0.0,
+    };
+    pub const CONVERSION: Self = Self {
+        sends: 0.0,
+        conversions: 1.0,
+        undelivered: 0.0,
+    };
+    pub const UNDELIVERED: Self = Self {
+        sends: 0.0,
+        conversions: 0.0,
+        undelivered: 1.0,
+    };
+}
+
+impl LevelCounts {
+    /// `self` as it stands at `now_ms` after `change`, last changed at `then_ms`: what every
+    /// store computes (the memory store with this very function).
+    pub fn updated(
+        &self,
+        then_ms: u64,
+        now_ms: u64,
+        half: &HalfLives,
+        change: &LevelChange,
+    ) -> Self {
+        let step = |kept: &Decayed, factor: f64| Decayed {
+            sends: kept.sends * factor + change.sends,
+            conversions: kept.conversions * factor + change.conversions,
+            undelivered: kept.undelivered * factor + change.undelivered,
+        };
+        Self {
+            recent: step(&self.recent, decay(then_ms, now_ms, half.recent_ms)),
+            history: step(&self.history, decay(then_ms, now_ms, half.history_ms)),
         }
     }
 }

@@ -10,16 +10,19 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use super::levels::{Level as RangeLevel, LevelThresholds, LevelVerdict, judge_levels, levels_of};
 use super::policy::{
-    BUCKET_MS, Counts, Level, Reason, Tally, Thresholds, Verdict, WINDOW_MINUTES, Window, baseline,
-    judge, remembered_strikes,
+    BASELINE_FLOOR, BASELINE_MIN_SENDS, BUCKET_MS, Counts, Level, Reason, Tally, Thresholds,
+    Verdict, WINDOW_MINUTES, Window, baseline, cool_off, judge, remembered_strikes,
 };
 use super::settings::FraudSettings;
+use crate::domain::traffic::{HalfLives, LEVEL_RECORD_TTL, LevelChange, LevelCounts};
 use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
+use crate::keyring::Keyring;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    Admission, Conversion, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark,
-    StoreError,
+    Admission, Conversion, FraudSend, FraudStore, GuardStep, LevelStore, LevelUpdate, MinuteCounts,
+    PrefixBlock, SendMark, StoreError,
 };
 
 /// How many prefixes the traffic report ranks.
@@ -56,6 +59,8 @@ pub struct SendTicket {
     /// On the safe list: counted, never judged nor refused.
     safe: bool,
     enforce: bool,
+    /// Known to have verified before: no suspension refuses it (`FraudGuard::pardon_returning`).
+    returning: bool,
 }
 
 /// A verify's send, as the guard converts it (`FraudGuard::conversion`).
@@ -186,8 +191,12 @@ pub struct TrafficReport {
 
 pub struct FraudGuard {
     store: Arc<dyn FraudStore>,
+    levels: Arc<dyn LevelStore>,
+    /// Names the returning destinations (keyed digests).
+    keyring: Arc<Keyring>,
     settings: FraudSettings,
     thresholds: Thresholds,
+    level_thresholds: LevelThresholds,
     /// How long a send's attribution waits for its verify: the code's own lifetime.
     attribution_ttl: Duration,
     stats: Arc<Stats>,
@@ -254,14 +263,19 @@ pub fn prefix_of(destination: &Destination, digits: usize) -> Cow<'_, str> {
 
 impl FraudGuard {
     pub fn new(
-        store: Arc<dyn FraudStore>,
+        stores: (Arc<dyn FraudStore>, Arc<dyn LevelStore>),
+        keyring: Arc<Keyring>,
         settings: FraudSettings,
         code_ttl: Duration,
         stats: Arc<Stats>,
     ) -> Self {
+        let (store, levels) = stores;
         Self {
             store,
+            levels,
+            keyring,
             thresholds: settings.thresholds(),
+            level_thresholds: settings.level_thresholds(),
             settings,
             attribution_ttl: code_ttl,
             stats,
@@ -319,7 +333,106 @@ impl FraudGuard {
             window,
             safe,
             enforce: self.settings.level.enforces() && !safe,
+            returning: false,
         })
+    }
+
+    /// Whether `destination` verified within the remembered time (issue 39): a suspension of
+    /// its range does not refuse it. A store error answers no (the refusal stands).
+    pub async fn is_returning(&self, destination: &Destination) -> bool {
+        let digests = self.keyring.returning_digests(destination.key());
+        match self.levels.is_returning(&digests, now_ms()).await {
+            Ok(returning) => returning,
+            Err(error) => {
+                tracing::warn!(%error, "fraud guard: returning destinations not read");
+                false
+            }
+        }
+    }
+
+    /// A send the store refused for its prefix's block, if its destination is a returning
+    /// one: its ticket no longer enforces, for the issue to be taken again. `false` if not.
+    pub async fn pardon_returning(
+        &self,
+        destination: &Destination,
+        ticket: &mut SendTicket,
+    ) -> bool {
+        if ticket.returning || !self.is_returning(destination).await {
+            return false;
+        }
+        ticket.returning = true;
+        ticket.enforce = false;
+        self.stats.record(Event::FraudReturningPassed);
+        true
+    }
+
+    fn half_lives() -> HalfLives {
+        HalfLives::default()
+    }
+
+    /// Counts `change` in each of `levels`.
+    async fn count_levels(
+        &self,
+        levels: &[RangeLevel],
+        change: LevelChange,
+        returning: Option<u64>,
+    ) -> Result<Vec<LevelCounts>, StoreError> {
+        let scopes: Vec<&str> = levels.iter().map(|level| level.scope.as_str()).collect();
+        let returning_ttl = Duration::from_secs(self.settings.returning_days * 24 * 3600);
+        self.levels
+            .count_levels(&LevelUpdate {
+                scopes: &scopes,
+                change,
+                now_ms: now_ms(),
+                half_lives: Self::half_lives(),
+                record_ttl: LEVEL_RECORD_TTL,
+                returning: returning.map(|digest| (digest, returning_ttl)),
+            })
+            .await
+    }
+
+    /// The levels' verdict on a send whose levels counted it.
+    fn judge_levels(&self, levels: &[RangeLevel], counts: &[LevelCounts]) -> Option<LevelVerdict> {
+        let kinds: Vec<_> = levels.iter().map(|level| level.kind).collect();
+        // The reference: the service's (all mail's for an address) history, floored.
+        let widest = counts.last()?;
+        let reference = super::levels::reference(widest, BASELINE_MIN_SENDS as f64, BASELINE_FLOOR);
+        judge_levels(&self.level_thresholds, &kinds, counts, reference)
+    }
+
+    /// The block a level's verdict records: a range refused for the cool-off of its strike,
+    /// a pumped country or service (whose untrusted ranges are refused while its counts say
+    /// so) noted for the grace period.
+    fn level_block(
+        &self,
+        level: &RangeLevel,
+        verdict: &LevelVerdict,
+        admitted: &Admitted,
+        prior: Option<&PrefixBlock>,
+    ) -> PrefixBlock {
+        let now = admitted.now_ms;
+        // Only the admission's prefix has its record at hand: other ranges start at strike 1.
+        let prior_strikes = prior
+            .filter(|block| block.prefix == level.shown)
+            .map_or(0, |b| remembered_strikes(b.strikes, b.struck_ms, now));
+        let strikes = prior_strikes + 1;
+        let until_ms = match verdict.reason {
+            Reason::Spread => now + self.settings.grace.as_millis() as u64,
+            _ => now + cool_off(strikes).as_millis() as u64,
+        };
+        let evidence = &verdict.evidence;
+        PrefixBlock {
+            prefix: level.shown.clone(),
+            country: admitted.country().to_owned(),
+            reason: verdict.reason,
+            since_ms: now,
+            until_ms,
+            strikes,
+            struck_ms: now,
+            sends: evidence.recent.sends.round() as u64,
+            conversions: evidence.recent.conversions.round() as u64,
+            lifted_ms: 0,
+        }
     }
 
     /// The send's step as the store takes it within the issue (`FusedSteps::issue_guarded`).
@@ -368,6 +481,10 @@ impl FraudGuard {
         let pardoned = |b: &PrefixBlock| {
             b.lifted_ms > 0 && now.saturating_sub(b.lifted_ms) < WINDOW_MINUTES * BUCKET_MS
         };
+        // Every send the store admitted counts in its levels (a safe one too: its conversion
+        // will), refused or not: a pump that goes on keeps its levels anomalous.
+        let levels = levels_of(destination, admitted.country(), &self.settings.range_digits);
+        let level_counts = self.count_levels(&levels, LevelChange::SEND, None).await?;
         if ticket.safe
             || block
                 .as_ref()
@@ -387,7 +504,15 @@ impl FraudGuard {
             prior_strikes,
         );
         let new_block = match verdict {
-            Verdict::Pass => return Ok(admitted),
+            Verdict::Pass => match self.judge_levels(&levels, &level_counts) {
+                None => return Ok(admitted),
+                Some(level_verdict) => self.level_block(
+                    &levels[level_verdict.level],
+                    &level_verdict,
+                    &admitted,
+                    block.as_ref(),
+                ),
+            },
             Verdict::Hold { until_ms } => PrefixBlock {
                 reason: Reason::Surge,
                 until_ms,
@@ -412,6 +537,11 @@ impl FraudGuard {
         if !ticket.enforce {
             return Ok(admitted);
         }
+        // A destination that verified before is not refused by its range's suspension.
+        if self.is_returning(destination).await {
+            self.stats.record(Event::FraudReturningPassed);
+            return Ok(admitted);
+        }
         give_back(&*self.store, admitted, true).await;
         Err(self.refused(destination, &new_block, now))
     }
@@ -433,7 +563,7 @@ impl FraudGuard {
 
     /// A new suspension or hold: an event in the log, the metrics and the stats.
     fn blocked(&self, destination: &Destination, block: &PrefixBlock) {
-        let suspended = block.reason == Reason::Conversion;
+        let suspended = !matches!(block.reason, Reason::Surge | Reason::Spread);
         self.stats.record(if suspended {
             Event::FraudSuspended
         } else {
@@ -464,6 +594,7 @@ impl FraudGuard {
         self.stats.record(match block.reason {
             Reason::Conversion => Event::FraudRefusedConversion,
             Reason::Surge => Event::FraudRefusedSurge,
+            Reason::Unconverted | Reason::Undelivered | Reason::Spread => Event::FraudRefusedLevel,
         });
         tracing::info!(%destination, prefix = %block.prefix, reason = block.reason.as_str(), "send refused: fraud guard");
         FraudError::Refused {
@@ -509,10 +640,30 @@ impl FraudGuard {
 
     /// A code was verified: counted per country (its send's conversion is the store's, in
     /// the verify's own step: `FusedSteps::verify_converting`).
-    pub fn converted(&self, destination: &Destination) {
+    pub fn converted(self: &Arc<Self>, destination: &Destination) {
         if destination.phone().is_some() {
             crate::metrics::count_verified_by_country(&country_of(destination));
         }
+        if self.settings.level == Level::Off {
+            return;
+        }
+        // Its levels' conversion, and the destination remembered as returning: in the
+        // background, as the answer does not wait for what only later sends read.
+        let levels = levels_of(
+            destination,
+            &country_of(destination),
+            &self.settings.range_digits,
+        );
+        let digest = self.keyring.returning_digests(destination.key())[0];
+        let guard = self.clone();
+        tokio::spawn(async move {
+            if let Err(error) = guard
+                .count_levels(&levels, LevelChange::CONVERSION, Some(digest))
+                .await
+            {
+                tracing::warn!(%error, "fraud guard: a conversion not counted in its levels");
+            }
+        });
     }
 
     /// A delivery receipt said the SMS of a send the guard counted (`mark`) never arrived: the
@@ -525,6 +676,14 @@ impl FraudGuard {
         let country = country_of(destination);
         if let Err(error) = self.store.count_undelivered(&prefix, &country, mark).await {
             tracing::warn!(%error, %prefix, "fraud guard: undelivered send not counted");
+        }
+        // Its levels count it too: an undelivered send is a signal, not an exemption.
+        let levels = levels_of(destination, &country, &self.settings.range_digits);
+        if let Err(error) = self
+            .count_levels(&levels, LevelChange::UNDELIVERED, None)
+            .await
+        {
+            tracing::warn!(%error, %prefix, "fraud guard: undelivered send not counted in its levels");
         }
     }
 
@@ -648,7 +807,9 @@ impl FraudGuard {
         match block {
             None => PrefixState::Ok,
             Some(_) if !self.settings.level.enforces() => PrefixState::Monitored,
-            Some(block) if block.reason == Reason::Surge => PrefixState::Held,
+            Some(block) if matches!(block.reason, Reason::Surge | Reason::Spread) => {
+                PrefixState::Held
+            }
             Some(_) => PrefixState::Suspended,
         }
     }

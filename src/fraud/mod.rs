@@ -6,6 +6,7 @@
 //! `guard` is the use case the send and verify paths and the operator routes call.
 
 mod guard;
+pub mod levels;
 pub mod policy;
 mod settings;
 

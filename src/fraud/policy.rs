@@ -6,6 +6,8 @@
 
 use std::time::Duration;
 
+use super::levels::LevelThresholds;
+
 pub use crate::domain::traffic::{
     BUCKET_MS, Counts, RETENTION_MINUTES, Reason, Tally, WINDOW_MINUTES, Window,
 };
@@ -79,6 +81,35 @@ impl Level {
                 // judged, up to 105 SMS (the pumping simulation); 40 holds it within a minute.
                 surge_floor: 40,
                 surge_factor: 4.0,
+            },
+        }
+    }
+}
+
+impl Level {
+    /// How much evidence a level's verdict needs (`levels`).
+    pub fn level_thresholds(self) -> LevelThresholds {
+        match self {
+            Self::Strict => LevelThresholds {
+                evidence_floor: 5.0,
+                evidence_share: 0.2,
+                mail_evidence_share: 1.0,
+                min_conversion_ratio: 0.5,
+                mature_history: 500.0,
+                undelivered_share: 0.3,
+            },
+            // Off and monitor judge as standard (monitor flags, off never asks).
+            _ => LevelThresholds {
+                // A range with no history is stopped after this many unexplained sends.
+                evidence_floor: 10.0,
+                // A busy range (1 honest send a second) may have about 130 more unconverted
+                // sends than its conversion explains: a burst of 40 passes, a pump at 5 a
+                // second is refused within half a minute.
+                evidence_share: 0.35,
+                mail_evidence_share: 2.0,
+                min_conversion_ratio: 0.2,
+                mature_history: 500.0,
+                undelivered_share: 0.5,
             },
         }
     }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+use super::levels::LevelThresholds;
 use super::policy::{Level, Thresholds};
 use crate::config::text::{Secs, Whole, list, parse_text, show_text};
 
@@ -35,6 +36,16 @@ pub struct FraudSettings {
     /// How many times its own recent rate a prefix may surge to; 0 = the level's.
     #[serde(rename = "VCODE_FRAUD_SURGE_FACTOR", with = "Whole::<0, 1000>")]
     pub surge_factor: u32,
+    /// The depths of the number ranges judged as levels (digits after the calling code).
+    #[serde(rename = "VCODE_FRAUD_RANGE_DIGITS", with = "range_digits")]
+    pub range_digits: Vec<u8>,
+    /// The handful of unexplained unconverted sends any level may have; 0 = the level's.
+    #[serde(rename = "VCODE_FRAUD_EVIDENCE", with = "Whole::<0, 1_000_000>")]
+    pub evidence: u64,
+    /// How long a destination that verified is remembered as returning (never refused by a
+    /// suspension of its range).
+    #[serde(rename = "VCODE_FRAUD_RETURNING_DAYS", with = "Whole::<1, 400>")]
+    pub returning_days: u64,
 }
 
 impl Default for FraudSettings {
@@ -48,11 +59,24 @@ impl Default for FraudSettings {
             min_conversion_pct: 0,
             surge_floor: 0,
             surge_factor: 0,
+            range_digits: vec![3, 5, 7],
+            evidence: 0,
+            returning_days: 90,
         }
     }
 }
 
 impl FraudSettings {
+    /// The levels' thresholds, with the configured handful in place of the level's.
+    pub fn level_thresholds(&self) -> LevelThresholds {
+        let mut thresholds = self.level.level_thresholds();
+        if self.evidence > 0 {
+            thresholds.evidence_floor = self.evidence as f64;
+        }
+        thresholds.min_conversion_ratio = self.thresholds().min_conversion_ratio;
+        thresholds
+    }
+
     /// The level's thresholds with the configured ones in their place.
     pub fn thresholds(&self) -> Thresholds {
         let preset = self.level.thresholds();
@@ -72,6 +96,28 @@ impl FraudSettings {
                 factor => f64::from(factor),
             },
         }
+    }
+}
+
+mod range_digits {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
+        parse_text(d, |raw| {
+            let depths = list(raw, |item| match item.parse::<u8>() {
+                Ok(depth) if (1..=10).contains(&depth) => Ok(depth),
+                _ => Err(format!("{item:?} is not a number of digits from 1 to 10")),
+            })?;
+            if depths.is_empty() {
+                return Err("at least one depth (digits after the calling code)".to_owned());
+            }
+            Ok(depths)
+        })
+    }
+
+    pub fn serialize<S: Serializer>(depths: &[u8], s: S) -> Result<S::Ok, S::Error> {
+        let shown: Vec<String> = depths.iter().map(u8::to_string).collect();
+        show_text(shown.join(","), s)
     }
 }
 

@@ -341,7 +341,7 @@ impl OtpService {
         destination: &Destination,
         purpose: &Purpose,
         locale: Option<&Locale>,
-        ticket: Option<SendTicket>,
+        mut ticket: Option<SendTicket>,
     ) -> Result<SendReceipt, OtpError> {
         let profile = command.profile.as_deref();
         let caller = &command.caller;
@@ -353,11 +353,11 @@ impl OtpService {
             .verification
             .clone()
             .unwrap_or_else(VerificationId::generate);
-        let candidate = CodeCandidate {
+        let candidate = || CodeCandidate {
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, &code)),
-            digest,
+            digest: digest.clone(),
             verification: verification.clone(),
             send_log: send_log_of(profile),
         };
@@ -369,27 +369,41 @@ impl OtpService {
         // Within what the gate's steps left of one timeout: a store stalled between them
         // never makes the send wait twice.
         let params = self.issue_params_for(destination, profile);
-        let issued = deadline::shared(async {
-            let params = params.as_ref();
-            match &ticket {
-                Some(ticket) => {
-                    let step = self.fraud.step(ticket);
-                    let fused = &self.fused;
-                    fused
-                        .issue_guarded(destination, purpose, candidate, params, budgets, step)
+        // A prefix's block refuses its sends in the store's step; a destination that verified
+        // before is not refused by it (issue 39): its issue is taken again, not enforced.
+        let issued = loop {
+            let issued = deadline::shared(async {
+                let params = params.as_ref();
+                match &ticket {
+                    Some(ticket) => {
+                        let step = self.fraud.step(ticket);
+                        let fused = &self.fused;
+                        fused
+                            .issue_guarded(destination, purpose, candidate(), params, budgets, step)
+                            .await
+                    }
+                    None => self
+                        .codes
+                        .issue_code(destination, purpose, candidate(), params, budgets)
                         .await
+                        .map(|outcome| GuardedIssue::Issued {
+                            outcome,
+                            admission: None,
+                        }),
                 }
-                None => self
-                    .codes
-                    .issue_code(destination, purpose, candidate, params, budgets)
-                    .await
-                    .map(|outcome| GuardedIssue::Issued {
-                        outcome,
-                        admission: None,
-                    }),
+            })
+            .await?;
+            let pardoned = match (&issued, ticket.as_mut()) {
+                (GuardedIssue::Refused(_), Some(ticket)) => {
+                    self.fraud.pardon_returning(destination, ticket).await
+                }
+                _ => false,
+            };
+            if !pardoned {
+                break issued;
             }
-        });
-        let (outcome, admission) = match issued.await? {
+        };
+        let (outcome, admission) = match issued {
             GuardedIssue::Issued { outcome, admission } => (outcome, admission),
             GuardedIssue::Refused(block) => {
                 return Err(self.fraud.refused_by(destination, &block).into());

@@ -85,6 +85,9 @@ fn reason(reason: Reason) -> FraudReason {
     match reason {
         Reason::Conversion => FraudReason::Conversion,
         Reason::Surge => FraudReason::Surge,
+        Reason::Unconverted => FraudReason::Unconverted,
+        Reason::Undelivered => FraudReason::Undelivered,
+        Reason::Spread => FraudReason::Spread,
     }
 }
 

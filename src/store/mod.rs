@@ -5,7 +5,7 @@
 //!
 //! The roles: `codes` (pending codes and their verifications), `fused` (a send's issue with
 //! the fraud guard's step, a verify with its conversion), `quotas`, `receipts`, `captchas`,
-//! `idempotency`, `stats`, `dev_inbox`, `pow`, `fraud`, `events` (the event outbox),
+//! `idempotency`, `stats`, `dev_inbox`, `pow`, `fraud`, `levels` (the guard's history), `events` (the event outbox),
 //! `twilio` and `health`.
 
 mod captchas;
@@ -17,6 +17,7 @@ mod fraud;
 mod fused;
 mod health;
 mod idempotency;
+mod levels;
 mod memory;
 pub mod postgres;
 mod pow;
@@ -41,6 +42,7 @@ pub use self::fraud::*;
 pub use self::fused::*;
 pub use self::health::*;
 pub use self::idempotency::*;
+pub use self::levels::*;
 pub use self::memory::MemoryStore;
 pub use self::postgres::PostgresStore;
 pub use self::pow::*;
@@ -72,6 +74,7 @@ pub trait Store:
     + HealthCheck
     + PowReplayStore
     + FraudStore
+    + LevelStore
     + EventStore
     + TwilioStore
     + ReceiptStore
@@ -89,6 +92,7 @@ impl<T> Store for T where
         + HealthCheck
         + PowReplayStore
         + FraudStore
+        + LevelStore
         + EventStore
         + TwilioStore
         + ReceiptStore
@@ -110,6 +114,7 @@ pub struct Stores {
     pub health: Arc<dyn HealthCheck>,
     pub pow_replays: Arc<dyn PowReplayStore>,
     pub fraud: Arc<dyn FraudStore>,
+    pub levels: Arc<dyn LevelStore>,
     pub events: Arc<dyn EventStore>,
     pub twilio: Arc<dyn TwilioStore>,
     pub receipts: Arc<dyn ReceiptStore>,
@@ -128,6 +133,7 @@ impl Stores {
             dev_inbox: backend.clone(),
             pow_replays: backend.clone(),
             fraud: backend.clone(),
+            levels: backend.clone(),
             events: backend.clone(),
             twilio: backend.clone(),
             receipts: backend.clone(),

@@ -24,6 +24,14 @@ pub enum FraudReason {
     Conversion,
     /// Its unverified sends within the grace period surged: held back.
     Surge,
+    /// A level (a number range, a mail domain): its recent unconverted sends exceed what its
+    /// conversion and its own history explain: suspended.
+    Unconverted,
+    /// A level whose recent sends come back undelivered far above its own history: suspended.
+    Undelivered,
+    /// A country (or all mail, or the service) pumped over many ranges: its sends into ranges
+    /// with no converting history of their own are refused while it lasts.
+    Spread,
 }
 
 /// `GET /api/v1/admin/fraud/suspensions`.

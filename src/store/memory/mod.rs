@@ -9,6 +9,7 @@ mod fraud;
 mod fused;
 mod health;
 mod idempotency;
+mod levels;
 mod pow;
 mod quotas;
 mod receipts;
@@ -259,6 +260,8 @@ pub struct MemoryStore {
     pow_replays: Shards<pow::SolvedPow>,
     /// The fraud guard's counts and blocks: one lock, as every send counts in the service's.
     fraud: Mutex<fraud::FraudState>,
+    /// The guard's levels and returning destinations (bounded: levels.rs).
+    levels: Mutex<levels::LevelState>,
     /// Events written with the changes (taken last, inside any other lock).
     events: events::EventOutbox,
     /// The receipts' delivery counts by (hour, provider, country), taken inside a
@@ -288,6 +291,7 @@ impl Default for MemoryStore {
             dev_inboxes: Shards::new(4),
             pow_replays: Shards::new(SHARDS),
             fraud: Mutex::default(),
+            levels: Mutex::default(),
             events: events::EventOutbox::default(),
             twilio_services: Mutex::default(),
             twilio_sends: Shards::new(SHARDS),

@@ -787,3 +787,49 @@ BEGIN
   UPDATE vcode_fraud_counts f SET sends = f.sends - 1, undelivered = f.undelivered + 1
     WHERE f.scope = '*' AND f.minute = p_minute AND f.shard = v_shard AND f.sends > 0;
 END $$;
+
+-- The fraud guard's levels (migration 15): decays each of p_scopes' rows in the token's shard
+-- to p_now, adds the event (p_ds sends, p_dc conversions, p_du undelivered), and answers each
+-- scope's counts over all its shards, decayed to p_now, in the order of p_scopes. Rows are
+-- taken in the scopes' sorted order, the one order every call takes them in. A conversion
+-- also remembers its destination as returning (p_returning, until p_returning_until; 0: none).
+CREATE OR REPLACE FUNCTION vcode_levels_count(p_scopes text[], p_token bigint, p_now bigint,
+  p_recent_half double precision, p_history_half double precision, p_ds double precision,
+  p_dc double precision, p_du double precision, p_ttl bigint, p_returning bigint,
+  p_returning_until bigint)
+RETURNS TABLE (ord integer, rs double precision, rc double precision, ru double precision,
+  hs double precision, hc double precision, hu double precision)
+LANGUAGE plpgsql AS $$
+DECLARE
+  v_shard smallint := vcode_fraud_shard(p_token);
+BEGIN
+  IF p_returning_until > 0 THEN
+    INSERT INTO vcode_fraud_returning AS r (digest, expires_at_ms)
+      VALUES (p_returning, p_returning_until)
+      ON CONFLICT (digest) DO UPDATE SET expires_at_ms = greatest(r.expires_at_ms, excluded.expires_at_ms);
+  END IF;
+  INSERT INTO vcode_fraud_levels AS l (scope, shard, t_ms, rs, rc, ru, hs, hc, hu, expires_at_ms)
+    SELECT s, v_shard, p_now, p_ds, p_dc, p_du, p_ds, p_dc, p_du, p_now + p_ttl
+    FROM unnest(p_scopes) AS s ORDER BY s
+    ON CONFLICT (scope, shard) DO UPDATE SET
+      -- A row past its time starts afresh, as an expired Redis key.
+      t_ms = greatest(l.t_ms, p_now),
+      rs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_ds,
+      rc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_dc,
+      ru = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_du,
+      hs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hs * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_ds,
+      hc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hc * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_dc,
+      hu = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hu * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_du,
+      expires_at_ms = p_now + p_ttl;
+  RETURN QUERY
+    SELECT q.ord::integer,
+      coalesce(sum(l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0),
+      coalesce(sum(l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0),
+      coalesce(sum(l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0),
+      coalesce(sum(l.hs * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0),
+      coalesce(sum(l.hc * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0),
+      coalesce(sum(l.hu * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0)
+    FROM unnest(p_scopes) WITH ORDINALITY AS q(scope, ord)
+    LEFT JOIN vcode_fraud_levels l ON l.scope = q.scope AND l.expires_at_ms > p_now
+    GROUP BY q.ord ORDER BY q.ord;
+END $$;

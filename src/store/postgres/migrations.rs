@@ -29,6 +29,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
         include_str!("migrations/0013_undelivered_lock_order.sql"),
     ),
     (14, include_str!("migrations/0014_names.sql")),
+    (15, include_str!("migrations/0015_fraud_levels.sql")),
 ];
 
 /// Every function at its current definition, applied after the migrations at each start-up.

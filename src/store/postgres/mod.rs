@@ -13,6 +13,7 @@ mod fraud;
 mod fused;
 mod health;
 mod idempotency;
+mod levels;
 mod migrations;
 mod pow;
 mod quotas;

@@ -22,6 +22,8 @@ const TABLES: &[&str] = &[
     "vcode_fraud_counts",
     "vcode_fraud_prefixes",
     "vcode_fraud_attributions",
+    "vcode_fraud_levels",
+    "vcode_fraud_returning",
     "vcode_twilio_sends",
     "vcode_delivery_counts",
 ];

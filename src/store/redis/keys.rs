@@ -259,6 +259,18 @@ pub fn push_fraud_attribution(key: &mut String, attribution: &str) {
     push_fraud_key(key, &["sent:", attribution]);
 }
 
+/// `verify_code:fraud:{guard}:l:86138`: one scope of the guard's levels (fields `t`, the last
+/// change in unix ms, and the decayed `rs rc ru` recent and `hs hc hu` history counts).
+pub fn fraud_level(scope: &str) -> String {
+    fraud_key(&["l:", scope])
+}
+
+/// `verify_code:fraud:{guard}:r:<16 hex digits>`: a destination that verified, by keyed
+/// digest, until the key expires.
+pub fn fraud_returning(digest: u64) -> String {
+    fraud_key(&["r:", &format!("{digest:016x}")])
+}
+
 /// One scope of the fraud guard's counts.
 #[derive(Clone, Copy, Debug)]
 pub enum FraudScope<'a> {

@@ -11,6 +11,7 @@ mod fraud;
 mod fused;
 mod health;
 mod idempotency;
+mod levels;
 mod pow;
 mod quotas;
 mod receipts;

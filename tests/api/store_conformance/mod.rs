@@ -6,6 +6,7 @@ mod captchas;
 mod email_destinations;
 mod fraud;
 mod fused;
+mod levels;
 mod pending_codes;
 mod receipts;
 mod redis_layout;

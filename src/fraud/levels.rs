@@ -1,0 +1,437 @@
+//! The guard's second round (issue 39): a send is judged at each of its levels, number ranges
+//! at several depths (the calling code and 3, 5 and 7 digits), its country and the service
+//! (for mail: its domain and all mail), each against its own history. A level is anomalous when
+//! its recent unconverted sends exceed what its conversion explains by more than a handful and
+//! a share of its own honest volume: a busy range absorbs a burst far smaller than its traffic,
+//! a range without history is stopped after a handful. The narrowest anomalous range is
+//! refused; a country or the service that is anomalous while no range of it is refuses the
+//! sends into ranges with no converting history of their own (spread pumping), and lets the
+//! ranges whose users convert go on. Pure functions of decayed counts: no clock, no store.
+
+use crate::domain::traffic::{Decayed, HISTORY_HALF_LIFE, LevelCounts, RECENT_HALF_LIFE, Reason};
+use crate::domain::{Destination, EMAIL_COUNTRY};
+
+/// The recent memory's span over the history's: how much of a scope's history volume the
+/// recent memory holds at a steady rate.
+fn recent_share_of_history() -> f64 {
+    RECENT_HALF_LIFE.as_secs_f64() / HISTORY_HALF_LIFE.as_secs_f64()
+}
+
+/// What a level is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LevelKind {
+    /// The calling code and this many digits.
+    Range(u8),
+    /// A mail domain.
+    Domain,
+    /// A country (for mail: all mail).
+    Country,
+    /// Every SMS.
+    Service,
+}
+
+impl LevelKind {
+    /// A range or a domain: a level whose anomaly refuses every send into it.
+    fn is_range(self) -> bool {
+        matches!(self, Self::Range(_) | Self::Domain)
+    }
+
+    pub fn name(self) -> String {
+        match self {
+            Self::Range(digits) => format!("range{digits}"),
+            Self::Domain => "domain".to_owned(),
+            Self::Country => "country".to_owned(),
+            Self::Service => "service".to_owned(),
+        }
+    }
+}
+
+/// One level of a send: what it is, the store's name for its scope, and the name the operator
+/// sees (a range's digits, `@domain`, a country, `*`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Level {
+    pub kind: LevelKind,
+    pub scope: String,
+    pub shown: String,
+}
+
+/// The levels of `destination`, narrowest first: ranges of `depths` digits after the calling
+/// code (deepest first, those the number is long enough for), the country and the service; for
+/// an address, its domain and all mail.
+pub fn levels_of(destination: &Destination, country: &str, depths: &[u8]) -> Vec<Level> {
+    let mut levels = Vec::with_capacity(depths.len() + 2);
+    match destination {
+        Destination::Phone(phone) => {
+            let digits = &phone.as_e164()[1..];
+            let code_len = phone
+                .calling_code()
+                .checked_ilog10()
+                .map_or(1, |l| l as usize + 1);
+            let mut depths = depths.to_vec();
+            depths.sort_unstable_by(|a, b| b.cmp(a));
+            depths.dedup();
+            for depth in depths {
+                let end = code_len + usize::from(depth);
+                // A range as long as the number is the number itself: no range.
+                if end >= digits.len() {
+                    continue;
+                }
+                let range = &digits[..end];
+                levels.push(Level {
+                    kind: LevelKind::Range(depth),
+                    scope: format!("r:{range}"),
+                    shown: range.to_owned(),
+                });
+            }
+            levels.push(Level {
+                kind: LevelKind::Country,
+                scope: format!("c:{country}"),
+                shown: country.to_owned(),
+            });
+            levels.push(Level {
+                kind: LevelKind::Service,
+                scope: "s".to_owned(),
+                shown: "*".to_owned(),
+            });
+        }
+        Destination::Email(email) => {
+            let domain = email.address().domain();
+            levels.push(Level {
+                kind: LevelKind::Domain,
+                scope: format!("d:{domain}"),
+                shown: format!("@{domain}"),
+            });
+            levels.push(Level {
+                kind: LevelKind::Country,
+                scope: format!("c:{EMAIL_COUNTRY}"),
+                shown: EMAIL_COUNTRY.to_owned(),
+            });
+        }
+    }
+    levels
+}
+
+/// How much evidence a level's verdict needs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelThresholds {
+    /// The handful: unconverted sends beyond what conversion explains that any level may have.
+    pub evidence_floor: f64,
+    /// …plus this share of the level's honest volume (its recent conversions, or what its
+    /// history predicts for the recent span, whichever is more).
+    pub evidence_share: f64,
+    /// The same share for a mail domain (a mail costs nothing to send: only a burst far above a
+    /// domain's traffic is held).
+    pub mail_evidence_share: f64,
+    /// A level converting below this fraction of the reference is not trusted as a home range.
+    pub min_conversion_ratio: f64,
+    /// History sends (before the recent span) from which a level's own conversion is believed.
+    pub mature_history: f64,
+    /// A level whose recent sends are undelivered above this share (and three times its own
+    /// history's) is suspect on that alone.
+    pub undelivered_share: f64,
+}
+
+/// What decided a level's verdict: the counts, and the figures the rule compared.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Evidence {
+    pub recent: Decayed,
+    pub history: Decayed,
+    /// The conversion the level's sends were expected to reach.
+    pub expected_conversion: f64,
+    /// Recent unconverted sends beyond what that conversion explains.
+    pub excess: f64,
+    /// The excess the level may have.
+    pub allowed: f64,
+}
+
+/// A level's verdict on a send: which level (its index in the send's levels), why, and on
+/// what evidence.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LevelVerdict {
+    pub level: usize,
+    pub reason: Reason,
+    pub evidence: Evidence,
+}
+
+/// The service's conversion as the reference: its history's once it rests on enough sends,
+/// never below `floor` (a service mostly pumped must not learn that as normal).
+pub fn reference(service: &LevelCounts, min_sends: f64, floor: f64) -> f64 {
+    match service.history.conversion() {
+        Some(conversion) if service.history.sends >= min_sends => conversion.max(floor),
+        _ => floor,
+    }
+}
+
+/// The level's evidence, and whether it is anomalous (and why).
+pub fn assess(
+    thresholds: &LevelThresholds,
+    kind: LevelKind,
+    counts: &LevelCounts,
+    reference: f64,
+) -> (Evidence, Option<Reason>) {
+    let recent = counts.recent;
+    let before = counts.history.less(&recent);
+    // Its own conversion once its history is long enough (and not itself far below the
+    // reference: a range pumped for days is not normal), else the service's.
+    let expected_conversion = match before.conversion() {
+        Some(own) if before.sends >= thresholds.mature_history => {
+            own.clamp(thresholds.min_conversion_ratio * reference, 1.0)
+        }
+        _ => reference,
+    };
+    let volume = recent
+        .conversions
+        .max(before.conversions * recent_share_of_history());
+    let share = if kind == LevelKind::Domain {
+        thresholds.mail_evidence_share
+    } else {
+        thresholds.evidence_share
+    };
+    let allowed = thresholds.evidence_floor + share * volume;
+    let explained = recent.conversions * (1.0 - expected_conversion) / expected_conversion;
+    let excess = recent.unconverted() - explained;
+    let evidence = Evidence {
+        recent,
+        history: counts.history,
+        expected_conversion,
+        excess,
+        allowed,
+    };
+    let usual_undelivered = before
+        .conversion()
+        .map_or(0.0, |_| before.undelivered / before.sends);
+    let undelivered = recent.undelivered > thresholds.evidence_floor
+        && recent.undelivered / recent.sends
+            > thresholds.undelivered_share.max(3.0 * usual_undelivered);
+    let reason = if excess > allowed {
+        Some(Reason::Unconverted)
+    } else if undelivered {
+        Some(Reason::Undelivered)
+    } else {
+        None
+    };
+    (evidence, reason)
+}
+
+/// Whether a range converts well enough, on enough of its own traffic, to go on while its
+/// country or the service is pumped.
+fn trusted(thresholds: &LevelThresholds, evidence: &Evidence, reference: f64) -> bool {
+    let before = evidence.history.less(&evidence.recent);
+    let converted = evidence
+        .recent
+        .conversions
+        .max(before.conversions * recent_share_of_history());
+    converted >= thresholds.evidence_floor / 2.0
+        && evidence.recent.conversion().unwrap_or(1.0)
+            >= thresholds.min_conversion_ratio * reference
+}
+
+/// Judges a send on its levels' counts (narrowest first, as [`levels_of`], this send
+/// included), against the reference conversion: the narrowest anomalous range or domain, else
+/// a country or the service that is anomalous when the send's widest range is not trusted.
+pub fn judge_levels(
+    thresholds: &LevelThresholds,
+    kinds: &[LevelKind],
+    counts: &[LevelCounts],
+    reference: f64,
+) -> Option<LevelVerdict> {
+    let assessed: Vec<(Evidence, Option<Reason>)> = kinds
+        .iter()
+        .zip(counts)
+        .map(|(kind, counts)| assess(thresholds, *kind, counts, reference))
+        .collect();
+    let verdict = |level: usize, reason: Reason| LevelVerdict {
+        level,
+        reason,
+        evidence: assessed[level].0,
+    };
+    if let Some(level) = (0..kinds.len()).find(|i| kinds[*i].is_range() && assessed[*i].1.is_some())
+    {
+        return assessed[level].1.map(|reason| verdict(level, reason));
+    }
+    let wide = (0..kinds.len()).find(|i| !kinds[*i].is_range() && assessed[*i].1.is_some())?;
+    // The send's widest range: its home, whose own users' conversion may vouch for it.
+    let home = (0..kinds.len()).rev().find(|i| kinds[*i].is_range());
+    match home {
+        Some(home) if trusted(thresholds, &assessed[home].0, reference) => None,
+        _ => Some(verdict(wide, Reason::Spread)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{EmailAddress, Phone, Region};
+
+    const STANDARD: LevelThresholds = LevelThresholds {
+        evidence_floor: 10.0,
+        evidence_share: 0.35,
+        mail_evidence_share: 2.0,
+        min_conversion_ratio: 0.2,
+        mature_history: 500.0,
+        undelivered_share: 0.5,
+    };
+
+    fn decayed(sends: f64, conversions: f64) -> Decayed {
+        Decayed {
+            sends,
+            conversions,
+            undelivered: 0.0,
+        }
+    }
+
+    fn counts(recent: Decayed, older: Decayed) -> LevelCounts {
+        LevelCounts {
+            recent,
+            history: Decayed {
+                sends: recent.sends + older.sends,
+                conversions: recent.conversions + older.conversions,
+                undelivered: recent.undelivered + older.undelivered,
+            },
+        }
+    }
+
+    #[test]
+    fn a_number_s_levels_go_from_its_narrowest_range_to_the_service() {
+        let phone: Destination = Phone::parse("+8613812345678", Region::default())
+            .unwrap()
+            .into();
+        let levels = levels_of(&phone, "CN", &[3, 7, 5]);
+        let shown: Vec<&str> = levels.iter().map(|l| l.shown.as_str()).collect();
+        assert_eq!(shown, ["861381234", "8613812", "86138", "CN", "*"]);
+        assert_eq!(levels[0].scope, "r:861381234");
+        assert_eq!(levels[3].scope, "c:CN");
+        // A short number has no range as long as itself.
+        let short: Destination = Phone::parse("+4930123456", Region::default())
+            .unwrap()
+            .into();
+        let shown: Vec<String> = levels_of(&short, "DE", &[3, 8, 5])
+            .into_iter()
+            .map(|l| l.shown)
+            .collect();
+        assert_eq!(shown, ["4930123", "49301", "DE", "*"]);
+        let mail = Destination::from(EmailAddress::parse("ann@Gmail.com").unwrap());
+        let shown: Vec<String> = levels_of(&mail, EMAIL_COUNTRY, &[3])
+            .into_iter()
+            .map(|l| l.shown)
+            .collect();
+        assert_eq!(shown, ["@gmail.com", EMAIL_COUNTRY]);
+    }
+
+    /// A range with days of 1 honest send a second, 80 % converting: its recent memory holds
+    /// about 433 sends (the steady state of a 5-minute half-life), its history ~124,650.
+    fn busy_range() -> LevelCounts {
+        counts(decayed(433.0, 346.0), decayed(124_200.0, 99_360.0))
+    }
+
+    #[test]
+    fn a_busy_range_absorbs_a_burst_far_smaller_than_its_traffic() {
+        let (evidence, reason) = assess(&STANDARD, LevelKind::Range(3), &busy_range(), 0.8);
+        assert_eq!(reason, None, "{evidence:?}");
+        // 40 unverified sends on top: still within what its volume allows.
+        let mut burst = busy_range();
+        burst.recent.sends += 40.0;
+        burst.history.sends += 40.0;
+        assert_eq!(assess(&STANDARD, LevelKind::Range(3), &burst, 0.8).1, None);
+        // 120 more (a pump at 5 a second for 24 s) is not.
+        burst.recent.sends += 120.0;
+        burst.history.sends += 120.0;
+        assert_eq!(
+            assess(&STANDARD, LevelKind::Range(3), &burst, 0.8).1,
+            Some(Reason::Unconverted)
+        );
+    }
+
+    #[test]
+    fn a_range_without_history_is_stopped_after_a_handful() {
+        let fresh = counts(decayed(11.0, 0.0), Decayed::default());
+        let (evidence, reason) = assess(&STANDARD, LevelKind::Range(7), &fresh, 0.8);
+        assert_eq!(reason, Some(Reason::Unconverted), "{evidence:?}");
+        assert_eq!(evidence.allowed, 10.0);
+        let few = counts(decayed(9.0, 0.0), Decayed::default());
+        assert_eq!(assess(&STANDARD, LevelKind::Range(7), &few, 0.8).1, None);
+        // A bot that verifies 12 % of its own sends is no better.
+        let partial = counts(decayed(30.0, 3.6), Decayed::default());
+        assert_eq!(
+            assess(&STANDARD, LevelKind::Range(3), &partial, 0.8).1,
+            Some(Reason::Unconverted)
+        );
+        // Honest users of a new range converting as the service does are not.
+        let honest = counts(decayed(30.0, 24.0), Decayed::default());
+        assert_eq!(assess(&STANDARD, LevelKind::Range(3), &honest, 0.8).1, None);
+    }
+
+    #[test]
+    fn a_range_that_converts_poorly_for_days_is_judged_on_its_own_conversion() {
+        // 40 % for days (a country whose users often give up): not anomalous at 40 %…
+        let poor = counts(decayed(400.0, 160.0), decayed(100_000.0, 40_000.0));
+        assert_eq!(assess(&STANDARD, LevelKind::Range(3), &poor, 0.8).1, None);
+        // …but a range pumped for days does not make pumping its normal.
+        let pumped = counts(decayed(400.0, 8.0), decayed(100_000.0, 2_000.0));
+        assert_eq!(
+            assess(&STANDARD, LevelKind::Range(3), &pumped, 0.8).1,
+            Some(Reason::Unconverted)
+        );
+    }
+
+    #[test]
+    fn undelivered_is_a_signal() {
+        let mut dead = counts(decayed(20.0, 8.0), decayed(10_000.0, 8_000.0));
+        dead.recent.undelivered = 12.0;
+        dead.history.undelivered = 12.0 + 100.0;
+        let (_, reason) = assess(&STANDARD, LevelKind::Range(5), &dead, 0.8);
+        assert_eq!(reason, Some(Reason::Undelivered));
+        // As usual for it: no signal.
+        dead.history.undelivered = 12.0 + 7_000.0;
+        assert_eq!(assess(&STANDARD, LevelKind::Range(5), &dead, 0.8).1, None);
+    }
+
+    #[test]
+    fn spread_pumping_refuses_untrusted_ranges_of_the_pumped_country_only() {
+        let kinds = [
+            LevelKind::Range(5),
+            LevelKind::Range(3),
+            LevelKind::Country,
+            LevelKind::Service,
+        ];
+        // The country: 30 honest conversions recently, and 150 bot sends.
+        let country = counts(decayed(187.0, 30.0), decayed(3_000.0, 2_400.0));
+        let service = counts(decayed(600.0, 400.0), decayed(20_000.0, 16_000.0));
+        // A bot's range: a few sends, none converted (not anomalous on its own).
+        let bot_range = counts(decayed(4.0, 0.0), Decayed::default());
+        let verdict = judge_levels(
+            &STANDARD,
+            &kinds,
+            &[bot_range, bot_range, country, service],
+            0.8,
+        )
+        .expect("refused");
+        assert_eq!((verdict.level, verdict.reason), (2, Reason::Spread));
+        // An honest range of the same country goes on.
+        let honest = counts(decayed(40.0, 32.0), decayed(3_000.0, 2_400.0));
+        assert_eq!(
+            judge_levels(
+                &STANDARD,
+                &kinds,
+                &[bot_range, honest, country, service],
+                0.8
+            ),
+            None
+        );
+        // A narrow anomaly is refused as itself, the narrowest first.
+        let pumped = counts(decayed(30.0, 0.0), Decayed::default());
+        let verdict =
+            judge_levels(&STANDARD, &kinds, &[pumped, pumped, country, service], 0.8).unwrap();
+        assert_eq!((verdict.level, verdict.reason), (0, Reason::Unconverted));
+    }
+
+    #[test]
+    fn the_reference_rests_on_the_service_s_history_with_a_floor() {
+        let thin = counts(decayed(10.0, 10.0), Decayed::default());
+        assert_eq!(reference(&thin, 100.0, 0.5), 0.5);
+        let healthy = counts(decayed(500.0, 400.0), decayed(10_000.0, 8_000.0));
+        assert!((reference(&healthy, 100.0, 0.5) - 0.8).abs() < 1e-9);
+        let pumped = counts(decayed(500.0, 40.0), decayed(10_000.0, 800.0));
+        assert_eq!(reference(&pumped, 100.0, 0.5), 0.5);
+    }
+}

@@ -1,0 +1,193 @@
+//! The fraud guard's levels in the store (issue 39): every store decays and adds alike (the
+//! embedded store computes with `LevelCounts::updated`, the others in Lua and SQL: their
+//! answers must agree), answers in the order asked, counts concurrent events once each, starts
+//! an expired record afresh, and remembers returning destinations for their time only.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use super::*;
+use vcode::domain::traffic::{HalfLives, LevelChange, LevelCounts};
+use vcode::store::LevelUpdate;
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+/// A name no other test (nor another run on the same store) uses.
+fn scope(name: &str) -> String {
+    format!("t:{name}:{:x}", rand::random::<u64>())
+}
+
+fn update<'a>(scopes: &'a [&'a str], change: LevelChange, now_ms: u64) -> LevelUpdate<'a> {
+    LevelUpdate {
+        scopes,
+        change,
+        now_ms,
+        half_lives: HalfLives {
+            recent_ms: 60_000.0,
+            history_ms: 600_000.0,
+        },
+        record_ttl: Duration::from_secs(3600),
+        returning: None,
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6 * a.abs().max(1.0)
+}
+
+fn assert_counts(got: &LevelCounts, want: &LevelCounts) {
+    let pairs = [
+        (got.recent.sends, want.recent.sends),
+        (got.recent.conversions, want.recent.conversions),
+        (got.recent.undelivered, want.recent.undelivered),
+        (got.history.sends, want.history.sends),
+        (got.history.conversions, want.history.conversions),
+        (got.history.undelivered, want.history.undelivered),
+    ];
+    assert!(
+        pairs.iter().all(|(a, b)| close(*a, *b)),
+        "got {got:?}, want {want:?}"
+    );
+}
+
+async fn levels_decay_and_add_as_the_policy_computes(backend: Backend) {
+    let under = open(backend);
+    let store = &under.store;
+    let (a, b) = (scope("a"), scope("b"));
+    let scopes = [a.as_str(), b.as_str()];
+    let t0 = now_ms();
+    let first = store
+        .count_levels(&update(&scopes, LevelChange::SEND, t0))
+        .await
+        .expect("store answers");
+    assert_eq!(first.len(), 2);
+    let one = LevelCounts::default().updated(
+        t0,
+        t0,
+        &update(&[], LevelChange::SEND, t0).half_lives,
+        &LevelChange::SEND,
+    );
+    assert_counts(&first[0], &one);
+    assert_counts(&first[1], &one);
+    // A minute later (one recent half-life), a conversion into `a` only, then a send into
+    // both: `a` holds 1 send decayed by half (recent) and 2^(-0.1) (history), plus a send, and
+    // the conversion; `b` no conversion.
+    let t1 = t0 + 60_000;
+    let half = update(&[], LevelChange::SEND, t0).half_lives;
+    store
+        .count_levels(&update(&scopes[..1], LevelChange::CONVERSION, t1))
+        .await
+        .unwrap();
+    let after = store
+        .count_levels(&update(&scopes, LevelChange::SEND, t1))
+        .await
+        .unwrap();
+    let a_want = one
+        .updated(t0, t1, &half, &LevelChange::CONVERSION)
+        .updated(t1, t1, &half, &LevelChange::SEND);
+    let b_want = one.updated(t0, t1, &half, &LevelChange::SEND);
+    assert_counts(&after[0], &a_want);
+    assert_counts(&after[1], &b_want);
+    assert!(close(after[0].recent.sends, 1.5), "{:?}", after[0]);
+    assert!(close(after[0].recent.conversions, 1.0));
+    // Order follows the question, not the store's.
+    let reversed = [b.as_str(), a.as_str()];
+    let undelivered = store
+        .count_levels(&update(&reversed, LevelChange::UNDELIVERED, t1))
+        .await
+        .unwrap();
+    assert!(close(undelivered[0].recent.conversions, 0.0));
+    assert!(close(undelivered[1].recent.conversions, 1.0));
+    assert!(close(undelivered[1].recent.undelivered, 1.0));
+    // A clock behind the record's decays nothing (and loses nothing).
+    let behind = store
+        .count_levels(&update(&scopes[..1], LevelChange::SEND, t0))
+        .await
+        .unwrap();
+    assert!(close(behind[0].recent.sends, 2.5), "{:?}", behind[0]);
+}
+
+async fn concurrent_level_events_count_once_each(backend: Backend) {
+    let under = open(backend);
+    let store = under.store.clone();
+    let (a, service) = (scope("hot"), scope("service"));
+    let now = now_ms();
+    let tasks: Vec<_> = (0..40)
+        .map(|_| {
+            let (store, a, service) = (store.clone(), a.clone(), service.clone());
+            tokio::spawn(async move {
+                let scopes = [a.as_str(), service.as_str()];
+                store
+                    .count_levels(&update(&scopes, LevelChange::SEND, now))
+                    .await
+                    .expect("store answers");
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let scopes = [a.as_str(), service.as_str()];
+    let counted = store
+        .count_levels(&update(&scopes, LevelChange::default(), now))
+        .await
+        .unwrap();
+    assert!(close(counted[0].recent.sends, 40.0), "{:?}", counted[0]);
+    assert!(close(counted[1].history.sends, 40.0), "{:?}", counted[1]);
+}
+
+async fn an_expired_level_record_starts_afresh(backend: Backend) {
+    let under = open(backend);
+    let store = &under.store;
+    let a = scope("old");
+    let scopes = [a.as_str()];
+    let t0 = now_ms();
+    let mut short = update(&scopes, LevelChange::SEND, t0);
+    short.record_ttl = Duration::from_millis(300);
+    store.count_levels(&short).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let later = now_ms();
+    let counted = store
+        .count_levels(&update(&scopes, LevelChange::SEND, later))
+        .await
+        .unwrap();
+    assert!(close(counted[0].history.sends, 1.0), "{:?}", counted[0]);
+}
+
+async fn returning_destinations_are_remembered_for_their_time(backend: Backend) {
+    let under = open(backend);
+    let store = &under.store;
+    let (kept, brief, never) = (
+        rand::random::<u64>(),
+        rand::random::<u64>(),
+        rand::random::<u64>(),
+    );
+    let a = scope("conv");
+    let scopes = [a.as_str()];
+    let now = now_ms();
+    for (digest, ttl) in [
+        (kept, Duration::from_secs(3600)),
+        (brief, Duration::from_millis(300)),
+    ] {
+        let mut conversion = update(&scopes, LevelChange::CONVERSION, now);
+        conversion.returning = Some((digest, ttl));
+        store.count_levels(&conversion).await.unwrap();
+    }
+    assert!(store.is_returning(&[kept], now_ms()).await.unwrap());
+    assert!(store.is_returning(&[never, kept], now_ms()).await.unwrap());
+    assert!(!store.is_returning(&[never], now_ms()).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert!(!store.is_returning(&[brief], now_ms()).await.unwrap());
+    assert!(store.is_returning(&[kept], now_ms()).await.unwrap());
+}
+
+on_every_store!(
+    levels_decay_and_add_as_the_policy_computes,
+    concurrent_level_events_count_once_each,
+    an_expired_level_record_starts_afresh,
+    returning_destinations_are_remembered_for_their_time,
+);
