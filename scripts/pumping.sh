@@ -14,7 +14,9 @@
 # target/pumping/.
 #
 #   scripts/pumping.sh                      # 3, 10 and 30 a second on Redis and PostgreSQL (~22 min)
-#   QUICK=1 scripts/pumping.sh              # CI: 10 a second into one prefix, Redis only (~2 min)
+#   QUICK=1 scripts/pumping.sh              # CI: 10 a second into one prefix, and the spread bot
+#                                           # for 150 s, Redis only (~5 min)
+#   SCENARIOS=spread scripts/pumping.sh     # one of issue 39's scenarios (concentrated, spread, partial)
 #   RATES="3 30" STORES=postgres scripts/pumping.sh
 #   PROFILE=release scripts/pumping.sh      # the release binary (default: the dev build the
 #                                           # tests use; a few dozen requests a second need no more)
@@ -28,12 +30,21 @@ cd "$(dirname "$0")/.."
 QUICK=${QUICK:-0}
 PROFILE=${PROFILE:-dev}
 INSTANCES=${INSTANCES:-2}
+# Issue 39's scenarios beside the concentrated bot of issue 25 (at each of RATES): `spread`, a
+# bot at 3 a second over 40 Chinese ranges for 6 minutes (at most 200 SMS, none in its last
+# minute), and `partial`, a bot at 3 a second into one range verifying 12 % of its own sends for
+# 5 minutes (at most 150 SMS, none in its last minute).
 if [ "$QUICK" = 1 ]; then
-  RATES=${RATES:-10}; STORES=${STORES:-redis}
-  EXTRA="--bot-prefixes 1 --bot-start 10s --duration 60s ${EXTRA:-}"
+  RATES=${RATES:-10}; STORES=${STORES:-redis}; SCENARIOS=${SCENARIOS:-concentrated spread}
+  EXTRA="--bot-start 10s ${EXTRA:-}"
+  CONCENTRATED="--bot-prefixes 1 --duration 60s"
+  SPREAD="--bot-spread --duration 150s"
 else
   RATES=${RATES:-3 10 30}; STORES=${STORES:-redis postgres}; EXTRA=${EXTRA:-}
+  SCENARIOS=${SCENARIOS:-concentrated spread partial}
+  CONCENTRATED="" SPREAD="--bot-spread --duration 360s"
 fi
+PARTIAL="--bot-prefixes 1 --bot-converts 12 --duration 300s"
 SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 command -v redis-server >/dev/null || scripts/provision
@@ -111,25 +122,25 @@ fresh_store() {
 FAILED=0
 REPORT_FILES=()
 run() {
-  local store=$1 rate=$2 name label setting targets=() instance_pids=() i port
+  local store=$1 rate=$2 scenario=$3 flags=$4 name label setting targets=() instance_pids=() i port
   name=$(case $store in redis) echo Redis ;; postgres) echo PostgreSQL ;; esac)
-  label="$name, $rate/s${NOTE:+, $NOTE}"
+  label="$name, $scenario, $rate/s${NOTE:+, $NOTE}"
   setting=$(fresh_store "$store")
   for i in $(seq "$INSTANCES"); do
     port=$(free_port)
     env VCODE_BIND="127.0.0.1:$port" VCODE_ADMIN_BIND=127.0.0.1:0 VCODE_SECRET_KEY="$SECRET_KEY" \
       VCODE_DEV_MODE=1 VCODE_TRUSTED_PROXIES=127.0.0.1/32 VCODE_ALLOWED_REGIONS=CN,DE,GB,US \
       RUST_LOG="${RUST_LOG:-warn}" "$setting" \
-      "$BIN" >"$WORK/$store-$rate-$i.log" 2>&1 & instance_pids+=($!); PIDS+=($!)
+      "$BIN" >"$WORK/$store-$scenario-$rate-$i.log" 2>&1 & instance_pids+=($!); PIDS+=($!)
     targets+=(--target "http://127.0.0.1:$port")
     wait_for "http://127.0.0.1:$port/readyz"
   done
   echo "== $label (${INSTANCES} instances on one store)"
-  local report=$REPORTS/$store-$rate.json
+  local report=$REPORTS/$store-$scenario-$rate.json
   # A missed goal is the report's to tell, without a backtrace.
   # shellcheck disable=SC2086 # EXTRA is flags, split on purpose
   if ! RUST_LIB_BACKTRACE=0 "$BIN" loadtest "${targets[@]}" --scenario pumping \
-      --bot-rate "$rate" --label "$label" --json $EXTRA >"$report"; then
+      --bot-rate "$rate" --label "$label" --json $flags $EXTRA >"$report"; then
     FAILED=1
   fi
   # A run that failed before its report (a target down, a bad flag) leaves none.
@@ -137,11 +148,18 @@ run() {
   kill "${instance_pids[@]}" 2>/dev/null || true
   wait "${instance_pids[@]}" 2>/dev/null || true
   # The guard's own word on what it did, if it logged any (the instances log warnings and up).
-  grep -ih 'fraud\|suspend\|held' "$WORK/$store-$rate"-*.log | sort | head -8 | sed 's/^/   log: /' || true
+  grep -ih 'fraud\|suspend\|held' "$WORK/$store-$scenario-$rate"-*.log | sort | head -8 | sed 's/^/   log: /' || true
 }
 
 for store in $STORES; do
-  for rate in $RATES; do run "$store" "$rate"; done
+  for scenario in $SCENARIOS; do
+    case $scenario in
+      concentrated) for rate in $RATES; do run "$store" "$rate" "$scenario" "$CONCENTRATED"; done ;;
+      spread) run "$store" 3 "$scenario" "$SPREAD" ;;
+      partial) run "$store" 3 "$scenario" "$PARTIAL" ;;
+      *) echo "unknown scenario $scenario (concentrated, spread or partial)" >&2; exit 1 ;;
+    esac
+  done
 done
 
 echo

@@ -47,6 +47,7 @@ mod email;
 mod events;
 mod events_crash;
 mod fraud_conversion;
+mod fraud_levels;
 mod idempotency;
 mod interleavings;
 mod loadtest;

@@ -233,6 +233,14 @@ pub struct PumpingOptions {
     /// +861992, in that order).
     #[arg(long, default_value_t = DEFAULT_BOT_PREFIXES)]
     pub bot_prefixes: usize,
+    /// Spread pumping (issue 39): the bot sends into 40 Chinese mobile ranges at random
+    /// instead of --bot-prefixes; its goals are then on the whole attack (at most 200 SMS
+    /// paid, none in its last minute).
+    #[arg(long)]
+    pub bot_spread: bool,
+    /// Percent of its paid sends the bot verifies (SIMs it owns), 2 to 10 s after the send.
+    #[arg(long, default_value_t = 0.0)]
+    pub bot_converts: f64,
     /// Honest traffic alone for this long before the bot's first send.
     #[arg(long, value_parser = parse_duration, default_value = "30s")]
     pub bot_start: Duration,
@@ -250,6 +258,8 @@ impl Default for PumpingOptions {
             typing_delay: DEFAULT_TYPING_DELAY,
             bot_rate: DEFAULT_BOT_RATE,
             bot_prefixes: DEFAULT_BOT_PREFIXES,
+            bot_spread: false,
+            bot_converts: 0.0,
             bot_start: DEFAULT_BOT_START,
             client_budget: DEFAULT_CLIENT_BUDGET,
         }
@@ -260,7 +270,7 @@ impl PumpingOptions {
     /// Refuses values that make no attack.
     pub fn check(&self) -> Result<(), String> {
         let rate = |r: f64| r.is_finite() && (0.01..=1000.0).contains(&r);
-        let rules: [(bool, &str); 5] = [
+        let rules: [(bool, &str); 6] = [
             (rate(self.honest_rate), "--honest-rate from 0.01 to 1000"),
             (rate(self.bot_rate), "--bot-rate from 0.01 to 1000"),
             (
@@ -274,6 +284,10 @@ impl PumpingOptions {
             (
                 (1..=BOT_PREFIXES.len()).contains(&self.bot_prefixes),
                 "--bot-prefixes from 1 to 6",
+            ),
+            (
+                (0.0..=100.0).contains(&self.bot_converts),
+                "--bot-converts from 0 to 100",
             ),
         ];
         match rules.into_iter().find(|(ok, _)| !ok) {

@@ -43,7 +43,7 @@ use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
 use self::clients::{BotClients, honest_address};
-use self::numbers::{BOT_PREFIXES, HONEST_PREFIXES, Prefix};
+use self::numbers::{BOT_PREFIXES, HONEST_PREFIXES, Prefix, SPREAD_PREFIXES};
 use self::report::{Answer, BotSend, GUARD_REFUSAL, HonestLogin};
 pub use self::report::{
     BotFigures, Goals, HonestFigures, PrefixFigures, PumpingReport, Setup, pumping_table,
@@ -82,7 +82,11 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
     let client = Arc::new(Client::new(options.targets.clone())?);
     client.preflight().await?;
 
-    let prefixes = &BOT_PREFIXES[..pumping.bot_prefixes];
+    let prefixes = if pumping.bot_spread {
+        &SPREAD_PREFIXES[..]
+    } else {
+        &BOT_PREFIXES[..pumping.bot_prefixes]
+    };
     // Enough clients for every send the attack plans, and one more round.
     let planned = (pumping.bot_rate * attack.as_secs_f64()).ceil() as u64 + 1;
     let bot_clients = BotClients::new(planned, pumping.client_budget);
@@ -114,6 +118,8 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
         bot_secs: attack.as_secs_f64(),
         client_budget: pumping.client_budget,
         bot_clients: bot_clients.groups(),
+        bot_spread: pumping.bot_spread,
+        bot_converts_percent: pumping.bot_converts,
     };
     let bot = Bot {
         client,
@@ -121,6 +127,7 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
         prefixes,
         clients: bot_clients,
         rate: pumping.bot_rate,
+        converts: pumping.bot_converts,
         rng: bot_rng,
     };
     live.say(format_args!(
@@ -231,14 +238,15 @@ impl HonestUser {
     }
 }
 
-/// The pumping bot: fresh numbers of its prefixes, sent from its clients in turn, never
-/// verified.
+/// The pumping bot: fresh numbers of its prefixes, sent from its clients in turn, verified
+/// (`converts` percent of those paid) only as SIMs it owns would be.
 struct Bot<'a> {
     client: Arc<Client>,
     live: Arc<Live>,
     prefixes: &'a [Prefix],
     clients: BotClients,
     rate: f64,
+    converts: f64,
     rng: StdRng,
 }
 
@@ -260,10 +268,24 @@ impl Bot<'_> {
             let prefix = self.rng.random_range(..self.prefixes.len());
             let phone = self.prefixes[prefix].draw(&mut self.rng);
             let (client, live) = (self.client.clone(), self.live.clone());
+            let verifies = self.rng.random_range(0.0..100.0) < self.converts;
+            let typing = Duration::from_secs_f64(self.rng.random_range(2.0..10.0));
             sends.push(tokio::spawn(async move {
-                let answer = Answer::of(client.send_from(&phone, from).await.map(|(code, _)| code));
+                let reply = client.send_from(&phone, from).await;
+                let id = reply.as_ref().ok().and_then(|(_, id)| id.clone());
+                let answer = Answer::of(reply.map(|(code, _)| code));
                 let answered_after = started.elapsed();
                 live.bot(prefix, &answer, answered_after);
+                if verifies && answer == Answer::Ok {
+                    tokio::time::sleep(typing).await;
+                    if let Ok(messages) = client.outbox(&phone).await
+                        && let Some(sms) = messages.last()
+                    {
+                        let _ = client
+                            .verify_from(id.as_deref(), &phone, &sms.code, from)
+                            .await;
+                    }
+                }
                 BotSend {
                     prefix,
                     answered_after,

@@ -69,6 +69,52 @@ pub const BOT_PREFIXES: [Prefix; 6] = [
     Prefix::new("CN", "+861992", 13),
 ];
 
+/// Spread pumping (issue 39): forty Chinese mobile ranges of the calling code and three
+/// digits, none an honest user's, which a bot with `--bot-spread` sends into at random, so
+/// that each range alone sees a send every 13 s at 3 a second.
+pub const SPREAD_PREFIXES: [Prefix; 40] = [
+    Prefix::new("CN", "+86130", 13),
+    Prefix::new("CN", "+86131", 13),
+    Prefix::new("CN", "+86132", 13),
+    Prefix::new("CN", "+86133", 13),
+    Prefix::new("CN", "+86135", 13),
+    Prefix::new("CN", "+86136", 13),
+    Prefix::new("CN", "+86137", 13),
+    Prefix::new("CN", "+86138", 13),
+    Prefix::new("CN", "+86151", 13),
+    Prefix::new("CN", "+86152", 13),
+    Prefix::new("CN", "+86153", 13),
+    Prefix::new("CN", "+86155", 13),
+    Prefix::new("CN", "+86156", 13),
+    Prefix::new("CN", "+86157", 13),
+    Prefix::new("CN", "+86158", 13),
+    Prefix::new("CN", "+86159", 13),
+    Prefix::new("CN", "+86166", 13),
+    Prefix::new("CN", "+86173", 13),
+    Prefix::new("CN", "+86175", 13),
+    Prefix::new("CN", "+86176", 13),
+    Prefix::new("CN", "+86177", 13),
+    Prefix::new("CN", "+86178", 13),
+    Prefix::new("CN", "+86180", 13),
+    Prefix::new("CN", "+86181", 13),
+    Prefix::new("CN", "+86182", 13),
+    Prefix::new("CN", "+86183", 13),
+    Prefix::new("CN", "+86184", 13),
+    Prefix::new("CN", "+86185", 13),
+    Prefix::new("CN", "+86187", 13),
+    Prefix::new("CN", "+86188", 13),
+    Prefix::new("CN", "+86189", 13),
+    Prefix::new("CN", "+86191", 13),
+    Prefix::new("CN", "+86193", 13),
+    Prefix::new("CN", "+86195", 13),
+    Prefix::new("CN", "+86196", 13),
+    Prefix::new("CN", "+86197", 13),
+    Prefix::new("CN", "+86198", 13),
+    Prefix::new("CN", "+86199", 13),
+    Prefix::new("CN", "+86147", 13),
+    Prefix::new("CN", "+86172", 13),
+];
+
 /// The regions the honest users and the bot need served (`VCODE_ALLOWED_REGIONS`), sorted.
 pub fn regions() -> Vec<&'static str> {
     let mut regions: Vec<_> = HONEST_PREFIXES
@@ -106,7 +152,11 @@ mod tests {
     #[test]
     fn every_number_drawn_is_a_valid_mobile_of_its_region() {
         let mut rng = StdRng::seed_from_u64(25);
-        for prefix in HONEST_PREFIXES.iter().chain(&BOT_PREFIXES) {
+        for prefix in HONEST_PREFIXES
+            .iter()
+            .chain(&BOT_PREFIXES)
+            .chain(&SPREAD_PREFIXES)
+        {
             for _ in 0..300 {
                 check_number(prefix, &prefix.draw(&mut rng));
             }
@@ -142,6 +192,20 @@ mod tests {
             }
         }
         assert_eq!(regions(), ["CN", "DE", "GB", "US"]);
+        // The spread bot's ranges are its own: none is an honest user's, none repeats.
+        let mut spread: Vec<&str> = SPREAD_PREFIXES.iter().map(|p| p.e164).collect();
+        spread.sort_unstable();
+        spread.dedup();
+        assert_eq!(spread.len(), SPREAD_PREFIXES.len());
+        for honest in &HONEST_PREFIXES {
+            assert!(
+                SPREAD_PREFIXES
+                    .iter()
+                    .all(|p| !honest.e164.starts_with(p.e164)),
+                "{}",
+                honest.e164
+            );
+        }
     }
 
     #[test]

@@ -19,6 +19,12 @@ pub const MAX_PAID_PER_PREFIX: u64 = 100;
 /// ...and is first refused within this long of its first send, while the guard refuses no
 /// honest send.
 pub const MAX_TIME_TO_STOP: Duration = Duration::from_secs(120);
+/// Issue 39's goal for a bot spread over 40 ranges: at most this many SMS in all…
+pub const MAX_PAID_SPREAD: u64 = 200;
+/// …for a bot that verifies a share of its own sends, into one range: at most this many…
+pub const MAX_PAID_CONVERTING: u64 = 150;
+/// …and stopped, not only slowed: none paid in the attack's last this long.
+pub const STOPPED_FOR: Duration = Duration::from_secs(60);
 
 /// How the service answered one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +90,12 @@ pub struct Setup {
     pub client_budget: u32,
     /// IPv4 addresses and IPv6 /64s the bot's sends came from.
     pub bot_clients: u64,
+    /// Spread over 40 ranges (`--bot-spread`).
+    #[serde(default)]
+    pub bot_spread: bool,
+    /// Percent of its paid sends the bot verified.
+    #[serde(default)]
+    pub bot_converts_percent: f64,
 }
 
 /// One attacked prefix.
@@ -112,6 +124,12 @@ pub struct BotFigures {
     pub failures: BTreeMap<String, u64>,
     /// Sends the bot did not make: every client had spent its budget.
     pub skipped: u64,
+    /// The guard's first refusal of any of the bot's sends, into the attack.
+    #[serde(default)]
+    pub first_refusal_after_secs: Option<f64>,
+    /// The last SMS paid to the bot, into the attack.
+    #[serde(default)]
+    pub last_paid_after_secs: Option<f64>,
     pub prefixes: Vec<PrefixFigures>,
 }
 
@@ -208,6 +226,21 @@ impl BotFigures {
         };
         for send in sends {
             figures.sends += 1;
+            let at = secs(send.answered_after);
+            match &send.answer {
+                Answer::Ok => {
+                    let last = figures.last_paid_after_secs.unwrap_or(0.0);
+                    figures.last_paid_after_secs = Some(last.max(at));
+                }
+                Answer::Refused(GUARD_REFUSAL)
+                    if figures
+                        .first_refusal_after_secs
+                        .is_none_or(|first| at < first) =>
+                {
+                    figures.first_refusal_after_secs = Some(at);
+                }
+                _ => {}
+            }
             match &send.answer {
                 Answer::Ok => figures.paid += 1,
                 Answer::Refused(code) => *figures.refused.entry(*code).or_default() += 1,
@@ -259,9 +292,32 @@ impl HonestFigures {
 
 impl Goals {
     /// Issue 25's goals against the figures of a run whose bot pumped for `attack_secs`.
-    pub fn judge(bot: &BotFigures, honest: &HonestFigures, attack_secs: f64) -> Self {
+    pub fn judge(bot: &BotFigures, honest: &HonestFigures, setup: &Setup) -> Self {
+        let attack_secs = setup.bot_secs;
         let mut missed = Vec::new();
-        for prefix in &bot.prefixes {
+        // Issue 39: a spread bot, or one converting a share of its sends, is judged on the
+        // whole attack: what it was paid in all, and whether it was stopped.
+        let whole = match (setup.bot_spread, setup.bot_converts_percent > 0.0) {
+            (true, _) => Some(MAX_PAID_SPREAD),
+            (false, true) => Some(MAX_PAID_CONVERTING),
+            (false, false) => None,
+        };
+        if let Some(max_paid) = whole {
+            if bot.paid > max_paid {
+                missed.push(format!(
+                    "the bot was paid {} SMS in all (at most {max_paid})",
+                    bot.paid
+                ));
+            }
+            let stopped_by = attack_secs - STOPPED_FOR.as_secs_f64();
+            if let Some(last) = bot.last_paid_after_secs.filter(|last| *last > stopped_by) {
+                missed.push(format!(
+                    "the bot was still paid {last} s into the attack (stopped: none in its last {} s)",
+                    STOPPED_FOR.as_secs()
+                ));
+            }
+        }
+        for prefix in bot.prefixes.iter().filter(|_| whole.is_none()) {
             if prefix.paid > MAX_PAID_PER_PREFIX {
                 missed.push(format!(
                     "the bot was paid {} SMS into {} (at most {MAX_PAID_PER_PREFIX})",
@@ -310,7 +366,7 @@ impl PumpingReport {
     ) -> Self {
         let bot = BotFigures::new(prefixes, bot_sends, skipped);
         let honest = HonestFigures::new(honest_logins);
-        let goals = Goals::judge(&bot, &honest, setup.bot_secs);
+        let goals = Goals::judge(&bot, &honest, &setup);
         Self {
             setup,
             elapsed_secs: secs(elapsed),
@@ -595,6 +651,43 @@ mod tests {
         assert_eq!(HonestFigures::new(&[]).conversion, None);
     }
 
+    fn attack(bot_secs: f64, bot_spread: bool, bot_converts_percent: f64) -> Setup {
+        Setup {
+            label: None,
+            targets: 1,
+            seed: 1,
+            honest_rate: 1.0,
+            honest_abandon_percent: 10.0,
+            typing_delay_max_secs: 20.0,
+            bot_rate: 3.0,
+            bot_start_secs: 30.0,
+            bot_secs,
+            client_budget: 20,
+            bot_clients: 100,
+            bot_spread,
+            bot_converts_percent,
+        }
+    }
+
+    #[test]
+    fn a_spread_or_converting_bot_is_judged_on_the_whole_attack() {
+        let bot = |paid, last_paid| BotFigures {
+            paid,
+            last_paid_after_secs: Some(last_paid),
+            ..BotFigures::default()
+        };
+        let clean = HonestFigures::default();
+        let spread = attack(360.0, true, 0.0);
+        assert!(Goals::judge(&bot(200, 299.0), &clean, &spread).met());
+        let missed = Goals::judge(&bot(201, 100.0), &clean, &spread).missed;
+        assert_eq!(missed, ["the bot was paid 201 SMS in all (at most 200)"]);
+        let missed = Goals::judge(&bot(150, 301.0), &clean, &spread).missed;
+        assert!(missed[0].contains("still paid 301 s"), "{missed:?}");
+        let converting = attack(300.0, false, 12.0);
+        assert!(Goals::judge(&bot(150, 10.0), &clean, &converting).met());
+        assert!(!Goals::judge(&bot(151, 10.0), &clean, &converting).met());
+    }
+
     #[test]
     fn goals_are_missed_by_pay_by_time_and_by_the_guard_refusing_an_honest_send() {
         let stopped = |paid, after| PrefixFigures {
@@ -611,7 +704,11 @@ mod tests {
             ..BotFigures::default()
         };
         let clean = HonestFigures::default();
-        let met = Goals::judge(&bot(vec![stopped(100, Some(120.0))]), &clean, 150.0);
+        let met = Goals::judge(
+            &bot(vec![stopped(100, Some(120.0))]),
+            &clean,
+            &attack(150.0, false, 0.0),
+        );
         assert!(met.met(), "{:?}", met.missed);
         let cases = [
             (stopped(101, Some(30.0)), "paid 101 SMS into +447537"),
@@ -622,7 +719,7 @@ mod tests {
             ),
         ];
         for (prefix, expected) in cases {
-            let goals = Goals::judge(&bot(vec![prefix]), &clean, 150.0);
+            let goals = Goals::judge(&bot(vec![prefix]), &clean, &attack(150.0, false, 0.0));
             assert_eq!(goals.missed.len(), 1, "{:?}", goals.missed);
             assert!(goals.missed[0].contains(expected), "{:?}", goals.missed);
         }
@@ -635,10 +732,18 @@ mod tests {
             }
         };
         let by_others = refused(&[(42902, 1), (50300, 2)]);
-        let goals = Goals::judge(&bot(vec![stopped(1, Some(1.0))]), &by_others, 150.0);
+        let goals = Goals::judge(
+            &bot(vec![stopped(1, Some(1.0))]),
+            &by_others,
+            &attack(150.0, false, 0.0),
+        );
         assert!(goals.met(), "listed, not the guard's: {:?}", goals.missed);
         let by_the_guard = refused(&[(GUARD_REFUSAL, 2), (50300, 2)]);
-        let goals = Goals::judge(&bot(vec![stopped(1, Some(1.0))]), &by_the_guard, 150.0);
+        let goals = Goals::judge(
+            &bot(vec![stopped(1, Some(1.0))]),
+            &by_the_guard,
+            &attack(150.0, false, 0.0),
+        );
         assert_eq!(
             goals.missed,
             ["2 honest sends were refused by the guard (none may be)"]
@@ -659,6 +764,8 @@ mod tests {
             bot_secs: 150.0,
             client_budget: 20,
             bot_clients: 23,
+            bot_spread: false,
+            bot_converts_percent: 0.0,
         };
         let logins = [login(Answer::Ok, true, Some(Answer::Ok))];
         let report = PumpingReport::new(

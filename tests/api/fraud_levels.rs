@@ -1,0 +1,159 @@
+//! The fraud guard's levels through the API (issue 39), on the embedded store, Redis and
+//! PostgreSQL, every threshold at its default: a number range without history that never
+//! converts is refused after a handful of sends (403/40300, no SMS), while a destination that
+//! verified before is still served in it and the honest users of another range are not
+//! touched; the operator sees the refusal's level and reason.
+
+use vcode::fraud::FraudSettings;
+use vcode::settings::AbuseSettings;
+use vcode_wire::{FraudReason, FraudSuspensions, paths};
+
+use crate::support::{Backend, TestApp, spawn_app_with};
+
+const TOKEN: &str = "fraud-admin-token-0123";
+
+/// A fresh number of `+86 <range> xxxx` (the range: 3 to 7 digits after the calling code).
+fn number(range: &str) -> String {
+    use rand::RngExt;
+    let free = 11 - range.len();
+    let max = 10u64.pow(free as u32);
+    format!(
+        "+86{range}{:0free$}",
+        rand::rng().random_range(0..max),
+        free = free
+    )
+}
+
+async fn app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, |s| {
+        s.admin_token = Some(TOKEN.into());
+        s.abuse = AbuseSettings::unlimited();
+        // Every threshold at its default (the harness puts the levels out of reach).
+        s.fraud = FraudSettings::default();
+    })
+    .await
+}
+
+async fn a_range_that_never_converts_is_refused_but_not_its_returning_users(backend: Backend) {
+    let app = app(backend).await;
+    // A returning user of the range: verified once, before the pump.
+    let returning = number("1370000");
+    assert_eq!(app.send(&returning).await.status, 200);
+    let code = app.last_code(&returning).await;
+    assert_eq!(app.verify(&returning, &code).await.status, 200);
+    // Honest users of another range of the country, who verify.
+    for _ in 0..6 {
+        let phone = number("139");
+        assert_eq!(app.send(&phone).await.status, 200);
+        let code = app.last_code(&phone).await;
+        assert_eq!(app.verify(&phone, &code).await.status, 200);
+    }
+    // Its conversion is counted in the background.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    // A bot: fresh numbers of one 7-digit range, never verified. The range has no history,
+    // so a handful (10 beyond what conversion explains) is all it gets.
+    let mut paid = 0;
+    let mut refused = None;
+    for _ in 0..30 {
+        let phone = number("1370000");
+        let answer = app.send(&phone).await;
+        match answer.status {
+            200 => paid += 1,
+            403 => {
+                assert_eq!(answer.code(), 40300, "{answer:?}");
+                assert!(app.inbox(&phone).await.is_empty(), "no SMS when refused");
+                refused = Some(answer);
+                break;
+            }
+            other => panic!("{other}: {answer:?}"),
+        }
+    }
+    let refused = refused.expect("the range was refused");
+    assert!(
+        (9..=12).contains(&paid),
+        "paid {paid} before the first refusal"
+    );
+    assert!(refused.retry_after.is_some());
+    // Refused for new users; the returning one is served (after its cooldown: another purpose).
+    assert_eq!(app.send(&number("1370000")).await.code(), 40300);
+    let again = app
+        .request(
+            app.client
+                .post(app.url(paths::OTP_SEND))
+                .json(&serde_json::json!({
+                    "phone": returning, "purpose": "register"
+                })),
+        )
+        .await;
+    assert_eq!(
+        again.status, 200,
+        "a returning user is never refused: {again:?}"
+    );
+    // Another range of the country, whose users convert, is untouched.
+    assert_eq!(app.send(&number("139")).await.status, 200);
+    // The operator sees the level and why.
+    let listed = app
+        .request(
+            app.client
+                .get(app.admin_url(paths::FRAUD_SUSPENSIONS))
+                .bearer_auth(TOKEN),
+        )
+        .await;
+    let listed: FraudSuspensions = listed.data();
+    let suspension = listed
+        .suspensions
+        .iter()
+        .find(|s| s.prefix == "861370000")
+        .unwrap_or_else(|| panic!("{listed:?}"));
+    assert_eq!(suspension.reason, FraudReason::Unconverted);
+    assert_eq!(suspension.country, "CN");
+    assert!(suspension.sends >= 10, "{suspension:?}");
+}
+
+/// A whole range of the calling code and 3 digits, pumped at random: refused by its record in
+/// the store's own step (the admission), which a returning user's send passes, taken again.
+async fn a_pumped_prefix_is_refused_in_the_store_s_step_but_not_its_returning_users(
+    backend: Backend,
+) {
+    let app = app(backend).await;
+    let returning = number("135");
+    assert_eq!(app.send(&returning).await.status, 200);
+    let code = app.last_code(&returning).await;
+    assert_eq!(app.verify(&returning, &code).await.status, 200);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let mut refused = false;
+    for _ in 0..30 {
+        if app.send(&number("135")).await.status == 403 {
+            refused = true;
+            break;
+        }
+    }
+    assert!(refused, "the prefix was never refused");
+    assert_eq!(app.send(&number("135")).await.code(), 40300);
+    let again = app
+        .request(
+            app.client
+                .post(app.url(paths::OTP_SEND))
+                .json(&serde_json::json!({
+                    "phone": returning, "purpose": "register"
+                })),
+        )
+        .await;
+    assert_eq!(
+        again.status, 200,
+        "a returning user is never refused: {again:?}"
+    );
+    assert_eq!(
+        app.send(&number("135")).await.code(),
+        40300,
+        "still refused"
+    );
+}
+
+on_stores!(
+    memory => Memory, redis => Redis, postgres => Postgres;
+    [
+        a_range_that_never_converts_is_refused_but_not_its_returning_users,
+        a_pumped_prefix_is_refused_in_the_store_s_step_but_not_its_returning_users,
+    ]
+);
