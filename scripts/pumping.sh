@@ -15,7 +15,7 @@
 #
 #   scripts/pumping.sh                      # 3, 10 and 30 a second on Redis and PostgreSQL (~22 min)
 #   QUICK=1 scripts/pumping.sh              # CI: 10 a second into one prefix, and the spread bot
-#                                           # for 150 s, Redis only (~5 min)
+#                                           # for 210 s, Redis only (~5 min)
 #   SCENARIOS=spread scripts/pumping.sh     # one of issue 39's scenarios (concentrated, spread, partial)
 #   RATES="3 30" STORES=postgres scripts/pumping.sh
 #   PROFILE=release scripts/pumping.sh      # the release binary (default: the dev build the
@@ -38,7 +38,7 @@ if [ "$QUICK" = 1 ]; then
   RATES=${RATES:-10}; STORES=${STORES:-redis}; SCENARIOS=${SCENARIOS:-concentrated spread}
   EXTRA="--bot-start 10s ${EXTRA:-}"
   CONCENTRATED="--bot-prefixes 1 --duration 60s"
-  SPREAD="--bot-spread --duration 150s"
+  SPREAD="--bot-spread --duration 210s"
 else
   RATES=${RATES:-3 10 30}; STORES=${STORES:-redis postgres}; EXTRA=${EXTRA:-}
   SCENARIOS=${SCENARIOS:-concentrated spread partial}

@@ -213,17 +213,13 @@ pub fn assess(
     (evidence, reason)
 }
 
-/// Whether a range converts well enough, on enough of its own traffic, to go on while its
-/// country or the service is pumped.
-fn trusted(thresholds: &LevelThresholds, evidence: &Evidence, reference: f64) -> bool {
-    let before = evidence.history.less(&evidence.recent);
-    let converted = evidence
-        .recent
-        .conversions
-        .max(before.conversions * recent_share_of_history());
-    converted >= thresholds.evidence_floor / 2.0
-        && evidence.recent.conversion().unwrap_or(1.0)
-            >= thresholds.min_conversion_ratio * reference
+/// Whether a range may go on while its country or the service is pumped: before this send,
+/// its unconverted sends were (nearly) all explained by its users' conversions. A bot's range
+/// is refused from its third unexplained send; an honest range, whose codes are typed within
+/// seconds, rarely has two outstanding (a refusal counts as a send: a range wrongly refused
+/// stays so while the pump lasts, which is why the margin is not zero).
+fn trusted(thresholds: &LevelThresholds, evidence: &Evidence) -> bool {
+    evidence.excess - 1.0 < thresholds.evidence_floor / 4.0
 }
 
 /// Judges a send on its levels' counts (narrowest first, as [`levels_of`], this send
@@ -253,7 +249,7 @@ pub fn judge_levels(
     // The send's widest range: its home, whose own users' conversion may vouch for it.
     let home = (0..kinds.len()).rev().find(|i| kinds[*i].is_range());
     match home {
-        Some(home) if trusted(thresholds, &assessed[home].0, reference) => None,
+        Some(home) if trusted(thresholds, &assessed[home].0) => None,
         _ => Some(verdict(wide, Reason::Spread)),
     }
 }
