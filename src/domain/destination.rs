@@ -23,7 +23,8 @@ impl Channel {
 }
 
 /// An email destination: the address as the request wrote it (normalised), which the mail is
-/// addressed to, and its folded form, which names its records and budgets.
+/// addressed to, and its mailbox (`EmailAddress::mailbox`: lower case, `+tag` and Gmail's dots
+/// folded), which names its records and budgets.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct EmailDestination {
     address: EmailAddress,
@@ -32,7 +33,7 @@ pub struct EmailDestination {
 
 impl EmailDestination {
     pub fn new(address: EmailAddress) -> Self {
-        let folded = address.folded();
+        let folded = address.mailbox();
         Self { address, folded }
     }
 
@@ -55,9 +56,10 @@ pub enum Destination {
 
 impl Destination {
     /// What the stores name its records after, and the token's `sub`: a phone's E.164
-    /// (`+8613800138000`, the layout phones always had), an address folded to lower case
-    /// (`john@example.com`): `John@` and `john@` are one mailbox, one code, one budget. The two
-    /// never collide: an E.164 starts with `+` and has no `@`.
+    /// (`+8613800138000`, the layout phones always had), an address folded to its mailbox
+    /// (`john@example.com`): `John@`, `john+news@` and `john@` are one mailbox, one code, one
+    /// budget, and `j.ohn@gmail.com` is `john@gmail.com`. The two never collide: an E.164
+    /// starts with `+` and has no `@`.
     pub fn key(&self) -> &str {
         match self {
             Self::Phone(phone) => phone.as_e164(),
@@ -163,6 +165,25 @@ impl fmt::Debug for EmailDestination {
 mod tests {
     use super::*;
     use crate::domain::Region;
+
+    #[test]
+    fn spellings_of_one_mailbox_are_one_key() {
+        let keys: Vec<String> = [
+            "victim+1@gmail.com",
+            "Vic.tim+2@GMAIL.com",
+            "victim@googlemail.com",
+        ]
+        .into_iter()
+        .map(|raw| {
+            Destination::from(EmailAddress::parse(raw).unwrap())
+                .key()
+                .to_owned()
+        })
+        .collect();
+        assert_eq!(keys, ["victim@gmail.com"; 3]);
+        let tagged = Destination::from(EmailAddress::parse("Vic.tim+2@gmail.com").unwrap());
+        assert_eq!(tagged.email().unwrap().as_str(), "Vic.tim+2@gmail.com");
+    }
 
     #[test]
     fn an_address_is_keyed_folded_and_sent_as_written() {

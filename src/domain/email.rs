@@ -128,6 +128,35 @@ impl EmailAddress {
         self.address.to_ascii_lowercase()
     }
 
+    /// The mailbox the address reaches (issue 39): folded to lower case, a `+tag` dropped
+    /// (`ann+news@` is `ann@`), and for the providers that ignore dots in the local part, the
+    /// dots (`a.n.n@gmail.com`, `ann@googlemail.com` and `ann@gmail.com` are one). What the
+    /// stores name a code's records and budgets after, and the fraud guard counts: twelve
+    /// spellings of one mailbox are one budget. The mail still goes to the address as written.
+    pub fn mailbox(&self) -> String {
+        let folded = self.folded();
+        let (local, domain) = folded.split_at(self.at);
+        let domain = &domain[1..];
+        // A local part that starts with `+` is all tag: kept whole.
+        let local = match local.find('+') {
+            Some(at) if at > 0 => &local[..at],
+            _ => local,
+        };
+        match domain {
+            "gmail.com" | "googlemail.com" => {
+                let undotted: String = local.chars().filter(|c| *c != '.').collect();
+                // A local part of dots alone is no Gmail address: kept as written.
+                let local = if undotted.is_empty() {
+                    local
+                } else {
+                    &undotted
+                };
+                format!("{local}@gmail.com")
+            }
+            _ => format!("{local}@{domain}"),
+        }
+    }
+
     /// The form used in logs: the first character of the local part, `***`, and the domain
     /// (`j***@example.com`), enough to correlate reports without exposing users.
     pub fn masked(&self) -> String {
@@ -251,6 +280,7 @@ mod tests {
         assert_eq!(address.local_part(), "John");
         assert_eq!(address.domain(), "xn--bcher-kva.example");
         assert_eq!(address.folded(), "john@xn--bcher-kva.example");
+        assert_eq!(address.mailbox(), "john@xn--bcher-kva.example");
     }
 
     /// Every value that could add a header, a recipient or an SMTP command, or that the
@@ -350,5 +380,25 @@ mod tests {
         assert_eq!(address.to_string(), "j***@example.com");
         assert_eq!(format!("{address:?}"), "EmailAddress(j***@example.com)");
         assert!(!format!("{address:?}").contains("john"));
+    }
+
+    #[test]
+    fn a_mailbox_folds_tags_everywhere_and_dots_where_the_provider_ignores_them() {
+        let mailbox = |raw: &str| EmailAddress::parse(raw).unwrap().mailbox();
+        assert_eq!(mailbox("Victim+1@Example.com"), "victim@example.com");
+        assert_eq!(mailbox("victim+a+b@example.com"), "victim@example.com");
+        assert_eq!(
+            mailbox("v.i.c.t.i.m@example.com"),
+            "v.i.c.t.i.m@example.com"
+        );
+        assert_eq!(mailbox("V.i.c.t.i.m+12@GMail.com"), "victim@gmail.com");
+        assert_eq!(mailbox("victim@googlemail.com"), "victim@gmail.com");
+        assert_eq!(mailbox("+news@example.com"), "+news@example.com");
+        let written = EmailAddress::parse("V.ictim+12@gmail.com").unwrap();
+        assert_eq!(
+            written.as_str(),
+            "V.ictim+12@gmail.com",
+            "the mail goes as written"
+        );
     }
 }

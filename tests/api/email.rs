@@ -157,8 +157,11 @@ async fn an_emailed_code_passes_dkim_and_verifies_by_email(backend: Backend) {
     let server = MailServer::start("plain", &[]);
     let dkim = DkimKey::new();
     let app = app_mailing(backend, &server, Some(&dkim)).await;
-    let address = format!("Ann.Lee+{}@Example.COM", rand::random::<u32>());
+    let user = format!("Ann.Lee{}", rand::random::<u32>());
+    let address = format!("{user}+news@Example.COM");
     let folded = address.to_ascii_lowercase();
+    // The mailbox: folded, its tag dropped (issue 39).
+    let mailbox = format!("{}@example.com", user.to_ascii_lowercase());
 
     let sent = send_email(&app, &address).await;
     assert_eq!(sent.status, 200, "{sent:?}");
@@ -174,13 +177,19 @@ async fn an_emailed_code_passes_dkim_and_verifies_by_email(backend: Backend) {
     assert_eq!(checked["dkim"], true, "{checked}");
     let code = code_in(checked["text"].as_str().unwrap());
 
-    // The cooldown holds per address, whatever its case.
-    let soon = send_email(&app, &folded).await;
-    assert_eq!(
-        soon.body["code"],
-        ErrorCode::ResendCooldown.code(),
-        "{soon:?}"
-    );
+    // The cooldown holds per mailbox, whatever its case or its tag.
+    for spelling in [
+        folded.clone(),
+        format!("{user}+other@example.com"),
+        mailbox.clone(),
+    ] {
+        let soon = send_email(&app, &spelling).await;
+        assert_eq!(
+            soon.body["code"],
+            ErrorCode::ResendCooldown.code(),
+            "{spelling}: {soon:?}"
+        );
+    }
     assert!(server.nothing_received());
 
     // A wrong code counts under the id, as for SMS.
@@ -207,7 +216,7 @@ async fn an_emailed_code_passes_dkim_and_verifies_by_email(backend: Backend) {
     assert_eq!(verified.status, 200, "{verified:?}");
     let data: VerifyData = verified.data();
     let signed = claims(data.token.as_deref().expect("a token"));
-    assert_eq!(signed["sub"], folded);
+    assert_eq!(signed["sub"], mailbox);
     assert_eq!(signed["channel"], "email");
     assert_eq!(signed["vid"], id);
 
