@@ -16,7 +16,8 @@
 #   scripts/pumping.sh                      # 3, 10 and 30 a second on Redis and PostgreSQL (~22 min)
 #   QUICK=1 scripts/pumping.sh              # CI: 10 a second into one prefix, and the spread bot
 #                                           # for 210 s, Redis only (~5 min)
-#   SCENARIOS=spread scripts/pumping.sh     # one of issue 39's scenarios (concentrated, spread, partial)
+#   SCENARIOS=spread scripts/pumping.sh     # one of issue 39's scenarios (concentrated, spread,
+#                                           # partial, busy: ~18 min)
 #   RATES="3 30" STORES=postgres scripts/pumping.sh
 #   PROFILE=release scripts/pumping.sh      # the release binary (default: the dev build the
 #                                           # tests use; a few dozen requests a second need no more)
@@ -45,6 +46,9 @@ else
   CONCENTRATED="" SPREAD="--bot-spread --duration 360s"
 fi
 PARTIAL="--bot-prefixes 1 --bot-converts 12 --duration 300s"
+# `busy`: every honest user of +86138 (half of them returning), 5 minutes of them before a bot
+# pumps random +86138 numbers at 5 a second for 3 minutes, and 10 minutes after it stops.
+BUSY="--busy-prefix --bot-start 300s --duration 180s --honest-after 600s"
 SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 command -v redis-server >/dev/null || scripts/provision
@@ -157,7 +161,8 @@ for store in $STORES; do
       concentrated) for rate in $RATES; do run "$store" "$rate" "$scenario" "$CONCENTRATED"; done ;;
       spread) run "$store" 3 "$scenario" "$SPREAD" ;;
       partial) run "$store" 3 "$scenario" "$PARTIAL" ;;
-      *) echo "unknown scenario $scenario (concentrated, spread or partial)" >&2; exit 1 ;;
+      busy) run "$store" 5 "$scenario" "$BUSY" ;;
+      *) echo "unknown scenario $scenario (concentrated, spread, partial or busy)" >&2; exit 1 ;;
     esac
   done
 done

@@ -136,7 +136,12 @@ function row(tbody, cells, attributes = {}) {
 }
 
 const num = (text, title) => ({ text, className: 'num', title });
-const prefixCell = (prefix, country) => ({ text: `+${prefix} ${country ?? ''}`.trim(), title: countryName(country) });
+// A number range is shown with its `+`; a mail domain (`@x`), a country and the service (`*`),
+// which the guard's levels also refuse (issue 39), as they are.
+const prefixCell = (prefix, country) => ({
+  text: `${/^[0-9]+$/.test(prefix) ? '+' : ''}${prefix} ${prefix === country ? '' : country ?? ''}`.trim(),
+  title: countryName(country),
+});
 const badge = (text, kind) => {
   const span = document.createElement('span');
   span.className = `state state-${kind}`;
@@ -253,16 +258,27 @@ function drawSuspensions(suspensions) {
     const conversion = s.sends ? s.conversions / s.sends : null;
     // A surge is held back for the grace period, no strike; a conversion suspension is a
     // strike, and a repeat offence is suspended for longer: the count says which this is.
-    const held = s.reason === 'surge';
-    const why = badge(!held && s.strikes > 1 ? `${s.reason} ×${s.strikes}` : s.reason, held ? 'held' : 'suspended');
-    why.title = held
+    const held = s.reason === 'surge' || s.reason === 'spread';
+    const label = badge(!held && s.strikes > 1 ? `${s.reason} ×${s.strikes}` : s.reason, held ? 'held' : 'suspended');
+    label.title = held
       ? 'held back: its unverified sends surged; judged again when the hold ends'
       : `suspended: its sends convert far below the baseline (strike ${s.strikes})`;
+    // A level's verdict says which level and the figures that decided it.
+    const why = document.createElement('span');
+    why.append(label);
+    if (s.evidence) {
+      const evidence = document.createElement('small');
+      evidence.className = 'evidence';
+      evidence.textContent = s.evidence;
+      why.append(document.createElement('br'), evidence);
+      label.title = s.evidence;
+    }
     row(tbody, [
       prefixCell(s.prefix, s.country), why, num(count(s.sends)),
       num(percent(conversion), `${count(s.conversions)} verified`),
       { text: relative(s.until_ms), title: `since ${new Date(s.since_ms).toLocaleString()}` },
-      lift,
+      // A spread record is the counts' verdict, taken again on every send: nothing to lift.
+      s.reason === 'spread' ? { text: '' } : lift,
     ], { prefix: s.prefix, reason: s.reason });
   }
   const n = suspensions.suspensions.length;

@@ -126,6 +126,7 @@ pub struct Suspension {
     pub strikes: u32,
     pub sends: u64,
     pub conversions: u64,
+    pub evidence: String,
 }
 
 /// What the guard does about a prefix now.
@@ -400,6 +401,15 @@ impl FraudGuard {
         judge_levels(&self.level_thresholds, &kinds, counts, reference)
     }
 
+    /// Whether an operator lifted `shown`'s block within the window.
+    async fn lifted_recently(&self, shown: &str, now: u64) -> Result<bool, StoreError> {
+        Ok(self.store.prefix_blocks().await?.iter().any(|block| {
+            block.prefix == shown
+                && block.lifted_ms > 0
+                && now.saturating_sub(block.lifted_ms) < WINDOW_MINUTES * BUCKET_MS
+        }))
+    }
+
     /// The block a level's verdict records: a range refused for the cool-off of its strike,
     /// a pumped country or service (whose untrusted ranges are refused while its counts say
     /// so) noted for the grace period.
@@ -432,6 +442,7 @@ impl FraudGuard {
             sends: evidence.recent.sends.round() as u64,
             conversions: evidence.recent.conversions.round() as u64,
             lifted_ms: 0,
+            evidence: describe_evidence(level, verdict),
         }
     }
 
@@ -506,6 +517,15 @@ impl FraudGuard {
         let new_block = match verdict {
             Verdict::Pass => match self.judge_levels(&levels, &level_counts) {
                 None => return Ok(admitted),
+                // An operator lifted this level's range within the window: not judged again
+                // (read only on the way to a refusal).
+                Some(level_verdict)
+                    if self
+                        .lifted_recently(&levels[level_verdict.level].shown, now)
+                        .await? =>
+                {
+                    return Ok(admitted);
+                }
                 Some(level_verdict) => self.level_block(
                     &levels[level_verdict.level],
                     &level_verdict,
@@ -558,6 +578,7 @@ impl FraudGuard {
             sends: tally.judged.sends,
             conversions: tally.judged.conversions,
             lifted_ms: 0,
+            evidence: String::new(),
         }
     }
 
@@ -705,6 +726,7 @@ impl FraudGuard {
                 strikes: block.strikes,
                 sends: block.sends,
                 conversions: block.conversions,
+                evidence: block.evidence,
             })
             .collect();
         active.sort_by(|a, b| b.since_ms.cmp(&a.since_ms).then(a.prefix.cmp(&b.prefix)));
@@ -813,6 +835,32 @@ impl FraudGuard {
             Some(_) => PrefixState::Suspended,
         }
     }
+}
+
+/// A level's verdict in words, for the operator: the level, its recent and history counts,
+/// what its conversion explains and what it was allowed.
+fn describe_evidence(level: &RangeLevel, verdict: &LevelVerdict) -> String {
+    let e = &verdict.evidence;
+    let what = match verdict.reason {
+        Reason::Spread => "pumped over ranges without converting history",
+        Reason::Undelivered => "undelivered far above its own history",
+        _ => "unconverted sends beyond what its conversion explains",
+    };
+    format!(
+        "{} {}: {what}; recent {:.0} sends, {:.0} verified, {:.0} undelivered; expected \
+         conversion {:.0} %; unexplained {:.1} of {:.1} allowed; history {:.0} sends, {:.0} \
+         verified",
+        level.kind.name(),
+        level.shown,
+        e.recent.sends,
+        e.recent.conversions,
+        e.recent.undelivered,
+        e.expected_conversion * 100.0,
+        e.excess,
+        e.allowed,
+        e.history.sends,
+        e.history.conversions,
+    )
 }
 
 /// A minute's counts as the judgement reads them.

@@ -101,6 +101,7 @@ fn suspension(suspension: Suspension) -> FraudSuspension {
         strikes: suspension.strikes,
         sends: suspension.sends,
         conversions: suspension.conversions,
+        evidence: suspension.evidence,
     }
 }
 

@@ -49,6 +49,10 @@ pub struct PrefixBlock {
     /// When an operator last lifted a block of it (0: never).
     #[serde(default)]
     pub lifted_ms: u64,
+    /// Why, for the operator: a level's verdict names the level and the figures that decided
+    /// it (issue 39); empty for the minute guard's (its sends and conversions say it).
+    #[serde(default)]
+    pub evidence: String,
 }
 
 impl PrefixBlock {

@@ -238,6 +238,16 @@ pub struct PumpingOptions {
     /// paid, none in its last minute).
     #[arg(long)]
     pub bot_spread: bool,
+    /// A busy prefix (issue 39): every honest user is of +86138, half of them returning
+    /// (a number that verified earlier in the run, at least 70 s before), and the bot pumps
+    /// random numbers of +86138. Honest traffic goes on for --honest-after past the attack.
+    /// Goals: at most 150 SMS paid, no returning user refused.
+    #[arg(long)]
+    pub busy_prefix: bool,
+    /// Honest traffic goes on this long after the bot stops (to see how long new users of a
+    /// refused prefix are refused after the pump).
+    #[arg(long, value_parser = parse_duration, default_value = "0s")]
+    pub honest_after: Duration,
     /// Percent of its paid sends the bot verifies (SIMs it owns), 2 to 10 s after the send.
     #[arg(long, default_value_t = 0.0)]
     pub bot_converts: f64,
@@ -259,6 +269,8 @@ impl Default for PumpingOptions {
             bot_rate: DEFAULT_BOT_RATE,
             bot_prefixes: DEFAULT_BOT_PREFIXES,
             bot_spread: false,
+            busy_prefix: false,
+            honest_after: Duration::ZERO,
             bot_converts: 0.0,
             bot_start: DEFAULT_BOT_START,
             client_budget: DEFAULT_CLIENT_BUDGET,

@@ -55,6 +55,10 @@ pub struct FraudSuspension {
     /// The judged sends and their conversions that decided it.
     pub sends: u64,
     pub conversions: u64,
+    /// A level's verdict (`unconverted`, `undelivered`, `spread`): the level and the figures
+    /// that decided it, in words; empty for `conversion` and `surge`.
+    #[serde(default)]
+    pub evidence: String,
 }
 
 /// `POST /api/v1/admin/fraud/suspensions/{prefix}/lift`.
@@ -188,6 +192,7 @@ mod tests {
             strikes: 1,
             sends: 40,
             conversions: 0,
+            evidence: String::new(),
         };
         assert_eq!(
             serde_json::to_value(&suspension).unwrap()["reason"],

@@ -245,7 +245,7 @@ impl FraudStore for PostgresStore {
     async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
         let row = self
             .query_one(
-                "SELECT vcode_fraud_block($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                "SELECT vcode_fraud_block($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
                 &[
                     &block.prefix,
                     &block.country,
@@ -258,6 +258,7 @@ impl FraudStore for PostgresStore {
                     &bigint(block.conversions),
                     &bigint(block.lifted_ms),
                     &bigint(now_ms),
+                    &block.evidence,
                 ],
             )
             .await?;

@@ -538,18 +538,20 @@ END $$;
 CREATE OR REPLACE FUNCTION vcode_fraud_block(
   p_prefix text, p_country text, p_reason text, p_since bigint, p_until bigint,
   p_strikes integer, p_struck bigint, p_sends bigint, p_conversions bigint, p_lifted bigint,
-  p_now bigint)
+  p_now bigint, p_evidence text)
 RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
   PERFORM vcode_lock('fraud:' || p_prefix);
-  INSERT INTO vcode_fraud_blocks AS b
+  INSERT INTO vcode_fraud_blocks AS b (prefix, country, reason, since_ms, until_ms, strikes,
+      struck_ms, sends, conversions, lifted_ms, evidence)
     VALUES (p_prefix, p_country, p_reason, p_since, p_until, p_strikes, p_struck, p_sends,
-      p_conversions, p_lifted)
+      p_conversions, p_lifted, p_evidence)
     ON CONFLICT (prefix) DO UPDATE
       SET country = excluded.country, reason = excluded.reason, since_ms = excluded.since_ms,
           until_ms = excluded.until_ms, strikes = excluded.strikes,
           struck_ms = excluded.struck_ms, sends = excluded.sends,
-          conversions = excluded.conversions, lifted_ms = excluded.lifted_ms
+          conversions = excluded.conversions, lifted_ms = excluded.lifted_ms,
+          evidence = excluded.evidence
       WHERE b.until_ms <= p_now;
   RETURN FOUND;
 END $$;

@@ -667,6 +667,7 @@ mod tests {
             sends: 5,
             conversions: 6,
             lifted_ms: 0,
+            evidence: "range7 | and all".to_owned(),
         };
         let raw = format!("0,0,1,0,9,9,9,9||{}", encode_block(&recorded).unwrap());
         let Admission::Admitted {

@@ -89,6 +89,7 @@ fn block(prefix: &str, reason: Reason, now: u64, until_ms: u64) -> PrefixBlock {
         sends: 40,
         conversions: 1,
         lifted_ms: 0,
+        evidence: format!("range of {prefix}: evidence kept as written"),
     }
 }
 

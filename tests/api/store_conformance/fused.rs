@@ -159,6 +159,7 @@ async fn fused_steps_answer_alike_on_the_backend_and_step_by_step(backend: Backe
             sends: 40,
             conversions: 1,
             lifted_ms: 0,
+            evidence: String::new(),
         };
         assert!(t.store.block_prefix(&block, now).await.unwrap());
         let refused_before = refusals(&*t.store, minute).await;

@@ -43,7 +43,7 @@ use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
 use self::clients::{BotClients, honest_address};
-use self::numbers::{BOT_PREFIXES, HONEST_PREFIXES, Prefix, SPREAD_PREFIXES};
+use self::numbers::{BOT_PREFIXES, BUSY_PREFIX, HONEST_PREFIXES, Prefix, SPREAD_PREFIXES};
 use self::report::{Answer, BotSend, GUARD_REFUSAL, HonestLogin};
 pub use self::report::{
     BotFigures, Goals, HonestFigures, PrefixFigures, PumpingReport, Setup, pumping_table,
@@ -84,6 +84,8 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
 
     let prefixes = if pumping.bot_spread {
         &SPREAD_PREFIXES[..]
+    } else if pumping.busy_prefix {
+        std::slice::from_ref(&BUSY_PREFIX)
     } else {
         &BOT_PREFIXES[..pumping.bot_prefixes]
     };
@@ -103,8 +105,9 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
         client.clone(),
         live.clone(),
         pumping.clone(),
-        started + pumping.bot_start + attack,
+        started + pumping.bot_start + attack + pumping.honest_after,
         honest_rng,
+        started,
     ));
     let setup = Setup {
         label: options.label.clone(),
@@ -120,6 +123,7 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
         bot_clients: bot_clients.groups(),
         bot_spread: pumping.bot_spread,
         bot_converts_percent: pumping.bot_converts,
+        busy_prefix: pumping.busy_prefix,
     };
     let bot = Bot {
         client,
@@ -166,18 +170,39 @@ async fn honest_traffic(
     options: PumpingOptions,
     until: Instant,
     mut rng: StdRng,
+    started: Instant,
 ) -> anyhow::Result<Vec<HonestLogin>> {
     let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / options.honest_rate));
     // Late ticks are caught up: the rate is what was asked for, on average.
     ticks.set_missed_tick_behavior(MissedTickBehavior::Burst);
     let mut users = Vec::new();
+    // With --busy-prefix: numbers that verified, and when, for returning users to take.
+    let verified: Arc<std::sync::Mutex<Vec<(String, Instant)>>> = Arc::default();
     for index in 0.. {
         if ticks.tick().await.into_std() >= until {
             break;
         }
-        let prefix = &HONEST_PREFIXES[rng.random_range(..HONEST_PREFIXES.len())];
+        let returning = options.busy_prefix && rng.random_range(0..2) == 0;
+        let reused = returning
+            .then(|| {
+                let mut verified = verified.lock().expect("verified numbers");
+                // At least 70 s since its verify: past the resend cooldown.
+                let ready = verified
+                    .iter()
+                    .position(|(_, at)| at.elapsed() >= Duration::from_secs(70))?;
+                Some(verified.swap_remove(ready).0)
+            })
+            .flatten();
+        let prefix = if options.busy_prefix {
+            &BUSY_PREFIX
+        } else {
+            &HONEST_PREFIXES[rng.random_range(..HONEST_PREFIXES.len())]
+        };
         let user = HonestUser {
-            phone: prefix.draw(&mut rng),
+            returning: reused.is_some(),
+            phone: reused.unwrap_or_else(|| prefix.draw(&mut rng)),
+            started,
+            verified: verified.clone(),
             from: honest_address(index),
             types_code: rng.random_range(0.0..100.0) >= options.honest_abandon,
             typing: Duration::from_secs_f64(
@@ -193,9 +218,14 @@ async fn honest_traffic(
     Ok(logins)
 }
 
-/// One honest user: a fresh number and address, and whether and when the code is typed.
+/// One honest user: a fresh number (or, returning, one that verified before) and address,
+/// and whether and when the code is typed.
 struct HonestUser {
     phone: String,
+    returning: bool,
+    started: Instant,
+    /// Where a verified number goes for a later returning user.
+    verified: Arc<std::sync::Mutex<Vec<(String, Instant)>>>,
     from: IpAddr,
     types_code: bool,
     typing: Duration,
@@ -205,6 +235,7 @@ impl HonestUser {
     /// Sends; if an SMS came and the user means to, reads it and types its code.
     async fn login(self, client: Arc<Client>, live: Arc<Live>) -> HonestLogin {
         let reply = client.send_from(&self.phone, self.from).await;
+        let answered_after = self.started.elapsed();
         let verification_id = reply.as_ref().ok().and_then(|(_, id)| id.clone());
         let send = Answer::of(reply.map(|(code, _)| code));
         live.honest(&send);
@@ -230,8 +261,14 @@ impl HonestUser {
         } else {
             None
         };
+        if verify == Some(Answer::Ok) {
+            let mut verified = self.verified.lock().expect("verified numbers");
+            verified.push((self.phone.clone(), Instant::now()));
+        }
         HonestLogin {
             send,
+            returning: self.returning,
+            answered_after,
             types_code: self.types_code,
             verify,
         }

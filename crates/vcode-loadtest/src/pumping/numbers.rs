@@ -115,6 +115,10 @@ pub const SPREAD_PREFIXES: [Prefix; 40] = [
     Prefix::new("CN", "+86172", 13),
 ];
 
+/// The busy prefix (issue 39, `--busy-prefix`): every honest user's, and the one the bot pumps
+/// with random numbers of it.
+pub const BUSY_PREFIX: Prefix = Prefix::new("CN", "+86138", 13);
+
 /// The regions the honest users and the bot need served (`VCODE_ALLOWED_REGIONS`), sorted.
 pub fn regions() -> Vec<&'static str> {
     let mut regions: Vec<_> = HONEST_PREFIXES

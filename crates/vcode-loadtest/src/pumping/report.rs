@@ -23,6 +23,8 @@ pub const MAX_TIME_TO_STOP: Duration = Duration::from_secs(120);
 pub const MAX_PAID_SPREAD: u64 = 200;
 /// …for a bot that verifies a share of its own sends, into one range: at most this many…
 pub const MAX_PAID_CONVERTING: u64 = 150;
+/// …for a bot pumping a busy prefix with random numbers of it: at most this many…
+pub const MAX_PAID_BUSY: u64 = 150;
 /// …and stopped, not only slowed: none paid in the attack's last this long.
 pub const STOPPED_FOR: Duration = Duration::from_secs(60);
 
@@ -62,6 +64,10 @@ pub struct BotSend {
 #[derive(Clone, Debug)]
 pub struct HonestLogin {
     pub send: Answer,
+    /// A number that verified before (`--busy-prefix`).
+    pub returning: bool,
+    /// When the send was answered, from the run's start.
+    pub answered_after: Duration,
     /// Whether the user meant to type the code (some never do).
     pub types_code: bool,
     /// The verify, if the user got an SMS and typed its code.
@@ -96,6 +102,9 @@ pub struct Setup {
     /// Percent of its paid sends the bot verified.
     #[serde(default)]
     pub bot_converts_percent: f64,
+    /// Honest users and the bot in one busy prefix, half the honest users returning.
+    #[serde(default)]
+    pub busy_prefix: bool,
 }
 
 /// One attacked prefix.
@@ -150,6 +159,16 @@ pub struct HonestFigures {
     pub verified: u64,
     /// `verified / sent`: what the guard sees of honest traffic.
     pub conversion: Option<f64>,
+    /// Returning users' sends (`--busy-prefix`), and those the guard refused (the goal: 0).
+    #[serde(default)]
+    pub returning: u64,
+    #[serde(default)]
+    pub returning_refused_by_guard: u64,
+    /// New users' sends the guard refused, and the last such refusal, from the run's start.
+    #[serde(default)]
+    pub new_refused_by_guard: u64,
+    #[serde(default)]
+    pub last_new_refusal_secs: Option<f64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -261,6 +280,16 @@ impl HonestFigures {
         let mut figures = Self::default();
         for login in logins {
             figures.logins += 1;
+            let by_guard = login.send == Answer::Refused(GUARD_REFUSAL);
+            if login.returning {
+                figures.returning += 1;
+                figures.returning_refused_by_guard += u64::from(by_guard);
+            } else if by_guard {
+                figures.new_refused_by_guard += 1;
+                let at = secs(login.answered_after);
+                let last = figures.last_new_refusal_secs.unwrap_or(0.0);
+                figures.last_new_refusal_secs = Some(last.max(at));
+            }
             match &login.send {
                 Answer::Ok => figures.sent += 1,
                 Answer::Refused(code) => *figures.refused.entry(*code).or_default() += 1,
@@ -300,6 +329,7 @@ impl Goals {
         let whole = match (setup.bot_spread, setup.bot_converts_percent > 0.0) {
             (true, _) => Some(MAX_PAID_SPREAD),
             (false, true) => Some(MAX_PAID_CONVERTING),
+            (false, false) if setup.busy_prefix => Some(MAX_PAID_BUSY),
             (false, false) => None,
         };
         if let Some(max_paid) = whole {
@@ -341,7 +371,16 @@ impl Goals {
         }
         // Other refusals (a quota, a store that timed out) are listed by the report, and are
         // not the guard's to answer for.
-        if honest.refused_by_guard > 0 {
+        // A busy prefix refused for its pump refuses its new users too (the report says how
+        // many, and until when); its returning users never.
+        if setup.busy_prefix {
+            if honest.returning_refused_by_guard > 0 {
+                missed.push(format!(
+                    "{} returning users were refused by the guard (none may be)",
+                    honest.returning_refused_by_guard
+                ));
+            }
+        } else if honest.refused_by_guard > 0 {
             missed.push(format!(
                 "{} honest sends were refused by the guard (none may be)",
                 honest.refused_by_guard
@@ -445,6 +484,20 @@ impl PumpingReport {
             honest.verified,
             by_kind(&honest.failures),
         );
+        if setup.busy_prefix {
+            let attack_end = setup.bot_start_secs + setup.bot_secs;
+            let after = honest
+                .last_new_refusal_secs
+                .map_or("-".to_owned(), |last| format!("{:.0} s", last - attack_end));
+            let _ = writeln!(
+                out,
+                "busy prefix: {} returning users (refused by the guard: {}); new users refused by                  the guard: {} of {}, the last {after} after the pump stopped",
+                honest.returning,
+                honest.returning_refused_by_guard,
+                honest.new_refused_by_guard,
+                honest.logins - honest.returning,
+            );
+        }
         if self.goals.met() {
             let _ = writeln!(
                 out,
@@ -571,6 +624,8 @@ mod tests {
 
     fn login(send: Answer, types_code: bool, verify: Option<Answer>) -> HonestLogin {
         HonestLogin {
+            returning: false,
+            answered_after: Duration::ZERO,
             send,
             types_code,
             verify,
@@ -666,6 +721,7 @@ mod tests {
             bot_clients: 100,
             bot_spread,
             bot_converts_percent,
+            busy_prefix: false,
         }
     }
 
@@ -766,6 +822,7 @@ mod tests {
             bot_clients: 23,
             bot_spread: false,
             bot_converts_percent: 0.0,
+            busy_prefix: false,
         };
         let logins = [login(Answer::Ok, true, Some(Answer::Ok))];
         let report = PumpingReport::new(

@@ -24,3 +24,9 @@ CREATE TABLE IF NOT EXISTS vcode_fraud_returning (
   expires_at_ms bigint NOT NULL
 );
 CREATE INDEX IF NOT EXISTS vcode_fraud_returning_expiry ON vcode_fraud_returning (expires_at_ms);
+
+-- A block's evidence, for the operator (a level's verdict in words), and the block function
+-- that writes it: the old one, without it, goes (functions.sql has the new).
+ALTER TABLE vcode_fraud_blocks ADD COLUMN IF NOT EXISTS evidence text NOT NULL DEFAULT '';
+DROP FUNCTION IF EXISTS vcode_fraud_block(text, text, text, bigint, bigint, integer, bigint,
+  bigint, bigint, bigint, bigint);
