@@ -8,6 +8,7 @@
 mod guard;
 pub mod levels;
 pub mod policy;
+mod safe_list;
 mod settings;
 
 pub use self::guard::{
@@ -15,4 +16,7 @@ pub use self::guard::{
     Suspension, TrafficBucket, TrafficReport, country_of,
 };
 pub use self::policy::{Level, Reason};
+pub use self::safe_list::{
+    ListedEntry, MAX_ADDED_BY, MAX_DIGITS, MAX_TENANT_ENTRIES, SafeList, SafeListError, parse_entry,
+};
 pub use self::settings::FraudSettings;
