@@ -325,6 +325,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
     let twilio = Arc::new(TwilioCompat::new(
         services.otp.clone(),
         stores.twilio.clone(),
+        services.safe_list.clone(),
         settings.twilio_accounts.clone().unwrap_or_default(),
         settings.abuse.twilio_services_per_account as usize,
     ));

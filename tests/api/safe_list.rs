@@ -3,19 +3,23 @@
 //! back (a number, then the whole prefix), and its removal ends the exemption, on the embedded
 //! store, Redis and PostgreSQL; bad entries are refused with the envelope and change nothing,
 //! and `VCODE_FRAUD_SAFE_LIST`'s entries are listed read-only; a second instance sharing the
-//! store applies a change within the refresh period.
+//! store applies a change within the refresh period. A Twilio account's `/v2/SafeList/Numbers`
+//! exempt that account's sends only (Twilio's bodies and errors), and the official SDKs keep
+//! a Safe List through Prism.
 
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use vcode::Settings;
 use vcode::settings::AbuseSettings;
+use vcode::twilio_compat::{TwilioAccounts, accounts};
 use vcode_wire::{
     FraudSafeList, FraudSafeListAdded, FraudSafeListRemoved, FraudSafeListSource, paths,
 };
 
 use crate::support::app::Answer;
 use crate::support::{Backend, TestApp, spawn_app_with, spawn_second_instance};
+use crate::twilio_sdk::{Prism, missing_tools, twilio_dir};
 
 const TOKEN: &str = "safe-list-admin-token-0123";
 /// Unverified sends a prefix may have within grace here: the next one holds it back.
@@ -336,9 +340,284 @@ async fn within_the_refresh_period(app: &TestApp, phone: &str, exempt: bool) -> 
     }
 }
 
+/// One Twilio account's HTTP Basic credentials.
+struct Account {
+    sid: String,
+    token: String,
+}
+
+impl Account {
+    async fn call(
+        &self,
+        app: &TestApp,
+        method: reqwest::Method,
+        path: &str,
+        form: &[(&str, &str)],
+    ) -> (u16, Value) {
+        let response = app
+            .client
+            .request(method, app.url(path))
+            .basic_auth(&self.sid, Some(&self.token))
+            .form(form)
+            .send()
+            .await
+            .expect("the app answers");
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        let body = if text.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON ({status}): {text}"))
+        };
+        (status, body)
+    }
+
+    async fn start(&self, app: &TestApp, service: &str, to: &str) -> (u16, Value) {
+        let path = format!("/v2/Services/{service}/Verifications");
+        self.call(
+            app,
+            reqwest::Method::POST,
+            &path,
+            &[("To", to), ("Channel", "sms")],
+        )
+        .await
+    }
+}
+
+fn twilio_error(code: u32, status: u16, message: &str) -> Value {
+    json!({
+        "code": code,
+        "message": message,
+        "more_info": format!("https://www.twilio.com/docs/errors/{code}"),
+        "status": status,
+    })
+}
+
+async fn an_account_s_numbers_exempt_its_own_sends_only(backend: Backend) {
+    let (one, one_token, one_entry) = accounts::generate();
+    let (other, other_token, other_entry) = accounts::generate();
+    let app = spawn_app_with(backend, |s| {
+        configure(s);
+        s.twilio_accounts =
+            Some(TwilioAccounts::parse(&format!("{one_entry}\n{other_entry}")).unwrap());
+    })
+    .await;
+    let one = Account {
+        sid: one,
+        token: one_token,
+    };
+    let other = Account {
+        sid: other,
+        token: other_token,
+    };
+    let mut services = Vec::new();
+    for account in [&one, &other] {
+        let (status, service) = account
+            .call(
+                &app,
+                reqwest::Method::POST,
+                "/v2/Services",
+                &[("FriendlyName", "Shop")],
+            )
+            .await;
+        assert_eq!(status, 201, "{service}");
+        services.push(service["sid"].as_str().unwrap().to_owned());
+    }
+    hold(&app, "150").await;
+    let own = number("150");
+    let (status, refused) = one.start(&app, &services[0], &own).await;
+    assert_eq!(status, 403, "held: {refused}");
+
+    let (status, created) = one
+        .call(
+            &app,
+            reqwest::Method::POST,
+            "/v2/SafeList/Numbers",
+            &[("PhoneNumber", &own)],
+        )
+        .await;
+    assert_eq!(status, 201, "{created}");
+    let sid = created["sid"].as_str().unwrap().to_owned();
+    assert!(sid.starts_with("GN") && sid.len() == 34, "{sid}");
+    assert_eq!(
+        created,
+        json!({"sid": sid, "phone_number": own,
+               "url": format!("{}/v2/SafeList/Numbers/{own}", app.address)})
+    );
+    // Added again: the same number, the same SID.
+    let (status, again) = one
+        .call(
+            &app,
+            reqwest::Method::POST,
+            "/v2/SafeList/Numbers",
+            &[("PhoneNumber", &own)],
+        )
+        .await;
+    assert_eq!((status, &again), (201, &created));
+    let path = format!("/v2/SafeList/Numbers/{own}");
+    let (status, fetched) = one.call(&app, reqwest::Method::GET, &path, &[]).await;
+    assert_eq!((status, &fetched), (200, &created));
+
+    // The account's own send is exempt; another account's, a browser's, are not.
+    let (status, started) = one.start(&app, &services[0], &own).await;
+    assert_eq!(status, 201, "{started}");
+    assert_eq!(started["status"], "pending");
+    let (status, blocked) = other.start(&app, &services[1], &own).await;
+    assert_eq!(
+        (status, blocked),
+        (
+            403,
+            twilio_error(60410, 403, "Verification delivery attempt blocked")
+        )
+    );
+    assert_eq!(app.send(&own).await.code(), 40300, "a browser's send");
+    // Another account sees nothing of it, nor does an operator's removal without its tenant.
+    let not_found = twilio_error(
+        20404,
+        404,
+        &format!("The requested resource /SafeList/Numbers/{own} was not found"),
+    );
+    let (status, body) = other.call(&app, reqwest::Method::GET, &path, &[]).await;
+    assert_eq!((status, &body), (404, &not_found));
+    let (status, body) = other.call(&app, reqwest::Method::DELETE, &path, &[]).await;
+    assert_eq!((status, &body), (404, &not_found));
+    assert_eq!(remove(&app, &own).await.code(), 40400);
+    // The operator sees it, as the account's.
+    let listed = list(&app).await;
+    assert_eq!(listed.entries.len(), 1, "{listed:?}");
+    let entry = &listed.entries[0];
+    assert_eq!(entry.source, FraudSafeListSource::Tenant);
+    assert_eq!(entry.tenant, Some(format!("twilio:{}", one.sid)));
+    assert_eq!(entry.added_by.as_deref(), Some(one.sid.as_str()));
+
+    // Whole numbers in E.164 only: no prefix, no national form, nothing else.
+    let invalid = twilio_error(60200, 400, "Invalid parameter: PhoneNumber");
+    for bad in [
+        "+86150",
+        "86150",
+        "+1",
+        "15000138000",
+        "+86 150 0013 8000",
+        "x",
+        "",
+    ] {
+        let (status, body) = one
+            .call(
+                &app,
+                reqwest::Method::POST,
+                "/v2/SafeList/Numbers",
+                &[("PhoneNumber", bad)],
+            )
+            .await;
+        assert_eq!((status, &body), (400, &invalid), "{bad:?}");
+    }
+    let (status, body) = one
+        .call(&app, reqwest::Method::POST, "/v2/SafeList/Numbers", &[])
+        .await;
+    assert_eq!((status, &body), (400, &invalid));
+    assert_eq!(list(&app).await.entries.len(), 1, "nothing added");
+    let (status, _) = one
+        .call(&app, reqwest::Method::PUT, "/v2/SafeList/Numbers", &[])
+        .await;
+    assert_eq!(status, 405);
+
+    let (status, body) = one.call(&app, reqwest::Method::DELETE, &path, &[]).await;
+    assert_eq!((status, body), (204, Value::Null));
+    let (status, _) = one.call(&app, reqwest::Method::GET, &path, &[]).await;
+    assert_eq!(status, 404);
+    let (status, refused) = one.start(&app, &services[0], &number("150")).await;
+    assert_eq!(status, 403, "{refused}");
+    let (status, refused) = one.start(&app, &services[0], &own).await;
+    assert_eq!(status, 403, "no longer exempt: {refused}");
+    // Credentials are Twilio's.
+    let stranger = Account {
+        sid: one.sid.clone(),
+        token: "0".repeat(32),
+    };
+    let (status, body) = stranger.call(&app, reqwest::Method::GET, &path, &[]).await;
+    assert_eq!((status, body["code"].as_u64()), (401, Some(20003)));
+}
+
+/// The official SDKs (PyPI and npm `twilio`) add, check and remove an account's Safe List
+/// numbers through Prism, with the effect on its sends and none on another account's
+/// (tests/twilio/safe_list.py and .mjs).
+async fn the_official_sdks_keep_an_account_s_safe_list_through_prism(backend: Backend) {
+    if let Some(why) = missing_tools() {
+        if std::env::var_os("TEST_REQUIRE_SDK").is_some() {
+            panic!("TEST_REQUIRE_SDK is set but the Twilio SDKs or Prism cannot run: {why}");
+        }
+        eprintln!(
+            "\n*** SKIPPED the Twilio SDK Safe List flows: {why}\n*** run scripts/provision\n"
+        );
+        return;
+    }
+    let (one, one_token, one_entry) = accounts::generate();
+    let (other, other_token, other_entry) = accounts::generate();
+    let app = spawn_app_with(backend, |s| {
+        configure(s);
+        s.twilio_accounts =
+            Some(TwilioAccounts::parse(&format!("{one_entry}\n{other_entry}")).unwrap());
+    })
+    .await;
+    hold(&app, "150").await;
+    let prism = Prism::start(&app.address).await;
+    let through_prism = format!("http://127.0.0.1:{}", prism.port);
+    let mut provoked = 0;
+    for (program, script) in [("python3", "safe_list.py"), ("node", "safe_list.mjs")] {
+        let run = tokio::process::Command::new(program)
+            .current_dir(twilio_dir())
+            .arg(script)
+            .args([
+                &through_prism,
+                &app.address,
+                &one,
+                &one_token,
+                &other,
+                &other_token,
+            ])
+            .kill_on_drop(true)
+            .output();
+        let output = tokio::time::timeout(Duration::from_secs(120), run)
+            .await
+            .unwrap_or_else(|_| panic!("{script} did not finish in 120 s"))
+            .expect("the flow runs");
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("FLOW OK"),
+            "{script} failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        provoked += stdout
+            .lines()
+            .find_map(|line| line.strip_prefix("UNDOCUMENTED ERRORS "))
+            .and_then(|count| count.trim().parse::<usize>().ok())
+            .expect("the flow counts its undocumented error answers");
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let violations = prism.violations();
+    let unexpected: Vec<&String> = violations
+        .iter()
+        .filter(|line| {
+            !line.contains("Violation: response Unable to match the returned status code")
+        })
+        .collect();
+    assert!(
+        unexpected.is_empty(),
+        "Prism found differences from Twilio's description:\n{unexpected:#?}"
+    );
+    assert_eq!(violations.len(), provoked, "{violations:#?}");
+    assert!(
+        provoked > 0,
+        "the flows provoke errors, so the check above can fail"
+    );
+}
+
 on_stores!(
     memory => Memory, redis => Redis, postgres => Postgres;
-    [an_operator_s_entry_exempts_a_held_prefix_until_removed]
+    [
+        an_operator_s_entry_exempts_a_held_prefix_until_removed,
+        an_account_s_numbers_exempt_its_own_sends_only,
+    ]
 );
 
 on_stores!(
@@ -349,4 +628,9 @@ on_stores!(
 on_stores!(
     memory_checks => Memory;
     [bad_entries_are_refused_and_change_nothing]
+);
+
+on_stores!(
+    memory_sdk => Memory, redis_sdk => Redis;
+    [the_official_sdks_keep_an_account_s_safe_list_through_prism]
 );
