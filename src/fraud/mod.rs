@@ -3,7 +3,8 @@
 //! instance; a prefix whose judged sends convert far below the service's baseline is
 //! suspended for a cool-off that grows on repeat, and one whose fresh unconverted sends surge
 //! far above its own recent rate is held back until they can be judged. `policy` judges,
-//! `guard` is the use case the send and verify paths and the operator routes call.
+//! `guard` is the use case the send and verify paths and the operator routes call, and
+//! `safe_list` the destinations it never judges (configured, and changed while running).
 
 mod guard;
 pub mod levels;

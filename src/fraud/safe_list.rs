@@ -8,9 +8,9 @@
 //! No send reads the store: each instance keeps the whole list in memory, behind one atomic
 //! pointer (`arc_swap`), rebuilt from the store every `VCODE_FRAUD_SAFE_LIST_REFRESH_SECS` and
 //! changed at once on the instance that changed the store. A send's lookup is one pointer load
-//! and, for a list that is not empty, one hash lookup per distinct entry length that fits the
-//! number (at most 15, usually one to three), whatever the list's size; an empty list answers
-//! on the pointer load alone.
+//! and a scan of at most 16 entries, or for a larger list one hash lookup per distinct entry
+//! length that fits the number (at most 15, usually one to three), whatever the list's size
+//! (docs/performance.md has the figures).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
@@ -23,6 +23,9 @@ use crate::store::{SafeEntry, SafeListStore, StoreError};
 
 /// The most digits an entry has: an E.164 number's.
 pub const MAX_DIGITS: usize = 15;
+/// A scope with at most this many entries is scanned (a few comparisons of short strings cost
+/// less than one hash lookup); a larger one is looked up by length.
+const SCAN_AT_MOST: usize = 16;
 /// The longest "added by" an entry keeps.
 pub const MAX_ADDED_BY: usize = 64;
 /// The entries one tenant may have (a Twilio account's numbers).
@@ -132,6 +135,12 @@ impl Prefixes {
 
     /// Whether `digits` (a number's, without `+`) is, or starts with, an entry.
     fn matches(&self, digits: &str) -> bool {
+        if self.entries.len() <= SCAN_AT_MOST {
+            return self
+                .entries
+                .iter()
+                .any(|entry| digits.starts_with(&**entry));
+        }
         let fitting = match digits.len() {
             n if n >= MAX_DIGITS => u16::MAX,
             n => (1u16 << (n + 1)) - 1,
@@ -495,21 +504,33 @@ mod tests {
 
     #[test]
     fn a_number_is_looked_up_at_the_lengths_of_the_entries_only() {
-        let mut prefixes = Prefixes::default();
-        for digits in ["1", "44740", "861380013800", "123456789012345"] {
-            prefixes.insert(digits);
+        // A few entries are scanned, more are looked up by length: both answer alike.
+        for filler in [0, 2 * SCAN_AT_MOST] {
+            let mut prefixes = Prefixes::default();
+            for digits in ["1", "44740", "861380013800", "123456789012345"] {
+                prefixes.insert(digits);
+            }
+            for n in 0..filler {
+                prefixes.insert(&format!("99{n:08}"));
+            }
+            assert_eq!(prefixes.entries.len() > SCAN_AT_MOST, filler > 0);
+            let mut lengths = (1 << 1) | (1 << 5) | (1 << 12) | (1 << 15);
+            if filler > 0 {
+                lengths |= 1 << 10;
+            }
+            assert_eq!(prefixes.lengths, lengths);
+            assert!(prefixes.matches("12025550143"));
+            assert!(prefixes.matches("447400123456"));
+            assert!(prefixes.matches("8613800138000"));
+            assert!(!prefixes.matches("8613800138100"));
+            assert!(prefixes.matches("123456789012345"));
+            assert_eq!(prefixes.matches("99000000071234"), filler > 0);
+            // Shorter than an entry: that entry is not looked up (no slice past the end).
+            assert!(!prefixes.matches("4474"));
+            prefixes.remove("861380013800");
+            assert!(!prefixes.matches("8613800138000"));
+            assert_eq!(prefixes.lengths & (1 << 12), 0);
         }
-        assert_eq!(
-            prefixes.lengths,
-            (1 << 1) | (1 << 5) | (1 << 12) | (1 << 15)
-        );
-        assert!(prefixes.matches("12025550143"));
-        assert!(prefixes.matches("447400123456"));
-        assert!(prefixes.matches("8613800138000"));
-        assert!(!prefixes.matches("8613800138001"));
-        assert!(prefixes.matches("123456789012345"));
-        // Shorter than an entry: that entry is not looked up (no slice past the end).
-        assert!(!prefixes.matches("4474"));
         assert!(!Prefixes::default().matches("8613800138000"));
     }
 
