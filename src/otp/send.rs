@@ -360,7 +360,7 @@ impl OtpService {
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, &code)),
-            digest: digest.clone(),
+            digest,
             verification: verification.clone(),
             send_log: send_log_of(profile),
         };
