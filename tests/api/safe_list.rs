@@ -142,7 +142,7 @@ async fn an_operator_s_entry_exempts_a_held_prefix_until_removed(backend: Backen
     );
     let listed = list(&app).await;
     assert_eq!(listed.refresh_secs, REFRESH.as_secs());
-    assert_eq!(listed.entries, [added.entry.clone()]);
+    assert_eq!(listed.entries, std::slice::from_ref(&added.entry));
 
     // At once on this instance: the number is served, its neighbours still refused.
     assert!(served(&app, &safe).await, "exempt");
