@@ -4,8 +4,8 @@
 //! store, Redis and PostgreSQL; bad entries are refused with the envelope and change nothing,
 //! and `VCODE_FRAUD_SAFE_LIST`'s entries are listed read-only; a second instance sharing the
 //! store applies a change within the refresh period. A Twilio account's `/v2/SafeList/Numbers`
-//! exempt that account's sends only (Twilio's bodies and errors), and the official SDKs keep
-//! a Safe List through Prism.
+//! exempt that account's sends only (Twilio's bodies and errors), at most 1,000 of them, and
+//! the official SDKs keep a Safe List through Prism.
 
 use std::time::{Duration, Instant};
 
@@ -538,6 +538,75 @@ async fn an_account_s_numbers_exempt_its_own_sends_only(backend: Backend) {
     assert_eq!((status, body["code"].as_u64()), (401, Some(20003)));
 }
 
+/// An account lists at most `MAX_TENANT_ENTRIES` numbers (20403 past it, nothing added); the
+/// operators' entries and other accounts' do not count against it.
+async fn an_account_lists_at_most_a_thousand_numbers(backend: Backend) {
+    let (sid, token, entry) = accounts::generate();
+    let app = spawn_app_with(backend, |s| {
+        configure(s);
+        s.twilio_accounts = Some(TwilioAccounts::parse(&entry).unwrap());
+    })
+    .await;
+    let account = Account { sid, token };
+    let tenant = format!("twilio:{}", account.sid);
+    let stored = |tenant: Option<&str>, n: usize| vcode::store::SafeEntry {
+        tenant: tenant.map(str::to_owned),
+        digits: format!("86150{n:08}"),
+        added_by: "test".to_owned(),
+        added_at_ms: 1,
+    };
+    for n in 0..vcode::fraud::MAX_TENANT_ENTRIES - 1 {
+        for entry in [
+            stored(Some(&tenant), n),
+            stored(None, n),
+            stored(Some("twilio:AC0"), n),
+        ] {
+            assert!(app.store.safe_list.add_safe_entry(&entry).await.unwrap());
+        }
+    }
+    let post = |number: String| {
+        let account = &account;
+        let app = &app;
+        async move {
+            account
+                .call(
+                    app,
+                    reqwest::Method::POST,
+                    "/v2/SafeList/Numbers",
+                    &[("PhoneNumber", &number)],
+                )
+                .await
+        }
+    };
+    let (status, last) = post(number("150")).await;
+    assert_eq!(status, 201, "the thousandth: {last}");
+    let (status, refused) = post(number("150")).await;
+    assert_eq!(
+        (status, refused),
+        (
+            403,
+            twilio_error(
+                20403,
+                403,
+                "The maximum of 1000 Safe List numbers is reached"
+            )
+        )
+    );
+    // One listed already is answered as it is.
+    let (status, again) = post(last["phone_number"].as_str().unwrap().to_owned()).await;
+    assert_eq!((status, &again), (201, &last));
+    let own = app
+        .store
+        .safe_list
+        .safe_entries()
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|entry| entry.tenant.as_deref() == Some(tenant.as_str()))
+        .count();
+    assert_eq!(own, vcode::fraud::MAX_TENANT_ENTRIES);
+}
+
 /// The official SDKs (PyPI and npm `twilio`) add, check and remove an account's Safe List
 /// numbers through Prism, with the effect on its sends and none on another account's
 /// (tests/twilio/safe_list.py and .mjs).
@@ -627,7 +696,10 @@ on_stores!(
 
 on_stores!(
     memory_checks => Memory;
-    [bad_entries_are_refused_and_change_nothing]
+    [
+        bad_entries_are_refused_and_change_nothing,
+        an_account_lists_at_most_a_thousand_numbers,
+    ]
 );
 
 on_stores!(
