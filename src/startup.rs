@@ -18,7 +18,7 @@ use crate::credential_failures::CredentialFailures;
 use crate::domain::SendBudget;
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
 use crate::events::{Dispatcher, Dispatching, EventOperations};
-use crate::fraud::FraudGuard;
+use crate::fraud::{FraudGuard, SafeList};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
 use crate::otp::{OtpDependencies, OtpService, ReceiptSecrets, ReceiptService, SendGate, TenantId};
@@ -68,6 +68,11 @@ impl Application {
         }
         let delivering = start_events(&settings, &stores).await?;
         let services = Services::build(&settings, &stores)?;
+        // The safe list in effect before the first send (a store not answering yet leaves the
+        // configured entries, and the refresh tries again).
+        if let Err(error) = services.safe_list.reload().await {
+            tracing::warn!(%error, "fraud guard: the stored safe list not read at start; the configured entries apply until it is");
+        }
         let state = web::Data::new(app_state(&settings, &stores, services));
         let readiness = state.readiness.clone();
         let (port, server) = serve_public(&settings, state.clone())?;
@@ -213,6 +218,7 @@ struct Services {
     otp: Arc<OtpService>,
     receipts: Arc<ReceiptService>,
     fraud: Arc<FraudGuard>,
+    safe_list: Arc<SafeList>,
     captcha: Arc<CaptchaService>,
     pow: Arc<PowService>,
     tokens: Arc<TokenIssuer>,
@@ -249,13 +255,21 @@ impl Services {
                 .then(|| captcha.clone()),
             pow: settings.pow.send_requires_pow.then(|| pow.clone()),
         };
-        let fraud = Arc::new(FraudGuard::new(
-            (stores.fraud.clone(), stores.levels.clone()),
-            keyring.clone(),
-            settings.fraud.clone(),
-            settings.otp.code_ttl,
-            stats.clone(),
-        ));
+        let safe_list = SafeList::spawn(
+            stores.safe_list.clone(),
+            settings.fraud.safe_list.clone(),
+            settings.fraud.safe_list_refresh,
+        );
+        let fraud = Arc::new(
+            FraudGuard::new(
+                (stores.fraud.clone(), stores.levels.clone()),
+                keyring.clone(),
+                settings.fraud.clone(),
+                settings.otp.code_ttl,
+                stats.clone(),
+            )
+            .with_safe_list(safe_list.clone()),
+        );
         tracing::info!(guard = %fraud.describe(), "fraud guard (VCODE_FRAUD_*)");
         let otp = Arc::new(OtpService::new(
             OtpDependencies {
@@ -288,6 +302,7 @@ impl Services {
             otp,
             receipts,
             fraud,
+            safe_list,
             captcha,
             pow,
             tokens,
@@ -310,6 +325,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
     let twilio = Arc::new(TwilioCompat::new(
         services.otp.clone(),
         stores.twilio.clone(),
+        services.safe_list.clone(),
         settings.twilio_accounts.clone().unwrap_or_default(),
         settings.abuse.twilio_services_per_account as usize,
     ));
@@ -318,6 +334,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
         otp: services.otp,
         receipts: services.receipts,
         fraud: services.fraud,
+        safe_list: services.safe_list,
         events: Arc::new(EventOperations::new(stores.events.clone())),
         captcha: services.captcha,
         pow: services.pow,

@@ -16,6 +16,9 @@ const ROUTES = {
   traffic: (minutes) => `/api/v1/admin/fraud/traffic?minutes=${minutes}`,
   suspensions: '/api/v1/admin/fraud/suspensions',
   lift: (prefix) => `/api/v1/admin/fraud/suspensions/${encodeURIComponent(prefix)}/lift`,
+  safeList: '/api/v1/admin/fraud/safe-list',
+  safeEntry: (entry, tenant) => `/api/v1/admin/fraud/safe-list/${encodeURIComponent(entry)}${
+    tenant ? `?tenant=${encodeURIComponent(tenant)}` : ''}`,
   prices: '/api/v1/admin/sms-prices',
   delivery: (hours) => `/api/v1/admin/delivery-rates?hours=${hours}`,
   stats: '/api/v1/stats?days=7',
@@ -302,6 +305,82 @@ async function liftSuspension(prefix, button) {
   await load();
 }
 
+/// The fraud guard's safe list: the configured entries (read-only), the operators' and each
+/// tenant's, each but the configured with a Remove button.
+function drawSafeList(list) {
+  const tbody = $('safe-list').tBodies[0];
+  tbody.replaceChildren();
+  for (const e of list.entries) {
+    let action = { text: 'configured', className: 'muted', title: 'VCODE_FRAUD_SAFE_LIST: change the setting to remove it' };
+    if (e.source !== 'configured') {
+      action = document.createElement('button');
+      action.type = 'button';
+      action.className = 'unlist';
+      action.textContent = 'Remove';
+      action.title = `Remove ${e.entry} from the safe list`;
+      action.addEventListener('click', () => removeSafeEntry(e, action));
+    }
+    const added = e.added_at_ms == null
+      ? { text: '—', title: 'read at start' }
+      : { text: `${e.added_by}, ${relative(e.added_at_ms)}`, title: new Date(e.added_at_ms).toLocaleString() };
+    row(tbody, [
+      e.entry,
+      e.tenant ? { text: e.tenant, title: "this tenant's sends only" } : { text: 'every send' },
+      added,
+      action,
+    ], { entry: e.entry, source: e.source });
+  }
+  $('safe-list-scope').textContent = `other instances within ${list.refresh_secs} s`;
+  note('safe-list-note', list.entries.length ? '' : 'Empty: every destination is judged.');
+}
+
+function safeError(text) {
+  const element = $('safe-error');
+  element.textContent = text || '';
+  element.hidden = !text;
+}
+
+async function addSafeEntry(event) {
+  event.preventDefault();
+  const entry = $('safe-entry').value.trim();
+  const by = $('safe-by').value.trim();
+  if (!entry) return;
+  const button = event.submitter || $('safe-add').querySelector('button');
+  button.disabled = true;
+  try {
+    const answer = await api(ROUTES.safeList, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(by ? { entry, added_by: by } : { entry }),
+    });
+    if (answer.status === 200) {
+      $('safe-entry').value = '';
+      safeError('');
+    } else {
+      safeError(`Adding ${entry}: ${answer.body?.message || `HTTP ${answer.status}`}`);
+    }
+  } catch (error) {
+    if (error instanceof NeedToken) { askForToken(true); return; }
+    safeError(`Adding ${entry}: ${error.message}`);
+  } finally {
+    button.disabled = false;
+  }
+  await load();
+}
+
+async function removeSafeEntry(e, button) {
+  button.disabled = true;
+  try {
+    const answer = await api(ROUTES.safeEntry(e.entry, e.tenant), { method: 'DELETE' });
+    if (answer.status === 200) safeError('');
+    else safeError(`Removing ${e.entry}: ${answer.body?.message || `HTTP ${answer.status}`}`);
+  } catch (error) {
+    if (error instanceof NeedToken) { askForToken(true); return; }
+    safeError(`Removing ${e.entry}: ${error.message}`);
+  }
+  await load();
+}
+
 /// Quota refusals by day from the stats route; without it (no admin token configured, so no
 /// stats route), this instance's counters since it started, from /metrics.
 async function drawRefusals() {
@@ -427,9 +506,9 @@ async function load() {
     try {
       const minutes = Number($('range').value);
       const hours = Math.min(168, Math.max(1, Math.ceil(minutes / 60)));
-      const [traffic, suspensions, prices, delivery] = await Promise.all([
+      const [traffic, suspensions, prices, delivery, safeList] = await Promise.all([
         data(ROUTES.traffic(minutes)), data(ROUTES.suspensions), data(ROUTES.prices),
-        data(ROUTES.delivery(hours)),
+        data(ROUTES.delivery(hours)), data(ROUTES.safeList),
       ]);
       showConsole();
       const countries = countriesBySends(traffic);
@@ -439,6 +518,7 @@ async function load() {
       drawConversion(traffic, countries.map(([code]) => code));
       drawPrefixes(traffic);
       drawSuspensions(suspensions);
+      drawSafeList(safeList);
       drawLevel(traffic.level);
       drawSpend(countries, prices, minutes);
       drawDelivery(delivery, hours);
@@ -496,6 +576,7 @@ $('forget').addEventListener('click', () => {
   askForToken(false);
 });
 $('refresh').addEventListener('click', () => load());
+$('safe-add').addEventListener('submit', addSafeEntry);
 $('range').addEventListener('change', () => load());
 $('country').addEventListener('change', () => load());
 let resizing = null;

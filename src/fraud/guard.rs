@@ -15,6 +15,7 @@ use super::policy::{
     BASELINE_FLOOR, BASELINE_MIN_SENDS, BUCKET_MS, Counts, Level, Reason, Tally, Thresholds,
     Verdict, WINDOW_MINUTES, Window, baseline, cool_off, judge, remembered_strikes,
 };
+use super::safe_list::SafeList;
 use super::settings::FraudSettings;
 use crate::domain::traffic::{HalfLives, LEVEL_RECORD_TTL, LevelChange, LevelCounts};
 use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
@@ -201,6 +202,8 @@ pub struct FraudGuard {
     /// How long a send's attribution waits for its verify: the code's own lifetime.
     attribution_ttl: Duration,
     stats: Arc<Stats>,
+    /// Who is never judged: `VCODE_FRAUD_SAFE_LIST`, and what operators and tenants add.
+    safe_list: Arc<SafeList>,
 }
 
 fn now_ms() -> u64 {
@@ -271,6 +274,7 @@ impl FraudGuard {
         stats: Arc<Stats>,
     ) -> Self {
         let (store, levels) = stores;
+        let safe_list = Arc::new(SafeList::configured(settings.safe_list.clone()));
         Self {
             store,
             levels,
@@ -280,7 +284,15 @@ impl FraudGuard {
             settings,
             attribution_ttl: code_ttl,
             stats,
+            safe_list,
         }
+    }
+
+    /// The guard consulting `safe_list` (the store's entries and the configured ones) instead
+    /// of the configured entries alone.
+    pub fn with_safe_list(mut self, safe_list: Arc<SafeList>) -> Self {
+        self.safe_list = safe_list;
+        self
     }
 
     pub fn level(&self) -> Level {
@@ -303,8 +315,8 @@ impl FraudGuard {
         )
     }
 
-    fn is_safe(&self, destination: &Destination) -> bool {
-        on_safe_list(&self.settings.safe_list, destination)
+    fn is_safe(&self, destination: &Destination, tenant: Option<&str>) -> bool {
+        self.safe_list.exempts(destination, tenant)
     }
 
     fn window(&self, now_ms: u64) -> Window {
@@ -313,13 +325,19 @@ impl FraudGuard {
 
     /// What the guard needs of a send before its issue: its prefix, country, attribution,
     /// token, time and window. `None` when the guard is off or `phone` gets no SMS.
-    pub fn ticket(&self, destination: &Destination, purpose: &Purpose) -> Option<SendTicket> {
+    /// `tenant` (`twilio:AC…`) is who asks, for its own safe-list entries.
+    pub fn ticket(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        tenant: Option<&str>,
+    ) -> Option<SendTicket> {
         if self.settings.level == Level::Off {
             return None;
         }
         let now = now_ms();
         let window = self.window(now);
-        let safe = self.is_safe(destination);
+        let safe = self.is_safe(destination, tenant);
         let prefix = prefix_of(destination, self.settings.prefix_digits);
         let (names, ends) = send_names(&prefix, destination, purpose);
         Some(SendTicket {
@@ -888,18 +906,6 @@ async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
     }
 }
 
-/// Whether `phone` is, or starts with, an entry of the safe list (digits without `+`).
-fn on_safe_list(safe_list: &[String], destination: &Destination) -> bool {
-    // The safe list holds number prefixes: no address is on it.
-    let Some(phone) = destination.phone() else {
-        return false;
-    };
-    let digits = &phone.as_e164()[1..];
-    safe_list
-        .iter()
-        .any(|entry| digits.starts_with(entry.as_str()))
-}
-
 /// The pending code a send is for: its verify converts it.
 fn attribution(destination: &Destination, purpose: &Purpose) -> String {
     [destination.key(), ":", purpose.as_str()].concat()
@@ -932,7 +938,6 @@ mod tests {
         let email = Destination::from(EmailAddress::parse("Ann@Mail.Example.COM").unwrap());
         assert_eq!(prefix_of(&email, 3), "@mail.example.com");
         assert_eq!(country_of(&email), crate::domain::EMAIL_COUNTRY);
-        assert!(!on_safe_list(&["1".to_owned()], &email));
     }
 
     #[test]
@@ -964,15 +969,5 @@ mod tests {
         assert_eq!(send.prefix, "44740");
         assert_eq!(send.country, "GB");
         assert_eq!(send.attribution, attribution(&destination, &purpose));
-    }
-
-    #[test]
-    fn the_safe_list_holds_numbers_and_prefixes() {
-        let list = vec!["447400123456".to_owned(), "1202".to_owned()];
-        assert!(on_safe_list(&list, &phone("+447400123456")));
-        assert!(!on_safe_list(&list, &phone("+447400123457")));
-        assert!(on_safe_list(&list, &phone("+12025550143")));
-        assert!(!on_safe_list(&list, &phone("+12125550123")));
-        assert!(!on_safe_list(&[], &phone("+12125550123")));
     }
 }

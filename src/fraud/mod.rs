@@ -3,11 +3,13 @@
 //! instance; a prefix whose judged sends convert far below the service's baseline is
 //! suspended for a cool-off that grows on repeat, and one whose fresh unconverted sends surge
 //! far above its own recent rate is held back until they can be judged. `policy` judges,
-//! `guard` is the use case the send and verify paths and the operator routes call.
+//! `guard` is the use case the send and verify paths and the operator routes call, and
+//! `safe_list` the destinations it never judges (configured, and changed while running).
 
 mod guard;
 pub mod levels;
 pub mod policy;
+mod safe_list;
 mod settings;
 
 pub use self::guard::{
@@ -15,4 +17,7 @@ pub use self::guard::{
     Suspension, TrafficBucket, TrafficReport, country_of,
 };
 pub use self::policy::{Level, Reason};
+pub use self::safe_list::{
+    ListedEntry, MAX_ADDED_BY, MAX_DIGITS, MAX_TENANT_ENTRIES, SafeList, SafeListError, parse_entry,
+};
 pub use self::settings::FraudSettings;

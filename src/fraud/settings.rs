@@ -24,6 +24,10 @@ pub struct FraudSettings {
     /// Numbers and prefixes (digits, `+` optional) never suspended or held back.
     #[serde(rename = "VCODE_FRAUD_SAFE_LIST", with = "safe_list")]
     pub safe_list: Vec<String>,
+    /// How often each instance reads the safe list operators change (the store's) again: how
+    /// long another instance's change may take to reach this one's sends.
+    #[serde(rename = "VCODE_FRAUD_SAFE_LIST_REFRESH_SECS", with = "Secs::<1, 300>")]
+    pub safe_list_refresh: Duration,
     /// Judged sends before a prefix's conversion is judged; 0 = the level's.
     #[serde(rename = "VCODE_FRAUD_MIN_SENDS", with = "Whole::<0, 1_000_000>")]
     pub min_sends: u64,
@@ -55,6 +59,7 @@ impl Default for FraudSettings {
             prefix_digits: 3,
             grace: Duration::from_secs(60),
             safe_list: Vec::new(),
+            safe_list_refresh: Duration::from_secs(5),
             min_sends: 0,
             min_conversion_pct: 0,
             surge_floor: 0,

@@ -80,6 +80,14 @@ impl Caller {
     pub fn is_browser(&self) -> bool {
         matches!(self, Self::Browser(_))
     }
+
+    /// The tenant that asks, if one does.
+    pub fn tenant(&self) -> Option<&TenantId> {
+        match self {
+            Self::Browser(_) => None,
+            Self::Tenant { tenant, .. } => Some(tenant),
+        }
+    }
 }
 
 /// How logs name a caller: a browser by its address, a tenant by its name (never an end

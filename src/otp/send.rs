@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::{Caller, DestinationRefusal, GatePasses, GeoPermission, OtpError, OtpService};
+use super::{
+    Caller, DestinationRefusal, GatePasses, GeoPermission, OtpError, OtpService, TenantId,
+};
 use crate::domain::{Code, CodeLength, Destination, Locale, Phone, Purpose, VerificationId};
 use crate::fraud::{Admitted, SendTicket};
 use crate::idempotency::{IdempotencyKey, fingerprint};
@@ -259,7 +261,8 @@ impl OtpService {
         let ticket = if self.test_numbers.contains_key(destination.key()) {
             None
         } else {
-            self.fraud.ticket(destination, purpose)
+            let tenant = command.caller.tenant().map(TenantId::as_str);
+            self.fraud.ticket(destination, purpose, tenant)
         };
         let started = std::time::Instant::now();
         deadline::from(

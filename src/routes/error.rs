@@ -10,7 +10,7 @@ use super::envelope::{Envelope, Reply};
 use crate::captcha::CaptchaError;
 use crate::domain::InvalidEmail;
 use crate::email::EmailError;
-use crate::fraud::FraudError;
+use crate::fraud::{FraudError, SafeListError};
 use crate::idempotency::IdempotencyError;
 use crate::otp::{DestinationRefusal, OtpError, ReceiptError, messages};
 use crate::pow::PowError;
@@ -176,6 +176,17 @@ impl From<FraudError> for ApiError {
                 retry_after_secs: retry_after_secs(retry_after),
             },
             FraudError::Store(error) => error.into(),
+        }
+    }
+}
+
+impl From<SafeListError> for ApiError {
+    fn from(error: SafeListError) -> Self {
+        match error {
+            error @ (SafeListError::Invalid(_)
+            | SafeListError::Configured(_)
+            | SafeListError::Full(_)) => Self::Malformed(error.to_string()),
+            SafeListError::Store(error) => error.into(),
         }
     }
 }

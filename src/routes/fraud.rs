@@ -1,15 +1,19 @@
 //! The fraud guard's operator routes (the operator listener, behind the admin token): the
-//! prefixes suspended or held back, a lift, and the traffic series the console charts. HTTP
-//! only: the guard's use-case methods answer, mapped to the wire types here.
+//! prefixes suspended or held back, a lift, the traffic series the console charts, and the
+//! safe list (list, add, remove). HTTP only: the guard's use-case methods and the safe list's
+//! answer, mapped to the wire types here.
 
 use actix_web::{HttpResponse, web};
 use serde::Deserialize;
 
+use super::openapi::Api;
 use super::{ApiError, AppState, envelope};
-use crate::fraud::{Level, PrefixState, Reason, Suspension, TrafficReport};
+use crate::fraud::{Level, ListedEntry, PrefixState, Reason, Suspension, TrafficReport};
 use vcode_wire::{
     FraudCountryCounts, FraudLevel, FraudLifted, FraudPrefixState, FraudPrefixTraffic, FraudReason,
-    FraudSuspension, FraudSuspensions, FraudTraffic, FraudTrafficBucket, paths,
+    FraudSafeList, FraudSafeListAdd, FraudSafeListAdded, FraudSafeListEntry, FraudSafeListQuery,
+    FraudSafeListRemoved, FraudSafeListSource, FraudSuspension, FraudSuspensions, FraudTraffic,
+    FraudTrafficBucket, paths,
 };
 
 /// The traffic route's span: a day at most (what the guard keeps), an hour by default.
@@ -19,7 +23,83 @@ const DEFAULT_MINUTES: u32 = 60;
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(super::get_resource(paths::FRAUD_SUSPENSIONS).route(super::get().to(suspensions)))
         .service(super::post_resource(paths::FRAUD_LIFT).route(web::post().to(lift)))
-        .service(super::get_resource(paths::FRAUD_TRAFFIC).route(super::get().to(traffic)));
+        .service(super::get_resource(paths::FRAUD_TRAFFIC).route(super::get().to(traffic)))
+        .service(
+            super::resource(paths::FRAUD_SAFE_LIST, "GET, HEAD, POST")
+                .route(super::get().to(safe_list))
+                .route(web::post().to(add_safe_entry)),
+        )
+        .service(
+            super::resource(paths::FRAUD_SAFE_LIST_ENTRY, "DELETE")
+                .route(web::delete().to(remove_safe_entry)),
+        );
+}
+
+/// The safe list's routes in the operator listener's description.
+pub fn describe(api: &mut Api) {
+    use vcode_wire::ErrorCode::*;
+    let list = api.schema::<FraudSafeList>();
+    api.get(
+        paths::FRAUD_SAFE_LIST,
+        "fraud",
+        "The fraud guard's safe list",
+    )
+    .describe(
+        "Every entry the guard exempts (a send to a number that is, or starts with, an \
+             entry is counted but never judged nor refused): VCODE_FRAUD_SAFE_LIST's first \
+             (read-only here), then the stored ones, each tenant's (exempting that tenant's \
+             sends only) after the operators'. Read from the store. Every instance reads the \
+             stored entries again every refresh_secs; the one that changed them applies the \
+             change at once.",
+    )
+    .ok_envelope(list)
+    .errors(&[Unauthorized, Internal, StoreUnavailable]);
+    let body = api.schema::<FraudSafeListAdd>();
+    let added = api.schema::<FraudSafeListAdded>();
+    api.post(paths::FRAUD_SAFE_LIST, "fraud", "Add a safe-list entry")
+        .describe(
+            "A number or a prefix (1 to 15 digits, + optional) whose sends the guard no longer \
+             judges nor refuses, whoever asks. An entry there already is answered as stored \
+             (added: false), its first author and time kept. Anything but digits, more than 15 \
+             of them, or an added_by that is empty, longer than 64 characters or holds a \
+             control character is 40000, and nothing changes.",
+        )
+        .body(body)
+        .ok_envelope(added)
+        .errors(&[Unauthorized, Internal, StoreUnavailable]);
+    let removed = api.schema::<FraudSafeListRemoved>();
+    api.delete(
+        paths::FRAUD_SAFE_LIST_ENTRY,
+        "fraud",
+        "Remove a safe-list entry",
+    )
+    .describe(
+        "The entry for every send, or with ?tenant= the tenant's (twilio:AC…). 40400 when \
+             there is none; 40000 for an entry that is not 1 to 15 digits (+ optional), or one \
+             of VCODE_FRAUD_SAFE_LIST (change the setting).",
+    )
+    .parameter(
+        "path",
+        "entry",
+        true,
+        serde_json::json!({"type": "string", "pattern": "^\\+?[0-9]{1,15}$"}),
+        "the number or prefix",
+    )
+    .parameter(
+        "query",
+        "tenant",
+        false,
+        serde_json::json!({"type": "string"}),
+        "the tenant whose entry it is (twilio:AC…); left out, the entry for every send",
+    )
+    .ok_envelope(removed)
+    .errors(&[
+        Malformed,
+        NotFound,
+        Unauthorized,
+        Internal,
+        StoreUnavailable,
+    ]);
 }
 
 async fn suspensions(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
@@ -51,6 +131,53 @@ async fn lift(
         return Err(ApiError::NotFound);
     }
     Ok(envelope::ok(FraudLifted { lifted: true }))
+}
+
+async fn safe_list(state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let entries = state.safe_list.entries().await?;
+    Ok(envelope::ok(FraudSafeList {
+        refresh_secs: state.safe_list.refresh_period().as_secs(),
+        entries: entries.into_iter().map(safe_entry).collect(),
+    }))
+}
+
+async fn add_safe_entry(
+    state: web::Data<AppState>,
+    body: web::Json<FraudSafeListAdd>,
+) -> Result<HttpResponse, ApiError> {
+    let added_by = body.added_by.as_deref().unwrap_or("operator");
+    let (entry, added) = state.safe_list.add(None, &body.entry, added_by).await?;
+    Ok(envelope::ok(FraudSafeListAdded {
+        added,
+        entry: safe_entry(entry),
+    }))
+}
+
+async fn remove_safe_entry(
+    state: web::Data<AppState>,
+    entry: web::Path<String>,
+    query: web::Query<FraudSafeListQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let tenant = query.tenant.as_deref();
+    if !state.safe_list.remove(tenant, &entry).await? {
+        return Err(ApiError::NotFound);
+    }
+    Ok(envelope::ok(FraudSafeListRemoved { removed: true }))
+}
+
+fn safe_entry(entry: ListedEntry) -> FraudSafeListEntry {
+    let source = match (&entry.tenant, entry.configured) {
+        (_, true) => FraudSafeListSource::Configured,
+        (None, false) => FraudSafeListSource::Operator,
+        (Some(_), false) => FraudSafeListSource::Tenant,
+    };
+    FraudSafeListEntry {
+        entry: ["+", &entry.digits].concat(),
+        source,
+        tenant: entry.tenant,
+        added_by: entry.added_by,
+        added_at_ms: entry.added_at_ms,
+    }
 }
 
 #[derive(Deserialize)]

@@ -122,13 +122,14 @@ pub fn operator(cfg: &mut web::ServiceConfig, stats: bool) {
     }
 }
 
-/// The OpenAPI 3.1 description of the operator routes that have one (the event outbox's and
-/// the delivery rate's).
+/// The OpenAPI 3.1 description of the operator routes that have one (the event outbox's, the
+/// delivery rate's and the fraud guard's safe list).
 pub fn operator_openapi() -> serde_json::Value {
     let mut api = openapi::Api::default();
     openapi::register_error_data(&mut api);
     events::describe(&mut api);
     delivery::describe(&mut api);
+    fraud::describe(&mut api);
     api.get(
         paths::ADMIN_OPENAPI,
         "meta",

@@ -74,6 +74,15 @@ impl Api {
         self.push("post", path, tag, summary)
     }
 
+    pub fn delete(
+        &mut self,
+        path: &'static str,
+        tag: &'static str,
+        summary: &'static str,
+    ) -> &mut ApiOperation {
+        self.push("delete", path, tag, summary)
+    }
+
     fn push(
         &mut self,
         method: &'static str,

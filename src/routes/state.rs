@@ -9,7 +9,7 @@ use crate::client_ip::TrustedProxies;
 use crate::config::secret::Secret;
 use crate::credential_failures::CredentialFailures;
 use crate::events::EventOperations;
-use crate::fraud::FraudGuard;
+use crate::fraud::{FraudGuard, SafeList};
 use crate::health::Readiness;
 use crate::otp::{OtpService, ReceiptService};
 use crate::pow::PowService;
@@ -24,6 +24,8 @@ pub struct AppState {
     pub receipts: Arc<ReceiptService>,
     /// The fraud guard's operator side: suspensions, lifts, traffic.
     pub fraud: Arc<FraudGuard>,
+    /// The guard's safe list as operators change it (the guard reads the same one).
+    pub safe_list: Arc<SafeList>,
     /// The event outbox's operator side: failed events, replays.
     pub events: Arc<EventOperations>,
     pub captcha: Arc<CaptchaService>,

@@ -3,7 +3,8 @@
 //! tests/twilio/spec), Twilio's error body. HTTP only: every decision is `TwilioCompat`'s.
 //! This file routes a path to its handler and gives every handler the same start ([`Call`]):
 //! the account authenticated, the form read, the service found; the handlers are by resource
-//! (`services`, `verifications`, `rate_limits`), the form and Twilio's error body beside them.
+//! (`services`, `verifications`, `rate_limits`, and `safe_list`, the account's
+//! `/v2/SafeList/Numbers`), the form and Twilio's error body beside them.
 
 use std::borrow::Cow;
 
@@ -20,19 +21,22 @@ use super::AppState;
 use crate::sms::signing::utc_timestamp;
 use crate::twilio_compat::{Service, TwilioCompat, TwilioError};
 
-/// Where the Twilio-compatible paths live; everything under it is [`dispatch`]'s.
+/// Where the Twilio-compatible paths live; everything under them is [`dispatch`]'s.
 const SERVICES: &str = "/v2/Services";
+const SAFE_LIST: &str = "/v2/SafeList/Numbers";
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     // One static prefix, split by hand: as five `{sid}` resources, every request paid the
     // router's regex captures (two for a start), and the request span's pattern lookup as many
     // again, more than the route's own work.
-    cfg.service(web::scope(SERVICES).default_service(web::to(dispatch)));
+    cfg.service(web::scope(SERVICES).default_service(web::to(dispatch)))
+        .service(web::scope(SAFE_LIST).default_service(web::to(dispatch)));
 }
 
 mod form;
 mod rate_limits;
 mod reply;
+mod safe_list;
 mod services;
 mod verifications;
 
@@ -47,12 +51,23 @@ enum TwilioRoute<'a> {
     RateLimit(Cow<'a, str>, Cow<'a, str>),
     Buckets(Cow<'a, str>, Cow<'a, str>),
     Bucket(Cow<'a, str>, Cow<'a, str>, Cow<'a, str>),
+    SafeListNumbers,
+    SafeListNumber(Cow<'a, str>),
 }
 
 impl<'a> TwilioRoute<'a> {
     /// The route of `path` (as routed: percent-encoded `/` kept), if any. A `{sid}` is one
     /// non-empty segment, and no trailing `/` is allowed, as the resources' patterns were.
     fn of(path: &'a str) -> Option<Self> {
+        if let Some(tail) = path.strip_prefix(SAFE_LIST) {
+            return match tail.strip_prefix('/') {
+                None if tail.is_empty() => Some(Self::SafeListNumbers),
+                Some(number) if !number.is_empty() && !number.contains('/') => {
+                    Some(Self::SafeListNumber(decoded(number)))
+                }
+                _ => None,
+            };
+        }
         let tail = path.strip_prefix(SERVICES)?;
         if tail.is_empty() {
             return Some(Self::Services);
@@ -93,6 +108,8 @@ impl<'a> TwilioRoute<'a> {
             Self::RateLimit(..) => "/v2/Services/{sid}/RateLimits/{rate_limit}",
             Self::Buckets(..) => "/v2/Services/{sid}/RateLimits/{rate_limit}/Buckets",
             Self::Bucket(..) => "/v2/Services/{sid}/RateLimits/{rate_limit}/Buckets/{bucket}",
+            Self::SafeListNumbers => "/v2/SafeList/Numbers",
+            Self::SafeListNumber(_) => "/v2/SafeList/Numbers/{phone_number}",
         }
     }
 
@@ -105,6 +122,8 @@ impl<'a> TwilioRoute<'a> {
             Self::Verification(..) => "GET, POST",
             Self::RateLimits(_) | Self::Buckets(..) => "GET, POST",
             Self::RateLimit(..) | Self::Bucket(..) => "GET, POST, DELETE",
+            Self::SafeListNumbers => "POST",
+            Self::SafeListNumber(_) => "GET, DELETE",
         }
     }
 
@@ -131,7 +150,7 @@ fn decoded(segment: &str) -> Cow<'_, str> {
     }
 }
 
-/// Every path under `/v2/Services`: the route, then its method (405 with `Allow` otherwise),
+/// Every path under `/v2/Services` and `/v2/SafeList/Numbers`: the route, then its method (405 with `Allow` otherwise),
 /// then the body of a POST (its limit and errors those of the `Bytes` extractor), then the
 /// credentials ([`Call::new`]); then the route's handler.
 async fn dispatch(
@@ -195,6 +214,11 @@ async fn dispatch(
         }
         (TwilioRoute::Bucket(sid, limit, bucket), Method::DELETE) => {
             rate_limits::delete_bucket(call, (sid, limit, bucket)).await
+        }
+        (TwilioRoute::SafeListNumbers, Method::POST) => safe_list::create(call).await,
+        (TwilioRoute::SafeListNumber(number), Method::GET) => safe_list::fetch(call, number).await,
+        (TwilioRoute::SafeListNumber(number), Method::DELETE) => {
+            safe_list::delete(call, number).await
         }
         // Refused above, by `allows`.
         _ => return Ok(super::method_not_allowed(route.allow())),
@@ -427,6 +451,14 @@ mod tests {
             ("/v2/Services/VA1/Verifications/", None),
             ("/v2/Services/VA1/Verifications/VE1/x", None),
             ("/v2/Services/VA1/VerificationCheck/x", None),
+            ("/v2/SafeList/Numbers", Some("/v2/SafeList/Numbers")),
+            (
+                "/v2/SafeList/Numbers/+447400123456",
+                Some("/v2/SafeList/Numbers/{phone_number}"),
+            ),
+            ("/v2/SafeList/Numbers/", None),
+            ("/v2/SafeList/NumbersX", None),
+            ("/v2/SafeList/Numbers/+1/x", None),
             ("/api/v1/otp/send", None),
         ];
         for (path, pattern) in cases {

@@ -6,7 +6,7 @@
 //! The roles: `codes` (pending codes and their verifications), `fused` (a send's issue with
 //! the fraud guard's step, a verify with its conversion), `quotas`, `receipts`, `captchas`,
 //! `idempotency`, `stats`, `dev_inbox`, `pow`, `fraud`, `levels` (the guard's history), `events` (the event outbox),
-//! `twilio` and `health`.
+//! `twilio`, `safe_list` (the guard's safe list as operators change it) and `health`.
 
 mod captchas;
 mod codes;
@@ -24,6 +24,7 @@ mod pow;
 mod quotas;
 mod receipts;
 pub mod redis;
+mod safe_list;
 mod stats;
 mod tls;
 mod twilio;
@@ -49,6 +50,7 @@ pub use self::pow::*;
 pub use self::quotas::*;
 pub use self::receipts::*;
 pub use self::redis::RedisStore;
+pub use self::safe_list::*;
 pub use self::stats::*;
 pub use self::twilio::*;
 
@@ -78,6 +80,7 @@ pub trait Store:
     + EventStore
     + TwilioStore
     + ReceiptStore
+    + SafeListStore
 {
 }
 
@@ -96,6 +99,7 @@ impl<T> Store for T where
         + EventStore
         + TwilioStore
         + ReceiptStore
+        + SafeListStore
 {
 }
 
@@ -118,6 +122,7 @@ pub struct Stores {
     pub events: Arc<dyn EventStore>,
     pub twilio: Arc<dyn TwilioStore>,
     pub receipts: Arc<dyn ReceiptStore>,
+    pub safe_list: Arc<dyn SafeListStore>,
 }
 
 impl Stores {
@@ -137,6 +142,7 @@ impl Stores {
             events: backend.clone(),
             twilio: backend.clone(),
             receipts: backend.clone(),
+            safe_list: backend.clone(),
             health: backend,
         }
     }

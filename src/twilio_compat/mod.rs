@@ -8,6 +8,7 @@
 pub mod accounts;
 mod error;
 mod rate_limits;
+mod safe_list;
 mod services;
 pub mod sid;
 mod verifications;
@@ -15,6 +16,7 @@ mod verifications;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::fraud::SafeList;
 use crate::otp::OtpService;
 use crate::store::TwilioStore;
 
@@ -22,6 +24,7 @@ use self::accounts::RecentCredentials;
 pub use self::accounts::TwilioAccounts;
 pub use self::error::TwilioError;
 pub use self::rate_limits::{Bucket, BucketChanges, RateLimit};
+pub use self::safe_list::SafeListNumber;
 pub use self::services::{Service, ServiceChanges};
 pub use self::verifications::{
     CheckTarget, SendAttempt, StartCommand, TwilioStatus, Verification, VerificationCheck,
@@ -31,6 +34,8 @@ pub use self::verifications::{
 pub struct TwilioCompat {
     otp: Arc<OtpService>,
     store: Arc<dyn TwilioStore>,
+    /// The fraud guard's safe list: each account's own numbers (`/v2/SafeList/Numbers`).
+    safe_list: Arc<SafeList>,
     accounts: TwilioAccounts,
     /// Services one account may have (`VCODE_QUOTA_TWILIO_SERVICES`).
     max_services: usize,
@@ -44,12 +49,14 @@ impl TwilioCompat {
     pub fn new(
         otp: Arc<OtpService>,
         store: Arc<dyn TwilioStore>,
+        safe_list: Arc<SafeList>,
         accounts: TwilioAccounts,
         max_services: usize,
     ) -> Self {
         Self {
             otp,
             store,
+            safe_list,
             accounts,
             max_services,
             recent_credentials: RecentCredentials::default(),

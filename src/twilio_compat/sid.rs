@@ -15,6 +15,7 @@ pub const VERIFICATION: &str = "VE";
 pub const SEND_ATTEMPT: &str = "VL";
 pub const RATE_LIMIT: &str = "RK";
 pub const BUCKET: &str = "BL";
+pub const SAFE_LIST: &str = "GN";
 
 /// A new SID with `prefix`: 128 bits from the CSPRNG, in lower-case hex as Twilio writes them.
 pub fn generate(prefix: &str) -> String {
@@ -29,6 +30,22 @@ fn with_hex(prefix: &str, bytes: &[u8; 16]) -> String {
     sid.push_str(prefix);
     sid.push_str(std::str::from_utf8(&digits).expect("hex digits are ASCII"));
     sid
+}
+
+/// The `GN…` SID of an account's Safe List number: a digest of the account and the number, so
+/// that every instance and every restart names it alike without storing it (shown only to
+/// that account, which knows the number).
+pub fn of_safe_number(account: &str, e164: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"vcode safe list\0")
+        .chain_update(account)
+        .chain_update(b"\0")
+        .chain_update(e164)
+        .finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    with_hex(SAFE_LIST, &bytes)
 }
 
 /// Whether `raw` is a SID with `prefix` (hex in either case, as Twilio's spec allows).
@@ -130,6 +147,15 @@ mod tests {
         ] {
             assert_eq!(verification_id(raw), None, "{raw}");
         }
+    }
+
+    #[test]
+    fn a_safe_number_s_sid_is_its_account_s_and_number_s() {
+        let sid = of_safe_number("AC1", "+447400123456");
+        assert!(is_sid(&sid, SAFE_LIST), "{sid}");
+        assert_eq!(sid, of_safe_number("AC1", "+447400123456"));
+        assert_ne!(sid, of_safe_number("AC2", "+447400123456"));
+        assert_ne!(sid, of_safe_number("AC1", "+447400123457"));
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! the whole console in headless Chromium (`tests/browser/console_flow.py`) against the real
 //! fraud guard: real traffic through the public API in dev mode, a prefix pumped until the
 //! guard holds it back, the token asked for once, the charts and tables showing that traffic
-//! and the held prefix, its lift in one click (the prefix served again), and the console
+//! and the held prefix, a number safe-listed and removed again (a bad entry refused, the
+//! configured entry read-only), its lift in one click (the prefix served again), and the console
 //! without a token configured; a screenshot of each step under `target/console-screenshots/`.
 
 use std::path::Path;
@@ -59,6 +60,8 @@ async fn console_app(token: Option<&str>, gateway: Option<&SmsGateway>) -> TestA
         s.fraud = FraudSettings {
             surge_floor: SURGE_FLOOR,
             grace: GRACE,
+            // The flow's CONFIGURED_SAFE: listed read-only.
+            safe_list: vec!["4420".to_owned()],
             ..FraudSettings::default()
         };
     })

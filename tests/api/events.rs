@@ -534,6 +534,9 @@ async fn the_operator_description_covers_the_event_routes() {
         ("get", paths::EVENTS_FAILED),
         ("post", paths::EVENTS_REPLAY),
         ("get", paths::DELIVERY_RATES),
+        ("get", paths::FRAUD_SAFE_LIST),
+        ("post", paths::FRAUD_SAFE_LIST),
+        ("delete", paths::FRAUD_SAFE_LIST_ENTRY),
         ("get", paths::ADMIN_OPENAPI),
     ];
     for (method, path) in described {
@@ -542,7 +545,7 @@ async fn the_operator_description_covers_the_event_routes() {
             "{method} {path}: {spec}"
         );
     }
-    assert_eq!(spec["paths"].as_object().unwrap().len(), 4, "{spec}");
+    assert_eq!(spec["paths"].as_object().unwrap().len(), 6, "{spec}");
     let failed = app
         .client
         .get(app.admin_url(paths::EVENTS_FAILED))

@@ -64,6 +64,7 @@ mod redis_cluster;
 mod redis_outage;
 mod redis_sentinel;
 mod redis_tls;
+mod safe_list;
 mod secrets_at_rest;
 mod security;
 mod server_failures;

@@ -22,7 +22,7 @@ use crate::support::{Backend, TestApp, spawn_app_with};
 /// Codes live this long here, so that the flows' expired verification takes seconds.
 const CODE_TTL_SECS: u64 = 4;
 
-fn twilio_dir() -> PathBuf {
+pub(crate) fn twilio_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/twilio")
 }
 
@@ -66,7 +66,7 @@ async fn app_for_flows(backend: Backend) -> (TestApp, Credentials) {
 }
 
 /// Why the SDKs or Prism cannot run here, if they cannot.
-fn missing_tools() -> Option<String> {
+pub(crate) fn missing_tools() -> Option<String> {
     let python = std::process::Command::new("python3")
         .args(["-c", "import twilio"])
         .output();
@@ -92,14 +92,14 @@ fn free_port() -> u16 {
 }
 
 /// Prism as a validating proxy in front of `target`, its output in `log`.
-struct Prism {
+pub(crate) struct Prism {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
 impl Prism {
-    async fn start(target: &str) -> Self {
+    pub(crate) async fn start(target: &str) -> Self {
         let port = free_port();
         let log = std::env::temp_dir().join(format!("vcode-prism-{port}.log"));
         let file = std::fs::File::create(&log).unwrap();
@@ -136,7 +136,7 @@ impl Prism {
     }
 
     /// Every violation Prism reported, one line each.
-    fn violations(&self) -> Vec<String> {
+    pub(crate) fn violations(&self) -> Vec<String> {
         self.output()
             .lines()
             .filter(|line| line.contains("Violation"))

@@ -15,8 +15,10 @@ grace period (a grace longer than this flow), and the price table PRICES; `--ope
 the operator listener of one with no token. The traffic goes through the public API as users
 and a pumping bot would send it: CN and GB users verify their codes as they come (but one of
 each), the bot's prefix never verifies until the guard holds it back (`40300`). The console must
-show that traffic and the held prefix as the operator routes' JSON says, lift it in one click
-(the prefix is served again), and show sends past the budget as quota refusals. A failed step
+show that traffic and the held prefix as the operator routes' JSON says, safe-list a number and
+remove it again (the configured entry `CONFIGURED_SAFE` read-only, a bad entry refused with the
+route's message), lift the hold in one click (the prefix is served again), and show sends past
+the budget as quota refusals. A failed step
 raises, with a screenshot of the page as it was (`failed-<step>.png`).
 """
 
@@ -49,6 +51,8 @@ PUMPED = [f"+861500013{n:04d}" for n in range(8301, 8331)]
 OVER_BUDGET = [f"+861390013{n:04d}" for n in range(8201, 8203)]
 # Sends the guard refused: the one that tipped the prefix over, and one while it is held.
 REFUSED = 2
+# VCODE_FRAUD_SAFE_LIST of both consoles' vcode (London's fixed lines: never sent to here).
+CONFIGURED_SAFE = "+4420"
 
 
 def call(url, body=None, headers=None):
@@ -210,6 +214,42 @@ class Flow:
             assert not problems, problems
         self.step("shows-the-held-prefix", shows_the_held_prefix)
 
+        def safe_lists_a_number():
+            self.check_configured_safe_entry()
+            safe = PUMPED[-1]
+            d.find_element(By.ID, "safe-entry").send_keys(safe)
+            d.find_element(By.ID, "safe-by").send_keys("console test")
+            before = self.loads()
+            d.find_element(By.CSS_SELECTOR, "#safe-add button[type=submit]").click()
+            self.wait.until(lambda _: self.loads() > before)
+            cells = self.cells(f"#safe-list tr[data-entry='{safe}']")
+            assert cells[:2] == [safe, "every send"] and cells[2].startswith("console test, "), cells
+            assert cells[3] == "Remove", cells
+            listed = self.admin("/api/v1/admin/fraud/safe-list")["entries"]
+            assert [(e["entry"], e["source"], e.get("added_by")) for e in listed] == \
+                [(CONFIGURED_SAFE, "configured", None), (safe, "operator", "console test")], listed
+            assert d.find_element(By.ID, "safe-entry").get_attribute("value") == ""
+            # A bad entry: the route's message, nothing added.
+            d.find_element(By.ID, "safe-entry").send_keys("86x150")
+            before = self.loads()
+            d.find_element(By.CSS_SELECTOR, "#safe-add button[type=submit]").click()
+            self.wait.until(lambda _: self.loads() > before)
+            error = self.visible("safe-error").text
+            assert "86x150" in error and "digits" in error, error
+            assert len(self.admin("/api/v1/admin/fraud/safe-list")["entries"]) == 2
+            refused = [e for e in self.driver.get_log("browser") if e["level"] == "SEVERE"]
+            assert all("status of 400" in e["message"] for e in refused), refused
+            d.find_element(By.ID, "safe-entry").clear()
+            self.shot("safe-listed")
+            # Removed in one click.
+            before = self.loads()
+            d.find_element(By.CSS_SELECTOR, f"#safe-list tr[data-entry='{safe}'] button.unlist").click()
+            self.wait.until(lambda _: self.loads() > before)
+            assert not d.find_elements(By.CSS_SELECTOR, f"#safe-list tr[data-entry='{safe}']")
+            assert not d.find_element(By.ID, "safe-error").is_displayed()
+            assert [e["entry"] for e in self.admin("/api/v1/admin/fraud/safe-list")["entries"]] == [CONFIGURED_SAFE]
+        self.step("safe-lists-a-number", safe_lists_a_number)
+
         def lifts_the_hold():
             lift = d.find_element(By.CSS_SELECTOR, f"#suspensions tr[data-prefix='{PUMPED_PREFIX}'] button.lift")
             before = self.loads()
@@ -277,9 +317,18 @@ class Flow:
             assert self.text("#refusals-total-head") == "since start"
             assert self.text("#tile-sends") == "0"
             assert self.text("#suspensions-note") == "None: every prefix is served."
+            self.check_configured_safe_entry()
             problems = self.browser_problems()
             assert not problems, problems
         self.step("no-token-configured", open_without_a_token)
+
+    def check_configured_safe_entry(self):
+        """VCODE_FRAUD_SAFE_LIST's entry: listed for every send, read-only (no Remove)."""
+        cells = self.cells(f"#safe-list tr[data-entry='{CONFIGURED_SAFE}']")
+        assert cells == [CONFIGURED_SAFE, "every send", "—", "configured"], cells
+        row = self.driver.find_element(By.CSS_SELECTOR, f"#safe-list tr[data-entry='{CONFIGURED_SAFE}']")
+        assert row.get_attribute("data-source") == "configured"
+        assert not row.find_elements(By.CSS_SELECTOR, "button")
 
     def check_traffic(self):
         """Tiles, charts and spend against the traffic route's JSON and what was sent."""

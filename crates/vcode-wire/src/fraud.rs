@@ -1,6 +1,6 @@
 //! The fraud guard's operator routes (on the operator listener, behind the admin token): the
-//! suspended and held prefixes, a lift, and the traffic series the console charts. A prefix
-//! is the calling code and the next digits, without `+` (`44770`).
+//! suspended and held prefixes, a lift, the traffic series the console charts, and the safe
+//! list. A prefix is the calling code and the next digits, without `+` (`44770`).
 
 use std::collections::BTreeMap;
 
@@ -135,6 +135,87 @@ pub struct FraudPrefixTraffic {
     pub state: FraudPrefixState,
 }
 
+/// `GET /api/v1/admin/fraud/safe-list`: every entry the guard exempts, the configured ones
+/// first.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FraudSafeList {
+    /// How often every instance reads the stored entries again
+    /// (`VCODE_FRAUD_SAFE_LIST_REFRESH_SECS`): how long a change made on one instance may take
+    /// to reach another's sends (the instance that made it applies it at once).
+    pub refresh_secs: u64,
+    pub entries: Vec<FraudSafeListEntry>,
+}
+
+/// One entry of the safe list: a send to a number that is, or starts with, `entry` is counted
+/// but never judged nor refused by the fraud guard.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FraudSafeListEntry {
+    /// `+` and 1 to 15 digits: a number or a prefix.
+    pub entry: String,
+    pub source: FraudSafeListSource,
+    /// The tenant whose sends alone it exempts (`twilio:AC…`, a Twilio account's Safe List);
+    /// absent: every send.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// Who added it (absent for a configured entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_by: Option<String>,
+    /// When, unix ms (absent for a configured entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_at_ms: Option<u64>,
+}
+
+/// Where a safe-list entry comes from.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FraudSafeListSource {
+    /// `VCODE_FRAUD_SAFE_LIST`: read at start, read-only here.
+    Configured,
+    /// Added by an operator (this API, the console).
+    Operator,
+    /// A tenant's own number (`/v2/SafeList/Numbers`): exempts that tenant's sends only.
+    Tenant,
+}
+
+/// `POST /api/v1/admin/fraud/safe-list`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FraudSafeListAdd {
+    /// A number or a prefix: 1 to 15 digits, `+` optional.
+    pub entry: String,
+    /// Who adds it, as the list shows it: 1 to 64 characters; `operator` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub added_by: Option<String>,
+}
+
+/// The answer of an add: the entry as stored (its first author and time if it was there
+/// already), and whether this add made it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FraudSafeListAdded {
+    pub added: bool,
+    pub entry: FraudSafeListEntry,
+}
+
+/// `DELETE /api/v1/admin/fraud/safe-list/{entry}?tenant=…`: `tenant` names a tenant's entry
+/// (`twilio:AC…`); left out, the entry for every send.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FraudSafeListQuery {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+}
+
+/// The answer of a removal.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FraudSafeListRemoved {
+    pub removed: bool,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -198,5 +279,38 @@ mod tests {
             serde_json::to_value(&suspension).unwrap()["reason"],
             "conversion"
         );
+    }
+
+    #[test]
+    fn the_safe_list_is_the_contract_s_json() {
+        let list = FraudSafeList {
+            refresh_secs: 5,
+            entries: vec![
+                FraudSafeListEntry {
+                    entry: "+1202".to_owned(),
+                    source: FraudSafeListSource::Configured,
+                    tenant: None,
+                    added_by: None,
+                    added_at_ms: None,
+                },
+                FraudSafeListEntry {
+                    entry: "+447400123456".to_owned(),
+                    source: FraudSafeListSource::Tenant,
+                    tenant: Some("twilio:AC1".to_owned()),
+                    added_by: Some("AC1".to_owned()),
+                    added_at_ms: Some(7),
+                },
+            ],
+        };
+        assert_eq!(
+            serde_json::to_value(&list).unwrap(),
+            serde_json::json!({"refresh_secs": 5, "entries": [
+                {"entry": "+1202", "source": "configured"},
+                {"entry": "+447400123456", "source": "tenant", "tenant": "twilio:AC1",
+                 "added_by": "AC1", "added_at_ms": 7},
+            ]})
+        );
+        let add: FraudSafeListAdd = serde_json::from_str(r#"{"entry": "44740"}"#).unwrap();
+        assert_eq!(add.added_by, None);
     }
 }

@@ -29,7 +29,9 @@ pub use error_code::ErrorCode;
 pub use events::{FailedEvent, FailedEvents, FailedEventsQuery, ReplayRequest, Replayed};
 pub use fraud::{
     FraudCountryCounts, FraudLevel, FraudLifted, FraudPrefixState, FraudPrefixTraffic, FraudReason,
-    FraudSuspension, FraudSuspensions, FraudTraffic, FraudTrafficBucket, FraudTrafficQuery,
+    FraudSafeList, FraudSafeListAdd, FraudSafeListAdded, FraudSafeListEntry, FraudSafeListQuery,
+    FraudSafeListRemoved, FraudSafeListSource, FraudSuspension, FraudSuspensions, FraudTraffic,
+    FraudTrafficBucket, FraudTrafficQuery,
 };
 pub use health::{Health, HealthStatus};
 pub use otp::{

@@ -38,6 +38,13 @@ pub const FRAUD_LIFT: &str = api_v1!("/admin/fraud/suspensions/{prefix}/lift");
 /// `GET ?minutes=N` ([`crate::FraudTrafficQuery`]) on the operator listener →
 /// [`crate::FraudTraffic`].
 pub const FRAUD_TRAFFIC: &str = api_v1!("/admin/fraud/traffic");
+/// `GET` on the operator listener → [`crate::FraudSafeList`]; `POST`
+/// [`crate::FraudSafeListAdd`] → [`crate::FraudSafeListAdded`]: the fraud guard's safe list.
+pub const FRAUD_SAFE_LIST: &str = api_v1!("/admin/fraud/safe-list");
+/// `DELETE` (`?tenant=` for a tenant's entry: [`crate::FraudSafeListQuery`]) on the operator
+/// listener → [`crate::FraudSafeListRemoved`]; the route pattern of [`fraud_safe_list_entry`]
+/// (`{entry}`: digits, `+` optional).
+pub const FRAUD_SAFE_LIST_ENTRY: &str = api_v1!("/admin/fraud/safe-list/{entry}");
 /// `GET ?limit=N` on the operator listener → [`crate::FailedEvents`]: the events given up after
 /// the retry period.
 pub const EVENTS_FAILED: &str = api_v1!("/admin/events/failed");
@@ -143,7 +150,7 @@ pub const PUBLIC: [&str; 21] = [
 pub const DEV: [&str; 2] = [DEV_INBOX, DEV_CAPTCHA_ANSWER];
 
 /// Every route of the operator listener (`VCODE_ADMIN_BIND`).
-pub const OPERATOR: [&str; 12] = [
+pub const OPERATOR: [&str; 14] = [
     METRICS,
     STATS,
     CONSOLE,
@@ -152,6 +159,8 @@ pub const OPERATOR: [&str; 12] = [
     FRAUD_SUSPENSIONS,
     FRAUD_LIFT,
     FRAUD_TRAFFIC,
+    FRAUD_SAFE_LIST,
+    FRAUD_SAFE_LIST_ENTRY,
     EVENTS_FAILED,
     EVENTS_REPLAY,
     DELIVERY_RATES,
@@ -165,6 +174,15 @@ const FILE: &str = "{file}";
 
 /// The path parameter in [`FRAUD_LIFT`].
 const PREFIX: &str = "{prefix}";
+
+/// The path parameter in [`FRAUD_SAFE_LIST_ENTRY`].
+const ENTRY: &str = "{entry}";
+
+/// Where an operator removes the safe-list entry `entry` (digits, `+` optional: a `+` is sent
+/// as it is, which a path allows).
+pub fn fraud_safe_list_entry(entry: &str) -> String {
+    FRAUD_SAFE_LIST_ENTRY.replace(ENTRY, entry)
+}
 
 /// Where an operator lifts `prefix`'s suspension.
 pub fn fraud_lift(prefix: &str) -> String {
@@ -235,6 +253,11 @@ mod tests {
             (FRAUD_SUSPENSIONS, "/api/v1/admin/fraud/suspensions"),
             (FRAUD_LIFT, "/api/v1/admin/fraud/suspensions/{prefix}/lift"),
             (FRAUD_TRAFFIC, "/api/v1/admin/fraud/traffic"),
+            (FRAUD_SAFE_LIST, "/api/v1/admin/fraud/safe-list"),
+            (
+                FRAUD_SAFE_LIST_ENTRY,
+                "/api/v1/admin/fraud/safe-list/{entry}",
+            ),
             (EVENTS_FAILED, "/api/v1/admin/events/failed"),
             (EVENTS_REPLAY, "/api/v1/admin/events/failed/replay"),
             (DELIVERY_RATES, "/api/v1/admin/delivery-rates"),

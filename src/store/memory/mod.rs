@@ -13,6 +13,7 @@ mod levels;
 mod pow;
 mod quotas;
 mod receipts;
+mod safe_list;
 mod stats;
 mod twilio;
 mod verifications;
@@ -271,6 +272,8 @@ pub struct MemoryStore {
     twilio_services: twilio::Services,
     /// Its verifications' send logs, by Service and phone.
     twilio_sends: Shards<twilio::SendLog>,
+    /// The fraud guard's safe list as operators and tenants change it.
+    safe_list: safe_list::SafeList,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -295,6 +298,7 @@ impl Default for MemoryStore {
             events: events::EventOutbox::default(),
             twilio_services: Mutex::default(),
             twilio_sends: Shards::new(SHARDS),
+            safe_list: Mutex::default(),
             epoch: Instant::now(),
         }
     }

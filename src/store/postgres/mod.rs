@@ -18,6 +18,7 @@ mod migrations;
 mod pow;
 mod quotas;
 mod receipts;
+mod safe_list;
 mod settings;
 mod shards;
 mod stats;

@@ -57,6 +57,12 @@ pub fn twilio_services(account: &str) -> String {
     format!("{PREFIX}twilio:{{{account}}}:services")
 }
 
+/// `verify_code:fraud:{safe}:list`: the fraud guard's safe list as operators and tenants
+/// change it, a hash by `<tenant>/<digits>` (no tenant: `/<digits>`, an entry for every
+/// send) of `<added at, unix ms>:<added by>`. One key: every write is one command on it, on a
+/// Cluster's one slot.
+pub const SAFE_LIST: &str = "verify_code:fraud:{safe}:list";
+
 /// `verify_code:twilio:sends:{+8613800138000}:VA…` (or `…:{john@example.com}:VA…`): the send
 /// log of a Twilio-compatible verification of one Service and destination, under the
 /// destination's hash tag: a first start's issue creates it in its own script.

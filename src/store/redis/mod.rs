@@ -15,6 +15,7 @@ mod levels;
 mod pow;
 mod quotas;
 mod receipts;
+mod safe_list;
 mod stats;
 mod twilio;
 

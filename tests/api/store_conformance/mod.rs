@@ -10,6 +10,7 @@ mod levels;
 mod pending_codes;
 mod receipts;
 mod redis_layout;
+mod safe_list;
 mod twilio;
 mod verifications;
 
