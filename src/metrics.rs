@@ -99,6 +99,15 @@ struct Metrics {
     events_failed: Gauge,
     sms_tracked: Family<ProviderCountryLabels, Counter>,
     sms_receipts: Family<DeliveryLabels, Counter>,
+    sms_spend: Family<SpendLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+    sms_spend_cap: Family<SpendLabels, Gauge<f64, std::sync::atomic::AtomicU64>>,
+}
+
+/// A spend cap's scope (a country, `*` for the service) and window (`hour`, `day`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpendLabels {
+    scope: String,
+    window: &'static str,
 }
 
 /// A provider and a country: bounded by the providers and the regions there are.
@@ -268,8 +277,22 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
         "delivery receipts that moved a verification, by provider, country and delivery (sent, delivered, undelivered)",
         sms_receipts.clone(),
     );
+    let sms_spend = Family::<SpendLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    registry.register(
+        "vcode_sms_spend",
+        "what SMS cost over the cap's window by VCODE_SMS_PRICES, per spend cap (scope: a country or * for the service; window: hour or day), as this instance last read the shared counts",
+        sms_spend.clone(),
+    );
+    let sms_spend_cap = Family::<SpendLabels, Gauge<f64, std::sync::atomic::AtomicU64>>::default();
+    registry.register(
+        "vcode_sms_spend_cap",
+        "each spend cap (VCODE_FRAUD_SPEND_*): sends are refused once vcode_sms_spend reaches it",
+        sms_spend_cap.clone(),
+    );
     Metrics {
         registry,
+        sms_spend,
+        sms_spend_cap,
         sms_tracked,
         sms_receipts,
         event_deliveries,
@@ -391,6 +414,16 @@ fn count_country(family: &Family<CountryLabel, Counter>, country: &str) {
             country: country.to_owned(),
         })
         .inc();
+}
+
+/// A spend cap's reading: what was spent in its window, and the cap.
+pub fn set_sms_spend(scope: &str, window: &'static str, spent: f64, cap: f64) {
+    let labels = SpendLabels {
+        scope: scope.to_owned(),
+        window,
+    };
+    METRICS.sms_spend.get_or_create(&labels).set(spent);
+    METRICS.sms_spend_cap.get_or_create(&labels).set(cap);
 }
 
 /// Times one call to `store` and counts it as an error of `error_kind`, if any.

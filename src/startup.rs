@@ -18,6 +18,7 @@ use crate::credential_failures::CredentialFailures;
 use crate::domain::SendBudget;
 use crate::email::{EmailSender, LogMailer, SmtpMailer};
 use crate::events::{Dispatcher, Dispatching, EventOperations};
+use crate::fraud::spend::SpendGuard;
 use crate::fraud::{FraudGuard, SafeList};
 use crate::health::Readiness;
 use crate::keyring::{Keyring, SecretKey};
@@ -268,8 +269,14 @@ impl Services {
                 settings.otp.code_ttl,
                 stats.clone(),
             )
-            .with_safe_list(safe_list.clone()),
+            .with_safe_list(safe_list.clone())
+            .with_spend(SpendGuard::new(
+                settings.fraud.spend_caps(),
+                settings.sms.prices.clone(),
+                stats.clone(),
+            )),
         );
+        fraud.spawn_spend_refresh();
         tracing::info!(guard = %fraud.describe(), "fraud guard (VCODE_FRAUD_*)");
         let otp = Arc::new(OtpService::new(
             OtpDependencies {

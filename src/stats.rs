@@ -57,6 +57,10 @@ pub enum Event {
     FraudRefusedLevel,
     /// A send a suspension would have refused, passed as its destination verified before.
     FraudReturningPassed,
+    /// A send refused by a spend cap.
+    FraudRefusedSpend,
+    /// A spend cap newly reached (an instance's reading of the shared counts).
+    FraudSpendCapped,
     /// An operator lifted a prefix's suspension or hold.
     FraudLifted,
     // Per provider (the SMS observer's hook): `sms_<provider>_sent` / `_failed`.
@@ -73,7 +77,7 @@ pub enum Event {
 }
 
 impl Event {
-    pub const ALL: [Event; 41] = [
+    pub const ALL: [Event; 43] = [
         Event::SendRequest,
         Event::SmsSent,
         Event::SmsFailed,
@@ -104,6 +108,8 @@ impl Event {
         Event::FraudRefusedSurge,
         Event::FraudRefusedLevel,
         Event::FraudReturningPassed,
+        Event::FraudRefusedSpend,
+        Event::FraudSpendCapped,
         Event::FraudLifted,
         Event::SmsLogSent,
         Event::SmsLogFailed,
@@ -150,6 +156,8 @@ impl Event {
             Event::FraudRefusedSurge => "fraud_refused_surge",
             Event::FraudRefusedLevel => "fraud_refused_level",
             Event::FraudReturningPassed => "fraud_returning_passed",
+            Event::FraudRefusedSpend => "fraud_refused_spend",
+            Event::FraudSpendCapped => "fraud_spend_capped",
             Event::FraudLifted => "fraud_lifted",
             Event::SmsLogSent => "sms_log_sent",
             Event::SmsLogFailed => "sms_log_failed",
@@ -198,6 +206,9 @@ impl Event {
             Event::FraudRefusedSurge => ("vcode_fraud_refused", "reason", "surge"),
             Event::FraudRefusedLevel => ("vcode_fraud_refused", "reason", "level"),
             Event::FraudReturningPassed => ("vcode_fraud_returning", "outcome", "passed"),
+            Event::FraudRefusedSpend => ("vcode_fraud_refused", "reason", "spend"),
+            // Per cap: `crate::metrics::set_sms_spend`.
+            Event::FraudSpendCapped => return None,
             Event::FraudLifted => ("vcode_fraud_lifts", "by", "operator"),
             Event::SmsLogSent
             | Event::SmsLogFailed

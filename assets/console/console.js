@@ -162,7 +162,18 @@ function relative(ms) {
 // --- The panels -------------------------------------------------------------------------------
 
 /// Sends, verified and refused per bucket, for every country or the one chosen.
+// A spend cap reached (VCODE_FRAUD_SPEND_*): its sends are refused until it has room.
+function drawSpendAlert(traffic) {
+  const reached = (traffic.spend ?? []).filter((cap) => cap.reached);
+  note('spend-alert', reached.length
+    ? `Spend cap reached, sends refused: ${reached
+      .map((cap) => `${cap.scope === '*' ? 'the service' : cap.scope} per ${cap.window} (${cap.spent.toFixed(2)} of ${cap.cap.toFixed(2)})`)
+      .join('; ')}`
+    : '');
+}
+
 function drawTraffic(traffic) {
+  drawSpendAlert(traffic);
   const chosen = $('country').value;
   const pick = (entry, field) => (chosen ? entry.by_country?.[chosen]?.[field] ?? 0 : entry[field]);
   const times = traffic.series.map((entry) => entry.t_ms / 1000);

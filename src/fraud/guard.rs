@@ -17,6 +17,7 @@ use super::policy::{
 };
 use super::safe_list::SafeList;
 use super::settings::FraudSettings;
+use super::spend::{SPEND_REFRESH, SpendGuard, SpendLine};
 use crate::domain::traffic::{HalfLives, LEVEL_RECORD_TTL, LevelChange, LevelCounts};
 use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
 use crate::keyring::Keyring;
@@ -189,6 +190,8 @@ pub struct TrafficReport {
     /// Oldest first, one per minute of the span.
     pub series: Vec<TrafficBucket>,
     pub top_prefixes: Vec<PrefixTraffic>,
+    /// Each spend cap and what was spent against it.
+    pub spend: Vec<SpendLine>,
 }
 
 pub struct FraudGuard {
@@ -204,6 +207,8 @@ pub struct FraudGuard {
     stats: Arc<Stats>,
     /// Who is never judged: `VCODE_FRAUD_SAFE_LIST`, and what operators and tenants add.
     safe_list: Arc<SafeList>,
+    /// The spend caps (none unless set: `with_spend`).
+    spend: Arc<SpendGuard>,
 }
 
 fn now_ms() -> u64 {
@@ -283,9 +288,62 @@ impl FraudGuard {
             level_thresholds: settings.level_thresholds(),
             settings,
             attribution_ttl: code_ttl,
+            spend: Arc::new(SpendGuard::new(
+                Default::default(),
+                Default::default(),
+                stats.clone(),
+            )),
             stats,
             safe_list,
         }
+    }
+
+    /// The guard with spend caps: refused past them, read again from the shared counts every
+    /// `SPEND_REFRESH` (a task of its own, while the guard lives).
+    pub fn with_spend(mut self, spend: SpendGuard) -> Self {
+        self.spend = Arc::new(spend);
+        self
+    }
+
+    /// Starts reading the shared counts for the spend caps, if there are any.
+    pub fn spawn_spend_refresh(self: &Arc<Self>) {
+        if !self.spend.enabled() {
+            return;
+        }
+        let guard = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(SPEND_REFRESH);
+            loop {
+                ticks.tick().await;
+                let Some(guard) = guard.upgrade() else { return };
+                guard.spend.refresh(&*guard.store, now_ms()).await;
+            }
+        });
+    }
+
+    /// Refuses a send whose SMS would pass a spend cap (a safe-listed number never is).
+    pub fn check_spend(
+        &self,
+        destination: &Destination,
+        tenant: Option<&str>,
+    ) -> Result<(), FraudError> {
+        if !self.spend.enabled() || destination.phone().is_none() {
+            return Ok(());
+        }
+        match self.spend.check(&country_of(destination)) {
+            Ok(()) => Ok(()),
+            Err(_) if self.is_safe(destination, tenant) => Ok(()),
+            Err((line, retry_after)) => {
+                self.stats.record(Event::FraudRefusedSpend);
+                tracing::info!(%destination, scope = %line.scope, window = line.window, spent = line.spent, cap = line.cap, "send refused: spend cap");
+                Err(FraudError::Refused { retry_after })
+            }
+        }
+    }
+
+    /// Every spend cap and what was spent against it (the traffic report's).
+    pub fn spend_lines(&self) -> Vec<SpendLine> {
+        self.spend.lines()
     }
 
     /// The guard consulting `safe_list` (the store's entries and the configured ones) instead
@@ -648,7 +706,9 @@ impl FraudGuard {
     pub fn settle(&self, admitted: Option<Admitted>, destination: &Destination, sent: bool) {
         if sent {
             if destination.phone().is_some() {
-                crate::metrics::count_sms_by_country(&country_of(destination));
+                let country = country_of(destination);
+                self.spend.sent(&country);
+                crate::metrics::count_sms_by_country(&country);
             }
         } else if let Some(admitted) = admitted {
             let store = self.store.clone();
@@ -840,6 +900,7 @@ impl FraudGuard {
             baseline_conversion: baseline(&service),
             series,
             top_prefixes: prefixes,
+            spend: self.spend_lines(),
         })
     }
 

@@ -124,7 +124,9 @@ pub struct LevelThresholds {
     pub mail_evidence_share: f64,
     /// A level converting below this fraction of the reference is not trusted as a home range.
     pub min_conversion_ratio: f64,
-    /// History sends (before the recent span) from which a level's own conversion is believed.
+    /// History sends (before the recent span) from which a level's own conversion is believed
+    /// (the history less the recent memory weighs each send by how long ago it was: a pump
+    /// going on now is in both, so it barely moves it).
     pub mature_history: f64,
     /// A level whose recent sends are undelivered above this share (and three times its own
     /// history's) is suspect on that alone.
@@ -156,8 +158,11 @@ pub struct LevelVerdict {
 /// The service's conversion as the reference: its history's once it rests on enough sends,
 /// never below `floor` (a service mostly pumped must not learn that as normal).
 pub fn reference(service: &LevelCounts, min_sends: f64, floor: f64) -> f64 {
-    match service.history.conversion() {
-        Some(conversion) if service.history.sends >= min_sends => conversion.max(floor),
+    // The history before the recent span: a pump going on now is in both memories, so it
+    // drags neither this nor a level's own expected conversion down.
+    let before = service.history.less(&service.recent);
+    match before.conversion() {
+        Some(conversion) if before.sends >= min_sends => conversion.max(floor),
         _ => floor,
     }
 }
@@ -264,7 +269,7 @@ mod tests {
         evidence_share: 0.35,
         mail_evidence_share: 2.0,
         min_conversion_ratio: 0.2,
-        mature_history: 500.0,
+        mature_history: 30.0,
         undelivered_share: 0.5,
     };
 

@@ -11,6 +11,7 @@ pub mod levels;
 pub mod policy;
 mod safe_list;
 mod settings;
+pub mod spend;
 
 pub use self::guard::{
     Admitted, ConversionTicket, FraudError, FraudGuard, PrefixState, PrefixTraffic, SendTicket,

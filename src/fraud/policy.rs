@@ -95,7 +95,7 @@ impl Level {
                 evidence_share: 0.2,
                 mail_evidence_share: 1.0,
                 min_conversion_ratio: 0.5,
-                mature_history: 500.0,
+                mature_history: 30.0,
                 undelivered_share: 0.3,
             },
             // Off and monitor judge as standard (monitor flags, off never asks).
@@ -108,7 +108,7 @@ impl Level {
                 evidence_share: 0.35,
                 mail_evidence_share: 2.0,
                 min_conversion_ratio: 0.2,
-                mature_history: 500.0,
+                mature_history: 30.0,
                 undelivered_share: 0.5,
             },
         }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::levels::LevelThresholds;
 use super::policy::{Level, Thresholds};
+use super::spend::SpendCaps;
 use crate::config::text::{Secs, Whole, list, parse_text, show_text};
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -46,6 +47,16 @@ pub struct FraudSettings {
     /// The handful of unexplained unconverted sends any level may have; 0 = the level's.
     #[serde(rename = "VCODE_FRAUD_EVIDENCE", with = "Whole::<0, 1_000_000>")]
     pub evidence: u64,
+    /// Spend caps (issue 39; 0: none), in `VCODE_SMS_PRICES`' currency: what SMS may cost the
+    /// service per hour and per day, and each country per hour and per day.
+    #[serde(rename = "VCODE_FRAUD_SPEND_HOUR", with = "amount")]
+    pub spend_hour: f64,
+    #[serde(rename = "VCODE_FRAUD_SPEND_DAY", with = "amount")]
+    pub spend_day: f64,
+    #[serde(rename = "VCODE_FRAUD_SPEND_COUNTRY_HOUR", with = "amount")]
+    pub spend_country_hour: f64,
+    #[serde(rename = "VCODE_FRAUD_SPEND_COUNTRY_DAY", with = "amount")]
+    pub spend_country_day: f64,
     /// How long a destination that verified is remembered as returning (never refused by a
     /// suspension of its range).
     #[serde(rename = "VCODE_FRAUD_RETURNING_DAYS", with = "Whole::<1, 400>")]
@@ -65,6 +76,10 @@ impl Default for FraudSettings {
             surge_floor: 0,
             surge_factor: 0,
             range_digits: vec![3, 5, 7],
+            spend_hour: 0.0,
+            spend_day: 0.0,
+            spend_country_hour: 0.0,
+            spend_country_day: 0.0,
             evidence: 0,
             returning_days: 90,
         }
@@ -72,6 +87,16 @@ impl Default for FraudSettings {
 }
 
 impl FraudSettings {
+    /// The spend caps (none unless set).
+    pub fn spend_caps(&self) -> SpendCaps {
+        SpendCaps {
+            service_hour: self.spend_hour,
+            service_day: self.spend_day,
+            country_hour: self.spend_country_hour,
+            country_day: self.spend_country_day,
+        }
+    }
+
     /// The levels' thresholds, with the configured handful in place of the level's.
     pub fn level_thresholds(&self) -> LevelThresholds {
         let mut thresholds = self.level.level_thresholds();
@@ -101,6 +126,21 @@ impl FraudSettings {
                 factor => f64::from(factor),
             },
         }
+    }
+}
+
+mod amount {
+    use super::*;
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        parse_text(d, |raw| match raw.trim().parse::<f64>() {
+            Ok(amount) if amount.is_finite() && amount >= 0.0 => Ok(amount),
+            _ => Err(format!("{raw:?} is not an amount (0 or more; 0: no cap)")),
+        })
+    }
+
+    pub fn serialize<S: Serializer>(amount: &f64, s: S) -> Result<S::Ok, S::Error> {
+        show_text(amount, s)
     }
 }
 

@@ -262,6 +262,8 @@ impl OtpService {
             None
         } else {
             let tenant = command.caller.tenant().map(TenantId::as_str);
+            // A spend cap reached refuses before anything is taken (no store step).
+            self.fraud.check_spend(destination, tenant)?;
             self.fraud.ticket(destination, purpose, tenant)
         };
         let started = std::time::Instant::now();

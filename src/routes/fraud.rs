@@ -12,8 +12,8 @@ use crate::fraud::{Level, ListedEntry, PrefixState, Reason, Suspension, TrafficR
 use vcode_wire::{
     FraudCountryCounts, FraudLevel, FraudLifted, FraudPrefixState, FraudPrefixTraffic, FraudReason,
     FraudSafeList, FraudSafeListAdd, FraudSafeListAdded, FraudSafeListEntry, FraudSafeListQuery,
-    FraudSafeListRemoved, FraudSafeListSource, FraudSuspension, FraudSuspensions, FraudTraffic,
-    FraudTrafficBucket, paths,
+    FraudSafeListRemoved, FraudSafeListSource, FraudSpend, FraudSuspension, FraudSuspensions,
+    FraudTraffic, FraudTrafficBucket, paths,
 };
 
 /// The traffic route's span: a day at most (what the guard keeps), an hour by default.
@@ -234,6 +234,17 @@ fn suspension(suspension: Suspension) -> FraudSuspension {
 
 fn traffic_of(report: TrafficReport) -> FraudTraffic {
     FraudTraffic {
+        spend: report
+            .spend
+            .iter()
+            .map(|line| FraudSpend {
+                scope: line.scope.clone(),
+                window: line.window.to_owned(),
+                spent: line.spent,
+                cap: line.cap,
+                reached: line.reached(),
+            })
+            .collect(),
         bucket_secs: report.bucket_secs,
         level: level(report.level),
         baseline_conversion: report.baseline_conversion,

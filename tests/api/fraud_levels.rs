@@ -181,3 +181,61 @@ on_stores!(
         a_pumped_prefix_is_refused_in_the_store_s_step_but_not_its_returning_users,
     ]
 );
+
+/// Spend caps (issue 39 point 5): CN SMS at 0.5 and a cap of 1.5 a country per hour: the fourth
+/// CN send is refused (403/40300, no SMS) while another country and a safe-listed CN number are
+/// served; the operator's traffic report shows the cap reached.
+async fn a_spend_cap_refuses_past_it_but_not_a_safe_number(backend: Backend) {
+    let safe = number("1391234");
+    let app = spawn_app_with(backend, |s| {
+        s.admin_token = Some(TOKEN.into());
+        s.abuse = AbuseSettings {
+            allowed_regions: vcode::settings::Regions::parse("CN,GB").expect("regions"),
+            ..AbuseSettings::unlimited()
+        };
+        s.sms.prices = vcode::sms::SmsPrices::new(
+            "USD",
+            vcode::sms::SmsPrices::parse_pairs("CN=0.5,*=0.1").unwrap(),
+        )
+        .unwrap();
+        s.fraud.spend_country_hour = 1.5;
+        s.fraud.safe_list = vec![safe[1..].to_owned()];
+    })
+    .await;
+    for _ in 0..3 {
+        assert_eq!(app.send(&number("139")).await.status, 200);
+    }
+    let phone = number("139");
+    let refused = app.send(&phone).await;
+    assert_eq!(
+        (refused.status, refused.code()),
+        (403, 40300),
+        "{refused:?}"
+    );
+    assert!(app.inbox(&phone).await.is_empty(), "no SMS");
+    assert_eq!(app.send(&safe).await.status, 200, "a safe-listed number");
+    assert_eq!(
+        app.send("+447400123456").await.status,
+        200,
+        "another country"
+    );
+    let traffic = app
+        .request(
+            app.client
+                .get(app.admin_url(paths::FRAUD_TRAFFIC))
+                .bearer_auth(TOKEN),
+        )
+        .await;
+    let traffic: vcode_wire::FraudTraffic = traffic.data();
+    let cn = traffic
+        .spend
+        .iter()
+        .find(|cap| cap.scope == "CN" && cap.window == "hour")
+        .unwrap_or_else(|| panic!("{:?}", traffic.spend));
+    assert!(cn.reached && cn.cap == 1.5 && cn.spent >= 1.5, "{cn:?}");
+}
+
+on_stores!(
+    spend_memory => Memory, spend_redis => Redis, spend_postgres => Postgres;
+    [a_spend_cap_refuses_past_it_but_not_a_safe_number]
+);

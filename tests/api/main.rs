@@ -2,6 +2,9 @@
 //! store, a real redis-server, a Redis Cluster, Redis Sentinel and PostgreSQL started by the
 //! harness.
 
+// The stats test's `json!` of every daily counter nests deeper than the default allows.
+#![recursion_limit = "256"]
+
 mod support;
 
 /// Generates, for each listed `module => Backend` pair, a module of one multi-threaded

@@ -88,6 +88,7 @@ async fn counters_match_a_scripted_sequence(backend: Backend) {
         "test_number_sends": 0,
         "fraud_suspended": 0, "fraud_held": 0, "fraud_refused_conversion": 0,
         "fraud_refused_surge": 0, "fraud_refused_level": 0, "fraud_returning_passed": 0,
+        "fraud_refused_spend": 0, "fraud_spend_capped": 0,
         "fraud_lifted": 0,
         "sms_log_sent": 3, "sms_log_failed": 0, "sms_webhook_sent": 0, "sms_webhook_failed": 0,
         "sms_aliyun_sent": 0, "sms_aliyun_failed": 0, "sms_tencent_sent": 0,

@@ -86,6 +86,23 @@ pub struct FraudTraffic {
     pub series: Vec<FraudTrafficBucket>,
     /// The 20 prefixes with most sends in the span.
     pub top_prefixes: Vec<FraudPrefixTraffic>,
+    /// Each spend cap set (`VCODE_FRAUD_SPEND_*`) and what was spent against it; empty without
+    /// caps.
+    #[serde(default)]
+    pub spend: Vec<FraudSpend>,
+}
+
+/// One spend cap and what SMS cost against it, in `VCODE_SMS_PRICES`' currency.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FraudSpend {
+    /// A country's ISO region, or `*` for the service.
+    pub scope: String,
+    /// `hour` or `day`.
+    pub window: String,
+    pub spent: f64,
+    pub cap: f64,
+    /// Spent up to the cap: its sends are refused (`403`/`40300`).
+    pub reached: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -251,6 +268,7 @@ mod tests {
                 conversion: None,
                 state: FraudPrefixState::Held,
             }],
+            spend: vec![],
         };
         let json = serde_json::to_value(&traffic).unwrap();
         assert_eq!(

@@ -30,8 +30,8 @@ pub use events::{FailedEvent, FailedEvents, FailedEventsQuery, ReplayRequest, Re
 pub use fraud::{
     FraudCountryCounts, FraudLevel, FraudLifted, FraudPrefixState, FraudPrefixTraffic, FraudReason,
     FraudSafeList, FraudSafeListAdd, FraudSafeListAdded, FraudSafeListEntry, FraudSafeListQuery,
-    FraudSafeListRemoved, FraudSafeListSource, FraudSuspension, FraudSuspensions, FraudTraffic,
-    FraudTrafficBucket, FraudTrafficQuery,
+    FraudSafeListRemoved, FraudSafeListSource, FraudSpend, FraudSuspension, FraudSuspensions,
+    FraudTraffic, FraudTrafficBucket, FraudTrafficQuery,
 };
 pub use health::{Health, HealthStatus};
 pub use otp::{
