@@ -1,5 +1,5 @@
-//! The Redis store's fraud-guard levels: one hash per scope and one key per returning
-//! destination, all under the guard's hash tag (`{guard}`), so that a send's scopes are one
+//! The Redis store's fraud-guard levels: one string per scope (its counts in fixed point) and
+//! one key per returning destination, all under the guard's hash tag (`{guard}`), so that a send's scopes are one
 //! script on one node (`levels.lua`).
 
 use std::sync::LazyLock;
@@ -13,9 +13,15 @@ use crate::store::{LevelStore, LevelUpdate};
 
 static LEVELS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("levels.lua")));
 
-/// One scope's answer, `rs,rc,ru,hs,hc,hu`, read back.
+/// The records' fixed point: counts in millionths (`levels.lua`).
+const SCALE: f64 = 1_000_000.0;
+
+/// One scope's record, `t rs rc ru hs hc hu` (the counts in millionths), read back.
 fn parse_counts(raw: &str) -> Option<LevelCounts> {
-    let mut values = raw.split(',').map(|v| v.parse::<f64>().ok());
+    let mut values = raw
+        .split(' ')
+        .skip(1)
+        .map(|v| v.parse::<u64>().ok().map(|v| v as f64 / SCALE));
     let mut next = || values.next().flatten();
     let recent = Decayed {
         sends: next()?,
@@ -28,6 +34,11 @@ fn parse_counts(raw: &str) -> Option<LevelCounts> {
         undelivered: next()?,
     };
     Some(LevelCounts { recent, history })
+}
+
+/// What an event adds, in millionths.
+fn scaled(count: f64) -> i64 {
+    (count * SCALE).round() as i64
 }
 
 #[async_trait]
@@ -49,9 +60,9 @@ impl LevelStore for RedisStore {
             .arg(update.now_ms)
             .arg(update.half_lives.recent_ms)
             .arg(update.half_lives.history_ms)
-            .arg(change.sends)
-            .arg(change.conversions)
-            .arg(change.undelivered)
+            .arg(scaled(change.sends))
+            .arg(scaled(change.conversions))
+            .arg(scaled(change.undelivered))
             .arg(update.record_ttl.as_millis() as u64)
             .arg(returning_ttl);
         let mut connection = self.connections.get();
