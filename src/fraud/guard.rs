@@ -23,8 +23,8 @@ use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
 use crate::keyring::Keyring;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    Admission, Conversion, FraudSend, FraudStore, GuardStep, LevelStore, LevelUpdate, MinuteCounts,
-    PrefixBlock, SendMark, StoreError,
+    Admission, Conversion, FraudSend, FraudStore, GuardStep, LevelStep, LevelStore, LevelUpdate,
+    MinuteCounts, PrefixBlock, SendMark, StoreError,
 };
 
 /// How many prefixes the traffic report ranks.
@@ -63,6 +63,10 @@ pub struct SendTicket {
     enforce: bool,
     /// Known to have verified before: no suspension refuses it (`FraudGuard::pardon_returning`).
     returning: bool,
+    /// Its levels, narrowest first, and their store names (which the store may count in the
+    /// issue's own step: `GuardStep::levels`).
+    levels: Vec<RangeLevel>,
+    scopes: Vec<String>,
 }
 
 /// A verify's send, as the guard converts it (`FraudGuard::conversion`).
@@ -398,6 +402,11 @@ impl FraudGuard {
         let safe = self.is_safe(destination, tenant);
         let prefix = prefix_of(destination, self.settings.prefix_digits);
         let (names, ends) = send_names(&prefix, destination, purpose);
+        let levels = levels_of(
+            destination,
+            &names[ends[0]..ends[1]],
+            &self.settings.range_digits,
+        );
         Some(SendTicket {
             admitted: Admitted {
                 names,
@@ -411,6 +420,8 @@ impl FraudGuard {
             safe,
             enforce: self.settings.level.enforces() && !safe,
             returning: false,
+            scopes: levels.iter().map(|level| level.scope.clone()).collect(),
+            levels,
         })
     }
 
@@ -529,6 +540,12 @@ impl FraudGuard {
             window: &ticket.window,
             enforce: ticket.enforce,
             attribution_ttl: self.attribution_ttl,
+            levels: Some(LevelStep {
+                scopes: &ticket.scopes,
+                now_ms: ticket.admitted.now_ms,
+                half_lives: Self::half_lives(),
+                record_ttl: LEVEL_RECORD_TTL,
+            }),
         }
     }
 
@@ -544,7 +561,7 @@ impl FraudGuard {
     ) -> Result<Admitted, FraudError> {
         let now = ticket.admitted.now_ms;
         let window = ticket.window;
-        let (prefix, service, block, previous, mark) = match admission {
+        let (prefix, service, block, previous, mark, counted_levels) = match admission {
             Admission::Refused(block) => return Err(self.refused(destination, &block, now)),
             Admission::Admitted {
                 prefix,
@@ -552,7 +569,8 @@ impl FraudGuard {
                 block,
                 previous,
                 mark,
-            } => (prefix, service, block, previous, mark),
+                levels,
+            } => (prefix, service, block, previous, mark, levels),
         };
         // From here on the send is the one the store counted: its release, its receipt's mark
         // and the attribution (which its conversion reads) all name that mark.
@@ -569,9 +587,13 @@ impl FraudGuard {
             b.lifted_ms > 0 && now.saturating_sub(b.lifted_ms) < WINDOW_MINUTES * BUCKET_MS
         };
         // Every send the store admitted counts in its levels (a safe one too: its conversion
-        // will), refused or not: a pump that goes on keeps its levels anomalous.
-        let levels = levels_of(destination, admitted.country(), &self.settings.range_digits);
-        let level_counts = self.count_levels(&levels, LevelChange::SEND, None).await?;
+        // will), refused or not: a pump that goes on keeps its levels anomalous. In the issue's
+        // own step where the store can (Redis on one node), else here.
+        let levels = ticket.levels;
+        let level_counts = match counted_levels {
+            Some(counts) if counts.len() == levels.len() => counts,
+            _ => self.count_levels(&levels, LevelChange::SEND, None).await?,
+        };
         if ticket.safe
             || block
                 .as_ref()

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use serde::Serialize;
 
 use super::StoreError;
-use crate::domain::traffic::{Reason, Tally, Window};
+use crate::domain::traffic::{LevelCounts, Reason, Tally, Window};
 
 /// One send as the fraud guard counts it: its destination prefix and country, the pending code
 /// it is for (`attribution`: E.164 and purpose, so that the verify of that code converts it),
@@ -93,6 +93,9 @@ pub enum Admission {
         block: Option<PrefixBlock>,
         previous: Option<SendMark>,
         mark: SendMark,
+        /// The send's levels after counting it, when the store counted them in this step
+        /// (`GuardStep::levels`).
+        levels: Option<Vec<LevelCounts>>,
     },
 }
 

@@ -14,7 +14,7 @@ use super::{
     Admission, Budgets, CodeCandidate, CodeStore, FraudSend, FraudStore, IssueOutcome, IssueParams,
     PrefixBlock, QuotaStore, SendMark, StoreError, VerifyOutcome, VerifyParams,
 };
-use crate::domain::traffic::Window;
+use crate::domain::traffic::{HalfLives, Window};
 use crate::domain::{Client, CodeDigest, Destination, Purpose, VerificationId};
 
 /// The fraud guard's step of one send, as `FusedSteps::issue_guarded` takes it: the send, the
@@ -26,6 +26,18 @@ pub struct GuardStep<'a> {
     pub window: &'a Window,
     pub enforce: bool,
     pub attribution_ttl: Duration,
+    /// The send's levels (issue 39), which a store may count in the same step (Redis on one
+    /// node: `Admission::Admitted::levels`); the guard counts them itself otherwise.
+    pub levels: Option<LevelStep<'a>>,
+}
+
+/// A send's levels as a store counts them within its guard step: a send, at `now_ms`.
+#[derive(Clone, Copy, Debug)]
+pub struct LevelStep<'a> {
+    pub scopes: &'a [String],
+    pub now_ms: u64,
+    pub half_lives: HalfLives,
+    pub record_ttl: Duration,
 }
 
 impl GuardStep<'_> {

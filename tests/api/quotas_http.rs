@@ -355,9 +355,9 @@ async fn a_send_with_the_default_limits_is_one_script_on_one_node() {
     }
     assert_eq!(
         scripts_run(server),
-        10,
-        "one script for the code, its budgets and the fraud guard's minute counts, one for the \
-         guard's levels (issue 39)"
+        5,
+        "one script for the code, its budgets and the fraud guard (its minute counts and its \
+         levels)"
     );
     // Both limits were in it: the client's budget (20 an hour by default) is 6 down.
     let budget: u64 = ::redis::cmd("ZCARD")

@@ -144,6 +144,7 @@ impl MemoryStore {
             block,
             previous,
             mark,
+            levels: None,
         }
     }
 }

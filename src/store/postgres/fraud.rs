@@ -137,6 +137,7 @@ pub(super) fn admitted_at(row: &Row, at: usize, mark: SendMark) -> Result<Admiss
                 token: token as u64,
             }),
         mark,
+        levels: None,
     })
 }
 
@@ -150,6 +151,7 @@ impl FraudStore for PostgresStore {
         attribution_ttl: Duration,
     ) -> Result<Admission, StoreError> {
         let step = GuardStep {
+            levels: None,
             send: *send,
             window,
             enforce,

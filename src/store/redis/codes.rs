@@ -4,7 +4,9 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{CodeStore, Conversion, GuardStep, GuardedIssue, IssueKind, VerifyStep};
+use crate::store::{
+    Admission, CodeStore, Conversion, GuardStep, GuardedIssue, IssueKind, VerifyStep,
+};
 
 impl RedisStore {
     /// `issue.lua`, with the guard's step on one node when there is one.
@@ -42,7 +44,11 @@ impl RedisStore {
             .arg(duration_ms(params.retention))
             .arg(if one_node { target.as_str() } else { "" })
             .arg(phone_rules.len())
-            .arg(u8::from(guard.is_some()))
+            .arg(match &guard {
+                None => 0u8,
+                Some(GuardStep { levels: None, .. }) => 1,
+                Some(_) => 2,
+            })
             .arg(if params.names_latest_send {
                 id.as_str()
             } else {
@@ -57,6 +63,9 @@ impl RedisStore {
         add_budgets(&mut invocation, in_script);
         if let Some(guard) = &guard {
             fraud::add_admission(&mut invocation, guard);
+            if let Some(levels) = &guard.levels {
+                levels::add_levels(&mut invocation, levels);
+            }
         }
         // A first start's send log, created with the code (under the phone's hash tag).
         if let Some(log) = &candidate.send_log {
@@ -112,14 +121,20 @@ impl RedisStore {
         };
         // The guard's counts follow a delivery's fields.
         let admission = match &outcome {
-            IssueOutcome::Send(delivery) => Some(fraud::admitted_at(
-                &reply,
-                match delivery.kind {
+            IssueOutcome::Send(delivery) => {
+                let at = match delivery.kind {
                     IssueKind::Created => CREATED_FIELDS,
                     _ => RESENT_FIELDS,
-                },
-                guard.mark(),
-            )?),
+                };
+                let mut admission = fraud::admitted_at(&reply, at, guard.mark())?;
+                // The levels' records follow the guard's counts.
+                if guard.levels.is_some()
+                    && let Admission::Admitted { levels, .. } = &mut admission
+                {
+                    *levels = Some(levels::records_at(&reply, at + 1)?);
+                }
+                Some(admission)
+            }
             _ => None,
         };
         Ok(GuardedIssue::Issued { outcome, admission })

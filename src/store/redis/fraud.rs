@@ -276,6 +276,7 @@ pub(super) fn admitted_at(
         },
         previous,
         mark,
+        levels: None,
     })
 }
 
@@ -403,6 +404,7 @@ impl FraudStore for RedisStore {
     ) -> Result<Admission, StoreError> {
         let mut invocation = FRAUD_SCRIPTS.admit.prepare_invoke();
         let step = GuardStep {
+            levels: None,
             send: *send,
             window,
             enforce,
@@ -611,6 +613,7 @@ mod tests {
             judged_before: 481_998,
         };
         let step = GuardStep {
+            levels: None,
             send: FraudSend {
                 prefix: "44770",
                 country: "GB",

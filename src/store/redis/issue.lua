@@ -26,7 +26,8 @@
 -- ARGV[1] candidate record, ARGV[2] TTL ms, ARGV[3] cooldown ms, ARGV[4] 'reuse' | 'rotate',
 -- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
 -- ARGV[7] how long the verification outlives the code's TTL (ms), ARGV[8] its target or '',
--- ARGV[9] how many phone rule numbers follow (n), ARGV[10] '1' with the guard's step, else '0',
+-- ARGV[9] how many phone rule numbers follow (n), ARGV[10] '1' with the guard's step, '2' with
+-- its levels too (their keys and one argument after the guard's), else '0',
 -- ARGV[11] this send's verification id for the code's `v`, or '' (verifies by id only),
 -- ARGV[12..11+n] the phone's quota rules,
 -- ARGV[12+n] the budgets' token, then for each budget the number of its rules followed by
@@ -44,7 +45,8 @@
 --         {1, sent_at_ms} when created (the record is the caller's ARGV[1]), or
 --         {kind, record, sent_at_ms, deliveries, previous_record, previous_sent_at_ms,
 --          previous_expires_at_ms} with kind 2 redelivered, 3 rotated; followed with the
---         guard by fraud_admit.lua's counts (fraud_count's one string).
+--         guard by fraud_admit.lua's counts (fraud_count's one string), and with its levels by
+--         their records after the send ('|'-separated, levels_prelude.lua).
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
 local time = redis.call('TIME')
@@ -65,10 +67,24 @@ if ARGV[OWN_ARGV] == 'companion' then
     return {-5}
   end
 end
--- The guard's keys and arguments end the script's own (before the outbox's).
-local guarded = ARGV[10] == '1'
+-- The guard's keys and arguments end the script's own (before the outbox's); with its levels
+-- (ARGV[10] = '2'), the levels' keys and their one argument ('n now recent_half history_half
+-- ttl') come last.
+local guarded = ARGV[10] ~= '0'
 local guard_keys, guard_args = OWN_KEYS, OWN_ARGV
 local guard_step
+local levels
+if ARGV[10] == '2' then
+  local n, at, recent_half, history_half, ttl =
+    string.match(ARGV[OWN_ARGV], '^(%d+) (%d+) (%S+) (%S+) (%d+)$')
+  if not n then
+    return redis.error_reply('fraud guard: malformed levels')
+  end
+  levels = {n = tonumber(n), now = tonumber(at), recent_half = tonumber(recent_half),
+    history_half = tonumber(history_half), ttl = ttl, first = OWN_KEYS - tonumber(n) + 1}
+  OWN_KEYS, OWN_ARGV = OWN_KEYS - levels.n, OWN_ARGV - 1
+  guard_keys, guard_args = OWN_KEYS, OWN_ARGV
+end
 if guarded then
   guard_keys, guard_args = OWN_KEYS - 11, OWN_ARGV - 1
   guard_step = fraud_step(guard_args)
@@ -84,6 +100,11 @@ local guard_block
 local function delivered(reply)
   if guarded then
     reply[#reply + 1] = fraud_count(guard_keys, guard_step, guard_block)
+    if levels then
+      -- The send counted in its levels: their records after it, '|'-separated.
+      reply[#reply + 1] = table.concat(levels_count(levels.first, levels.n, levels.now,
+        levels.recent_half, levels.history_half, {1000000, 0, 0}, levels.ttl), '|')
+    end
   end
   return reply
 end

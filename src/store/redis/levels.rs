@@ -9,15 +9,19 @@ use async_trait::async_trait;
 use super::keys::{fraud_level, fraud_returning};
 use super::*;
 use crate::domain::traffic::{Decayed, LevelCounts};
-use crate::store::{LevelStore, LevelUpdate};
+use crate::store::{LevelStep, LevelStore, LevelUpdate};
 
-static LEVELS: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("levels.lua")));
+/// `levels_count`, which `issue.lua` takes in too (the send's levels in its own step).
+pub(super) const LEVELS_PRELUDE: &str = include_str!("levels_prelude.lua");
+
+static LEVELS: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[LEVELS_PRELUDE, include_str!("levels.lua")].concat()));
 
 /// The records' fixed point: counts in millionths (`levels.lua`).
 const SCALE: f64 = 1_000_000.0;
 
 /// One scope's record, `t rs rc ru hs hc hu` (the counts in millionths), read back.
-fn parse_counts(raw: &str) -> Option<LevelCounts> {
+pub(super) fn parse_counts(raw: &str) -> Option<LevelCounts> {
     let mut values = raw
         .split(' ')
         .skip(1)
@@ -37,8 +41,40 @@ fn parse_counts(raw: &str) -> Option<LevelCounts> {
 }
 
 /// What an event adds, in millionths.
-fn scaled(count: f64) -> i64 {
+pub(super) fn scaled(count: f64) -> i64 {
     (count * SCALE).round() as i64
+}
+
+/// A send's levels, counted in `issue.lua` on one node: their keys and one argument, `n now
+/// recent_half history_half ttl`, after the guard's own.
+pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &LevelStep<'_>) {
+    for scope in levels.scopes {
+        invocation.key(fraud_level(scope));
+    }
+    invocation.arg(format!(
+        "{} {} {} {} {}",
+        levels.scopes.len(),
+        levels.now_ms,
+        levels.half_lives.recent_ms,
+        levels.half_lives.history_ms,
+        levels.record_ttl.as_millis()
+    ));
+}
+
+/// The levels' records at `reply[at]` (`|`-separated, `issue.lua`).
+pub(super) fn records_at(reply: &[Value], at: usize) -> Result<Vec<LevelCounts>, StoreError> {
+    let raw = match reply.get(at) {
+        Some(Value::BulkString(raw)) => std::str::from_utf8(raw).ok(),
+        Some(Value::SimpleString(raw)) => Some(raw.as_str()),
+        _ => None,
+    }
+    .ok_or_else(|| StoreError::Protocol(format!("a send's levels: {:?}", reply.get(at))))?;
+    raw.split('|')
+        .map(|record| {
+            parse_counts(record)
+                .ok_or_else(|| StoreError::Protocol(format!("a level's counts: {record:?}")))
+        })
+        .collect()
 }
 
 #[async_trait]

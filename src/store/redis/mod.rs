@@ -90,6 +90,7 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
             EVENTS_PRELUDE,
             QUOTA_PRELUDE,
             fraud::TALLY_PRELUDE,
+            levels::LEVELS_PRELUDE,
             include_str!("issue.lua"),
         ]
         .concat(),

@@ -51,6 +51,7 @@ async fn issue_guarded(
     let now = now_ms();
     let window = Window::at(now, Duration::from_secs(60), WINDOW_MINUTES);
     let guard = GuardStep {
+        levels: None,
         send: FraudSend {
             prefix,
             country: "GB",
