@@ -642,11 +642,13 @@ mod tests {
             block,
             previous,
             mark,
+            levels,
         } = counted(b"1,2,3,4,50,60,70,80|481999:18446744073709551615|").unwrap()
         else {
             panic!("admitted");
         };
         assert_eq!(mark, MARK, "counted under the step's own mark");
+        assert_eq!(levels, None, "the levels' records are the issue's to add");
         assert_eq!(prefix, tally([1, 2, 3, 4]));
         assert_eq!(service, tally([50, 60, 70, 80]));
         assert_eq!(block, None);
