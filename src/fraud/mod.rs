@@ -2,9 +2,12 @@
 //! per country, sends and verified codes are counted per minute in the store, shared by every
 //! instance; a prefix whose judged sends convert far below the service's baseline is
 //! suspended for a cool-off that grows on repeat, and one whose fresh unconverted sends surge
-//! far above its own recent rate is held back until they can be judged. `policy` judges,
-//! `guard` is the use case the send and verify paths and the operator routes call, and
-//! `safe_list` the destinations it never judges (configured, and changed while running).
+//! far above its own recent rate is held back until they can be judged. Its second round
+//! (issue 39): `levels` judges each send's number ranges, country and service against their
+//! own decayed history, letting returning destinations through; `spend` caps what SMS may cost.
+//! `policy` judges the minutes, `guard` is the use case the send and verify paths and the
+//! operator routes call, and `safe_list` the destinations it never judges (configured, and
+//! changed while running).
 
 mod guard;
 pub mod levels;
