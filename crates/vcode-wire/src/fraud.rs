@@ -280,6 +280,7 @@ mod tests {
                             "by_country": {"GB": {"sends": 3, "verified": 1}}}],
                 "top_prefixes": [{"prefix": "44770", "country": "GB", "sends": 3, "verified": 1,
                                   "undelivered": 1, "unconverted": 0, "conversion": null, "state": "held"}],
+                "spend": [],
             })
         );
         let suspension = FraudSuspension {
