@@ -27,6 +27,13 @@ use crate::store::{
     MinuteCounts, PrefixBlock, SendMark, StoreError,
 };
 
+mod names;
+mod operator;
+
+use self::names::send_names;
+pub use self::names::{country_of, prefix_of};
+pub use self::operator::{PrefixState, PrefixTraffic, Suspension, TrafficBucket, TrafficReport};
+
 /// How many prefixes the traffic report ranks.
 const TOP_PREFIXES: usize = 20;
 
@@ -121,83 +128,6 @@ impl Admitted {
     }
 }
 
-/// An active suspension or hold, as the operator sees it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Suspension {
-    pub prefix: String,
-    pub country: String,
-    pub reason: Reason,
-    pub since_ms: u64,
-    pub until_ms: u64,
-    pub strikes: u32,
-    pub sends: u64,
-    pub conversions: u64,
-    pub evidence: String,
-}
-
-/// What the guard does about a prefix now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PrefixState {
-    Ok,
-    /// Blocked, but the level only monitors.
-    Monitored,
-    Held,
-    Suspended,
-}
-
-impl PrefixState {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Monitored => "monitored",
-            Self::Held => "held",
-            Self::Suspended => "suspended",
-        }
-    }
-}
-
-/// One minute of the service's traffic.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct TrafficBucket {
-    pub t_ms: u64,
-    pub sends: u64,
-    pub verified: u64,
-    pub refused: u64,
-    /// Sends a delivery receipt called undelivered (counted in `sends` too).
-    pub undelivered: u64,
-    /// Country → sends, verified and undelivered.
-    pub by_country: BTreeMap<String, Counts>,
-}
-
-/// A prefix's traffic over the report's span.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PrefixTraffic {
-    pub prefix: String,
-    pub country: String,
-    pub sends: u64,
-    pub verified: u64,
-    /// Sends a delivery receipt called undelivered: neither converted nor unconverted.
-    pub undelivered: u64,
-    /// Sends past grace that were not verified (nor undelivered).
-    pub unconverted: u64,
-    /// Of the sends past grace, the share verified.
-    pub conversion: Option<f64>,
-    pub state: PrefixState,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct TrafficReport {
-    pub bucket_secs: u64,
-    pub level: Level,
-    /// The service's conversion over the guard's window, past grace.
-    pub baseline_conversion: Option<f64>,
-    /// Oldest first, one per minute of the span.
-    pub series: Vec<TrafficBucket>,
-    pub top_prefixes: Vec<PrefixTraffic>,
-    /// Each spend cap and what was spent against it.
-    pub spend: Vec<SpendLine>,
-}
-
 pub struct FraudGuard {
     store: Arc<dyn FraudStore>,
     levels: Arc<dyn LevelStore>,
@@ -219,59 +149,6 @@ fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
-}
-
-/// The country the guard counts `destination` under ([`Destination::country`]).
-pub fn country_of(destination: &Destination) -> String {
-    destination.country()
-}
-
-/// Writes `country_of` at the end of `names`, without allocating it for a number of a region
-/// (a send's ticket; tested).
-fn push_country(names: &mut String, destination: &Destination) {
-    match destination {
-        Destination::Phone(phone) => match phone.region() {
-            Some(region) => names.push_str(region.as_str()),
-            None => names.push_str(&phone.country()),
-        },
-        Destination::Email(_) => names.push_str(EMAIL_COUNTRY),
-    }
-}
-
-/// A send's prefix, country and attribution one after the other, and where the first two end
-/// (`Admitted::names`).
-fn send_names(prefix: &str, destination: &Destination, purpose: &Purpose) -> (String, [usize; 2]) {
-    let (key, purpose) = (destination.key(), purpose.as_str());
-    // A country's name is at most `EMAIL` long (tested).
-    let mut names =
-        String::with_capacity(prefix.len() + EMAIL_COUNTRY.len() + key.len() + 1 + purpose.len());
-    names.push_str(prefix);
-    let prefix_end = names.len();
-    push_country(&mut names, destination);
-    let country_end = names.len();
-    // The attribution (`attribution`).
-    for part in [key, ":", purpose] {
-        names.push_str(part);
-    }
-    (names, [prefix_end, country_end])
-}
-
-/// The destination prefix of `destination`: a phone's calling code and the next `digits`
-/// digits (fewer if the number is shorter), without `+`; an email address's domain after an
-/// `@` (`@example.com`): a domain is to mail what a number range is to SMS, the unit a pumping
-/// attack sends into and whose conversion it drags down.
-pub fn prefix_of(destination: &Destination, digits: usize) -> Cow<'_, str> {
-    match destination {
-        Destination::Phone(phone) => {
-            let e164 = &phone.as_e164()[1..];
-            let code_len = phone
-                .calling_code()
-                .checked_ilog10()
-                .map_or(1, |l| l as usize + 1);
-            Cow::Borrowed(&e164[..(code_len + digits).min(e164.len())])
-        }
-        Destination::Email(email) => Cow::Owned(format!("@{}", email.address().domain())),
-    }
 }
 
 impl FraudGuard {
@@ -807,135 +684,6 @@ impl FraudGuard {
             tracing::warn!(%error, %prefix, "fraud guard: undelivered send not counted in its levels");
         }
     }
-
-    /// The prefixes suspended or held back now.
-    pub async fn suspensions(&self) -> Result<Vec<Suspension>, FraudError> {
-        let now = now_ms();
-        let mut active: Vec<Suspension> = self
-            .store
-            .prefix_blocks()
-            .await?
-            .into_iter()
-            .filter(|block| block.is_active(now))
-            .map(|block| Suspension {
-                prefix: block.prefix,
-                country: block.country,
-                reason: block.reason,
-                since_ms: block.since_ms,
-                until_ms: block.until_ms,
-                strikes: block.strikes,
-                sends: block.sends,
-                conversions: block.conversions,
-                evidence: block.evidence,
-            })
-            .collect();
-        active.sort_by(|a, b| b.since_ms.cmp(&a.since_ms).then(a.prefix.cmp(&b.prefix)));
-        Ok(active)
-    }
-
-    /// Ends `prefix`'s suspension or hold now; false if it had none. The prefix is not judged
-    /// again for an hour (the window: the counts that blocked it leave it); its strikes
-    /// stay, so a prefix that goes on pumping is suspended for longer next time.
-    pub async fn lift(&self, prefix: &str) -> Result<bool, FraudError> {
-        let lifted = self.store.lift_block(prefix, now_ms()).await?;
-        if lifted {
-            self.stats.record(Event::FraudLifted);
-            tracing::warn!(%prefix, "fraud guard: prefix lifted by an operator");
-        }
-        Ok(lifted)
-    }
-
-    /// The last `minutes` minutes: the service's series per minute and per country, and the
-    /// prefixes with most sends.
-    pub async fn traffic(&self, minutes: u64) -> Result<TrafficReport, FraudError> {
-        let now = now_ms();
-        let span = Window::at(now, self.settings.grace, minutes);
-        let traffic = self.store.fraud_traffic(span.from, span.minute).await?;
-        let mut series: Vec<TrafficBucket> = (span.from..=span.minute)
-            .map(|minute| TrafficBucket {
-                t_ms: minute * BUCKET_MS,
-                sends: 0,
-                verified: 0,
-                refused: 0,
-                undelivered: 0,
-                by_country: BTreeMap::new(),
-            })
-            .collect();
-        let slot = |minute: u64| (minute.checked_sub(span.from)).map(|i| i as usize);
-        for counts in &traffic.service {
-            if let Some(bucket) = slot(counts.minute).and_then(|i| series.get_mut(i)) {
-                bucket.sends = counts.sends;
-                bucket.verified = counts.conversions;
-                bucket.refused = counts.refused;
-                bucket.undelivered = counts.undelivered;
-            }
-        }
-        for (country, minutes) in &traffic.countries {
-            for counts in minutes {
-                if let Some(bucket) = slot(counts.minute).and_then(|i| series.get_mut(i))
-                    && (counts.sends > 0 || counts.conversions > 0)
-                {
-                    bucket.by_country.insert(country.clone(), counts_of(counts));
-                }
-            }
-        }
-        let blocks: BTreeMap<String, PrefixBlock> = self
-            .store
-            .prefix_blocks()
-            .await?
-            .into_iter()
-            .filter(|block| block.is_active(now))
-            .map(|block| (block.prefix.clone(), block))
-            .collect();
-        let mut prefixes: Vec<PrefixTraffic> = traffic
-            .prefixes
-            .iter()
-            .map(|(prefix, country, minutes)| {
-                let mut tally = Tally::default();
-                for counts in minutes {
-                    span.tally(&mut tally, counts.minute, counts_of(counts));
-                }
-                PrefixTraffic {
-                    prefix: prefix.clone(),
-                    country: country.clone(),
-                    sends: tally.judged.sends + tally.unjudged.sends,
-                    verified: tally.judged.conversions + tally.unjudged.conversions,
-                    undelivered: tally.judged.undelivered + tally.unjudged.undelivered,
-                    unconverted: tally.judged.unconverted(),
-                    conversion: tally.judged.conversion(),
-                    state: self.state_of(blocks.get(prefix)),
-                }
-            })
-            .filter(|prefix| prefix.sends > 0)
-            .collect();
-        prefixes.sort_by(|a, b| b.sends.cmp(&a.sends).then(a.prefix.cmp(&b.prefix)));
-        prefixes.truncate(TOP_PREFIXES);
-        // The baseline as the guard judges with it: the last hour past grace.
-        let judged = self.window(now);
-        let mut service = Tally::default();
-        for counts in &traffic.service {
-            judged.tally(&mut service, counts.minute, counts_of(counts));
-        }
-        Ok(TrafficReport {
-            bucket_secs: BUCKET_MS / 1000,
-            level: self.settings.level,
-            baseline_conversion: baseline(&service),
-            series,
-            top_prefixes: prefixes,
-            spend: self.spend_lines(),
-        })
-    }
-
-    fn state_of(&self, block: Option<&PrefixBlock>) -> PrefixState {
-        match block {
-            None => PrefixState::Ok,
-            Some(_) if !self.settings.level.enforces() => PrefixState::Monitored,
-            Some(block) if matches!(block.reason, Reason::Surge | Reason::Spread) => {
-                PrefixState::Held
-            }
-            Some(_) => PrefixState::Suspended,
-        }
-    }
 }
 
 /// A level's verdict in words, for the operator: the level, its recent and history counts,
@@ -964,15 +712,6 @@ fn describe_evidence(level: &RangeLevel, verdict: &LevelVerdict) -> String {
     )
 }
 
-/// A minute's counts as the judgement reads them.
-fn counts_of(counts: &MinuteCounts) -> Counts {
-    Counts {
-        sends: counts.sends,
-        conversions: counts.conversions,
-        undelivered: counts.undelivered,
-    }
-}
-
 /// Gives an admitted send back where the store counted it (its mark): its SMS did not go out
 /// (`refused`: the guard refused it).
 async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
@@ -992,65 +731,4 @@ async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
 /// The pending code a send is for: its verify converts it.
 fn attribution(destination: &Destination, purpose: &Purpose) -> String {
     [destination.key(), ":", purpose.as_str()].concat()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::{EmailAddress, Phone, Region};
-
-    fn phone(raw: &str) -> Destination {
-        Phone::parse(raw, Region::default())
-            .unwrap_or_else(|| panic!("{raw} is not valid"))
-            .into()
-    }
-
-    #[test]
-    fn a_prefix_is_the_calling_code_and_the_next_digits() {
-        assert_eq!(prefix_of(&phone("+447400123456"), 3), "44740");
-        assert_eq!(prefix_of(&phone("+12025550143"), 3), "1202");
-        assert_eq!(prefix_of(&phone("13800138000"), 3), "86138");
-        assert_eq!(prefix_of(&phone("13800138000"), 1), "861");
-        assert_eq!(prefix_of(&phone("+447400123456"), 8), "4474001234");
-        assert_eq!(country_of(&phone("+447400123456")), "GB");
-        assert_eq!(country_of(&phone("+80012345678")), "001");
-    }
-
-    #[test]
-    fn an_email_prefix_is_its_domain() {
-        let email = Destination::from(EmailAddress::parse("Ann@Mail.Example.COM").unwrap());
-        assert_eq!(prefix_of(&email, 3), "@mail.example.com");
-        assert_eq!(country_of(&email), crate::domain::EMAIL_COUNTRY);
-    }
-
-    #[test]
-    fn a_ticket_names_the_send_s_prefix_country_and_attribution() {
-        let email = Destination::from(EmailAddress::parse("ann@mail.example.com").unwrap());
-        for destination in [
-            phone("+447400123456"),
-            phone("+80012345678"),
-            phone("13800138000"),
-            email,
-        ] {
-            let mut names = String::new();
-            push_country(&mut names, &destination);
-            assert_eq!(names, country_of(&destination));
-            assert!(names.len() <= EMAIL_COUNTRY.len(), "{names}");
-        }
-        let destination = phone("+447400123456");
-        let purpose = Purpose::default();
-        let (names, ends) = send_names("44740", &destination, &purpose);
-        let admitted = Admitted {
-            names,
-            ends,
-            token: 1,
-            now_ms: 2,
-            minute: 0,
-            previous: None,
-        };
-        let send = admitted.send();
-        assert_eq!(send.prefix, "44740");
-        assert_eq!(send.country, "GB");
-        assert_eq!(send.attribution, attribution(&destination, &purpose));
-    }
 }
