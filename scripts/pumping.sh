@@ -17,7 +17,7 @@
 #   QUICK=1 scripts/pumping.sh              # CI: 10 a second into one prefix, and the spread bot
 #                                           # for 210 s, Redis only (~5 min)
 #   SCENARIOS=spread scripts/pumping.sh     # one of issue 39's scenarios (concentrated, spread,
-#                                           # partial, busy: ~18 min)
+#                                           # partial, busy: ~18 min; burst, burst-mail: ~10 min)
 #   RATES="3 30" STORES=postgres scripts/pumping.sh
 #   PROFILE=release scripts/pumping.sh      # the release binary (default: the dev build the
 #                                           # tests use; a few dozen requests a second need no more)
@@ -49,6 +49,11 @@ PARTIAL="--bot-prefixes 1 --bot-converts 12 --duration 300s"
 # `busy`: every honest user of +86138 (half of them returning), 5 minutes of them before a bot
 # pumps random +86138 numbers at 5 a second for 3 minutes, and 10 minutes after it stops.
 BUSY="--busy-prefix --bot-start 300s --duration 180s --honest-after 600s"
+# `burst` and `burst-mail`: the same 5 minutes of honest users of +86138 (of gmail.com by mail),
+# then a burst of 50 sends in 10 s to random numbers (mailboxes) of it, never verified, far
+# smaller than the prefix's own traffic, and 5 minutes of honest users after it: none of them,
+# returning or new, may be refused by the guard.
+BURST="--busy-prefix --burst --bot-start 300s --duration 10s --honest-after 300s"
 SECRET_KEY=$(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')
 
 command -v redis-server >/dev/null || scripts/provision
@@ -162,7 +167,10 @@ for store in $STORES; do
       spread) run "$store" 3 "$scenario" "$SPREAD" ;;
       partial) run "$store" 3 "$scenario" "$PARTIAL" ;;
       busy) run "$store" 5 "$scenario" "$BUSY" ;;
-      *) echo "unknown scenario $scenario (concentrated, spread, partial or busy)" >&2; exit 1 ;;
+      burst) run "$store" 5 "$scenario" "$BURST" ;;
+      burst-mail) run "$store" 5 "$scenario" "$BURST --mail" ;;
+      *) echo "unknown scenario $scenario (concentrated, spread, partial, busy, burst or burst-mail)" >&2
+         exit 1 ;;
     esac
   done
 done

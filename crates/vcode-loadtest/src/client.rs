@@ -163,7 +163,11 @@ impl Client {
         phone: &str,
         from: IpAddr,
     ) -> Result<(u32, Option<String>), String> {
-        let body = SendRequest::new(phone);
+        let body = if is_email(phone) {
+            SendRequest::email(phone)
+        } else {
+            SendRequest::new(phone)
+        };
         match self.post(paths::OTP_SEND, &body, Some(from)).await {
             Ok(answer) => {
                 let code = answer.envelope.code;
@@ -186,26 +190,32 @@ impl Client {
         code: &str,
         from: IpAddr,
     ) -> Result<u32, String> {
-        let body = VerifyRequest {
+        let mut body = VerifyRequest {
             verification_id: verification_id.map(str::to_owned),
             ..VerifyRequest::new(phone, code)
         };
+        if is_email(phone) {
+            body.email = body.phone.take();
+        }
         match self.post(paths::OTP_VERIFY, &body, Some(from)).await {
             Ok(answer) => Ok(answer.envelope.code),
             Err(error) => Err(transport("verify", &error)),
         }
     }
 
-    /// `GET /api/v1/dev/inbox?phone=`: every SMS the phone got, oldest first.
+    /// `GET /api/v1/dev/inbox?phone=` (`?email=` for an address): every message the
+    /// destination got, oldest first.
     pub async fn outbox(&self, phone: &str) -> anyhow::Result<Vec<DevMessage>> {
         let target = self.target();
+        let (phone, email) = if is_email(phone) {
+            (None, Some(phone.to_owned()))
+        } else {
+            (Some(phone.to_owned()), None)
+        };
         let response = self
             .http
             .get(join(target, paths::DEV_INBOX))
-            .query(&DevInboxQuery {
-                phone: Some(phone.to_owned()),
-                email: None,
-            })
+            .query(&DevInboxQuery { phone, email })
             .send()
             .await
             .context("outbox read failed")?;
@@ -325,6 +335,12 @@ fn transport(call: &str, error: &reqwest::Error) -> String {
         "transport error"
     };
     format!("{call}: {kind}")
+}
+
+/// A destination written with an `@` is an email address (the pumping scenario's `--mail`);
+/// any other is a phone number.
+fn is_email(destination: &str) -> bool {
+    destination.contains('@')
 }
 
 #[cfg(test)]

@@ -43,7 +43,7 @@ use tokio::task::JoinHandle;
 use tokio::time::MissedTickBehavior;
 
 use self::clients::{BotClients, honest_address};
-use self::numbers::{BOT_PREFIXES, BUSY_PREFIX, HONEST_PREFIXES, Prefix, SPREAD_PREFIXES};
+use self::numbers::{BOT_PREFIXES, HONEST_PREFIXES, Prefix, SPREAD_PREFIXES};
 use self::report::{Answer, BotSend, GUARD_REFUSAL, HonestLogin};
 pub use self::report::{
     BotFigures, Goals, HonestFigures, PrefixFigures, PumpingReport, Setup, pumping_table,
@@ -85,7 +85,7 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
     let prefixes = if pumping.bot_spread {
         &SPREAD_PREFIXES[..]
     } else if pumping.busy_prefix {
-        std::slice::from_ref(&BUSY_PREFIX)
+        std::slice::from_ref(pumping.busy())
     } else {
         &BOT_PREFIXES[..pumping.bot_prefixes]
     };
@@ -124,6 +124,8 @@ pub async fn run(options: &Options) -> anyhow::Result<PumpingReport> {
         bot_spread: pumping.bot_spread,
         bot_converts_percent: pumping.bot_converts,
         busy_prefix: pumping.busy_prefix,
+        mail: pumping.mail,
+        burst: pumping.burst,
     };
     let bot = Bot {
         client,
@@ -194,7 +196,7 @@ async fn honest_traffic(
             })
             .flatten();
         let prefix = if options.busy_prefix {
-            &BUSY_PREFIX
+            options.busy()
         } else {
             &HONEST_PREFIXES[rng.random_range(..HONEST_PREFIXES.len())]
         };
@@ -454,7 +456,9 @@ mod tests {
     #[test]
     fn check_refuses_attacks_that_make_no_sense() {
         assert_eq!(PumpingOptions::default().check(), Ok(()));
-        let cases: [fn(&mut PumpingOptions); 7] = [
+        let cases: [fn(&mut PumpingOptions); 9] = [
+            |o| o.mail = true,
+            |o| o.burst = true,
             |o| o.honest_rate = 0.0,
             |o| o.bot_rate = f64::NAN,
             |o| o.bot_rate = 1e6,

@@ -26,8 +26,16 @@ impl Prefix {
         }
     }
 
-    /// A number of the range, its remaining digits uniform.
+    /// A number of the range, its remaining digits uniform; for a mail domain (`e164`
+    /// `@domain`), an address of it, its 12-letter mailbox random.
     pub fn draw(&self, rng: &mut StdRng) -> String {
+        if self.e164.starts_with('@') {
+            let mut address: String = (0..12)
+                .map(|_| char::from(b'a' + rng.random_range(0..26u8)))
+                .collect();
+            address.push_str(self.e164);
+            return address;
+        }
         let free = self.digits + 1 - self.e164.len();
         let mut number = String::with_capacity(self.digits + 1);
         number.push_str(self.e164);
@@ -119,6 +127,10 @@ pub const SPREAD_PREFIXES: [Prefix; 40] = [
 /// with random numbers of it.
 pub const BUSY_PREFIX: Prefix = Prefix::new("CN", "+86138", 13);
 
+/// The busy mail domain (`--busy-prefix --mail`): every honest user's, and the one the bot
+/// sends to with random mailboxes of it. The guard counts mail by domain under `EMAIL`.
+pub const BUSY_DOMAIN: Prefix = Prefix::new("EMAIL", "@gmail.com", 0);
+
 /// The regions the honest users and the bot need served (`VCODE_ALLOWED_REGIONS`), sorted.
 pub fn regions() -> Vec<&'static str> {
     let mut regions: Vec<_> = HONEST_PREFIXES
@@ -136,6 +148,19 @@ mod tests {
     use super::*;
     use phonenumber::Type;
     use rand::SeedableRng;
+
+    #[test]
+    fn a_mail_domain_draws_random_mailboxes_of_it() {
+        let mut rng = StdRng::seed_from_u64(7);
+        let (one, two) = (BUSY_DOMAIN.draw(&mut rng), BUSY_DOMAIN.draw(&mut rng));
+        assert_ne!(one, two);
+        for address in [one, two] {
+            let (mailbox, domain) = address.split_once('@').expect("an address");
+            assert_eq!(domain, "gmail.com");
+            assert_eq!(mailbox.len(), 12);
+            assert!(mailbox.bytes().all(|b| b.is_ascii_lowercase()), "{address}");
+        }
+    }
 
     /// Valid, mobile (or fixed-line-or-mobile), in its region, and written in E.164.
     fn check_number(prefix: &Prefix, number: &str) {

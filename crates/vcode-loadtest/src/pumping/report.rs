@@ -105,6 +105,12 @@ pub struct Setup {
     /// Honest users and the bot in one busy prefix, half the honest users returning.
     #[serde(default)]
     pub busy_prefix: bool,
+    /// The busy prefix is the mail domain gmail.com.
+    #[serde(default)]
+    pub mail: bool,
+    /// The bot is a burst into the busy prefix: no honest user may be refused.
+    #[serde(default)]
+    pub burst: bool,
 }
 
 /// One attacked prefix.
@@ -329,6 +335,7 @@ impl Goals {
         let whole = match (setup.bot_spread, setup.bot_converts_percent > 0.0) {
             (true, _) => Some(MAX_PAID_SPREAD),
             (false, true) => Some(MAX_PAID_CONVERTING),
+            (false, false) if setup.burst => None,
             (false, false) if setup.busy_prefix => Some(MAX_PAID_BUSY),
             (false, false) => None,
         };
@@ -347,7 +354,12 @@ impl Goals {
                 ));
             }
         }
-        for prefix in bot.prefixes.iter().filter(|_| whole.is_none()) {
+        // A burst is judged by what it costs the honest users, below.
+        for prefix in bot
+            .prefixes
+            .iter()
+            .filter(|_| whole.is_none() && !setup.burst)
+        {
             if prefix.paid > MAX_PAID_PER_PREFIX {
                 missed.push(format!(
                     "the bot was paid {} SMS into {} (at most {MAX_PAID_PER_PREFIX})",
@@ -373,7 +385,7 @@ impl Goals {
         // not the guard's to answer for.
         // A busy prefix refused for its pump refuses its new users too (the report says how
         // many, and until when); its returning users never.
-        if setup.busy_prefix {
+        if setup.busy_prefix && !setup.burst {
             if honest.returning_refused_by_guard > 0 {
                 missed.push(format!(
                     "{} returning users were refused by the guard (none may be)",
@@ -491,14 +503,20 @@ impl PumpingReport {
                 .map_or("-".to_owned(), |last| format!("{:.0} s", last - attack_end));
             let _ = writeln!(
                 out,
-                "busy prefix: {} returning users (refused by the guard: {}); new users refused by                  the guard: {} of {}, the last {after} after the pump stopped",
+                "busy prefix: {} returning users (refused by the guard: {}); new users refused by \
+                 the guard: {} of {}, the last {after} after the pump stopped",
                 honest.returning,
                 honest.returning_refused_by_guard,
                 honest.new_refused_by_guard,
                 honest.logins - honest.returning,
             );
         }
-        if self.goals.met() {
+        if self.goals.met() && setup.burst {
+            let _ = writeln!(
+                out,
+                "\ngoals met: no honest user, returning or new, refused by the guard for the burst"
+            );
+        } else if self.goals.met() {
             let _ = writeln!(
                 out,
                 "\ngoals met: at most {} SMS paid per prefix, each stopped within {} s, no honest \
@@ -722,7 +740,49 @@ mod tests {
             bot_spread,
             bot_converts_percent,
             busy_prefix: false,
+            mail: false,
+            burst: false,
         }
+    }
+
+    #[test]
+    fn a_burst_is_judged_by_the_honest_users_it_costs_not_by_its_pay() {
+        let burst = Setup {
+            busy_prefix: true,
+            burst: true,
+            ..attack(10.0, false, 0.0)
+        };
+        // Paid in full and never refused: a burst into a prefix with history is no pump.
+        let paid = BotFigures {
+            paid: 50,
+            prefixes: vec![PrefixFigures {
+                prefix: "+86138".into(),
+                region: "CN".into(),
+                sends: 50,
+                paid: 50,
+                paid_before_first_refusal: 50,
+                first_refusal_after_secs: None,
+                refused_by_guard: 0,
+            }],
+            ..BotFigures::default()
+        };
+        assert!(Goals::judge(&paid, &HonestFigures::default(), &burst).met());
+        // One new user refused by the guard is a miss (a pump may refuse new users; a burst not).
+        let refused = HonestFigures {
+            refused_by_guard: 1,
+            new_refused_by_guard: 1,
+            ..HonestFigures::default()
+        };
+        let missed = Goals::judge(&paid, &refused, &burst).missed;
+        assert_eq!(
+            missed,
+            ["1 honest sends were refused by the guard (none may be)"]
+        );
+        let pump = Setup {
+            burst: false,
+            ..burst.clone()
+        };
+        assert!(Goals::judge(&paid, &refused, &pump).met());
     }
 
     #[test]
@@ -823,6 +883,8 @@ mod tests {
             bot_spread: false,
             bot_converts_percent: 0.0,
             busy_prefix: false,
+            mail: false,
+            burst: false,
         };
         let logins = [login(Answer::Ok, true, Some(Answer::Ok))];
         let report = PumpingReport::new(
