@@ -46,7 +46,7 @@
 --         {kind, record, sent_at_ms, deliveries, previous_record, previous_sent_at_ms,
 --          previous_expires_at_ms} with kind 2 redelivered, 3 rotated; followed with the
 --         guard by fraud_admit.lua's counts (fraud_count's one string), and with its levels by
---         their records after the send ('|'-separated, levels_prelude.lua).
+--         their records after the send (packed, levels_prelude.lua).
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
 local time = redis.call('TIME')
@@ -101,9 +101,9 @@ local function delivered(reply)
   if guarded then
     reply[#reply + 1] = fraud_count(guard_keys, guard_step, guard_block)
     if levels then
-      -- The send counted in its levels: their records after it, '|'-separated.
-      reply[#reply + 1] = table.concat(levels_count(levels.first, levels.n, levels.now,
-        levels.recent_half, levels.history_half, {1000000, 0, 0}, levels.ttl), '|')
+      -- The send counted in its levels: their records after it, packed.
+      reply[#reply + 1] = levels_count(levels.first, levels.n, levels.now,
+        levels.recent_half, levels.history_half, {1, 0, 0}, levels.ttl)
     end
   end
   return reply

@@ -265,8 +265,8 @@ pub fn push_fraud_attribution(key: &mut String, attribution: &str) {
     push_fraud_key(key, &["sent:", attribution]);
 }
 
-/// `verify_code:fraud:{guard}:l:86138`: one scope of the guard's levels, a string `t rs rc ru
-/// hs hc hu` (the last change in unix ms, the decayed recent and history counts in millionths).
+/// `verify_code:fraud:{guard}:l:86138`: one scope of the guard's levels, seven packed doubles
+/// `t rs rc ru hs hc hu` (the last change in unix ms, the decayed recent and history counts).
 pub fn fraud_level(scope: &str) -> String {
     fraud_key(&["l:", scope])
 }

@@ -1,11 +1,11 @@
 -- The fraud guard's levels: decays each scope's record to now, adds the change, and answers
--- the records after it (levels_count, levels_prelude.lua); for a conversion, remembers the
+-- the records after it, packed (levels_count, levels_prelude.lua); for a conversion, remembers the
 -- destination as returning.
 -- KEYS[1..n]: the scopes' records (`fraud_level`), then the returning key if ARGV[8] ~= '0'.
 -- ARGV: 1 now (ms), 2 recent half-life (ms), 3 history half-life (ms), 4/5/6 what the event
--- adds to sends, conversions, undelivered (in millionths), 7 the records' ttl (ms), 8 the
+-- adds to sends, conversions, undelivered, 7 the records' ttl (ms), 8 the
 -- returning key's ttl (ms, '0': none).
--- Returns each scope's record after the change.
+-- Returns the scopes' records after the change, concatenated.
 local scopes = #KEYS
 if ARGV[8] ~= '0' then
   scopes = scopes - 1

@@ -1,4 +1,4 @@
-//! The Redis store's fraud-guard levels: one string per scope (its counts in fixed point) and
+//! The Redis store's fraud-guard levels: one string per scope (its counts, seven packed doubles) and
 //! one key per returning destination, all under the guard's hash tag (`{guard}`), so that a send's scopes are one
 //! script on one node (`levels.lua`).
 
@@ -17,32 +17,38 @@ pub(super) const LEVELS_PRELUDE: &str = include_str!("levels_prelude.lua");
 static LEVELS: LazyLock<Script> =
     LazyLock::new(|| Script::new(&[LEVELS_PRELUDE, include_str!("levels.lua")].concat()));
 
-/// The records' fixed point: counts in millionths (`levels.lua`).
-const SCALE: f64 = 1_000_000.0;
+/// A record's length: seven little-endian doubles, `t rs rc ru hs hc hu` (`levels_prelude.lua`).
+const RECORD_LEN: usize = 56;
 
-/// One scope's record, `t rs rc ru hs hc hu` (the counts in millionths), read back.
-pub(super) fn parse_counts(raw: &str) -> Option<LevelCounts> {
-    let mut values = raw
-        .split(' ')
-        .skip(1)
-        .map(|v| v.parse::<u64>().ok().map(|v| v as f64 / SCALE));
-    let mut next = || values.next().flatten();
-    let recent = Decayed {
-        sends: next()?,
-        conversions: next()?,
-        undelivered: next()?,
-    };
-    let history = Decayed {
-        sends: next()?,
-        conversions: next()?,
-        undelivered: next()?,
-    };
-    Some(LevelCounts { recent, history })
-}
-
-/// What an event adds, in millionths.
-pub(super) fn scaled(count: f64) -> i64 {
-    (count * SCALE).round() as i64
+/// The records `levels_count` answers, concatenated, read back.
+pub(super) fn parse_records(raw: &[u8]) -> Result<Vec<LevelCounts>, StoreError> {
+    if !raw.len().is_multiple_of(RECORD_LEN) {
+        return Err(StoreError::Protocol(format!(
+            "a level's counts: {} bytes, not records of {RECORD_LEN}",
+            raw.len()
+        )));
+    }
+    Ok(raw
+        .chunks_exact(RECORD_LEN)
+        .map(|record| {
+            let value = |i: usize| {
+                let bytes = record[i * 8..i * 8 + 8].try_into().expect("8 bytes");
+                f64::from_le_bytes(bytes)
+            };
+            LevelCounts {
+                recent: Decayed {
+                    sends: value(1),
+                    conversions: value(2),
+                    undelivered: value(3),
+                },
+                history: Decayed {
+                    sends: value(4),
+                    conversions: value(5),
+                    undelivered: value(6),
+                },
+            }
+        })
+        .collect())
 }
 
 /// A send's levels, counted in `issue.lua` on one node: their keys and one argument, `n now
@@ -61,20 +67,12 @@ pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &
     ));
 }
 
-/// The levels' records at `reply[at]` (`|`-separated, `issue.lua`).
+/// The levels' records at `reply[at]` (packed, `issue.lua`).
 pub(super) fn records_at(reply: &[Value], at: usize) -> Result<Vec<LevelCounts>, StoreError> {
-    let raw = match reply.get(at) {
-        Some(Value::BulkString(raw)) => std::str::from_utf8(raw).ok(),
-        Some(Value::SimpleString(raw)) => Some(raw.as_str()),
-        _ => None,
+    match reply.get(at) {
+        Some(Value::BulkString(raw)) => parse_records(raw),
+        other => Err(StoreError::Protocol(format!("a send's levels: {other:?}"))),
     }
-    .ok_or_else(|| StoreError::Protocol(format!("a send's levels: {:?}", reply.get(at))))?;
-    raw.split('|')
-        .map(|record| {
-            parse_counts(record)
-                .ok_or_else(|| StoreError::Protocol(format!("a level's counts: {record:?}")))
-        })
-        .collect()
 }
 
 #[async_trait]
@@ -96,22 +94,16 @@ impl LevelStore for RedisStore {
             .arg(update.now_ms)
             .arg(update.half_lives.recent_ms)
             .arg(update.half_lives.history_ms)
-            .arg(scaled(change.sends))
-            .arg(scaled(change.conversions))
-            .arg(scaled(change.undelivered))
+            .arg(change.sends)
+            .arg(change.conversions)
+            .arg(change.undelivered)
             .arg(update.record_ttl.as_millis() as u64)
             .arg(returning_ttl);
         let mut connection = self.connections.get();
-        let answer: Vec<String> = self
+        let answer: Vec<u8> = self
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
-        answer
-            .iter()
-            .map(|raw| {
-                parse_counts(raw)
-                    .ok_or_else(|| StoreError::Protocol(format!("a level's counts: {raw:?}")))
-            })
-            .collect()
+        parse_records(&answer)
     }
 
     async fn is_returning(&self, digests: &[u64], _now_ms: u64) -> Result<bool, StoreError> {
@@ -122,5 +114,26 @@ impl LevelStore for RedisStore {
         let mut connection = self.connections.get();
         let found: u64 = self.bounded(command.query_async(&mut connection)).await?;
         Ok(found > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_are_read_back_from_their_packed_doubles() {
+        let fields = [1.7e12, 1.0, 0.5, 0.25, 9.0, 4.5, 2.0];
+        let mut raw: Vec<u8> = fields.iter().flat_map(|v: &f64| v.to_le_bytes()).collect();
+        raw.extend_from_slice(&raw.clone());
+        let records = parse_records(&raw).unwrap();
+        assert_eq!(records.len(), 2);
+        assert_eq!(records[1].recent.conversions, 0.5);
+        assert_eq!(records[1].history.undelivered, 2.0);
+        assert_eq!(parse_records(b"").unwrap(), []);
+        assert!(matches!(
+            parse_records(&raw[..55]),
+            Err(StoreError::Protocol(_))
+        ));
     }
 }

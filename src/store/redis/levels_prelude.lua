@@ -1,25 +1,22 @@
 -- The fraud guard's levels (issue 39), shared by levels.lua and issue.lua (which counts a send's
--- levels in its own step on one node). Each record is one string, 't rs rc ru hs hc hu': the
--- last change (ms) and the recent and history sends, conversions and undelivered in
--- millionths. Integers: formatting a float ('%.17g') costs Redis several times what an
--- integer's does, and a send writes six per scope; one string is one GET and one SET with its
--- expiry, where a hash took three commands.
--- Decays each record of KEYS[first..first + n - 1] to `now`, adds `add` (three numbers, in
--- millionths: sends, conversions, undelivered), keeps it `ttl` ms (a string) and answers the
--- records after the change.
+-- levels in its own step on one node). Each record is seven little-endian doubles packed in one
+-- string (56 bytes): the last change (ms), then the recent and the history sends, conversions
+-- and undelivered. Packed, not written as text: `string.match` and `string.format` of seven
+-- numbers cost Redis 2.7 µs a record where `struct` costs 0.3 (measured in a loop of EVAL,
+-- 2026-12-05), and a send changes five records.
+local LEVEL_RECORD = '<ddddddd'
+
+-- Decays each record of KEYS[first..first + n - 1] to `now`, adds `add` (three numbers: sends,
+-- conversions, undelivered), keeps it `ttl` ms (a string) and answers the records after the
+-- change, concatenated in one string (n * 56 bytes).
 local function levels_count(first, n, now, recent_half, history_half, add, ttl)
   local answer = {}
   for i = first, first + n - 1 do
     local kept = redis.call('GET', KEYS[i])
-    local t, values = now, {0, 0, 0, 0, 0, 0}
-    if kept then
-      local fields = {string.match(kept, '^(%d+) (%d+) (%d+) (%d+) (%d+) (%d+) (%d+)$')}
-      if fields[1] then
-        t = tonumber(fields[1])
-        for j = 1, 6 do
-          values[j] = tonumber(fields[j + 1])
-        end
-      end
+    local t, rs, rc, ru, hs, hc, hu = now, 0, 0, 0, 0, 0, 0
+    -- Anything else (a record of another layout) starts the scope afresh.
+    if kept and #kept == 56 then
+      t, rs, rc, ru, hs, hc, hu = struct.unpack(LEVEL_RECORD, kept)
     end
     -- A clock behind the record's (instances differ by a little) decays nothing.
     local age = now - t
@@ -27,14 +24,11 @@ local function levels_count(first, n, now, recent_half, history_half, add, ttl)
     if age > 0 then
       recent, history = 2 ^ (-age / recent_half), 2 ^ (-age / history_half)
     end
-    for j = 1, 3 do
-      values[j] = math.floor(values[j] * recent + add[j] + 0.5)
-      values[j + 3] = math.floor(values[j + 3] * history + add[j] + 0.5)
-    end
-    local record = string.format('%d %d %d %d %d %d %d', math.max(now, t), values[1],
-      values[2], values[3], values[4], values[5], values[6])
+    local record = struct.pack(LEVEL_RECORD, math.max(now, t),
+      rs * recent + add[1], rc * recent + add[2], ru * recent + add[3],
+      hs * history + add[1], hc * history + add[2], hu * history + add[3])
     redis.call('SET', KEYS[i], record, 'PX', ttl)
     answer[#answer + 1] = record
   end
-  return answer
+  return table.concat(answer)
 end

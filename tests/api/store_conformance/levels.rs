@@ -36,7 +36,7 @@ fn update<'a>(scopes: &'a [&'a str], change: LevelChange, now_ms: u64) -> LevelU
 }
 
 fn close(a: f64, b: f64) -> bool {
-    // Redis keeps millionths: a few roundings apart.
+    // Each store decays in its own arithmetic (Lua, SQL, Rust): a few roundings apart.
     (a - b).abs() < 1e-5 * a.abs().max(1.0)
 }
 
