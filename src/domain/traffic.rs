@@ -198,7 +198,8 @@ pub const RECENT_HALF_LIFE: Duration = Duration::from_secs(5 * 60);
 /// The history's half-life: a scope's normal is its last few days.
 pub const HISTORY_HALF_LIFE: Duration = Duration::from_secs(24 * 3600);
 /// How long a scope's record outlives its last event: three history half-lives (what it held
-/// weighs an eighth by then).
+/// weighs an eighth by then). On Redis two to three: its expiry is set again only once a third
+/// of it has passed.
 pub const LEVEL_RECORD_TTL: Duration = Duration::from_secs(3 * 24 * 3600);
 
 impl Default for HalfLives {

@@ -265,8 +265,9 @@ pub fn push_fraud_attribution(key: &mut String, attribution: &str) {
     push_fraud_key(key, &["sent:", attribution]);
 }
 
-/// `verify_code:fraud:{guard}:l:86138`: one scope of the guard's levels, seven packed doubles
-/// `t rs rc ru hs hc hu` (the last change in unix ms, the decayed recent and history counts).
+/// `verify_code:fraud:{guard}:l:86138`: one scope of the guard's levels, eight packed doubles
+/// `t rs rc ru hs hc hu e` (the last change in unix ms, the decayed recent and history counts,
+/// when its expiry was last set).
 pub fn fraud_level(scope: &str) -> String {
     fraud_key(&["l:", scope])
 }

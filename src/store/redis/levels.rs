@@ -1,4 +1,4 @@
-//! The Redis store's fraud-guard levels: one string per scope (its counts, seven packed doubles) and
+//! The Redis store's fraud-guard levels: one string per scope (its counts, eight packed doubles) and
 //! one key per returning destination, all under the guard's hash tag (`{guard}`), so that a send's scopes are one
 //! script on one node (`levels.lua`).
 
@@ -17,8 +17,8 @@ pub(super) const LEVELS_PRELUDE: &str = include_str!("levels_prelude.lua");
 static LEVELS: LazyLock<Script> =
     LazyLock::new(|| Script::new(&[LEVELS_PRELUDE, include_str!("levels.lua")].concat()));
 
-/// A record's length: seven little-endian doubles, `t rs rc ru hs hc hu` (`levels_prelude.lua`).
-const RECORD_LEN: usize = 56;
+/// A record's length: eight little-endian doubles, `t rs rc ru hs hc hu e` (`levels_prelude.lua`).
+const RECORD_LEN: usize = 64;
 
 /// The records `levels_count` answers, concatenated, read back.
 pub(super) fn parse_records(raw: &[u8]) -> Result<Vec<LevelCounts>, StoreError> {
@@ -123,7 +123,7 @@ mod tests {
 
     #[test]
     fn records_are_read_back_from_their_packed_doubles() {
-        let fields = [1.7e12, 1.0, 0.5, 0.25, 9.0, 4.5, 2.0];
+        let fields = [1.7e12, 1.0, 0.5, 0.25, 9.0, 4.5, 2.0, 1.6e12];
         let mut raw: Vec<u8> = fields.iter().flat_map(|v: &f64| v.to_le_bytes()).collect();
         raw.extend_from_slice(&raw.clone());
         let records = parse_records(&raw).unwrap();
@@ -132,7 +132,7 @@ mod tests {
         assert_eq!(records[1].history.undelivered, 2.0);
         assert_eq!(parse_records(b"").unwrap(), []);
         assert!(matches!(
-            parse_records(&raw[..55]),
+            parse_records(&raw[..63]),
             Err(StoreError::Protocol(_))
         ));
     }

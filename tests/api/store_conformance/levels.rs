@@ -159,6 +159,38 @@ async fn an_expired_level_record_starts_afresh(backend: Backend) {
     assert!(close(counted[0].history.sends, 1.0), "{:?}", counted[0]);
 }
 
+/// A record changed often outlives its first expiry (each store keeps it at least its `ttl`
+/// after its last change; Redis sets the expiry again only once a third of it has passed) and
+/// still expires once left alone.
+async fn a_level_record_lives_its_ttl_past_its_last_change(backend: Backend) {
+    let under = open(backend);
+    let store = &under.store;
+    let a = scope("busy");
+    let scopes = [a.as_str()];
+    let count = || async {
+        let mut change = update(&scopes, LevelChange::SEND, now_ms());
+        change.record_ttl = Duration::from_millis(1000);
+        store.count_levels(&change).await.unwrap()
+    };
+    let started = now_ms();
+    count().await;
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        count().await;
+    }
+    let counted = count().await;
+    assert!(now_ms() - started >= 1200);
+    // Eight sends, barely decayed over a second and a half (the history's half-life: 10 min).
+    assert!(
+        (counted[0].history.sends - 8.0).abs() < 0.1,
+        "{:?}",
+        counted[0]
+    );
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let counted = count().await;
+    assert!(close(counted[0].history.sends, 1.0), "{:?}", counted[0]);
+}
+
 async fn returning_destinations_are_remembered_for_their_time(backend: Backend) {
     let under = open(backend);
     let store = &under.store;
@@ -190,5 +222,6 @@ on_every_store!(
     levels_decay_and_add_as_the_policy_computes,
     concurrent_level_events_count_once_each,
     an_expired_level_record_starts_afresh,
+    a_level_record_lives_its_ttl_past_its_last_change,
     returning_destinations_are_remembered_for_their_time,
 );
