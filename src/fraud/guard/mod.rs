@@ -390,10 +390,10 @@ impl FraudGuard {
             .filter(|block| block.prefix == level.shown)
             .map_or(0, |b| remembered_strikes(b.strikes, b.struck_ms, now));
         let strikes = prior_strikes + 1;
-        let until_ms = match verdict.reason {
-            Reason::Spread => now + self.settings.grace.as_millis() as u64,
-            _ => now + cool_off(strikes).as_millis() as u64,
-        };
+        // A spread verdict too lasts its strike's cool-off: held only for the grace period, a
+        // spread bot was paid again each time the hold ran out (CI's quick run, 2026-12-05).
+        // It refuses only the country's ranges without converting history of their own.
+        let until_ms = now + cool_off(strikes).as_millis() as u64;
         let evidence = &verdict.evidence;
         PrefixBlock {
             prefix: level.shown.clone(),
