@@ -23,6 +23,7 @@ mod pages;
 mod pow;
 mod receipts;
 mod state;
+mod totp;
 mod twilio;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
@@ -65,6 +66,7 @@ pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web:
     cfg.configure(twilio::config)
         .configure(health::config)
         .configure(otp::config)
+        .configure(totp::config)
         .configure(jwks::config)
         .configure(captcha::config)
         .configure(pow::config)
@@ -86,6 +88,7 @@ impl PublicRoutes {
         openapi::register_error_data(&mut api);
         health::describe(&mut api);
         otp::describe(&mut api, &self.api_key_required);
+        totp::describe(&mut api);
         jwks::describe(&mut api);
         captcha::describe(&mut api);
         pow::describe(&mut api);

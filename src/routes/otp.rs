@@ -200,7 +200,7 @@ fn idempotency_key(
 
 /// Who asks: the tenant of the API key presented, and the end user it names; otherwise a
 /// browser, by its address (which may name no end user: only a tenant relays its users).
-fn caller(
+pub(super) fn caller(
     request: &HttpRequest,
     state: &AppState,
     key: Option<&ApiKeyName>,

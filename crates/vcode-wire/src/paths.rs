@@ -67,6 +67,18 @@ pub const OTP_VERIFICATION: &str = api_v1!("/otp/verifications/{id}");
 /// [`verification_cancel`].
 pub const OTP_VERIFICATION_CANCEL: &str = api_v1!("/otp/verifications/{id}/cancel");
 
+/// `POST` [`crate::TotpEnrolRequest`] → [`crate::TotpEnrolData`]; `GET` →
+/// [`crate::TotpFactorsData`]: an identity's authenticator-app factors.
+pub const TOTP_FACTORS: &str = api_v1!("/totp/{identity}/factors");
+/// `DELETE` → `null`: removes one factor.
+pub const TOTP_FACTOR: &str = api_v1!("/totp/{identity}/factors/{factor_id}");
+/// `POST` [`crate::TotpConfirmRequest`] → [`crate::TotpFactorData`]: the first right code
+/// verifies the factor.
+pub const TOTP_FACTOR_CONFIRM: &str = api_v1!("/totp/{identity}/factors/{factor_id}/confirm");
+/// `POST` [`crate::TotpVerifyRequest`] → [`crate::VerifyData`]: a code of a verified factor,
+/// answered with the token of an OTP verify (`channel` `totp`).
+pub const TOTP_VERIFY: &str = api_v1!("/totp/{identity}/verify");
+
 /// `POST` by Twilio (its `StatusCallback`, a signed form): a delivery receipt.
 pub const RECEIPT_TWILIO: &str = api_v1!("/receipts/twilio");
 /// `POST ?token=…` by Aliyun (`SmsReport`, a JSON array): delivery receipts.
