@@ -343,7 +343,8 @@ impl TotpService {
         if friendly_name.trim().is_empty() || friendly_name.chars().count() > 64 {
             return Err(TotpError::Invalid(Setting::FriendlyName));
         }
-        if issuer.trim().is_empty() || issuer.chars().count() > 64 {
+        // The Key URI Format's label is `issuer:account`: an issuer may hold no colon.
+        if issuer.trim().is_empty() || issuer.chars().count() > 64 || issuer.contains(':') {
             return Err(TotpError::Invalid(Setting::Issuer));
         }
         let entity = self.create_entity(scope, identity).await?;

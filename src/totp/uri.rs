@@ -81,10 +81,10 @@ mod tests {
             step_secs: 30,
             skew: 1,
         };
-        let uri = otpauth_uri("Acme Co: Ops", "alice@example.com", "JBSWY3DP", &config);
+        let uri = otpauth_uri("Acme Co", "alice@example.com: work", "JBSWY3DP", &config);
         assert_eq!(
             uri,
-            "otpauth://totp/Acme%20Co%3A%20Ops:alice%40example.com?secret=JBSWY3DP&issuer=Acme%20Co%3A%20Ops&algorithm=SHA256&digits=8&period=30"
+            "otpauth://totp/Acme%20Co:alice%40example.com%3A%20work?secret=JBSWY3DP&issuer=Acme%20Co&algorithm=SHA256&digits=8&period=30"
         );
     }
 
