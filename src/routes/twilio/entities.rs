@@ -38,13 +38,12 @@ fn factor_json(factor: &Factor, service: &Service, base: &str, binding: Option<V
         entity_url(base, &service.sid, &factor.identity),
         factor.sid
     );
-    json!({
+    let mut shown = json!({
         "sid": factor.sid,
         "account_sid": service.account_sid,
         "service_sid": service.sid,
         "entity_sid": factor.entity_sid,
         "identity": factor.identity,
-        "binding": binding,
         "date_created": date(factor.created_ms),
         "date_updated": date(factor.updated_ms),
         "friendly_name": factor.friendly_name,
@@ -58,7 +57,13 @@ fn factor_json(factor: &Factor, service: &Service, base: &str, binding: Option<V
         },
         "metadata": null,
         "url": url,
-    })
+    });
+    // Only a create shows the binding (the secret, once), beside the new factor's options.
+    if let Some(binding) = binding {
+        shown["binding"] = binding;
+        shown["options"] = Value::Null;
+    }
+    shown
 }
 
 fn challenge_json(challenge: &Challenge, service: &Service, base: &str) -> Value {
