@@ -8,7 +8,7 @@
 
 use async_trait::async_trait;
 
-use super::{Revised, StoreError};
+use super::{OutboxEntry, Revised, StoreError};
 
 /// The record of an identity's entity itself, beside its factors and challenges (whose SIDs
 /// are never empty).
@@ -36,7 +36,8 @@ pub trait FactorStore: Send + Sync + 'static {
     ) -> Result<Option<Revised>, StoreError>;
 
     /// Writes the record if its revision is still `expected` (`None`: only if there is none);
-    /// true if written. One atomic step.
+    /// true if written. One atomic step, which appends `event` to the outbox if written (and
+    /// events are on; on a Redis Cluster, to the outbox of the scope's slot).
     async fn put_totp_record(
         &self,
         scope: &str,
@@ -44,14 +45,17 @@ pub trait FactorStore: Send + Sync + 'static {
         sid: &str,
         expected: Option<u64>,
         body: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError>;
 
-    /// Removes one record (not the entity: [`Self::delete_totp_identity`]); true if it existed.
+    /// Removes one record (not the entity: [`Self::delete_totp_identity`]); true if it existed,
+    /// `event` appended in the same step if so.
     async fn delete_totp_record(
         &self,
         scope: &str,
         identity: &str,
         sid: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError>;
 
     /// Removes the identity's entity and every record of it, in one step; true if its entity

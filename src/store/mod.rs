@@ -39,7 +39,7 @@ pub use self::codes::*;
 pub use self::dev_inbox::*;
 pub use self::events::{
     ClaimedEntry, Ending, EventStore, Fact, FailedEntry, FinalDelivery, OutboxEntry, OutboxStatus,
-    Settlement,
+    Settlement, TotpFact,
 };
 pub use self::factors::*;
 pub use self::fraud::*;

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use crate::domain::Client;
 use crate::keyring::Keyring;
 use crate::store::{
-    Budget, ENTITY, FactorStore, QuotaDecision, QuotaRule, QuotaScope, QuotaStore, QuotaToken,
-    Revised, StoreError,
+    Budget, ENTITY, FactorStore, OutboxEntry, QuotaDecision, QuotaRule, QuotaScope, QuotaStore,
+    QuotaToken, Revised, StoreError, TotpFact,
 };
 use crate::token::{Audience, TokenIssuer};
 
@@ -246,6 +246,29 @@ fn seal_context(scope: &str, identity: &str, sid: &str) -> String {
     [scope, "\0", identity, "\0", sid].concat()
 }
 
+/// A factor's event (`factor.created`…, `challenge.failed`): its SID is the subject, the detail
+/// names the identity, the Twilio Service or the API key, and the challenge if any. Never a
+/// secret or a code.
+fn event(
+    fact: TotpFact,
+    scope: &str,
+    identity: &str,
+    factor: &str,
+    extra: &str,
+    at_ms: u64,
+) -> OutboxEntry {
+    let owner = match scope.strip_prefix("key:") {
+        Some(key) => ["api_key=", key].concat(),
+        None => ["service_sid=", scope].concat(),
+    };
+    let mut detail = ["identity=", identity, ";", &owner].concat();
+    if !extra.is_empty() {
+        detail.push(';');
+        detail.push_str(extra);
+    }
+    OutboxEntry::of_factor(fact, factor, at_ms, detail)
+}
+
 fn decode<T: for<'de> Deserialize<'de>>(record: &Revised) -> Result<T, TotpError> {
     serde_json::from_str(&record.body).map_err(|error| TotpError::Internal(error.to_string()))
 }
@@ -289,7 +312,7 @@ impl TotpService {
             };
             if self
                 .store
-                .put_totp_record(scope, identity, ENTITY, None, &encode(&entity))
+                .put_totp_record(scope, identity, ENTITY, None, &encode(&entity), None)
                 .await?
             {
                 return Ok(entity);
@@ -319,9 +342,26 @@ impl TotpService {
         Ok(entities)
     }
 
-    /// Deletes the identity's entity, its factors and challenges.
+    /// Deletes the identity's entity, its factors (each with its `factor.deleted`) and
+    /// challenges.
     pub async fn delete_entity(&self, scope: &str, identity: &str) -> Result<(), TotpError> {
-        if is_identity(identity) && self.store.delete_totp_identity(scope, identity).await? {
+        if !is_identity(identity) {
+            return Err(TotpError::EntityNotFound);
+        }
+        for factor in self.factors(scope, identity).await? {
+            let deleted = event(
+                TotpFact::FactorDeleted,
+                scope,
+                identity,
+                &factor.sid,
+                "",
+                now_ms(),
+            );
+            self.store
+                .delete_totp_record(scope, identity, &factor.sid, Some(&deleted))
+                .await?;
+        }
+        if self.store.delete_totp_identity(scope, identity).await? {
             tracing::info!(scope, "TOTP entity deleted");
             return Ok(());
         }
@@ -374,9 +414,24 @@ impl TotpService {
             locked_until_ms: 0,
             locks: 0,
         };
+        let created = event(
+            TotpFact::FactorCreated,
+            scope,
+            identity,
+            &factor.sid,
+            "",
+            now,
+        );
         if !self
             .store
-            .put_totp_record(scope, identity, &factor.sid, None, &encode(&factor))
+            .put_totp_record(
+                scope,
+                identity,
+                &factor.sid,
+                None,
+                &encode(&factor),
+                Some(&created),
+            )
             .await?
         {
             return Err(TotpError::Internal("a new factor SID already taken".into()));
@@ -478,9 +533,13 @@ impl TotpService {
         identity: &str,
         sid: &str,
     ) -> Result<(), TotpError> {
+        let deleted = event(TotpFact::FactorDeleted, scope, identity, sid, "", now_ms());
         if is_identity(identity)
             && is_sid(sid, FACTOR_PREFIX)
-            && self.store.delete_totp_record(scope, identity, sid).await?
+            && self
+                .store
+                .delete_totp_record(scope, identity, sid, Some(&deleted))
+                .await?
         {
             tracing::info!(scope, factor = %sid, "TOTP factor deleted");
             return Ok(());
@@ -490,7 +549,9 @@ impl TotpService {
 
     /// Checks `code` against the factor, `client` counted as other verifies count it; an
     /// unverified factor a right code confirms (`confirming`), a check needs a verified one.
-    /// One compare-and-set of the factor: a step is accepted once whoever races for it.
+    /// One compare-and-set of the factor: a step is accepted once whoever races for it. Its
+    /// event is written in the same step: `factor.verified` for a confirmation,
+    /// `challenge.approved` or `challenge.failed` (naming `challenge`, Twilio's, if any).
     pub async fn check_code(
         &self,
         scope: &str,
@@ -499,6 +560,21 @@ impl TotpService {
         code: &str,
         client: Option<Client>,
         confirming: bool,
+    ) -> Result<Checked, TotpError> {
+        self.check_for(scope, identity, sid, code, client, confirming, None)
+            .await
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn check_for(
+        &self,
+        scope: &str,
+        identity: &str,
+        sid: &str,
+        code: &str,
+        client: Option<Client>,
+        confirming: bool,
+        challenge: Option<&str>,
     ) -> Result<Checked, TotpError> {
         let (_, current) = self.factor_revised(scope, identity, sid).await?;
         if !confirming && current.status != FactorStatus::Verified {
@@ -511,7 +587,9 @@ impl TotpService {
             return Err(TotpError::InvalidCode);
         }
         let budget = self.reserve_client(scope, identity, client).await?;
-        let checked = self.judge_and_write(scope, identity, sid, code).await;
+        let checked = self
+            .judge_and_write(scope, identity, sid, code, challenge)
+            .await;
         if let (Some((quota, token)), Ok(checked)) = (budget, &checked)
             && checked.passed
         {
@@ -572,8 +650,12 @@ impl TotpService {
         identity: &str,
         sid: &str,
         code: &str,
+        challenge: Option<&str>,
     ) -> Result<Checked, TotpError> {
         let context = seal_context(scope, identity, sid);
+        let challenge = challenge.map_or(String::new(), |challenge| {
+            ["challenge_id=", challenge].concat()
+        });
         for _ in 0..WRITE_TRIES {
             let (revision, mut factor) = self.factor_revised(scope, identity, sid).await?;
             let sealed = URL_SAFE_NO_PAD
@@ -596,13 +678,37 @@ impl TotpService {
                     URL_SAFE_NO_PAD.encode(self.keyring.seal_secret(&context, &secret));
             }
             let passed = matches!(judgement, Judgement::Accepted { .. });
-            if passed && factor.status == FactorStatus::Unverified {
-                factor.status = FactorStatus::Verified;
-            }
+            let (fact, extra) = match judgement {
+                Judgement::Accepted { .. } if factor.status == FactorStatus::Unverified => {
+                    factor.status = FactorStatus::Verified;
+                    (TotpFact::FactorVerified, challenge.clone())
+                }
+                Judgement::Accepted { .. } => (TotpFact::ChallengeApproved, challenge.clone()),
+                _ => {
+                    let reason = match judgement {
+                        Judgement::Refused { replay: true, .. } => "reason=replay",
+                        _ => "reason=wrong_code",
+                    };
+                    let mut extra = challenge.clone();
+                    if !extra.is_empty() {
+                        extra.push(';');
+                    }
+                    extra.push_str(reason);
+                    (TotpFact::ChallengeFailed, extra)
+                }
+            };
+            let happened = event(fact, scope, identity, sid, &extra, now);
             factor.updated_ms = now;
             if self
                 .store
-                .put_totp_record(scope, identity, sid, Some(revision), &encode(&factor))
+                .put_totp_record(
+                    scope,
+                    identity,
+                    sid,
+                    Some(revision),
+                    &encode(&factor),
+                    Some(&happened),
+                )
                 .await?
             {
                 match judgement {
@@ -663,12 +769,21 @@ impl TotpService {
         code: &str,
         client: Option<Client>,
     ) -> Result<Challenge, TotpError> {
+        let challenge_sid = new_sid(CHALLENGE_PREFIX);
         let checked = self
-            .check_code(scope, identity, factor_sid, code, client, false)
+            .check_for(
+                scope,
+                identity,
+                factor_sid,
+                code,
+                client,
+                false,
+                Some(&challenge_sid),
+            )
             .await?;
         let now = now_ms();
         let challenge = Challenge {
-            sid: new_sid(CHALLENGE_PREFIX),
+            sid: challenge_sid,
             entity_sid: checked.factor.entity_sid.clone(),
             identity: identity.to_owned(),
             factor_sid: factor_sid.to_owned(),
@@ -683,7 +798,14 @@ impl TotpService {
             expires_ms: now + CHALLENGE_TTL_MS,
         };
         self.store
-            .put_totp_record(scope, identity, &challenge.sid, None, &encode(&challenge))
+            .put_totp_record(
+                scope,
+                identity,
+                &challenge.sid,
+                None,
+                &encode(&challenge),
+                None,
+            )
             .await?;
         // The oldest challenges beyond the bound go.
         let challenges = self.challenges(scope, identity).await?;
@@ -692,7 +814,7 @@ impl TotpService {
             .take(challenges.len().saturating_sub(MAX_CHALLENGES))
         {
             self.store
-                .delete_totp_record(scope, identity, &old.sid)
+                .delete_totp_record(scope, identity, &old.sid, None)
                 .await?;
         }
         Ok(challenge)

@@ -393,7 +393,107 @@ async fn a_code_is_accepted_once_under_concurrency(backend: Backend) {
     );
 }
 
+/// A factor's life as an application's webhook receives it (the official Standard Webhooks
+/// library verifies each): created, verified, a failed and an approved check, deleted, in
+/// order, never with the secret or a code.
+async fn a_factor_s_events_arrive_in_order_without_secret_or_code(backend: Backend) {
+    use crate::support::event_receiver::{Receiver, events_to, new_secret};
+    let secret = new_secret();
+    let Some(receiver) = Receiver::start(&secret, "a_factor_s_events_arrive") else {
+        return;
+    };
+    let entries = format!("shop:{}", hex::encode(Sha256::digest(KEY)));
+    let events = events_to(&receiver.url, &[&secret]);
+    let app = spawn_app_with(backend, |s| {
+        s.api_key = ApiKeySettings {
+            required: vec![Operation::Verify],
+        };
+        s.api_keys = Some(ApiKeys::parse(&entries).unwrap());
+        s.events = events;
+    })
+    .await;
+    let data = enrol(&app, "evented", json!({})).await;
+    let factor = data["factor"]["factor_id"].as_str().unwrap().to_owned();
+    let totp_secret = data["secret"].as_str().unwrap().to_owned();
+    let now = early_in_a_step().await;
+    let read = authenticator(
+        data["uri"].as_str().unwrap(),
+        data["qr_png"].as_str().unwrap(),
+        now,
+        &[0, 30],
+    );
+    let (right, next) = (
+        read["codes"]["0"].as_str().unwrap().to_owned(),
+        read["codes"]["30"].as_str().unwrap().to_owned(),
+    );
+    let wrong = if right == "000000" || next == "000000" {
+        "999999"
+    } else {
+        "000000"
+    };
+    let confirm = path("evented", &format!("/factors/{factor}/confirm"));
+    assert_eq!(
+        post(&app, &confirm, KEY, json!({"code": right})).await.0,
+        200
+    );
+    let verify = path("evented", "/verify");
+    let body = |code: &str| json!({"factor_id": factor, "code": code});
+    assert_eq!(post(&app, &verify, KEY, body(wrong)).await.0, 400);
+    assert_eq!(post(&app, &verify, KEY, body(&next)).await.0, 200);
+    let delete = path("evented", &format!("/factors/{factor}"));
+    assert_eq!(
+        call(&app, reqwest::Method::DELETE, &delete, KEY, None)
+            .await
+            .0,
+        200
+    );
+
+    let expected = [
+        "factor.created",
+        "factor.verified",
+        "challenge.failed",
+        "challenge.approved",
+        "factor.deleted",
+    ];
+    let mut received = Vec::new();
+    for _ in 0..200 {
+        received = receiver
+            .deliveries()
+            .await
+            .into_iter()
+            .filter(|hook| hook.accepted())
+            .filter(|hook| {
+                hook.data
+                    .as_ref()
+                    .and_then(|data| data["factor_id"].as_str())
+                    == Some(&factor)
+            })
+            .collect();
+        if received.len() >= expected.len() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let kinds: Vec<&str> = received
+        .iter()
+        .filter_map(|hook| hook.kind.as_deref())
+        .collect();
+    assert_eq!(kinds, expected, "{received:#?}");
+    for hook in &received {
+        let data = hook.data.as_ref().unwrap();
+        assert_eq!(
+            (data["identity"].as_str(), data["api_key"].as_str()),
+            (Some("evented"), Some("shop"))
+        );
+        for never in [totp_secret.as_str(), &right, &next, wrong] {
+            assert!(!hook.raw.contains(never), "{never} in {}", hook.raw);
+        }
+    }
+    assert_eq!(received[2].data.as_ref().unwrap()["reason"], "wrong_code");
+}
+
 on_every_store!(
+    a_factor_s_events_arrive_in_order_without_secret_or_code,
     authenticator_apps_enrol_confirm_and_verify,
     five_wrong_codes_lock_a_factor,
     a_code_is_accepted_once_under_concurrency,

@@ -4,7 +4,7 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{ENTITY, FactorStore, Revised};
+use crate::store::{ENTITY, FactorStore, OutboxEntry, Revised};
 
 /// Records by scope, then identity, then SID.
 pub(super) type Factors = Mutex<HashMap<String, HashMap<String, BTreeMap<String, Revised>>>>;
@@ -65,6 +65,7 @@ impl FactorStore for MemoryStore {
         sid: &str,
         expected: Option<u64>,
         body: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError> {
         let mut factors = lock(&self.factors);
         let records = factors
@@ -80,6 +81,9 @@ impl FactorStore for MemoryStore {
             body: body.to_owned(),
         };
         records.insert(sid.to_owned(), record);
+        if let Some(event) = event {
+            self.events.append(event.clone());
+        }
         Ok(true)
     }
 
@@ -88,15 +92,20 @@ impl FactorStore for MemoryStore {
         scope: &str,
         identity: &str,
         sid: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError> {
         if sid == ENTITY {
             return Ok(false);
         }
         let mut factors = lock(&self.factors);
-        Ok(factors
+        let removed = factors
             .get_mut(scope)
             .and_then(|identities| identities.get_mut(identity))
-            .is_some_and(|records| records.remove(sid).is_some()))
+            .is_some_and(|records| records.remove(sid).is_some());
+        if removed && let Some(event) = event {
+            self.events.append(event.clone());
+        }
+        Ok(removed)
     }
 
     async fn delete_totp_identity(&self, scope: &str, identity: &str) -> Result<bool, StoreError> {

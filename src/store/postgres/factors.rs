@@ -4,7 +4,38 @@
 use async_trait::async_trait;
 
 use super::{PostgresStore, column};
-use crate::store::{ENTITY, FactorStore, Revised, StoreError};
+use crate::store::{ENTITY, FactorStore, OutboxEntry, Revised, StoreError};
+
+/// The fact and detail of `event` as the statements take them (`''`: none), and when.
+fn fact_of(event: Option<&OutboxEntry>) -> (&str, &str, &str, i64) {
+    event.map_or(("", "", "", 0), |event| {
+        (
+            event.fact.as_str(),
+            event.subject.as_str(),
+            event.detail.as_str(),
+            i64::try_from(event.at_ms).unwrap_or(i64::MAX),
+        )
+    })
+}
+
+/// A statement that changes one row (`written`, a CTE) and appends its fact to the outbox in
+/// the same statement, while events are recorded (the verifications' trigger is on, as
+/// `vcode_events_record` leaves it): `$6` the fact (`''`: none), `$7` the subject, `$8` the
+/// detail, `$9` when.
+macro_rules! with_fact {
+    ($written:literal) => {
+        concat!(
+            "WITH written AS (",
+            $written,
+            " RETURNING 1)
+             SELECT (SELECT count(*) FROM (SELECT vcode_fact_append($6, $7, '', '', $9, $9, $8)
+               WHERE $6 <> '' AND EXISTS (SELECT 1 FROM pg_trigger
+                 WHERE tgrelid = 'vcode_verifications'::regclass
+                   AND tgname = 'vcode_verification_events' AND tgenabled <> 'D')) appended)
+             FROM written"
+        )
+    };
+}
 
 fn revised(row: &tokio_postgres::Row) -> Result<Revised, StoreError> {
     let revision: i64 = column(row, 0)?;
@@ -69,23 +100,33 @@ impl FactorStore for PostgresStore {
         sid: &str,
         expected: Option<u64>,
         body: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError> {
+        let (fact, subject, detail, at) = fact_of(event);
         let rows = match expected {
             None => {
                 self.query(
-                    "INSERT INTO vcode_totp_records (scope, identity, sid, revision, body)
-                     VALUES ($1, $2, $3, 1, $4) ON CONFLICT DO NOTHING RETURNING 1",
-                    &[&scope, &identity, &sid, &body],
+                    with_fact!(
+                        "INSERT INTO vcode_totp_records (scope, identity, sid, revision, body)
+                         SELECT $1, $2, $3, 1, $5 WHERE $4::bigint = 0
+                         ON CONFLICT DO NOTHING"
+                    ),
+                    &[
+                        &scope, &identity, &sid, &0i64, &body, &fact, &subject, &detail, &at,
+                    ],
                 )
                 .await?
             }
             Some(expected) => {
                 let expected = i64::try_from(expected).unwrap_or(i64::MAX);
                 self.query(
-                    "UPDATE vcode_totp_records SET revision = revision + 1, body = $5
-                     WHERE scope = $1 AND identity = $2 AND sid = $3 AND revision = $4
-                     RETURNING 1",
-                    &[&scope, &identity, &sid, &expected, &body],
+                    with_fact!(
+                        "UPDATE vcode_totp_records SET revision = revision + 1, body = $5
+                         WHERE scope = $1 AND identity = $2 AND sid = $3 AND revision = $4"
+                    ),
+                    &[
+                        &scope, &identity, &sid, &expected, &body, &fact, &subject, &detail, &at,
+                    ],
                 )
                 .await?
             }
@@ -98,15 +139,23 @@ impl FactorStore for PostgresStore {
         scope: &str,
         identity: &str,
         sid: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError> {
         if sid == ENTITY {
             return Ok(false);
         }
+        let (fact, subject, detail, at) = fact_of(event);
+        // $4 and $5 unused: the same parameters as a put's.
         let rows = self
             .query(
-                "DELETE FROM vcode_totp_records
-                 WHERE scope = $1 AND identity = $2 AND sid = $3 RETURNING 1",
-                &[&scope, &identity, &sid],
+                with_fact!(
+                    "DELETE FROM vcode_totp_records
+                     WHERE scope = $1 AND identity = $2 AND sid = $3
+                       AND $4::bigint IS NOT NULL AND $5::text IS NOT NULL"
+                ),
+                &[
+                    &scope, &identity, &sid, &0i64, &"", &fact, &subject, &detail, &at,
+                ],
             )
             .await?;
         Ok(!rows.is_empty())

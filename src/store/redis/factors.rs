@@ -1,17 +1,50 @@
 //! The Redis store's TOTP records: a scope's entities as the fields of one hash
 //! (`verify_code:totp:{<scope>}:entities`, by identity), each identity's factors and
 //! challenges as the fields of another (`…:records:<identity>`, by SID), both under the
-//! scope's hash tag. Values are `<revision>:<body>`; every write is `twilio_put.lua`'s
-//! compare-and-set on one field, and an identity's read and delete are one script each.
+//! scope's hash tag. Values are `<revision>:<body>`; every write is `totp_put.lua`'s
+//! compare-and-set on one field, with its event appended in the same script (on a Cluster to
+//! the outbox of the scope's slot), and an identity's read and delete are one script each.
 
 use std::sync::LazyLock;
 
 use async_trait::async_trait;
 use redis::Script;
 
+use super::events::{EVENTS_PRELUDE, EventSubject};
 use super::twilio::decode;
 use super::*;
-use crate::store::{ENTITY, FactorStore, Revised};
+use crate::store::{ENTITY, FactorStore, OutboxEntry, Revised};
+
+static PUT: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[EVENTS_PRELUDE, include_str!("totp_put.lua")].concat()));
+static DELETE_ONE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(&[EVENTS_PRELUDE, include_str!("totp_delete.lua")].concat()));
+
+impl RedisStore {
+    /// `event`'s fact, time and outbox on `invocation` (nothing without one).
+    fn totp_event(
+        &self,
+        invocation: &mut redis::ScriptInvocation<'_>,
+        scope: &str,
+        event: Option<&OutboxEntry>,
+    ) {
+        let Some(event) = event else {
+            invocation.arg("").arg(0);
+            return;
+        };
+        invocation.arg(event.fact.as_str()).arg(event.at_ms);
+        self.add_outbox(
+            invocation,
+            &EventSubject {
+                tag: scope,
+                subject: &event.subject,
+                phone_e164: "",
+                purpose: "",
+                detail: &event.detail,
+            },
+        );
+    }
+}
 
 /// KEYS[1] the entities, KEYS[2] the identity's records; ARGV[1] the identity. The entity's
 /// value (or false), then the records' fields and values.
@@ -93,14 +126,21 @@ impl FactorStore for RedisStore {
         sid: &str,
         expected: Option<u64>,
         body: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError> {
         let (key, field) = if sid == ENTITY {
             (keys::totp_entities(scope), identity)
         } else {
             (keys::totp_records(scope, identity), sid)
         };
-        self.twilio_put(key, field, expected, body, Duration::ZERO)
-            .await
+        let mut invocation = PUT.key(key);
+        invocation.arg(field).arg(expected.unwrap_or(0)).arg(body);
+        self.totp_event(&mut invocation, scope, event);
+        let mut connection = self.connections.get();
+        let written: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
+        Ok(written == 1)
     }
 
     async fn delete_totp_record(
@@ -108,16 +148,18 @@ impl FactorStore for RedisStore {
         scope: &str,
         identity: &str,
         sid: &str,
+        event: Option<&OutboxEntry>,
     ) -> Result<bool, StoreError> {
         if sid == ENTITY {
             return Ok(false);
         }
+        let mut invocation = DELETE_ONE.key(keys::totp_records(scope, identity));
+        invocation.arg(sid);
+        self.totp_event(&mut invocation, scope, event);
         let mut connection = self.connections.get();
-        let command = redis::cmd("HDEL")
-            .arg(keys::totp_records(scope, identity))
-            .arg(sid)
-            .to_owned();
-        let removed: i64 = self.bounded(command.query_async(&mut connection)).await?;
+        let removed: i64 = self
+            .bounded(invocation.invoke_async(&mut connection))
+            .await?;
         Ok(removed == 1)
     }
 

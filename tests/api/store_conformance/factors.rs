@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use vcode::store::{ENTITY, Store};
+use std::time::Duration;
+
+use vcode::store::{ENTITY, Fact, OutboxEntry, Store, TotpFact};
 
 use super::open;
 use crate::support::Backend;
@@ -19,37 +21,37 @@ async fn records_belong_to_their_scope_and_identity_and_change_by_revision(backe
     let (scope, other_scope) = (scope(), scope());
     assert!(
         store
-            .put_totp_record(&scope, "alice", ENTITY, None, "entity")
+            .put_totp_record(&scope, "alice", ENTITY, None, "entity", None)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .put_totp_record(&scope, "alice", ENTITY, None, "again")
+            .put_totp_record(&scope, "alice", ENTITY, None, "again", None)
             .await
             .unwrap()
     );
     assert!(
         store
-            .put_totp_record(&scope, "alice", "YF1", None, "f:1")
+            .put_totp_record(&scope, "alice", "YF1", None, "f:1", None)
             .await
             .unwrap()
     );
     assert!(
         store
-            .put_totp_record(&scope, "alice", "YC1", None, "c:1")
+            .put_totp_record(&scope, "alice", "YC1", None, "c:1", None)
             .await
             .unwrap()
     );
     assert!(
         store
-            .put_totp_record(&scope, "bob", ENTITY, None, "bob")
+            .put_totp_record(&scope, "bob", ENTITY, None, "bob", None)
             .await
             .unwrap()
     );
     assert!(
         store
-            .put_totp_record(&other_scope, "alice", ENTITY, None, "x")
+            .put_totp_record(&other_scope, "alice", ENTITY, None, "x", None)
             .await
             .unwrap()
     );
@@ -62,13 +64,13 @@ async fn records_belong_to_their_scope_and_identity_and_change_by_revision(backe
     assert_eq!((read.revision, read.body.as_str()), (1, "f:1"));
     assert!(
         !store
-            .put_totp_record(&scope, "alice", "YF1", Some(2), "stale")
+            .put_totp_record(&scope, "alice", "YF1", Some(2), "stale", None)
             .await
             .unwrap()
     );
     assert!(
         store
-            .put_totp_record(&scope, "alice", "YF1", Some(1), "f:2 with: colons")
+            .put_totp_record(&scope, "alice", "YF1", Some(1), "f:2 with: colons", None)
             .await
             .unwrap()
     );
@@ -115,20 +117,20 @@ async fn records_belong_to_their_scope_and_identity_and_change_by_revision(backe
 
     assert!(
         !store
-            .delete_totp_record(&scope, "alice", ENTITY)
+            .delete_totp_record(&scope, "alice", ENTITY, None)
             .await
             .unwrap(),
         "not the entity"
     );
     assert!(
         store
-            .delete_totp_record(&scope, "alice", "YC1")
+            .delete_totp_record(&scope, "alice", "YC1", None)
             .await
             .unwrap()
     );
     assert!(
         !store
-            .delete_totp_record(&scope, "alice", "YC1")
+            .delete_totp_record(&scope, "alice", "YC1", None)
             .await
             .unwrap()
     );
@@ -154,7 +156,7 @@ async fn records_belong_to_their_scope_and_identity_and_change_by_revision(backe
     // A new record after the delete starts again at revision 1.
     assert!(
         store
-            .put_totp_record(&scope, "alice", "YF1", None, "new")
+            .put_totp_record(&scope, "alice", "YF1", None, "new", None)
             .await
             .unwrap()
     );
@@ -165,14 +167,14 @@ async fn concurrent_factor_writers_from_one_revision_exactly_one_wins(backend: B
     let store: Arc<dyn Store> = t.store.clone();
     let scope = scope();
     store
-        .put_totp_record(&scope, "racer", "YF1", None, "0")
+        .put_totp_record(&scope, "racer", "YF1", None, "0", None)
         .await
         .unwrap();
     let writers = (0..16).map(|n| {
         let (store, scope) = (store.clone(), scope.clone());
         tokio::spawn(async move {
             store
-                .put_totp_record(&scope, "racer", "YF1", Some(1), &n.to_string())
+                .put_totp_record(&scope, "racer", "YF1", Some(1), &n.to_string(), None)
                 .await
                 .unwrap()
         })
@@ -191,7 +193,89 @@ async fn concurrent_factor_writers_from_one_revision_exactly_one_wins(backend: B
     assert_eq!(read.revision, 2);
 }
 
+/// A write's event goes with it, in the same step: a put or a delete that happens appends its
+/// fact, one that does not (a stale revision, nothing to delete) appends nothing.
+async fn a_factors_event_is_written_with_its_change_only(backend: Backend) {
+    let t = open(backend);
+    let store = &t.store;
+    store.record_events(true).await.unwrap();
+    let scope = scope();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let created = OutboxEntry::of_factor(
+        TotpFact::FactorCreated,
+        "YF1",
+        now,
+        format!("identity=alice;service_sid={scope}"),
+    );
+    assert!(
+        store
+            .put_totp_record(&scope, "alice", "YF1", None, "a", Some(&created))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .put_totp_record(&scope, "alice", "YF1", None, "b", Some(&created))
+            .await
+            .unwrap()
+    );
+    let verified = OutboxEntry::of_factor(TotpFact::FactorVerified, "YF1", now + 1, String::new());
+    assert!(
+        !store
+            .put_totp_record(&scope, "alice", "YF1", Some(7), "c", Some(&verified))
+            .await
+            .unwrap()
+    );
+    let deleted = OutboxEntry::of_factor(TotpFact::FactorDeleted, "YF1", now + 2, String::new());
+    assert!(
+        store
+            .delete_totp_record(&scope, "alice", "YF1", Some(&deleted))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .delete_totp_record(&scope, "alice", "YF1", Some(&deleted))
+            .await
+            .unwrap()
+    );
+    let mut facts = Vec::new();
+    for _ in 0..20 {
+        let claimed = store
+            .claim_events(100, Duration::from_secs(30))
+            .await
+            .unwrap();
+        for entry in &claimed {
+            if entry.event.subject == "YF1" {
+                facts.push((entry.event.fact, entry.event.detail.clone()));
+            }
+            store
+                .settle_event(entry, &vcode::store::Settlement::Done)
+                .await
+                .unwrap();
+        }
+        if facts.len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        facts,
+        [
+            (
+                Fact::Totp(TotpFact::FactorCreated),
+                format!("identity=alice;service_sid={scope}")
+            ),
+            (Fact::Totp(TotpFact::FactorDeleted), String::new()),
+        ]
+    );
+}
+
 on_every_store!(
+    a_factors_event_is_written_with_its_change_only,
     records_belong_to_their_scope_and_identity_and_change_by_revision,
     concurrent_factor_writers_from_one_revision_exactly_one_wins,
 );
