@@ -83,7 +83,7 @@ pub fn describe(api: &mut Api) {
              code). Five wrong codes in a row lock the factor (42902 with `Retry-After`: 5 \
              minutes, twice as long at each lock after it). With `end_user_ip` or `end_user_id`, \
              the end user's wrong codes count as a verify's \
-             (VCODE_QUOTA_FAILED_VERIFIES_PER_CLIENT_DAY, 42902).",
+             (VCODE_QUOTA_CLIENT_FAILS_DAY, 42902).",
     )
     .parameter(
         "path",

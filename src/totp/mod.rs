@@ -5,7 +5,7 @@
 //! `unverified` until a first right code confirms it. A check accepts a code at most once per
 //! factor and step (and no step before one accepted), locks the factor after five wrong codes
 //! (`Retry-After`), and counts a named end user's wrong codes as other verifies do
-//! (`VCODE_QUOTA_FAILED_VERIFIES_PER_CLIENT_DAY`). Every change of a factor is one
+//! (`VCODE_QUOTA_CLIENT_FAILS_DAY`). Every change of a factor is one
 //! compare-and-set of its record (`crate::store::FactorStore`), so two concurrent checks of
 //! one code never both pass. Both APIs (`routes::totp`, `twilio_compat::entities`) call this.
 
@@ -182,7 +182,7 @@ pub enum TotpError {
     /// Five wrong codes: the factor is locked until `retry_after` from now.
     #[error("too many wrong codes: the factor is locked")]
     Locked { retry_after: Duration },
-    /// The client's wrong codes reached `VCODE_QUOTA_FAILED_VERIFIES_PER_CLIENT_DAY`.
+    /// The client's wrong codes reached `VCODE_QUOTA_CLIENT_FAILS_DAY`.
     #[error("too many wrong codes from this client")]
     QuotaExceeded { retry_after: Duration },
     /// Writers of one factor kept racing: the client may retry.
@@ -214,7 +214,7 @@ pub struct TotpService {
     quotas: Arc<dyn QuotaStore>,
     keyring: Arc<Keyring>,
     tokens: Arc<TokenIssuer>,
-    /// Wrong codes per (identity, client) (`VCODE_QUOTA_FAILED_VERIFIES_PER_CLIENT_DAY`).
+    /// Wrong codes per (identity, client) (`VCODE_QUOTA_CLIENT_FAILS_DAY`).
     client_failures: Option<QuotaRule>,
 }
 
