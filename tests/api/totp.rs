@@ -492,6 +492,136 @@ async fn a_factor_s_events_arrive_in_order_without_secret_or_code(backend: Backe
     assert_eq!(received[2].data.as_ref().unwrap()["reason"], "wrong_code");
 }
 
+/// A secret at rest is sealed (neither its base32 nor its bytes in the store), and a key
+/// rotation keeps factors working: an instance with the new key alone cannot open a secret
+/// sealed under the old one; with the old one as previous it checks the code and seals the
+/// secret again, after which the new key alone opens it.
+async fn secrets_are_sealed_and_survive_a_key_rotation(backend: Backend) {
+    use std::sync::Arc;
+
+    use vcode::keyring::SecretKey;
+
+    use crate::support::codes::TEST_SECRET_KEY;
+    use crate::support::spawn_second_instance;
+
+    let before = app(backend).await;
+    let data = enrol(&before, "rotated", json!({})).await;
+    let factor = data["factor"]["factor_id"].as_str().unwrap().to_owned();
+    let secret = data["secret"].as_str().unwrap().to_owned();
+    let now = early_in_a_step().await;
+    let read = authenticator(
+        data["uri"].as_str().unwrap(),
+        data["qr_png"].as_str().unwrap(),
+        now,
+        &[0, 30],
+    );
+    let confirm = path("rotated", &format!("/factors/{factor}/confirm"));
+    assert_eq!(
+        post(&before, &confirm, KEY, json!({"code": read["codes"]["0"]}))
+            .await
+            .0,
+        200
+    );
+    let stored = || async {
+        before
+            .store
+            .factors
+            .totp_record("key:shop", "rotated", &factor)
+            .await
+            .unwrap()
+            .unwrap()
+            .body
+    };
+    let sealed_under_a = stored().await;
+    let secret_bytes = data_encoding_base32(&secret);
+    assert!(!sealed_under_a.contains(&secret), "{sealed_under_a}");
+    assert!(!sealed_under_a.contains(&hex::encode(&secret_bytes)));
+    let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&secret_bytes);
+    assert!(!sealed_under_a.contains(&b64[..20]));
+
+    let key_b = Arc::new(SecretKey::parse(&hex::encode(rand::random::<[u8; 32]>())).unwrap());
+    let entries = format!(
+        "shop:{}\nother:{}",
+        hex::encode(Sha256::digest(KEY)),
+        hex::encode(Sha256::digest(OTHER_KEY))
+    );
+    let with_keys = |s: &mut vcode::Settings, previous: bool| {
+        s.api_key = ApiKeySettings {
+            required: vec![Operation::Verify],
+        };
+        s.api_keys = Some(ApiKeys::parse(&entries).unwrap());
+        s.secret_key = Some(key_b.clone());
+        s.secret_key_previous =
+            previous.then(|| Arc::new(SecretKey::parse(TEST_SECRET_KEY).unwrap()));
+    };
+    let verify = path("rotated", "/verify");
+    let wrong = if read["codes"]["30"] == "000000" {
+        "111111"
+    } else {
+        "000000"
+    };
+    let new_only = spawn_second_instance(&before, |s| with_keys(s, false)).await;
+    let (status, _, answer) = post(
+        &new_only,
+        &verify,
+        KEY,
+        json!({"factor_id": factor, "code": wrong}),
+    )
+    .await;
+    assert_eq!(status, 500, "sealed under the old key: {answer}");
+    let rotated = spawn_second_instance(&before, |s| with_keys(s, true)).await;
+    let (status, _, answer) = post(
+        &rotated,
+        &verify,
+        KEY,
+        json!({"factor_id": factor, "code": read["codes"]["30"]}),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_ne!(
+        stored().await,
+        sealed_under_a,
+        "sealed again under the new key"
+    );
+    let (status, _, answer) = post(
+        &new_only,
+        &verify,
+        KEY,
+        json!({"factor_id": factor, "code": wrong}),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["code"].as_i64()),
+        (400, Some(40010)),
+        "the new key alone opens it now: {answer}"
+    );
+}
+
+/// Base32 (RFC 4648, unpadded) as authenticator apps read it.
+fn data_encoding_base32(text: &str) -> Vec<u8> {
+    let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut bits, mut value, mut out) = (0u32, 0u32, Vec::new());
+    for c in text.bytes() {
+        let index = alphabet.iter().position(|&a| a == c).unwrap() as u32;
+        value = (value << 5) | index;
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((value >> bits) as u8);
+            value &= (1 << bits) - 1;
+        }
+    }
+    out
+}
+
+mod rotation {
+    on_stores!(
+        redis => Redis, postgres => Postgres;
+        [secrets_are_sealed_and_survive_a_key_rotation]
+    );
+    use super::secrets_are_sealed_and_survive_a_key_rotation;
+}
+
 on_every_store!(
     a_factor_s_events_arrive_in_order_without_secret_or_code,
     authenticator_apps_enrol_confirm_and_verify,
