@@ -72,6 +72,9 @@ pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web:
         .configure(pow::config)
         .configure(receipts::config)
         .configure(|cfg| pages::config(cfg, openapi, routes.demo));
+    if routes.demo.is_some() {
+        cfg.configure(totp::demo_config);
+    }
     if routes.dev_mode {
         cfg.configure(dev::config);
     }
@@ -94,6 +97,9 @@ impl PublicRoutes {
         pow::describe(&mut api);
         receipts::describe(&mut api);
         pages::describe(&mut api, self.demo.is_some());
+        if self.demo.is_some() {
+            totp::describe_demo(&mut api);
+        }
         if self.dev_mode {
             dev::describe(&mut api);
         }

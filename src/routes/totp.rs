@@ -1,6 +1,8 @@
 //! `/api/v1/totp/{identity}/…`: authenticator-app factors on vcode's own API, for API-key
 //! callers only (the factors are the key's: another key's identity of the same name is
-//! another). HTTP only: every decision is `crate::totp`'s.
+//! another). HTTP only: every decision is `crate::totp`'s. The demo page (demo or dev mode
+//! only) has the same enrol, confirm and verify under `/demo/totp/…`, without a key, in a
+//! scope of its own (`demo`).
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use base64::Engine as _;
@@ -13,6 +15,7 @@ use vcode_wire::{
 use super::openapi::Api;
 use super::{ApiError, AppState, envelope};
 use crate::api_keys::{ApiKeyName, Operation};
+use crate::domain::Client;
 use crate::token::Audience;
 use crate::totp::{Algorithm, Factor, Setting, TotpConfig, TotpError};
 
@@ -25,6 +28,45 @@ pub fn config(cfg: &mut web::ServiceConfig) {
     .service(super::resource(paths::TOTP_FACTOR, "DELETE").route(web::delete().to(remove)))
     .service(super::post_resource(paths::TOTP_FACTOR_CONFIRM).route(web::post().to(confirm)))
     .service(super::post_resource(paths::TOTP_VERIFY).route(web::post().to(verify)));
+}
+
+/// The demo page's own routes (`VCODE_DEMO` or dev mode): a page holds no API key.
+pub const DEMO_FACTORS: &str = "/demo/totp/{identity}/factors";
+pub const DEMO_CONFIRM: &str = "/demo/totp/{identity}/factors/{factor_id}/confirm";
+pub const DEMO_VERIFY: &str = "/demo/totp/{identity}/verify";
+/// The demo page's factors' scope.
+const DEMO_SCOPE: &str = "demo";
+
+pub fn demo_config(cfg: &mut web::ServiceConfig) {
+    cfg.service(super::post_resource(DEMO_FACTORS).route(web::post().to(demo_enrol)))
+        .service(super::post_resource(DEMO_CONFIRM).route(web::post().to(demo_confirm)))
+        .service(super::post_resource(DEMO_VERIFY).route(web::post().to(demo_verify)));
+}
+
+/// The demo page's routes, for the OpenAPI description.
+pub fn describe_demo(api: &mut Api) {
+    let body = api.schema::<TotpEnrolRequest>();
+    let data = api.schema::<TotpEnrolData>();
+    api.post(DEMO_FACTORS, "demo", "The demo page: enrol an authenticator app")
+        .describe("`/api/v1/totp/{identity}/factors` without a key, in the demo's own scope (VCODE_DEMO or dev mode only).")
+        .body(body)
+        .ok_envelope(data);
+    let body = api.schema::<TotpConfirmRequest>();
+    let data = api.schema::<TotpFactorData>();
+    api.post(DEMO_CONFIRM, "demo", "The demo page: confirm an authenticator app")
+        .describe("`/api/v1/totp/{identity}/factors/{factor_id}/confirm` without a key, in the demo's own scope.")
+        .body(body)
+        .ok_envelope(data);
+    let body = api.schema::<TotpVerifyRequest>();
+    let data = api.schema::<VerifyData>();
+    api.post(
+        DEMO_VERIFY,
+        "demo",
+        "The demo page: verify an authenticator app's code",
+    )
+    .describe("`/api/v1/totp/{identity}/verify` without a key, in the demo's own scope.")
+    .body(body)
+    .ok_envelope(data);
 }
 
 /// What `config` serves, for the OpenAPI description.
@@ -190,7 +232,23 @@ async fn enrol(
     body: web::Json<TotpEnrolRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let key = key_of(&request)?;
-    let body = body.into_inner();
+    enrol_in(&state, &scope(&key), &identity, body.into_inner()).await
+}
+
+async fn demo_enrol(
+    state: web::Data<AppState>,
+    identity: web::Path<String>,
+    body: web::Json<TotpEnrolRequest>,
+) -> Result<HttpResponse, ApiError> {
+    enrol_in(&state, DEMO_SCOPE, &identity, body.into_inner()).await
+}
+
+async fn enrol_in(
+    state: &AppState,
+    scope: &str,
+    identity: &str,
+    body: TotpEnrolRequest,
+) -> Result<HttpResponse, ApiError> {
     let defaults = TotpConfig::default();
     let config = TotpConfig {
         algorithm: match body.algorithm.as_deref() {
@@ -201,11 +259,11 @@ async fn enrol(
         step_secs: body.period.unwrap_or(defaults.step_secs),
         skew: body.skew.unwrap_or(defaults.skew),
     };
-    let name = body.friendly_name.unwrap_or_else(|| identity.clone());
+    let name = body.friendly_name.unwrap_or_else(|| identity.to_owned());
     let issuer = body.issuer.unwrap_or_else(|| "vcode".to_owned());
     let enrolment = state
         .totp
-        .enrol(&scope(&key), &identity, &name, &issuer, config)
+        .enrol(scope, identity, &name, &issuer, config)
         .await?;
     Ok(envelope::ok(TotpEnrolData {
         factor: factor_data(&enrolment.factor),
@@ -257,16 +315,41 @@ async fn confirm(
         body.end_user_ip,
         body.end_user_id,
     )?;
+    let client = state.otp.client_of(&caller);
+    confirm_in(&state, &scope(&key), &identity, &factor, &body.code, client).await
+}
+
+/// The demo's client is the browser's address, as the OTP demo's.
+async fn demo_confirm(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    body: web::Json<TotpConfirmRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let (identity, factor) = path.into_inner();
+    let client = Client::Address(super::client_ip(&request, &state)?);
+    confirm_in(
+        &state,
+        DEMO_SCOPE,
+        &identity,
+        &factor,
+        &body.code,
+        Some(client),
+    )
+    .await
+}
+
+async fn confirm_in(
+    state: &AppState,
+    scope: &str,
+    identity: &str,
+    factor: &str,
+    code: &str,
+    client: Option<Client>,
+) -> Result<HttpResponse, ApiError> {
     let checked = state
         .totp
-        .check_code(
-            &scope(&key),
-            &identity,
-            &factor,
-            &body.code,
-            state.otp.client_of(&caller),
-            true,
-        )
+        .check_code(scope, identity, factor, code, client, true)
         .await?;
     if !checked.passed {
         return Err(TotpError::WrongCode {
@@ -285,6 +368,41 @@ async fn verify(
 ) -> Result<HttpResponse, ApiError> {
     let key = key_of(&request)?;
     let body = body.into_inner();
+    let caller = super::otp::caller(
+        &request,
+        &state,
+        Some(&key),
+        body.end_user_ip.clone(),
+        body.end_user_id.clone(),
+    )?;
+    let client = state.otp.client_of(&caller);
+    verify_in(&state, &scope(&key), &identity, body, client).await
+}
+
+async fn demo_verify(
+    request: HttpRequest,
+    state: web::Data<AppState>,
+    identity: web::Path<String>,
+    body: web::Json<TotpVerifyRequest>,
+) -> Result<HttpResponse, ApiError> {
+    let client = Client::Address(super::client_ip(&request, &state)?);
+    verify_in(
+        &state,
+        DEMO_SCOPE,
+        &identity,
+        body.into_inner(),
+        Some(client),
+    )
+    .await
+}
+
+async fn verify_in(
+    state: &AppState,
+    scope: &str,
+    identity: &str,
+    body: TotpVerifyRequest,
+    client: Option<Client>,
+) -> Result<HttpResponse, ApiError> {
     let purposes = &state.otp.settings().purposes;
     let purpose = match body.purpose.as_deref() {
         Some(raw) => purposes
@@ -304,21 +422,14 @@ async fn verify(
             })
         })
         .transpose()?;
-    let caller = super::otp::caller(
-        &request,
-        &state,
-        Some(&key),
-        body.end_user_ip,
-        body.end_user_id,
-    )?;
     let token = state
         .totp
         .verify(
-            &scope(&key),
-            &identity,
+            scope,
+            identity,
             &body.factor_id,
             &body.code,
-            state.otp.client_of(&caller),
+            client,
             &purpose,
             audience.as_ref(),
         )

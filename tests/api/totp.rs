@@ -597,6 +597,46 @@ async fn secrets_are_sealed_and_survive_a_key_rotation(backend: Backend) {
     );
 }
 
+/// The demo page's authenticator-app card in headless Chromium (tests/browser/totp_flow.py):
+/// set up, the QR code the page shows read by zxing-cpp, confirmed and signed in with pyotp's
+/// codes, a wrong code shown as a sentence, the token's `channel` `totp`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_demo_enrols_and_checks_an_authenticator_app_in_chromium() {
+    if let Some(why) = crate::browser::missing_browser() {
+        assert!(
+            std::env::var_os("TEST_REQUIRE_SDK").is_none(),
+            "TEST_REQUIRE_SDK is set but the browser cannot run: {why}"
+        );
+        eprintln!("\n*** SKIPPED the demo's authenticator app in a browser: {why}\n");
+        return;
+    }
+    let app = spawn_app_with(Backend::Memory, |settings| settings.dev_mode = true).await;
+    let manifest = env!("CARGO_MANIFEST_DIR");
+    let run = tokio::process::Command::new("python3")
+        .arg(format!("{manifest}/tests/browser/totp_flow.py"))
+        .args(["--url", &app.address])
+        .args([
+            "--screenshots",
+            &format!("{manifest}/target/demo-screenshots"),
+        ])
+        .env("SE_OFFLINE", "true")
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(90), run)
+        .await
+        .expect("the browser finishes in time")
+        .expect("python3 runs");
+    let report = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        output.status.success() && report.contains("totp flow passed"),
+        "a step failed:\n{report}"
+    );
+}
+
 /// Base32 (RFC 4648, unpadded) as authenticator apps read it.
 fn data_encoding_base32(text: &str) -> Vec<u8> {
     let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
