@@ -21,9 +21,9 @@ use crate::totp::{Algorithm, Factor, Setting, TotpConfig, TotpError};
 
 pub fn config(cfg: &mut web::ServiceConfig) {
     cfg.service(
-        super::resource(paths::TOTP_FACTORS, "GET, POST")
+        super::resource(paths::TOTP_FACTORS, "GET, HEAD, POST")
             .route(web::post().to(enrol))
-            .route(web::get().to(list)),
+            .route(super::get().to(list)),
     )
     .service(super::resource(paths::TOTP_FACTOR, "DELETE").route(web::delete().to(remove)))
     .service(super::post_resource(paths::TOTP_FACTOR_CONFIRM).route(web::post().to(confirm)))
@@ -31,9 +31,9 @@ pub fn config(cfg: &mut web::ServiceConfig) {
 }
 
 /// The demo page's own routes (`VCODE_DEMO` or dev mode): a page holds no API key.
-pub const DEMO_FACTORS: &str = "/demo/totp/{identity}/factors";
-pub const DEMO_CONFIRM: &str = "/demo/totp/{identity}/factors/{factor_id}/confirm";
-pub const DEMO_VERIFY: &str = "/demo/totp/{identity}/verify";
+const DEMO_FACTORS: &str = paths::DEMO_TOTP_FACTORS;
+const DEMO_CONFIRM: &str = paths::DEMO_TOTP_CONFIRM;
+const DEMO_VERIFY: &str = paths::DEMO_TOTP_VERIFY;
 /// The demo page's factors' scope.
 const DEMO_SCOPE: &str = "demo";
 

@@ -125,6 +125,13 @@ pub const DEMO: &str = "/demo";
 /// `GET`: the demo page's scripts and styles (demo or dev mode); the route pattern of
 /// [`demo_asset`].
 pub const DEMO_ASSET: &str = "/demo/{file}";
+/// `POST` [`crate::TotpEnrolRequest`] → [`crate::TotpEnrolData`] (demo or dev mode): the demo
+/// page's own enrolment, without an API key, in the demo's scope.
+pub const DEMO_TOTP_FACTORS: &str = "/demo/totp/{identity}/factors";
+/// `POST` [`crate::TotpConfirmRequest`] → [`crate::TotpFactorData`] (demo or dev mode).
+pub const DEMO_TOTP_CONFIRM: &str = "/demo/totp/{identity}/factors/{factor_id}/confirm";
+/// `POST` [`crate::TotpVerifyRequest`] → [`crate::VerifyData`] (demo or dev mode).
+pub const DEMO_TOTP_VERIFY: &str = "/demo/totp/{identity}/verify";
 
 /// Dev mode, loopback peers only: `GET ?phone=` ([`crate::DevInboxQuery`]) →
 /// [`crate::DevInboxData`].
@@ -134,13 +141,17 @@ pub const DEV_INBOX: &str = api_v1!("/dev/inbox");
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
 /// Every route of the public listener but the dev routes, as route patterns.
-pub const PUBLIC: [&str; 21] = [
+pub const PUBLIC: [&str; 28] = [
     HEALTHZ,
     READYZ,
     OTP_SEND,
     OTP_VERIFY,
     OTP_VERIFICATION,
     OTP_VERIFICATION_CANCEL,
+    TOTP_FACTORS,
+    TOTP_FACTOR,
+    TOTP_FACTOR_CONFIRM,
+    TOTP_VERIFY,
     CAPTCHA,
     CAPTCHA_VERIFY,
     CAPTCHA_IMAGE,
@@ -152,6 +163,9 @@ pub const PUBLIC: [&str; 21] = [
     DOCS_ASSET,
     DEMO,
     DEMO_ASSET,
+    DEMO_TOTP_FACTORS,
+    DEMO_TOTP_CONFIRM,
+    DEMO_TOTP_VERIFY,
     RECEIPT_TWILIO,
     RECEIPT_ALIYUN,
     RECEIPT_TENCENT,
