@@ -130,6 +130,7 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             WrongCode,
             VerificationNotFound,
             CodeExpired,
+            PayloadTooLarge,
             TooManyAttempts,
             QuotaExceeded,
             Internal,

@@ -45,18 +45,34 @@ pub fn demo_config(cfg: &mut web::ServiceConfig) {
 
 /// The demo page's routes, for the OpenAPI description.
 pub fn describe_demo(api: &mut Api) {
+    use vcode_wire::ErrorCode::*;
     let body = api.schema::<TotpEnrolRequest>();
     let data = api.schema::<TotpEnrolData>();
+    let identity = serde_json::json!({"type": "string", "pattern": "^[A-Za-z0-9._@+-]{1,64}$"});
+    let factor_id = serde_json::json!({"type": "string", "pattern": "^YF[0-9a-f]{32}$"});
     api.post(DEMO_FACTORS, "demo", "The demo page: enrol an authenticator app")
         .describe("`/api/v1/totp/{identity}/factors` without a key, in the demo's own scope (VCODE_DEMO or dev mode only).")
+        .parameter("path", "identity", true, identity.clone(), "The page's own user")
         .body(body)
-        .ok_envelope(data);
+        .ok_envelope(data)
+        .errors(&[Malformed, Internal, StoreUnavailable]);
     let body = api.schema::<TotpConfirmRequest>();
     let data = api.schema::<TotpFactorData>();
     api.post(DEMO_CONFIRM, "demo", "The demo page: confirm an authenticator app")
         .describe("`/api/v1/totp/{identity}/factors/{factor_id}/confirm` without a key, in the demo's own scope.")
+        .parameter("path", "identity", true, identity.clone(), "The page's own user")
+        .parameter("path", "factor_id", true, factor_id, "The factor's id")
         .body(body)
-        .ok_envelope(data);
+        .ok_envelope(data)
+        .errors(&[
+            Malformed,
+            InvalidCode,
+            WrongCode,
+            NotFound,
+            QuotaExceeded,
+            Internal,
+            StoreUnavailable,
+        ]);
     let body = api.schema::<TotpVerifyRequest>();
     let data = api.schema::<VerifyData>();
     api.post(
@@ -65,8 +81,19 @@ pub fn describe_demo(api: &mut Api) {
         "The demo page: verify an authenticator app's code",
     )
     .describe("`/api/v1/totp/{identity}/verify` without a key, in the demo's own scope.")
+    .parameter("path", "identity", true, identity, "The page's own user")
     .body(body)
-    .ok_envelope(data);
+    .ok_envelope(data)
+    .errors(&[
+        Malformed,
+        InvalidCode,
+        InvalidPurpose,
+        WrongCode,
+        NotFound,
+        QuotaExceeded,
+        Internal,
+        StoreUnavailable,
+    ]);
 }
 
 /// What `config` serves, for the OpenAPI description.
@@ -111,7 +138,7 @@ pub fn describe(api: &mut Api) {
     )
     .ok_envelope(data)
     .security(serde_json::json!([{"apiKey": []}]))
-    .errors(&[Unauthorized, Internal, StoreUnavailable]);
+    .errors(&[Malformed, Unauthorized, Internal, StoreUnavailable]);
     let body = api.schema::<TotpConfirmRequest>();
     let data = api.schema::<TotpFactorData>();
     api.post(
@@ -229,18 +256,27 @@ async fn enrol(
     request: HttpRequest,
     state: web::Data<AppState>,
     identity: web::Path<String>,
-    body: web::Json<TotpEnrolRequest>,
+    body: web::Json<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<HttpResponse, ApiError> {
     let key = key_of(&request)?;
-    enrol_in(&state, &scope(&key), &identity, body.into_inner()).await
+    enrol_in(&state, &scope(&key), &identity, enrol_body(body)?).await
+}
+
+/// An enrolment's body: a JSON object (serde would read a struct of optional fields from an
+/// array too).
+fn enrol_body(
+    body: web::Json<serde_json::Map<String, serde_json::Value>>,
+) -> Result<TotpEnrolRequest, ApiError> {
+    serde_json::from_value(serde_json::Value::Object(body.into_inner()))
+        .map_err(|error| ApiError::Malformed(format!("invalid body: {error}")))
 }
 
 async fn demo_enrol(
     state: web::Data<AppState>,
     identity: web::Path<String>,
-    body: web::Json<TotpEnrolRequest>,
+    body: web::Json<serde_json::Map<String, serde_json::Value>>,
 ) -> Result<HttpResponse, ApiError> {
-    enrol_in(&state, DEMO_SCOPE, &identity, body.into_inner()).await
+    enrol_in(&state, DEMO_SCOPE, &identity, enrol_body(body)?).await
 }
 
 async fn enrol_in(

@@ -496,7 +496,7 @@ impl TotpService {
         prefix: &str,
     ) -> Result<Vec<T>, TotpError> {
         if !is_identity(identity) {
-            return Ok(Vec::new());
+            return Err(TotpError::Invalid(Setting::Identity));
         }
         let mut records = self
             .store
