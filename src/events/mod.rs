@@ -217,8 +217,10 @@ mod tests {
 
     #[test]
     fn entries_written_before_facts_keep_their_events() {
-        // An outbox upgraded with events pending holds their event names.
-        for kind in EventKind::ALL {
+        // An outbox upgraded with events pending holds their event names (the factors' events
+        // came after facts: never stored under their names).
+        for kind in &EventKind::ALL[..10] {
+            let kind = *kind;
             let fact = Fact::parse(kind.as_str()).unwrap_or_else(|| panic!("{kind:?}"));
             assert_eq!(event_of(fact), Some(kind));
         }
