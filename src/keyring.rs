@@ -34,6 +34,8 @@ fn mac_with(key: &[u8]) -> HmacSha256 {
 pub const MIN_KEY_BYTES: usize = 32;
 /// ChaCha20's nonce: the first bytes of a code's digest.
 const NONCE_BYTES: usize = 12;
+/// A sealed TOTP secret's synthetic IV, which is its authentication tag too.
+const SECRET_TAG_BYTES: usize = 16;
 
 /// Key material as configured: hex or base64, at least 32 bytes once decoded, that looks
 /// random (see `weak_secret`).
@@ -103,6 +105,9 @@ struct Keys {
     pow: SecretBox<[u8; 32]>,
     token: SecretBox<[u8; 32]>,
     end_user: HmacSha256,
+    /// A TOTP factor's secret: the synthetic IV's MAC, and the keystream's key.
+    secret_mac: HmacSha256,
+    secret_seal: SecretBox<[u8; 32]>,
 }
 
 impl Keys {
@@ -114,7 +119,39 @@ impl Keys {
             code_seal: SecretBox::new(Box::new(secret.derive("code-seal/v2"))),
             captcha: SecretBox::new(Box::new(secret.derive("captcha-answer/v1"))),
             end_user: mac_with(&secret.derive("end-user/v1")),
+            secret_mac: mac_with(&secret.derive("totp-secret-mac/v1")),
+            secret_seal: SecretBox::new(Box::new(secret.derive("totp-secret-seal/v1"))),
         }
+    }
+
+    /// The synthetic IV of a TOTP secret bound to `context` (its factor): the first 16 bytes
+    /// of a MAC over both, length-prefixed.
+    fn secret_iv(&self, context: &str, secret: &[u8]) -> [u8; SECRET_TAG_BYTES] {
+        let mut mac = self.secret_mac.clone();
+        for field in [context.as_bytes(), secret] {
+            mac.update(&(field.len() as u32).to_be_bytes());
+            mac.update(field);
+        }
+        let full = mac.finalize().into_bytes();
+        let mut iv = [0u8; SECRET_TAG_BYTES];
+        iv.copy_from_slice(&full[..SECRET_TAG_BYTES]);
+        iv
+    }
+
+    fn secret_keystream(&self, iv: &[u8; SECRET_TAG_BYTES], bytes: &mut [u8]) {
+        let nonce: &[u8; NONCE_BYTES] = iv[..NONCE_BYTES]
+            .try_into()
+            .expect("an IV is longer than a nonce");
+        ChaCha20::new(self.secret_seal.expose_secret().into(), nonce.into()).apply_keystream(bytes);
+    }
+
+    fn open_secret(&self, context: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+        use subtle::ConstantTimeEq as _;
+        let (iv, body) = sealed.split_at_checked(SECRET_TAG_BYTES)?;
+        let iv: &[u8; SECRET_TAG_BYTES] = iv.try_into().ok()?;
+        let mut plain = body.to_vec();
+        self.secret_keystream(iv, &mut plain);
+        bool::from(self.secret_iv(context, &plain).ct_eq(iv)).then_some(plain)
     }
 
     fn code_digest(&self, phone: &str, purpose: &str, code: &str) -> CodeDigest {
@@ -253,6 +290,33 @@ impl Keyring {
                 .is_any_of(std::slice::from_ref(digest))
                 .then(|| Code::from_stored(plain))
         })
+    }
+
+    /// A TOTP factor's `secret` sealed under the current key and bound to `context` (the
+    /// factor's scope, identity and SID): its synthetic IV (a MAC of both, which is the tag
+    /// too) then the secret under ChaCha20, as codes are sealed (the module's opening). Equal
+    /// secrets of one factor seal alike; a random secret never repeats.
+    pub fn seal_secret(&self, context: &str, secret: &[u8]) -> Vec<u8> {
+        let iv = self.current.secret_iv(context, secret);
+        let mut sealed = Vec::with_capacity(SECRET_TAG_BYTES + secret.len());
+        sealed.extend_from_slice(&iv);
+        sealed.extend_from_slice(secret);
+        self.current
+            .secret_keystream(&iv, &mut sealed[SECRET_TAG_BYTES..]);
+        sealed
+    }
+
+    /// The secret `sealed` holds if one of the keys opens it for `context`, and whether that
+    /// was the current key (`false`: sealed before a rotation; seal it again). A changed byte,
+    /// another factor's context or an unknown key opens to nothing.
+    pub fn open_secret(&self, context: &str, sealed: &[u8]) -> Option<(Vec<u8>, bool)> {
+        if let Some(secret) = self.current.open_secret(context, sealed) {
+            return Some((secret, true));
+        }
+        let previous = self.previous.as_ref()?;
+        previous
+            .open_secret(context, sealed)
+            .map(|secret| (secret, false))
     }
 
     /// The answer of captcha `id` drawn from `seed`, `len` characters of `alphabet`, under the
@@ -415,6 +479,40 @@ mod tests {
             .map(|(a, b)| a ^ b)
             .collect();
         assert_ne!(xor, [0, 0, 0, 0, 0, 3]);
+    }
+
+    #[test]
+    fn totp_secrets_open_beside_their_factor_under_either_key_of_a_rotation() {
+        let (old, new) = (key(1), key(2));
+        let before = Keyring::new(&old, None);
+        let secret = [7u8; 20];
+        let sealed = before.seal_secret("VA1/alice/YF1", &secret);
+        assert_eq!(sealed.len(), 16 + 20);
+        assert!(!sealed.windows(20).any(|window| window == secret));
+        assert_eq!(
+            before.open_secret("VA1/alice/YF1", &sealed),
+            Some((secret.to_vec(), true))
+        );
+        assert_eq!(before.open_secret("VA1/alice/YF2", &sealed), None);
+        let during = Keyring::new(&new, Some(&old));
+        assert_eq!(
+            during.open_secret("VA1/alice/YF1", &sealed),
+            Some((secret.to_vec(), false)),
+            "opened by the previous key: to seal again"
+        );
+        let resealed = during.seal_secret("VA1/alice/YF1", &secret);
+        assert_eq!(
+            during.open_secret("VA1/alice/YF1", &resealed),
+            Some((secret.to_vec(), true))
+        );
+        let after = Keyring::new(&new, None);
+        assert_eq!(after.open_secret("VA1/alice/YF1", &sealed), None);
+        for byte in 0..sealed.len() {
+            let mut tampered = sealed.clone();
+            tampered[byte] ^= 1;
+            assert_eq!(before.open_secret("VA1/alice/YF1", &tampered), None);
+        }
+        assert_eq!(before.open_secret("VA1/alice/YF1", &sealed[..10]), None);
     }
 
     #[test]

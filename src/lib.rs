@@ -26,6 +26,7 @@ pub mod stats;
 pub mod store;
 pub mod telemetry;
 pub mod token;
+pub mod totp;
 pub mod twilio_compat;
 pub(crate) mod weak_secret;
 

@@ -28,9 +28,11 @@ use crate::pow::PowService;
 use crate::routes::{self, AppState, BodyLimits};
 use crate::settings::{Settings, StoreSettings};
 use crate::stats::Stats;
+use crate::store::QuotaRule;
 use crate::store::redis::{RedisSettings, RedisTopology};
 use crate::store::{HealthCheck, MemoryStore, PostgresStore, RedisStore, Stores};
 use crate::token::{SigningKey, TokenIssuer};
+use crate::totp::TotpService;
 use crate::twilio_compat::TwilioCompat;
 
 /// How often the daily counters counted in-process are added to the store.
@@ -224,6 +226,7 @@ struct Services {
     pow: Arc<PowService>,
     tokens: Arc<TokenIssuer>,
     stats: Arc<Stats>,
+    totp: Arc<TotpService>,
 }
 
 impl Services {
@@ -278,6 +281,18 @@ impl Services {
         );
         fraud.spawn_spend_refresh();
         tracing::info!(guard = %fraud.describe(), "fraud guard (VCODE_FRAUD_*)");
+        // Authenticator apps' factors: the same keyring, tokens and per-client wrong-code rule
+        // as the OTP verifies.
+        let totp = Arc::new(TotpService::new(
+            stores.factors.clone(),
+            stores.quotas.clone(),
+            keyring.clone(),
+            tokens.clone(),
+            QuotaRule::new(
+                settings.abuse.failed_verifies_per_client_day,
+                Duration::from_secs(86_400),
+            ),
+        ));
         let otp = Arc::new(OtpService::new(
             OtpDependencies {
                 stores: stores.clone(),
@@ -314,6 +329,7 @@ impl Services {
             pow,
             tokens,
             stats,
+            totp,
         })
     }
 }
@@ -337,6 +353,7 @@ fn app_state(settings: &Settings, stores: &Stores, services: Services) -> AppSta
         settings.abuse.twilio_services_per_account as usize,
     ));
     AppState {
+        totp: services.totp,
         twilio,
         otp: services.otp,
         receipts: services.receipts,

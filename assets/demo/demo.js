@@ -90,6 +90,8 @@ function show(step) {
   for (const id of ['step-phone', 'step-code', 'step-done']) {
     $(id).hidden = id !== step;
   }
+  // The authenticator app is the other way in, offered beside the first step.
+  $('step-totp').hidden = step !== 'step-phone';
 }
 
 async function newCaptcha() {
@@ -175,6 +177,60 @@ async function verify(event) {
     showError(answer);
     return;
   }
+  showToken(answer);
+}
+
+// The authenticator app: this page's own user (a random identity), enrolled through the
+// demo's routes (a real page's backend calls /api/v1/totp with its API key), confirmed by a
+// first code, then a code checked for the token.
+const totp = { identity: `demo-${Math.random().toString(36).slice(2, 10)}`, factorId: null, confirmed: false };
+
+async function enrolTotp() {
+  showError(null);
+  $('totp-enrol').disabled = true;
+  const answer = await call('POST', `/demo/totp/${totp.identity}/factors`, { issuer: 'vcode demo', friendly_name: totp.identity });
+  $('totp-enrol').disabled = false;
+  if (answer.code !== 200) {
+    showError(answer);
+    return;
+  }
+  totp.factorId = answer.data.factor.factor_id;
+  totp.confirmed = false;
+  $('totp-qr').src = `data:image/png;base64,${answer.data.qr_png}`;
+  $('totp-secret').textContent = answer.data.secret.replace(/(.{4})/g, '$1 ').trim();
+  $('totp-note').textContent = 'Then type the code the app shows, to confirm it.';
+  $('totp-submit').textContent = 'Confirm';
+  $('totp-code').value = '';
+  $('totp-enrol').hidden = true;
+  $('totp-setup').hidden = false;
+  $('totp-code').focus();
+}
+
+async function submitTotp(event) {
+  event.preventDefault();
+  showError(null);
+  const code = $('totp-code').value.trim();
+  $('totp-submit').disabled = true;
+  const answer = totp.confirmed
+    ? await call('POST', `/demo/totp/${totp.identity}/verify`, { factor_id: totp.factorId, code })
+    : await call('POST', `/demo/totp/${totp.identity}/factors/${totp.factorId}/confirm`, { code });
+  $('totp-submit').disabled = false;
+  if (answer.code !== 200) {
+    showError(answer);
+    return;
+  }
+  if (!totp.confirmed) {
+    totp.confirmed = true;
+    $('totp-note').textContent = 'Confirmed. Now sign in: type the next code the app shows (each code works once).';
+    $('totp-submit').textContent = 'Sign in';
+    $('totp-code').value = '';
+    $('totp-code').focus();
+    return;
+  }
+  showToken(answer);
+}
+
+function showToken(answer) {
   const token = answer.data.token;
   if (token) {
     const { header, payload } = decodeJwt(token);
@@ -198,12 +254,18 @@ function resetAltcha() {
 function restart() {
   showError(null);
   $('outbox').hidden = true;
+  totp.factorId = null;
+  totp.confirmed = false;
+  $('totp-enrol').hidden = false;
+  $('totp-setup').hidden = true;
   show('step-phone');
   if (page.captcha === 'true') newCaptcha();
   if (page.pow === 'true') resetAltcha();
 }
 
 $('step-phone').addEventListener('submit', send);
+$('totp-enrol').addEventListener('click', enrolTotp);
+$('step-totp').addEventListener('submit', submitTotp);
 $('channel-sms').addEventListener('change', chooseChannel);
 $('channel-email').addEventListener('change', chooseChannel);
 chooseChannel();

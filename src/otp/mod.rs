@@ -463,6 +463,12 @@ impl OtpService {
         }
     }
 
+    /// The client the per-client limits count for `caller` (`None`: a tenant that names no
+    /// end user), for the other verifies (`crate::totp`).
+    pub fn client_of(&self, caller: &Caller) -> Option<Client> {
+        self.callers.client(caller)
+    }
+
     /// The client a verify by `caller` counts its failures for, and the limits it works under.
     /// A tenant that names no end user is no client: its server's address is never charged,
     /// so that no guesser typing into the tenant's app locks anyone out; its verifications'

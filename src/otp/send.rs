@@ -631,7 +631,10 @@ impl OtpService {
                 Event::QuotaIp
             }
             // Not daily-stats events (their set is the stored stats' layout): the metric alone.
-            QuotaScope::EmailDomain(_) | QuotaScope::Tenant(_) | QuotaScope::Bucket(_) => {
+            QuotaScope::EmailDomain(_)
+            | QuotaScope::Tenant(_)
+            | QuotaScope::Bucket(_)
+            | QuotaScope::TotpFailures(_) => {
                 let quota = match scope {
                     QuotaScope::Tenant(_) => "profile",
                     QuotaScope::Bucket(_) => "rate_limit_bucket",

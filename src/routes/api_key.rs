@@ -21,7 +21,10 @@ use crate::api_keys::{ApiKeyName, Operation};
 /// required, `None` where the operation is open; 401 (`WWW-Authenticate: Bearer`) if not.
 /// A presented key is compared only while its address is not held for failing too often
 /// (429 with `Retry-After` then); a wrong or missing key counts against the address.
-fn authorize(request: &HttpRequest, operation: Operation) -> Result<Option<ApiKeyName>, ApiError> {
+pub(super) fn authorize(
+    request: &HttpRequest,
+    operation: Operation,
+) -> Result<Option<ApiKeyName>, ApiError> {
     let Some(state) = request.app_data::<web::Data<AppState>>() else {
         return Err(ApiError::Internal(anyhow::anyhow!("no application state")));
     };

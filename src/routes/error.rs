@@ -106,6 +106,39 @@ impl From<StoreError> for ApiError {
     }
 }
 
+/// The TOTP use cases' errors (`/api/v1/totp`): a lock and the client's wrong codes are
+/// 42902 with `Retry-After`, as a verify's quota.
+impl From<crate::totp::TotpError> for ApiError {
+    fn from(error: crate::totp::TotpError) -> Self {
+        use crate::totp::TotpError;
+        match error {
+            TotpError::Invalid(setting) => Self::Malformed(format!(
+                "invalid {setting:?} (friendly_name and issuer 1 to 64 characters, algorithm \
+                 sha1, sha256 or sha512, digits 6 to 8, period 20 to 60, skew 0 or 1; an identity \
+                 1 to 64 of letters, digits and -_.@+)"
+            )),
+            TotpError::InvalidCode => Self::InvalidCode,
+            TotpError::EntityNotFound
+            | TotpError::FactorNotFound
+            | TotpError::ChallengeNotFound => Self::NotFound,
+            error @ (TotpError::NotVerified | TotpError::TooManyFactors) => {
+                Self::Malformed(error.to_string())
+            }
+            TotpError::WrongCode { remaining_attempts } => Self::WrongCode { remaining_attempts },
+            TotpError::Locked { retry_after } | TotpError::QuotaExceeded { retry_after } => {
+                Self::QuotaExceeded {
+                    retry_after_secs: retry_after_secs(retry_after),
+                }
+            }
+            TotpError::Busy => Self::QuotaExceeded {
+                retry_after_secs: 1,
+            },
+            TotpError::Store(error) => error.into(),
+            TotpError::Internal(cause) => Self::Internal(anyhow::anyhow!(cause)),
+        }
+    }
+}
+
 impl From<OtpError> for ApiError {
     fn from(error: OtpError) -> Self {
         match error {

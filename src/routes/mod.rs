@@ -23,6 +23,7 @@ mod pages;
 mod pow;
 mod receipts;
 mod state;
+mod totp;
 mod twilio;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
@@ -65,11 +66,15 @@ pub fn public(cfg: &mut web::ServiceConfig, routes: &PublicRoutes, openapi: web:
     cfg.configure(twilio::config)
         .configure(health::config)
         .configure(otp::config)
+        .configure(totp::config)
         .configure(jwks::config)
         .configure(captcha::config)
         .configure(pow::config)
         .configure(receipts::config)
         .configure(|cfg| pages::config(cfg, openapi, routes.demo));
+    if routes.demo.is_some() {
+        cfg.configure(totp::demo_config);
+    }
     if routes.dev_mode {
         cfg.configure(dev::config);
     }
@@ -86,11 +91,15 @@ impl PublicRoutes {
         openapi::register_error_data(&mut api);
         health::describe(&mut api);
         otp::describe(&mut api, &self.api_key_required);
+        totp::describe(&mut api);
         jwks::describe(&mut api);
         captcha::describe(&mut api);
         pow::describe(&mut api);
         receipts::describe(&mut api);
         pages::describe(&mut api, self.demo.is_some());
+        if self.demo.is_some() {
+            totp::describe_demo(&mut api);
+        }
         if self.dev_mode {
             dev::describe(&mut api);
         }

@@ -130,6 +130,7 @@ pub fn describe(api: &mut Api, api_key_required: &[Operation]) {
             WrongCode,
             VerificationNotFound,
             CodeExpired,
+            PayloadTooLarge,
             TooManyAttempts,
             QuotaExceeded,
             Internal,
@@ -200,7 +201,7 @@ fn idempotency_key(
 
 /// Who asks: the tenant of the API key presented, and the end user it names; otherwise a
 /// browser, by its address (which may name no end user: only a tenant relays its users).
-fn caller(
+pub(super) fn caller(
     request: &HttpRequest,
     state: &AppState,
     key: Option<&ApiKeyName>,

@@ -44,6 +44,8 @@ pub struct AppState {
     pub credential_failures: Arc<CredentialFailures>,
     /// What one SMS costs per region, for the console's spend estimate.
     pub sms_prices: SmsPrices,
-    /// The Twilio Verify-compatible API over `otp`.
+    /// The Twilio Verify-compatible API over `otp` (and `totp`, its Entities).
     pub twilio: Arc<TwilioCompat>,
+    /// Authenticator apps' TOTP factors, for both APIs.
+    pub totp: Arc<crate::totp::TotpService>,
 }

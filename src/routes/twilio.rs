@@ -33,6 +33,7 @@ pub fn config(cfg: &mut web::ServiceConfig) {
         .service(web::scope(SAFE_LIST).default_service(web::to(dispatch)));
 }
 
+mod entities;
 mod form;
 mod rate_limits;
 mod reply;
@@ -53,6 +54,12 @@ enum TwilioRoute<'a> {
     Bucket(Cow<'a, str>, Cow<'a, str>, Cow<'a, str>),
     SafeListNumbers,
     SafeListNumber(Cow<'a, str>),
+    Entities(Cow<'a, str>),
+    Entity(Cow<'a, str>, Cow<'a, str>),
+    Factors(Cow<'a, str>, Cow<'a, str>),
+    Factor(Cow<'a, str>, Cow<'a, str>, Cow<'a, str>),
+    Challenges(Cow<'a, str>, Cow<'a, str>),
+    Challenge(Cow<'a, str>, Cow<'a, str>, Cow<'a, str>),
 }
 
 impl<'a> TwilioRoute<'a> {
@@ -91,6 +98,18 @@ impl<'a> TwilioRoute<'a> {
             ["RateLimits", limit, "Buckets", bucket] => {
                 Self::Bucket(decoded(sid), decoded(limit), decoded(bucket))
             }
+            ["Entities"] => Self::Entities(decoded(sid)),
+            ["Entities", identity] => Self::Entity(decoded(sid), decoded(identity)),
+            ["Entities", identity, "Factors"] => Self::Factors(decoded(sid), decoded(identity)),
+            ["Entities", identity, "Factors", factor] => {
+                Self::Factor(decoded(sid), decoded(identity), decoded(factor))
+            }
+            ["Entities", identity, "Challenges"] => {
+                Self::Challenges(decoded(sid), decoded(identity))
+            }
+            ["Entities", identity, "Challenges", challenge] => {
+                Self::Challenge(decoded(sid), decoded(identity), decoded(challenge))
+            }
             _ => return None,
         };
         Some(route)
@@ -110,6 +129,12 @@ impl<'a> TwilioRoute<'a> {
             Self::Bucket(..) => "/v2/Services/{sid}/RateLimits/{rate_limit}/Buckets/{bucket}",
             Self::SafeListNumbers => "/v2/SafeList/Numbers",
             Self::SafeListNumber(_) => "/v2/SafeList/Numbers/{phone_number}",
+            Self::Entities(_) => "/v2/Services/{sid}/Entities",
+            Self::Entity(..) => "/v2/Services/{sid}/Entities/{identity}",
+            Self::Factors(..) => "/v2/Services/{sid}/Entities/{identity}/Factors",
+            Self::Factor(..) => "/v2/Services/{sid}/Entities/{identity}/Factors/{factor}",
+            Self::Challenges(..) => "/v2/Services/{sid}/Entities/{identity}/Challenges",
+            Self::Challenge(..) => "/v2/Services/{sid}/Entities/{identity}/Challenges/{challenge}",
         }
     }
 
@@ -124,6 +149,10 @@ impl<'a> TwilioRoute<'a> {
             Self::RateLimit(..) | Self::Bucket(..) => "GET, POST, DELETE",
             Self::SafeListNumbers => "POST",
             Self::SafeListNumber(_) => "GET, DELETE",
+            Self::Entities(_) | Self::Factors(..) | Self::Challenges(..) => "GET, POST",
+            Self::Entity(..) => "GET, DELETE",
+            Self::Factor(..) => "GET, POST, DELETE",
+            Self::Challenge(..) => "GET",
         }
     }
 
@@ -219,6 +248,38 @@ async fn dispatch(
         (TwilioRoute::SafeListNumber(number), Method::GET) => safe_list::fetch(call, number).await,
         (TwilioRoute::SafeListNumber(number), Method::DELETE) => {
             safe_list::delete(call, number).await
+        }
+        (TwilioRoute::Entities(sid), Method::POST) => entities::create_entity(call, sid).await,
+        (TwilioRoute::Entities(sid), Method::GET) => entities::list_entities(call, sid).await,
+        (TwilioRoute::Entity(sid, identity), Method::GET) => {
+            entities::fetch_entity(call, sid, identity).await
+        }
+        (TwilioRoute::Entity(sid, identity), Method::DELETE) => {
+            entities::delete_entity(call, sid, identity).await
+        }
+        (TwilioRoute::Factors(sid, identity), Method::POST) => {
+            entities::create_factor(call, sid, identity).await
+        }
+        (TwilioRoute::Factors(sid, identity), Method::GET) => {
+            entities::list_factors(call, sid, identity).await
+        }
+        (TwilioRoute::Factor(sid, identity, factor), Method::GET) => {
+            entities::fetch_factor(call, (sid, identity, factor)).await
+        }
+        (TwilioRoute::Factor(sid, identity, factor), Method::POST) => {
+            entities::update_factor(call, (sid, identity, factor)).await
+        }
+        (TwilioRoute::Factor(sid, identity, factor), Method::DELETE) => {
+            entities::delete_factor(call, (sid, identity, factor)).await
+        }
+        (TwilioRoute::Challenges(sid, identity), Method::POST) => {
+            entities::create_challenge(call, sid, identity).await
+        }
+        (TwilioRoute::Challenges(sid, identity), Method::GET) => {
+            entities::list_challenges(call, sid, identity).await
+        }
+        (TwilioRoute::Challenge(sid, identity, challenge), Method::GET) => {
+            entities::fetch_challenge(call, (sid, identity, challenge)).await
         }
         // Refused above, by `allows`.
         _ => return Ok(super::method_not_allowed(route.allow())),

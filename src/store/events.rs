@@ -37,6 +37,20 @@ pub enum Fact {
     PrefixBlocked,
     /// An operator lifted a prefix's block (the same details).
     PrefixLifted,
+    /// An authenticator app's factor: enrolled, confirmed by its first code, deleted; a
+    /// Twilio challenge of it approved or refused (`identity`, `service_sid` or `api_key`,
+    /// `challenge_id`). Never a secret or a code.
+    Totp(TotpFact),
+}
+
+/// What changed of a TOTP factor, as a fact names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TotpFact {
+    FactorCreated,
+    FactorVerified,
+    FactorDeleted,
+    ChallengeApproved,
+    ChallengeFailed,
 }
 
 /// How a verification ended, as a fact names it.
@@ -56,7 +70,7 @@ pub enum FinalDelivery {
 }
 
 impl Fact {
-    pub const ALL: [Fact; 11] = [
+    pub const ALL: [Fact; 16] = [
         Self::Created,
         Self::ExpiryDue,
         Self::AttemptFailed,
@@ -68,6 +82,11 @@ impl Fact {
         Self::Delivery(FinalDelivery::Undelivered),
         Self::PrefixBlocked,
         Self::PrefixLifted,
+        Self::Totp(TotpFact::FactorCreated),
+        Self::Totp(TotpFact::FactorVerified),
+        Self::Totp(TotpFact::FactorDeleted),
+        Self::Totp(TotpFact::ChallengeApproved),
+        Self::Totp(TotpFact::ChallengeFailed),
     ];
 
     /// The text the stores write (Lua and SQL spell the same).
@@ -84,6 +103,11 @@ impl Fact {
             Self::Delivery(FinalDelivery::Undelivered) => "delivery=undelivered",
             Self::PrefixBlocked => "prefix_blocked",
             Self::PrefixLifted => "prefix_lifted",
+            Self::Totp(TotpFact::FactorCreated) => "factor_created",
+            Self::Totp(TotpFact::FactorVerified) => "factor_verified",
+            Self::Totp(TotpFact::FactorDeleted) => "factor_deleted",
+            Self::Totp(TotpFact::ChallengeApproved) => "challenge_approved",
+            Self::Totp(TotpFact::ChallengeFailed) => "challenge_failed",
         }
     }
 
@@ -243,6 +267,15 @@ impl OutboxEntry {
             at_ms,
             order_ms: at_ms,
             detail: String::new(),
+        }
+    }
+
+    /// A fact of TOTP factor `factor` (its SID is the subject: one factor's events in order),
+    /// with its `detail` (`identity=…;service_sid=…`).
+    pub fn of_factor(fact: TotpFact, factor: &str, at_ms: u64, detail: String) -> Self {
+        Self {
+            detail,
+            ..Self::of_verification(Fact::Totp(fact), factor, "", "", at_ms)
         }
     }
 

@@ -6,13 +6,15 @@
 //! The roles: `codes` (pending codes and their verifications), `fused` (a send's issue with
 //! the fraud guard's step, a verify with its conversion), `quotas`, `receipts`, `captchas`,
 //! `idempotency`, `stats`, `dev_inbox`, `pow`, `fraud`, `levels` (the guard's history), `events` (the event outbox),
-//! `twilio`, `safe_list` (the guard's safe list as operators change it) and `health`.
+//! `twilio`, `safe_list` (the guard's safe list as operators change it), `factors` (authenticator
+//! apps' TOTP factors) and `health`.
 
 mod captchas;
 mod codes;
 pub mod deadline;
 mod dev_inbox;
 mod events;
+mod factors;
 mod fraud;
 mod fused;
 mod health;
@@ -37,8 +39,9 @@ pub use self::codes::*;
 pub use self::dev_inbox::*;
 pub use self::events::{
     ClaimedEntry, Ending, EventStore, Fact, FailedEntry, FinalDelivery, OutboxEntry, OutboxStatus,
-    Settlement,
+    Settlement, TotpFact,
 };
+pub use self::factors::*;
 pub use self::fraud::*;
 pub use self::fused::*;
 pub use self::health::*;
@@ -81,6 +84,7 @@ pub trait Store:
     + TwilioStore
     + ReceiptStore
     + SafeListStore
+    + FactorStore
 {
 }
 
@@ -100,6 +104,7 @@ impl<T> Store for T where
         + TwilioStore
         + ReceiptStore
         + SafeListStore
+        + FactorStore
 {
 }
 
@@ -123,6 +128,7 @@ pub struct Stores {
     pub twilio: Arc<dyn TwilioStore>,
     pub receipts: Arc<dyn ReceiptStore>,
     pub safe_list: Arc<dyn SafeListStore>,
+    pub factors: Arc<dyn FactorStore>,
 }
 
 impl Stores {
@@ -143,6 +149,7 @@ impl Stores {
             twilio: backend.clone(),
             receipts: backend.clone(),
             safe_list: backend.clone(),
+            factors: backend.clone(),
             health: backend,
         }
     }

@@ -57,6 +57,9 @@ pub enum QuotaScope {
     /// Starts counted in one Bucket of a Twilio Service's Rate Limit for one value: a keyed
     /// digest of (Bucket, value).
     Bucket(u64),
+    /// Wrong TOTP codes of one client against one identity (`crate::totp`): a digest of
+    /// (scope, identity, client).
+    TotpFailures(u64),
 }
 
 impl QuotaScope {
@@ -90,6 +93,7 @@ impl std::fmt::Display for QuotaScope {
             Self::EndUser(digest) => write!(f, "user:{digest:016x}"),
             Self::Tenant(digest) => write!(f, "tenant:{digest:016x}"),
             Self::Bucket(digest) => write!(f, "bucket:{digest:016x}"),
+            Self::TotpFailures(digest) => write!(f, "totp:{digest:016x}"),
         }
     }
 }

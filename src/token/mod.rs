@@ -150,6 +150,19 @@ impl TokenIssuer {
         audience: Option<&Audience>,
         verification: Option<&str>,
     ) -> Result<String, TokenError> {
+        self.issue_on(subject, channel.as_str(), purpose, audience, verification)
+    }
+
+    /// The same token for a check on `channel` by its name: `totp` for an authenticator
+    /// app's code, whose subject is the factor's identity.
+    pub fn issue_on(
+        &self,
+        subject: &str,
+        channel: &str,
+        purpose: &str,
+        audience: Option<&Audience>,
+        verification: Option<&str>,
+    ) -> Result<String, TokenError> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap_or_default()
@@ -163,7 +176,7 @@ impl TokenIssuer {
             exp: now + self.settings.ttl.as_secs(),
             jti: random_jti(),
             vid: verification.map(str::to_owned),
-            channel: channel.as_str().to_owned(),
+            channel: channel.to_owned(),
         };
         // The JWS compact form (RFC 7515): header.claims.signature, each base64url.
         let mut token = String::with_capacity(320);

@@ -122,6 +122,44 @@ impl From<OtpError> for TwilioError {
     }
 }
 
+/// The TOTP use cases' errors on Twilio's Entities, Factors and Challenges: a lock and a
+/// client's wrong codes are 20429 with `Retry-After`.
+impl From<crate::totp::TotpError> for TwilioError {
+    fn from(error: crate::totp::TotpError) -> Self {
+        use crate::totp::{Setting, TotpError};
+        match error {
+            TotpError::Invalid(setting) => Self::InvalidParameter(match setting {
+                Setting::Identity => "Identity",
+                Setting::FriendlyName => "FriendlyName",
+                Setting::Algorithm => "Config.Alg",
+                Setting::Digits => "Config.CodeLength",
+                Setting::Step => "Config.TimeStep",
+                Setting::Skew => "Config.Skew",
+                Setting::Issuer => "Totp.Issuer",
+            }),
+            TotpError::InvalidCode | TotpError::WrongCode { .. } => {
+                Self::InvalidParameter("AuthPayload")
+            }
+            TotpError::EntityNotFound => Self::NotFound("Entity".to_owned()),
+            TotpError::FactorNotFound | TotpError::NotVerified => {
+                Self::NotFound("Factor".to_owned())
+            }
+            TotpError::ChallengeNotFound => Self::NotFound("Challenge".to_owned()),
+            TotpError::TooManyFactors => {
+                Self::TooManyResources("Factors", crate::totp::MAX_FACTORS)
+            }
+            TotpError::Locked { retry_after } | TotpError::QuotaExceeded { retry_after } => {
+                Self::TooManyRequests { retry_after }
+            }
+            TotpError::Busy => Self::TooManyRequests {
+                retry_after: Duration::from_secs(1),
+            },
+            TotpError::Store(error) => error.into(),
+            TotpError::Internal(cause) => Self::Internal(cause.into()),
+        }
+    }
+}
+
 fn delivery_noun(channel: Channel) -> &'static str {
     match channel {
         Channel::Sms => "SMS",

@@ -25,7 +25,7 @@ pub use self::accounts::TwilioAccounts;
 pub use self::error::TwilioError;
 pub use self::rate_limits::{Bucket, BucketChanges, RateLimit};
 pub use self::safe_list::SafeListNumber;
-pub use self::services::{Service, ServiceChanges};
+pub use self::services::{Service, ServiceChanges, ServiceTotp};
 pub use self::verifications::{
     CheckTarget, SendAttempt, StartCommand, TwilioStatus, Verification, VerificationCheck,
     push_json_str,

@@ -116,6 +116,19 @@ pub struct Service {
     /// Its Rate Limits and their Buckets (`rate_limits.rs`).
     #[serde(default)]
     pub rate_limits: Vec<RateLimit>,
+    /// Its `Totp.*` settings: its factors' defaults (`None`: RFC 6238's, and its
+    /// `FriendlyName` as the issuer).
+    #[serde(default)]
+    pub totp: ServiceTotp,
+}
+
+/// A Service's `Totp.*`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ServiceTotp {
+    pub issuer: Option<String>,
+    pub time_step: Option<u64>,
+    pub code_length: Option<u8>,
+    pub skew: Option<u8>,
 }
 
 impl Service {
@@ -134,6 +147,25 @@ impl Service {
             send_log: None,
             buckets: Vec::new(),
         }
+    }
+
+    /// Its factors' defaults: its `Totp.*` where set, RFC 6238's otherwise.
+    pub fn totp_config(&self) -> crate::totp::TotpConfig {
+        let defaults = crate::totp::TotpConfig::default();
+        crate::totp::TotpConfig {
+            algorithm: defaults.algorithm,
+            digits: self.totp.code_length.unwrap_or(defaults.digits),
+            step_secs: self.totp.time_step.unwrap_or(defaults.step_secs),
+            skew: self.totp.skew.unwrap_or(defaults.skew),
+        }
+    }
+
+    /// The issuer its factors' apps show: `Totp.Issuer`, else its name.
+    pub fn totp_issuer(&self) -> String {
+        self.totp
+            .issuer
+            .clone()
+            .unwrap_or_else(|| self.friendly_name.clone())
     }
 
     /// Its own code lifetime, if it has one.
@@ -177,6 +209,8 @@ pub struct ServiceChanges {
     pub code_ttl_secs: Option<u32>,
     /// vcode's own (`VcodeTexts`): replaces the Service's texts (empty: the built-in ones).
     pub texts: Option<BTreeMap<String, String>>,
+    /// `Totp.Issuer`, `Totp.TimeStep`, `Totp.CodeLength`, `Totp.Skew`.
+    pub totp: ServiceTotp,
 }
 
 impl ServiceChanges {
@@ -208,6 +242,27 @@ impl ServiceChanges {
         {
             return Err(TwilioError::InvalidParameter("CodeLength"));
         }
+        let totp = &self.totp;
+        if totp.issuer.as_ref().is_some_and(|issuer| {
+            issuer.trim().is_empty() || issuer.contains(':') || issuer.chars().count() > 64
+        }) {
+            return Err(TwilioError::InvalidParameter("Totp.Issuer"));
+        }
+        if totp
+            .time_step
+            .is_some_and(|step| !crate::totp::STEP_SECS.contains(&step))
+        {
+            return Err(TwilioError::InvalidParameter("Totp.TimeStep"));
+        }
+        if totp
+            .code_length
+            .is_some_and(|digits| !crate::totp::DIGITS.contains(&digits))
+        {
+            return Err(TwilioError::InvalidParameter("Totp.CodeLength"));
+        }
+        if totp.skew.is_some_and(|skew| skew > crate::totp::MAX_SKEW) {
+            return Err(TwilioError::InvalidParameter("Totp.Skew"));
+        }
         Ok(())
     }
 
@@ -223,7 +278,22 @@ impl ServiceChanges {
             custom_code_enabled,
             code_ttl_secs,
             texts,
+            totp,
         } = self;
+        for (field, value) in [(&mut service.totp.time_step, totp.time_step)] {
+            if value.is_some() {
+                *field = value;
+            }
+        }
+        if totp.issuer.is_some() {
+            service.totp.issuer.clone_from(&totp.issuer);
+        }
+        if totp.code_length.is_some() {
+            service.totp.code_length = totp.code_length;
+        }
+        if totp.skew.is_some() {
+            service.totp.skew = totp.skew;
+        }
         if let Some(secs) = code_ttl_secs {
             service.code_ttl_secs = (*secs != 0).then_some(*secs);
         }
@@ -299,6 +369,7 @@ impl TwilioCompat {
             code_ttl_secs: None,
             texts: BTreeMap::new(),
             rate_limits: Vec::new(),
+            totp: ServiceTotp::default(),
         };
         changes.apply(&mut service);
         let written = self
@@ -430,6 +501,7 @@ mod recent_tests {
             code_ttl_secs: None,
             texts: BTreeMap::new(),
             rate_limits: Vec::new(),
+            totp: ServiceTotp::default(),
         })
     }
 

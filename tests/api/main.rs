@@ -80,6 +80,7 @@ mod store_conformance;
 mod tenants;
 mod test_numbers;
 mod tokens;
+mod totp;
 mod twilio;
 mod twilio_sdk;
 mod verifications;

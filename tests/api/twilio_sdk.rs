@@ -239,6 +239,70 @@ async fn the_official_sdks_pass_the_verify_flow_through_prism(backend: Backend) 
     );
 }
 
+/// One SDK's TOTP flow (tests/twilio/totp.py or .mjs) through Prism: its deliberate
+/// undocumented error answers and Prism's violations.
+async fn run_totp_flow(backend: Backend, program: &str, script: &str) -> (usize, Vec<String>) {
+    let (account, token, entry) = accounts::generate();
+    let app = spawn_app_with(backend, |settings| {
+        settings.twilio_accounts = Some(TwilioAccounts::parse(&entry).unwrap());
+    })
+    .await;
+    let prism = Prism::start(&app.address).await;
+    let output = Command::new(program)
+        .current_dir(twilio_dir())
+        .arg(script)
+        .args([
+            &format!("http://127.0.0.1:{}", prism.port),
+            &account,
+            &token,
+        ])
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), output)
+        .await
+        .unwrap_or_else(|_| panic!("{script} did not finish in 120 s"))
+        .expect("the flow runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains("FLOW OK"),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let undocumented = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("UNDOCUMENTED ERRORS "))
+        .and_then(|count| count.trim().parse().ok())
+        .expect("the flow counts its undocumented error answers");
+    (undocumented, prism.violations())
+}
+
+/// Authenticator apps through the official SDKs, pyotp as the app: a Service's Totp.*, an
+/// Entity, a Factor whose binding pyotp reads, its verification by update, Challenges
+/// (approved, a replay pending), a lock, deletes; Prism finds nothing but the error answers
+/// the flows provoke on purpose.
+async fn the_official_sdks_enrol_and_check_totp_factors(backend: Backend) {
+    if let Some(why) = missing_tools() {
+        if std::env::var_os("TEST_REQUIRE_SDK").is_some() {
+            panic!("TEST_REQUIRE_SDK is set but the Twilio SDKs or Prism cannot run: {why}");
+        }
+        eprintln!("\n*** SKIPPED the Twilio SDK TOTP flows: {why}\n");
+        return;
+    }
+    for (program, script) in [("python3", "totp.py"), ("node", "totp.mjs")] {
+        let (undocumented, violations) = run_totp_flow(backend, program, script).await;
+        let unexpected: Vec<&String> = violations
+            .iter()
+            .filter(|line| {
+                !line.contains("Violation: response Unable to match the returned status code")
+            })
+            .collect();
+        assert!(unexpected.is_empty(), "{script}: {unexpected:#?}");
+        assert_eq!(violations.len(), undocumented, "{script}: {violations:#?}");
+        assert!(undocumented > 0, "{script}: the flow provokes errors");
+    }
+}
+
 /// End users served by one app server, with every default limit on but the resend cooldown
 /// (the guesser's victim is sent three codes within seconds).
 const END_USERS: usize = 200;
@@ -316,10 +380,19 @@ on_stores!(
     [
         the_official_sdks_pass_the_verify_flow_through_prism,
         an_app_serves_its_users_through_the_official_sdks,
+        the_official_sdks_enrol_and_check_totp_factors,
     ]
 );
 
 on_stores!(
     postgres => Postgres;
-    [an_app_serves_its_users_through_the_official_sdks]
+    [
+        an_app_serves_its_users_through_the_official_sdks,
+        the_official_sdks_enrol_and_check_totp_factors,
+    ]
+);
+
+on_stores!(
+    cluster => Cluster, sentinel => Sentinel;
+    [the_official_sdks_enrol_and_check_totp_factors]
 );

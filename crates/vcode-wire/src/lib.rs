@@ -20,6 +20,7 @@ pub mod paths;
 mod pow;
 mod receipts;
 mod stats;
+mod totp;
 
 pub use captcha::{CaptchaCreated, CaptchaVerifyRequest, Verified};
 pub use console::SmsPricesData;
@@ -44,3 +45,7 @@ pub use receipts::{
     WebhookReceipt, WebhookReceiptStatus,
 };
 pub use stats::StatsQuery;
+pub use totp::{
+    TotpConfirmRequest, TotpEnrolData, TotpEnrolRequest, TotpFactorData, TotpFactorsData,
+    TotpVerifyRequest,
+};

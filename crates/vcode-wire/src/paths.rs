@@ -67,6 +67,18 @@ pub const OTP_VERIFICATION: &str = api_v1!("/otp/verifications/{id}");
 /// [`verification_cancel`].
 pub const OTP_VERIFICATION_CANCEL: &str = api_v1!("/otp/verifications/{id}/cancel");
 
+/// `POST` [`crate::TotpEnrolRequest`] → [`crate::TotpEnrolData`]; `GET` →
+/// [`crate::TotpFactorsData`]: an identity's authenticator-app factors.
+pub const TOTP_FACTORS: &str = api_v1!("/totp/{identity}/factors");
+/// `DELETE` → `null`: removes one factor.
+pub const TOTP_FACTOR: &str = api_v1!("/totp/{identity}/factors/{factor_id}");
+/// `POST` [`crate::TotpConfirmRequest`] → [`crate::TotpFactorData`]: the first right code
+/// verifies the factor.
+pub const TOTP_FACTOR_CONFIRM: &str = api_v1!("/totp/{identity}/factors/{factor_id}/confirm");
+/// `POST` [`crate::TotpVerifyRequest`] → [`crate::VerifyData`]: a code of a verified factor,
+/// answered with the token of an OTP verify (`channel` `totp`).
+pub const TOTP_VERIFY: &str = api_v1!("/totp/{identity}/verify");
+
 /// `POST` by Twilio (its `StatusCallback`, a signed form): a delivery receipt.
 pub const RECEIPT_TWILIO: &str = api_v1!("/receipts/twilio");
 /// `POST ?token=…` by Aliyun (`SmsReport`, a JSON array): delivery receipts.
@@ -113,6 +125,13 @@ pub const DEMO: &str = "/demo";
 /// `GET`: the demo page's scripts and styles (demo or dev mode); the route pattern of
 /// [`demo_asset`].
 pub const DEMO_ASSET: &str = "/demo/{file}";
+/// `POST` [`crate::TotpEnrolRequest`] → [`crate::TotpEnrolData`] (demo or dev mode): the demo
+/// page's own enrolment, without an API key, in the demo's scope.
+pub const DEMO_TOTP_FACTORS: &str = "/demo/totp/{identity}/factors";
+/// `POST` [`crate::TotpConfirmRequest`] → [`crate::TotpFactorData`] (demo or dev mode).
+pub const DEMO_TOTP_CONFIRM: &str = "/demo/totp/{identity}/factors/{factor_id}/confirm";
+/// `POST` [`crate::TotpVerifyRequest`] → [`crate::VerifyData`] (demo or dev mode).
+pub const DEMO_TOTP_VERIFY: &str = "/demo/totp/{identity}/verify";
 
 /// Dev mode, loopback peers only: `GET ?phone=` ([`crate::DevInboxQuery`]) →
 /// [`crate::DevInboxData`].
@@ -122,13 +141,17 @@ pub const DEV_INBOX: &str = api_v1!("/dev/inbox");
 pub const DEV_CAPTCHA_ANSWER: &str = api_v1!("/dev/captcha/{id}");
 
 /// Every route of the public listener but the dev routes, as route patterns.
-pub const PUBLIC: [&str; 21] = [
+pub const PUBLIC: [&str; 28] = [
     HEALTHZ,
     READYZ,
     OTP_SEND,
     OTP_VERIFY,
     OTP_VERIFICATION,
     OTP_VERIFICATION_CANCEL,
+    TOTP_FACTORS,
+    TOTP_FACTOR,
+    TOTP_FACTOR_CONFIRM,
+    TOTP_VERIFY,
     CAPTCHA,
     CAPTCHA_VERIFY,
     CAPTCHA_IMAGE,
@@ -140,6 +163,9 @@ pub const PUBLIC: [&str; 21] = [
     DOCS_ASSET,
     DEMO,
     DEMO_ASSET,
+    DEMO_TOTP_FACTORS,
+    DEMO_TOTP_CONFIRM,
+    DEMO_TOTP_VERIFY,
     RECEIPT_TWILIO,
     RECEIPT_ALIYUN,
     RECEIPT_TENCENT,

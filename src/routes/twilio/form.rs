@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use url::form_urlencoded;
 
 use super::reply::TwilioReply;
-use crate::twilio_compat::{ServiceChanges, TwilioError};
+use crate::twilio_compat::{ServiceChanges, ServiceTotp, TwilioError};
 
 /// A form body (or a query) as Twilio's SDKs send it, its names and values borrowed from the
 /// body unless percent-encoded; the last of a repeated name counts.
@@ -64,6 +64,12 @@ impl<'a> Form<'a> {
             do_not_share_warning_enabled: self.flag("DoNotShareWarningEnabled")?,
             custom_code_enabled: self.flag("CustomCodeEnabled")?,
             code_ttl_secs: self.number("VcodeCodeTtl")?,
+            totp: ServiceTotp {
+                issuer: self.text("Totp.Issuer"),
+                time_step: self.number("Totp.TimeStep")?,
+                code_length: self.number("Totp.CodeLength")?,
+                skew: self.number("Totp.Skew")?,
+            },
             texts: self
                 .get("VcodeTexts")
                 .map(serde_json::from_str)

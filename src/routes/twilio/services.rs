@@ -24,7 +24,12 @@ fn service_json(service: &Service, base: &str) -> Value {
         "do_not_share_warning_enabled": service.do_not_share_warning_enabled,
         "custom_code_enabled": service.custom_code_enabled,
         "push": {"include_date": false, "apn_credential_sid": null, "fcm_credential_sid": null},
-        "totp": {"issuer": null, "time_step": null, "code_length": null, "skew": null},
+        "totp": {
+            "issuer": service.totp.issuer,
+            "time_step": service.totp.time_step,
+            "code_length": service.totp.code_length,
+            "skew": service.totp.skew,
+        },
         "default_template_sid": null,
         "whatsapp": {"msg_service_sid": null, "from": null},
         "passkeys": null,

@@ -5,6 +5,7 @@ mod captchas;
 mod codes;
 mod dev_inbox;
 mod events;
+mod factors;
 mod fraud;
 mod fused;
 mod health;
@@ -274,6 +275,8 @@ pub struct MemoryStore {
     twilio_sends: Shards<twilio::SendLog>,
     /// The fraud guard's safe list as operators and tenants change it.
     safe_list: safe_list::SafeList,
+    /// Authenticator-app entities, factors and challenges, by scope and identity.
+    factors: factors::Factors,
     /// Monotonic origin of the store's millisecond clock: wall-clock jumps cannot shorten or
     /// stretch a TTL.
     epoch: Instant,
@@ -299,6 +302,7 @@ impl Default for MemoryStore {
             twilio_services: Mutex::default(),
             twilio_sends: Shards::new(SHARDS),
             safe_list: Mutex::default(),
+            factors: Mutex::default(),
             epoch: Instant::now(),
         }
     }

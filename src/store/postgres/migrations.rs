@@ -31,6 +31,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (14, include_str!("migrations/0014_names.sql")),
     (15, include_str!("migrations/0015_fraud_levels.sql")),
     (16, include_str!("migrations/0016_safe_list.sql")),
+    (17, include_str!("migrations/0017_totp.sql")),
 ];
 
 /// Every function at its current definition, applied after the migrations at each start-up.

@@ -9,6 +9,7 @@ mod codes;
 mod connection;
 mod dev_inbox;
 mod events;
+mod factors;
 mod fraud;
 mod fused;
 mod health;

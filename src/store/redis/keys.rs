@@ -57,6 +57,18 @@ pub fn twilio_services(account: &str) -> String {
     format!("{PREFIX}twilio:{{{account}}}:services")
 }
 
+/// `verify_code:totp:{<scope>}:entities`: a scope's TOTP entities (a Twilio Service's, or an
+/// API key's), a hash by identity; its identities' records are under the same hash tag.
+pub fn totp_entities(scope: &str) -> String {
+    format!("{PREFIX}totp:{{{scope}}}:entities")
+}
+
+/// `verify_code:totp:{<scope>}:records:<identity>`: one identity's factors and challenges, a
+/// hash by SID, beside its entity (same hash tag: deleting an identity is one script).
+pub fn totp_records(scope: &str, identity: &str) -> String {
+    format!("{PREFIX}totp:{{{scope}}}:records:{identity}")
+}
+
 /// `verify_code:fraud:{safe}:list`: the fraud guard's safe list as operators and tenants
 /// change it, a hash by `<tenant>/<digits>` (no tenant: `/<digits>`, an entry for every
 /// send) of `<added at, unix ms>:<added by>`. One key: every write is one command on it, on a

@@ -7,6 +7,7 @@ mod captchas;
 mod codes;
 mod dev_inbox;
 mod events;
+mod factors;
 mod fraud;
 mod fused;
 mod health;

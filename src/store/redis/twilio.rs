@@ -15,7 +15,7 @@ use crate::store::{NewSendLog, Revised, TwilioStore};
 
 static PUT: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("twilio_put.lua")));
 
-fn decode(value: &str) -> Result<Revised, StoreError> {
+pub(super) fn decode(value: &str) -> Result<Revised, StoreError> {
     value
         .split_once(':')
         .and_then(|(revision, body)| {
@@ -45,7 +45,7 @@ pub(super) fn add_send_log(
 }
 
 impl RedisStore {
-    async fn twilio_put(
+    pub(super) async fn twilio_put(
         &self,
         key: String,
         field: &str,

@@ -4,6 +4,7 @@
 
 mod captchas;
 mod email_destinations;
+mod factors;
 mod fraud;
 mod fused;
 mod levels;
