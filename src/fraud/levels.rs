@@ -155,6 +155,19 @@ pub struct LevelVerdict {
     pub evidence: Evidence,
 }
 
+/// How many times its recent sends a level's history before them must hold for its own
+/// conversion to be believed: about an hour at the current rate.
+const HISTORY_OVER_RECENT: f64 = 10.0;
+
+/// Whether the history before the recent span outweighs what happens now: the history less
+/// the recent memory still takes in a send at half its weight after one recent half-life, so
+/// on a level whose history is mostly now (a new deployment or range, or a pump that has gone
+/// on for minutes) the pump would become the level's normal (CI's quick spread run,
+/// 2026-12-05: the bot was paid again once the country's own conversion had learnt it).
+fn outweighs(before: &Decayed, recent: &Decayed) -> bool {
+    before.sends >= HISTORY_OVER_RECENT * recent.sends
+}
+
 /// The service's conversion as the reference: its history's once it rests on enough sends,
 /// never below `floor` (a service mostly pumped must not learn that as normal).
 pub fn reference(service: &LevelCounts, min_sends: f64, floor: f64) -> f64 {
@@ -162,7 +175,9 @@ pub fn reference(service: &LevelCounts, min_sends: f64, floor: f64) -> f64 {
     // drags neither this nor a level's own expected conversion down.
     let before = service.history.less(&service.recent);
     match before.conversion() {
-        Some(conversion) if before.sends >= min_sends => conversion.max(floor),
+        Some(conversion) if before.sends >= min_sends && outweighs(&before, &service.recent) => {
+            conversion.max(floor)
+        }
         _ => floor,
     }
 }
@@ -179,7 +194,7 @@ pub fn assess(
     // Its own conversion once its history is long enough (and not itself far below the
     // reference: a range pumped for days is not normal), else the service's.
     let expected_conversion = match before.conversion() {
-        Some(own) if before.sends >= thresholds.mature_history => {
+        Some(own) if before.sends >= thresholds.mature_history && outweighs(&before, &recent) => {
             own.clamp(thresholds.min_conversion_ratio * reference, 1.0)
         }
         _ => reference,
@@ -373,6 +388,29 @@ mod tests {
             assess(&STANDARD, LevelKind::Range(3), &pumped, 0.8).1,
             Some(Reason::Unconverted)
         );
+    }
+
+    #[test]
+    fn a_pump_that_has_gone_on_for_minutes_does_not_become_a_new_level_s_normal() {
+        // A new deployment's country, 6 minutes into a spread pump at 3 a second beside 0.7
+        // honest users a second converting 90 %: at these half-lives its recent memory holds
+        // 244 s of the pump, its history before that 116 s (the history less the recent).
+        let (honest, bot) = (0.7, 3.0);
+        let pumped = counts(
+            decayed((honest + bot) * 244.0, honest * 0.9 * 244.0),
+            decayed((honest + bot) * 116.0, honest * 0.9 * 116.0),
+        );
+        // Its own conversion (17 %) would explain the pump; the reference's (the floor) does not.
+        let (evidence, reason) = assess(&STANDARD, LevelKind::Country, &pumped, 0.5);
+        assert_eq!(evidence.expected_conversion, 0.5);
+        assert_eq!(reason, Some(Reason::Unconverted));
+        // The service's history as young as it is: the reference is the floor, not the pump's.
+        assert_eq!(reference(&pumped, 100.0, 0.5), 0.5);
+        // The same level with a day of that honest traffic before the pump: its own conversion.
+        let day = decayed(honest * 86_400.0, honest * 0.9 * 86_400.0);
+        let known = counts(pumped.recent, day);
+        let (evidence, _) = assess(&STANDARD, LevelKind::Country, &known, 0.5);
+        assert!(evidence.expected_conversion > 0.8, "{evidence:?}");
     }
 
     #[test]
