@@ -2,6 +2,8 @@
 //! stable codes, messages and HTTP statuses. Causes of server-side failures go to the log; the
 //! client sees a stable code and message.
 
+use std::sync::{LazyLock, OnceLock};
+
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, ResponseError};
 use serde::Serialize;
@@ -334,7 +336,15 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut response = self.reply().into_response();
+        let mut response = match self.fixed_body() {
+            Some(body) => HttpResponse::build(self.status_code())
+                .insert_header((
+                    actix_web::http::header::CONTENT_TYPE,
+                    actix_web::http::header::HeaderValue::from_static("application/json"),
+                ))
+                .body(body),
+            None => self.reply().into_response(),
+        };
         if matches!(self, Self::Unauthorized) {
             // RFC 6750: a 401 names the scheme it wants.
             response.headers_mut().insert(
@@ -346,7 +356,40 @@ impl ResponseError for ApiError {
     }
 }
 
+/// How many remaining attempts a wrong code's answer is kept serialised for.
+const FIXED_WRONG_CODES: usize = 16;
+
 impl ApiError {
+    /// The body of an answer that never varies (a fixed message and data, a client's error),
+    /// serialised once: a verify's misses are most of what a guesser sends.
+    fn fixed_body(&self) -> Option<&'static str> {
+        macro_rules! once {
+            ($error:expr) => {{
+                static BODY: LazyLock<String> = LazyLock::new(|| $error.reply().body);
+                Some(BODY.as_str())
+            }};
+        }
+        static WRONG_CODES: [OnceLock<String>; FIXED_WRONG_CODES] =
+            [const { OnceLock::new() }; FIXED_WRONG_CODES];
+        match self {
+            Self::CodeExpired => once!(ApiError::CodeExpired),
+            Self::VerificationNotFound => once!(ApiError::VerificationNotFound),
+            Self::VerificationCanceled => once!(ApiError::VerificationCanceled),
+            Self::VerificationMismatch => once!(ApiError::VerificationMismatch),
+            Self::VerificationIdRequired => once!(ApiError::VerificationIdRequired),
+            Self::TooManyAttempts => once!(ApiError::TooManyAttempts),
+            Self::InvalidCode => once!(ApiError::InvalidCode),
+            Self::InvalidPhone => once!(ApiError::InvalidPhone),
+            Self::InvalidPurpose => once!(ApiError::InvalidPurpose),
+            Self::NotFound => once!(ApiError::NotFound),
+            Self::WrongCode { remaining_attempts } => {
+                let cell = WRONG_CODES.get(*remaining_attempts as usize)?;
+                Some(cell.get_or_init(|| self.reply().body).as_str())
+            }
+            _ => None,
+        }
+    }
+
     /// The answer to send, as plain data; logs the cause of a server-side failure.
     pub fn reply(&self) -> Reply {
         if self.status_code().is_server_error() {
@@ -386,6 +429,50 @@ mod tests {
     use super::*;
     use crate::email::EmailErrorKind;
     use std::time::Duration;
+
+    #[test]
+    fn an_answer_serialised_once_is_the_one_it_would_serialise() {
+        let fixed = [
+            ApiError::CodeExpired,
+            ApiError::VerificationNotFound,
+            ApiError::VerificationCanceled,
+            ApiError::VerificationMismatch,
+            ApiError::VerificationIdRequired,
+            ApiError::TooManyAttempts,
+            ApiError::InvalidCode,
+            ApiError::InvalidPhone,
+            ApiError::InvalidPurpose,
+            ApiError::NotFound,
+            ApiError::WrongCode {
+                remaining_attempts: 0,
+            },
+            ApiError::WrongCode {
+                remaining_attempts: 4,
+            },
+            ApiError::WrongCode {
+                remaining_attempts: 0,
+            },
+        ];
+        for error in fixed {
+            assert_eq!(
+                error.fixed_body(),
+                Some(error.reply().body.as_str()),
+                "{error:?}"
+            );
+        }
+        // Past the kept ones, and whatever carries its own words or data: serialised each time.
+        for error in [
+            ApiError::WrongCode {
+                remaining_attempts: FIXED_WRONG_CODES as u32,
+            },
+            ApiError::Malformed("x".into()),
+            ApiError::QuotaExceeded {
+                retry_after_secs: 1,
+            },
+        ] {
+            assert_eq!(error.fixed_body(), None, "{error:?}");
+        }
+    }
 
     #[test]
     fn every_code_starts_with_its_http_status() {
