@@ -74,19 +74,36 @@ async fn read_body(limits: BodyLimits, request: &mut ServiceRequest) -> Result<(
     }
     let mut payload = request.take_payload();
     let read = async {
+        // A body of one chunk (most: it came with the headers) is kept as it came, uncopied.
+        let mut first: Option<Bytes> = None;
         let mut body = BytesMut::new();
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|_| ApiError::Malformed("unreadable body".to_owned()))?;
-            if body.len() + chunk.len() > max_bytes {
+            let read = first.as_ref().map_or(0, Bytes::len) + body.len();
+            if read + chunk.len() > max_bytes {
                 return Err(ApiError::PayloadTooLarge);
             }
-            body.extend_from_slice(&chunk);
+            match first.take() {
+                None if body.is_empty() => first = Some(chunk),
+                earlier => {
+                    if let Some(earlier) = earlier {
+                        body.extend_from_slice(&earlier);
+                    }
+                    body.extend_from_slice(&chunk);
+                }
+            }
         }
-        Ok::<Bytes, ApiError>(body.freeze())
+        Ok::<Bytes, ApiError>(first.unwrap_or_else(|| body.freeze()))
     };
-    let body = tokio::time::timeout(limits.deadline, read)
-        .await
-        .map_err(|_| ApiError::BodyTimeout)??;
+    let mut read = std::pin::pin!(read);
+    // A body that has all arrived is read without arming the deadline's timer (a timer entry
+    // made and dropped on every request); only one still coming is raced against it.
+    let body = match futures_util::FutureExt::now_or_never(read.as_mut()) {
+        Some(body) => body?,
+        None => tokio::time::timeout(limits.deadline, read)
+            .await
+            .map_err(|_| ApiError::BodyTimeout)??,
+    };
     request.set_payload(body.into());
     Ok(())
 }
