@@ -10,7 +10,6 @@ use actix_web::dev::Server;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use anyhow::Context;
-use tracing_actix_web::TracingLogger;
 
 use crate::api_keys::ApiKeyGate;
 use crate::captcha::CaptchaService;
@@ -404,8 +403,7 @@ fn serve_public(settings: &Settings, state: web::Data<AppState>) -> anyhow::Resu
             // Outside the body's deadline: a missing API key is answered before the body.
             .wrap(from_fn(routes::authorize_first))
             .wrap(routes::default_headers())
-            .wrap(from_fn(routes::track_requests))
-            .wrap(TracingLogger::<routes::RequestSpan>::new())
+            .wrap(from_fn(routes::observe_requests))
             .app_data(state.clone())
             .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))
             .default_service(web::to(routes::not_found))

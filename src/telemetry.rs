@@ -80,10 +80,7 @@ mod format {
 
 /// Directives added to `RUST_LOG` unless it names the crate (the first item): sources whose
 /// lines at their own level would mislead or flood.
-const QUIET_UNLESS_NAMED: [(&str, &str); 2] = [
-    // A WARN line for every 4xx answer: vcode logs outcomes itself (and the causes of 5xx
-    // answers in `ApiError::reply`).
-    ("tracing_actix_web", "tracing_actix_web=off"),
+const QUIET_UNLESS_NAMED: [(&str, &str); 1] = [
     // An ERROR line ("stream error: request parse error: …") for every malformed request — a
     // garbage request line, a bad header, a head too large — which the client has already
     // been answered (400, 431): any client could fill the log, and bury real errors, at will.

@@ -37,7 +37,7 @@ pub use self::admin::require_admin_token;
 pub use self::api_key::authorize_first;
 pub use self::error::ApiError;
 pub use self::hardening::{BodyLimits, bounded_body, default_headers};
-pub use self::observe::{RequestSpan, track_requests};
+pub use self::observe::observe_requests;
 pub use self::pages::DemoSettings;
 pub use self::state::AppState;
 
