@@ -183,6 +183,15 @@ row "$THIN_JSON" thin script=verify.lua path=/json
 row "$THIN_MAP" thin script=verify.lua path=/verify-map
 row "verify, embedded" embedded script=verify.lua ref="$THIN_MAP" pairs="$PAIRS"
 row "verify, Redis" redis script=verify.lua ref="$THIN_VERIFY" pairs="$PAIRS"
+# Issue 42's rows: verify by phone, so that vcode does one lookup as the thin handlers do (by
+# id it first reads where the id leads, and a random id's miss ends there). The thin handlers
+# answer a miss 200 and vcode 410: both do the same one lookup.
+if selected 'verify by phone, (embedded|Redis)'; then
+  start_vcode embedded-phone "${QUOTAS_OFF[@]}" VCODE_VERIFY_BY=phone
+  start_vcode redis-phone VCODE_REDIS_URL="$REDIS_URL" "${QUOTAS_OFF[@]}" VCODE_VERIFY_BY=phone
+  row "verify by phone, embedded" embedded-phone script=verify.lua ref="$THIN_MAP" pairs="$PAIRS"
+  row "verify by phone, Redis" redis-phone script=verify.lua ref="$THIN_VERIFY" pairs="$PAIRS"
+fi
 row "verify, embedded, 10k phones" embedded script=verify.lua phones=10000 ref="$THIN_MAP"
 row "verify, Redis, 10k phones" redis script=verify.lua phones=10000 ref="$THIN_VERIFY"
 row "send, embedded" embedded script=send.lua ref="$THIN_JSON"
@@ -304,6 +313,9 @@ goal() { # row limit
 }
 goal "verify, Redis" 1.10
 goal "verify, embedded" 1.40
+# Issue 42: at least 0.9x the thinnest handler doing the same lookup (its CPU over vcode's).
+goal "verify by phone, Redis" 1.11
+goal "verify by phone, embedded" 1.11
 goal "send, Redis" 1.50
 goal "send, Redis, defaults" 1.67
 goal "twilio start, embedded" 1.30
