@@ -402,7 +402,7 @@ fn serve_public(settings: &Settings, state: web::Data<AppState>) -> anyhow::Resu
             }))
             // Outside the body's deadline: a missing API key is answered before the body.
             .wrap(from_fn(routes::authorize_first))
-            .wrap(routes::default_headers())
+            // The default headers too, on every answer (a refusal of the middlewares inside).
             .wrap(from_fn(routes::observe_requests))
             .app_data(state.clone())
             .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))

@@ -9,7 +9,9 @@ use std::time::Duration;
 use actix_web::HttpMessage;
 use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::http::header::{CONTENT_LENGTH, HeaderValue};
+use actix_web::http::header::{
+    CACHE_CONTROL, CONTENT_LENGTH, HeaderMap, HeaderValue, X_CONTENT_TYPE_OPTIONS,
+};
 use actix_web::middleware::{DefaultHeaders, Next};
 use actix_web::web::{Bytes, BytesMut};
 use futures_util::StreamExt;
@@ -35,11 +37,25 @@ impl BodyLimits {
 }
 
 /// `X-Content-Type-Options: nosniff` on every answer; `Cache-Control: no-store` where the
-/// route set none (codes, captchas, tokens and errors must never sit in a cache).
+/// route set none (codes, captchas, tokens and errors must never sit in a cache). The operator
+/// routes' middleware; the public ones add them in `observe_requests` (one layer fewer).
 pub fn default_headers() -> DefaultHeaders {
     DefaultHeaders::new()
-        .add(("x-content-type-options", "nosniff"))
-        .add(("cache-control", "no-store"))
+        .add((X_CONTENT_TYPE_OPTIONS, NOSNIFF))
+        .add((CACHE_CONTROL, NO_STORE))
+}
+
+const NOSNIFF: HeaderValue = HeaderValue::from_static("nosniff");
+const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
+
+/// What [`default_headers`] adds, added to `headers` where they are not set.
+pub fn add_default_headers(headers: &mut HeaderMap) {
+    if !headers.contains_key(X_CONTENT_TYPE_OPTIONS) {
+        headers.insert(X_CONTENT_TYPE_OPTIONS, NOSNIFF);
+    }
+    if !headers.contains_key(CACHE_CONTROL) {
+        headers.insert(CACHE_CONTROL, NO_STORE);
+    }
 }
 
 /// Reads the whole body within `limits` before the handler runs, so no handler and no worker

@@ -12,8 +12,9 @@ use tracing::{Instrument, Span};
 
 /// Middleware: runs the request in its span (method, route, request id, the socket peer, the
 /// status and the name of the caller's API key, never the key; unlike tracing-actix-web's
-/// default span it never records `X-Forwarded-For`, which any client can forge), then counts
-/// and times it by route pattern, method and status. One layer where there were two (this
+/// default span it never records `X-Forwarded-For`, which any client can forge), adds the
+/// default headers (`hardening::add_default_headers`), then counts and times it by route
+/// pattern, method and status. One layer where there were two (this
 /// and tracing-actix-web's, which also wrapped every answer's body to enter the span again).
 pub async fn observe_requests(
     request: ServiceRequest,
@@ -27,7 +28,8 @@ pub async fn observe_requests(
         Err(error) => error.as_response_error().status_code(),
     };
     span.record("status", status.as_u16());
-    let response = outcome?;
+    let mut response = outcome?;
+    super::hardening::add_default_headers(response.headers_mut());
     // Asked once routed: the router then finds the pattern by index; before, it would match the
     // path against every pattern again.
     let route = route_pattern(response.request());
