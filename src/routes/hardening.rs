@@ -92,24 +92,23 @@ async fn read_body(limits: BodyLimits, request: &mut ServiceRequest) -> Result<(
     let read = async {
         // A body of one chunk (most: it came with the headers) is kept as it came, uncopied.
         let mut first: Option<Bytes> = None;
-        let mut body = BytesMut::new();
+        let mut rest = BytesMut::new();
         while let Some(chunk) = payload.next().await {
             let chunk = chunk.map_err(|_| ApiError::Malformed("unreadable body".to_owned()))?;
-            let read = first.as_ref().map_or(0, Bytes::len) + body.len();
+            let read = first.as_ref().map_or(0, Bytes::len) + rest.len();
             if read + chunk.len() > max_bytes {
                 return Err(ApiError::PayloadTooLarge);
             }
-            match first.take() {
-                None if body.is_empty() => first = Some(chunk),
-                earlier => {
-                    if let Some(earlier) = earlier {
-                        body.extend_from_slice(&earlier);
-                    }
-                    body.extend_from_slice(&chunk);
-                }
+            match first {
+                None => first = Some(chunk),
+                Some(_) => rest.extend_from_slice(&chunk),
             }
         }
-        Ok::<Bytes, ApiError>(first.unwrap_or_else(|| body.freeze()))
+        Ok::<Bytes, ApiError>(match first {
+            None => Bytes::new(),
+            Some(first) if rest.is_empty() => first,
+            Some(first) => [first, rest.freeze()].concat().into(),
+        })
     };
     let mut read = std::pin::pin!(read);
     // A body that has all arrived is read without arming the deadline's timer (a timer entry

@@ -14,8 +14,8 @@ use tracing::{Instrument, Span};
 /// status and the name of the caller's API key, never the key; unlike tracing-actix-web's
 /// default span it never records `X-Forwarded-For`, which any client can forge), adds the
 /// default headers (`hardening::add_default_headers`), then counts and times it by route
-/// pattern, method and status. One layer where there were two (this
-/// and tracing-actix-web's, which also wrapped every answer's body to enter the span again).
+/// pattern, method and status. One layer where there were three (this, tracing-actix-web's,
+/// which also wrapped every answer's body to enter the span again, and the default headers').
 pub async fn observe_requests(
     request: ServiceRequest,
     next: Next<impl MessageBody>,

@@ -352,6 +352,20 @@ async fn http_edges_are_closed(backend: Backend) {
         started.elapsed()
     );
 
+    // A body that arrives in three pieces within its deadline is read whole: the send is
+    // served (200), where a truncated body would be refused (400).
+    let body = format!(r#"{{"phone":"{}"}}"#, random_phone());
+    let pieces = [&body[..5], &body[5..12], &body[12..]];
+    let in_pieces = raw_exchange_in_pieces(
+        &address,
+        &format!(
+            "POST /api/v1/otp/send HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        ),
+        &pieces,
+    );
+    assert!(in_pieces.contains("HTTP/1.1 200"), "{in_pieces}");
+
     let oversized = raw_exchange(
         &address,
         "POST /api/v1/otp/send HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\nexpect: 100-continue\r\n\r\n",
@@ -386,6 +400,28 @@ async fn http_edges_are_closed(backend: Backend) {
         .unwrap();
     assert_eq!(response.headers()["x-content-type-options"], "nosniff");
     assert_eq!(response.headers()["cache-control"], "no-store");
+}
+
+/// `raw_exchange` with the body written after the head in `pieces`, 50 ms apart.
+fn raw_exchange_in_pieces(address: &str, head: &str, pieces: &[&str]) -> String {
+    let mut stream = TcpStream::connect(address).expect("the app listens");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream.write_all(head.as_bytes()).unwrap();
+    for piece in pieces {
+        std::thread::sleep(Duration::from_millis(50));
+        stream.write_all(piece.as_bytes()).unwrap();
+    }
+    let mut answer = Vec::new();
+    let mut chunk = [0; 4096];
+    while let Ok(read @ 1..) = stream.read(&mut chunk) {
+        answer.extend_from_slice(&chunk[..read]);
+        if String::from_utf8_lossy(&answer).contains("\r\n\r\n") {
+            break;
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
 }
 
 /// One HTTP/1.1 exchange on a raw socket: the request as written, the answer as read.
