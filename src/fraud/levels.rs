@@ -155,15 +155,15 @@ pub struct LevelVerdict {
     pub evidence: Evidence,
 }
 
-/// How many times its recent sends a level's history before them must hold for its own
-/// conversion to be believed: about an hour at the current rate.
+/// How many times its recent sends a level's history before them must hold for a conversion
+/// below the reference to be believed as the level's own: about an hour at the current rate.
 const HISTORY_OVER_RECENT: f64 = 10.0;
 
-/// Whether the history before the recent span outweighs what happens now: the history less
-/// the recent memory still takes in a send at half its weight after one recent half-life, so
-/// on a level whose history is mostly now (a new deployment or range, or a pump that has gone
-/// on for minutes) the pump would become the level's normal (CI's quick spread run,
-/// 2026-12-05: the bot was paid again once the country's own conversion had learnt it).
+/// Whether the history before the recent span outweighs what happens now. The history less
+/// the recent memory still takes in a send at half its weight after one recent half-life, so on
+/// a level whose history is mostly now (a new deployment or range, or a pump that has gone on
+/// for minutes) a pump would become the level's normal (CI's quick spread run, 2026-12-05: the
+/// bot was paid again once the country's own conversion had learnt it).
 fn outweighs(before: &Decayed, recent: &Decayed) -> bool {
     before.sends >= HISTORY_OVER_RECENT * recent.sends
 }
@@ -175,9 +175,7 @@ pub fn reference(service: &LevelCounts, min_sends: f64, floor: f64) -> f64 {
     // drags neither this nor a level's own expected conversion down.
     let before = service.history.less(&service.recent);
     match before.conversion() {
-        Some(conversion) if before.sends >= min_sends && outweighs(&before, &service.recent) => {
-            conversion.max(floor)
-        }
+        Some(conversion) if before.sends >= min_sends => conversion.max(floor),
         _ => floor,
     }
 }
@@ -192,9 +190,16 @@ pub fn assess(
     let recent = counts.recent;
     let before = counts.history.less(&recent);
     // Its own conversion once its history is long enough (and not itself far below the
-    // reference: a range pumped for days is not normal), else the service's.
+    // reference: a range pumped for days is not normal), else the service's. A conversion below
+    // the reference only once that history outweighs what happens now (a pump drags it down
+    // within minutes); one above it at once (a busy range's honest users judge a pump into it
+    // by their own conversion: the busy scenario paid 149 SMS before its first refusal, not 86,
+    // when its 5 minutes of history were not believed).
     let expected_conversion = match before.conversion() {
-        Some(own) if before.sends >= thresholds.mature_history && outweighs(&before, &recent) => {
+        Some(own)
+            if before.sends >= thresholds.mature_history
+                && (own >= reference || outweighs(&before, &recent)) =>
+        {
             own.clamp(thresholds.min_conversion_ratio * reference, 1.0)
         }
         _ => reference,
@@ -404,8 +409,16 @@ mod tests {
         let (evidence, reason) = assess(&STANDARD, LevelKind::Country, &pumped, 0.5);
         assert_eq!(evidence.expected_conversion, 0.5);
         assert_eq!(reason, Some(Reason::Unconverted));
-        // The service's history as young as it is: the reference is the floor, not the pump's.
+        // The service's reference never falls below its floor, however pumped its history.
         assert_eq!(reference(&pumped, 100.0, 0.5), 0.5);
+        // A busy range with 5 minutes of honest history converting 80 % (more than the
+        // reference), a pump into it going on: judged on its users' own conversion.
+        let busy = counts(decayed(900.0, 170.0), decayed(83.0, 66.0));
+        let (evidence, _) = assess(&STANDARD, LevelKind::Range(3), &busy, 0.5);
+        assert!(
+            (evidence.expected_conversion - 66.0 / 83.0).abs() < 1e-9,
+            "{evidence:?}"
+        );
         // The same level with a day of that honest traffic before the pump: its own conversion.
         let day = decayed(honest * 86_400.0, honest * 0.9 * 86_400.0);
         let known = counts(pumped.recent, day);
