@@ -374,9 +374,9 @@ impl FraudGuard {
         }))
     }
 
-    /// The block a level's verdict records: a range refused for the cool-off of its strike,
-    /// a pumped country or service (whose untrusted ranges are refused while its counts say
-    /// so) noted for the grace period.
+    /// The block a level's verdict records, for the cool-off of its strike: a range refused,
+    /// or a pumped country or service noted (its untrusted ranges are refused while its counts
+    /// say so).
     fn level_block(
         &self,
         level: &RangeLevel,
@@ -390,9 +390,9 @@ impl FraudGuard {
             .filter(|block| block.prefix == level.shown)
             .map_or(0, |b| remembered_strikes(b.strikes, b.struck_ms, now));
         let strikes = prior_strikes + 1;
-        // A spread verdict too lasts its strike's cool-off: held only for the grace period, a
-        // spread bot was paid again each time the hold ran out (CI's quick run, 2026-12-05).
-        // It refuses only the country's ranges without converting history of their own.
+        // A spread verdict too lasts its strike's cool-off. Its block names the country, which
+        // the store does not enforce: each send into the country is judged again on the counts,
+        // and refused while its range has no converting history of its own.
         let until_ms = now + cool_off(strikes).as_millis() as u64;
         let evidence = &verdict.evidence;
         PrefixBlock {
