@@ -198,9 +198,37 @@ pub const RECENT_HALF_LIFE: Duration = Duration::from_secs(5 * 60);
 /// The history's half-life: a scope's normal is its last few days.
 pub const HISTORY_HALF_LIFE: Duration = Duration::from_secs(24 * 3600);
 /// How long a scope's record outlives its last event: three history half-lives (what it held
-/// weighs an eighth by then). On Redis two to three: its expiry is set again only once a third
-/// of it has passed.
-pub const LEVEL_RECORD_TTL: Duration = Duration::from_secs(3 * 24 * 3600);
+/// weighs an eighth by then) once its history holds a few sends, an hour before. A record that
+/// one send made (a bot's random number makes two: its 5- and 7-digit ranges, refused or not)
+/// would otherwise hold 248 bytes of Redis for three days; an hour idle leaves a few sends'
+/// recent memory at 2^-12, and a history that short is judged by the service's conversion
+/// anyway (`mature_history`). On Redis two to three times each: its expiry is set again only
+/// once a third of it has passed, and at once when it grows out of the hour.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RecordLife {
+    pub ttl: Duration,
+    /// The life of a record whose (decayed) history holds fewer than `young_sends` sends.
+    pub young_ttl: Duration,
+    pub young_sends: f64,
+}
+
+pub const LEVEL_RECORD_LIFE: RecordLife = RecordLife {
+    ttl: Duration::from_secs(3 * 24 * 3600),
+    young_ttl: Duration::from_secs(3600),
+    // Two sends are young, three within a day are not (three over two days decay to 1.75).
+    young_sends: 2.5,
+};
+
+impl RecordLife {
+    /// How long a record whose history now holds `history_sends` outlives this event.
+    pub fn ttl_for(&self, history_sends: f64) -> Duration {
+        if history_sends < self.young_sends {
+            self.young_ttl
+        } else {
+            self.ttl
+        }
+    }
+}
 
 impl Default for HalfLives {
     fn default() -> Self {

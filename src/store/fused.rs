@@ -14,7 +14,7 @@ use super::{
     Admission, Budgets, CodeCandidate, CodeStore, FraudSend, FraudStore, IssueOutcome, IssueParams,
     PrefixBlock, QuotaStore, SendMark, StoreError, VerifyOutcome, VerifyParams,
 };
-use crate::domain::traffic::{HalfLives, Window};
+use crate::domain::traffic::{HalfLives, RecordLife, Window};
 use crate::domain::{Client, CodeDigest, Destination, Purpose, VerificationId};
 
 /// The fraud guard's step of one send, as `FusedSteps::issue_guarded` takes it: the send, the
@@ -37,7 +37,7 @@ pub struct LevelStep<'a> {
     pub scopes: &'a [String],
     pub now_ms: u64,
     pub half_lives: HalfLives,
-    pub record_ttl: Duration,
+    pub record_life: RecordLife,
 }
 
 impl GuardStep<'_> {

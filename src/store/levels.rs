@@ -8,7 +8,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::StoreError;
-use crate::domain::traffic::{HalfLives, LevelChange, LevelCounts};
+use crate::domain::traffic::{HalfLives, LevelChange, LevelCounts, RecordLife};
 
 /// One event for the levels of one send: what it adds to each of `scopes`, at `now_ms`, and for
 /// a conversion the destination to remember as returning (its digest, until `now_ms` +
@@ -19,8 +19,9 @@ pub struct LevelUpdate<'a> {
     pub change: LevelChange,
     pub now_ms: u64,
     pub half_lives: HalfLives,
-    /// How long a scope's record outlives its last event.
-    pub record_ttl: Duration,
+    /// How long a scope's record outlives its last event (by the scope's history sends, all
+    /// its shards' on a sharded store, after the event).
+    pub record_life: RecordLife,
     pub returning: Option<(u64, Duration)>,
 }
 

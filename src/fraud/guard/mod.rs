@@ -18,7 +18,7 @@ use super::policy::{
 use super::safe_list::SafeList;
 use super::settings::FraudSettings;
 use super::spend::{SPEND_REFRESH, SpendGuard, SpendLine};
-use crate::domain::traffic::{HalfLives, LEVEL_RECORD_TTL, LevelChange, LevelCounts};
+use crate::domain::traffic::{HalfLives, LEVEL_RECORD_LIFE, LevelChange, LevelCounts};
 use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
 use crate::keyring::Keyring;
 use crate::stats::{Event, Stats};
@@ -350,7 +350,7 @@ impl FraudGuard {
                 change,
                 now_ms: now_ms(),
                 half_lives: Self::half_lives(),
-                record_ttl: LEVEL_RECORD_TTL,
+                record_life: LEVEL_RECORD_LIFE,
                 returning: returning.map(|digest| (digest, returning_ttl)),
             })
             .await
@@ -421,7 +421,7 @@ impl FraudGuard {
                 scopes: &ticket.scopes,
                 now_ms: ticket.admitted.now_ms,
                 half_lives: Self::half_lives(),
-                record_ttl: LEVEL_RECORD_TTL,
+                record_life: LEVEL_RECORD_LIFE,
             }),
         }
     }

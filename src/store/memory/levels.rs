@@ -43,29 +43,35 @@ fn trim<K: Clone + Eq + std::hash::Hash, V>(
 
 impl LevelState {
     fn count(&mut self, update: &LevelUpdate<'_>) -> Vec<LevelCounts> {
-        let ttl_ms = update.record_ttl.as_millis() as u64;
         if self.scopes.len() >= MAX_SCOPES + MAX_SCOPES / 10 {
             let now = update.now_ms;
             self.scopes.retain(|_, (_, _, until)| *until > now);
             trim(&mut self.scopes, MAX_SCOPES, |(_, then, _)| *then);
         }
+        let now = update.now_ms;
         let answer = update
             .scopes
             .iter()
             .map(|scope| {
-                let (counts, then, until) = self.scopes.entry((*scope).to_owned()).or_insert((
-                    LevelCounts::default(),
-                    update.now_ms,
-                    0,
-                ));
+                // The scope's name is copied only for a new record (a send's levels are mostly
+                // known ones).
+                let (counts, then, until) = match self.scopes.get_mut(*scope) {
+                    Some(record) => record,
+                    None => self.scopes.entry((*scope).to_owned()).or_insert((
+                        LevelCounts::default(),
+                        now,
+                        0,
+                    )),
+                };
                 // A record past its time starts afresh, as the shared stores' expired key.
-                if *until <= update.now_ms {
+                if *until <= now {
                     *counts = LevelCounts::default();
-                    *then = update.now_ms;
+                    *then = now;
                 }
-                *counts = counts.updated(*then, update.now_ms, &update.half_lives, &update.change);
-                *then = update.now_ms.max(*then);
-                *until = update.now_ms + ttl_ms;
+                *counts = counts.updated(*then, now, &update.half_lives, &update.change);
+                *then = now.max(*then);
+                let ttl = update.record_life.ttl_for(counts.history.sends);
+                *until = now + ttl.as_millis() as u64;
                 *counts
             })
             .collect();

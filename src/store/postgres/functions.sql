@@ -792,13 +792,19 @@ END $$;
 
 -- The fraud guard's levels (migration 15): decays each of p_scopes' rows in the token's shard
 -- to p_now, adds the event (p_ds sends, p_dc conversions, p_du undelivered), and answers each
--- scope's counts over all its shards, decayed to p_now, in the order of p_scopes. Rows are
--- taken in the scopes' sorted order, the one order every call takes them in. A conversion
--- also remembers its destination as returning (p_returning, until p_returning_until; 0: none).
+-- scope's counts over all its shards, decayed to p_now, in the order of p_scopes. The counts are
+-- read before the event and answered with it added (decay is linear), so that the row's life
+-- follows the scope's history, not the shard's: p_young_ttl while it holds fewer than
+-- p_young_sends sends, else p_ttl; a scope that grows out of that also keeps its other shards'
+-- rows for p_ttl (those another call holds now are skipped: it writes them). Rows are taken in
+-- the scopes' sorted order, the one order every call takes them in. A conversion also
+-- remembers its destination as returning (p_returning, until p_returning_until; 0: none).
+DROP FUNCTION IF EXISTS vcode_levels_count(text[], bigint, bigint, double precision,
+  double precision, double precision, double precision, double precision, bigint, bigint, bigint);
 CREATE OR REPLACE FUNCTION vcode_levels_count(p_scopes text[], p_token bigint, p_now bigint,
   p_recent_half double precision, p_history_half double precision, p_ds double precision,
-  p_dc double precision, p_du double precision, p_ttl bigint, p_returning bigint,
-  p_returning_until bigint)
+  p_dc double precision, p_du double precision, p_ttl bigint, p_young_ttl bigint,
+  p_young_sends double precision, p_returning bigint, p_returning_until bigint)
 RETURNS TABLE (ord integer, rs double precision, rc double precision, ru double precision,
   hs double precision, hc double precision, hu double precision)
 LANGUAGE plpgsql AS $$
@@ -810,28 +816,43 @@ BEGIN
       VALUES (p_returning, p_returning_until)
       ON CONFLICT (digest) DO UPDATE SET expires_at_ms = greatest(r.expires_at_ms, excluded.expires_at_ms);
   END IF;
-  INSERT INTO vcode_fraud_levels AS l (scope, shard, t_ms, rs, rc, ru, hs, hc, hu, expires_at_ms)
-    SELECT s, v_shard, p_now, p_ds, p_dc, p_du, p_ds, p_dc, p_du, p_now + p_ttl
-    FROM unnest(p_scopes) AS s ORDER BY s
-    ON CONFLICT (scope, shard) DO UPDATE SET
-      -- A row past its time starts afresh, as an expired Redis key.
-      t_ms = greatest(l.t_ms, p_now),
-      rs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_ds,
-      rc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_dc,
-      ru = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_du,
-      hs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hs * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_ds,
-      hc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hc * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_dc,
-      hu = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hu * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_du,
-      expires_at_ms = p_now + p_ttl;
   RETURN QUERY
-    SELECT q.ord::integer,
-      coalesce(sum(l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0),
-      coalesce(sum(l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0),
-      coalesce(sum(l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0),
-      coalesce(sum(l.hs * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0),
-      coalesce(sum(l.hc * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0),
-      coalesce(sum(l.hu * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0)
-    FROM unnest(p_scopes) WITH ORDINALITY AS q(scope, ord)
-    LEFT JOIN vcode_fraud_levels l ON l.scope = q.scope AND l.expires_at_ms > p_now
-    GROUP BY q.ord ORDER BY q.ord;
+    WITH kept AS (
+      SELECT q.ord, q.scope,
+        coalesce(sum(l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0) AS rs,
+        coalesce(sum(l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0) AS rc,
+        coalesce(sum(l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half)), 0) AS ru,
+        coalesce(sum(l.hs * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0) AS hs,
+        coalesce(sum(l.hc * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0) AS hc,
+        coalesce(sum(l.hu * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half)), 0) AS hu
+      FROM unnest(p_scopes) WITH ORDINALITY AS q(scope, ord)
+      LEFT JOIN vcode_fraud_levels l ON l.scope = q.scope AND l.expires_at_ms > p_now
+      GROUP BY q.ord, q.scope
+    ), written AS (
+      INSERT INTO vcode_fraud_levels AS l (scope, shard, t_ms, rs, rc, ru, hs, hc, hu, expires_at_ms)
+        SELECT k.scope, v_shard, p_now, p_ds, p_dc, p_du, p_ds, p_dc, p_du,
+          p_now + CASE WHEN k.hs + p_ds < p_young_sends THEN p_young_ttl ELSE p_ttl END
+        FROM kept k ORDER BY k.scope
+        ON CONFLICT (scope, shard) DO UPDATE SET
+          -- A row past its time starts afresh, as an expired Redis key.
+          t_ms = greatest(l.t_ms, p_now),
+          rs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_ds,
+          rc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_dc,
+          ru = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_du,
+          hs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hs * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_ds,
+          hc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hc * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_dc,
+          hu = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hu * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_du,
+          expires_at_ms = excluded.expires_at_ms
+    ), matured AS (
+      UPDATE vcode_fraud_levels l SET expires_at_ms = p_now + p_ttl
+        WHERE (l.scope, l.shard) IN (
+          SELECT o.scope, o.shard FROM vcode_fraud_levels o JOIN kept k ON o.scope = k.scope
+          WHERE k.hs < p_young_sends AND k.hs + p_ds >= p_young_sends
+            AND o.shard <> v_shard AND o.expires_at_ms > p_now
+          ORDER BY o.scope, o.shard
+          FOR UPDATE OF o SKIP LOCKED)
+    )
+    SELECT k.ord::integer, k.rs + p_ds, k.rc + p_dc, k.ru + p_du, k.hs + p_ds, k.hc + p_dc,
+      k.hu + p_du
+    FROM kept k ORDER BY k.ord;
 END $$;

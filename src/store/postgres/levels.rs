@@ -27,7 +27,7 @@ impl LevelStore for PostgresStore {
         let change = update.change;
         let rows = self
             .run(
-                "SELECT ord, rs, rc, ru, hs, hc, hu FROM vcode_levels_count($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+                "SELECT ord, rs, rc, ru, hs, hc, hu FROM vcode_levels_count($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
                 &[
                     &scopes,
                     &token,
@@ -37,7 +37,9 @@ impl LevelStore for PostgresStore {
                     &change.sends,
                     &change.conversions,
                     &change.undelivered,
-                    &bigint(update.record_ttl.as_millis() as u64),
+                    &bigint(update.record_life.ttl.as_millis() as u64),
+                    &bigint(update.record_life.young_ttl.as_millis() as u64),
+                    &update.record_life.young_sends,
                     &returning,
                     &until,
                 ],

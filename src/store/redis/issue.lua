@@ -69,19 +69,20 @@ if ARGV[OWN_ARGV] == 'companion' then
 end
 -- The guard's keys and arguments end the script's own (before the outbox's); with its levels
 -- (ARGV[10] = '2'), the levels' keys and their one argument ('n now recent_half history_half
--- ttl') come last.
+-- ttl young_ttl young_sends') come last.
 local guarded = ARGV[10] ~= '0'
 local guard_keys, guard_args = OWN_KEYS, OWN_ARGV
 local guard_step
 local levels
 if ARGV[10] == '2' then
-  local n, at, recent_half, history_half, ttl =
-    string.match(ARGV[OWN_ARGV], '^(%d+) (%d+) (%S+) (%S+) (%d+)$')
+  local n, at, recent_half, history_half, ttl, young_ttl, young_sends =
+    string.match(ARGV[OWN_ARGV], '^(%d+) (%d+) (%S+) (%S+) (%d+) (%d+) (%S+)$')
   if not n then
     return redis.error_reply('fraud guard: malformed levels')
   end
   levels = {n = tonumber(n), now = tonumber(at), recent_half = tonumber(recent_half),
-    history_half = tonumber(history_half), ttl = ttl, first = OWN_KEYS - tonumber(n) + 1}
+    history_half = tonumber(history_half), life = {ttl, young_ttl, young_sends},
+    first = OWN_KEYS - tonumber(n) + 1}
   OWN_KEYS, OWN_ARGV = OWN_KEYS - levels.n, OWN_ARGV - 1
   guard_keys, guard_args = OWN_KEYS, OWN_ARGV
 end
@@ -103,7 +104,7 @@ local function delivered(reply)
     if levels then
       -- The send counted in its levels: their records after it, packed.
       reply[#reply + 1] = levels_count(levels.first, levels.n, levels.now,
-        levels.recent_half, levels.history_half, {1, 0, 0}, levels.ttl)
+        levels.recent_half, levels.history_half, {1, 0, 0}, levels.life)
     end
   end
   return reply

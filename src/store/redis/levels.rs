@@ -52,18 +52,21 @@ pub(super) fn parse_records(raw: &[u8]) -> Result<Vec<LevelCounts>, StoreError> 
 }
 
 /// A send's levels, counted in `issue.lua` on one node: their keys and one argument, `n now
-/// recent_half history_half ttl`, after the guard's own.
+/// recent_half history_half ttl young_ttl young_sends`, after the guard's own.
 pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &LevelStep<'_>) {
     for scope in levels.scopes {
         invocation.key(fraud_level(scope));
     }
+    let life = &levels.record_life;
     invocation.arg(format!(
-        "{} {} {} {} {}",
+        "{} {} {} {} {} {} {}",
         levels.scopes.len(),
         levels.now_ms,
         levels.half_lives.recent_ms,
         levels.half_lives.history_ms,
-        levels.record_ttl.as_millis()
+        life.ttl.as_millis(),
+        life.young_ttl.as_millis(),
+        life.young_sends
     ));
 }
 
@@ -97,7 +100,9 @@ impl LevelStore for RedisStore {
             .arg(change.sends)
             .arg(change.conversions)
             .arg(change.undelivered)
-            .arg(update.record_ttl.as_millis() as u64)
+            .arg(update.record_life.ttl.as_millis() as u64)
+            .arg(update.record_life.young_ttl.as_millis() as u64)
+            .arg(update.record_life.young_sends)
             .arg(returning_ttl);
         let mut connection = self.connections.get();
         let answer: Vec<u8> = self

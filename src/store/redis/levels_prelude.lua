@@ -9,10 +9,12 @@
 local LEVEL_RECORD = '<dddddddd'
 
 -- Decays each record of KEYS[first..first + n - 1] to `now`, adds `add` (three numbers: sends,
--- conversions, undelivered), keeps it two to three `ttl` ms and answers the records after the
--- change, concatenated in one string (n * 64 bytes).
-local function levels_count(first, n, now, recent_half, history_half, add, ttl)
-  ttl = tonumber(ttl)
+-- conversions, undelivered), keeps it two to three times its life and answers the records after
+-- the change, concatenated in one string (n * 64 bytes). `life`: {ttl, young_ttl, young_sends}
+-- (ms, ms, sends): a record whose history holds fewer than `young_sends` sends lives
+-- `young_ttl` (RecordLife).
+local function levels_count(first, n, now, recent_half, history_half, add, life)
+  local ttl, young_ttl, young_sends = tonumber(life[1]), tonumber(life[2]), tonumber(life[3])
   local answer = {}
   for i = first, first + n - 1 do
     local kept = redis.call('GET', KEYS[i])
@@ -27,15 +29,21 @@ local function levels_count(first, n, now, recent_half, history_half, add, ttl)
     if age > 0 then
       recent, history = 2 ^ (-age / recent_half), 2 ^ (-age / history_half)
     end
-    local refresh = not expiry_set or now - expiry_set >= ttl / 3
+    local kept_sends = hs * history
+    local young = kept_sends + add[1] < young_sends
+    local life_ms = young and young_ttl or ttl
+    -- Set again once a third of it has passed, and at once when the record grows out of the
+    -- young's life.
+    local refresh = not expiry_set or now - expiry_set >= life_ms / 3
+      or (not young and kept_sends < young_sends)
     if refresh then
       expiry_set = now
     end
     local record = struct.pack(LEVEL_RECORD, math.max(now, t),
       rs * recent + add[1], rc * recent + add[2], ru * recent + add[3],
-      hs * history + add[1], hc * history + add[2], hu * history + add[3], expiry_set)
+      kept_sends + add[1], hc * history + add[2], hu * history + add[3], expiry_set)
     if refresh then
-      redis.call('SET', KEYS[i], record, 'PX', ttl)
+      redis.call('SET', KEYS[i], record, 'PX', life_ms)
     else
       redis.call('SET', KEYS[i], record, 'KEEPTTL')
     end

@@ -6,7 +6,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::*;
-use vcode::domain::traffic::{HalfLives, LevelChange, LevelCounts};
+use vcode::domain::traffic::{HalfLives, LevelChange, LevelCounts, RecordLife};
 use vcode::store::LevelUpdate;
 
 fn now_ms() -> u64 {
@@ -30,8 +30,17 @@ fn update<'a>(scopes: &'a [&'a str], change: LevelChange, now_ms: u64) -> LevelU
             recent_ms: 60_000.0,
             history_ms: 600_000.0,
         },
-        record_ttl: Duration::from_secs(3600),
+        record_life: life(Duration::from_secs(3600)),
         returning: None,
+    }
+}
+
+/// A record's life of `ttl`, young or not.
+fn life(ttl: Duration) -> RecordLife {
+    RecordLife {
+        ttl,
+        young_ttl: ttl,
+        young_sends: 3.0,
     }
 }
 
@@ -148,7 +157,7 @@ async fn an_expired_level_record_starts_afresh(backend: Backend) {
     let scopes = [a.as_str()];
     let t0 = now_ms();
     let mut short = update(&scopes, LevelChange::SEND, t0);
-    short.record_ttl = Duration::from_millis(300);
+    short.record_life = life(Duration::from_millis(300));
     store.count_levels(&short).await.unwrap();
     tokio::time::sleep(Duration::from_millis(600)).await;
     let later = now_ms();
@@ -169,7 +178,7 @@ async fn a_level_record_lives_its_ttl_past_its_last_change(backend: Backend) {
     let scopes = [a.as_str()];
     let count = || async {
         let mut change = update(&scopes, LevelChange::SEND, now_ms());
-        change.record_ttl = Duration::from_millis(1000);
+        change.record_life = life(Duration::from_millis(1000));
         store.count_levels(&change).await.unwrap()
     };
     let started = now_ms();
@@ -189,6 +198,55 @@ async fn a_level_record_lives_its_ttl_past_its_last_change(backend: Backend) {
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let counted = count().await;
     assert!(close(counted[0].history.sends, 1.0), "{:?}", counted[0]);
+}
+
+/// A record of fewer than three sends (a bot's random number makes two) lives the young's
+/// short life; one that grows to three lives its full ttl, whichever shards its sends went to
+/// (PostgreSQL's rows of a scope are per shard: the scope's history decides, not the row's).
+async fn a_young_level_record_lives_briefly_until_it_grows(backend: Backend) {
+    let under = open(backend);
+    let store = &under.store;
+    let few = scope("few");
+    // Several scopes of three sends each, spread over PostgreSQL's rows.
+    let grown: Vec<String> = (0..4).map(|i| scope(&format!("grown{i}"))).collect();
+    let brief = RecordLife {
+        ttl: Duration::from_secs(60),
+        young_ttl: Duration::from_millis(400),
+        young_sends: 2.5,
+    };
+    let send = |scope: &str| {
+        let scope = scope.to_owned();
+        async move {
+            let scopes = [scope.as_str()];
+            let mut change = update(&scopes, LevelChange::SEND, now_ms());
+            change.record_life = brief;
+            store.count_levels(&change).await.unwrap()
+        }
+    };
+    for _ in 0..2 {
+        send(&few).await;
+    }
+    for scope in &grown {
+        // Two at once take two shards on PostgreSQL (and are young there: neither saw the
+        // other); the third sees both, and keeps them too.
+        tokio::join!(send(scope), send(scope));
+        send(scope).await;
+    }
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let counted = send(&few).await;
+    assert!(
+        close(counted[0].history.sends, 1.0),
+        "two sends are young: gone after their short life, {:?}",
+        counted[0]
+    );
+    for scope in &grown {
+        let counted = send(scope).await;
+        assert!(
+            (counted[0].history.sends - 4.0).abs() < 0.01,
+            "three sends outlive the young's life, on every shard: {scope} {:?}",
+            counted[0]
+        );
+    }
 }
 
 async fn returning_destinations_are_remembered_for_their_time(backend: Backend) {
@@ -223,5 +281,6 @@ on_every_store!(
     concurrent_level_events_count_once_each,
     an_expired_level_record_starts_afresh,
     a_level_record_lives_its_ttl_past_its_last_change,
+    a_young_level_record_lives_briefly_until_it_grows,
     returning_destinations_are_remembered_for_their_time,
 );
