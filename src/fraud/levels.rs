@@ -8,6 +8,8 @@
 //! sends into ranges with no converting history of their own (spread pumping), and lets the
 //! ranges whose users convert go on. Pure functions of decayed counts: no clock, no store.
 
+use std::borrow::Cow;
+
 use crate::domain::traffic::{Decayed, HISTORY_HALF_LIFE, LevelCounts, RECENT_HALF_LIFE, Reason};
 use crate::domain::{Destination, EMAIL_COUNTRY};
 
@@ -46,20 +48,58 @@ impl LevelKind {
     }
 }
 
-/// One level of a send: what it is, the store's name for its scope, and the name the operator
-/// sees (a range's digits, `@domain`, a country, `*`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Level {
-    pub kind: LevelKind,
-    pub scope: String,
-    pub shown: String,
+/// The levels of one send, narrowest first: what each is and the store's name for its scope
+/// (kept side by side: the store takes the names as they are, with no copy on the send's path).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Levels {
+    pub kinds: Vec<LevelKind>,
+    pub scopes: Vec<String>,
 }
 
+impl Levels {
+    fn with_capacity(n: usize) -> Self {
+        Self {
+            kinds: Vec::with_capacity(n),
+            scopes: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, kind: LevelKind, tag: &str, name: &str) {
+        let mut scope = String::with_capacity(tag.len() + name.len());
+        scope.push_str(tag);
+        scope.push_str(name);
+        self.kinds.push(kind);
+        self.scopes.push(scope);
+    }
+
+    pub fn len(&self) -> usize {
+        self.kinds.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.kinds.is_empty()
+    }
+
+    /// The name the operator sees for `level`: a range's digits, `@domain`, a country, `*`
+    /// (made from the scope's name: only a refusal or the console asks).
+    pub fn shown(&self, level: usize) -> Cow<'_, str> {
+        let name = &self.scopes[level][SCOPE_TAG_LEN.min(self.scopes[level].len())..];
+        match self.kinds[level] {
+            LevelKind::Service => Cow::Borrowed("*"),
+            LevelKind::Domain => Cow::Owned(format!("@{name}")),
+            LevelKind::Range(_) | LevelKind::Country => Cow::Borrowed(name),
+        }
+    }
+}
+
+/// The length of a scope's tag (`r:`, `c:`, `d:`) before its name.
+const SCOPE_TAG_LEN: usize = 2;
+
 /// The levels of `destination`, narrowest first: ranges of `depths` digits after the calling
-/// code (deepest first, those the number is long enough for), the country and the service; for
-/// an address, its domain and all mail.
-pub fn levels_of(destination: &Destination, country: &str, depths: &[u8]) -> Vec<Level> {
-    let mut levels = Vec::with_capacity(depths.len() + 2);
+/// code (`depths` deepest first and without repeats: [`range_depths`]; those the number is long
+/// enough for), the country and the service; for an address, its domain and all mail.
+pub fn levels_of(destination: &Destination, country: &str, depths: &[u8]) -> Levels {
+    let mut levels = Levels::with_capacity(depths.len() + 2);
     match destination {
         Destination::Phone(phone) => {
             let digits = &phone.as_e164()[1..];
@@ -67,48 +107,32 @@ pub fn levels_of(destination: &Destination, country: &str, depths: &[u8]) -> Vec
                 .calling_code()
                 .checked_ilog10()
                 .map_or(1, |l| l as usize + 1);
-            let mut depths = depths.to_vec();
-            depths.sort_unstable_by(|a, b| b.cmp(a));
-            depths.dedup();
             for depth in depths {
-                let end = code_len + usize::from(depth);
+                let end = code_len + usize::from(*depth);
                 // A range as long as the number is the number itself: no range.
                 if end >= digits.len() {
                     continue;
                 }
-                let range = &digits[..end];
-                levels.push(Level {
-                    kind: LevelKind::Range(depth),
-                    scope: format!("r:{range}"),
-                    shown: range.to_owned(),
-                });
+                levels.push(LevelKind::Range(*depth), "r:", &digits[..end]);
             }
-            levels.push(Level {
-                kind: LevelKind::Country,
-                scope: format!("c:{country}"),
-                shown: country.to_owned(),
-            });
-            levels.push(Level {
-                kind: LevelKind::Service,
-                scope: "s".to_owned(),
-                shown: "*".to_owned(),
-            });
+            levels.push(LevelKind::Country, "c:", country);
+            levels.kinds.push(LevelKind::Service);
+            levels.scopes.push("s".to_owned());
         }
         Destination::Email(email) => {
-            let domain = email.address().domain();
-            levels.push(Level {
-                kind: LevelKind::Domain,
-                scope: format!("d:{domain}"),
-                shown: format!("@{domain}"),
-            });
-            levels.push(Level {
-                kind: LevelKind::Country,
-                scope: format!("c:{EMAIL_COUNTRY}"),
-                shown: EMAIL_COUNTRY.to_owned(),
-            });
+            levels.push(LevelKind::Domain, "d:", email.address().domain());
+            levels.push(LevelKind::Country, "c:", EMAIL_COUNTRY);
         }
     }
     levels
+}
+
+/// The range depths of the settings as [`levels_of`] takes them: deepest first, each once.
+pub fn range_depths(digits: &[u8]) -> Vec<u8> {
+    let mut depths = digits.to_vec();
+    depths.sort_unstable_by(|a, b| b.cmp(a));
+    depths.dedup();
+    depths
 }
 
 /// How much evidence a level's verdict needs.
@@ -317,25 +341,26 @@ mod tests {
         let phone: Destination = Phone::parse("+8613812345678", Region::default())
             .unwrap()
             .into();
-        let levels = levels_of(&phone, "CN", &[3, 7, 5]);
-        let shown: Vec<&str> = levels.iter().map(|l| l.shown.as_str()).collect();
-        assert_eq!(shown, ["861381234", "8613812", "86138", "CN", "*"]);
-        assert_eq!(levels[0].scope, "r:861381234");
-        assert_eq!(levels[3].scope, "c:CN");
-        // A short number has no range as long as itself.
+        let levels = levels_of(&phone, "CN", &range_depths(&[3, 7, 5, 3]));
+        let shown = |levels: &Levels| -> Vec<String> {
+            (0..levels.len())
+                .map(|i| levels.shown(i).into_owned())
+                .collect()
+        };
+        assert_eq!(shown(&levels), ["861381234", "8613812", "86138", "CN", "*"]);
+        assert_eq!(levels.scopes[0], "r:861381234");
+        assert_eq!(levels.scopes[3], "c:CN");
+        assert_eq!(levels.scopes[4], "s");
+        assert_eq!(levels.kinds[1], LevelKind::Range(5));
         let short: Destination = Phone::parse("+4930123456", Region::default())
             .unwrap()
             .into();
-        let shown: Vec<String> = levels_of(&short, "DE", &[3, 8, 5])
-            .into_iter()
-            .map(|l| l.shown)
-            .collect();
-        assert_eq!(shown, ["4930123", "49301", "DE", "*"]);
+        let levels = levels_of(&short, "DE", &range_depths(&[3, 8, 5]));
+        assert_eq!(shown(&levels), ["4930123", "49301", "DE", "*"]);
         let mail = Destination::from(EmailAddress::parse("ann@Gmail.com").unwrap());
-        let shown: Vec<String> = levels_of(&mail, EMAIL_COUNTRY, &[3])
-            .into_iter()
-            .map(|l| l.shown)
-            .collect();
+        let levels = levels_of(&mail, EMAIL_COUNTRY, &[3]);
+        assert_eq!(levels.scopes[0], "d:gmail.com");
+        let shown = shown(&levels);
         assert_eq!(shown, ["@gmail.com", EMAIL_COUNTRY]);
     }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::levels::{Level as RangeLevel, LevelThresholds, LevelVerdict, judge_levels, levels_of};
+use super::levels::{LevelThresholds, LevelVerdict, Levels, judge_levels, levels_of, range_depths};
 use super::policy::{
     BASELINE_FLOOR, BASELINE_MIN_SENDS, BUCKET_MS, Counts, Level, Reason, Tally, Thresholds,
     Verdict, WINDOW_MINUTES, Window, baseline, cool_off, judge, remembered_strikes,
@@ -72,8 +72,7 @@ pub struct SendTicket {
     returning: bool,
     /// Its levels, narrowest first, and their store names (which the store may count in the
     /// issue's own step: `GuardStep::levels`).
-    levels: Vec<RangeLevel>,
-    scopes: Vec<String>,
+    levels: Levels,
 }
 
 /// A verify's send, as the guard converts it (`FraudGuard::conversion`).
@@ -136,6 +135,8 @@ pub struct FraudGuard {
     settings: FraudSettings,
     thresholds: Thresholds,
     level_thresholds: LevelThresholds,
+    /// `VCODE_FRAUD_RANGE_DIGITS` as `levels_of` takes them (sorted once, not on every send).
+    range_depths: Vec<u8>,
     /// How long a send's attribution waits for its verify: the code's own lifetime.
     attribution_ttl: Duration,
     stats: Arc<Stats>,
@@ -167,6 +168,7 @@ impl FraudGuard {
             keyring,
             thresholds: settings.thresholds(),
             level_thresholds: settings.level_thresholds(),
+            range_depths: range_depths(&settings.range_digits),
             settings,
             attribution_ttl: code_ttl,
             spend: Arc::new(SpendGuard::new(
@@ -279,11 +281,7 @@ impl FraudGuard {
         let safe = self.is_safe(destination, tenant);
         let prefix = prefix_of(destination, self.settings.prefix_digits);
         let (names, ends) = send_names(&prefix, destination, purpose);
-        let levels = levels_of(
-            destination,
-            &names[ends[0]..ends[1]],
-            &self.settings.range_digits,
-        );
+        let levels = levels_of(destination, &names[ends[0]..ends[1]], &self.range_depths);
         Some(SendTicket {
             admitted: Admitted {
                 names,
@@ -297,7 +295,6 @@ impl FraudGuard {
             safe,
             enforce: self.settings.level.enforces() && !safe,
             returning: false,
-            scopes: levels.iter().map(|level| level.scope.clone()).collect(),
             levels,
         })
     }
@@ -338,11 +335,11 @@ impl FraudGuard {
     /// Counts `change` in each of `levels`.
     async fn count_levels(
         &self,
-        levels: &[RangeLevel],
+        levels: &Levels,
         change: LevelChange,
         returning: Option<u64>,
     ) -> Result<Vec<LevelCounts>, StoreError> {
-        let scopes: Vec<&str> = levels.iter().map(|level| level.scope.as_str()).collect();
+        let scopes: Vec<&str> = levels.scopes.iter().map(String::as_str).collect();
         let returning_ttl = Duration::from_secs(self.settings.returning_days * 24 * 3600);
         self.levels
             .count_levels(&LevelUpdate {
@@ -357,12 +354,11 @@ impl FraudGuard {
     }
 
     /// The levels' verdict on a send whose levels counted it.
-    fn judge_levels(&self, levels: &[RangeLevel], counts: &[LevelCounts]) -> Option<LevelVerdict> {
-        let kinds: Vec<_> = levels.iter().map(|level| level.kind).collect();
+    fn judge_levels(&self, levels: &Levels, counts: &[LevelCounts]) -> Option<LevelVerdict> {
         // The reference: the service's (all mail's for an address) history, floored.
         let widest = counts.last()?;
         let reference = super::levels::reference(widest, BASELINE_MIN_SENDS as f64, BASELINE_FLOOR);
-        judge_levels(&self.level_thresholds, &kinds, counts, reference)
+        judge_levels(&self.level_thresholds, &levels.kinds, counts, reference)
     }
 
     /// Whether an operator lifted `shown`'s block within the window.
@@ -379,15 +375,16 @@ impl FraudGuard {
     /// say so).
     fn level_block(
         &self,
-        level: &RangeLevel,
+        levels: &Levels,
         verdict: &LevelVerdict,
         admitted: &Admitted,
         prior: Option<&PrefixBlock>,
     ) -> PrefixBlock {
         let now = admitted.now_ms;
+        let shown = levels.shown(verdict.level);
         // Only the admission's prefix has its record at hand: other ranges start at strike 1.
         let prior_strikes = prior
-            .filter(|block| block.prefix == level.shown)
+            .filter(|block| block.prefix == shown)
             .map_or(0, |b| remembered_strikes(b.strikes, b.struck_ms, now));
         let strikes = prior_strikes + 1;
         // A spread verdict too lasts its strike's cool-off. Its block names the country, which
@@ -396,7 +393,7 @@ impl FraudGuard {
         let until_ms = now + cool_off(strikes).as_millis() as u64;
         let evidence = &verdict.evidence;
         PrefixBlock {
-            prefix: level.shown.clone(),
+            prefix: shown.into_owned(),
             country: admitted.country().to_owned(),
             reason: verdict.reason,
             since_ms: now,
@@ -406,7 +403,7 @@ impl FraudGuard {
             sends: evidence.recent.sends.round() as u64,
             conversions: evidence.recent.conversions.round() as u64,
             lifted_ms: 0,
-            evidence: describe_evidence(level, verdict),
+            evidence: describe_evidence(levels, verdict),
         }
     }
 
@@ -418,7 +415,7 @@ impl FraudGuard {
             enforce: ticket.enforce,
             attribution_ttl: self.attribution_ttl,
             levels: Some(LevelStep {
-                scopes: &ticket.scopes,
+                scopes: &ticket.levels.scopes,
                 now_ms: ticket.admitted.now_ms,
                 half_lives: Self::half_lives(),
                 record_life: LEVEL_RECORD_LIFE,
@@ -496,17 +493,14 @@ impl FraudGuard {
                 // (read only on the way to a refusal).
                 Some(level_verdict)
                     if self
-                        .lifted_recently(&levels[level_verdict.level].shown, now)
+                        .lifted_recently(&levels.shown(level_verdict.level), now)
                         .await? =>
                 {
                     return Ok(admitted);
                 }
-                Some(level_verdict) => self.level_block(
-                    &levels[level_verdict.level],
-                    &level_verdict,
-                    &admitted,
-                    block.as_ref(),
-                ),
+                Some(level_verdict) => {
+                    self.level_block(&levels, &level_verdict, &admitted, block.as_ref())
+                }
             },
             Verdict::Hold { until_ms } => PrefixBlock {
                 reason: Reason::Surge,
@@ -647,11 +641,7 @@ impl FraudGuard {
         }
         // Its levels' conversion, and the destination remembered as returning: in the
         // background, as the answer does not wait for what only later sends read.
-        let levels = levels_of(
-            destination,
-            &country_of(destination),
-            &self.settings.range_digits,
-        );
+        let levels = levels_of(destination, &country_of(destination), &self.range_depths);
         let digest = self.keyring.returning_digests(destination.key())[0];
         let guard = self.clone();
         tokio::spawn(async move {
@@ -676,7 +666,7 @@ impl FraudGuard {
             tracing::warn!(%error, %prefix, "fraud guard: undelivered send not counted");
         }
         // Its levels count it too: an undelivered send is a signal, not an exemption.
-        let levels = levels_of(destination, &country, &self.settings.range_digits);
+        let levels = levels_of(destination, &country, &self.range_depths);
         if let Err(error) = self
             .count_levels(&levels, LevelChange::UNDELIVERED, None)
             .await
@@ -688,7 +678,7 @@ impl FraudGuard {
 
 /// A level's verdict in words, for the operator: the level, its recent and history counts,
 /// what its conversion explains and what it was allowed.
-fn describe_evidence(level: &RangeLevel, verdict: &LevelVerdict) -> String {
+fn describe_evidence(levels: &Levels, verdict: &LevelVerdict) -> String {
     let e = &verdict.evidence;
     let what = match verdict.reason {
         Reason::Spread => "pumped over ranges without converting history",
@@ -699,8 +689,8 @@ fn describe_evidence(level: &RangeLevel, verdict: &LevelVerdict) -> String {
         "{} {}: {what}; recent {:.0} sends, {:.0} verified, {:.0} undelivered; expected \
          conversion {:.0} %; unexplained {:.1} of {:.1} allowed; history {:.0} sends, {:.0} \
          verified",
-        level.kind.name(),
-        level.shown,
+        levels.kinds[verdict.level].name(),
+        levels.shown(verdict.level),
         e.recent.sends,
         e.recent.conversions,
         e.recent.undelivered,
