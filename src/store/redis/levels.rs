@@ -58,12 +58,13 @@ pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &
         invocation.key(fraud_level(scope));
     }
     let life = &levels.record_life;
+    // Whole milliseconds, written as integers (a float takes its shortest-decimal search).
     invocation.arg(format!(
         "{} {} {} {} {} {} {}",
         levels.scopes.len(),
         levels.now_ms,
-        levels.half_lives.recent_ms,
-        levels.half_lives.history_ms,
+        levels.half_lives.recent_ms.round() as u64,
+        levels.half_lives.history_ms.round() as u64,
         life.ttl.as_millis(),
         life.young_ttl.as_millis(),
         life.young_sends
