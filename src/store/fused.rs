@@ -220,6 +220,16 @@ pub async fn verify_then_convert(
     conversion: Option<Conversion<'_>>,
 ) -> Result<VerifyOutcome, StoreError> {
     let outcome = codes.verify(step).await?;
+    convert_if_verified(fraud, outcome, conversion).await;
+    Ok(outcome)
+}
+
+/// The second half of [`verify_then_convert`], for a store that verified on its own.
+pub async fn convert_if_verified(
+    fraud: &dyn FraudStore,
+    outcome: VerifyOutcome,
+    conversion: Option<Conversion<'_>>,
+) {
     if let (VerifyOutcome::Verified, Some(conversion)) = (outcome, conversion) {
         let counted = fraud
             .count_conversion(
@@ -233,5 +243,4 @@ pub async fn verify_then_convert(
             tracing::warn!(%error, prefix = %conversion.prefix, "fraud guard: conversion not counted");
         }
     }
-    Ok(outcome)
 }
