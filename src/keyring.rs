@@ -222,7 +222,7 @@ impl Keyring {
         phone: &str,
         purpose: &str,
         code: &Code,
-    ) -> arrayvec::ArrayVec<CodeDigest, 2> {
+    ) -> crate::domain::CodeDigests {
         self.all()
             .map(|keys| keys.code_digest(phone, purpose, code.expose()))
             .collect()

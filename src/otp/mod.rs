@@ -31,8 +31,8 @@ use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    CodeStore, DevInboxStore, DevMessage, FusedSteps, IssueParams, QuotaRule, QuotaStore,
-    ReceiptStore, Stores, VerifyOutcome, VerifyParams, VerifyStep,
+    Candidates, CodeStore, DevInboxStore, DevMessage, FusedSteps, IssueParams, QuotaRule,
+    QuotaStore, ReceiptStore, Stores, VerifyOutcome, VerifyParams, VerifyStep,
 };
 use crate::token::{Audience, TokenIssuer};
 
@@ -394,9 +394,11 @@ impl OtpService {
                 (destination, purpose, None)
             }
         };
-        let candidates = self
-            .keyring
-            .code_digests(destination.key(), purpose.as_str(), &code);
+        let make_candidates = || {
+            self.keyring
+                .code_digests(destination.key(), purpose.as_str(), &code)
+        };
+        let candidates = Candidates::lazy(&make_candidates);
         let (client, params) = self.verify_limits(&command.caller);
         // A match converts the code's send for the fraud guard: in the verify's own step
         // where the store can, after it elsewhere.

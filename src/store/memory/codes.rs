@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{Admission, CodeStore, GuardStep, GuardedIssue};
+use crate::store::{Admission, Candidates, CodeStore, GuardStep, GuardedIssue};
 
 /// A send that does not issue: nothing for the guard to count.
 fn not_issued(outcome: IssueOutcome) -> GuardedIssue {
@@ -150,12 +150,13 @@ impl MemoryStore {
     }
 
     /// `CodeStore::verify_code`, answered at once: the verify path calls it without the
-    /// trait's boxed future (`fused.rs`).
+    /// trait's boxed future (`fused.rs`). The candidates are made only once a pending code is
+    /// there to compare, under its shard's lock (a miss makes none).
     pub(super) fn verify_code_now(
         &self,
         destination: &Destination,
         purpose: &Purpose,
-        candidates: &[CodeDigest],
+        candidates: &Candidates<'_>,
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> VerifyOutcome {
@@ -190,7 +191,7 @@ impl MemoryStore {
             }
             _ => None,
         };
-        if entry.digest.is_any_of(candidates) {
+        if entry.digest.is_any_of(candidates.digests()) {
             shard.remove(key.as_str());
             if let (Some(id), Some(verification)) = (&latest, verification) {
                 self.approve_by_destination(id, verification);
@@ -282,7 +283,8 @@ impl CodeStore for MemoryStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        Ok(self.verify_code_now(destination, purpose, candidates, client, params))
+        let candidates = Candidates::known(candidates);
+        Ok(self.verify_code_now(destination, purpose, &candidates, client, params))
     }
 
     async fn pending_code(

@@ -37,7 +37,10 @@ impl FusedSteps for MemoryStore {
             params,
         } = step;
         let outcome = match id {
-            Some(id) => self.verify_id(destination, purpose, id, candidates, client, params),
+            Some(id) => {
+                let candidates = candidates.digests();
+                self.verify_id(destination, purpose, id, candidates, client, params)
+            }
             None => self.verify_code_now(destination, purpose, candidates, client, params),
         };
         crate::store::convert_if_verified(self, outcome, conversion).await;
