@@ -14,6 +14,8 @@ instrumentation, warms up, instruments exactly REQUESTS sequential requests on o
 connection, dumps, and divides the instructions counted (all threads) by REQUESTS. Quotas are
 off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     verify    a verify under a random verification_id: no such verification (404)
+    phone     "verify by phone": VCODE_VERIFY_BY=phone, a random phone with no pending code
+              (410): issue 42's row, one lookup as the thin handlers do
     send      a send to a new phone
     verified  a verify that matches: a code sent before instrumentation (in dev mode, its
               code read from the outbox), verified under its send's id (the fraud guard
@@ -21,6 +23,10 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     tstart    a Twilio Verify start (POST /v2/Services/{VA}/Verifications) to a new phone
     tcheck    a Twilio Verify check of a random VerificationSid (20404), as verify's 404
     ROWS=send,verified limits the rows (default: verify, send, verified).
+    A column whose binary is examples/thin_verify is the thin reference of bench-http.sh
+              (started with its own arguments; its settings are ignored): the verify and
+              phone rows POST the same body to /verify-map (embedded) or /verify (Redis, one
+              EVALSHA); it has no other rows ("-").
     STORES=embedded,Redis,PostgreSQL,Cluster picks the stores (default embedded,Redis):
               PostgreSQL is a server of the script's own on a free loopback port (fsync off,
               a fresh database per column and row); Cluster is three primaries on loopback,
@@ -129,6 +135,9 @@ def request_body(kind, i, sent):
         body = {"phone": f"+86139{random.randrange(10**8):08d}", "code": "123456",
                 "verification_id": random_id()}
         return "POST", "/api/v1/otp/verify", body
+    if kind == "phone":
+        body = {"phone": f"+86139{random.randrange(10**8):08d}", "code": "123456"}
+        return "POST", "/api/v1/otp/verify", body
     if kind == "verified":
         phone, verification_id, code = sent.pop()
         return "POST", "/api/v1/otp/verify", {"phone": phone, "code": code,
@@ -166,7 +175,20 @@ def sent_codes(port, count):
     return sent
 
 
-def drive(port, kind, count, sent, service=None, first=0):
+# What each kind of row must answer, so that a row never counts an error of another kind.
+EXPECTED = {"phone": 410, "verified": 200}
+
+
+def is_thin(binary):
+    return os.path.basename(binary) == "thin_verify"
+
+
+def thin_path(store_env):
+    """The thin reference's handler for a verify on `store_env`."""
+    return "/verify-map" if store_env == "embedded" else "/verify"
+
+
+def drive(port, kind, count, sent, service=None, first=0, thin=None):
     # Phones by index: the instrumented requests go on from the warm-up's (`first`), so that
     # no phone is sent to twice (a second send within the cooldown answers 429).
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -182,9 +204,11 @@ def drive(port, kind, count, sent, service=None, first=0):
                 sys.exit(f"{kind}: HTTP {answer.status} {data!r}")
             continue
         method, path, body = request_body(kind, i, sent)
+        if thin:
+            path = thin
         status, data = call(connection, method, path, body)
-        if kind == "verified" and status != 200:
-            sys.exit(f"verified: HTTP {status} {data!r}")
+        if not thin and kind in EXPECTED and status != EXPECTED[kind]:
+            sys.exit(f"{kind}: HTTP {status} {data!r}")
     connection.close()
 
 
@@ -338,6 +362,7 @@ def start_cluster():
     return processes, ",".join(f"redis://127.0.0.1:{p}" for p in ports)
 
 
+LABELS = {"phone": "verify by phone"}
 KNOWN = {}
 
 
@@ -356,6 +381,10 @@ def tenant_quotas_off(binary):
 def measure(build, store_env, kind, redis, stores):
     """(vcode's instructions per request, redis-server's or None)."""
     binary, _, settings = build.partition("@")
+    thin = thin_path(store_env) if is_thin(binary) else None
+    if is_thin(binary) and (kind not in ("verify", "phone")
+                            or store_env not in ("embedded", "Redis")):
+        return None, None
     port = free_port()
     # KEEP=dir keeps each row's profile there, for callgrind_annotate.
     work = os.environ.get("KEEP") or tempfile.mkdtemp()
@@ -364,7 +393,8 @@ def measure(build, store_env, kind, redis, stores):
     label = f"{os.path.basename(binary)}-{abs(hash(build)) % 10**6}-{kind}-{store_env}"
     out = os.path.join(work, f"callgrind.out.{label}")
     env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
-               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF, **tenant_quotas_off(binary),
+               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF,
+               **({} if thin else tenant_quotas_off(binary)),
                VCODE_TWILIO_COMPAT_ACCOUNTS=TWILIO_ACCOUNT + ":"
                + hashlib.sha256(TWILIO_TOKEN.encode()).hexdigest())
     pairs = [pair for pair in settings.split(",") if pair]
@@ -380,23 +410,27 @@ def measure(build, store_env, kind, redis, stores):
         env["VCODE_DATABASE_URL"] = fresh_database(stores["pg_port"])
     if store_env == "Cluster":
         env["VCODE_REDIS_CLUSTER_NODES"] = stores["cluster"]
+    if kind == "phone":
+        env["VCODE_VERIFY_BY"] = "phone"
     if kind == "verified":
         # The outbox, to read the codes sent before instrumentation.
         env["VCODE_DEV_MODE"] = "1"
+    arguments = ([f"127.0.0.1:{port}", f"redis://127.0.0.1:{stores['redis_port']}"]
+                 if thin else [])
     server = subprocess.Popen(
         ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=no",
-         f"--callgrind-out-file={out}", binary],
+         f"--callgrind-out-file={out}", binary, *arguments],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wait_for_port(port)
         sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
         service = twilio_service(port) if kind.startswith("t") else None
-        drive(port, kind, WARMUP, sent, service)
+        drive(port, kind, WARMUP, sent, service, thin=thin)
         subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if store_env == "Redis":
             redis.begin()
-        drive(port, kind, REQUESTS, sent, service, first=WARMUP)
+        drive(port, kind, REQUESTS, sent, service, first=WARMUP, thin=thin)
         # A dump holds what was counted since instrumentation began: exactly these requests.
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -430,13 +464,15 @@ def main():
         print(f"{'row':<18}" + "".join(f"{f'[{i}]':>12}" for i in range(len(binaries))))
         for kind, store in rows:
             measured = [measure(b, store, kind, redis, stores) for b in binaries]
-            for label, counts in [(f"{kind}, {store}", [m[0] for m in measured]),
-                                  (f"{kind}, {store}, redis-server", [m[1] for m in measured])]:
-                if None in counts:
+            name = LABELS.get(kind, kind)
+            for label, counts in [(f"{name}, {store}", [m[0] for m in measured]),
+                                  (f"{name}, {store}, redis-server", [m[1] for m in measured])]:
+                if all(c is None for c in counts):
                     continue
-                ratios = "".join(f"  {c / counts[0]:.2f}x" for c in counts[1:])
-                print(f"{label:<18}" + "".join(f"{c:>12,.0f}" for c in counts) + ratios,
-                      flush=True)
+                ratios = "".join("      -" if c is None or counts[0] is None
+                                 else f"  {c / counts[0]:.2f}x" for c in counts[1:])
+                print(f"{label:<18}" + "".join("           -" if c is None else f"{c:>12,.0f}"
+                                               for c in counts) + ratios, flush=True)
         print(f"instructions per request (callgrind, all threads), {REQUESTS} requests a row, "
               f"{time.strftime('%Y-%m-%d', time.gmtime())}")
     finally:

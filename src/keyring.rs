@@ -215,8 +215,14 @@ impl Keyring {
         self.current.code_digest(phone, purpose, code.expose())
     }
 
-    /// The digests a submitted code may be stored under: current key, then previous.
-    pub fn code_digests(&self, phone: &str, purpose: &str, code: &Code) -> Vec<CodeDigest> {
+    /// The digests a submitted code may be stored under: current key, then previous (inline:
+    /// a verify allocates nothing for them).
+    pub fn code_digests(
+        &self,
+        phone: &str,
+        purpose: &str,
+        code: &Code,
+    ) -> crate::domain::CodeDigests {
         self.all()
             .map(|keys| keys.code_digest(phone, purpose, code.expose()))
             .collect()

@@ -65,6 +65,10 @@ impl Code {
     }
 }
 
+/// A code's digest under each key in use (the current one, and the previous while a rotation
+/// settles), inline.
+pub type CodeDigests = arrayvec::ArrayVec<CodeDigest, 2>;
+
 /// A keyed hash of a code, bound to its phone and purpose: what the store keeps instead of the
 /// code. 128 bits: guessing is bounded by the attempt limit, not by the digest's length.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]

@@ -17,7 +17,7 @@ mod verification;
 pub use budget::SendBudget;
 pub use captcha::{CaptchaAnswer, CaptchaId};
 pub use client::Client;
-pub use code::{Code, CodeDigest, CodeLength, SealedCode};
+pub use code::{Code, CodeDigest, CodeDigests, CodeLength, SealedCode};
 pub use destination::{Channel, Destination, EMAIL_COUNTRY, EmailDestination, masked_key};
 pub use email::{EmailAddress, InvalidEmail};
 pub use locale::Locale;

@@ -3,8 +3,11 @@
 
 use std::fmt;
 
+use arrayvec::ArrayString;
+
+/// Kept inline: a purpose is short, and copying one costs no allocation.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct Purpose(String);
+pub struct Purpose(ArrayString<MAX_LEN>);
 
 const MAX_LEN: usize = 32;
 
@@ -16,7 +19,7 @@ impl Purpose {
             && input
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-        valid.then(|| Self(input.to_owned()))
+        ArrayString::from(input).ok().filter(|_| valid).map(Self)
     }
 
     pub fn as_str(&self) -> &str {
@@ -26,7 +29,7 @@ impl Purpose {
 
 impl Default for Purpose {
     fn default() -> Self {
-        Self("login".to_owned())
+        Self(ArrayString::from("login").expect("`login` is a short purpose"))
     }
 }
 

@@ -31,8 +31,8 @@ use crate::pow::{PowService, SolvedPow};
 use crate::sms::SmsSender;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    CodeStore, DevInboxStore, DevMessage, FusedSteps, IssueParams, QuotaRule, QuotaStore,
-    ReceiptStore, Stores, VerifyOutcome, VerifyParams, VerifyStep,
+    Candidates, CodeStore, DevInboxStore, DevMessage, FusedSteps, IssueParams, QuotaRule,
+    QuotaStore, ReceiptStore, Stores, VerifyOutcome, VerifyParams, VerifyStep,
 };
 use crate::token::{Audience, TokenIssuer};
 
@@ -359,24 +359,23 @@ impl OtpService {
     /// match answers a signed token naming the destination (`sub`, with its `channel`), the
     /// purpose, `audience` and the id (the audience is checked before the code is touched: a
     /// bad one consumes nothing).
-    pub async fn verify(&self, command: VerifyCommand) -> Result<String, OtpError> {
+    pub async fn verify(&self, command: VerifyCommand<'_>) -> Result<String, OtpError> {
         let length = command
             .profile
             .as_ref()
             .map_or(self.settings.code_length, |profile| profile.code_length);
-        let code = Code::parse(&command.code, length).ok_or(OtpError::InvalidCode)?;
+        let code = Code::parse(command.code, length).ok_or(OtpError::InvalidCode)?;
         let audience = command
             .audience
-            .as_deref()
             .map(|raw| Audience::parse(raw).ok_or(OtpError::InvalidAudience))
             .transpose()?;
         let verify_by = match command.profile {
             Some(_) => VerifyBy::Id,
             None => self.settings.verify_by,
         };
-        let by_id = match (verify_by, &command.verification_id) {
+        let by_id = match (verify_by, command.verification_id) {
             (VerifyBy::Phone, _) => None,
-            (VerifyBy::Id | VerifyBy::Either, Some(id)) => Some(id.as_str()),
+            (VerifyBy::Id | VerifyBy::Either, Some(id)) => Some(id),
             (VerifyBy::Id, None) => return Err(OtpError::VerificationIdRequired),
             (VerifyBy::Either, None) => None,
         };
@@ -386,18 +385,20 @@ impl OtpService {
                 (destination, purpose, Some(id))
             }
             None => {
-                let destination = match (command.phone.as_deref(), command.email.as_deref()) {
+                let destination = match (command.phone, command.email) {
                     // As before email existed: a verify by phone without one.
                     (None, None) => return Err(OtpError::InvalidPhone),
                     (phone, email) => self.parse_destination(phone, email)?,
                 };
-                let purpose = self.parse_purpose(command.purpose.as_deref())?;
+                let purpose = self.parse_purpose(command.purpose)?;
                 (destination, purpose, None)
             }
         };
-        let candidates = self
-            .keyring
-            .code_digests(destination.key(), purpose.as_str(), &code);
+        let make_candidates = || {
+            self.keyring
+                .code_digests(destination.key(), purpose.as_str(), &code)
+        };
+        let candidates = Candidates::lazy(&make_candidates);
         let (client, params) = self.verify_limits(&command.caller);
         // A match converts the code's send for the fraud guard: in the verify's own step
         // where the store can, after it elsewhere.

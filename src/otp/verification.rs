@@ -17,17 +17,18 @@ pub enum Owner<'a> {
 
 /// One verify, as the client asked for it.
 #[derive(Debug, Clone)]
-pub struct VerifyCommand {
+/// Borrowed: a verify reads its fields where the request holds them, copying none.
+pub struct VerifyCommand<'a> {
     /// What `otp/send` answered; required when verifying by id.
-    pub verification_id: Option<String>,
+    pub verification_id: Option<&'a str>,
     /// Required when verifying by phone; by id, it must be the verification's if given.
-    pub phone: Option<String>,
+    pub phone: Option<&'a str>,
     /// `phone`'s counterpart for an email verification: one of the two, never both.
-    pub email: Option<String>,
+    pub email: Option<&'a str>,
     /// By phone, `login` when absent; by id, it must be the verification's if given.
-    pub purpose: Option<String>,
-    pub code: String,
-    pub audience: Option<String>,
+    pub purpose: Option<&'a str>,
+    pub code: &'a str,
+    pub audience: Option<&'a str>,
     /// Who asks: a browser's address, or a tenant and the end user it names.
     pub caller: Caller,
     /// Set by a compatibility API: the code is its length, and goes by id whatever
@@ -60,7 +61,7 @@ impl OtpService {
     pub(super) async fn verification_target(
         &self,
         raw: &str,
-        command: &VerifyCommand,
+        command: &VerifyCommand<'_>,
     ) -> Result<(Destination, Purpose, VerificationId), OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
         let (phone, purpose) = self.locate(&id).await?;
@@ -73,15 +74,13 @@ impl OtpService {
         }
         if command.phone.is_some() || command.email.is_some() {
             // A malformed phone or address is still the client's error to hear about.
-            let claimed =
-                self.parse_destination(command.phone.as_deref(), command.email.as_deref())?;
+            let claimed = self.parse_destination(command.phone, command.email)?;
             if claimed.key() != phone.key() {
                 return Err(OtpError::VerificationMismatch);
             }
         }
         if command
             .purpose
-            .as_deref()
             .is_some_and(|claimed| claimed != purpose.as_str())
         {
             return Err(OtpError::VerificationMismatch);

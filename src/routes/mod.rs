@@ -15,6 +15,7 @@ mod events;
 mod fraud;
 mod hardening;
 mod health;
+mod json_body;
 mod jwks;
 mod observe;
 mod openapi;

@@ -2,6 +2,7 @@
 //! `GET /api/v1/otp/verifications/{id}` and `POST /api/v1/otp/verifications/{id}/cancel`.
 
 use actix_web::{HttpRequest, HttpResponse, web};
+use serde::Deserialize;
 use tracing::Instrument;
 use vcode_wire::{
     Delivery, SendData, SendRequest, VerificationData, VerificationStatus, VerifyData,
@@ -10,6 +11,7 @@ use vcode_wire::{
 
 use super::api_key::{MayReadStatus, MaySend, MayVerify};
 use super::envelope;
+use super::json_body::{JsonBytes, Text};
 use super::openapi::Api;
 use super::{ApiError, AppState};
 use crate::api_keys::{ApiKeyName, Operation};
@@ -205,8 +207,8 @@ pub(super) fn caller(
     request: &HttpRequest,
     state: &AppState,
     key: Option<&ApiKeyName>,
-    end_user_ip: Option<String>,
-    end_user_id: Option<String>,
+    end_user_ip: Option<&str>,
+    end_user_id: Option<&str>,
 ) -> Result<Caller, ApiError> {
     let Some(key) = key else {
         if end_user_ip.is_some() || end_user_id.is_some() {
@@ -218,10 +220,10 @@ pub(super) fn caller(
     };
     let end_user = match (end_user_ip, end_user_id) {
         (None, None) => None,
-        (Some(address), None) => Some(EndUser::address(&address).ok_or_else(|| {
+        (Some(address), None) => Some(EndUser::address(address).ok_or_else(|| {
             ApiError::Malformed("end_user_ip must be an IPv4 or IPv6 address".to_owned())
         })?),
-        (None, Some(id)) => Some(EndUser::key(&id).ok_or_else(|| {
+        (None, Some(id)) => Some(EndUser::key(id).ok_or_else(|| {
             ApiError::Malformed("end_user_id must be 1 to 255 visible ASCII characters".to_owned())
         })?),
         (Some(_), Some(_)) => {
@@ -255,8 +257,8 @@ async fn send(
             &request,
             &state,
             caller_key.as_ref(),
-            body.end_user_ip,
-            body.end_user_id,
+            body.end_user_ip.as_deref(),
+            body.end_user_id.as_deref(),
         )?,
         idempotency_key: idempotency_key(&request, caller_key.as_ref())?,
         profile: None,
@@ -283,26 +285,47 @@ async fn send(
     }))
 }
 
+/// [`VerifyRequest`] read in place: its strings borrow from the body (`JsonBytes`).
+#[derive(Deserialize)]
+struct VerifyBody<'a> {
+    #[serde(default, borrow)]
+    verification_id: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    phone: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    email: Option<Text<'a>>,
+    #[serde(borrow)]
+    code: Text<'a>,
+    #[serde(default, borrow)]
+    purpose: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    audience: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    end_user_ip: Option<Text<'a>>,
+    #[serde(default, borrow)]
+    end_user_id: Option<Text<'a>>,
+}
+
 async fn verify(
     MayVerify(caller_key): MayVerify,
     request: HttpRequest,
     state: web::Data<AppState>,
-    body: web::Json<VerifyRequest>,
+    body: JsonBytes,
 ) -> Result<HttpResponse, ApiError> {
-    let body = body.into_inner();
+    let body: VerifyBody<'_> = body.parse()?;
     let command = VerifyCommand {
-        verification_id: body.verification_id,
-        phone: body.phone,
-        email: body.email,
-        purpose: body.purpose,
-        code: body.code,
-        audience: body.audience,
+        verification_id: body.verification_id.as_ref().map(Text::as_str),
+        phone: body.phone.as_ref().map(Text::as_str),
+        email: body.email.as_ref().map(Text::as_str),
+        purpose: body.purpose.as_ref().map(Text::as_str),
+        code: body.code.as_str(),
+        audience: body.audience.as_ref().map(Text::as_str),
         caller: caller(
             &request,
             &state,
             caller_key.as_ref(),
-            body.end_user_ip,
-            body.end_user_id,
+            body.end_user_ip.as_ref().map(Text::as_str),
+            body.end_user_id.as_ref().map(Text::as_str),
         )?,
         profile: None,
     };

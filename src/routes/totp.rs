@@ -348,8 +348,8 @@ async fn confirm(
         &request,
         &state,
         Some(&key),
-        body.end_user_ip,
-        body.end_user_id,
+        body.end_user_ip.as_deref(),
+        body.end_user_id.as_deref(),
     )?;
     let client = state.otp.client_of(&caller);
     confirm_in(&state, &scope(&key), &identity, &factor, &body.code, client).await
@@ -408,8 +408,8 @@ async fn verify(
         &request,
         &state,
         Some(&key),
-        body.end_user_ip.clone(),
-        body.end_user_id.clone(),
+        body.end_user_ip.as_deref(),
+        body.end_user_id.as_deref(),
     )?;
     let client = state.otp.client_of(&caller);
     verify_in(&state, &scope(&key), &identity, body, client).await

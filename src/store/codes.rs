@@ -348,11 +348,18 @@ pub trait CodeStore: Send + Sync + 'static {
         } = step;
         match id {
             Some(id) => {
-                self.verify_by_id(destination, purpose, id, candidates, client, params)
-                    .await
+                self.verify_by_id(
+                    destination,
+                    purpose,
+                    id,
+                    candidates.digests(),
+                    client,
+                    params,
+                )
+                .await
             }
             None => {
-                self.verify_code(destination, purpose, candidates, client, params)
+                self.verify_code(destination, purpose, candidates.digests(), client, params)
                     .await
             }
         }

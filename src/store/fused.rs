@@ -5,7 +5,7 @@
 //! step and one round trip, and falls back on [`issue_then_admit`] / [`verify_then_convert`]
 //! where they do not (a Redis Cluster).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -15,7 +15,7 @@ use super::{
     PrefixBlock, QuotaStore, SendMark, StoreError, VerifyOutcome, VerifyParams,
 };
 use crate::domain::traffic::{HalfLives, RecordLife, Window};
-use crate::domain::{Client, CodeDigest, Destination, Purpose, VerificationId};
+use crate::domain::{Client, CodeDigest, CodeDigests, Destination, Purpose, VerificationId};
 
 /// The fraud guard's step of one send, as `FusedSteps::issue_guarded` takes it: the send, the
 /// window it is judged over, whether a blocked prefix is refused, and how long its
@@ -76,9 +76,47 @@ pub struct VerifyStep<'a> {
     /// (`CodeStore::verify_code`).
     pub id: Option<&'a VerificationId>,
     /// The submitted code's digest under each key in use.
-    pub candidates: &'a [CodeDigest],
+    pub candidates: &'a Candidates<'a>,
     pub client: Client,
     pub params: VerifyParams,
+}
+
+/// The submitted code's digest under each key in use, made when first asked for: a store that
+/// finds no pending code never needs them (an HMAC per key, the largest item of a verify's
+/// miss on the embedded store). The remote stores ask at once: the digests are arguments.
+pub enum Candidates<'a> {
+    Known(&'a [CodeDigest]),
+    Lazy {
+        made: OnceLock<CodeDigests>,
+        make: &'a (dyn Fn() -> CodeDigests + Sync),
+    },
+}
+
+impl<'a> Candidates<'a> {
+    pub fn known(digests: &'a [CodeDigest]) -> Self {
+        Self::Known(digests)
+    }
+
+    pub fn lazy(make: &'a (dyn Fn() -> CodeDigests + Sync)) -> Self {
+        Self::Lazy {
+            made: OnceLock::new(),
+            make,
+        }
+    }
+
+    pub fn digests(&self) -> &[CodeDigest] {
+        match self {
+            Self::Known(digests) => digests,
+            Self::Lazy { made, make } => made.get_or_init(make),
+        }
+    }
+}
+
+impl std::fmt::Debug for Candidates<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the digests: they stand for the code.
+        f.write_str("Candidates")
+    }
 }
 
 /// A verified code's send, for the guard to count as converted: see
@@ -220,6 +258,16 @@ pub async fn verify_then_convert(
     conversion: Option<Conversion<'_>>,
 ) -> Result<VerifyOutcome, StoreError> {
     let outcome = codes.verify(step).await?;
+    convert_if_verified(fraud, outcome, conversion).await;
+    Ok(outcome)
+}
+
+/// The second half of [`verify_then_convert`], for a store that verified on its own.
+pub async fn convert_if_verified(
+    fraud: &dyn FraudStore,
+    outcome: VerifyOutcome,
+    conversion: Option<Conversion<'_>>,
+) {
     if let (VerifyOutcome::Verified, Some(conversion)) = (outcome, conversion) {
         let counted = fraud
             .count_conversion(
@@ -233,5 +281,4 @@ pub async fn verify_then_convert(
             tracing::warn!(%error, prefix = %conversion.prefix, "fraud guard: conversion not counted");
         }
     }
-    Ok(outcome)
 }

@@ -560,18 +560,19 @@ impl TwilioCompat {
                 (id.as_str().to_owned(), None)
             }
         };
+        let purpose = profile.purpose.clone();
         let command = VerifyCommand {
-            verification_id: Some(id.clone()),
+            verification_id: Some(&id),
             phone: destination
                 .as_ref()
                 .and_then(|destination| destination.phone())
-                .map(|phone| phone.as_e164().to_owned()),
+                .map(|phone| phone.as_e164()),
             email: destination
                 .as_ref()
                 .and_then(|destination| destination.email())
-                .map(|address| address.as_str().to_owned()),
-            purpose: Some(profile.purpose.as_str().to_owned()),
-            code: code.to_owned(),
+                .map(|address| address.as_str()),
+            purpose: Some(purpose.as_str()),
+            code,
             audience: None,
             caller: caller_of(&service),
             profile: Some(profile),

@@ -1,11 +1,12 @@
 //! Phone numbers, normalised to E.164 with libphonenumber's metadata (the `phonenumber` crate).
 
 use std::collections::HashMap;
-use std::fmt;
+use std::fmt::{self, Write as _};
 use std::hash::{BuildHasher, RandomState};
 use std::str::FromStr;
 use std::sync::{Mutex, MutexGuard};
 
+use arrayvec::ArrayString;
 use phonenumber::country;
 
 mod numbering_plan;
@@ -134,7 +135,7 @@ fn only_dialling_characters(input: &str) -> bool {
 /// A valid phone number in E.164 form, e.g. `+8613800138000`.
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct Phone {
-    e164: String,
+    e164: E164,
     /// The country calling code (`86` of `+8613800138000`): where the fraud guard's
     /// destination prefixes start.
     calling_code: u16,
@@ -146,6 +147,17 @@ pub struct Phone {
 
 /// Longer than any real number in any national format; longer input is refused unparsed.
 const MAX_INPUT_LEN: usize = 32;
+
+/// An E.164 number kept inline: `+`, a country code and a national number, shorter than any
+/// input the parsers take (`MAX_INPUT_LEN` and the country code); a phone costs no allocation.
+type E164 = ArrayString<{ MAX_INPUT_LEN + 8 }>;
+
+/// `+`, `calling_code` and `national`, if it fits (a longer one is no phone number).
+fn e164_of(calling_code: u16, national: impl fmt::Display) -> Option<E164> {
+    let mut e164 = E164::new();
+    write!(e164, "+{calling_code}{national}").ok()?;
+    Some(e164)
+}
 
 impl Phone {
     /// Reads `input` (E.164 with `+`, or a national number in `default_region`) and keeps it
@@ -160,18 +172,24 @@ impl Phone {
     /// inside `default_region` with no prefix. Well under a microsecond.
     fn parse_plain(input: &str, default_region: Region) -> Option<Self> {
         match input.strip_prefix('+') {
-            Some(digits) => numbering_plan::validate(digits).map(|valid| Self {
-                e164: input.to_owned(),
-                calling_code: valid.calling_code,
-                region: valid.region,
-                number_type: valid.number_type,
-            }),
-            None => numbering_plan::validate_national(input, default_region).map(|valid| Self {
-                e164: format!("+{}{input}", valid.calling_code),
-                calling_code: valid.calling_code,
-                region: valid.region,
-                number_type: valid.number_type,
-            }),
+            Some(digits) => {
+                let valid = numbering_plan::validate(digits)?;
+                Some(Self {
+                    e164: E164::from(input).ok()?,
+                    calling_code: valid.calling_code,
+                    region: valid.region,
+                    number_type: valid.number_type,
+                })
+            }
+            None => {
+                let valid = numbering_plan::validate_national(input, default_region)?;
+                Some(Self {
+                    e164: e164_of(valid.calling_code, input)?,
+                    calling_code: valid.calling_code,
+                    region: valid.region,
+                    number_type: valid.number_type,
+                })
+            }
         }
     }
 
@@ -190,7 +208,7 @@ impl Phone {
         }
         // E.164 is `+`, the country code and the national number; the crate's formatter would
         // first look up a national format pattern that E.164 never uses.
-        let e164 = format!("+{}{}", number.country().code(), number.national());
+        let e164 = e164_of(number.country().code(), number.national())?;
         let region = number.country().id().map(Region);
         // The type as the fast path gives it for the same digits, so that one number has one
         // type however it was written; the crate's own where the fast path cannot answer.

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{Admission, CodeStore, GuardStep, GuardedIssue};
+use crate::store::{Admission, Candidates, CodeStore, GuardStep, GuardedIssue};
 
 /// A send that does not issue: nothing for the guard to count.
 fn not_issued(outcome: IssueOutcome) -> GuardedIssue {
@@ -148,6 +148,70 @@ impl MemoryStore {
             },
         })))
     }
+
+    /// `CodeStore::verify_code`, answered at once: the verify path calls it without the
+    /// trait's boxed future (`fused.rs`). The candidates are made only once a pending code is
+    /// there to compare, under its shard's lock (a miss makes none).
+    pub(super) fn verify_code_now(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+        candidates: &Candidates<'_>,
+        client: crate::domain::Client,
+        params: VerifyParams,
+    ) -> VerifyOutcome {
+        let key = code_key(destination, purpose);
+        let now = self.now_ms();
+        let mut shard = self.codes.lock(&key);
+        // The code's latest send's verification takes the outcome (verifications.rs); its
+        // shard is locked before the logs', as everywhere.
+        let latest = shard
+            .get(key.as_str())
+            .map(|entry| entry.verification.clone());
+        let mut verifications = latest
+            .as_ref()
+            .map(|id| self.verifications.lock(id.as_str()));
+        let (mut logs, limits) = FailureLimits::lock(&self.quotas, destination, client, &params);
+        let wait = limits.wait(&mut logs, now);
+        if wait > 0 {
+            return VerifyOutcome::QuotaExceeded {
+                retry_after: Duration::from_millis(wait),
+            };
+        }
+        let Some(entry) = shard.get_mut(key.as_str()) else {
+            return VerifyOutcome::CodeExpired;
+        };
+        if entry.expires_at_ms <= now {
+            shard.remove(key.as_str());
+            return VerifyOutcome::CodeExpired;
+        }
+        let verification = match (&latest, verifications.as_deref_mut()) {
+            (Some(id), Some(verifications)) => {
+                self.bound_verification(verifications, id, entry.digest, now)
+            }
+            _ => None,
+        };
+        if entry.digest.is_any_of(candidates.digests()) {
+            shard.remove(key.as_str());
+            if let (Some(id), Some(verification)) = (&latest, verification) {
+                self.approve_by_destination(id, verification);
+            }
+            return VerifyOutcome::Verified;
+        }
+        limits.record(&mut logs, now);
+        entry.failed_attempts += 1;
+        let destroyed = entry.failed_attempts >= params.max_attempts;
+        if let (Some(id), Some(verification)) = (&latest, verification) {
+            self.fail_by_destination(id, verification, entry.failed_attempts, destroyed);
+        }
+        if destroyed {
+            shard.remove(key.as_str());
+            return VerifyOutcome::Destroyed;
+        }
+        VerifyOutcome::Mismatch {
+            remaining_attempts: params.max_attempts - entry.failed_attempts,
+        }
+    }
 }
 
 #[async_trait]
@@ -219,57 +283,8 @@ impl CodeStore for MemoryStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> Result<VerifyOutcome, StoreError> {
-        let key = code_key(destination, purpose);
-        let now = self.now_ms();
-        let mut shard = self.codes.lock(&key);
-        // The code's latest send's verification takes the outcome (verifications.rs); its
-        // shard is locked before the logs', as everywhere.
-        let latest = shard
-            .get(key.as_str())
-            .map(|entry| entry.verification.clone());
-        let mut verifications = latest
-            .as_ref()
-            .map(|id| self.verifications.lock(id.as_str()));
-        let (mut logs, limits) = FailureLimits::lock(&self.quotas, destination, client, &params);
-        let wait = limits.wait(&mut logs, now);
-        if wait > 0 {
-            return Ok(VerifyOutcome::QuotaExceeded {
-                retry_after: Duration::from_millis(wait),
-            });
-        }
-        let Some(entry) = shard.get_mut(key.as_str()) else {
-            return Ok(VerifyOutcome::CodeExpired);
-        };
-        if entry.expires_at_ms <= now {
-            shard.remove(key.as_str());
-            return Ok(VerifyOutcome::CodeExpired);
-        }
-        let verification = match (&latest, verifications.as_deref_mut()) {
-            (Some(id), Some(verifications)) => {
-                self.bound_verification(verifications, id, entry.digest, now)
-            }
-            _ => None,
-        };
-        if entry.digest.is_any_of(candidates) {
-            shard.remove(key.as_str());
-            if let (Some(id), Some(verification)) = (&latest, verification) {
-                self.approve_by_destination(id, verification);
-            }
-            return Ok(VerifyOutcome::Verified);
-        }
-        limits.record(&mut logs, now);
-        entry.failed_attempts += 1;
-        let destroyed = entry.failed_attempts >= params.max_attempts;
-        if let (Some(id), Some(verification)) = (&latest, verification) {
-            self.fail_by_destination(id, verification, entry.failed_attempts, destroyed);
-        }
-        if destroyed {
-            shard.remove(key.as_str());
-            return Ok(VerifyOutcome::Destroyed);
-        }
-        Ok(VerifyOutcome::Mismatch {
-            remaining_attempts: params.max_attempts - entry.failed_attempts,
-        })
+        let candidates = Candidates::known(candidates);
+        Ok(self.verify_code_now(destination, purpose, &candidates, client, params))
     }
 
     async fn pending_code(

@@ -26,6 +26,24 @@ impl FusedSteps for MemoryStore {
         step: VerifyStep<'_>,
         conversion: Option<Conversion<'_>>,
     ) -> Result<VerifyOutcome, StoreError> {
-        crate::store::verify_then_convert(self, self, step, conversion).await
+        // The verify answered at once, not through `CodeStore::verify`'s boxed futures (two
+        // allocations on every verify); only a match awaits, for its conversion.
+        let VerifyStep {
+            destination,
+            purpose,
+            id,
+            candidates,
+            client,
+            params,
+        } = step;
+        let outcome = match id {
+            Some(id) => {
+                let candidates = candidates.digests();
+                self.verify_id(destination, purpose, id, candidates, client, params)
+            }
+            None => self.verify_code_now(destination, purpose, candidates, client, params),
+        };
+        crate::store::convert_if_verified(self, outcome, conversion).await;
+        Ok(outcome)
     }
 }

@@ -20,9 +20,12 @@ mod twilio;
 mod verifications;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::fmt::Write as _;
 use std::hash::{BuildHasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
+
+use arrayvec::ArrayString;
 
 use super::{
     Budget, Budgets, CodeCandidate, DEV_INBOX_CAPACITY, DEV_INBOX_TTL, DeliveryCount,
@@ -308,29 +311,72 @@ impl Default for MemoryStore {
     }
 }
 
-// Keys are joined, not `format!`ted: on the verify path the formatting machinery cost more
-// than the map lookup it feeds.
-fn code_key(destination: &Destination, purpose: &Purpose) -> String {
-    [destination.key(), ":", purpose.as_str()].concat()
+/// A key of the maps, built on the stack where it fits: a phone's keys always do (an E.164, a
+/// purpose of at most 32 characters, a client address), so a verify by phone allocates none;
+/// an email's long address goes to the heap.
+enum StoreKey {
+    Inline(ArrayString<96>),
+    Heap(String),
 }
 
-fn destination_sends_key(destination: &Destination) -> String {
-    ["sends:", destination.key()].concat()
+impl StoreKey {
+    /// `parts` joined: not `format!`ted, as on the verify path the formatting machinery cost
+    /// more than the map lookup it feeds.
+    fn join(parts: &[&str]) -> Self {
+        let mut inline = ArrayString::new();
+        for part in parts {
+            if inline.try_push_str(part).is_err() {
+                return Self::Heap(parts.concat());
+            }
+        }
+        Self::Inline(inline)
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            Self::Inline(key) => key,
+            Self::Heap(key) => key,
+        }
+    }
+
+    fn into_boxed_str(self) -> Box<str> {
+        self.as_str().into()
+    }
 }
 
-fn phone_failures_key(destination: &Destination) -> String {
-    ["fails:", destination.key()].concat()
+impl std::ops::Deref for StoreKey {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
 }
 
-fn client_failures_key(destination: &Destination, client: crate::domain::Client) -> String {
-    format!("fails:{}:{client}", destination.key())
+fn code_key(destination: &Destination, purpose: &Purpose) -> StoreKey {
+    StoreKey::join(&[destination.key(), ":", purpose.as_str()])
+}
+
+fn destination_sends_key(destination: &Destination) -> StoreKey {
+    StoreKey::join(&["sends:", destination.key()])
+}
+
+fn phone_failures_key(destination: &Destination) -> StoreKey {
+    StoreKey::join(&["fails:", destination.key()])
+}
+
+fn client_failures_key(destination: &Destination, client: crate::domain::Client) -> StoreKey {
+    let mut inline = ArrayString::<96>::new();
+    match write!(inline, "fails:{}:{client}", destination.key()) {
+        Ok(()) => StoreKey::Inline(inline),
+        Err(_) => StoreKey::Heap(format!("fails:{}:{client}", destination.key())),
+    }
 }
 
 /// The failure limits a verify is under, the phone's and the (phone, client) one, checked and
 /// counted in one place for the verify by code and the verify by id. Both logs are the phone's:
 /// one shard of `quotas`, chosen by the phone's key. A log's key is built only when its limit is
 /// on.
-struct FailureLimits([Option<(String, QuotaRule)>; 2]);
+struct FailureLimits([Option<(StoreKey, QuotaRule)>; 2]);
 
 impl FailureLimits {
     /// Locks the phone's failure logs (the caller holds the code's shard already: lock order)

@@ -9,10 +9,10 @@ use tokio_postgres::types::{ToSql, Type};
 use super::{PostgresStore, as_bigint, column, millis, ms_duration, rule_arrays, unix_ms};
 use crate::domain::{CodeDigest, Destination, Purpose, SealedCode, VerificationId};
 use crate::store::{
-    Budgets, CodeCandidate, CodeStore, DeliveryStatus, IssueKind, IssueOutcome, IssueParams,
-    IssueUndo, IssuedCode, PendingCode, PreviousIssue, QuotaToken, ResendPolicy, StoreError,
-    VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome, VerifyParams,
-    VerifyStep,
+    Budgets, Candidates, CodeCandidate, CodeStore, DeliveryStatus, IssueKind, IssueOutcome,
+    IssueParams, IssueUndo, IssuedCode, PendingCode, PreviousIssue, QuotaToken, ResendPolicy,
+    StoreError, VerificationRecord, VerificationStatus, VerificationTarget, VerifyOutcome,
+    VerifyParams, VerifyStep,
 };
 
 const ISSUE: &str =
@@ -205,7 +205,11 @@ impl PostgresStore {
         let statement = if id.is_some() { VERIFY_BY_ID } else { VERIFY };
         let (phone_limits, phone_windows) = rule_arrays(params.destination_failures.as_slice());
         let (client_limits, client_windows) = rule_arrays(params.client_failures.as_slice());
-        let candidates: Vec<&[u8]> = candidates.iter().map(CodeDigest::as_bytes).collect();
+        let candidates: Vec<&[u8]> = candidates
+            .digests()
+            .iter()
+            .map(CodeDigest::as_bytes)
+            .collect();
         let (e164, purpose, id) = (
             destination.key(),
             purpose.as_str(),
@@ -306,7 +310,7 @@ impl CodeStore for PostgresStore {
             destination,
             purpose,
             id: None,
-            candidates,
+            candidates: &Candidates::known(candidates),
             client,
             params,
         };
@@ -360,7 +364,7 @@ impl CodeStore for PostgresStore {
             destination,
             purpose,
             id: Some(id),
-            candidates,
+            candidates: &Candidates::known(candidates),
             client,
             params,
         };

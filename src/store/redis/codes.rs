@@ -5,7 +5,7 @@ use async_trait::async_trait;
 
 use super::*;
 use crate::store::{
-    Admission, CodeStore, Conversion, GuardStep, GuardedIssue, IssueKind, VerifyStep,
+    Admission, Candidates, CodeStore, Conversion, GuardStep, GuardedIssue, IssueKind, VerifyStep,
 };
 
 impl RedisStore {
@@ -191,7 +191,7 @@ impl RedisStore {
         if id.is_none() {
             invocation.arg(keys::verification_prefix(destination.key()));
         }
-        for candidate in candidates {
+        for candidate in candidates.digests() {
             invocation.arg(candidate.as_bytes());
         }
         if let Some(conversion) = &conversion {
@@ -276,7 +276,7 @@ impl CodeStore for RedisStore {
             destination,
             purpose,
             id: None,
-            candidates,
+            candidates: &Candidates::known(candidates),
             client,
             params,
         };
@@ -340,7 +340,7 @@ impl CodeStore for RedisStore {
             destination,
             purpose,
             id: Some(id),
-            candidates,
+            candidates: &Candidates::known(candidates),
             client,
             params,
         };

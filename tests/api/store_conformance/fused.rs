@@ -9,8 +9,8 @@ use super::*;
 use vcode::fraud::Reason;
 use vcode::fraud::policy::{BUCKET_MS, WINDOW_MINUTES, Window};
 use vcode::store::{
-    Admission, Conversion, FraudSend, FusedSteps, GuardStep, GuardedIssue, PrefixBlock, StepByStep,
-    VerifyStep,
+    Admission, Candidates, Conversion, FraudSend, FusedSteps, GuardStep, GuardedIssue, PrefixBlock,
+    StepByStep, VerifyStep,
 };
 
 const CODE_TTL: Duration = Duration::from_secs(900);
@@ -127,7 +127,7 @@ async fn fused_steps_answer_alike_on_the_backend_and_step_by_step(backend: Backe
             destination: &phone,
             purpose: &login(),
             id: None,
-            candidates: &candidates,
+            candidates: &Candidates::known(&candidates),
             client: codes::CLIENT,
             params: five_attempts(),
         };

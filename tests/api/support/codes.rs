@@ -38,7 +38,9 @@ pub fn candidate(phone: &Destination, purpose: &Purpose, code: &Code) -> CodeCan
 
 /// What a verify of `code` compares.
 pub fn digests(phone: &Destination, purpose: &Purpose, code: &Code) -> Vec<CodeDigest> {
-    keyring().code_digests(phone.key(), purpose.as_str(), code)
+    keyring()
+        .code_digests(phone.key(), purpose.as_str(), code)
+        .to_vec()
 }
 
 /// The code a delivery sends: the issuer's own candidate, or the pending code opened.
