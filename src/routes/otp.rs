@@ -384,3 +384,38 @@ fn delivery(status: DeliveryStatus) -> Delivery {
         DeliveryStatus::Undelivered => Delivery::Undelivered,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `VerifyBody` mirrors the wire crate's `VerifyRequest` (which the OpenAPI description
+    /// and the clients use): a field added there and not here would be silently dropped.
+    #[test]
+    fn the_verify_body_reads_every_field_of_the_wire_request() {
+        let some = |text: &str| Some(text.to_owned());
+        let request = VerifyRequest {
+            verification_id: some("q3Vd0m9YyTnJkqW8cXoB4A"),
+            phone: some("+8613800138000"),
+            email: some("ann@example.com"),
+            code: "123456".to_owned(),
+            purpose: some("login"),
+            audience: some("app"),
+            end_user_ip: some("203.0.113.7"),
+            end_user_id: some("user-1"),
+        };
+        let json = serde_json::to_value(&request).unwrap();
+        assert_eq!(json.as_object().unwrap().len(), 8, "{json}");
+        let raw = serde_json::to_vec(&request).unwrap();
+        let body: VerifyBody<'_> = serde_json::from_slice(&raw).unwrap();
+        let text = |field: &Option<Text<'_>>| field.as_ref().map(|t| t.as_str().to_owned());
+        assert_eq!(text(&body.verification_id), request.verification_id);
+        assert_eq!(text(&body.phone), request.phone);
+        assert_eq!(text(&body.email), request.email);
+        assert_eq!(body.code.as_str(), request.code);
+        assert_eq!(text(&body.purpose), request.purpose);
+        assert_eq!(text(&body.audience), request.audience);
+        assert_eq!(text(&body.end_user_ip), request.end_user_ip);
+        assert_eq!(text(&body.end_user_id), request.end_user_id);
+    }
+}
