@@ -247,12 +247,15 @@ pub fn decay(then_ms: u64, now_ms: u64, half_life_ms: f64) -> f64 {
 }
 
 /// What one event adds to each scope of a send: a send, a conversion or an undelivered send
-/// (one of them 1, the others 0).
+/// (one of them 1, the others 0), to both memories; or a refused send taken back out of the
+/// history alone. The default changes nothing (a read).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct LevelChange {
     pub sends: f64,
     pub conversions: f64,
     pub undelivered: f64,
+    /// Whether the recent memory takes the change too (the history always does).
+    pub recent: bool,
 }
 
 impl LevelChange {
@@ -260,17 +263,45 @@ impl LevelChange {
         sends: 1.0,
         conversions: 0.0,
         undelivered: 0.0,
+        recent: true,
     };
     pub const CONVERSION: Self = Self {
         sends: 0.0,
         conversions: 1.0,
         undelivered: 0.0,
+        recent: true,
     };
     pub const UNDELIVERED: Self = Self {
         sends: 0.0,
         conversions: 0.0,
         undelivered: 1.0,
+        recent: true,
     };
+    /// A send the guard refused leaves the history, not the recent memory: a pump that goes
+    /// on stays anomalous now, and never becomes what is normal for its levels (counted in
+    /// the history, a pump of about 80 minutes into a level without history would have been
+    /// learnt as its normal). Counted first like every admitted send, since the verdict reads
+    /// the counts with it; taken back once refused.
+    pub const REFUSED: Self = Self {
+        sends: -1.0,
+        conversions: 0.0,
+        undelivered: 0.0,
+        recent: false,
+    };
+
+    /// What the recent memory takes: the change, or nothing.
+    pub fn to_recent(&self) -> Self {
+        if self.recent {
+            *self
+        } else {
+            Self {
+                sends: 0.0,
+                conversions: 0.0,
+                undelivered: 0.0,
+                recent: false,
+            }
+        }
+    }
 }
 
 impl LevelCounts {
@@ -283,14 +314,24 @@ impl LevelCounts {
         half: &HalfLives,
         change: &LevelChange,
     ) -> Self {
-        let step = |kept: &Decayed, factor: f64| Decayed {
-            sends: kept.sends * factor + change.sends,
-            conversions: kept.conversions * factor + change.conversions,
-            undelivered: kept.undelivered * factor + change.undelivered,
+        // Never below nothing: a refused send is taken back from a history that may have
+        // expired since it was counted.
+        let step = |kept: &Decayed, factor: f64, change: &LevelChange| Decayed {
+            sends: (kept.sends * factor + change.sends).max(0.0),
+            conversions: (kept.conversions * factor + change.conversions).max(0.0),
+            undelivered: (kept.undelivered * factor + change.undelivered).max(0.0),
         };
         Self {
-            recent: step(&self.recent, decay(then_ms, now_ms, half.recent_ms)),
-            history: step(&self.history, decay(then_ms, now_ms, half.history_ms)),
+            recent: step(
+                &self.recent,
+                decay(then_ms, now_ms, half.recent_ms),
+                &change.to_recent(),
+            ),
+            history: step(
+                &self.history,
+                decay(then_ms, now_ms, half.history_ms),
+                change,
+            ),
         }
     }
 }

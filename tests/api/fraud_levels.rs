@@ -4,8 +4,12 @@
 //! verified before is still served in it and the honest users of another range are not
 //! touched; the operator sees the refusal's level and reason.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use vcode::domain::traffic::{HalfLives, LEVEL_RECORD_LIFE, LevelChange};
 use vcode::fraud::FraudSettings;
 use vcode::settings::AbuseSettings;
+use vcode::store::LevelUpdate;
 use vcode_wire::{FraudReason, FraudSuspensions, paths};
 
 use crate::support::{Backend, TestApp, spawn_app_with};
@@ -75,7 +79,37 @@ async fn a_range_that_never_converts_is_refused_but_not_its_returning_users(back
     );
     assert!(refused.retry_after.is_some());
     // Refused for new users; the returning one is served (after its cooldown: another purpose).
-    assert_eq!(app.send(&number("1370000")).await.code(), 40300);
+    for _ in 0..5 {
+        assert_eq!(app.send(&number("1370000")).await.code(), 40300);
+    }
+    // The six refused sends stay in the range's recent memory (the pump goes on being seen) and
+    // left its history (a pump must never become what is normal for it): the history holds
+    // the returning user's send and the bot's paid ones.
+    let counts = app
+        .store
+        .levels
+        .count_levels(&LevelUpdate {
+            scopes: &["r:861370000"],
+            change: LevelChange::default(),
+            now_ms: SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64,
+            half_lives: HalfLives::default(),
+            record_life: LEVEL_RECORD_LIFE,
+            returning: None,
+        })
+        .await
+        .unwrap()[0];
+    let counted = f64::from(paid + 1);
+    assert!(
+        (counts.history.sends - counted).abs() < 0.1,
+        "history: {paid} paid + 1, {counts:?}"
+    );
+    assert!(
+        counts.recent.sends > counted + 4.5,
+        "recent: {paid} paid + 1 + 6 refused, {counts:?}"
+    );
     let again = app
         .request(
             app.client

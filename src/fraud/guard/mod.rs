@@ -531,7 +531,13 @@ impl FraudGuard {
             self.stats.record(Event::FraudReturningPassed);
             return Ok(admitted);
         }
-        give_back(&*self.store, admitted, true).await;
+        // Refused: given back where the store counted it, and out of its levels' history (it
+        // stays in their recent memory, which keeps a pump that goes on anomalous).
+        let withdrawn = self.count_levels(&levels, LevelChange::REFUSED, None);
+        let (withdrawn, ()) = tokio::join!(withdrawn, give_back(&*self.store, admitted, true));
+        if let Err(error) = withdrawn {
+            tracing::warn!(%error, "fraud guard: a refused send stays in its levels' history");
+        }
         Err(self.refused(destination, &new_block, now))
     }
 

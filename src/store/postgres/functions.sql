@@ -799,17 +799,26 @@ END $$;
 -- rows for p_ttl (those another call holds now are skipped: it writes them). Rows are taken in
 -- the scopes' sorted order, the one order every call takes them in. A conversion also
 -- remembers its destination as returning (p_returning, until p_returning_until; 0: none).
+-- p_recent false: the change reaches the history alone (a refused send taken back: negative,
+-- so a shard's row may hold less than nothing; the scope's sum, answered, never does).
 DROP FUNCTION IF EXISTS vcode_levels_count(text[], bigint, bigint, double precision,
   double precision, double precision, double precision, double precision, bigint, bigint, bigint);
+DROP FUNCTION IF EXISTS vcode_levels_count(text[], bigint, bigint, double precision,
+  double precision, double precision, double precision, double precision, bigint, bigint,
+  double precision, bigint, bigint);
 CREATE OR REPLACE FUNCTION vcode_levels_count(p_scopes text[], p_token bigint, p_now bigint,
   p_recent_half double precision, p_history_half double precision, p_ds double precision,
   p_dc double precision, p_du double precision, p_ttl bigint, p_young_ttl bigint,
-  p_young_sends double precision, p_returning bigint, p_returning_until bigint)
+  p_young_sends double precision, p_returning bigint, p_returning_until bigint,
+  p_recent boolean)
 RETURNS TABLE (ord integer, rs double precision, rc double precision, ru double precision,
   hs double precision, hc double precision, hu double precision)
 LANGUAGE plpgsql AS $$
 DECLARE
   v_shard smallint := vcode_fraud_shard(p_token);
+  v_rds double precision := CASE WHEN p_recent THEN p_ds ELSE 0 END;
+  v_rdc double precision := CASE WHEN p_recent THEN p_dc ELSE 0 END;
+  v_rdu double precision := CASE WHEN p_recent THEN p_du ELSE 0 END;
 BEGIN
   IF p_returning_until > 0 THEN
     INSERT INTO vcode_fraud_returning AS r (digest, expires_at_ms)
@@ -830,15 +839,15 @@ BEGIN
       GROUP BY q.ord, q.scope
     ), written AS (
       INSERT INTO vcode_fraud_levels AS l (scope, shard, t_ms, rs, rc, ru, hs, hc, hu, expires_at_ms)
-        SELECT k.scope, v_shard, p_now, p_ds, p_dc, p_du, p_ds, p_dc, p_du,
+        SELECT k.scope, v_shard, p_now, v_rds, v_rdc, v_rdu, p_ds, p_dc, p_du,
           p_now + CASE WHEN k.hs + p_ds < p_young_sends THEN p_young_ttl ELSE p_ttl END
         FROM kept k ORDER BY k.scope
         ON CONFLICT (scope, shard) DO UPDATE SET
           -- A row past its time starts afresh, as an expired Redis key.
           t_ms = greatest(l.t_ms, p_now),
-          rs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_ds,
-          rc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_dc,
-          ru = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + p_du,
+          rs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rs * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + v_rds,
+          rc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.rc * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + v_rdc,
+          ru = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.ru * power(2, -greatest(p_now - l.t_ms, 0) / p_recent_half) END + v_rdu,
           hs = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hs * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_ds,
           hc = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hc * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_dc,
           hu = CASE WHEN l.expires_at_ms <= p_now THEN 0 ELSE l.hu * power(2, -greatest(p_now - l.t_ms, 0) / p_history_half) END + p_du,
@@ -852,7 +861,8 @@ BEGIN
           ORDER BY o.scope, o.shard
           FOR UPDATE OF o SKIP LOCKED)
     )
-    SELECT k.ord::integer, k.rs + p_ds, k.rc + p_dc, k.ru + p_du, k.hs + p_ds, k.hc + p_dc,
-      k.hu + p_du
+    SELECT k.ord::integer, greatest(k.rs + v_rds, 0), greatest(k.rc + v_rdc, 0),
+      greatest(k.ru + v_rdu, 0), greatest(k.hs + p_ds, 0), greatest(k.hc + p_dc, 0),
+      greatest(k.hu + p_du, 0)
     FROM kept k ORDER BY k.ord;
 END $$;

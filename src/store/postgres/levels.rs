@@ -27,7 +27,7 @@ impl LevelStore for PostgresStore {
         let change = update.change;
         let rows = self
             .run(
-                "SELECT ord, rs, rc, ru, hs, hc, hu FROM vcode_levels_count($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
+                "SELECT ord, rs, rc, ru, hs, hc, hu FROM vcode_levels_count($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
                 &[
                     &scopes,
                     &token,
@@ -42,6 +42,7 @@ impl LevelStore for PostgresStore {
                     &update.record_life.young_sends,
                     &returning,
                     &until,
+                    &change.recent,
                 ],
                 None,
                 Some(&token),

@@ -104,7 +104,8 @@ impl LevelStore for RedisStore {
             .arg(update.record_life.ttl.as_millis() as u64)
             .arg(update.record_life.young_ttl.as_millis() as u64)
             .arg(update.record_life.young_sends)
-            .arg(returning_ttl);
+            .arg(returning_ttl)
+            .arg(if change.recent { "1" } else { "0" });
         let mut connection = self.connections.get();
         let answer: Vec<u8> = self
             .bounded(invocation.invoke_async(&mut connection))

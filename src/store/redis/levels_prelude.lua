@@ -9,12 +9,15 @@
 local LEVEL_RECORD = '<dddddddd'
 
 -- Decays each record of KEYS[first..first + n - 1] to `now`, adds `add` (three numbers: sends,
--- conversions, undelivered), keeps it two to three times its life and answers the records after
--- the change, concatenated in one string (n * 64 bytes). `life`: {ttl, young_ttl, young_sends}
--- (ms, ms, sends): a record whose history holds fewer than `young_sends` sends lives
--- `young_ttl` (RecordLife).
-local function levels_count(first, n, now, recent_half, history_half, add, life)
+-- conversions, undelivered) to its history and `recent_add` (`add` if nil; nothing for a
+-- refused send taken back) to its recent memory, never below 0, keeps it two to three times its
+-- life and answers the records after the change, concatenated in one string (n * 64 bytes).
+-- `life`: {ttl, young_ttl, young_sends} (ms, ms, sends): a record whose history holds fewer than
+-- `young_sends` sends lives `young_ttl` (RecordLife).
+local function levels_count(first, n, now, recent_half, history_half, add, life, recent_add)
   local ttl, young_ttl, young_sends = tonumber(life[1]), tonumber(life[2]), tonumber(life[3])
+  recent_add = recent_add or add
+  local max = math.max
   local answer = {}
   for i = first, first + n - 1 do
     local kept = redis.call('GET', KEYS[i])
@@ -39,9 +42,11 @@ local function levels_count(first, n, now, recent_half, history_half, add, life)
     if refresh then
       expiry_set = now
     end
-    local record = struct.pack(LEVEL_RECORD, math.max(now, t),
-      rs * recent + add[1], rc * recent + add[2], ru * recent + add[3],
-      kept_sends + add[1], hc * history + add[2], hu * history + add[3], expiry_set)
+    local record = struct.pack(LEVEL_RECORD, max(now, t),
+      max(rs * recent + recent_add[1], 0), max(rc * recent + recent_add[2], 0),
+      max(ru * recent + recent_add[3], 0),
+      max(kept_sends + add[1], 0), max(hc * history + add[2], 0), max(hu * history + add[3], 0),
+      expiry_set)
     if refresh then
       redis.call('SET', KEYS[i], record, 'PX', life_ms)
     else

@@ -249,6 +249,63 @@ async fn a_young_level_record_lives_briefly_until_it_grows(backend: Backend) {
     }
 }
 
+/// A refused send is counted like every admitted one, then taken back out of the history
+/// alone: its levels' recent memory keeps it (a pump that goes on stays anomalous), their
+/// history does not learn it. On PostgreSQL the withdrawal may land on another shard's row than
+/// the send: the scope's sum is what is answered. Never below nothing: a withdrawal from a
+/// record that is gone answers 0.
+async fn a_refused_send_leaves_the_history_and_stays_recent(backend: Backend) {
+    let under = open(backend);
+    let store = &under.store;
+    let (a, gone) = (scope("refused"), scope("gone"));
+    let scopes = [a.as_str()];
+    let t0 = now_ms();
+    store
+        .count_levels(&update(&scopes, LevelChange::CONVERSION, t0))
+        .await
+        .unwrap();
+    // Three sends at once (three shards on PostgreSQL), each refused once counted.
+    let sent = update(&scopes, LevelChange::SEND, t0);
+    let send = || store.count_levels(&sent);
+    let (x, y, z) = tokio::join!(send(), send(), send());
+    for counted in [x, y, z] {
+        counted.unwrap();
+    }
+    let t1 = t0 + 30_000;
+    let refusal = update(&scopes, LevelChange::REFUSED, t1);
+    let refuse = || store.count_levels(&refusal);
+    let (x, y) = tokio::join!(refuse(), refuse());
+    x.unwrap();
+    y.unwrap();
+    let counted = store
+        .count_levels(&update(&scopes, LevelChange::REFUSED, t1))
+        .await
+        .unwrap();
+    let half = update(&[], LevelChange::SEND, t0).half_lives;
+    let mut want = LevelCounts::default().updated(t0, t0, &half, &LevelChange::CONVERSION);
+    for _ in 0..3 {
+        want = want.updated(t0, t0, &half, &LevelChange::SEND);
+    }
+    want = want.updated(t0, t1, &half, &LevelChange::REFUSED);
+    for _ in 0..2 {
+        want = want.updated(t1, t1, &half, &LevelChange::REFUSED);
+    }
+    assert_counts(&counted[0], &want);
+    assert!(close(counted[0].history.sends, 0.0), "{:?}", counted[0]);
+    assert!(close(counted[0].history.conversions, 2f64.powf(-0.05)));
+    // Half a recent half-life later: the three sends, decayed, still there.
+    assert!(
+        close(counted[0].recent.sends, 3.0 * 2f64.powf(-0.5)),
+        "{:?}",
+        counted[0]
+    );
+    let nothing = store
+        .count_levels(&update(&[gone.as_str()], LevelChange::REFUSED, t1))
+        .await
+        .unwrap();
+    assert_counts(&nothing[0], &LevelCounts::default());
+}
+
 async fn returning_destinations_are_remembered_for_their_time(backend: Backend) {
     let under = open(backend);
     let store = &under.store;
@@ -282,5 +339,6 @@ on_every_store!(
     an_expired_level_record_starts_afresh,
     a_level_record_lives_its_ttl_past_its_last_change,
     a_young_level_record_lives_briefly_until_it_grows,
+    a_refused_send_leaves_the_history_and_stays_recent,
     returning_destinations_are_remembered_for_their_time,
 );
