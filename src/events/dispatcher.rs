@@ -16,13 +16,51 @@ use super::{EventKind, payload};
 use crate::domain::VerificationId;
 use crate::sms::http::{PreparedRequest, ProviderClient};
 use crate::store::{
-    ClaimedEntry, CodeStore, EventStore, Settlement, StoreError, VerificationStatus,
+    ClaimedEntry, CodeStore, EventStore, Settlement, StoreError, VerificationRecord,
+    VerificationStatus,
 };
 
 /// Events claimed at once: each is one subject's, so they are posted concurrently.
 const BATCH: usize = 32;
 /// How often the outbox's size is sampled for the metrics.
 const STATUS_EVERY: Duration = Duration::from_secs(5);
+
+/// What a claimed event comes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ToSend {
+    Event(EventKind),
+    /// Nothing to send: it leaves the outbox.
+    Nothing,
+    /// An expiry timer that fell due before its verification expired: looked at again.
+    NotYet,
+}
+
+/// How long after its time an expiry timer whose verification still reads pending is looked at
+/// again, and for how long at most past the verification's expiry.
+const TIMER_RECHECK_MS: u64 = 1_000;
+const TIMER_PATIENCE_MS: u64 = 5 * 60 * 1000;
+
+/// The expiry timer's outcome: `expired` if the verification is still unresolved, nothing if it
+/// was approved, canceled or spent, or is forgotten. The timer is placed by the sending
+/// instance's wall clock, while the store decides expiry by its own (the embedded store's
+/// monotonic clock, redis-server's, another instance's): a timer that falls due while the
+/// verification still reads pending is looked at again, not dropped (it was, and the expired
+/// event was lost: a flaky test under load, 2026-12-05), for up to five minutes past the
+/// expiry its record states.
+fn timer_outcome(record: Option<&VerificationRecord>, now_ms: u64) -> ToSend {
+    match record {
+        Some(record) if record.status == VerificationStatus::Expired => {
+            ToSend::Event(EventKind::Expired)
+        }
+        Some(record)
+            if record.status == VerificationStatus::Pending
+                && now_ms < record.expires_at_ms.saturating_add(TIMER_PATIENCE_MS) =>
+        {
+            ToSend::NotYet
+        }
+        _ => ToSend::Nothing,
+    }
+}
 
 pub struct Dispatcher {
     outbox: Arc<dyn EventStore>,
@@ -131,11 +169,16 @@ impl Dispatcher {
 
     async fn try_event(&self, claim: ClaimedEntry) {
         let settlement = match self.kind_to_send(&claim).await {
-            Ok(Some(kind)) => self.post_all(&claim, kind).await,
-            Ok(None) => {
+            Ok(ToSend::Event(kind)) => self.post_all(&claim, kind).await,
+            Ok(ToSend::Nothing) => {
                 crate::metrics::count_event_delivery("skipped");
                 Settlement::Done
             }
+            Ok(ToSend::NotYet) => Settlement::Retry {
+                due_ms: unix_now_ms() + TIMER_RECHECK_MS,
+                delivered_to: claim.delivered_to,
+                error: "its verification has not expired yet by the store's clock".to_owned(),
+            },
             // Its lease runs out and a later claim tries again.
             Err(error) => {
                 tracing::warn!(%error, "event outbox: verification not read for its expiry");
@@ -148,20 +191,17 @@ impl Dispatcher {
         }
     }
 
-    /// What `claim` is sent as: itself, or for the expiry timer `expired` if the verification
-    /// is still unresolved (nothing, if it was approved, canceled or spent, or is forgotten).
-    async fn kind_to_send(&self, claim: &ClaimedEntry) -> Result<Option<EventKind>, StoreError> {
+    /// What `claim` is sent as: itself, or for the expiry timer what [`timer_outcome`] says.
+    async fn kind_to_send(&self, claim: &ClaimedEntry) -> Result<ToSend, StoreError> {
         let event = &claim.event;
         if let Some(kind) = super::event_of(event.fact) {
-            return Ok(Some(kind));
+            return Ok(ToSend::Event(kind));
         }
         let Some(id) = VerificationId::parse(&event.subject) else {
-            return Ok(None);
+            return Ok(ToSend::Nothing);
         };
         let record = self.codes.verification(&id).await?;
-        Ok(record
-            .filter(|record| record.status == VerificationStatus::Expired)
-            .map(|_| EventKind::Expired))
+        Ok(timer_outcome(record.as_ref(), unix_now_ms()))
     }
 
     /// Posts the event to every endpoint that wants it and has not taken it, at once.
@@ -254,4 +294,51 @@ impl Dispatcher {
 /// The URL without user info or query, for logs and the failed list.
 fn redact(url: &str) -> String {
     crate::config::redact::redact_urls(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{DeliveryStatus, VerificationTarget};
+
+    fn record(status: VerificationStatus, expires_at_ms: u64) -> VerificationRecord {
+        VerificationRecord {
+            target: VerificationTarget {
+                phone_e164: "+8613800138000".into(),
+                purpose: "login".into(),
+            },
+            status,
+            delivery: DeliveryStatus::Sent,
+            failed_attempts: 0,
+            created_at_ms: expires_at_ms - 300_000,
+            expires_at_ms,
+            delivery_error: None,
+        }
+    }
+
+    #[test]
+    fn an_expiry_timer_early_by_the_store_s_clock_is_looked_at_again_not_dropped() {
+        let expires = 1_700_000_000_000;
+        let expired = record(VerificationStatus::Expired, expires);
+        assert_eq!(
+            timer_outcome(Some(&expired), expires),
+            ToSend::Event(EventKind::Expired)
+        );
+        // Due by the sender's clock, still pending by the store's: again in a second.
+        let pending = record(VerificationStatus::Pending, expires);
+        assert_eq!(timer_outcome(Some(&pending), expires + 5), ToSend::NotYet);
+        assert_eq!(timer_outcome(Some(&pending), expires - 5), ToSend::NotYet);
+        // Not forever: a record pending five minutes past its stated expiry is let go.
+        assert_eq!(
+            timer_outcome(Some(&pending), expires + TIMER_PATIENCE_MS),
+            ToSend::Nothing
+        );
+        for ended in [VerificationStatus::Approved, VerificationStatus::Canceled] {
+            assert_eq!(
+                timer_outcome(Some(&record(ended, expires)), expires),
+                ToSend::Nothing
+            );
+        }
+        assert_eq!(timer_outcome(None, expires), ToSend::Nothing);
+    }
 }
