@@ -13,6 +13,7 @@ use vcode::store::ResendPolicy;
 use vcode_wire::{Delivery, SendData, paths};
 
 use crate::support::app::{Answer, webhook};
+use crate::support::event_receiver::{events_to, new_secret};
 use crate::support::{Backend, SmsGateway, codes, phone, random_phone, spawn_app_with};
 
 const ADMIN_TOKEN: &str = "s3cret-admin-token-0123";
@@ -83,6 +84,32 @@ async fn failed_delivery_rolls_back_the_new_code_and_its_cooldown(backend: Backe
     gateway.succeed();
     assert_eq!(app.send(&number).await.status, 200);
     assert_eq!(gateway.received().len(), 1);
+}
+
+/// With events on, the outbox's arguments follow the undo's own: a new code's rollback must
+/// still read as one with no earlier code to restore (on Redis it restored the outbox's
+/// arguments as the code instead, and the number kept a pending code that no SMS carried).
+async fn failed_delivery_rolls_back_the_new_code_with_events_on(backend: Backend) {
+    let gateway = SmsGateway::start();
+    let app = spawn_app_with(backend, |s| {
+        s.sms = webhook(gateway.url());
+        // Never reached: only the outbox's writes matter here.
+        s.events = events_to("http://127.0.0.1:9/events", &[&new_secret()]);
+    })
+    .await;
+    let number = random_phone();
+    gateway.fail_with(500);
+    let answer = app.send(&number).await;
+    assert_eq!((answer.status, answer.code()), (502, 50200), "{answer:?}");
+    let pending = app
+        .store
+        .codes
+        .pending_code(&phone(&number), &Purpose::default())
+        .await
+        .unwrap();
+    assert!(pending.is_none(), "the code was rolled back: {pending:?}");
+    gateway.succeed();
+    assert_eq!(app.send(&number).await.status, 200, "no cooldown left behind");
 }
 
 async fn failed_redelivery_keeps_the_earlier_code(backend: Backend) {
@@ -284,6 +311,7 @@ async fn sends_past_the_proxy_variables() {
 on_every_store!(
     delivered_sms_carries_the_stored_code,
     failed_delivery_rolls_back_the_new_code_and_its_cooldown,
+    failed_delivery_rolls_back_the_new_code_with_events_on,
     failed_redelivery_keeps_the_earlier_code,
     a_gateway_answering_after_the_timeout_costs_one_sms_per_cooldown_and_its_code_verifies,
     an_unreachable_gateway_fails_cleanly,

@@ -6,7 +6,7 @@
 -- KEYS[1] code hash, KEYS[2] the phone's SMS log, KEYS[3] the send's verification
 -- ARGV[1] digest, ARGV[2] sent_at_ms, ARGV[3] deliveries written by the issue, ARGV[4] quota
 -- token; ARGV[5..7] previous record, sent_at_ms, expires_at_ms (absent when the issue created
--- the hash)
+-- the hash: OWN_ARGV is 4)
 -- With events on, the outbox's KEYS and ARGV follow (events.lua): the send's events go.
 -- Returns 1 if the code was rolled back, 0 if the hash had moved on.
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
@@ -32,7 +32,8 @@ if not pending[1] or string.sub(pending[1], 1, DIGEST_BYTES) ~= ARGV[1]
     or tonumber(pending[3] or 1) ~= tonumber(ARGV[3]) then
   return 0
 end
-if not ARGV[5] then
+-- Counted in its own arguments: with events on, the outbox's follow them.
+if OWN_ARGV < 5 then
   redis.call('DEL', KEYS[1])
   return 1
 end
