@@ -26,8 +26,13 @@ pub enum LevelKind {
     Range(u8),
     /// A mail domain.
     Domain,
-    /// A country (for mail: all mail).
+    /// A country.
     Country,
+    /// All mail: judged with a mail domain's share (a mail costs nothing to send; when one
+    /// provider carries most of the mail, all mail is that domain, whose honest history must
+    /// absorb a burst: with a country's share, 80 of a burst of 200 mails into gmail.com were
+    /// sent before every new Gmail user was refused, 2026-12-06).
+    Mail,
     /// Every SMS.
     Service,
 }
@@ -43,6 +48,7 @@ impl LevelKind {
             Self::Range(digits) => format!("range{digits}"),
             Self::Domain => "domain".to_owned(),
             Self::Country => "country".to_owned(),
+            Self::Mail => "mail".to_owned(),
             Self::Service => "service".to_owned(),
         }
     }
@@ -87,7 +93,7 @@ impl Levels {
         match self.kinds[level] {
             LevelKind::Service => Cow::Borrowed("*"),
             LevelKind::Domain => Cow::Owned(format!("@{name}")),
-            LevelKind::Range(_) | LevelKind::Country => Cow::Borrowed(name),
+            LevelKind::Range(_) | LevelKind::Country | LevelKind::Mail => Cow::Borrowed(name),
         }
     }
 }
@@ -121,7 +127,7 @@ pub fn levels_of(destination: &Destination, country: &str, depths: &[u8]) -> Lev
         }
         Destination::Email(email) => {
             levels.push(LevelKind::Domain, "d:", email.address().domain());
-            levels.push(LevelKind::Country, "c:", EMAIL_COUNTRY);
+            levels.push(LevelKind::Mail, "c:", EMAIL_COUNTRY);
         }
     }
     levels
@@ -143,8 +149,8 @@ pub struct LevelThresholds {
     /// …plus this share of the level's honest volume (its recent conversions, or what its
     /// history predicts for the recent span, whichever is more).
     pub evidence_share: f64,
-    /// The same share for a mail domain (a mail costs nothing to send: only a burst far above a
-    /// domain's traffic is held).
+    /// The same share for a mail domain and all mail (a mail costs nothing to send: only a
+    /// burst far above a domain's traffic is held).
     pub mail_evidence_share: f64,
     /// A level converting below this fraction of the reference is not trusted as a home range.
     pub min_conversion_ratio: f64,
@@ -231,7 +237,7 @@ pub fn assess(
     let volume = recent
         .conversions
         .max(before.conversions * recent_share_of_history());
-    let share = if kind == LevelKind::Domain {
+    let share = if matches!(kind, LevelKind::Domain | LevelKind::Mail) {
         thresholds.mail_evidence_share
     } else {
         thresholds.evidence_share
@@ -499,6 +505,31 @@ mod tests {
         let pumped = counts(decayed(30.0, 0.0), Decayed::default());
         let verdict =
             judge_levels(&STANDARD, &kinds, &[pumped, pumped, country, service], 0.8).unwrap();
+        assert_eq!((verdict.level, verdict.reason), (0, Reason::Unconverted));
+    }
+
+    #[test]
+    fn a_burst_of_200_mails_into_a_domain_with_history_holds_no_one() {
+        // Five minutes of honest users at 1 a second, all of one domain, 88 % converting (the
+        // pumping simulation's burst-mail): 216 sends in the recent memory, 84 before it. Then
+        // 200 unverified mails to it in 10 s.
+        let honest = decayed(216.0, 190.0);
+        let level = counts(
+            Decayed {
+                sends: honest.sends + 200.0,
+                ..honest
+            },
+            decayed(84.0, 74.0),
+        );
+        let kinds = [LevelKind::Domain, LevelKind::Mail];
+        assert_eq!(judge_levels(&STANDARD, &kinds, &[level, level], 0.5), None);
+        // Judged as a country, all mail would have refused the domain's new users (spread).
+        let as_country = [LevelKind::Domain, LevelKind::Country];
+        let verdict = judge_levels(&STANDARD, &as_country, &[level, level], 0.5).unwrap();
+        assert_eq!((verdict.level, verdict.reason), (1, Reason::Spread));
+        // A domain without history is still stopped after a handful.
+        let fresh = counts(decayed(11.0, 0.0), Decayed::default());
+        let verdict = judge_levels(&STANDARD, &kinds, &[fresh, level], 0.5).unwrap();
         assert_eq!((verdict.level, verdict.reason), (0, Reason::Unconverted));
     }
 
