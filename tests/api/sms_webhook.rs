@@ -109,7 +109,11 @@ async fn failed_delivery_rolls_back_the_new_code_with_events_on(backend: Backend
         .unwrap();
     assert!(pending.is_none(), "the code was rolled back: {pending:?}");
     gateway.succeed();
-    assert_eq!(app.send(&number).await.status, 200, "no cooldown left behind");
+    assert_eq!(
+        app.send(&number).await.status,
+        200,
+        "no cooldown left behind"
+    );
 }
 
 async fn failed_redelivery_keeps_the_earlier_code(backend: Backend) {

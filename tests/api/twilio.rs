@@ -1196,13 +1196,9 @@ async fn outbox_codes(app: &TestApp, address: &str) -> Vec<String> {
 /// are never checked is held by its `@domain` prefix (60410, `Retry-After`, no mail, nothing to
 /// check) while one whose codes are checked still gets its mail. Dev mode's log mailer.
 async fn the_fraud_guard_holds_a_mail_domain_with_60410(backend: Backend) {
-    const FLOOR: u64 = 5;
     let (app, owner, _) = app_with_accounts_and(backend, |s| {
         s.abuse = AbuseSettings::unlimited();
-        s.fraud = FraudSettings {
-            surge_floor: FLOOR,
-            ..FraudSettings::default()
-        };
+        s.fraud = FraudSettings::default();
     })
     .await;
     let service = owner
@@ -1220,7 +1216,7 @@ async fn the_fraud_guard_holds_a_mail_domain_with_60410(backend: Backend) {
                 .await
         }
     };
-    for i in 0..2 * FLOOR {
+    for i in 0..10 {
         let address = format!("user{i}@{good}");
         let started = start(address.clone()).await;
         assert_eq!(started.status, 201, "{}", started.body);
@@ -1230,10 +1226,17 @@ async fn the_fraud_guard_holds_a_mail_domain_with_60410(backend: Backend) {
             .await;
         assert_eq!(approved.body["status"], "approved", "{}", approved.body);
     }
-    for i in 0..FLOOR {
-        let started = start(format!("bot{i}@{bad}")).await;
-        assert_eq!(started.status, 201, "{}", started.body);
+    // A domain without history, never verified: refused by its level after a handful (a mail
+    // domain is never held for a surge).
+    let mut paid = 0;
+    while paid < 60 {
+        let started = start(format!("bot{paid}@{bad}")).await;
+        if started.status != 201 {
+            break;
+        }
+        paid += 1;
     }
+    assert!((9..=12).contains(&paid), "paid {paid}");
     let held = format!("bot-next@{bad}");
     let refused = start(held.clone()).await;
     assert_eq!(
