@@ -2,13 +2,11 @@
 //! changes nothing in the store.
 
 use serde_json::{Value, json};
-use vcode::domain::Purpose;
 use vcode::otp::VerifyBy;
-use vcode::store::PendingCode;
 use vcode_wire::{SendRequest, VerifyRequest, paths};
 
 use crate::support::app::verify_request;
-use crate::support::{Backend, TestApp, phone, random_phone, spawn_app, spawn_app_with};
+use crate::support::{Backend, TestApp, random_phone, spawn_app, spawn_app_with};
 
 fn assert_envelope(answer: &crate::support::app::Answer, status: u16, code: i64) {
     assert_eq!((answer.status, answer.code()), (status, code), "{answer:?}");
@@ -19,14 +17,6 @@ fn assert_envelope(answer: &crate::support::app::Answer, status: u16, code: i64)
         "{answer:?}"
     );
     assert!(answer.body.get("data").is_some(), "{answer:?}");
-}
-
-async fn snapshot(app: &TestApp, number: &str) -> Option<PendingCode> {
-    app.store
-        .codes
-        .pending_code(&phone(number), &Purpose::default())
-        .await
-        .unwrap()
 }
 
 /// Posts a raw body with a content type, for malformed requests.
@@ -127,7 +117,7 @@ async fn bad_input_changes_nothing(backend: Backend) {
     let app = spawn_app(backend).await;
     let number = random_phone();
     assert_eq!(app.send(&number).await.status, 200);
-    let before = snapshot(&app, &number).await.expect("a pending code");
+    let before = app.pending_code(&number).await.expect("a pending code");
     let inbox_before = app.inbox(&number).await;
 
     // Malformed code, purpose and bodies for this very phone: none of them may count as a
@@ -158,7 +148,7 @@ async fn bad_input_changes_nothing(backend: Backend) {
     let huge = verify_request(&number, &"1".repeat(10_000));
     app.post_json(paths::OTP_VERIFY, &huge).await;
 
-    assert_eq!(snapshot(&app, &number).await, Some(before));
+    assert_eq!(app.pending_code(&number).await, Some(before));
     assert_eq!(app.inbox(&number).await, inbox_before);
 }
 

@@ -9,23 +9,14 @@ use futures::future::join_all;
 use serde_json::json;
 use vcode::domain::Purpose;
 use vcode::settings::AbuseSettings;
-use vcode::store::{PendingCode, ResendPolicy};
+use vcode::store::ResendPolicy;
 use vcode_wire::{Delivery, SendData, paths};
 
 use crate::support::app::{Answer, webhook};
 use crate::support::event_receiver::{events_to, new_secret};
-use crate::support::{Backend, SmsGateway, TestApp, codes, phone, random_phone, spawn_app_with};
+use crate::support::{Backend, SmsGateway, codes, phone, random_phone, spawn_app_with};
 
 const ADMIN_TOKEN: &str = "s3cret-admin-token-0123";
-
-/// The code pending for `number` (the default purpose), read from the store.
-async fn pending(app: &TestApp, number: &str) -> Option<PendingCode> {
-    app.store
-        .codes
-        .pending_code(&phone(number), &Purpose::default())
-        .await
-        .unwrap()
-}
 
 async fn delivered_sms_carries_the_stored_code(backend: Backend) {
     let gateway = SmsGateway::start();
@@ -35,7 +26,7 @@ async fn delivered_sms_carries_the_stored_code(backend: Backend) {
     assert_eq!(answer.status, 200, "{answer:?}");
     let received = gateway.received();
     assert_eq!(received.len(), 1);
-    let pending = pending(&app, &number).await.expect("pending");
+    let pending = app.pending_code(&number).await.expect("pending");
     assert_eq!(received[0]["phone"], number.as_str());
     assert_eq!(received[0]["purpose"], "login");
     assert_eq!(
@@ -59,7 +50,7 @@ async fn failed_delivery_rolls_back_the_new_code_and_its_cooldown(backend: Backe
         gateway.fail_with(status);
         let answer = app.send(&number).await;
         assert_eq!((answer.status, answer.code()), (502, 50200), "{answer:?}");
-        let pending = pending(&app, &number).await;
+        let pending = app.pending_code(&number).await;
         assert!(
             pending.is_none(),
             "gateway {status}: the code was rolled back"
@@ -71,7 +62,7 @@ async fn failed_delivery_rolls_back_the_new_code_and_its_cooldown(backend: Backe
     assert_eq!((answer.status, answer.code()), (429, 42902), "{answer:?}");
     assert_eq!(answer.body["data"]["retry_after"], 42);
     assert_eq!(answer.retry_after.as_deref(), Some("42"));
-    let pending = pending(&app, &number).await;
+    let pending = app.pending_code(&number).await;
     assert!(pending.is_none(), "gateway 429: the code was rolled back");
     // No cooldown is left behind: the next send goes straight through.
     gateway.succeed();
@@ -94,7 +85,7 @@ async fn failed_delivery_rolls_back_the_new_code_with_events_on(backend: Backend
     gateway.fail_with(500);
     let answer = app.send(&number).await;
     assert_eq!((answer.status, answer.code()), (502, 50200), "{answer:?}");
-    let pending = pending(&app, &number).await;
+    let pending = app.pending_code(&number).await;
     assert!(pending.is_none(), "the code was rolled back: {pending:?}");
     gateway.succeed();
     assert_eq!(
@@ -118,7 +109,8 @@ async fn failed_redelivery_keeps_the_earlier_code(backend: Backend) {
         let first = gateway.received()[0]["code"].as_str().unwrap().to_owned();
         gateway.fail_with(500);
         assert_eq!(app.send(&number).await.code(), 50200);
-        let pending = pending(&app, &number)
+        let pending = app
+            .pending_code(&number)
             .await
             .expect("the earlier code is still pending");
         assert!(
@@ -162,7 +154,8 @@ async fn a_gateway_answering_after_the_timeout_costs_one_sms_per_cooldown_and_it
     assert_eq!(sent.delivery, Delivery::Unconfirmed, "{:?}", accepted[0]);
     assert_eq!(sent.resend_after, 1);
     assert_eq!(gateway.received().len(), 1, "one SMS for eight sends");
-    let pending = pending(&app, &number)
+    let pending = app
+        .pending_code(&number)
         .await
         .expect("the code stays: its SMS may arrive");
     let first = gateway.received()[0]["code"].as_str().unwrap().to_owned();
@@ -230,7 +223,7 @@ async fn an_unreachable_gateway_fails_cleanly(backend: Backend) {
     let app = spawn_app_with(backend, |s| s.sms = webhook(&url)).await;
     let number = random_phone();
     assert_eq!(app.send(&number).await.code(), 50200);
-    let pending = pending(&app, &number).await;
+    let pending = app.pending_code(&number).await;
     assert!(pending.is_none());
 }
 

@@ -382,4 +382,13 @@ impl TestApp {
             .pop()
             .expect("at least one SMS was delivered")
     }
+
+    /// The code pending for `phone` (the default purpose), read from the store.
+    pub async fn pending_code(&self, phone: &str) -> Option<vcode::store::PendingCode> {
+        self.store
+            .codes
+            .pending_code(&super::phone(phone), &vcode::domain::Purpose::default())
+            .await
+            .unwrap()
+    }
 }
