@@ -78,18 +78,19 @@ pub struct SendTicket {
 /// A verify's send, as the guard converts it (`FraudGuard::conversion`).
 #[derive(Debug)]
 pub struct ConversionTicket {
-    attribution: String,
-    prefix: String,
-    country: String,
+    /// The prefix, country and attribution in one allocation, as `Admitted` keeps them.
+    names: String,
+    ends: [usize; 2],
     since_minute: u64,
 }
 
 impl ConversionTicket {
     pub fn conversion(&self) -> Conversion<'_> {
+        let [prefix_end, country_end] = self.ends;
         Conversion {
-            attribution: &self.attribution,
-            prefix: &self.prefix,
-            country: &self.country,
+            attribution: &self.names[country_end..],
+            prefix: &self.names[..prefix_end],
+            country: &self.names[prefix_end..country_end],
             since_minute: self.since_minute,
         }
     }
@@ -635,10 +636,11 @@ impl FraudGuard {
         // The send can be no older than its code: only those minutes are looked at.
         let since_minute =
             (now_ms() / BUCKET_MS).saturating_sub(self.attribution_ttl.as_secs().div_ceil(60) + 1);
+        let prefix = prefix_of(destination, self.settings.prefix_digits);
+        let (names, ends) = send_names(&prefix, destination, purpose);
         Some(ConversionTicket {
-            attribution: attribution(destination, purpose),
-            prefix: prefix_of(destination, self.settings.prefix_digits).into_owned(),
-            country: country_of(destination),
+            names,
+            ends,
             since_minute,
         })
     }
@@ -731,7 +733,3 @@ async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
     }
 }
 
-/// The pending code a send is for: its verify converts it.
-fn attribution(destination: &Destination, purpose: &Purpose) -> String {
-    [destination.key(), ":", purpose.as_str()].concat()
-}

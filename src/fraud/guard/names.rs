@@ -115,8 +115,22 @@ mod tests {
             previous: None,
         };
         let send = admitted.send();
+        // The pending code a send is for: its verify converts it.
+        let attribution = format!("{}:{}", destination.key(), purpose.as_str());
         assert_eq!(send.prefix, "44740");
         assert_eq!(send.country, "GB");
-        assert_eq!(send.attribution, attribution(&destination, &purpose));
+        assert_eq!(send.attribution, attribution);
+        // A verify's ticket names the same send.
+        let (names, ends) = send_names("44740", &destination, &purpose);
+        let ticket = ConversionTicket {
+            names,
+            ends,
+            since_minute: 0,
+        };
+        let conversion = ticket.conversion();
+        assert_eq!(
+            (conversion.prefix, conversion.country, conversion.attribution),
+            ("44740", "GB", attribution.as_str())
+        );
     }
 }
