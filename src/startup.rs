@@ -397,13 +397,11 @@ fn serve_public(settings: &Settings, state: web::Data<AppState>) -> anyhow::Resu
     let openapi = web::Bytes::from(public_routes.openapi().to_string());
     let server = HttpServer::new(move || {
         App::new()
+            // The span and metrics, the API key, then the body, and the default headers on
+            // every answer: one layer.
             .wrap(from_fn(move |request, next| {
-                routes::bounded_body(limits, request, next)
+                routes::front_door(limits, request, next)
             }))
-            // Outside the body's deadline: a missing API key is answered before the body.
-            .wrap(from_fn(routes::authorize_first))
-            // The default headers too, on every answer (a refusal of the middlewares inside).
-            .wrap(from_fn(routes::observe_requests))
             .app_data(state.clone())
             .configure(|cfg| routes::public(cfg, &public_routes, openapi.clone()))
             .default_service(web::to(routes::not_found))

@@ -1,5 +1,5 @@
-//! `Authorization: Bearer <key>` on the operations `VCODE_REQUIRE_API_KEY` lists. A middleware
-//! outside the body's ([`authorize_first`]) answers 401 before a byte of the body is awaited, so
+//! `Authorization: Bearer <key>` on the operations `VCODE_REQUIRE_API_KEY` lists. Checked before
+//! the body is read ([`authorize_first`]), a refusal answers 401 before a byte of it is awaited, so
 //! a caller without a key never holds a request open for the body timeout; the extractors the
 //! handlers list first hand the caller it let through to the handler (and check themselves
 //! should a request reach them unchecked). The caller's name goes to the request span and the
@@ -7,10 +7,8 @@
 
 use std::future::{Ready, ready};
 
-use actix_web::body::{EitherBody, MessageBody};
-use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
+use actix_web::dev::{Payload, ServiceRequest};
 use actix_web::http::Method;
-use actix_web::middleware::Next;
 use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
 use vcode_wire::paths;
 
@@ -73,27 +71,18 @@ struct Authorized {
     caller: ApiKeyName,
 }
 
-/// Middleware, wrapped outside `bounded_body`: checks the key of a request for an operation
-/// that needs one before its body is read, and answers 401 at once if it is missing or wrong.
-pub async fn authorize_first<B: MessageBody + 'static>(
-    request: ServiceRequest,
-    next: Next<B>,
-) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
-    if let Some(operation) = operation_of(&request) {
-        match authorize(request.request(), operation) {
-            // Kept only when named: an open operation is as cheap to check again as to look up.
-            Ok(Some(caller)) => {
-                request
-                    .extensions_mut()
-                    .insert(Authorized { operation, caller });
-            }
-            Ok(None) => {}
-            Err(refusal) => return Ok(request.error_response(refusal).map_into_right_body()),
+/// Checks the key of a request for an operation that needs one before its body is read
+/// (`observe::front_door` answers the refusal at once: 401 if it is missing or wrong).
+pub(super) fn authorize_first(request: &ServiceRequest) -> Result<(), ApiError> {
+    if let Some(operation) = operation_of(request) {
+        // Kept only when named: an open operation is as cheap to check again as to look up.
+        if let Some(caller) = authorize(request.request(), operation)? {
+            request
+                .extensions_mut()
+                .insert(Authorized { operation, caller });
         }
     }
-    next.call(request)
-        .await
-        .map(ServiceResponse::map_into_left_body)
+    Ok(())
 }
 
 /// The caller of `operation`: the one [`authorize_first`] let through, or checked now.

@@ -7,12 +7,11 @@
 use std::time::Duration;
 
 use actix_web::HttpMessage;
-use actix_web::body::{EitherBody, MessageBody};
-use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::dev::ServiceRequest;
 use actix_web::http::header::{
     CACHE_CONTROL, CONTENT_LENGTH, HeaderMap, HeaderValue, X_CONTENT_TYPE_OPTIONS,
 };
-use actix_web::middleware::{DefaultHeaders, Next};
+use actix_web::middleware::DefaultHeaders;
 use actix_web::web::{Bytes, BytesMut};
 use futures_util::StreamExt;
 
@@ -38,7 +37,7 @@ impl BodyLimits {
 
 /// `X-Content-Type-Options: nosniff` on every answer; `Cache-Control: no-store` where the
 /// route set none (codes, captchas, tokens and errors must never sit in a cache). The operator
-/// routes' middleware; the public ones add them in `observe_requests` (one layer fewer).
+/// routes' middleware; the public ones add them in `observe::front_door` (one layer fewer).
 pub fn default_headers() -> DefaultHeaders {
     DefaultHeaders::new()
         .add((X_CONTENT_TYPE_OPTIONS, NOSNIFF))
@@ -59,23 +58,12 @@ pub fn add_default_headers(headers: &mut HeaderMap) {
 }
 
 /// Reads the whole body within `limits` before the handler runs, so no handler and no worker
-/// waits on a client that stalls; answers 413 at once for a declared length over the limit.
-/// Refusals are answers (not errors), so the outer middleware still adds its headers.
-pub async fn bounded_body<B: MessageBody + 'static>(
+/// waits on a client that stalls; refuses at once a declared length over the limit (413).
+/// `observe::front_door` answers a refusal (an answer, not an error: its headers are added).
+pub(super) async fn bounded_body(
     limits: BodyLimits,
-    mut request: ServiceRequest,
-    next: Next<B>,
-) -> Result<ServiceResponse<EitherBody<B>>, actix_web::Error> {
-    match read_body(limits, &mut request).await {
-        Ok(()) => next
-            .call(request)
-            .await
-            .map(ServiceResponse::map_into_left_body),
-        Err(refusal) => Ok(request.error_response(refusal).map_into_right_body()),
-    }
-}
-
-async fn read_body(limits: BodyLimits, request: &mut ServiceRequest) -> Result<(), ApiError> {
+    request: &mut ServiceRequest,
+) -> Result<(), ApiError> {
     let max_bytes = limits.max_bytes_for(request.path());
     let declared = request
         .headers()

@@ -18,7 +18,7 @@ use serde::de::{self, Deserializer, Visitor};
 
 use super::ApiError;
 
-/// A body with a JSON content type, whole and unparsed. Its size is `bounded_body`'s to
+/// A body with a JSON content type, whole and unparsed. Its size is `hardening::bounded_body`'s to
 /// limit, with the same limit as the app's `JsonConfig`.
 pub struct JsonBytes(Bytes);
 
@@ -41,7 +41,7 @@ impl FromRequest for JsonBytes {
         }
         let mut payload = payload.take();
         let mut body = Body::default();
-        // `bounded_body` has read the body whole already: it is all here, and read without a
+        // `hardening::bounded_body` has read the body whole already: it is all here, and read without a
         // boxed future; only a body still arriving (no such route now) waits in one.
         loop {
             match payload.next().now_or_never() {

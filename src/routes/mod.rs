@@ -35,10 +35,9 @@ use vcode_wire::paths;
 use std::net::{IpAddr, Ipv4Addr};
 
 pub use self::admin::require_admin_token;
-pub use self::api_key::authorize_first;
 pub use self::error::ApiError;
-pub use self::hardening::{BodyLimits, bounded_body, default_headers};
-pub use self::observe::observe_requests;
+pub use self::hardening::{BodyLimits, default_headers};
+pub use self::observe::front_door;
 pub use self::pages::DemoSettings;
 pub use self::state::AppState;
 

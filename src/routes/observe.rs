@@ -1,28 +1,52 @@
-//! What the HTTP layer tells operators about each request: its span (for the logs) and its
-//! metrics (route pattern, method, status, duration), in one middleware.
+//! The public listener's one middleware: what the HTTP layer tells operators about each request
+//! (its span for the logs, its metrics: route pattern, method, status, duration), and what a
+//! request must pass before its handler (the API key, then the body within its limits).
 
 use std::borrow::Cow;
 use std::time::Instant;
 
-use actix_web::body::MessageBody;
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::middleware::Next;
 use actix_web::{Error, HttpRequest};
 use tracing::{Instrument, Span};
 
-/// Middleware: runs the request in its span (method, route, request id, the socket peer, the
-/// status and the name of the caller's API key, never the key; unlike tracing-actix-web's
-/// default span it never records `X-Forwarded-For`, which any client can forge), adds the
-/// default headers (`hardening::add_default_headers`), then counts and times it by route
-/// pattern, method and status. One layer where there were three (this, tracing-actix-web's,
-/// which also wrapped every answer's body to enter the span again, and the default headers').
-pub async fn observe_requests(
-    request: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, Error> {
+use super::BodyLimits;
+
+/// The public listener's one middleware: runs the request in its span (method, route, request
+/// id, the socket peer, the status and the name of the caller's API key, never the key; unlike
+/// tracing-actix-web's default span it never records `X-Forwarded-For`, which any client can
+/// forge); checks the API key (`api_key::authorize_first`), then reads the body within its
+/// limits (`hardening::bounded_body`), answering a refusal of either at once, before the
+/// handler; adds the default headers (`hardening::add_default_headers`) to every answer; and
+/// counts and times it by route pattern, method and status. One layer where there were five
+/// (tracing-actix-web's, which also wrapped every answer's body to enter the span again, the
+/// default headers', the metrics', the API key's and the body's): each layer of `from_fn` is a
+/// boxed future and a service call on every request.
+pub async fn front_door<B: MessageBody + 'static>(
+    limits: BodyLimits,
+    mut request: ServiceRequest,
+    next: Next<B>,
+) -> Result<ServiceResponse<EitherBody<B>>, Error> {
     let started = Instant::now();
     let span = request_span(&request);
-    let outcome = next.call(request).instrument(span.clone()).await;
+    let outcome = async {
+        // The key before the body: a caller without one never holds a request open for the
+        // body's deadline.
+        let admitted = match super::api_key::authorize_first(&request) {
+            Ok(()) => super::hardening::bounded_body(limits, &mut request).await,
+            Err(refusal) => Err(refusal),
+        };
+        match admitted {
+            Ok(()) => next
+                .call(request)
+                .await
+                .map(ServiceResponse::map_into_left_body),
+            Err(refusal) => Ok(request.error_response(refusal).map_into_right_body()),
+        }
+    }
+    .instrument(span.clone())
+    .await;
     let status = match &outcome {
         Ok(response) => response.status(),
         Err(error) => error.as_response_error().status_code(),
