@@ -20,6 +20,10 @@ const ISSUE: &str =
 /// `vcode_issue`'s thirteen arguments, then `vcode_fraud_admit`'s eleven (0008).
 pub(super) const ISSUE_GUARDED: &str = "SELECT * FROM vcode_issue_guarded($1, $2, $3, $4, $5, $6, $7, $8, \
      $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)";
+/// The same with the send's levels counted in its statement (`vcode_issue_guarded_levels`).
+pub(super) const ISSUE_GUARDED_LEVELS: &str = "SELECT * FROM vcode_issue_guarded_levels($1, $2, \
+     $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
+     $23, $24, $25, $26, $27, $28, $29, $30)";
 const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const UNDO_TYPES: [Type; 11] = [
     Type::TEXT,

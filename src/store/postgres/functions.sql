@@ -866,3 +866,50 @@ BEGIN
       greatest(k.hu + p_du, 0)
     FROM kept k ORDER BY k.ord;
 END $$;
+
+-- The issue, the guard's step and the send's levels in one statement (issue 39): what
+-- vcode_issue_guarded does, then, for a send the guard admitted, vcode_levels_count of p_scopes
+-- (a send) in the send's own shard. o_levels: each scope's counts after the send, six a scope
+-- (recent sends, conversions, undelivered, then the history's), in the order of p_scopes; none
+-- when nothing was counted. One transaction where there were two, each with its own commit.
+-- vcode_issue_guarded stays for the builds that call it (two versions share a database
+-- during a rolling upgrade).
+CREATE OR REPLACE FUNCTION vcode_issue_guarded_levels(
+  p_destination text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
+  p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
+  p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
+  p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
+  p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
+  p_counters_ms bigint, p_send_token bigint,
+  p_scopes text[], p_recent_half double precision, p_history_half double precision,
+  p_level_ttl bigint, p_young_ttl bigint, p_young_sends double precision,
+  OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
+  OUT o_sent_at_ms bigint, OUT o_deliveries integer, OUT o_previous_digest bytea,
+  OUT o_previous_sealed bytea, OUT o_previous_sent_at_ms bigint,
+  OUT o_previous_expires_at_ms bigint,
+  OUT o_block text, OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint,
+  OUT o_previous_token bigint, OUT o_levels double precision[])
+LANGUAGE plpgsql AS $$
+DECLARE
+  counted record;
+BEGIN
+  SELECT * INTO o_kind, o_wait_ms, o_digest, o_sealed, o_sent_at_ms, o_deliveries,
+      o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms,
+      o_block, o_prefix, o_service, o_previous, o_previous_token
+    FROM vcode_issue_guarded(p_destination, p_purpose, p_digest, p_sealed, p_ttl_ms,
+      p_cooldown_ms, p_rotate, p_token, p_not_after_ms, p_limits, p_windows, p_verification,
+      p_retention_ms, p_prefix, p_country, p_attribution, p_now, p_minute, p_from,
+      p_judged_before, p_enforce, p_attribution_ttl_ms, p_counters_ms, p_send_token);
+  -- Only a send the guard admitted counts in its levels (as the guard's own call would).
+  IF o_kind < 1 THEN
+    RETURN;
+  END IF;
+  o_levels := '{}';
+  FOR counted IN
+    SELECT * FROM vcode_levels_count(p_scopes, p_send_token, p_now, p_recent_half,
+      p_history_half, 1, 0, 0, p_level_ttl, p_young_ttl, p_young_sends, 0, 0, true)
+  LOOP
+    o_levels := o_levels || ARRAY[counted.rs, counted.rc, counted.ru, counted.hs, counted.hc,
+      counted.hu];
+  END LOOP;
+END $$;

@@ -6,10 +6,73 @@ use async_trait::async_trait;
 use super::shards::SendToken;
 use super::*;
 use crate::domain::traffic::{Decayed, LevelCounts};
-use crate::store::{LevelStore, LevelUpdate};
+use crate::store::{LevelStep, LevelStore, LevelUpdate};
+use tokio_postgres::types::ToSql;
 
 fn bigint(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// Where `vcode_issue_guarded_levels` answers the send's levels (`o_levels`).
+pub(super) const LEVELS_COLUMN: usize = 15;
+
+/// A send's levels as `vcode_issue_guarded_levels` takes them after the issue's and the
+/// guard's arguments.
+pub(super) struct LevelArgs<'a> {
+    scopes: Vec<&'a str>,
+    half_lives: (f64, f64),
+    ttl: i64,
+    young_ttl: i64,
+    young_sends: f64,
+}
+
+impl<'a> LevelArgs<'a> {
+    pub(super) fn of(step: &LevelStep<'a>) -> Self {
+        Self {
+            scopes: step.scopes.iter().map(String::as_str).collect(),
+            half_lives: (step.half_lives.recent_ms, step.half_lives.history_ms),
+            ttl: bigint(step.record_life.ttl.as_millis() as u64),
+            young_ttl: bigint(step.record_life.young_ttl.as_millis() as u64),
+            young_sends: step.record_life.young_sends,
+        }
+    }
+
+    pub(super) fn params(&self) -> [&(dyn ToSql + Sync); 6] {
+        [
+            &self.scopes,
+            &self.half_lives.0,
+            &self.half_lives.1,
+            &self.ttl,
+            &self.young_ttl,
+            &self.young_sends,
+        ]
+    }
+}
+
+/// Each scope's counts from `o_levels` (six a scope: the recent sends, conversions and
+/// undelivered, then the history's).
+pub(super) fn counts_of(flat: &[f64]) -> Result<Vec<LevelCounts>, StoreError> {
+    if flat.len() % 6 != 0 {
+        return Err(StoreError::Protocol(format!(
+            "a send's levels: {} numbers",
+            flat.len()
+        )));
+    }
+    Ok(flat
+        .chunks_exact(6)
+        .map(|c| LevelCounts {
+            recent: Decayed {
+                sends: c[0],
+                conversions: c[1],
+                undelivered: c[2],
+            },
+            history: Decayed {
+                sends: c[3],
+                conversions: c[4],
+                undelivered: c[5],
+            },
+        })
+        .collect())
 }
 
 #[async_trait]
@@ -76,5 +139,25 @@ impl LevelStore for PostgresStore {
             )
             .await?;
         row.try_get(0).map_err(db_error)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_send_s_levels_are_read_six_numbers_a_scope_in_order() {
+        let counts = counts_of(&[1., 2., 3., 4., 5., 6., 7., 8., 9., 10., 11., 12.]).unwrap();
+        assert_eq!(counts.len(), 2);
+        assert_eq!(
+            (counts[0].recent.sends, counts[0].recent.undelivered),
+            (1., 3.)
+        );
+        assert_eq!(
+            (counts[1].history.sends, counts[1].history.conversions),
+            (10., 11.)
+        );
+        assert!(counts_of(&[1.; 7]).is_err());
     }
 }
