@@ -732,4 +732,3 @@ async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
         tracing::warn!(%error, prefix = %admitted.prefix(), "fraud guard: send not given back; it stays counted");
     }
 }
-

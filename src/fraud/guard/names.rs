@@ -129,7 +129,11 @@ mod tests {
         };
         let conversion = ticket.conversion();
         assert_eq!(
-            (conversion.prefix, conversion.country, conversion.attribution),
+            (
+                conversion.prefix,
+                conversion.country,
+                conversion.attribution
+            ),
             ("44740", "GB", attribution.as_str())
         );
     }

@@ -5,13 +5,14 @@ use async_trait::async_trait;
 use tokio_postgres::types::ToSql;
 
 use super::codes::{ISSUE_GUARDED, ISSUE_GUARDED_LEVELS, IssueArgs, issue_outcome};
-use super::levels::{LEVELS_COLUMN, LevelArgs, counts_of};
 use super::fraud::{self, AdmitArgs};
+use super::levels::{LEVELS_COLUMN, LevelArgs, counts_of};
 use super::{PostgresStore, column, rule_arrays};
 use crate::domain::{Destination, Purpose};
 use crate::store::{
-    Admission, Budgets, CodeCandidate, Conversion, FusedSteps, GuardStep, GuardedIssue, IssueOutcome,
-    IssueParams, QuotaToken, StoreError, VerifyOutcome, VerifyStep, verify_then_convert,
+    Admission, Budgets, CodeCandidate, Conversion, FusedSteps, GuardStep, GuardedIssue,
+    IssueOutcome, IssueParams, QuotaToken, StoreError, VerifyOutcome, VerifyStep,
+    verify_then_convert,
 };
 
 #[async_trait]

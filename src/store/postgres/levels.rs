@@ -52,7 +52,7 @@ impl<'a> LevelArgs<'a> {
 /// Each scope's counts from `o_levels` (six a scope: the recent sends, conversions and
 /// undelivered, then the history's).
 pub(super) fn counts_of(flat: &[f64]) -> Result<Vec<LevelCounts>, StoreError> {
-    if flat.len() % 6 != 0 {
+    if !flat.len().is_multiple_of(6) {
         return Err(StoreError::Protocol(format!(
             "a send's levels: {} numbers",
             flat.len()
