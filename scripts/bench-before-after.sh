@@ -3,7 +3,7 @@
 # current one, in one run, on one redis-server, alternating the two builds row by row. Reports
 # the server's own CPU per request (utime + stime from /proc/<pid>/stat over the timed run,
 # divided by the requests served), which a shared, busy machine disturbs far less than req/s,
-# and req/s beside it; on the Redis rows also redis-server's own CPU per request.
+# and req/s beside it; on the Redis and PostgreSQL rows also the server's own CPU per request.
 #
 #   scripts/bench-before-after.sh 7e7a6cf          # build 7e7a6cf (cached), 3 rounds of 10 s
 #   BEFORE_BIN=path/to/vcode scripts/bench-before-after.sh label
@@ -13,7 +13,8 @@
 #                   proxy (loopback), so that no limit refuses the load
 #   POSTGRES=1 scripts/bench-before-after.sh 7e7a6cf   # also "verify PostgreSQL", "send PostgreSQL"
 #                   (a server of the script's own, Debian's postgresql with its durable
-#                   defaults, a database per build; the rows count vcode's CPU, not the server's)
+#                   defaults, a database per build; the rows count vcode's CPU, and below them
+#                   the server's: all its processes', as redis-server's on the Redis rows)
 #
 # Both builds run with the quotas off (the load uses few addresses; DEFAULTS=1: on) and warn
 # logs, as in bench-http.sh. AFTER_ENV (default: the fraud guard on, counting every send, its thresholds out
@@ -69,7 +70,8 @@ if [ -n "${POSTGRES:-}" ]; then
     -c shared_buffers=256MB >"$WORK/pg.log" 2>&1 & PIDS+=($!)
   for _ in $(seq 100); do "$PG_BIN/pg_isready" -q -h 127.0.0.1 -p "$PG_PORT" && break; sleep 0.1; done
   # The postmaster itself ($! is the subshell that runs pg_as_owner), for the cleanup.
-  PIDS+=("$(head -1 "$WORK/pg/postmaster.pid")")
+  PG_PID=$(head -1 "$WORK/pg/postmaster.pid")
+  PIDS+=("$PG_PID")
   for build in before after; do
     "$PG_BIN/createdb" -h 127.0.0.1 -p "$PG_PORT" -U vcode "vcode_$build"
   done
@@ -107,21 +109,32 @@ for build in before after; do
 done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The PostgreSQL server's CPU: the postmaster's and its children's (the backends, which the
+# builds' pools keep open across the rows; one that ends within a timed run is not counted).
+server_ticks() { # store
+  case $1 in
+    Redis) cpu_ticks "$REDIS_PID" ;;
+    PostgreSQL) for pid in "$PG_PID" $(pgrep -P "$PG_PID"); do cpu_ticks "$pid" 2>/dev/null || true; done |
+      awk '{s += $1} END {print s + 0}' ;;
+    *) echo 0 ;;
+  esac
+}
 TICK=$(getconf CLK_TCK)
-declare -A CPU RPS REDIS_CPU
+declare -A CPU RPS SERVER_CPU
 # run ROW BUILD: one warm-up and one timed wrk run; adds CPU µs per request and req/s, and on
-# the Redis rows redis-server's own CPU µs per request (the scripts' cost on the one node).
+# the Redis and PostgreSQL rows the server's own CPU µs per request (the scripts' and the
+# statements' cost on the one shared server).
 run() {
   local row=$1 build=$2 store=${1#* } script=${1%% *}.lua
-  local name="$build $store" before after out redis_before redis_after
+  local name="$build $store" before after out server_before server_after
   wrk -t2 -c"$CONNECTIONS" -d2s -s "scripts/wrk/$script" "${URL[$name]}" >/dev/null
-  before=$(cpu_ticks "${PID[$name]}"); redis_before=$(cpu_ticks "$REDIS_PID")
+  before=$(cpu_ticks "${PID[$name]}"); server_before=$(server_ticks "$store")
   out=$(wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -s "scripts/wrk/$script" "${URL[$name]}")
-  after=$(cpu_ticks "${PID[$name]}"); redis_after=$(cpu_ticks "$REDIS_PID")
+  after=$(cpu_ticks "${PID[$name]}"); server_after=$(server_ticks "$store")
   local requests; requests=$(awk '/requests in/ {print $1}' <<<"$out")
   per_request() { awk -v t="$1" -v hz="$TICK" -v n="$requests" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }'; }
   CPU[$row/$build]+=" $(per_request $((after - before)))"
-  [ "$store" = Redis ] && REDIS_CPU[$row/$build]+=" $(per_request $((redis_after - redis_before)))"
+  [ "$store" != embedded ] && SERVER_CPU[$row/$build]+=" $(per_request $((server_after - server_before)))"
   RPS[$row/$build]+=" $(awk '/Requests\/sec/ {printf "%.0f", $2}' <<<"$out")"
 }
 
@@ -142,10 +155,11 @@ for row in "${ROWS[@]}"; do
     "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" "$(median "${RPS[$row/before]}")" "$(median "${RPS[$row/after]}")"
 done
 for row in "${ROWS[@]}"; do
-  [ -n "${REDIS_CPU[$row/before]:-}" ] || continue
-  b=$(median "${REDIS_CPU[$row/before]}"); a=$(median "${REDIS_CPU[$row/after]}")
-  printf '%-16s %22s %22s %7.2fx   (redis-server CPU µs/req)\n' "$row" "$b (${REDIS_CPU[$row/before]# })" \
-    "$a (${REDIS_CPU[$row/after]# })" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')"
+  [ -n "${SERVER_CPU[$row/before]:-}" ] || continue
+  server=redis-server; [ "${row#* }" = PostgreSQL ] && server=postgres
+  b=$(median "${SERVER_CPU[$row/before]}"); a=$(median "${SERVER_CPU[$row/after]}")
+  printf '%-16s %22s %22s %7.2fx   (%s CPU µs/req)\n' "$row" "$b (${SERVER_CPU[$row/before]# })" \
+    "$a (${SERVER_CPU[$row/after]# })" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" "$server"
 done
 printf 'before: %s; after: %s; %s, %s cores, wrk -t2 -c%s%s\n' "$BEFORE" "$(git rev-parse --short HEAD)" \
   "$(date -u +%Y-%m-%d)" "$(nproc)" "$CONNECTIONS" "${DEFAULTS:+, every default limit on}"
