@@ -7,7 +7,6 @@ use super::shards::SendToken;
 use super::*;
 use crate::domain::traffic::{Decayed, LevelCounts};
 use crate::store::{LevelStep, LevelStore, LevelUpdate};
-use tokio_postgres::types::ToSql;
 
 fn bigint(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
@@ -58,21 +57,23 @@ pub(super) fn counts_of(flat: &[f64]) -> Result<Vec<LevelCounts>, StoreError> {
             flat.len()
         )));
     }
-    Ok(flat
-        .chunks_exact(6)
-        .map(|c| LevelCounts {
-            recent: Decayed {
-                sends: c[0],
-                conversions: c[1],
-                undelivered: c[2],
-            },
-            history: Decayed {
-                sends: c[3],
-                conversions: c[4],
-                undelivered: c[5],
-            },
-        })
-        .collect())
+    Ok(flat.chunks_exact(6).map(level_counts).collect())
+}
+
+/// One scope's counts from its six numbers, in the order `counts_of` and `count_levels` read.
+fn level_counts(c: &[f64]) -> LevelCounts {
+    LevelCounts {
+        recent: Decayed {
+            sends: c[0],
+            conversions: c[1],
+            undelivered: c[2],
+        },
+        history: Decayed {
+            sends: c[3],
+            conversions: c[4],
+            undelivered: c[5],
+        },
+    }
 }
 
 #[async_trait]
@@ -114,18 +115,14 @@ impl LevelStore for PostgresStore {
         rows.iter()
             .map(|row| {
                 let read = |i: usize| row.try_get::<_, f64>(i).map_err(db_error);
-                Ok(LevelCounts {
-                    recent: Decayed {
-                        sends: read(1)?,
-                        conversions: read(2)?,
-                        undelivered: read(3)?,
-                    },
-                    history: Decayed {
-                        sends: read(4)?,
-                        conversions: read(5)?,
-                        undelivered: read(6)?,
-                    },
-                })
+                Ok(level_counts(&[
+                    read(1)?,
+                    read(2)?,
+                    read(3)?,
+                    read(4)?,
+                    read(5)?,
+                    read(6)?,
+                ]))
             })
             .collect()
     }
