@@ -279,6 +279,7 @@ impl Services {
             )),
         );
         fraud.spawn_spend_refresh();
+        fraud.spawn_level_flush();
         tracing::info!(guard = %fraud.describe(), "fraud guard (VCODE_FRAUD_*)");
         // Authenticator apps' factors: the same keyring, tokens and per-client wrong-code rule
         // as the OTP verifies.

@@ -43,6 +43,12 @@ impl LevelKind {
         matches!(self, Self::Range(_) | Self::Domain)
     }
 
+    /// A country, all mail or the service: a level most sends share, counted per instance
+    /// between flushes (`wide_levels`).
+    pub fn is_wide(self) -> bool {
+        matches!(self, Self::Country | Self::Mail | Self::Service)
+    }
+
     pub fn name(self) -> String {
         match self {
             Self::Range(digits) => format!("range{digits}"),
@@ -80,6 +86,12 @@ impl Levels {
 
     pub fn len(&self) -> usize {
         self.kinds.len()
+    }
+
+    /// How many levels come before the wide ones (which `levels_of` puts last): the ranges or
+    /// the domain, which the store counts on every send.
+    pub fn narrow(&self) -> usize {
+        self.kinds.iter().take_while(|kind| !kind.is_wide()).count()
     }
 
     pub fn is_empty(&self) -> bool {

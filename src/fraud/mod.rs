@@ -6,8 +6,9 @@
 //! (issue 39): `levels` judges each send's number ranges, country and service against their
 //! own decayed history, letting returning destinations through; `spend` caps what SMS may cost.
 //! `policy` judges the minutes, `guard` is the use case the send and verify paths and the
-//! operator routes call, and `safe_list` the destinations it never judges (configured, and
-//! changed while running).
+//! operator routes call, `safe_list` the destinations it never judges (configured, and
+//! changed while running), and `wide_levels` the country's and the service's counts between
+//! an instance's flushes.
 
 mod guard;
 pub mod levels;
@@ -15,6 +16,7 @@ pub mod policy;
 mod safe_list;
 mod settings;
 pub mod spend;
+mod wide_levels;
 
 pub use self::guard::{
     Admitted, ConversionTicket, FraudError, FraudGuard, PrefixState, PrefixTraffic, SendTicket,

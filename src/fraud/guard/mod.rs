@@ -18,6 +18,7 @@ use super::policy::{
 use super::safe_list::SafeList;
 use super::settings::FraudSettings;
 use super::spend::{SPEND_REFRESH, SpendGuard, SpendLine};
+use super::wide_levels::{FLUSH_EVERY, WideLevels};
 use crate::domain::traffic::{HalfLives, LEVEL_RECORD_LIFE, LevelChange, LevelCounts};
 use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
 use crate::keyring::Keyring;
@@ -145,6 +146,8 @@ pub struct FraudGuard {
     safe_list: Arc<SafeList>,
     /// The spend caps (none unless set: `with_spend`).
     spend: Arc<SpendGuard>,
+    /// The country's, all mail's and the service's counts on this instance between flushes.
+    wide: WideLevels,
 }
 
 fn now_ms() -> u64 {
@@ -179,6 +182,7 @@ impl FraudGuard {
             )),
             stats,
             safe_list,
+            wide: WideLevels::new(Self::half_lives(), LEVEL_RECORD_LIFE),
         }
     }
 
@@ -201,6 +205,25 @@ impl FraudGuard {
                 ticks.tick().await;
                 let Some(guard) = guard.upgrade() else { return };
                 guard.spend.refresh(&*guard.store, now_ms()).await;
+            }
+        });
+    }
+
+    /// Starts adding the wide levels counted here to the store every `FLUSH_EVERY`, while the
+    /// guard lives. (What an instance counted in its last second before it stops is lost: a
+    /// second of a country's days of history.)
+    pub fn spawn_level_flush(self: &Arc<Self>) {
+        if self.settings.level == Level::Off {
+            return;
+        }
+        let guard = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(FLUSH_EVERY);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                let Some(guard) = guard.upgrade() else { return };
+                guard.wide.flush(&*guard.levels, now_ms()).await;
             }
         });
     }
@@ -333,25 +356,44 @@ impl FraudGuard {
         HalfLives::default()
     }
 
-    /// Counts `change` in each of `levels`.
+    /// Counts `change` in each of `levels` and answers their counts after it, in order: the
+    /// narrow ones in the store (unless `narrow_counted`, what the step counted), with
+    /// the destination remembered as `returning` if given, the wide ones here
+    /// (`wide_levels`).
     async fn count_levels(
         &self,
         levels: &Levels,
         change: LevelChange,
         returning: Option<u64>,
+        narrow_counted: Option<Vec<LevelCounts>>,
     ) -> Result<Vec<LevelCounts>, StoreError> {
+        let now = now_ms();
+        let narrow = levels.narrow();
         let scopes: Vec<&str> = levels.scopes.iter().map(String::as_str).collect();
-        let returning_ttl = Duration::from_secs(self.settings.returning_days * 24 * 3600);
-        self.levels
-            .count_levels(&LevelUpdate {
-                scopes: &scopes,
-                change,
-                now_ms: now_ms(),
-                half_lives: Self::half_lives(),
-                record_life: LEVEL_RECORD_LIFE,
-                returning: returning.map(|digest| (digest, returning_ttl)),
-            })
-            .await
+        let (narrow_scopes, wide_scopes) = scopes.split_at(narrow);
+        let mut counts = match narrow_counted {
+            Some(counts) if counts.len() == narrow => counts,
+            _ if narrow_scopes.is_empty() && returning.is_none() => Vec::new(),
+            _ => {
+                let returning_ttl = Duration::from_secs(self.settings.returning_days * 24 * 3600);
+                self.levels
+                    .count_levels(&LevelUpdate {
+                        scopes: narrow_scopes,
+                        change,
+                        now_ms: now,
+                        half_lives: Self::half_lives(),
+                        record_life: LEVEL_RECORD_LIFE,
+                        returning: returning.map(|digest| (digest, returning_ttl)),
+                    })
+                    .await?
+            }
+        };
+        counts.extend(
+            self.wide
+                .count(&*self.levels, wide_scopes, change, now)
+                .await?,
+        );
+        Ok(counts)
     }
 
     /// The levels' verdict on a send whose levels counted it.
@@ -415,8 +457,9 @@ impl FraudGuard {
             window: &ticket.window,
             enforce: ticket.enforce,
             attribution_ttl: self.attribution_ttl,
+            // The wide levels are counted here (`wide_levels`).
             levels: Some(LevelStep {
-                scopes: &ticket.levels.scopes,
+                scopes: &ticket.levels.scopes[..ticket.levels.narrow()],
                 now_ms: ticket.admitted.now_ms,
                 half_lives: Self::half_lives(),
                 record_life: LEVEL_RECORD_LIFE,
@@ -465,10 +508,9 @@ impl FraudGuard {
         // will), refused or not: a pump that goes on keeps its levels anomalous. In the issue's
         // own step where the store can (Redis on one node), else here.
         let levels = ticket.levels;
-        let level_counts = match counted_levels {
-            Some(counts) if counts.len() == levels.len() => counts,
-            _ => self.count_levels(&levels, LevelChange::SEND, None).await?,
-        };
+        let level_counts = self
+            .count_levels(&levels, LevelChange::SEND, None, counted_levels)
+            .await?;
         if ticket.safe
             || block
                 .as_ref()
@@ -541,7 +583,7 @@ impl FraudGuard {
         }
         // Refused: given back where the store counted it, and out of its levels' history (it
         // stays in their recent memory, which keeps a pump that goes on anomalous).
-        let withdrawn = self.count_levels(&levels, LevelChange::REFUSED, None);
+        let withdrawn = self.count_levels(&levels, LevelChange::REFUSED, None, None);
         let (withdrawn, ()) = tokio::join!(withdrawn, give_back(&*self.store, admitted, true));
         if let Err(error) = withdrawn {
             tracing::warn!(%error, "fraud guard: a refused send stays in its levels' history");
@@ -661,7 +703,7 @@ impl FraudGuard {
         let guard = self.clone();
         tokio::spawn(async move {
             if let Err(error) = guard
-                .count_levels(&levels, LevelChange::CONVERSION, Some(digest))
+                .count_levels(&levels, LevelChange::CONVERSION, Some(digest), None)
                 .await
             {
                 tracing::warn!(%error, "fraud guard: a conversion not counted in its levels");
@@ -683,7 +725,7 @@ impl FraudGuard {
         // Its levels count it too: an undelivered send is a signal, not an exemption.
         let levels = levels_of(destination, &country, &self.range_depths);
         if let Err(error) = self
-            .count_levels(&levels, LevelChange::UNDELIVERED, None)
+            .count_levels(&levels, LevelChange::UNDELIVERED, None, None)
             .await
         {
             tracing::warn!(%error, %prefix, "fraud guard: undelivered send not counted in its levels");
