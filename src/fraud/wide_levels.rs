@@ -320,6 +320,88 @@ mod tests {
         assert!((seen.recent.sends - 10.0).abs() < 1e-2, "{seen:?}");
     }
 
+    /// A store whose writes fail while `down`.
+    struct Flaky {
+        store: MemoryStore,
+        down: std::sync::atomic::AtomicBool,
+    }
+
+    #[async_trait::async_trait]
+    impl LevelStore for Flaky {
+        async fn count_levels(
+            &self,
+            update: &LevelUpdate<'_>,
+        ) -> Result<Vec<LevelCounts>, StoreError> {
+            if self.down.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(StoreError::Unavailable("down".into()));
+            }
+            self.store.count_levels(update).await
+        }
+
+        async fn is_returning(&self, digests: &[u64], now_ms: u64) -> Result<bool, StoreError> {
+            self.store.is_returning(digests, now_ms).await
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn concurrent_counts_and_flushes_count_every_event_once_even_when_a_flush_fails() {
+        let store = std::sync::Arc::new(Flaky {
+            store: MemoryStore::default(),
+            down: false.into(),
+        });
+        let levels = std::sync::Arc::new(wide());
+        // One clock for all: no decay, so the counts are exact.
+        let now = 5_000_000;
+        // Read once (in the store) before the flushes start failing.
+        levels
+            .count(&*store, &["c:CN", "s"], LevelChange::SEND, now)
+            .await
+            .unwrap();
+        let counters: Vec<_> = (0..8)
+            .map(|_| {
+                let (store, levels) = (store.clone(), levels.clone());
+                tokio::spawn(async move {
+                    for i in 0..500 {
+                        let change = if i % 5 == 4 {
+                            LevelChange::CONVERSION
+                        } else {
+                            LevelChange::SEND
+                        };
+                        levels
+                            .count(&*store, &["c:CN", "s"], change, now)
+                            .await
+                            .unwrap();
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let flusher = {
+            let (store, levels) = (store.clone(), levels.clone());
+            tokio::spawn(async move {
+                for round in 0..200 {
+                    // Every fourth flush meets a store that does not answer.
+                    store
+                        .down
+                        .store(round % 4 == 3, std::sync::atomic::Ordering::SeqCst);
+                    levels.flush(&*store, now).await;
+                    tokio::task::yield_now().await;
+                }
+                store.down.store(false, std::sync::atomic::Ordering::SeqCst);
+            })
+        };
+        for counter in counters {
+            counter.await.unwrap();
+        }
+        flusher.await.unwrap();
+        levels.flush(&*store, now).await;
+        for scope in ["c:CN", "s"] {
+            let counts = stored(&store.store, scope, now).await;
+            assert_eq!(counts.recent.sends, 3_201.0, "{scope}: {counts:?}");
+            assert_eq!(counts.history.conversions, 800.0, "{scope}: {counts:?}");
+        }
+    }
+
     #[tokio::test]
     async fn a_stale_read_is_counted_in_the_store_again_and_forgotten_when_idle() {
         let store = MemoryStore::default();
