@@ -52,23 +52,27 @@ pub(super) fn parse_records(raw: &[u8]) -> Result<Vec<LevelCounts>, StoreError> 
 }
 
 /// A send's levels, counted in `issue.lua` on one node: their keys and one argument, `n now
-/// recent_half history_half ttl young_ttl young_sends`, after the guard's own.
+/// recent_half history_half ttl young_ttl young_sends` as seven little-endian doubles (Redis
+/// reads text numbers with a `strtod` each), after the guard's own.
 pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &LevelStep<'_>) {
     for scope in levels.scopes {
         invocation.key(fraud_level(scope));
     }
     let life = &levels.record_life;
-    // Whole milliseconds, written as integers (a float takes its shortest-decimal search).
-    invocation.arg(format!(
-        "{} {} {} {} {} {} {}",
-        levels.scopes.len(),
-        levels.now_ms,
-        levels.half_lives.recent_ms.round() as u64,
-        levels.half_lives.history_ms.round() as u64,
-        life.ttl.as_millis(),
-        life.young_ttl.as_millis(),
-        life.young_sends
-    ));
+    let numbers = [
+        levels.scopes.len() as f64,
+        levels.now_ms as f64,
+        levels.half_lives.recent_ms,
+        levels.half_lives.history_ms,
+        life.ttl.as_millis() as f64,
+        life.young_ttl.as_millis() as f64,
+        life.young_sends,
+    ];
+    let mut packed = Vec::with_capacity(numbers.len() * 8);
+    for number in numbers {
+        packed.extend_from_slice(&number.to_le_bytes());
+    }
+    invocation.arg(packed);
 }
 
 /// The levels' records at `reply[at]` (packed, `issue.lua`).
