@@ -380,6 +380,24 @@ mod tests {
         assert_eq!(levels.scopes[0], "d:gmail.com");
         let shown = shown(&levels);
         assert_eq!(shown, ["@gmail.com", EMAIL_COUNTRY]);
+        assert_eq!(levels.narrow(), 1, "the domain, then all mail");
+    }
+
+    #[test]
+    fn the_wide_levels_come_last_where_the_guard_splits_them_off() {
+        let phone: Destination = Phone::parse("+8613812345678", Region::default())
+            .unwrap()
+            .into();
+        let mail = Destination::from(EmailAddress::parse("ann@example.org").unwrap());
+        for (levels, narrow) in [
+            (levels_of(&phone, "CN", &range_depths(&[3, 5, 7])), 3),
+            (levels_of(&phone, "CN", &[]), 0),
+            (levels_of(&mail, EMAIL_COUNTRY, &[3]), 1),
+        ] {
+            assert_eq!(levels.narrow(), narrow, "{levels:?}");
+            assert!(levels.kinds[..narrow].iter().all(|k| !k.is_wide()));
+            assert!(levels.kinds[narrow..].iter().all(|k| k.is_wide()));
+        }
     }
 
     /// A range with days of 1 honest send a second, 80 % converting: its recent memory holds
