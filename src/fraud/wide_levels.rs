@@ -5,7 +5,10 @@
 //! 1.6x its instructions on Redis and PostgreSQL's sends a second 0.6x (sixteen shards each
 //! summed, 2026-12-06). A verdict reads a wide level as the store last answered it plus what
 //! this instance counted since: the other instances' sends reach it within about two flushes,
-//! against evidence of hundreds of sends. The ranges stay exact: a bot spread over instances
+//! against evidence of hundreds of sends. Near its verdict a wide level is counted in the store
+//! again on every send (`keep_exact`): at 30 SMS a second the second's lag let a concentrated
+//! bot on two instances be paid 29 where one instance paid 14 (2026-12-06), as the country's
+//! verdict came after each range's own. The ranges stay exact: a bot spread over instances
 //! must not get a range's handful once per instance.
 
 use std::collections::HashMap;
@@ -16,6 +19,12 @@ use crate::store::{LevelStore, LevelUpdate, StoreError};
 
 /// How often an instance adds what it counted to the store (and reads the others' back).
 pub const FLUSH_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A wide level whose excess (`levels::assess`) passes this share of what it is allowed is
+/// counted in the store on every send, for `EXACT_FOR_MS` after the last send that found it so.
+/// Honest traffic keeps its levels far below (codes being typed are all of their excess).
+pub const EXACT_NEAR_SHARE: f64 = 0.5;
+pub const EXACT_FOR_MS: u64 = 60_000;
 
 /// A read older than this is not judged on: the scope is counted in the store again (the first
 /// send after a pause, or while flushes fail). Memory of scopes read no longer is let go then.
@@ -85,6 +94,8 @@ struct WideScope {
     pending: Adds,
     /// Taken by a flush that has not answered yet.
     in_flight: Adds,
+    /// Counted in the store on every send until then (`keep_exact`).
+    exact_until_ms: u64,
 }
 
 impl WideScope {
@@ -156,7 +167,10 @@ impl WideLevels {
             let mut known = self.scopes.lock().expect("wide levels lock");
             for scope in scopes {
                 match known.get_mut(*scope) {
-                    Some(wide) if now_ms.saturating_sub(wide.read_ms) < FRESH_MS => {
+                    Some(wide)
+                        if now_ms.saturating_sub(wide.read_ms) < FRESH_MS
+                            && wide.exact_until_ms <= now_ms =>
+                    {
                         wide.pending.add(&change);
                         counts.push(Some(wide.view(now_ms, &self.half_lives)));
                     }
@@ -182,6 +196,7 @@ impl WideLevels {
                     read_ms: now_ms,
                     pending: Adds::default(),
                     in_flight: Adds::default(),
+                    exact_until_ms: 0,
                 });
                 wide.read = record;
                 wide.read_ms = now_ms;
@@ -189,6 +204,14 @@ impl WideLevels {
             }
         }
         Ok(counts.into_iter().flatten().collect())
+    }
+
+    /// Counts `scope` in the store on every send until `until_ms` (it is near its verdict).
+    pub fn keep_exact(&self, scope: &str, until_ms: u64) {
+        let mut known = self.scopes.lock().expect("wide levels lock");
+        if let Some(wide) = known.get_mut(scope) {
+            wide.exact_until_ms = wide.exact_until_ms.max(until_ms);
+        }
     }
 
     /// Adds what was counted here to the store, one scope at a time, and takes its answer as
@@ -201,6 +224,7 @@ impl WideLevels {
                 !wide.pending.is_empty()
                     || !wide.in_flight.is_empty()
                     || now_ms.saturating_sub(wide.read_ms) < FRESH_MS
+                    || wide.exact_until_ms > now_ms
             });
             known
                 .iter_mut()
@@ -400,6 +424,47 @@ mod tests {
             assert_eq!(counts.recent.sends, 3_201.0, "{scope}: {counts:?}");
             assert_eq!(counts.history.conversions, 800.0, "{scope}: {counts:?}");
         }
+    }
+
+    #[tokio::test]
+    async fn a_level_near_its_verdict_is_counted_in_the_store_on_every_send_until_it_cools() {
+        let store = MemoryStore::default();
+        let levels = wide();
+        let now = 1_000_000;
+        levels
+            .count(&store, &["c:GB"], LevelChange::SEND, now)
+            .await
+            .unwrap();
+        levels
+            .count(&store, &["c:GB"], LevelChange::SEND, now + 1)
+            .await
+            .unwrap();
+        assert!((stored(&store, "c:GB", now + 2).await.recent.sends - 1.0).abs() < 1e-3);
+        levels.keep_exact("c:GB", now + 100);
+        for i in 3..6 {
+            levels
+                .count(&store, &["c:GB"], LevelChange::SEND, now + i)
+                .await
+                .unwrap();
+        }
+        // The three went to the store at once; the one counted before waits for the flush.
+        let counts = stored(&store, "c:GB", now + 6).await;
+        assert!((counts.recent.sends - 4.0).abs() < 1e-3, "{counts:?}");
+        let seen = levels
+            .count(&store, &["c:GB"], LevelChange::default(), now + 7)
+            .await
+            .unwrap()[0];
+        assert!((seen.recent.sends - 5.0).abs() < 1e-3, "{seen:?}");
+        // Once it cools, counted here again.
+        levels
+            .count(&store, &["c:GB"], LevelChange::SEND, now + 101)
+            .await
+            .unwrap();
+        let counts = stored(&store, "c:GB", now + 102).await;
+        assert!((counts.recent.sends - 4.0).abs() < 1e-3, "{counts:?}");
+        levels.flush(&store, now + 103).await;
+        let counts = stored(&store, "c:GB", now + 104).await;
+        assert!((counts.recent.sends - 6.0).abs() < 1e-2, "{counts:?}");
     }
 
     #[tokio::test]

@@ -10,7 +10,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::levels::{LevelThresholds, LevelVerdict, Levels, judge_levels, levels_of, range_depths};
+use super::levels::{
+    LevelThresholds, LevelVerdict, Levels, assess, judge_levels, levels_of, range_depths,
+};
 use super::policy::{
     BASELINE_FLOOR, BASELINE_MIN_SENDS, BUCKET_MS, Counts, Level, Reason, Tally, Thresholds,
     Verdict, WINDOW_MINUTES, Window, baseline, cool_off, judge, remembered_strikes,
@@ -18,7 +20,7 @@ use super::policy::{
 use super::safe_list::SafeList;
 use super::settings::FraudSettings;
 use super::spend::{SPEND_REFRESH, SpendGuard, SpendLine};
-use super::wide_levels::{FLUSH_EVERY, WideLevels};
+use super::wide_levels::{EXACT_FOR_MS, EXACT_NEAR_SHARE, FLUSH_EVERY, WideLevels};
 use crate::domain::traffic::{HalfLives, LEVEL_RECORD_LIFE, LevelChange, LevelCounts};
 use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
 use crate::keyring::Keyring;
@@ -396,11 +398,19 @@ impl FraudGuard {
         Ok(counts)
     }
 
-    /// The levels' verdict on a send whose levels counted it.
+    /// The levels' verdict on a send whose levels counted it; a wide level near its own
+    /// verdict is counted in the store on every send for a while (`wide_levels`).
     fn judge_levels(&self, levels: &Levels, counts: &[LevelCounts]) -> Option<LevelVerdict> {
         // The reference: the service's (all mail's for an address) history, floored.
         let widest = counts.last()?;
         let reference = super::levels::reference(widest, BASELINE_MIN_SENDS as f64, BASELINE_FLOOR);
+        let wide = levels.kinds.iter().zip(&levels.scopes).zip(counts);
+        for ((kind, scope), counts) in wide.skip(levels.narrow()) {
+            let (evidence, reason) = assess(&self.level_thresholds, *kind, counts, reference);
+            if reason.is_some() || evidence.excess > EXACT_NEAR_SHARE * evidence.allowed {
+                self.wide.keep_exact(scope, now_ms() + EXACT_FOR_MS);
+            }
+        }
         judge_levels(&self.level_thresholds, &levels.kinds, counts, reference)
     }
 
