@@ -166,6 +166,16 @@ impl Decayed {
         (self.sends > 0.0).then(|| (self.conversions / self.sends).min(1.0))
     }
 
+    /// `self` and `other` summed (counts not yet added to a record: a refused send taken back
+    /// makes them negative, so not floored).
+    pub fn plus(&self, other: &Decayed) -> Decayed {
+        Decayed {
+            sends: self.sends + other.sends,
+            conversions: self.conversions + other.conversions,
+            undelivered: self.undelivered + other.undelivered,
+        }
+    }
+
     /// `self` less `other` (the history before the recent span: an estimate, never negative).
     pub fn less(&self, other: &Decayed) -> Decayed {
         Decayed {
@@ -288,6 +298,25 @@ impl LevelChange {
         undelivered: 0.0,
         recent: false,
     };
+
+    /// A change of `amounts`, to both memories if `recent`, else to the history alone.
+    pub fn of(amounts: &Decayed, recent: bool) -> Self {
+        Self {
+            sends: amounts.sends,
+            conversions: amounts.conversions,
+            undelivered: amounts.undelivered,
+            recent,
+        }
+    }
+
+    /// What the change adds to each count.
+    pub fn amounts(&self) -> Decayed {
+        Decayed {
+            sends: self.sends,
+            conversions: self.conversions,
+            undelivered: self.undelivered,
+        }
+    }
 
     /// What the recent memory takes: the change, or nothing.
     pub fn to_recent(&self) -> Self {

@@ -46,20 +46,12 @@ impl Adds {
         } else {
             &mut self.history_only
         };
-        into.sends += change.sends;
-        into.conversions += change.conversions;
-        into.undelivered += change.undelivered;
+        *into = into.plus(&change.amounts());
     }
 
     fn merge(&mut self, other: &Adds) {
-        for (into, from) in [
-            (&mut self.both, &other.both),
-            (&mut self.history_only, &other.history_only),
-        ] {
-            into.sends += from.sends;
-            into.conversions += from.conversions;
-            into.undelivered += from.undelivered;
-        }
+        self.both = self.both.plus(&other.both);
+        self.history_only = self.history_only.plus(&other.history_only);
     }
 
     fn is_empty(&self) -> bool {
@@ -68,20 +60,10 @@ impl Adds {
 
     /// The changes that add `self` to a record: both memories' first, then the history's alone.
     fn changes(&self) -> impl Iterator<Item = LevelChange> {
-        let change = |d: &Decayed, recent| LevelChange {
-            sends: d.sends,
-            conversions: d.conversions,
-            undelivered: d.undelivered,
-            recent,
-        };
-        [change(&self.both, true), change(&self.history_only, false)]
+        [(self.both, true), (self.history_only, false)]
             .into_iter()
-            .filter(|c| {
-                *c != LevelChange {
-                    recent: c.recent,
-                    ..LevelChange::default()
-                }
-            })
+            .filter(|(amounts, _)| *amounts != Decayed::default())
+            .map(|(amounts, recent)| LevelChange::of(&amounts, recent))
     }
 }
 
@@ -196,12 +178,7 @@ impl WideLevels {
             }
         }
         for (slot, scope, adds) in carried {
-            let with_them = LevelChange {
-                sends: change.sends + adds.sends,
-                conversions: change.conversions + adds.conversions,
-                undelivered: change.undelivered + adds.undelivered,
-                recent: true,
-            };
+            let with_them = LevelChange::of(&change.amounts().plus(&adds), true);
             let answer = store
                 .count_levels(&self.update(&[scope], with_them, now_ms))
                 .await;
