@@ -1,17 +1,24 @@
 -- The fraud guard's levels: decays each scope's record to now, adds the change, and answers
 -- the records after it, packed (levels_count, levels_prelude.lua); for a conversion, remembers the
 -- destination as returning.
--- KEYS[1..n]: the scopes' records (`fraud_level`), then the returning key if ARGV[10] ~= '0'.
--- ARGV: 1 now (ms), 2 recent half-life (ms), 3 history half-life (ms), 4/5/6 what the event
--- adds to sends, conversions, undelivered, 7/8/9 the records' life (ttl ms, young ttl ms, young
--- sends), 10 the returning key's ttl (ms, '0': none), 11 '1' if the recent memory takes the
--- change too, '0' if the history alone does (a refused send taken back).
+-- KEYS[1..n]: the scopes' records (`fraud_level`), then the returning key if ARGV[2] ~= '0'.
+-- ARGV[1]: nine little-endian doubles, `now recent_half history_half sends conversions
+-- undelivered ttl young_ttl young_sends` (ms; what the event adds; the records' life), packed:
+-- Redis reads each number written as text with a `strtod` (nine were about 8k instructions of a
+-- verified code's). ARGV[2]: the returning key's ttl (ms, as text: it is `SET`'s argument;
+-- '0': none). ARGV[3]: '1' if the recent memory takes the change too, '0' if the history alone
+-- does (a refused send taken back).
 -- Returns the scopes' records after the change, concatenated.
-local scopes = #KEYS
-if ARGV[10] ~= '0' then
-  scopes = scopes - 1
-  redis.call('SET', KEYS[#KEYS], '1', 'PX', ARGV[10])
+if #ARGV[1] ~= 72 then
+  return redis.error_reply('fraud guard: malformed levels')
 end
-local add = {tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
-return levels_count(1, scopes, tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), add,
-  {ARGV[7], ARGV[8], ARGV[9]}, ARGV[11] == '0' and {0, 0, 0} or add)
+local now, recent_half, history_half, sends, conversions, undelivered, ttl, young_ttl,
+  young_sends = struct.unpack('<ddddddddd', ARGV[1])
+local scopes = #KEYS
+if ARGV[2] ~= '0' then
+  scopes = scopes - 1
+  redis.call('SET', KEYS[#KEYS], '1', 'PX', ARGV[2])
+end
+local add = {sends, conversions, undelivered}
+return levels_count(1, scopes, now, recent_half, history_half, add,
+  {ttl, young_ttl, young_sends}, ARGV[3] == '0' and {0, 0, 0} or add)

@@ -59,7 +59,7 @@ pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &
         invocation.key(fraud_level(scope));
     }
     let life = &levels.record_life;
-    let numbers = [
+    invocation.arg(pack(&[
         levels.scopes.len() as f64,
         levels.now_ms as f64,
         levels.half_lives.recent_ms,
@@ -67,12 +67,17 @@ pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &
         life.ttl.as_millis() as f64,
         life.young_ttl.as_millis() as f64,
         life.young_sends,
-    ];
+    ]));
+}
+
+/// Numbers as the scripts' `struct.unpack('<d…')` reads them: little-endian doubles, one after
+/// the other (Redis reads a number written as text with a `strtod` each).
+fn pack(numbers: &[f64]) -> Vec<u8> {
     let mut packed = Vec::with_capacity(numbers.len() * 8);
     for number in numbers {
         packed.extend_from_slice(&number.to_le_bytes());
     }
-    invocation.arg(packed);
+    packed
 }
 
 /// The levels' records at `reply[at]` (packed, `issue.lua`).
@@ -98,16 +103,19 @@ impl LevelStore for RedisStore {
             None => 0,
         };
         let change = update.change;
+        let life = &update.record_life;
         invocation
-            .arg(update.now_ms)
-            .arg(update.half_lives.recent_ms)
-            .arg(update.half_lives.history_ms)
-            .arg(change.sends)
-            .arg(change.conversions)
-            .arg(change.undelivered)
-            .arg(update.record_life.ttl.as_millis() as u64)
-            .arg(update.record_life.young_ttl.as_millis() as u64)
-            .arg(update.record_life.young_sends)
+            .arg(pack(&[
+                update.now_ms as f64,
+                update.half_lives.recent_ms,
+                update.half_lives.history_ms,
+                change.sends,
+                change.conversions,
+                change.undelivered,
+                life.ttl.as_millis() as f64,
+                life.young_ttl.as_millis() as f64,
+                life.young_sends,
+            ]))
             .arg(returning_ttl)
             .arg(if change.recent { "1" } else { "0" });
         let mut connection = self.connections.get();
