@@ -12,7 +12,7 @@ local LEVEL_RECORD = '<dddddddd'
 -- conversions, undelivered) to its history and `recent_add` (`add` if nil; nothing for a
 -- refused send taken back) to its recent memory, never below 0, keeps it two to three times its
 -- life and answers the records after the change, concatenated in one string (n * 64 bytes).
--- `life`: {ttl, young_ttl, young_sends} (ms, ms, sends; numbers or their text): a record whose
+-- `life`: {ttl, young_ttl, young_sends} (ms, ms, sends; numbers): a record whose
 -- history holds fewer than `young_sends` sends lives `young_ttl` (RecordLife).
 local function levels_count(first, n, now, recent_half, history_half, add, life, recent_add)
   local ttl, young_ttl, young_sends = tonumber(life[1]), tonumber(life[2]), tonumber(life[3])
