@@ -156,7 +156,6 @@ async fn main() -> std::io::Result<()> {
         &[
             include_str!("../src/store/redis/events.lua"),
             include_str!("../src/store/redis/quota.lua"),
-            include_str!("../src/store/redis/fraud_tally.lua"),
             include_str!("../src/store/redis/verify.lua"),
         ]
         .concat(),

@@ -95,7 +95,7 @@ start() { # name binary [VAR=value ...]
   for _ in $(seq 100); do curl -fs -o /dev/null "${URL[$name]}/healthz" && return 0; sleep 0.1; done
   echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; return 1
 }
-read -r -a AFTER_VARS <<<"${AFTER_ENV-VCODE_FRAUD_MIN_SENDS=1000000 VCODE_FRAUD_SURGE_FLOOR=1000000 VCODE_FRAUD_EVIDENCE=1000000}"
+read -r -a AFTER_VARS <<<"${AFTER_ENV-VCODE_FRAUD_EVIDENCE=1000000}"
 read -r -a BEFORE_VARS <<<"${BEFORE_ENV-}"
 for build in before after; do
   bin=$BEFORE_BIN; extra=("${BEFORE_VARS[@]}")

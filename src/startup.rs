@@ -268,7 +268,6 @@ impl Services {
                 (stores.fraud.clone(), stores.levels.clone()),
                 keyring.clone(),
                 settings.fraud.clone(),
-                settings.otp.code_ttl,
                 stats.clone(),
             )
             .with_safe_list(safe_list.clone())
@@ -279,7 +278,7 @@ impl Services {
             )),
         );
         fraud.spawn_spend_refresh();
-        fraud.spawn_level_flush();
+        fraud.spawn_flushes();
         tracing::info!(guard = %fraud.describe(), "fraud guard (VCODE_FRAUD_*)");
         // Authenticator apps' factors: the same keyring, tokens and per-client wrong-code rule
         // as the OTP verifies.

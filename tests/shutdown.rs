@@ -26,7 +26,7 @@ fn vcode(port: u16, args: &[&str]) -> Command {
         .env("VCODE_SHUTDOWN_DRAIN_MS", "1500")
         .env("VCODE_SHUTDOWN_GRACE_SECS", "5")
         .env("VCODE_QUOTA_IP_HOUR", "0")
-        // The load pumps one prefix without verifying: the guard would hold it.
+        // The load pumps one prefix without verifying: the guard would refuse it.
         .env("VCODE_FRAUD_GUARD", "off")
         .env("RUST_LOG", "warn");
     command

@@ -270,13 +270,13 @@ function drawSuspensions(suspensions) {
     lift.title = `Lift the suspension of +${s.prefix} now`;
     lift.addEventListener('click', () => liftSuspension(s.prefix, lift));
     const conversion = s.sends ? s.conversions / s.sends : null;
-    // A surge is held back for the grace period, no strike; a conversion suspension is a
-    // strike, and a repeat offence is suspended for longer: the count says which this is.
+    // A spread verdict (and a surge hold, before 2026-12-06) holds sends into ranges without
+    // history while its counts say so; any other refusal is a strike, and a repeat offence is
+    // refused for longer: the count says which this is.
     const held = s.reason === 'surge' || s.reason === 'spread';
     const label = badge(!held && s.strikes > 1 ? `${s.reason} ×${s.strikes}` : s.reason, held ? 'held' : 'suspended');
-    label.title = held
-      ? 'held back: its unverified sends surged; judged again when the hold ends'
-      : `suspended: its sends convert far below the baseline (strike ${s.strikes})`;
+    label.title = s.evidence
+      || (held ? 'held back while its counts say so' : `suspended (strike ${s.strikes})`);
     // A level's verdict says which level and the figures that decided it.
     const why = document.createElement('span');
     why.append(label);

@@ -22,6 +22,9 @@ pub enum ConfigError {
         name: String,
         nearest: Option<String>,
     },
+    /// A variable a release retired: refused, with why, rather than silently doing nothing.
+    #[error("{name} is retired: {why}")]
+    Retired { name: String, why: &'static str },
 }
 
 impl ConfigError {

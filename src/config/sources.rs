@@ -298,7 +298,32 @@ fn is_ours(name: &str) -> bool {
     name.starts_with("VCODE_") || name == "RUST_LOG"
 }
 
-/// Refuses the first `VCODE_*` name that is not `known`, suggesting the nearest known name.
+/// Variables a release retired, and why (what a deployment that sets one should do instead).
+const RETIRED: &[(&str, &str)] = &[
+    (
+        "VCODE_FRAUD_MIN_SENDS",
+        "the fraud guard's per-minute round is gone (2026-12-06); its levels judge every send \
+         (VCODE_FRAUD_EVIDENCE sets how many unexplained sends a level may have)",
+    ),
+    (
+        "VCODE_FRAUD_SURGE_FLOOR",
+        "the fraud guard's per-minute round is gone (2026-12-06); its levels judge every send \
+         (VCODE_FRAUD_EVIDENCE sets how many unexplained sends a level may have)",
+    ),
+    (
+        "VCODE_FRAUD_SURGE_FACTOR",
+        "the fraud guard's per-minute round is gone (2026-12-06); its levels judge a surge \
+         against each range's own history",
+    ),
+];
+
+/// Whether start-up refuses `name` as retired (documented as such, never accepted).
+pub fn is_retired(name: &str) -> bool {
+    RETIRED.iter().any(|(retired, _)| *retired == name)
+}
+
+/// Refuses the first `VCODE_*` name that is not `known`, suggesting the nearest known name
+/// (a retired one says why it is gone).
 /// Nothing of its value is shown: a misspelt secret is still a secret.
 pub fn refuse_unknown<'a>(
     names: impl IntoIterator<Item = &'a String>,
@@ -310,6 +335,15 @@ pub fn refuse_unknown<'a>(
         .filter(|name| !known.contains(name))
         .collect();
     unknown.sort();
+    if let Some((name, why)) = unknown
+        .iter()
+        .find_map(|name| RETIRED.iter().find(|(retired, _)| retired == name))
+    {
+        return Err(ConfigError::Retired {
+            name: (*name).to_owned(),
+            why,
+        });
+    }
     match unknown.first() {
         None => Ok(()),
         Some(name) => Err(ConfigError::Unknown {

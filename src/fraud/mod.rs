@@ -1,14 +1,13 @@
-//! The fraud guard (issue 25): per destination prefix (calling code and the next digits) and
-//! per country, sends and verified codes are counted per minute in the store, shared by every
-//! instance; a prefix whose judged sends convert far below the service's baseline is
-//! suspended for a cool-off that grows on repeat, and one whose fresh unconverted sends surge
-//! far above its own recent rate is held back until they can be judged. Its second round
-//! (issue 39): `levels` judges each send's number ranges, country and service against their
-//! own decayed history, letting returning destinations through; `spend` caps what SMS may cost.
-//! `policy` judges the minutes, `guard` is the use case the send and verify paths and the
-//! operator routes call, `safe_list` the destinations it never judges (configured, and
-//! changed while running), and `wide_levels` the country's and the service's counts between
-//! an instance's flushes.
+//! The fraud guard (issues 25 and 39): `levels` judges each send's number ranges, country and
+//! service against their own decayed history in the store, shared by every instance; a level
+//! whose unconverted (or undelivered) sends go far beyond what its history explains is refused
+//! for a cool-off that grows on repeat (`policy`), letting returning destinations through;
+//! `spend` caps what SMS may cost. `guard` is the use case the send and verify paths and the
+//! operator routes call, `safe_list` the destinations it never judges (configured, and changed
+//! while running), `wide_levels` the country's and the service's counts between an instance's
+//! flushes, and `traffic` the operator's report counted the same way. (The first round's
+//! per-minute judgement of one prefix was retired on 2026-12-06: the levels decided every
+//! pumping scenario it did, and its counts were a third of a send's cost on the shared server.)
 
 mod guard;
 pub mod levels;
@@ -16,11 +15,12 @@ pub mod policy;
 mod safe_list;
 mod settings;
 pub mod spend;
+mod traffic;
 mod wide_levels;
 
 pub use self::guard::{
-    Admitted, ConversionTicket, FraudError, FraudGuard, PrefixState, PrefixTraffic, SendTicket,
-    Suspension, TrafficBucket, TrafficReport, country_of,
+    Admitted, FraudError, FraudGuard, PrefixState, PrefixTraffic, SendTicket, Suspension,
+    TrafficBucket, TrafficReport, country_of,
 };
 pub use self::policy::{Level, Reason};
 pub use self::safe_list::{

@@ -1,13 +1,15 @@
-//! The fraud guard's settings (`VCODE_FRAUD_*`): its level, how destinations group into
-//! prefixes, the grace period, the safe list and the thresholds (0 = the level's own). Each
-//! field's serde name is its variable; the defaults are the `Default` impl.
+//! The fraud guard's settings (`VCODE_FRAUD_*`): its level, the number ranges it judges, how
+//! destinations group into the prefixes its blocks name, the traffic report's grace period, the
+//! safe list, the thresholds (0 = the level's own), the spend caps and how long a returning
+//! destination is remembered. Each field's serde name is its variable; the defaults are the
+//! `Default` impl.
 
 use std::time::Duration;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::levels::LevelThresholds;
-use super::policy::{Level, Thresholds};
+use super::policy::Level;
 use super::spend::SpendCaps;
 use crate::config::text::{Secs, Whole, list, parse_text, show_text};
 
@@ -16,10 +18,11 @@ use crate::config::text::{Secs, Whole, list, parse_text, show_text};
 pub struct FraudSettings {
     #[serde(rename = "VCODE_FRAUD_GUARD", with = "level")]
     pub level: Level,
-    /// Digits after the calling code that make a destination prefix (`44` + `770`).
+    /// Digits after the calling code that make a destination prefix (`44` + `770`): what a
+    /// block names and the store checks before an issue, and the traffic report's unit.
     #[serde(rename = "VCODE_FRAUD_PREFIX_DIGITS", with = "Whole::<1, 8>")]
     pub prefix_digits: usize,
-    /// How long a send may go unverified before it counts as unconverted.
+    /// How long a send may go unverified before the traffic report counts it unconverted.
     #[serde(rename = "VCODE_FRAUD_GRACE_SECS", with = "Secs::<10, 600>")]
     pub grace: Duration,
     /// Numbers and prefixes (digits, `+` optional) never suspended or held back.
@@ -29,18 +32,9 @@ pub struct FraudSettings {
     /// long another instance's change may take to reach this one's sends.
     #[serde(rename = "VCODE_FRAUD_SAFE_LIST_REFRESH_SECS", with = "Secs::<1, 300>")]
     pub safe_list_refresh: Duration,
-    /// Judged sends before a prefix's conversion is judged; 0 = the level's.
-    #[serde(rename = "VCODE_FRAUD_MIN_SENDS", with = "Whole::<0, 1_000_000>")]
-    pub min_sends: u64,
-    /// Suspended below this percentage of the reference conversion; 0 = the level's.
+    /// A level converting below this percentage of the reference is refused; 0 = the level's.
     #[serde(rename = "VCODE_FRAUD_MIN_CONVERSION_PCT", with = "Whole::<0, 100>")]
     pub min_conversion_pct: u32,
-    /// Unconverted sends within grace a prefix may always have; 0 = the level's.
-    #[serde(rename = "VCODE_FRAUD_SURGE_FLOOR", with = "Whole::<0, 1_000_000>")]
-    pub surge_floor: u64,
-    /// How many times its own recent rate a prefix may surge to; 0 = the level's.
-    #[serde(rename = "VCODE_FRAUD_SURGE_FACTOR", with = "Whole::<0, 1000>")]
-    pub surge_factor: u32,
     /// The depths of the number ranges judged as levels (digits after the calling code).
     #[serde(rename = "VCODE_FRAUD_RANGE_DIGITS", with = "range_digits")]
     pub range_digits: Vec<u8>,
@@ -71,10 +65,7 @@ impl Default for FraudSettings {
             grace: Duration::from_secs(60),
             safe_list: Vec::new(),
             safe_list_refresh: Duration::from_secs(5),
-            min_sends: 0,
             min_conversion_pct: 0,
-            surge_floor: 0,
-            surge_factor: 0,
             range_digits: vec![3, 5, 7],
             spend_hour: 0.0,
             spend_day: 0.0,
@@ -97,35 +88,16 @@ impl FraudSettings {
         }
     }
 
-    /// The levels' thresholds, with the configured handful in place of the level's.
+    /// The levels' thresholds, with the configured ones in place of the level's.
     pub fn level_thresholds(&self) -> LevelThresholds {
         let mut thresholds = self.level.level_thresholds();
         if self.evidence > 0 {
             thresholds.evidence_floor = self.evidence as f64;
         }
-        thresholds.min_conversion_ratio = self.thresholds().min_conversion_ratio;
-        thresholds
-    }
-
-    /// The level's thresholds with the configured ones in their place.
-    pub fn thresholds(&self) -> Thresholds {
-        let preset = self.level.thresholds();
-        let or_preset = |configured: u64, preset: u64| match configured {
-            0 => preset,
-            configured => configured,
-        };
-        Thresholds {
-            min_judged_sends: or_preset(self.min_sends, preset.min_judged_sends),
-            min_conversion_ratio: match self.min_conversion_pct {
-                0 => preset.min_conversion_ratio,
-                pct => f64::from(pct) / 100.0,
-            },
-            surge_floor: or_preset(self.surge_floor, preset.surge_floor),
-            surge_factor: match self.surge_factor {
-                0 => preset.surge_factor,
-                factor => f64::from(factor),
-            },
+        if self.min_conversion_pct > 0 {
+            thresholds.min_conversion_ratio = f64::from(self.min_conversion_pct) / 100.0;
         }
+        thresholds
     }
 }
 

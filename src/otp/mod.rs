@@ -24,7 +24,7 @@ use crate::domain::{
     VerificationId,
 };
 use crate::email::EmailSender;
-use crate::fraud::{ConversionTicket, FraudGuard};
+use crate::fraud::FraudGuard;
 use crate::idempotency::Idempotency;
 use crate::keyring::Keyring;
 use crate::pow::{PowService, SolvedPow};
@@ -126,7 +126,7 @@ impl SendGate {
 
 pub struct OtpService {
     codes: Arc<dyn CodeStore>,
-    /// The send's issue with the guard's step, the verify with its conversion.
+    /// The send's issue with the guard's step.
     fused: Arc<dyn FusedSteps>,
     quotas: Arc<dyn QuotaStore>,
     dev_inbox: Arc<dyn DevInboxStore>,
@@ -150,7 +150,7 @@ pub struct OtpService {
     gate: SendGate,
     /// Phones (E.164) whose sends store this fixed code and send no SMS.
     test_numbers: HashMap<String, Code>,
-    /// Counts sends and conversions per destination prefix; refuses a blocked prefix.
+    /// Judges each send's levels and refuses a blocked range; counts conversions in them.
     fraud: Arc<FraudGuard>,
     idempotency: Idempotency,
     /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
@@ -400,9 +400,6 @@ impl OtpService {
         };
         let candidates = Candidates::lazy(&make_candidates);
         let (client, params) = self.verify_limits(&command.caller);
-        // A match converts the code's send for the fraud guard: in the verify's own step
-        // where the store can, after it elsewhere.
-        let conversion = self.fraud.conversion(&destination, &purpose);
         let step = VerifyStep {
             destination: &destination,
             purpose: &purpose,
@@ -411,10 +408,7 @@ impl OtpService {
             client,
             params,
         };
-        let outcome = self
-            .fused
-            .verify_converting(step, conversion.as_ref().map(ConversionTicket::conversion))
-            .await?;
+        let outcome = self.codes.verify(step).await?;
         let by = if id.is_some() { "id" } else { "destination" };
         match outcome {
             VerifyOutcome::Verified => {

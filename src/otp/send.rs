@@ -264,7 +264,7 @@ impl OtpService {
             let tenant = command.caller.tenant().map(TenantId::as_str);
             // A spend cap reached refuses before anything is taken (no store step).
             self.fraud.check_spend(destination, tenant)?;
-            self.fraud.ticket(destination, purpose, tenant)
+            self.fraud.ticket(destination, tenant)
         };
         let started = std::time::Instant::now();
         deadline::from(
@@ -411,7 +411,11 @@ impl OtpService {
         let (outcome, admission) = match issued {
             GuardedIssue::Issued { outcome, admission } => (outcome, admission),
             GuardedIssue::Refused(block) => {
-                return Err(self.fraud.refused_by(destination, &block).into());
+                // Only a guarded issue is refused.
+                let ticket = ticket
+                    .as_ref()
+                    .expect("a refusal comes of the guard's step");
+                return Err(self.fraud.refused_by(destination, ticket, &block).into());
             }
         };
         let delivery = match outcome {

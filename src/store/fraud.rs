@@ -1,28 +1,25 @@
-//! The fraud guard's role: per-minute counts per destination prefix, country and service,
-//! the attributions that let a verify convert its send, and the prefixes' blocks.
-
-use std::time::Duration;
+//! The fraud guard's role: the prefixes' blocks, which a send's step reads before anything is
+//! written, and the traffic report's counts per minute per destination prefix, country and
+//! service, which each instance adds up and flushes about once a second (`fraud::traffic`): no
+//! send or verify waits for them, and no verdict reads them (the levels judge: `LevelStore`).
 
 use async_trait::async_trait;
 use serde::Serialize;
 
 use super::StoreError;
-use crate::domain::traffic::{LevelCounts, Reason, Tally, Window};
+use crate::domain::traffic::{LevelCounts, Reason};
 
-/// One send as the fraud guard counts it: its destination prefix and country, the pending code
-/// it is for (`attribution`: E.164 and purpose, so that the verify of that code converts it),
-/// a token of its own (so that giving it back never touches another send's mark), and the
-/// caller's clock.
+/// One send as the fraud guard's step reads it: its destination prefix, whose block may refuse
+/// it, its country (which a recorded block names), and the caller's clock.
 #[derive(Clone, Copy, Debug)]
 pub struct FraudSend<'a> {
     pub prefix: &'a str,
     pub country: &'a str,
-    pub attribution: &'a str,
-    pub token: u64,
     pub now_ms: u64,
 }
 
-/// What an attribution holds: the minute of the last send of its code, and that send's token.
+/// A send the guard counted, as its delivery receipt hands it back: the minute it was counted
+/// in, and a token of its own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SendMark {
     pub minute: u64,
@@ -78,21 +75,11 @@ mod reason_text {
 /// What the guard's one step did with a send.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Admission {
-    /// The prefix is blocked: nothing was counted but a refusal.
+    /// The prefix is blocked and the step enforces: nothing was written.
     Refused(PrefixBlock),
-    /// Counted: the prefix's and the service's counts over the window, this send included,
-    /// the prefix's block record if it has one (active only when not enforced), the
-    /// mark the attribution held before (to restore on release), and the mark the send was
-    /// counted under, which its release, its conversion (through the attribution) and its
-    /// receipt then name: the step's minute and token, unless the store chose where to count
-    /// it (PostgreSQL sets the token's low bits to a shard no other send of the instance is
-    /// writing).
+    /// Not refused: the prefix's block record if it has one (active only when not enforced).
     Admitted {
-        prefix: Tally,
-        service: Tally,
         block: Option<PrefixBlock>,
-        previous: Option<SendMark>,
-        mark: SendMark,
         /// The send's levels after counting it, when the store counted them in this step
         /// (`GuardStep::levels`).
         levels: Option<Vec<LevelCounts>>,
@@ -107,9 +94,23 @@ pub struct MinuteCounts {
     pub conversions: u64,
     /// Sends the guard refused (service scope only).
     pub refused: u64,
-    /// Sends a receipt called undelivered (`FraudStore::count_undelivered`): counted in
-    /// `sends` too.
+    /// Sends a receipt called undelivered: counted in `sends` too.
     pub undelivered: u64,
+}
+
+/// What one instance adds to one prefix's minute (`FraudStore::add_traffic`), as
+/// [`MinuteCounts`] reads it: `sends` (undelivered ones included), `conversions` and
+/// `undelivered` go to the prefix, its country and the service, `refused` to the service
+/// alone. Signed: a correction may take back.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TrafficChange {
+    pub prefix: String,
+    pub country: String,
+    pub minute: u64,
+    pub sends: i64,
+    pub conversions: i64,
+    pub refused: i64,
+    pub undelivered: i64,
 }
 
 /// The counts of a span of minutes, per minute (minutes without any left out), for the
@@ -121,49 +122,20 @@ pub struct TrafficCounts {
     pub prefixes: Vec<(String, String, Vec<MinuteCounts>)>,
 }
 
-/// The fraud guard's counts, per minute, per destination prefix, per country and for the
-/// service, and the prefixes' blocks: shared by every instance. Its keys are apart from the
-/// codes' (on a Cluster, another slot than the phone's): a send's and a verify's steps are
-/// their own, unless the code store takes them in its own (`CodeStore::issue_guarded`,
-/// `CodeStore::verify_converting`).
+/// The fraud guard's shared records: the prefixes' blocks, and the traffic report's counts
+/// per minute, per destination prefix, per country and for the service. Its keys are apart from
+/// the codes' (on a Cluster, another slot than the phone's): a send's step is its own, unless
+/// the code store takes it in its own (`FusedSteps::issue_guarded`).
 #[async_trait]
 pub trait FraudStore: Send + Sync + 'static {
-    /// The guard's one step per send: refuses it if its prefix is blocked and `enforce` (and
-    /// counts the refusal); else counts it (prefix, country, service, in `window.minute`),
-    /// marks `attribution` with its minute and token for `attribution_ttl`, and answers the counts
-    /// over `window` and the mark it counted the send under (`Admission::Admitted::mark`).
-    /// Atomic: concurrent sends are each counted once.
+    /// The guard's step of one send: refuses it if its prefix's block is active and `enforce`
+    /// (nothing written), else answers the prefix's block record, if any. A read: counting is
+    /// the levels' (`LevelStore`) and the traffic report's (`add_traffic`).
     async fn admit_send(
         &self,
         send: &FraudSend<'_>,
-        window: &Window,
         enforce: bool,
-        attribution_ttl: Duration,
     ) -> Result<Admission, StoreError>;
-
-    /// Takes an admitted send back out (its SMS did not go out): uncounts it where its
-    /// admission counted it (`mark`, the admission's: its minute and token, not the send's
-    /// own token), gives the attribution back its `previous` mark if it still holds this
-    /// send's (a concurrent send of the same code may have marked it since), and counts a
-    /// refusal if `refused`.
-    async fn release_send(
-        &self,
-        send: &FraudSend<'_>,
-        mark: SendMark,
-        previous: Option<SendMark>,
-        refused: bool,
-    ) -> Result<(), StoreError>;
-
-    /// A verified code: takes the attribution's minute and, if it is `since_minute` or later
-    /// (no attribution is older than a code lives), counts a conversion in that minute
-    /// (prefix, country, service). Once per send. Returns the minute converted.
-    async fn count_conversion(
-        &self,
-        attribution: &str,
-        prefix: &str,
-        country: &str,
-        since_minute: u64,
-    ) -> Result<Option<u64>, StoreError>;
 
     /// Records `block` unless the prefix has an active one at `now_ms`; true if recorded.
     async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError>;
@@ -175,16 +147,12 @@ pub trait FraudStore: Send + Sync + 'static {
     /// none was active.
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError>;
 
-    /// A receipt said the send marked `mark` never arrived: moves it, in its minute, from the
-    /// sends the judgement reads to the undelivered (prefix, country, service), in the shard
-    /// of its token where the store shards. A minute with no send left to move (forgotten
-    /// past retention) is left alone. Once per send: the receipt's transition happens once.
-    async fn count_undelivered(
-        &self,
-        prefix: &str,
-        country: &str,
-        mark: SendMark,
-    ) -> Result<(), StoreError>;
+    /// Adds what one instance counted (`TrafficChange`) to the shared minutes, each kept for
+    /// `RETENTION_MINUTES`. The guard only adds; a change that takes a count below 0 (a
+    /// caller's correction) reads 0. One call a flush; atomic per change, not across them (a
+    /// flush that fails part way is counted again, at most once more: no verdict reads the
+    /// report).
+    async fn add_traffic(&self, changes: &[TrafficChange]) -> Result<(), StoreError>;
 
     /// The counts of the minutes `from..=to`.
     async fn fraud_traffic(&self, from: u64, to: u64) -> Result<TrafficCounts, StoreError>;

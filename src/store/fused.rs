@@ -1,31 +1,26 @@
-//! The fused steps role: a send's issue together with the fraud guard's step of it, and a
-//! verify together with the conversion its match counts. [`StepByStep`] takes each as plain
-//! roles' steps one after the other (written once, here); a backend whose keys meet (the
-//! embedded store, one Redis node, PostgreSQL's issue) plays the role itself, in one atomic
-//! step and one round trip, and falls back on [`issue_then_admit`] / [`verify_then_convert`]
-//! where they do not (a Redis Cluster).
+//! The fused steps role: a send's issue together with the fraud guard's step of it (its
+//! prefix's block read, refusing it before anything is written). [`StepByStep`] takes it as
+//! plain roles' steps one after the other (written once, here); a backend whose keys meet (the
+//! embedded store, one Redis node, PostgreSQL) plays the role itself, in one atomic step and
+//! one round trip, and falls back on [`issue_then_admit`] where they do not (a Redis Cluster).
 
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
 
 use async_trait::async_trait;
 
 use super::{
     Admission, Budgets, CodeCandidate, CodeStore, FraudSend, FraudStore, IssueOutcome, IssueParams,
-    PrefixBlock, QuotaStore, SendMark, StoreError, VerifyOutcome, VerifyParams,
+    PrefixBlock, QuotaStore, StoreError, VerifyParams,
 };
-use crate::domain::traffic::{HalfLives, RecordLife, Window};
+use crate::domain::traffic::{HalfLives, RecordLife};
 use crate::domain::{Client, CodeDigest, CodeDigests, Destination, Purpose, VerificationId};
 
-/// The fraud guard's step of one send, as `FusedSteps::issue_guarded` takes it: the send, the
-/// window it is judged over, whether a blocked prefix is refused, and how long its
-/// attribution waits for a verify.
+/// The fraud guard's step of one send, as `FusedSteps::issue_guarded` takes it: the send, and
+/// whether a blocked prefix is refused.
 #[derive(Clone, Copy, Debug)]
 pub struct GuardStep<'a> {
     pub send: FraudSend<'a>,
-    pub window: &'a Window,
     pub enforce: bool,
-    pub attribution_ttl: Duration,
     /// The send's levels (issue 39), which a store may count in the same step (Redis on one
     /// node: `Admission::Admitted::levels`); the guard counts them itself otherwise.
     pub levels: Option<LevelStep<'a>>,
@@ -40,24 +35,10 @@ pub struct LevelStep<'a> {
     pub record_life: RecordLife,
 }
 
-impl GuardStep<'_> {
-    /// The mark the step counts its send under, unless the store chooses another (see
-    /// `Admission::Admitted::mark`): the window's minute and the send's token.
-    pub fn mark(&self) -> SendMark {
-        SendMark {
-            minute: self.window.minute,
-            token: self.send.token,
-        }
-    }
-}
-
 /// What `FusedSteps::issue_guarded` did.
-// One per send, moved once from the store to the guard: boxing the tallies would cost an
-// allocation on every send for nothing.
-#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum GuardedIssue {
-    /// The prefix is blocked: nothing was issued, reserved or counted but the refusal.
+    /// The prefix is blocked: nothing was issued, reserved or written.
     Refused(PrefixBlock),
     /// The issue's outcome and, when it delivers, the send as the guard counted it
     /// (`Admission::Admitted`); a send that does not deliver is not counted.
@@ -67,7 +48,7 @@ pub enum GuardedIssue {
     },
 }
 
-/// One verify, as the codes role and the fused steps take it.
+/// One verify, as the codes role takes it (`CodeStore::verify`).
 #[derive(Clone, Copy, Debug)]
 pub struct VerifyStep<'a> {
     pub destination: &'a Destination,
@@ -119,23 +100,14 @@ impl std::fmt::Debug for Candidates<'_> {
     }
 }
 
-/// A verified code's send, for the guard to count as converted: see
-/// `FraudStore::count_conversion`.
-#[derive(Clone, Copy, Debug)]
-pub struct Conversion<'a> {
-    pub attribution: &'a str,
-    pub prefix: &'a str,
-    pub country: &'a str,
-    pub since_minute: u64,
-}
-
 /// The steps that cross roles: the codes' and the fraud guard's.
 #[async_trait]
 pub trait FusedSteps: Send + Sync + 'static {
     /// `CodeStore::issue_code` with the fraud guard's step of the send
     /// (`FraudStore::admit_send`): refused before anything is issued when the prefix is
-    /// blocked and `guard.enforce`, else counted only if the issue delivers. An error leaves
-    /// nothing issued.
+    /// blocked and `guard.enforce` (nothing issued, reserved or written), and with the send's
+    /// levels counted in the same step where the store can (`GuardStep::levels`) only if the
+    /// issue delivers. An error leaves nothing issued.
     async fn issue_guarded(
         &self,
         destination: &Destination,
@@ -145,15 +117,6 @@ pub trait FusedSteps: Send + Sync + 'static {
         budgets: Budgets<'_>,
         guard: GuardStep<'_>,
     ) -> Result<GuardedIssue, StoreError>;
-
-    /// `CodeStore::verify_by_id` or `verify_code` (as `step.id` says), a match counted as
-    /// the conversion of the send `conversion` names (`FraudStore::count_conversion`). The
-    /// conversion never fails the verify: the code is consumed by then.
-    async fn verify_converting(
-        &self,
-        step: VerifyStep<'_>,
-        conversion: Option<Conversion<'_>>,
-    ) -> Result<VerifyOutcome, StoreError>;
 }
 
 /// The fused steps as plain roles' steps one after another: for roles that do not share a
@@ -187,14 +150,6 @@ impl FusedSteps for StepByStep {
         )
         .await
     }
-
-    async fn verify_converting(
-        &self,
-        step: VerifyStep<'_>,
-        conversion: Option<Conversion<'_>>,
-    ) -> Result<VerifyOutcome, StoreError> {
-        verify_then_convert(&*self.codes, &*self.fraud, step, conversion).await
-    }
 }
 
 /// The issue, then (if it delivers) the guard's step; a refusal or an error of that step
@@ -218,14 +173,7 @@ pub async fn issue_then_admit(
             admission: None,
         });
     };
-    let admitted = fraud
-        .admit_send(
-            &guard.send,
-            guard.window,
-            guard.enforce,
-            guard.attribution_ttl,
-        )
-        .await;
+    let admitted = fraud.admit_send(&guard.send, guard.enforce).await;
     let block = match admitted {
         Ok(admission @ Admission::Admitted { .. }) => {
             return Ok(GuardedIssue::Issued {
@@ -247,38 +195,4 @@ pub async fn issue_then_admit(
         }
     }
     block.map(GuardedIssue::Refused)
-}
-
-/// The verify, then (if it matched) the conversion, whose failure is logged: the code is
-/// consumed by then, and the guard loses one conversion.
-pub async fn verify_then_convert(
-    codes: &dyn CodeStore,
-    fraud: &dyn FraudStore,
-    step: VerifyStep<'_>,
-    conversion: Option<Conversion<'_>>,
-) -> Result<VerifyOutcome, StoreError> {
-    let outcome = codes.verify(step).await?;
-    convert_if_verified(fraud, outcome, conversion).await;
-    Ok(outcome)
-}
-
-/// The second half of [`verify_then_convert`], for a store that verified on its own.
-pub async fn convert_if_verified(
-    fraud: &dyn FraudStore,
-    outcome: VerifyOutcome,
-    conversion: Option<Conversion<'_>>,
-) {
-    if let (VerifyOutcome::Verified, Some(conversion)) = (outcome, conversion) {
-        let counted = fraud
-            .count_conversion(
-                conversion.attribution,
-                conversion.prefix,
-                conversion.country,
-                conversion.since_minute,
-            )
-            .await;
-        if let Err(error) = counted {
-            tracing::warn!(%error, prefix = %conversion.prefix, "fraud guard: conversion not counted");
-        }
-    }
 }

@@ -118,7 +118,7 @@ pub struct SentMessage<'a> {
     pub provider: &'a str,
     /// The provider's own id of the message.
     pub message_id: &'a str,
-    /// The fraud guard's mark of the send, if it counted it (`FraudStore::count_undelivered`).
+    /// The fraud guard's mark of the send, if it judged it (`FraudGuard::undelivered`).
     pub guarded: Option<SendMark>,
 }
 

@@ -2,10 +2,11 @@
 //! route stays behind the admin token, and the SMS price table is served as configured. Then
 //! the whole console in headless Chromium (`tests/browser/console_flow.py`) against the real
 //! fraud guard: real traffic through the public API in dev mode, a prefix pumped until the
-//! guard holds it back, the token asked for once, the charts and tables showing that traffic
-//! and the held prefix, a number safe-listed and removed again (a bad entry refused, the
-//! configured entry read-only), its lift in one click (the prefix served again), and the console
-//! without a token configured; a screenshot of each step under `target/console-screenshots/`.
+//! guard's levels refuse it, the token asked for once, the charts and tables showing that
+//! traffic and the suspended prefix (its reason and evidence), a number safe-listed and
+//! removed again (a bad entry refused, the configured entry read-only), its lift in one click
+//! (the prefix served again), and the console without a token configured; a screenshot of each
+//! step under `target/console-screenshots/`.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -25,11 +26,12 @@ const TOKEN: &str = "console-admin-token-0123";
 const TIME_LIMIT: Duration = Duration::from_secs(120);
 /// SMS per client address an hour: the browser flow sends this many, then two more.
 const BUDGET: u32 = 12;
-/// Unverified sends within grace a prefix may have: the browser flow's pumped prefix is held
-/// back at the next one.
-const SURGE_FLOOR: u64 = 3;
-/// A hold lasts the grace period: long enough to outlast the browser's steps up to the Lift
-/// (a loaded machine included), which the flow clicks rather than waits for.
+/// Unexplained unverified sends a range without history may have (`VCODE_FRAUD_EVIDENCE`):
+/// the browser flow's pumped prefix is refused at the next one, and blocked for the first
+/// strike's cool-off (15 minutes), which the flow lifts rather than waits for.
+const EVIDENCE: u64 = 3;
+/// The traffic report judges a send's conversion only past the grace period: longer than the
+/// flow (a loaded machine included), whose top prefixes show no conversion yet (`—`).
 const GRACE: Duration = Duration::from_secs(300);
 
 fn prices() -> SmsPrices {
@@ -58,7 +60,7 @@ async fn console_app(token: Option<&str>, gateway: Option<&SmsGateway>) -> TestA
             ..AbuseSettings::unlimited()
         };
         s.fraud = FraudSettings {
-            surge_floor: SURGE_FLOOR,
+            evidence: EVIDENCE,
             grace: GRACE,
             // The flow's CONFIGURED_SAFE: listed read-only.
             safe_list: vec!["4420".to_owned()],
@@ -286,7 +288,7 @@ async fn the_console_shows_real_traffic_in_chromium() {
         .args(["--token", TOKEN])
         .args(["--open-admin-url", &open.admin_address])
         .args(["--budget", &BUDGET.to_string()])
-        .args(["--surge-floor", &SURGE_FLOOR.to_string()])
+        .args(["--evidence", &EVIDENCE.to_string()])
         .args(["--gateway-url", gateway.url()])
         .args(["--receipt-secret", RECEIPT_SECRET])
         .arg("--screenshots")

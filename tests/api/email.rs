@@ -505,8 +505,7 @@ async fn outbox_code(app: &TestApp, email: &str) -> String {
 /// The fraud guard judges a mail domain as a level of its own (`@domain`, country `EMAIL`): a
 /// domain without history whose codes are never verified is refused after a handful (403/40300,
 /// no mail), one whose codes are verified is not, and the operator lists and lifts the domain
-/// by its `@domain` name. A domain is never held for a surge (issue 39: 41 mails to random
-/// addresses held every Gmail user): its level judges a burst against its honest history.
+/// by its `@domain` name. Its level alone judges it, a burst against its honest history.
 async fn a_domain_whose_mail_is_never_verified_is_held_until_lifted(backend: Backend) {
     const TOKEN: &str = "fraud-admin-token-0123";
     let app = spawn_app_with(backend, |settings| {
@@ -530,7 +529,7 @@ async fn a_domain_whose_mail_is_never_verified_is_held_until_lifted(backend: Bac
             .await;
         assert_eq!(verified.status, 200, "{verified:?}");
     }
-    // Past the surge floor (40 within grace) as well: no hold, the level alone decides.
+    // Up to 60 sends: the level refuses the domain after its handful.
     let mut paid = 0;
     while paid < 60 {
         let sent = send_email(&app, &format!("bot{paid}@{bad}")).await;

@@ -1,10 +1,15 @@
-//! The conversion guard through the API, on every store: a prefix whose codes are never
-//! verified is refused (403/40300 with retry_after) once its unverified sends surge, with no
-//! SMS, no code left behind and the gate's proof given back; a prefix whose codes are
-//! verified is not; only a send that issues a code counts (double submits answered by the
-//! cooldown do not), and a verified code converts its send once; the operator lists the
-//! blocked prefix, lifts it (the prefix is open again), and reads the traffic; the operator
-//! routes need the admin token; the per-country series count sends and verifies.
+//! The fraud guard's conversion promise through the API, on every store, as its levels keep it:
+//! a prefix (a range of the calling code and 3 digits) without history whose codes are never
+//! verified is refused (403/40300 with retry_after: the first strike's cool-off) after a handful
+//! of unexplained sends (`VCODE_FRAUD_EVIDENCE`, small here), with no SMS, no code left behind
+//! and the gate's proof given back; a prefix whose codes are verified is not; only a send that
+//! issues a code counts (double submits answered by the cooldown do not), and a verified code
+//! converts its send once; the operator lists the blocked prefix (reason and evidence from its
+//! level), lifts it (the prefix is open again), and reads the traffic (sends, verified and the
+//! guard's refusals per minute and country); the operator routes need the admin token; the
+//! per-country series count sends and verifies.
+
+use std::time::Duration;
 
 use serde_json::Value;
 use vcode::fraud::FraudSettings;
@@ -18,8 +23,11 @@ use crate::support::app::Answer;
 use crate::support::{Backend, TestApp, spawn_app_with};
 
 const TOKEN: &str = "fraud-admin-token-0123";
-/// Unverified sends a prefix may have within grace in these tests.
-const SURGE_FLOOR: u64 = 5;
+/// Unexplained unconverted sends a range without history may have in these tests
+/// (`VCODE_FRAUD_EVIDENCE`): the next send into it is refused.
+const EVIDENCE: u64 = 5;
+/// The cool-off of a range's first strike: how long its refusal lasts.
+const FIRST_COOL_OFF: u64 = 15 * 60;
 
 fn number(prefix: &str) -> String {
     use rand::RngExt;
@@ -29,16 +37,29 @@ fn number(prefix: &str) -> String {
     )
 }
 
+/// The guard's settings here: the defaults (the harness puts the levels out of reach), but a
+/// handful of `EVIDENCE`.
+fn fraud() -> FraudSettings {
+    FraudSettings {
+        evidence: EVIDENCE,
+        ..FraudSettings::default()
+    }
+}
+
 async fn app(backend: Backend) -> TestApp {
     spawn_app_with(backend, |s| {
         s.admin_token = Some(TOKEN.into());
         s.abuse = AbuseSettings::unlimited();
-        s.fraud = FraudSettings {
-            surge_floor: SURGE_FLOOR,
-            ..FraudSettings::default()
-        };
+        s.fraud = fraud();
     })
     .await
+}
+
+/// A verified code's conversion reaches its levels in the background: waits for it (a busy
+/// test machine may take a while), or the country would still see the verified sends as
+/// unconverted.
+async fn conversions_counted() {
+    tokio::time::sleep(Duration::from_millis(1500)).await;
 }
 
 async fn admin(app: &TestApp, post: bool, path: &str, token: Option<&str>) -> Answer {
@@ -57,13 +78,14 @@ async fn admin(app: &TestApp, post: bool, path: &str, token: Option<&str>) -> An
 async fn a_prefix_that_never_converts_is_refused_until_lifted(backend: Backend) {
     let app = app(backend).await;
     // 86139: every code verified; 86138: none.
-    for _ in 0..2 * SURGE_FLOOR {
+    for _ in 0..2 * EVIDENCE {
         let phone = number("139");
         assert_eq!(app.send(&phone).await.status, 200);
         let code = app.last_code(&phone).await;
         assert_eq!(app.verify(&phone, &code).await.status, 200);
     }
-    for _ in 0..SURGE_FLOOR {
+    conversions_counted().await;
+    for _ in 0..EVIDENCE {
         assert_eq!(app.send(&number("138")).await.status, 200);
     }
     let refused_phone = number("138");
@@ -73,11 +95,24 @@ async fn a_prefix_that_never_converts_is_refused_until_lifted(backend: Backend) 
         (403, 40300),
         "{refused:?}"
     );
+    // The first strike's cool-off, not a moment's hold.
     let wait = refused.data::<RetryAfterData>().retry_after;
-    assert!((1..=60).contains(&wait), "{wait}");
+    assert!(
+        (FIRST_COOL_OFF - 60..=FIRST_COOL_OFF).contains(&wait),
+        "{wait}"
+    );
     assert_eq!(refused.retry_after, Some(wait.to_string()));
     assert!(app.inbox(&refused_phone).await.is_empty(), "no SMS");
-    assert_eq!(app.send(&number("138")).await.code(), 40300, "held");
+    // Refused again by its block, in the store's step before the issue.
+    let again_phone = number("138");
+    let again = app.send(&again_phone).await;
+    assert_eq!(again.code(), 40300, "blocked: {again:?}");
+    let wait = again.data::<RetryAfterData>().retry_after;
+    assert!(
+        (FIRST_COOL_OFF - 60..=FIRST_COOL_OFF).contains(&wait),
+        "{wait}"
+    );
+    assert!(app.inbox(&again_phone).await.is_empty(), "no SMS");
     assert_eq!(
         app.send(&number("139")).await.status,
         200,
@@ -88,12 +123,38 @@ async fn a_prefix_that_never_converts_is_refused_until_lifted(backend: Backend) 
     assert_eq!(listed.status, 200, "{listed:?}");
     let listed: FraudSuspensions = listed.data();
     assert_eq!(listed.suspensions.len(), 1, "{listed:?}");
-    let held = &listed.suspensions[0];
+    let blocked = &listed.suspensions[0];
     assert_eq!(
-        (held.prefix.as_str(), held.country.as_str(), held.reason),
-        ("86138", "CN", FraudReason::Surge)
+        (
+            blocked.prefix.as_str(),
+            blocked.country.as_str(),
+            blocked.reason
+        ),
+        ("86138", "CN", FraudReason::Unconverted)
     );
-    assert!(held.until_ms > held.since_ms);
+    assert_eq!(
+        blocked.until_ms - blocked.since_ms,
+        FIRST_COOL_OFF * 1000,
+        "{blocked:?}"
+    );
+    assert_eq!(blocked.strikes, 1, "{blocked:?}");
+    // What decided it: the range's recent sends (the refused one included), none verified,
+    // and its level's figures in words.
+    assert_eq!(
+        (blocked.sends, blocked.conversions),
+        (EVIDENCE + 1, 0),
+        "{blocked:?}"
+    );
+    assert!(
+        blocked
+            .evidence
+            .starts_with("range3 86138: unconverted sends beyond"),
+        "{blocked:?}"
+    );
+    assert!(
+        blocked.evidence.contains("expected conversion 50 %"),
+        "{blocked:?}"
+    );
 
     let traffic = admin(&app, false, paths::FRAUD_TRAFFIC, Some(TOKEN)).await;
     let traffic: FraudTraffic = traffic.data();
@@ -102,18 +163,33 @@ async fn a_prefix_that_never_converts_is_refused_until_lifted(backend: Backend) 
     let sends: u64 = traffic.series.iter().map(|b| b.sends).sum();
     let verified: u64 = traffic.series.iter().map(|b| b.verified).sum();
     let refused: u64 = traffic.series.iter().map(|b| b.refused).sum();
-    let sms = 2 * SURGE_FLOOR + SURGE_FLOOR + 1;
-    assert_eq!((sends, verified, refused), (sms, 2 * SURGE_FLOOR, 2));
-    let top: Vec<(&str, u64, FraudPrefixState)> = traffic
+    // Refused sends are no sends: the guard's two refusals are counted apart.
+    let sms = 2 * EVIDENCE + EVIDENCE + 1;
+    assert_eq!((sends, verified, refused), (sms, 2 * EVIDENCE, 2));
+    let cn = |count: fn(&vcode_wire::FraudCountryCounts) -> u64| -> u64 {
+        traffic
+            .series
+            .iter()
+            .filter_map(|b| b.by_country.get("CN"))
+            .map(count)
+            .sum()
+    };
+    assert_eq!((cn(|c| c.sends), cn(|c| c.verified)), (sms, 2 * EVIDENCE));
+    let top: Vec<(&str, u64, u64, FraudPrefixState)> = traffic
         .top_prefixes
         .iter()
-        .map(|p| (p.prefix.as_str(), p.sends, p.state))
+        .map(|p| (p.prefix.as_str(), p.sends, p.verified, p.state))
         .collect();
     assert_eq!(
         top,
         [
-            ("86139", 2 * SURGE_FLOOR + 1, FraudPrefixState::Ok),
-            ("86138", SURGE_FLOOR, FraudPrefixState::Held)
+            (
+                "86139",
+                2 * EVIDENCE + 1,
+                2 * EVIDENCE,
+                FraudPrefixState::Ok
+            ),
+            ("86138", EVIDENCE, 0, FraudPrefixState::Suspended)
         ]
     );
 
@@ -141,8 +217,8 @@ async fn a_prefix_that_never_converts_is_refused_until_lifted(backend: Backend) 
     for series in [
         "vcode_sms_sent_by_country_total{country=\"CN\"}",
         "vcode_verified_by_country_total{country=\"CN\"}",
-        "vcode_fraud_holds_total{country=\"CN\"}",
-        "vcode_fraud_refused_total{reason=\"surge\"}",
+        "vcode_fraud_suspensions_total{country=\"CN\"}",
+        "vcode_fraud_refused_total{reason=\"level\"}",
     ] {
         assert!(metrics.contains(series), "{series} missing");
     }
@@ -189,12 +265,11 @@ async fn the_guard_off_counts_nothing_and_monitor_never_refuses(backend: Backend
             s.abuse = AbuseSettings::unlimited();
             s.fraud = FraudSettings {
                 level: vcode::fraud::Level::parse(level).unwrap(),
-                surge_floor: SURGE_FLOOR,
-                ..FraudSettings::default()
+                ..fraud()
             };
         })
         .await;
-        for _ in 0..2 * SURGE_FLOOR {
+        for _ in 0..2 * EVIDENCE {
             assert_eq!(app.send(&number("138")).await.status, 200, "{level}");
         }
         let listed: FraudSuspensions = admin(&app, false, paths::FRAUD_SUSPENSIONS, Some(TOKEN))
@@ -208,8 +283,13 @@ async fn the_guard_off_counts_nothing_and_monitor_never_refuses(backend: Backend
             assert!(listed.suspensions.is_empty());
             assert_eq!(sends, 0);
         } else {
-            assert_eq!(listed.suspensions.len(), 1, "flagged");
-            assert_eq!(sends, 2 * SURGE_FLOOR);
+            assert_eq!(listed.suspensions.len(), 1, "flagged: {listed:?}");
+            let flagged = &listed.suspensions[0];
+            assert_eq!(
+                (flagged.prefix.as_str(), flagged.reason),
+                ("86138", FraudReason::Unconverted)
+            );
+            assert_eq!(sends, 2 * EVIDENCE);
             assert_eq!(traffic.top_prefixes[0].state, FraudPrefixState::Monitored);
         }
     }
@@ -262,22 +342,22 @@ async fn double_submits_of_one_phone_count_as_one_send(backend: Backend) {
         "{statuses:?}"
     );
     assert_eq!(app.inbox(&phone).await.len(), 1);
-    // They were one send: the prefix takes the surge floor's other sends, and the next is one
-    // too many.
-    for _ in 1..SURGE_FLOOR {
+    // They were one send: the range takes the handful's other sends, and the next is one too
+    // many.
+    for _ in 1..EVIDENCE {
         let answer = app.send(&number("137")).await;
         assert_eq!(answer.status, 200, "{answer:?}");
     }
-    assert_eq!(traffic_totals(&app).await, (SURGE_FLOOR, 0, 0));
+    assert_eq!(traffic_totals(&app).await, (EVIDENCE, 0, 0));
     assert_eq!(app.send(&number("137")).await.code(), 40300);
 }
 
 async fn a_refused_send_leaves_nothing_behind_and_a_verify_converts_once(backend: Backend) {
     let app = app(backend).await;
-    for _ in 0..SURGE_FLOOR {
+    for _ in 0..EVIDENCE {
         assert_eq!(app.send(&number("136")).await.status, 200);
     }
-    // The send that tips the prefix over is refused after its issue: no SMS, and its code
+    // The send that tips the range over is refused after its issue: no SMS, and its code
     // and cooldown are undone.
     let phone = number("136");
     assert_eq!(app.send(&phone).await.code(), 40300);
@@ -290,36 +370,41 @@ async fn a_refused_send_leaves_nothing_behind_and_a_verify_converts_once(backend
         "no cooldown left by the refused send: {again:?}"
     );
     assert_eq!(app.inbox(&phone).await.len(), 1);
-    assert_eq!(traffic_totals(&app).await, (SURGE_FLOOR + 1, 0, 1));
+    assert_eq!(traffic_totals(&app).await, (EVIDENCE + 1, 0, 1));
     // Its verify converts it, once: a second try of the same code converts nothing more.
     let code = app.last_code(&phone).await;
     assert_eq!(app.verify(&phone, &code).await.status, 200);
     assert_ne!(app.verify(&phone, &code).await.status, 200);
-    assert_eq!(traffic_totals(&app).await, (SURGE_FLOOR + 1, 1, 1));
+    assert_eq!(traffic_totals(&app).await, (EVIDENCE + 1, 1, 1));
 }
 
-/// The guard's step follows the gate: a refused send, whether it tipped the prefix over or
-/// found it blocked, gives the user's solved captcha back for the next send.
+/// The guard's step follows the gate: a refused send, whether it tipped the range over (its
+/// level's verdict after the issue) or found it blocked (the store's step), gives the user's
+/// solved captcha back for the next send.
 async fn a_refused_send_does_not_consume_the_solved_captcha(backend: Backend) {
     let app = spawn_app_with(backend, |s| {
         s.abuse = AbuseSettings::unlimited();
         s.captcha.send_requires_captcha = true;
-        s.fraud = FraudSettings {
-            surge_floor: SURGE_FLOOR,
-            ..FraudSettings::default()
-        };
+        s.fraud = fraud();
     })
     .await;
-    for _ in 0..SURGE_FLOOR {
+    for _ in 0..EVIDENCE {
         let captcha = solved_captcha(&app).await;
         assert_eq!(gated_send(&app, &number("138"), &captcha).await.status, 200);
     }
-    for tipping in [true, false] {
+    // The next sends go to ranges of their own, each a first send: served whatever the
+    // country's counts say.
+    for (tipping, next_range) in [(true, "139"), (false, "137")] {
         let captcha = solved_captcha(&app).await;
         let refused = gated_send(&app, &number("138"), &captcha).await;
         assert_eq!(refused.code(), 40300, "tipping {tipping}: {refused:?}");
-        let next = gated_send(&app, &number("139"), &captcha).await;
+        let next = gated_send(&app, &number(next_range), &captcha).await;
         assert_eq!(next.status, 200, "the captcha is still there: {next:?}");
+        let spent = gated_send(&app, &number(next_range), &captcha).await;
+        assert_ne!(
+            spent.status, 200,
+            "a captcha is good for one send: {spent:?}"
+        );
     }
 }
 

@@ -72,7 +72,7 @@ async fn eight_instances_starting_at_once_apply_the_schema_once() {
         .collect();
     assert_eq!(
         versions,
-        (1..=17).collect::<Vec<i32>>(),
+        (1..=18).collect::<Vec<i32>>(),
         "each migration once"
     );
     // A later start finds nothing to do.
@@ -359,224 +359,207 @@ async fn the_build_refuses_a_ca_file_without_tls() {
     );
 }
 
-/// The fraud guard's sends in flight at once on one instance each count in a shard of their
-/// own (none waits for another's commit on a shard's rows), whatever their tokens say; each
-/// admission hands back the mark it counted, and the send's release and conversion find it
-/// there.
+/// A flush adds to the counts' rows in shard 0, in one statement; the rows an earlier version
+/// left in other shards (migration 0010: one a send's token chose) stay as they were, and a read
+/// sums them all, sends with the undelivered added back (migration 0012 keeps those apart): a
+/// negative change (a send given back) takes from the minute's total.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sends_in_flight_at_once_on_one_instance_count_in_shards_of_their_own() {
-    use vcode::fraud::policy::{BUCKET_MS, WINDOW_MINUTES, Window};
-    use vcode::store::{Admission, FraudSend, FraudStore};
+async fn a_flush_adds_to_the_counts_earlier_versions_left_in_their_shards() {
+    use vcode::domain::traffic::BUCKET_MS;
+    use vcode::store::{FraudStore, MinuteCounts, TrafficChange};
 
     let url = PostgresServer::shared().fresh_database().await;
-    let settings = PostgresSettings {
-        statement_timeout: Duration::from_secs(10),
-        ..PostgresSettings::new(url.clone())
-    };
-    let in_flight = settings.pool_size;
-    assert_eq!(in_flight, 16, "as many connections as shards");
-    let store = std::sync::Arc::new(PostgresStore::connect(&settings).unwrap());
+    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
     store.migrate().await.unwrap();
     let client = PostgresServer::shared()
         .client(url.rsplit('/').next().unwrap())
         .await;
-    // Every send's count waits behind this lock: all of them are in flight at once.
-    client
-        .batch_execute("BEGIN; LOCK TABLE vcode_fraud_counts IN EXCLUSIVE MODE")
-        .await
-        .unwrap();
-    let now = std::time::SystemTime::now()
+    let minute = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_millis() as u64;
-    let window = Window::at(now, Duration::from_secs(60), WINDOW_MINUTES);
-    let attribution = |i: usize| format!("+4474000{i:05}:login");
-    fn send(attribution: &str, now_ms: u64) -> FraudSend<'_> {
-        FraudSend {
-            prefix: "44740",
-            country: "GB",
-            attribution,
-            // One token for all: on their own bits, all sixteen would count in shard 0.
-            token: 0xfeed_0000,
-            now_ms,
-        }
-    }
-    let sends: Vec<_> = (0..in_flight)
-        .map(|i| {
-            let store = store.clone();
-            let attribution = attribution(i);
-            tokio::spawn(async move {
-                let admission = store
-                    .admit_send(
-                        &send(&attribution, now),
-                        &window,
-                        true,
-                        Duration::from_secs(900),
-                    )
-                    .await
-                    .unwrap();
-                let Admission::Admitted { mark, .. } = admission else {
-                    panic!("refused: {admission:?}");
-                };
-                mark
-            })
-        })
-        .collect();
-    let waiting = eventually(Duration::from_secs(5), || async {
-        let waiting: i64 = client
-            .query_one(
-                "SELECT count(*) FROM pg_locks
-                 WHERE relation = 'vcode_fraud_counts'::regclass AND NOT granted",
+        .as_millis() as i64
+        / BUCKET_MS as i64;
+    // Shard 3: two sends and one undelivered (three sends), a refusal; shard 7: one converted.
+    client
+        .execute(
+            "INSERT INTO vcode_fraud_counts
+               (scope, minute, shard, sends, conversions, refused, undelivered, expires_at_ms)
+             SELECT scope, $1::bigint, shard, sends, conversions, refused, undelivered, 9000000000000
+             FROM (VALUES ('p:44740', 3, 2, 0, 0, 1), ('c:GB', 3, 2, 0, 0, 1),
+                          ('*', 3, 2, 0, 1, 1), ('p:44740', 7, 1, 1, 0, 0),
+                          ('c:GB', 7, 1, 1, 0, 0), ('*', 7, 1, 1, 0, 0))
+               AS r(scope, shard, sends, conversions, refused, undelivered)",
+            &[&minute],
+        )
+        .await
+        .unwrap();
+    client
+        .execute(
+            "INSERT INTO vcode_fraud_prefixes (prefix, country, expires_at_ms)
+             VALUES ('44740', 'GB', 9000000000000)",
+            &[],
+        )
+        .await
+        .unwrap();
+    let before = async || -> Vec<(String, i16, i64, i64, i64)> {
+        client
+            .query(
+                "SELECT scope, shard, sends, conversions, undelivered FROM vcode_fraud_counts
+                 WHERE shard <> 0 ORDER BY scope, shard",
                 &[],
             )
             .await
             .unwrap()
-            .get(0);
-        waiting == in_flight as i64
-    })
-    .await;
-    assert!(waiting, "every send waits on the lock");
-    client.batch_execute("COMMIT").await.unwrap();
-    let mut marks = Vec::new();
-    for counted in join_all(sends).await {
-        marks.push(counted.unwrap());
-    }
-    let mut shards: Vec<u64> = marks.iter().map(|mark| mark.token & 15).collect();
-    shards.sort_unstable();
-    assert_eq!(shards, (0..16).collect::<Vec<u64>>(), "{marks:?}");
-    for mark in &marks {
-        assert_eq!(
-            mark.token & !15,
-            0xfeed_0000,
-            "only the shard's bits change"
-        );
-        assert_eq!(mark.minute, now / BUCKET_MS);
-    }
-
-    // Half given back, half converted: each in the shard it was counted in.
-    for (i, mark) in marks.iter().enumerate() {
-        let attribution = attribution(i);
-        if i % 2 == 0 {
-            store
-                .release_send(&send(&attribution, now), *mark, None, false)
-                .await
-                .unwrap();
-        } else {
-            let converted = store
-                .count_conversion(&attribution, "44740", "GB", now / BUCKET_MS - 10)
-                .await
-                .unwrap();
-            assert_eq!(converted, Some(mark.minute));
-        }
-    }
-    let rows = client
+            .iter()
+            .map(|row| (row.get(0), row.get(1), row.get(2), row.get(3), row.get(4)))
+            .collect()
+    };
+    let old_rows = before().await;
+    assert_eq!(old_rows.len(), 6);
+    let change = |sends, conversions, refused, undelivered| TrafficChange {
+        prefix: "44740".to_owned(),
+        country: "GB".to_owned(),
+        minute: minute as u64,
+        sends,
+        conversions,
+        refused,
+        undelivered,
+    };
+    // Two sends (one undelivered), a conversion and a refusal; then a send given back.
+    store
+        .add_traffic(&[change(2, 1, 1, 1), change(-1, 0, 0, 0)])
+        .await
+        .unwrap();
+    let traffic = store
+        .fraud_traffic(minute as u64, minute as u64)
+        .await
+        .unwrap();
+    let scoped = MinuteCounts {
+        minute: minute as u64,
+        sends: 3 + 1 + 2 - 1,
+        conversions: 1 + 1,
+        refused: 0,
+        undelivered: 1 + 1,
+    };
+    assert_eq!(
+        traffic.service,
+        [MinuteCounts {
+            refused: 1 + 1,
+            ..scoped
+        }]
+    );
+    assert_eq!(traffic.countries, [("GB".to_owned(), vec![scoped])]);
+    assert_eq!(
+        traffic.prefixes,
+        [("44740".to_owned(), "GB".to_owned(), vec![scoped])]
+    );
+    // One row a scope in shard 0, the old ones untouched.
+    let shards: Vec<(String, i16)> = client
         .query(
-            "SELECT shard, sends, conversions FROM vcode_fraud_counts
-             WHERE scope = 'p:44740' ORDER BY shard",
+            "SELECT scope, shard FROM vcode_fraud_counts ORDER BY scope, shard",
             &[],
         )
         .await
-        .unwrap();
-    let counts: Vec<(i16, i64, i64)> = rows
-        .iter()
-        .map(|row| (row.get(0), row.get(1), row.get(2)))
-        .collect();
-    let expected: Vec<(i16, i64, i64)> = marks
-        .iter()
-        .enumerate()
-        .map(|(i, mark)| {
-            let kept = i64::from(i % 2 == 1);
-            ((mark.token & 15) as i16, kept, kept)
-        })
-        .collect::<std::collections::BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    assert_eq!(counts, expected);
-    let attributions: i64 = client
-        .query_one("SELECT count(*) FROM vcode_fraud_attributions", &[])
-        .await
         .unwrap()
-        .get(0);
-    assert_eq!(attributions, 0, "released and converted: none left");
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let expected: Vec<(String, i16)> = ["*", "c:GB", "p:44740"]
+        .iter()
+        .flat_map(|scope| [0, 3, 7].map(|shard| (scope.to_string(), shard)))
+        .collect();
+    assert_eq!(shards, expected);
+    assert_eq!(before().await, old_rows);
 }
 
-/// An undelivered receipt takes the fraud counts' rows in the order a send's step takes them
-/// (prefix, country, service): a receipt arriving while a send of the same minute and shard
-/// holds its prefix's row waits for it holding nothing, so the send goes on to the service's
-/// row. (One UPDATE over the three scopes took the service's row first: a deadlock, broken by
-/// failing one of the two.)
+/// Flushes of several instances at once, each listing the same prefixes and minutes in its own
+/// order, take the rows in one order (the statement's, not the changes'): none deadlocks (a
+/// deadlock fails one of its statements after `deadlock_timeout`), and every change counts once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_undelivered_receipt_takes_the_fraud_counts_in_the_send_s_order() {
+async fn flushes_of_several_instances_at_once_never_deadlock() {
+    use vcode::domain::traffic::BUCKET_MS;
+    use vcode::store::{FraudStore, TrafficChange};
+
     let url = PostgresServer::shared().fresh_database().await;
-    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
-    store.migrate().await.unwrap();
-    let name = url.rsplit('/').next().unwrap();
-    let server = PostgresServer::shared();
-    let (mut send, receipt, observer) = (
-        server.client(name).await,
-        server.client(name).await,
-        server.client(name).await,
-    );
-    // Minute 100, shard 1 (the token 1's), two sends counted in each scope.
-    send.batch_execute(
-        "INSERT INTO vcode_fraud_counts
-           (scope, minute, shard, sends, conversions, refused, expires_at_ms)
-         VALUES ('p:44770', 100, 1, 2, 0, 0, 9000000000000),
-                ('c:GB', 100, 1, 2, 0, 0, 9000000000000),
-                ('*', 100, 1, 2, 0, 0, 9000000000000)",
-    )
-    .await
-    .unwrap();
-    let step = send.transaction().await.unwrap();
-    let count = "UPDATE vcode_fraud_counts SET sends = sends + 1
-                 WHERE scope = $1 AND minute = 100 AND shard = 1";
-    step.execute(count, &[&"p:44770"]).await.unwrap();
-    let receipt_pid: i32 = receipt
-        .query_one("SELECT pg_backend_pid()", &[])
-        .await
+    let settings = PostgresSettings {
+        statement_timeout: Duration::from_secs(20),
+        ..PostgresSettings::new(url)
+    };
+    let instances: Vec<std::sync::Arc<PostgresStore>> = (0..2)
+        .map(|_| std::sync::Arc::new(PostgresStore::connect(&settings).unwrap()))
+        .collect();
+    instances[0].migrate().await.unwrap();
+    let minute = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .get(0);
-    let undelivered = tokio::spawn(async move {
-        receipt
-            .execute("SELECT vcode_fraud_undelivered('44770', 'GB', 100, 1)", &[])
-            .await
-    });
-    // Until the receipt waits on a lock (the prefix's row, held by the step).
-    let waiting = eventually(Duration::from_secs(10), || async {
-        observer
-            .query_opt(
-                "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'",
-                &[&receipt_pid],
-            )
-            .await
-            .unwrap()
-            .is_some()
-    })
-    .await;
-    assert!(waiting, "the receipt never waited on the step's row");
-    step.execute(count, &[&"c:GB"]).await.expect("no deadlock");
-    step.execute(count, &[&"*"]).await.expect("no deadlock");
-    step.commit().await.unwrap();
-    undelivered
-        .await
-        .unwrap()
-        .expect("the receipt goes through after the step");
-    let rows = observer
-        .query(
-            "SELECT scope, sends, undelivered FROM vcode_fraud_counts
-             WHERE minute = 100 ORDER BY scope",
-            &[],
-        )
+        .as_millis() as u64
+        / BUCKET_MS;
+    let changes: Vec<TrafficChange> = [("44740", "GB"), ("44741", "GB"), ("1202", "US")]
+        .iter()
+        .flat_map(|(prefix, country)| {
+            [minute - 1, minute].map(|minute| TrafficChange {
+                prefix: prefix.to_string(),
+                country: country.to_string(),
+                minute,
+                sends: 1,
+                conversions: 1,
+                refused: 1,
+                undelivered: 0,
+            })
+        })
+        .collect();
+    let (tasks, flushes) = (8, 25);
+    let running: Vec<_> = (0..tasks)
+        .map(|task| {
+            let store = instances[task % 2].clone();
+            // Every other task lists the changes the other way round.
+            let mut changes = changes.clone();
+            if task % 4 >= 2 {
+                changes.reverse();
+            }
+            tokio::spawn(async move {
+                for _ in 0..flushes {
+                    store.add_traffic(&changes).await.expect("no deadlock");
+                }
+            })
+        })
+        .collect();
+    for task in join_all(running).await {
+        task.unwrap();
+    }
+    let traffic = instances[1]
+        .fraud_traffic(minute - 1, minute)
         .await
         .unwrap();
-    let counts: Vec<(String, i64, i64)> = rows
+    let each = (tasks * flushes) as u64;
+    let service: Vec<(u64, u64, u64)> = traffic
+        .service
         .iter()
-        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .map(|c| (c.minute, c.sends, c.refused))
         .collect();
     assert_eq!(
-        counts,
-        [("*", 2, 1), ("c:GB", 2, 1), ("p:44770", 2, 1)]
-            .map(|(scope, sends, undelivered)| (scope.to_owned(), sends, undelivered))
+        service,
+        [
+            (minute - 1, 3 * each, 3 * each),
+            (minute, 3 * each, 3 * each)
+        ]
+    );
+    let mut prefixes: Vec<(String, String, Vec<u64>)> = traffic
+        .prefixes
+        .iter()
+        .map(|(p, c, m)| {
+            (
+                p.clone(),
+                c.clone(),
+                m.iter().map(|c| c.conversions).collect(),
+            )
+        })
+        .collect();
+    prefixes.sort();
+    assert_eq!(
+        prefixes,
+        [("1202", "US"), ("44740", "GB"), ("44741", "GB")]
+            .map(|(p, c)| (p.to_owned(), c.to_owned(), vec![each, each]))
             .to_vec()
     );
 }
@@ -684,7 +667,7 @@ async fn an_upgrade_from_b160ff0_keeps_codes_events_and_messages() {
         .iter()
         .map(|row| row.get(0))
         .collect();
-    assert_eq!(versions, (1..=17).collect::<Vec<i32>>());
+    assert_eq!(versions, (1..=18).collect::<Vec<i32>>());
     // The event the old trigger wrote under its event name: claimed as its fact.
     let claimed = store
         .claim_events(10, Duration::from_secs(30))

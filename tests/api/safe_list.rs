@@ -1,6 +1,6 @@
 //! The fraud guard's safe list as operators change it while vcode runs (issue 39 point 6): an
-//! entry added through the operator API exempts a destination of a prefix the guard holds
-//! back (a number, then the whole prefix), and its removal ends the exemption, on the embedded
+//! entry added through the operator API exempts a destination of a prefix the guard's levels
+//! refused (a number, then the whole prefix), and its removal ends the exemption, on the embedded
 //! store, Redis and PostgreSQL; bad entries are refused with the envelope and change nothing,
 //! and `VCODE_FRAUD_SAFE_LIST`'s entries are listed read-only; a second instance sharing the
 //! store applies a change within the refresh period. A Twilio account's `/v2/SafeList/Numbers`
@@ -22,8 +22,10 @@ use crate::support::{Backend, TestApp, spawn_app_with, spawn_second_instance};
 use crate::twilio_sdk::{Prism, missing_tools, twilio_dir};
 
 const TOKEN: &str = "safe-list-admin-token-0123";
-/// Unverified sends a prefix may have within grace here: the next one holds it back.
-const SURGE_FLOOR: u64 = 5;
+/// Unexplained unconverted sends a range without history may have here
+/// (`VCODE_FRAUD_EVIDENCE`): the next send into it is refused, and its prefix blocked for the
+/// first strike's cool-off (15 minutes, longer than any test here).
+const EVIDENCE: u64 = 5;
 /// How often an instance reads the stored list again, in the tests of two instances.
 const REFRESH: Duration = Duration::from_secs(1);
 
@@ -36,14 +38,13 @@ fn number(prefix: &str) -> String {
 }
 
 /// The settings of these tests: an admin token, no quotas or cooldown (a number is sent to
-/// again at once), a guard that holds a prefix back past `SURGE_FLOOR` unverified sends for a
-/// grace period longer than any test here.
+/// again at once), a guard whose levels refuse a range without history past `EVIDENCE`
+/// unexplained sends.
 fn configure(s: &mut Settings) {
     s.admin_token = Some(TOKEN.into());
     s.abuse = AbuseSettings::unlimited();
     s.otp.resend_cooldown = Duration::ZERO;
-    s.fraud.surge_floor = SURGE_FLOOR;
-    s.fraud.grace = Duration::from_secs(300);
+    s.fraud.evidence = EVIDENCE;
     s.fraud.safe_list_refresh = REFRESH;
 }
 
@@ -85,10 +86,10 @@ async fn list(app: &TestApp) -> FraudSafeList {
     listed.data()
 }
 
-/// Holds the prefix `86<prefix>` back: its unverified sends reach the surge floor, and the
-/// next send to it is refused.
-async fn hold(app: &TestApp, prefix: &str) {
-    for _ in 0..SURGE_FLOOR {
+/// Has the prefix `86<prefix>` refused: random numbers of it, never verified, until its level
+/// refuses the next send (and the prefix is blocked).
+async fn block(app: &TestApp, prefix: &str) {
+    for _ in 0..EVIDENCE {
         let sent = app.send(&number(prefix)).await;
         assert_eq!(sent.status, 200, "{sent:?}");
     }
@@ -118,13 +119,13 @@ async fn served(app: &TestApp, phone: &str) -> bool {
     }
 }
 
-async fn an_operator_s_entry_exempts_a_held_prefix_until_removed(backend: Backend) {
+async fn an_operator_s_entry_exempts_a_refused_prefix_until_removed(backend: Backend) {
     let app = app(backend).await;
-    hold(&app, "138").await;
+    block(&app, "138").await;
     let safe = number("138");
     assert!(
         !served(&app, &safe).await,
-        "held like the rest of its prefix"
+        "refused like the rest of its prefix"
     );
 
     let added = add(&app, &safe).await;
@@ -181,7 +182,7 @@ async fn an_operator_s_entry_exempts_a_held_prefix_until_removed(backend: Backen
     assert_eq!(remove(&app, "+86138").await.status, 200);
     assert!(
         !served(&app, &number("138")).await,
-        "the prefix is held again"
+        "the prefix is refused again"
     );
 }
 
@@ -259,8 +260,8 @@ async fn bad_entries_are_refused_and_change_nothing(backend: Backend) {
     );
     assert_eq!(remove(&app, "86139").await.code(), 40400);
     assert_eq!(list(&app).await, configured, "nothing changed");
-    // The configured entries exempt as they did: the GB number is served, its prefix held.
-    hold_gb(&app).await;
+    // The configured entries exempt as they did: the GB number is served, its prefix refused.
+    block_gb(&app).await;
     assert!(served(&app, "+447400123456").await);
     // Every route needs the token.
     for (method, path) in [
@@ -287,8 +288,8 @@ async fn bad_entries_are_refused_and_change_nothing(backend: Backend) {
     assert_eq!(list(&app).await, configured);
 }
 
-/// Holds the GB prefix 44740 back (its app serves GB numbers).
-async fn hold_gb(app: &TestApp) {
+/// Has the GB prefix 44740 refused (its app serves GB numbers).
+async fn block_gb(app: &TestApp) {
     use rand::RngExt;
     let gb = || {
         format!(
@@ -296,7 +297,7 @@ async fn hold_gb(app: &TestApp) {
             rand::rng().random_range(200_000..1_000_000u32)
         )
     };
-    for _ in 0..SURGE_FLOOR {
+    for _ in 0..EVIDENCE {
         assert_eq!(app.send(&gb()).await.status, 200);
     }
     assert_eq!(app.send(&gb()).await.code(), 40300);
@@ -305,9 +306,9 @@ async fn hold_gb(app: &TestApp) {
 async fn a_second_instance_applies_a_change_within_the_refresh_period(backend: Backend) {
     let first = app(backend).await;
     let second = spawn_second_instance(&first, configure).await;
-    hold(&first, "138").await;
+    block(&first, "138").await;
     let safe = number("138");
-    assert!(!served(&second, &safe).await, "the hold is the store's");
+    assert!(!served(&second, &safe).await, "the block is the store's");
 
     assert_eq!(add(&first, &safe).await.status, 200);
     assert!(served(&first, &safe).await, "at once where it was added");
@@ -423,10 +424,10 @@ async fn an_account_s_numbers_exempt_its_own_sends_only(backend: Backend) {
         assert_eq!(status, 201, "{service}");
         services.push(service["sid"].as_str().unwrap().to_owned());
     }
-    hold(&app, "150").await;
+    block(&app, "150").await;
     let own = number("150");
     let (status, refused) = one.start(&app, &services[0], &own).await;
-    assert_eq!(status, 403, "held: {refused}");
+    assert_eq!(status, 403, "refused: {refused}");
 
     let (status, created) = one
         .call(
@@ -628,7 +629,7 @@ async fn the_official_sdks_keep_an_account_s_safe_list_through_prism(backend: Ba
             Some(TwilioAccounts::parse(&format!("{one_entry}\n{other_entry}")).unwrap());
     })
     .await;
-    hold(&app, "150").await;
+    block(&app, "150").await;
     let prism = Prism::start(&app.address).await;
     let through_prism = format!("http://127.0.0.1:{}", prism.port);
     let mut provoked = 0;
@@ -684,7 +685,7 @@ async fn the_official_sdks_keep_an_account_s_safe_list_through_prism(backend: Ba
 on_stores!(
     memory => Memory, redis => Redis, postgres => Postgres;
     [
-        an_operator_s_entry_exempts_a_held_prefix_until_removed,
+        an_operator_s_entry_exempts_a_refused_prefix_until_removed,
         an_account_s_numbers_exempt_its_own_sends_only,
     ]
 );

@@ -4,21 +4,23 @@ after real traffic, against the real fraud guard, and keeps a screenshot of each
 
     python3 tests/browser/console_flow.py --url http://127.0.0.1:8080 \\
         --admin-url http://127.0.0.1:9091 --token <VCODE_ADMIN_TOKEN> \\
-        --open-admin-url http://127.0.0.1:9092 --budget 12 --surge-floor 3 \\
+        --open-admin-url http://127.0.0.1:9092 --budget 12 --evidence 3 \\
         --screenshots target/console-screenshots
 
 `--url` is a vcode in dev mode sending its SMS through the fake gateway `--gateway-url` (its
 `/sms/received` lists them) and taking that gateway's receipts signed with `--receipt-secret`, (codes are read from the dev inbox) serving CN and GB, whose
 operator listener `--admin-url` asks for `--token`, with a per-client budget of `--budget` SMS an
-hour, a fraud guard that holds a prefix back past `--surge-floor` unverified sends within its
-grace period (a grace longer than this flow), and the price table PRICES; `--open-admin-url` is
-the operator listener of one with no token. The traffic goes through the public API as users
-and a pumping bot would send it: CN and GB users verify their codes as they come (but one of
-each), the bot's prefix never verifies until the guard holds it back (`40300`). The console must
-show that traffic and the held prefix as the operator routes' JSON says, safe-list a number and
+hour, a fraud guard whose levels refuse a range without history past `--evidence` unexplained
+unverified sends (`VCODE_FRAUD_EVIDENCE`; the refusal blocks its prefix for the first strike's
+15 minutes), a grace period longer than this flow, and the price table PRICES;
+`--open-admin-url` is the operator listener of one with no token. The traffic goes through the
+public API as users and a pumping bot would send it: CN and GB users verify their codes as they
+come (but one of each), the bot's numbers, spread over its prefix, never verify until the guard
+refuses the prefix (`40300`). The console must show that traffic and the suspended prefix (its
+reason and its level's evidence) as the operator routes' JSON says, safe-list a number and
 remove it again (the configured entry `CONFIGURED_SAFE` read-only, a bad entry refused with the
-route's message), lift the hold in one click (the prefix is served again), and show sends past
-the budget as quota refusals. A failed step
+route's message), lift the suspension in one click (the prefix is served again), and show sends
+past the budget as quota refusals. A failed step
 raises, with a screenshot of the page as it was (`failed-<step>.png`).
 """
 
@@ -28,6 +30,7 @@ import hmac
 import json
 import os
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -44,12 +47,14 @@ CN_PHONES = [f"+861380013{n:04d}" for n in range(8101, 8106)]
 GB_PHONES = [f"+4474001234{n:02d}" for n in range(51, 54)]
 USERS = CN_PHONES + GB_PHONES
 UNVERIFIED = {CN_PHONES[-1], GB_PHONES[-1]}
-# The bot's prefix (China Mobile's 150 range): never verified.
+# The bot's prefix (China Mobile's 150 range): never verified. Its numbers differ from the
+# prefix's next two digits on, so that no narrower range (5 or 7 digits) holds more than one of
+# them: the prefix itself is the range the levels refuse.
 PUMPED_PREFIX = "86150"
 PUMPED_COUNTRY = "CN"
-PUMPED = [f"+861500013{n:04d}" for n in range(8301, 8331)]
+PUMPED = [f"+86150{n:02d}13{8300 + n:04d}" for n in range(1, 31)]
 OVER_BUDGET = [f"+861390013{n:04d}" for n in range(8201, 8203)]
-# Sends the guard refused: the one that tipped the prefix over, and one while it is held.
+# Sends the guard refused: the one that tipped the prefix over, and one while it is blocked.
 REFUSED = 2
 # VCODE_FRAUD_SAFE_LIST of both consoles' vcode (London's fixed lines: never sent to here).
 CONFIGURED_SAFE = "+4420"
@@ -108,19 +113,23 @@ def post_receipts(args):
 
 def drive_traffic(args):
     """Users' sends, verified as they come (but UNVERIFIED), then the bot's into PUMPED_PREFIX
-    until the guard holds the prefix back; returns the bot's numbers not used yet."""
+    until the guard refuses the prefix; returns the bot's numbers not used yet."""
     for phone in USERS:
         sent = send(args.url, phone)
         if phone not in UNVERIFIED:
             verify(args.url, phone, sent["data"]["verification_id"])
+    # The users' conversions reach the guard's levels in the background: let them, or CN would
+    # still look unconverted to the guard (a busy machine may take a while).
+    time.sleep(1.5)
     pumped = iter(PUMPED)
-    for _ in range(args.surge_floor):
+    for _ in range(args.evidence):
         send(args.url, next(pumped))
     for _ in range(REFUSED):
         refused = send(args.url, next(pumped), expected=403, code=40300)
-        assert refused["data"]["retry_after"] > 0, refused
+        # Blocked for the first strike's cool-off (15 minutes), not a moment.
+        assert 14 * 60 <= refused["data"]["retry_after"] <= 15 * 60, refused
     print(f"  traffic: {len(CN_PHONES)} CN and {len(GB_PHONES)} GB users, "
-          f"{len(USERS) - len(UNVERIFIED)} verified; {args.surge_floor} sent to +{PUMPED_PREFIX} "
+          f"{len(USERS) - len(UNVERIFIED)} verified; {args.evidence} sent to +{PUMPED_PREFIX} "
           f"unverified, then {REFUSED} refused (40300)")
     return pumped
 
@@ -200,7 +209,7 @@ class Flow:
             assert "refused" in refused.text, refused.text
         self.step("asks-for-the-token", asks_for_the_token)
 
-        def shows_the_held_prefix():
+        def shows_the_suspended_prefix():
             self.visible("token").send_keys(self.args.token)
             d.find_element(By.CSS_SELECTOR, "#login button[type=submit]").click()
             self.visible("console")
@@ -209,10 +218,10 @@ class Flow:
             assert self.args.token not in d.current_url
             assert d.execute_script("return sessionStorage.getItem('vcode-console-token')") == self.args.token
             self.check_traffic()
-            self.check_held_prefix()
+            self.check_suspended_prefix()
             problems = self.browser_problems()
             assert not problems, problems
-        self.step("shows-the-held-prefix", shows_the_held_prefix)
+        self.step("shows-the-suspended-prefix", shows_the_suspended_prefix)
 
         def safe_lists_a_number():
             self.check_configured_safe_entry()
@@ -250,7 +259,7 @@ class Flow:
             assert [e["entry"] for e in self.admin("/api/v1/admin/fraud/safe-list")["entries"]] == [CONFIGURED_SAFE]
         self.step("safe-lists-a-number", safe_lists_a_number)
 
-        def lifts_the_hold():
+        def lifts_the_suspension():
             lift = d.find_element(By.CSS_SELECTOR, f"#suspensions tr[data-prefix='{PUMPED_PREFIX}'] button.lift")
             before = self.loads()
             lift.click()
@@ -264,15 +273,15 @@ class Flow:
             assert self.admin("/api/v1/admin/fraud/suspensions")["suspensions"] == []
             send(self.args.url, next(self.pumped))
             self.reload()
-            sends = len(USERS) + self.args.surge_floor + 1
+            sends = len(USERS) + self.args.evidence + 1
             assert self.text("#tile-sends") == str(sends), (self.text("#tile-sends"), sends)
             cells = self.cells(f"#prefixes tr[data-prefix='{PUMPED_PREFIX}']")
-            assert cells[1] == str(self.args.surge_floor + 1) and cells[5] == "ok", cells
-        self.step("lifts-the-hold", lifts_the_hold)
+            assert cells[1] == str(self.args.evidence + 1) and cells[5] == "ok", cells
+        self.step("lifts-the-suspension", lifts_the_suspension)
 
         def shows_quota_refusals():
             # Every send so far was within the per-client budget; these two are past it.
-            assert len(USERS) + self.args.surge_floor + 1 == self.args.budget
+            assert len(USERS) + self.args.evidence + 1 == self.args.budget
             for phone in OVER_BUDGET:
                 send(self.args.url, phone, expected=429)
             self.reload()
@@ -334,7 +343,7 @@ class Flow:
         """Tiles, charts and spend against the traffic route's JSON and what was sent."""
         d = self.driver
         traffic = self.admin("/api/v1/admin/fraud/traffic?minutes=60")
-        sends = len(USERS) + self.args.surge_floor
+        sends = len(USERS) + self.args.evidence
         verified = len(USERS) - len(UNVERIFIED)
         assert sum(b["sends"] for b in traffic["series"]) == sends, traffic["series"]
         assert sum(b["refused"] for b in traffic["series"]) == REFUSED, traffic["series"]
@@ -349,7 +358,7 @@ class Flow:
         assert [sum(series) for series in drawn["data"][1:]] == [sends, verified, REFUSED], drawn["data"][1:]
         conversion = self.chart("chart-conversion")
         assert {"CN", "GB"} <= set(conversion["labels"]), conversion["labels"]
-        by_country = {"CN": len(CN_PHONES) + self.args.surge_floor, "GB": len(GB_PHONES)}
+        by_country = {"CN": len(CN_PHONES) + self.args.evidence, "GB": len(GB_PHONES)}
         for country, count in by_country.items():
             assert sum(b["by_country"].get(country, {}).get("sends", 0) for b in traffic["series"]) == count
             before = self.loads()
@@ -377,24 +386,34 @@ class Flow:
             assert prefix["conversion"] is None and cells[4] == "—", (prefix, cells)
             assert cells[5] == prefix["state"], (prefix, cells)
 
-    def check_held_prefix(self):
-        """The pumped prefix: held back in the suspended table and in the top prefixes, with
-        its country, as the suspensions route says."""
+    def check_suspended_prefix(self):
+        """The pumped prefix: suspended in the suspended table (its level's reason and evidence)
+        and in the top prefixes, with its country, as the suspensions route says."""
         d = self.driver
         listed = self.admin("/api/v1/admin/fraud/suspensions")["suspensions"]
         assert [s["prefix"] for s in listed] == [PUMPED_PREFIX], listed
-        held = listed[0]
-        assert held["country"] == PUMPED_COUNTRY and held["reason"] == "surge", held
+        suspended = listed[0]
+        assert suspended["country"] == PUMPED_COUNTRY and suspended["reason"] == "unconverted", suspended
+        # The range's recent sends, the refused one included, none verified.
+        assert (suspended["sends"], suspended["conversions"]) == (self.args.evidence + 1, 0), suspended
+        evidence = suspended["evidence"]
+        assert evidence.startswith(f"range3 {PUMPED_PREFIX}: unconverted sends beyond"), suspended
         row = d.find_element(By.CSS_SELECTOR, f"#suspensions tr[data-prefix='{PUMPED_PREFIX}']")
-        assert row.get_attribute("data-reason") == "surge"
+        assert row.get_attribute("data-reason") == "unconverted"
         cells = self.cells(f"#suspensions tr[data-prefix='{PUMPED_PREFIX}']")
         assert cells[0] == f"+{PUMPED_PREFIX} {PUMPED_COUNTRY}", cells
-        assert cells[1] == "surge" and cells[2] == str(held["sends"]), cells
-        assert cells[3] == "0 %" and cells[4].startswith("in "), cells
+        # The reason, its level's evidence under it.
+        assert cells[1].splitlines() == ["unconverted", evidence], cells
+        assert cells[2] == str(suspended["sends"]), cells
+        # Blocked for the first strike's cool-off (15 minutes).
+        assert cells[3] == "0 %" and cells[4] in ("in 14 min", "in 15 min"), cells
+        label = row.find_element(By.CSS_SELECTOR, ".state")
+        assert "state-suspended" in label.get_attribute("class").split(), label.get_attribute("class")
+        assert label.get_attribute("title") == evidence, label.get_attribute("title")
         title = row.find_element(By.CSS_SELECTOR, "td:first-child").get_attribute("title")
         assert title == "China", title
         cells = self.cells(f"#prefixes tr[data-prefix='{PUMPED_PREFIX}']")
-        assert cells[1] == str(self.args.surge_floor) and cells[5] == "held", cells
+        assert cells[1] == str(self.args.evidence) and cells[5] == "suspended", cells
 
 
 def main():
@@ -404,7 +423,7 @@ def main():
     parser.add_argument("--token", required=True)
     parser.add_argument("--open-admin-url", required=True)
     parser.add_argument("--budget", type=int, required=True)
-    parser.add_argument("--surge-floor", type=int, required=True)
+    parser.add_argument("--evidence", type=int, required=True)
     parser.add_argument("--screenshots", required=True)
     parser.add_argument("--gateway-url", required=True)
     parser.add_argument("--receipt-secret", required=True)

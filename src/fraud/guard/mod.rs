@@ -1,9 +1,9 @@
 //! The fraud guard as a use case: prepares a send's step (which the store takes within the
-//! issue on one Redis node, or apart after it: the prefix's block checked, the send counted
-//! only once it issues) and judges its prefix; gives a send whose SMS did not go out back;
-//! counts a verified code as its send's conversion; and answers the operator's questions
-//! (blocks, lift, traffic). Suspensions, holds, refusals and lifts are logged, counted in the
-//! metrics and the daily stats.
+//! issue: the prefix's block read, refusing the send before anything is written, and on one
+//! Redis node its levels counted) and judges the send's levels; counts a verified code and an
+//! undelivered send in them; counts the traffic report per instance (`traffic`); and answers
+//! the operator's questions (blocks, lift, traffic). Suspensions, refusals and lifts are
+//! logged, counted in the metrics and the daily stats.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -14,20 +14,21 @@ use super::levels::{
     LevelThresholds, LevelVerdict, Levels, assess, judge_levels, levels_of, range_depths,
 };
 use super::policy::{
-    BASELINE_FLOOR, BASELINE_MIN_SENDS, BUCKET_MS, Counts, Level, Reason, Tally, Thresholds,
-    Verdict, WINDOW_MINUTES, Window, baseline, cool_off, judge, remembered_strikes,
+    BASELINE_FLOOR, BASELINE_MIN_SENDS, BUCKET_MS, Counts, Level, Reason, Tally, WINDOW_MINUTES,
+    Window, baseline, cool_off, remembered_strikes,
 };
 use super::safe_list::SafeList;
 use super::settings::FraudSettings;
 use super::spend::{SPEND_REFRESH, SpendGuard, SpendLine};
+use super::traffic::{TrafficCounter, TrafficEvent};
 use super::wide_levels::{EXACT_FOR_MS, EXACT_NEAR_SHARE, FLUSH_EVERY, WideLevels};
 use crate::domain::traffic::{HalfLives, LEVEL_RECORD_LIFE, LevelChange, LevelCounts};
-use crate::domain::{Destination, EMAIL_COUNTRY, Purpose};
+use crate::domain::{Destination, EMAIL_COUNTRY};
 use crate::keyring::Keyring;
 use crate::stats::{Event, Stats};
 use crate::store::{
-    Admission, Conversion, FraudSend, FraudStore, GuardStep, LevelStep, LevelStore, LevelUpdate,
-    MinuteCounts, PrefixBlock, SendMark, StoreError,
+    Admission, FraudSend, FraudStore, GuardStep, LevelStep, LevelStore, LevelUpdate, MinuteCounts,
+    PrefixBlock, SendMark, StoreError,
 };
 
 mod names;
@@ -49,25 +50,23 @@ pub enum FraudError {
     Store(#[from] StoreError),
 }
 
-/// A send the guard counted: what it needs to give it back if its SMS does not go out.
+/// A send the guard let through: what it counts once its SMS went out, and the mark its
+/// delivery receipt hands back.
 #[derive(Debug)]
 pub struct Admitted {
-    /// The send's prefix, country and attribution one after the other (`prefix()`,
-    /// `country()`, `attribution()`): one allocation for the three on every send.
+    /// The send's prefix and country one after the other (`prefix()`, `country()`): one
+    /// allocation for the two on every send.
     names: String,
-    /// Where the prefix and the country end in `names`.
-    ends: [usize; 2],
-    token: u64,
+    /// Where the prefix ends in `names`.
+    prefix_end: usize,
+    mark: SendMark,
     now_ms: u64,
-    minute: u64,
-    previous: Option<SendMark>,
 }
 
-/// A send before its issue, as the guard will count and judge it (`FraudGuard::ticket`).
+/// A send before its issue, as the guard will judge it (`FraudGuard::ticket`).
 #[derive(Debug)]
 pub struct SendTicket {
     admitted: Admitted,
-    window: Window,
     /// On the safe list: counted, never judged nor refused.
     safe: bool,
     enforce: bool,
@@ -78,54 +77,25 @@ pub struct SendTicket {
     levels: Levels,
 }
 
-/// A verify's send, as the guard converts it (`FraudGuard::conversion`).
-#[derive(Debug)]
-pub struct ConversionTicket {
-    /// The prefix, country and attribution in one allocation, as `Admitted` keeps them.
-    names: String,
-    ends: [usize; 2],
-    since_minute: u64,
-}
-
-impl ConversionTicket {
-    pub fn conversion(&self) -> Conversion<'_> {
-        let [prefix_end, country_end] = self.ends;
-        Conversion {
-            attribution: &self.names[country_end..],
-            prefix: &self.names[..prefix_end],
-            country: &self.names[prefix_end..country_end],
-            since_minute: self.since_minute,
-        }
-    }
-}
-
 impl Admitted {
-    /// The mark this send leaves (its minute and token), which its delivery receipt hands back.
+    /// The mark this send leaves (its minute and a token), which its delivery receipt hands
+    /// back.
     pub fn mark(&self) -> SendMark {
-        SendMark {
-            minute: self.minute,
-            token: self.token,
-        }
+        self.mark
     }
 
     fn prefix(&self) -> &str {
-        &self.names[..self.ends[0]]
+        &self.names[..self.prefix_end]
     }
 
     fn country(&self) -> &str {
-        &self.names[self.ends[0]..self.ends[1]]
-    }
-
-    fn attribution(&self) -> &str {
-        &self.names[self.ends[1]..]
+        &self.names[self.prefix_end..]
     }
 
     fn send(&self) -> FraudSend<'_> {
         FraudSend {
             prefix: self.prefix(),
             country: self.country(),
-            attribution: self.attribution(),
-            token: self.token,
             now_ms: self.now_ms,
         }
     }
@@ -137,12 +107,9 @@ pub struct FraudGuard {
     /// Names the returning destinations (keyed digests).
     keyring: Arc<Keyring>,
     settings: FraudSettings,
-    thresholds: Thresholds,
     level_thresholds: LevelThresholds,
     /// `VCODE_FRAUD_RANGE_DIGITS` as `levels_of` takes them (sorted once, not on every send).
     range_depths: Vec<u8>,
-    /// How long a send's attribution waits for its verify: the code's own lifetime.
-    attribution_ttl: Duration,
     stats: Arc<Stats>,
     /// Who is never judged: `VCODE_FRAUD_SAFE_LIST`, and what operators and tenants add.
     safe_list: Arc<SafeList>,
@@ -150,6 +117,8 @@ pub struct FraudGuard {
     spend: Arc<SpendGuard>,
     /// The country's, all mail's and the service's counts on this instance between flushes.
     wide: WideLevels,
+    /// The traffic report's counts on this instance between flushes.
+    traffic: TrafficCounter,
 }
 
 fn now_ms() -> u64 {
@@ -163,7 +132,6 @@ impl FraudGuard {
         stores: (Arc<dyn FraudStore>, Arc<dyn LevelStore>),
         keyring: Arc<Keyring>,
         settings: FraudSettings,
-        code_ttl: Duration,
         stats: Arc<Stats>,
     ) -> Self {
         let (store, levels) = stores;
@@ -172,11 +140,9 @@ impl FraudGuard {
             store,
             levels,
             keyring,
-            thresholds: settings.thresholds(),
             level_thresholds: settings.level_thresholds(),
             range_depths: range_depths(&settings.range_digits),
             settings,
-            attribution_ttl: code_ttl,
             spend: Arc::new(SpendGuard::new(
                 Default::default(),
                 Default::default(),
@@ -185,6 +151,7 @@ impl FraudGuard {
             stats,
             safe_list,
             wide: WideLevels::new(Self::half_lives(), LEVEL_RECORD_LIFE),
+            traffic: TrafficCounter::default(),
         }
     }
 
@@ -211,10 +178,10 @@ impl FraudGuard {
         });
     }
 
-    /// Starts adding the wide levels counted here to the store every `FLUSH_EVERY`, while the
-    /// guard lives. (What an instance counted in its last second before it stops is lost: a
-    /// second of a country's days of history.)
-    pub fn spawn_level_flush(self: &Arc<Self>) {
+    /// Starts adding the wide levels and the traffic report counted here to the store every
+    /// `FLUSH_EVERY`, while the guard lives. (What an instance counted in its last second
+    /// before it stops is lost: a second of a country's days of history, and of the report.)
+    pub fn spawn_flushes(self: &Arc<Self>) {
         if self.settings.level == Level::Off {
             return;
         }
@@ -225,7 +192,11 @@ impl FraudGuard {
             loop {
                 ticks.tick().await;
                 let Some(guard) = guard.upgrade() else { return };
-                guard.wide.flush(&*guard.levels, now_ms()).await;
+                let now = now_ms();
+                guard.wide.flush(&*guard.levels, now).await;
+                if let Err(error) = guard.traffic.flush(&*guard.store, now).await {
+                    tracing::warn!(%error, "fraud guard: traffic counts kept for the next flush");
+                }
             }
         });
     }
@@ -268,16 +239,16 @@ impl FraudGuard {
 
     /// What start-up logs: the level and the thresholds in effect.
     pub fn describe(&self) -> String {
-        let t = &self.thresholds;
+        let t = &self.level_thresholds;
+        let depths: Vec<String> = self.range_depths.iter().map(u8::to_string).collect();
         format!(
-            "{} (prefix: calling code + {} digits, grace {} s, suspend below {:.0} % of the baseline after {} judged sends, hold past {} unconverted or {}x the prefix's rate, {} safe entries)",
+            "{} (ranges: calling code + {} digits, the country and the service, each against its own history; a range refused past {} unexplained unconverted sends or {:.0} % of its history's volume, its conversion below {:.0} % of the reference; blocks recorded per calling code + {} digits; {} safe entries)",
             self.settings.level.as_str(),
-            self.settings.prefix_digits,
-            self.settings.grace.as_secs(),
+            depths.join(", "),
+            t.evidence_floor,
+            t.evidence_share * 100.0,
             t.min_conversion_ratio * 100.0,
-            t.min_judged_sends,
-            t.surge_floor,
-            t.surge_factor,
+            self.settings.prefix_digits,
             self.settings.safe_list.len()
         )
     }
@@ -290,34 +261,28 @@ impl FraudGuard {
         Window::at(now_ms, self.settings.grace, WINDOW_MINUTES)
     }
 
-    /// What the guard needs of a send before its issue: its prefix, country, attribution,
-    /// token, time and window. `None` when the guard is off or `phone` gets no SMS.
+    /// What the guard needs of a send before its issue: its prefix, country, levels, mark and
+    /// time. `None` when the guard is off.
     /// `tenant` (`twilio:AC…`) is who asks, for its own safe-list entries.
-    pub fn ticket(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-        tenant: Option<&str>,
-    ) -> Option<SendTicket> {
+    pub fn ticket(&self, destination: &Destination, tenant: Option<&str>) -> Option<SendTicket> {
         if self.settings.level == Level::Off {
             return None;
         }
         let now = now_ms();
-        let window = self.window(now);
         let safe = self.is_safe(destination, tenant);
         let prefix = prefix_of(destination, self.settings.prefix_digits);
-        let (names, ends) = send_names(&prefix, destination, purpose);
-        let levels = levels_of(destination, &names[ends[0]..ends[1]], &self.range_depths);
+        let (names, prefix_end) = send_names(&prefix, destination);
+        let levels = levels_of(destination, &names[prefix_end..], &self.range_depths);
         Some(SendTicket {
             admitted: Admitted {
                 names,
-                ends,
-                token: rand::random(),
+                prefix_end,
+                mark: SendMark {
+                    minute: now / BUCKET_MS,
+                    token: rand::random(),
+                },
                 now_ms: now,
-                minute: window.minute,
-                previous: None,
             },
-            window,
             safe,
             enforce: self.settings.level.enforces() && !safe,
             returning: false,
@@ -464,9 +429,7 @@ impl FraudGuard {
     pub fn step<'a>(&self, ticket: &'a SendTicket) -> GuardStep<'a> {
         GuardStep {
             send: ticket.admitted.send(),
-            window: &ticket.window,
             enforce: ticket.enforce,
-            attribution_ttl: self.attribution_ttl,
             // The wide levels are counted here (`wide_levels`).
             levels: Some(LevelStep {
                 scopes: &ticket.levels.scopes[..ticket.levels.narrow()],
@@ -478,35 +441,22 @@ impl FraudGuard {
     }
 
     /// Judges a send the store admitted (in the issue's step or its own): refuses it if its
-    /// prefix was blocked, else judges the prefix on the counts, this send included. A send
-    /// that blocks the prefix is refused and given back (counted as a refusal), unless the
-    /// level only monitors or the destination is on the safe list; the caller undoes its issue.
+    /// prefix was blocked, else judges its levels on their counts, this send included. A send
+    /// whose level is refused records the block and is refused, unless the level only monitors,
+    /// the destination is on the safe list or verified before; the caller undoes its issue.
     pub async fn judge(
         &self,
         destination: &Destination,
         ticket: SendTicket,
         admission: Admission,
     ) -> Result<Admitted, FraudError> {
-        let now = ticket.admitted.now_ms;
-        let window = ticket.window;
-        let (prefix, service, block, previous, mark, counted_levels) = match admission {
-            Admission::Refused(block) => return Err(self.refused(destination, &block, now)),
-            Admission::Admitted {
-                prefix,
-                service,
-                block,
-                previous,
-                mark,
-                levels,
-            } => (prefix, service, block, previous, mark, levels),
-        };
-        // From here on the send is the one the store counted: its release, its receipt's mark
-        // and the attribution (which its conversion reads) all name that mark.
-        let admitted = Admitted {
-            previous,
-            minute: mark.minute,
-            token: mark.token,
-            ..ticket.admitted
+        let admitted = ticket.admitted;
+        let now = admitted.now_ms;
+        let (block, counted_levels) = match admission {
+            Admission::Refused(block) => {
+                return Err(self.refused(destination, &admitted.send(), &block));
+            }
+            Admission::Admitted { block, levels } => (block, levels),
         };
         // A safe destination is never judged; a prefix already flagged (monitor) is not
         // judged again until its block is over, nor one an operator lifted until the counts
@@ -528,57 +478,18 @@ impl FraudGuard {
         {
             return Ok(admitted);
         }
-        let prior_strikes = block
-            .as_ref()
-            .map_or(0, |b| remembered_strikes(b.strikes, b.struck_ms, now));
-        let verdict = match judge(
-            &self.thresholds,
-            &window,
-            self.settings.grace,
-            &prefix,
-            &service,
-            prior_strikes,
-        ) {
-            // A mail domain is never held for a surge: a mail costs nothing, and a hold of a
-            // domain refuses every new user of it (41 mails to random addresses held every Gmail
-            // user; 200 into gmail.com held its new users for a minute in the burst-mail
-            // simulation, 2026-12-06). Its level judges a burst against its honest history.
-            Verdict::Hold { .. } if destination.phone().is_none() => Verdict::Pass,
-            verdict => verdict,
-        };
-        let new_block = match verdict {
-            Verdict::Pass => match self.judge_levels(&levels, &level_counts) {
-                None => return Ok(admitted),
-                // An operator lifted this level's range within the window: not judged again
-                // (read only on the way to a refusal).
-                Some(level_verdict)
-                    if self
-                        .lifted_recently(&levels.shown(level_verdict.level), now)
-                        .await? =>
-                {
-                    return Ok(admitted);
-                }
-                Some(level_verdict) => {
-                    self.level_block(&levels, &level_verdict, &admitted, block.as_ref())
-                }
-            },
-            Verdict::Hold { until_ms } => PrefixBlock {
-                reason: Reason::Surge,
-                until_ms,
-                strikes: prior_strikes,
-                struck_ms: block.as_ref().map_or(0, |b| b.struck_ms),
-                // The sends within grace decided it.
-                sends: prefix.unjudged.sends,
-                conversions: prefix.unjudged.conversions,
-                ..self.block_of(&admitted, &prefix)
-            },
-            Verdict::Suspend { until_ms, strikes } => PrefixBlock {
-                reason: Reason::Conversion,
-                until_ms,
-                strikes,
-                struck_ms: now,
-                ..self.block_of(&admitted, &prefix)
-            },
+        let new_block = match self.judge_levels(&levels, &level_counts) {
+            None => return Ok(admitted),
+            // An operator lifted this level's range within the window: not judged again
+            // (read only on the way to a refusal).
+            Some(verdict)
+                if self
+                    .lifted_recently(&levels.shown(verdict.level), now)
+                    .await? =>
+            {
+                return Ok(admitted);
+            }
+            Some(verdict) => self.level_block(&levels, &verdict, &admitted, block.as_ref()),
         };
         if self.store.block_prefix(&new_block, now).await? {
             self.blocked(destination, &new_block);
@@ -591,30 +502,15 @@ impl FraudGuard {
             self.stats.record(Event::FraudReturningPassed);
             return Ok(admitted);
         }
-        // Refused: given back where the store counted it, and out of its levels' history (it
-        // stays in their recent memory, which keeps a pump that goes on anomalous).
-        let withdrawn = self.count_levels(&levels, LevelChange::REFUSED, None, None);
-        let (withdrawn, ()) = tokio::join!(withdrawn, give_back(&*self.store, admitted, true));
-        if let Err(error) = withdrawn {
+        // Refused: out of its levels' history (it stays in their recent memory, which keeps a
+        // pump that goes on anomalous).
+        if let Err(error) = self
+            .count_levels(&levels, LevelChange::REFUSED, None, None)
+            .await
+        {
             tracing::warn!(%error, "fraud guard: a refused send stays in its levels' history");
         }
-        Err(self.refused(destination, &new_block, now))
-    }
-
-    fn block_of(&self, admitted: &Admitted, tally: &Tally) -> PrefixBlock {
-        PrefixBlock {
-            prefix: admitted.prefix().to_owned(),
-            country: admitted.country().to_owned(),
-            reason: Reason::Conversion,
-            since_ms: admitted.now_ms,
-            until_ms: admitted.now_ms,
-            strikes: 0,
-            struck_ms: 0,
-            sends: tally.judged.sends,
-            conversions: tally.judged.conversions,
-            lifted_ms: 0,
-            evidence: String::new(),
-        }
+        Err(self.refused(destination, &admitted.send(), &new_block))
     }
 
     /// A new suspension or hold: an event in the log, the metrics and the stats.
@@ -631,8 +527,8 @@ impl FraudGuard {
             country = %block.country,
             reason = block.reason.as_str(),
             strikes = block.strikes,
-            judged_sends = block.sends,
-            judged_conversions = block.conversions,
+            recent_sends = block.sends,
+            recent_conversions = block.conversions,
             until_ms = block.until_ms,
             level = self.settings.level.as_str(),
             %destination,
@@ -641,64 +537,58 @@ impl FraudGuard {
         );
     }
 
-    /// A send the store refused in the issue's step: its prefix is blocked.
-    pub fn refused_by(&self, destination: &Destination, block: &PrefixBlock) -> FraudError {
-        self.refused(destination, block, now_ms())
+    /// A send the store refused in the issue's step (`ticket`'s): its prefix is blocked.
+    pub fn refused_by(
+        &self,
+        destination: &Destination,
+        ticket: &SendTicket,
+        block: &PrefixBlock,
+    ) -> FraudError {
+        self.refused(destination, &ticket.admitted.send(), block)
     }
 
-    fn refused(&self, destination: &Destination, block: &PrefixBlock, now: u64) -> FraudError {
+    /// A refusal: in the stats, the traffic report and the log.
+    fn refused(
+        &self,
+        destination: &Destination,
+        send: &FraudSend<'_>,
+        block: &PrefixBlock,
+    ) -> FraudError {
         self.stats.record(match block.reason {
             Reason::Conversion => Event::FraudRefusedConversion,
             Reason::Surge => Event::FraudRefusedSurge,
             Reason::Unconverted | Reason::Undelivered | Reason::Spread => Event::FraudRefusedLevel,
         });
+        let refused = TrafficEvent::REFUSED;
+        self.traffic
+            .count(send.prefix, send.country, send.now_ms, refused);
         tracing::info!(%destination, prefix = %block.prefix, reason = block.reason.as_str(), "send refused: fraud guard");
         FraudError::Refused {
-            retry_after: Duration::from_millis(block.until_ms.saturating_sub(now)),
+            retry_after: Duration::from_millis(block.until_ms.saturating_sub(send.now_ms)),
         }
     }
 
-    /// After the send: an SMS that went out (or may have) is counted per country; a send
-    /// refused or rolled back after its admission is given back, uncounted, in the
-    /// background: the answer must not wait for it (with the store failing, that would be a
-    /// second timeout).
+    /// After the send: an SMS that went out (or may have) is counted per country and in the
+    /// traffic report; one that did not is counted nowhere but in its levels (which keep what
+    /// was tried: a pump whose SMS fail is still a pump).
     pub fn settle(&self, admitted: Option<Admitted>, destination: &Destination, sent: bool) {
-        if sent {
-            if destination.phone().is_some() {
-                let country = country_of(destination);
-                self.spend.sent(&country);
-                crate::metrics::count_sms_by_country(&country);
-            }
-        } else if let Some(admitted) = admitted {
-            let store = self.store.clone();
-            tokio::spawn(async move { give_back(&*store, admitted, false).await });
+        if !sent {
+            return;
+        }
+        if let Some(admitted) = &admitted {
+            let send = admitted.send();
+            self.traffic
+                .count(send.prefix, send.country, send.now_ms, TrafficEvent::SEND);
+        }
+        if destination.phone().is_some() {
+            let country = country_of(destination);
+            self.spend.sent(&country);
+            crate::metrics::count_sms_by_country(&country);
         }
     }
 
-    /// What a verify of `destination`'s code converts if it matches, for the store to count in the
-    /// verify's own step (`FusedSteps::verify_converting`); `None` when the guard is off.
-    pub fn conversion(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-    ) -> Option<ConversionTicket> {
-        if self.settings.level == Level::Off {
-            return None;
-        }
-        // The send can be no older than its code: only those minutes are looked at.
-        let since_minute =
-            (now_ms() / BUCKET_MS).saturating_sub(self.attribution_ttl.as_secs().div_ceil(60) + 1);
-        let prefix = prefix_of(destination, self.settings.prefix_digits);
-        let (names, ends) = send_names(&prefix, destination, purpose);
-        Some(ConversionTicket {
-            names,
-            ends,
-            since_minute,
-        })
-    }
-
-    /// A code was verified: counted per country (its send's conversion is the store's, in
-    /// the verify's own step: `FusedSteps::verify_converting`).
+    /// A code was verified: counted per country, in the traffic report (in the minute it was
+    /// verified, most often its send's) and in its levels.
     pub fn converted(self: &Arc<Self>, destination: &Destination) {
         if destination.phone().is_some() {
             crate::metrics::count_verified_by_country(&country_of(destination));
@@ -706,6 +596,13 @@ impl FraudGuard {
         if self.settings.level == Level::Off {
             return;
         }
+        let prefix = prefix_of(destination, self.settings.prefix_digits);
+        self.traffic.count(
+            &prefix,
+            &country_of(destination),
+            now_ms(),
+            TrafficEvent::CONVERSION,
+        );
         // Its levels' conversion, and the destination remembered as returning: in the
         // background, as the answer does not wait for what only later sends read.
         let levels = levels_of(destination, &country_of(destination), &self.range_depths);
@@ -721,18 +618,20 @@ impl FraudGuard {
         });
     }
 
-    /// A delivery receipt said the SMS of a send the guard counted (`mark`) never arrived: the
-    /// send leaves the judged sends (neither converted nor unconverted: a dead route or a
-    /// carrier's outage is not pumping, whose SMS are reported delivered). Counted whatever
-    /// the level now, as the send was; a store error is logged (it costs the guard one send's
-    /// judgement, not the receipt).
+    /// A delivery receipt said the SMS of a send the guard counted (`mark`) never arrived:
+    /// counted in the traffic report (in the send's minute) and in its levels, whatever the
+    /// level now, as the send was. An undelivered send is a signal, not an exemption (a range
+    /// that never delivers is typical of toll fraud). A store error is logged (it costs the
+    /// levels one event, not the receipt).
     pub async fn undelivered(&self, destination: &Destination, mark: SendMark) {
         let prefix = prefix_of(destination, self.settings.prefix_digits);
         let country = country_of(destination);
-        if let Err(error) = self.store.count_undelivered(&prefix, &country, mark).await {
-            tracing::warn!(%error, %prefix, "fraud guard: undelivered send not counted");
-        }
-        // Its levels count it too: an undelivered send is a signal, not an exemption.
+        self.traffic.count(
+            &prefix,
+            &country,
+            mark.minute * BUCKET_MS,
+            TrafficEvent::UNDELIVERED,
+        );
         let levels = levels_of(destination, &country, &self.range_depths);
         if let Err(error) = self
             .count_levels(&levels, LevelChange::UNDELIVERED, None, None)
@@ -767,20 +666,4 @@ fn describe_evidence(levels: &Levels, verdict: &LevelVerdict) -> String {
         e.history.sends,
         e.history.conversions,
     )
-}
-
-/// Gives an admitted send back where the store counted it (its mark): its SMS did not go out
-/// (`refused`: the guard refused it).
-async fn give_back(store: &dyn FraudStore, admitted: Admitted, refused: bool) {
-    if let Err(error) = store
-        .release_send(
-            &admitted.send(),
-            admitted.mark(),
-            admitted.previous,
-            refused,
-        )
-        .await
-    {
-        tracing::warn!(%error, prefix = %admitted.prefix(), "fraud guard: send not given back; it stays counted");
-    }
 }

@@ -1,5 +1,5 @@
-//! A send's names as the guard counts them: its prefix (a number range or a mail domain), its
-//! country, and the ticket's names laid end to end without allocating more than once.
+//! A send's names as the guard counts them: its prefix (a number range or a mail domain) and
+//! its country, laid end to end in the ticket without allocating more than once.
 
 use super::*;
 
@@ -20,26 +20,15 @@ pub(super) fn push_country(names: &mut String, destination: &Destination) {
     }
 }
 
-/// A send's prefix, country and attribution one after the other, and where the first two end
+/// A send's prefix and country one after the other, and where the prefix ends
 /// (`Admitted::names`).
-pub(super) fn send_names(
-    prefix: &str,
-    destination: &Destination,
-    purpose: &Purpose,
-) -> (String, [usize; 2]) {
-    let (key, purpose) = (destination.key(), purpose.as_str());
+pub(super) fn send_names(prefix: &str, destination: &Destination) -> (String, usize) {
     // A country's name is at most `EMAIL` long (tested).
-    let mut names =
-        String::with_capacity(prefix.len() + EMAIL_COUNTRY.len() + key.len() + 1 + purpose.len());
+    let mut names = String::with_capacity(prefix.len() + EMAIL_COUNTRY.len());
     names.push_str(prefix);
     let prefix_end = names.len();
     push_country(&mut names, destination);
-    let country_end = names.len();
-    // The attribution (`attribution`).
-    for part in [key, ":", purpose] {
-        names.push_str(part);
-    }
-    (names, [prefix_end, country_end])
+    (names, prefix_end)
 }
 
 /// The destination prefix of `destination`: a phone's calling code and the next `digits`
@@ -90,7 +79,7 @@ mod tests {
     }
 
     #[test]
-    fn a_ticket_names_the_send_s_prefix_country_and_attribution() {
+    fn a_ticket_names_the_send_s_prefix_and_country() {
         let email = Destination::from(EmailAddress::parse("ann@mail.example.com").unwrap());
         for destination in [
             phone("+447400123456"),
@@ -104,37 +93,18 @@ mod tests {
             assert!(names.len() <= EMAIL_COUNTRY.len(), "{names}");
         }
         let destination = phone("+447400123456");
-        let purpose = Purpose::default();
-        let (names, ends) = send_names("44740", &destination, &purpose);
+        let (names, prefix_end) = send_names("44740", &destination);
+        assert_eq!(names.capacity(), names.len() + EMAIL_COUNTRY.len() - 2);
         let admitted = Admitted {
             names,
-            ends,
-            token: 1,
+            prefix_end,
+            mark: SendMark {
+                minute: 0,
+                token: 1,
+            },
             now_ms: 2,
-            minute: 0,
-            previous: None,
         };
         let send = admitted.send();
-        // The pending code a send is for: its verify converts it.
-        let attribution = format!("{}:{}", destination.key(), purpose.as_str());
-        assert_eq!(send.prefix, "44740");
-        assert_eq!(send.country, "GB");
-        assert_eq!(send.attribution, attribution);
-        // A verify's ticket names the same send.
-        let (names, ends) = send_names("44740", &destination, &purpose);
-        let ticket = ConversionTicket {
-            names,
-            ends,
-            since_minute: 0,
-        };
-        let conversion = ticket.conversion();
-        assert_eq!(
-            (
-                conversion.prefix,
-                conversion.country,
-                conversion.attribution
-            ),
-            ("44740", "GB", attribution.as_str())
-        );
+        assert_eq!((send.prefix, send.country, send.now_ms), ("44740", "GB", 2));
     }
 }

@@ -106,9 +106,9 @@ impl FraudGuard {
         Ok(active)
     }
 
-    /// Ends `prefix`'s suspension or hold now; false if it had none. The prefix is not judged
-    /// again for an hour (the window: the counts that blocked it leave it); its strikes
-    /// stay, so a prefix that goes on pumping is suspended for longer next time.
+    /// Ends `prefix`'s suspension or hold now; false if it had none. The range is not judged
+    /// again for an hour; its strikes stay, so a range that goes on pumping is suspended for
+    /// longer next time.
     pub async fn lift(&self, prefix: &str) -> Result<bool, FraudError> {
         let lifted = self.store.lift_block(prefix, now_ms()).await?;
         if lifted {
@@ -119,9 +119,11 @@ impl FraudGuard {
     }
 
     /// The last `minutes` minutes: the service's series per minute and per country, and the
-    /// prefixes with most sends.
+    /// prefixes with most sends. This instance's counts are flushed first (so what it counted
+    /// is in); the other instances' arrive with their next flush, within about a second.
     pub async fn traffic(&self, minutes: u64) -> Result<TrafficReport, FraudError> {
         let now = now_ms();
+        self.traffic.flush(&*self.store, now).await?;
         let span = Window::at(now, self.settings.grace, minutes);
         let traffic = self.store.fraud_traffic(span.from, span.minute).await?;
         let mut series: Vec<TrafficBucket> = (span.from..=span.minute)

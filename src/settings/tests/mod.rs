@@ -281,15 +281,15 @@ fn the_fraud_guard_reads_its_level_safe_list_and_thresholds() {
     let defaults = settings(&[]).unwrap().fraud;
     assert_eq!(defaults.level, crate::fraud::Level::Standard);
     assert_eq!(
-        defaults.thresholds(),
-        crate::fraud::Level::Standard.thresholds()
+        defaults.level_thresholds(),
+        crate::fraud::Level::Standard.level_thresholds()
     );
     let read = settings(&[
         ("VCODE_FRAUD_GUARD", "strict"),
         ("VCODE_FRAUD_PREFIX_DIGITS", "4"),
         ("VCODE_FRAUD_GRACE_SECS", "90"),
         ("VCODE_FRAUD_SAFE_LIST", "+447400123456, 1202"),
-        ("VCODE_FRAUD_SURGE_FLOOR", "200"),
+        ("VCODE_FRAUD_EVIDENCE", "25"),
         ("VCODE_FRAUD_MIN_CONVERSION_PCT", "35"),
     ])
     .unwrap()
@@ -298,13 +298,26 @@ fn the_fraud_guard_reads_its_level_safe_list_and_thresholds() {
     assert_eq!(read.prefix_digits, 4);
     assert_eq!(read.grace, Duration::from_secs(90));
     assert_eq!(read.safe_list, ["447400123456", "1202"]);
-    let thresholds = read.thresholds();
-    let strict = crate::fraud::Level::Strict.thresholds();
-    assert_eq!(thresholds.surge_floor, 200);
+    let thresholds = read.level_thresholds();
+    let strict = crate::fraud::Level::Strict.level_thresholds();
+    assert_eq!(thresholds.evidence_floor, 25.0);
     assert_eq!(thresholds.min_conversion_ratio, 0.35);
     // Those left at 0 are the level's.
-    assert_eq!(thresholds.min_judged_sends, strict.min_judged_sends);
-    assert_eq!(thresholds.surge_factor, strict.surge_factor);
+    assert_eq!(thresholds.evidence_share, strict.evidence_share);
+    assert_eq!(thresholds.mature_history, strict.mature_history);
+}
+
+#[test]
+fn a_retired_variable_is_refused_with_why() {
+    for var in [
+        "VCODE_FRAUD_MIN_SENDS",
+        "VCODE_FRAUD_SURGE_FLOOR",
+        "VCODE_FRAUD_SURGE_FACTOR",
+    ] {
+        let error = settings(&[(var, "40")]).unwrap_err().to_string();
+        assert!(error.starts_with(&format!("{var} is retired: ")), "{error}");
+        assert!(error.contains("levels"), "{error}");
+    }
 }
 
 #[test]

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{Admission, Candidates, CodeStore, GuardStep, GuardedIssue};
+use crate::store::{Admission, Candidates, CodeStore, GuardStep, GuardedIssue, VerifyStep};
 
 /// A send that does not issue: nothing for the guard to count.
 fn not_issued(outcome: IssueOutcome) -> GuardedIssue {
@@ -273,6 +273,27 @@ impl CodeStore for MemoryStore {
             }
         }
         Ok(true)
+    }
+
+    /// The verify answered at once, not through `verify_by_id`'s or `verify_code`'s boxed
+    /// futures (an allocation more on every verify), and with the digests made only for a
+    /// pending code (`Candidates::lazy`).
+    async fn verify(&self, step: VerifyStep<'_>) -> Result<VerifyOutcome, StoreError> {
+        let VerifyStep {
+            destination,
+            purpose,
+            id,
+            candidates,
+            client,
+            params,
+        } = step;
+        Ok(match id {
+            Some(id) => {
+                let candidates = candidates.digests();
+                self.verify_id(destination, purpose, id, candidates, client, params)
+            }
+            None => self.verify_code_now(destination, purpose, candidates, client, params),
+        })
     }
 
     async fn verify_code(

@@ -1,18 +1,18 @@
-//! The embedded store's fraud-guard counts: per-minute counters per scope (prefix, country,
-//! service), the sends' attributions and the prefixes' blocks, all under one lock, so that a
-//! send's check and count is one critical section (which the issue takes under its own lock:
-//! `issue_guarded`, codes.rs). Old minutes and expired attributions are dropped once a minute,
-//! by the first send of the minute.
+//! The embedded store's fraud-guard records: the prefixes' blocks, which a send's step reads
+//! (under the issue's own lock: `issue_guarded`, codes.rs), and the traffic report's counters
+//! per minute per scope (prefix, country, service), which the instances' flushes add to. Old
+//! minutes are dropped by the first flush of each minute.
 
 use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 
 use super::*;
-use crate::domain::traffic::{Counts, RETENTION_MINUTES, Tally, Window};
+use crate::domain::traffic::{BUCKET_MS, RETENTION_MINUTES};
 use crate::store::events::block_detail;
 use crate::store::{
-    Admission, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark, TrafficCounts,
+    Admission, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, TrafficChange,
+    TrafficCounts,
 };
 
 /// Every counter of one scope, by minute.
@@ -24,8 +24,6 @@ pub(super) struct FraudState {
     countries: HashMap<String, Minutes>,
     /// Each prefix's country and minutes.
     prefixes: HashMap<String, (String, Minutes)>,
-    /// Attribution → (its last send's mark, expiry in the caller's ms).
-    attributions: HashMap<String, (SendMark, u64)>,
     blocks: HashMap<String, PrefixBlock>,
     pruned_minute: u64,
 }
@@ -38,26 +36,18 @@ fn bump(minutes: &mut Minutes, minute: u64, change: impl FnOnce(&mut MinuteCount
     change(counts);
 }
 
-fn tally(minutes: &Minutes, window: &Window) -> Tally {
-    let mut tally = Tally::default();
-    for counts in minutes.range(window.from..=window.minute).map(|(_, c)| c) {
-        let sends = Counts {
-            sends: counts.sends,
-            conversions: counts.conversions,
-            undelivered: counts.undelivered,
-        };
-        window.tally(&mut tally, counts.minute, sends);
-    }
-    tally
-}
-
 fn span(minutes: &Minutes, from: u64, to: u64) -> Vec<MinuteCounts> {
     minutes.range(from..=to).map(|(_, c)| *c).collect()
 }
 
+/// Adds `by` to a count, never below 0 (a send given back on a minute already pruned).
+fn add(count: &mut u64, by: i64) {
+    *count = count.saturating_add_signed(by);
+}
+
 impl FraudState {
-    /// Drops minutes past retention and expired attributions, once a minute.
-    fn prune(&mut self, now_ms: u64, minute: u64) {
+    /// Drops minutes past retention, once a minute.
+    fn prune(&mut self, minute: u64) {
         if self.pruned_minute == minute {
             return;
         }
@@ -69,35 +59,27 @@ impl FraudState {
         self.countries.retain(|_, minutes| !minutes.is_empty());
         self.prefixes.values_mut().for_each(|(_, m)| keep(m));
         self.prefixes.retain(|_, (_, minutes)| !minutes.is_empty());
-        self.attributions
-            .retain(|_, (_, expires_at_ms)| *expires_at_ms > now_ms);
     }
 
-    /// Every scope a send counts in, changed alike.
-    fn each_scope(
-        &mut self,
-        send: &FraudSend<'_>,
-        minute: u64,
-        change: impl Fn(&mut MinuteCounts),
-    ) {
-        bump(&mut self.service, minute, &change);
-        // Looked up before any entry is made: a scope counted already (nearly every send's)
-        // needs no owned copy of its name.
-        if let Some(minutes) = self.countries.get_mut(send.country) {
-            bump(minutes, minute, &change);
-        } else {
-            let mut minutes = Minutes::new();
-            bump(&mut minutes, minute, &change);
-            self.countries.insert(send.country.to_owned(), minutes);
-        }
-        if let Some((_, minutes)) = self.prefixes.get_mut(send.prefix) {
-            bump(minutes, minute, &change);
-        } else {
-            let mut minutes = Minutes::new();
-            bump(&mut minutes, minute, &change);
-            let scope = (send.country.to_owned(), minutes);
-            self.prefixes.insert(send.prefix.to_owned(), scope);
-        }
+    /// One instance's change of one prefix's minute.
+    fn add_change(&mut self, change: &TrafficChange) {
+        let minute = change.minute;
+        let scope = |counts: &mut MinuteCounts| {
+            add(&mut counts.sends, change.sends);
+            add(&mut counts.conversions, change.conversions);
+            add(&mut counts.undelivered, change.undelivered);
+        };
+        bump(&mut self.service, minute, |counts| {
+            scope(counts);
+            add(&mut counts.refused, change.refused);
+        });
+        let country = self.countries.entry(change.country.clone()).or_default();
+        bump(country, minute, scope);
+        let (_, prefix) = self
+            .prefixes
+            .entry(change.prefix.clone())
+            .or_insert_with(|| (change.country.clone(), Minutes::new()));
+        bump(prefix, minute, scope);
     }
 }
 
@@ -105,46 +87,18 @@ impl MemoryStore {
     /// The guard's step of a send, if there is one (the issue takes it under its lock).
     pub(super) fn admit_locked(&self, step: Option<&GuardStep<'_>>) -> Option<Admission> {
         let step = step?;
-        Some(self.admit_now(&step.send, step.window, step.enforce, step.attribution_ttl))
+        Some(self.admit_now(&step.send, step.enforce))
     }
 
-    fn admit_now(
-        &self,
-        send: &FraudSend<'_>,
-        window: &Window,
-        enforce: bool,
-        attribution_ttl: Duration,
-    ) -> Admission {
-        let mut state = lock(&self.fraud);
-        state.prune(send.now_ms, window.minute);
+    fn admit_now(&self, send: &FraudSend<'_>, enforce: bool) -> Admission {
+        let state = lock(&self.fraud);
         let block = state.blocks.get(send.prefix).cloned();
-        if let Some(block) = block
-            .as_ref()
-            .filter(|b| enforce && b.is_active(send.now_ms))
-        {
-            bump(&mut state.service, window.minute, |c| c.refused += 1);
-            return Admission::Refused(block.clone());
-        }
-        state.each_scope(send, window.minute, |c| c.sends += 1);
-        let expires_at_ms = send.now_ms.saturating_add(duration_ms(attribution_ttl));
-        let mark = SendMark {
-            minute: window.minute,
-            token: send.token,
-        };
-        let previous = state
-            .attributions
-            .insert(send.attribution.to_owned(), (mark, expires_at_ms))
-            .filter(|(_, expiry)| *expiry > send.now_ms)
-            .map(|(mark, _)| mark);
-        let prefix = tally(&state.prefixes[send.prefix].1, window);
-        let service = tally(&state.service, window);
-        Admission::Admitted {
-            prefix,
-            service,
-            block,
-            previous,
-            mark,
-            levels: None,
+        match block {
+            Some(block) if enforce && block.is_active(send.now_ms) => Admission::Refused(block),
+            block => Admission::Admitted {
+                block,
+                levels: None,
+            },
         }
     }
 }
@@ -154,68 +108,9 @@ impl FraudStore for MemoryStore {
     async fn admit_send(
         &self,
         send: &FraudSend<'_>,
-        window: &Window,
         enforce: bool,
-        attribution_ttl: Duration,
     ) -> Result<Admission, StoreError> {
-        Ok(self.admit_now(send, window, enforce, attribution_ttl))
-    }
-
-    async fn release_send(
-        &self,
-        send: &FraudSend<'_>,
-        ours: SendMark,
-        previous: Option<SendMark>,
-        refused: bool,
-    ) -> Result<(), StoreError> {
-        let mut state = lock(&self.fraud);
-        let minute = ours.minute;
-        state.each_scope(send, minute, |c| c.sends = c.sends.saturating_sub(1));
-        if refused {
-            bump(&mut state.service, minute, |c| c.refused += 1);
-        }
-        let still_ours = state
-            .attributions
-            .get(send.attribution)
-            .is_some_and(|(mark, _)| *mark == ours);
-        if still_ours {
-            match previous {
-                Some(previous) => {
-                    if let Some(entry) = state.attributions.get_mut(send.attribution) {
-                        entry.0 = previous;
-                    }
-                }
-                None => {
-                    state.attributions.remove(send.attribution);
-                }
-            }
-        }
-        Ok(())
-    }
-
-    async fn count_conversion(
-        &self,
-        attribution: &str,
-        prefix: &str,
-        country: &str,
-        since_minute: u64,
-    ) -> Result<Option<u64>, StoreError> {
-        let mut state = lock(&self.fraud);
-        let Some((SendMark { minute, .. }, _)) = state.attributions.remove(attribution) else {
-            return Ok(None);
-        };
-        if minute < since_minute {
-            return Ok(None);
-        }
-        let send = FraudSend {
-            prefix,
-            country,
-            attribution,
-            token: 0,
-            now_ms: 0,
-        };
-        state.each_scope(&send, minute, |c| c.conversions += 1);
-        Ok(Some(minute))
+        Ok(self.admit_now(send, enforce))
     }
 
     async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
@@ -260,25 +155,11 @@ impl FraudStore for MemoryStore {
         }
     }
 
-    async fn count_undelivered(
-        &self,
-        prefix: &str,
-        country: &str,
-        mark: SendMark,
-    ) -> Result<(), StoreError> {
+    async fn add_traffic(&self, changes: &[TrafficChange]) -> Result<(), StoreError> {
         let mut state = lock(&self.fraud);
-        let state = &mut *state;
-        let scopes = [
-            Some(&mut state.service),
-            state.countries.get_mut(country),
-            state.prefixes.get_mut(prefix).map(|(_, minutes)| minutes),
-        ];
-        for minutes in scopes.into_iter().flatten() {
-            if let Some(counts) = minutes.get_mut(&mark.minute)
-                && counts.sends > counts.undelivered
-            {
-                counts.undelivered += 1;
-            }
+        state.prune(unix_now_ms() / BUCKET_MS);
+        for change in changes {
+            state.add_change(change);
         }
         Ok(())
     }

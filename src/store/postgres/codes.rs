@@ -1,5 +1,6 @@
 //! The code role of the PostgreSQL store: issue, undo, verify, inspect, each one function call
-//! (one transaction) that serialises on the phone's advisory lock.
+//! (one transaction) that serialises on the phone's advisory lock. A verify is only the code's:
+//! the traffic report counts its conversion apart (`FraudStore::add_traffic`).
 
 use std::time::Duration;
 
@@ -17,13 +18,15 @@ use crate::store::{
 
 const ISSUE: &str =
     "SELECT * FROM vcode_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
-/// `vcode_issue`'s thirteen arguments, then `vcode_fraud_admit`'s eleven (0008).
+/// `vcode_issue`'s thirteen arguments, then the guard's three (`fraud::BlockArgs`): the issue
+/// with a read of the prefix's block (functions.sql).
 pub(super) const ISSUE_GUARDED: &str = "SELECT * FROM vcode_issue_guarded($1, $2, $3, $4, $5, $6, $7, $8, \
-     $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24)";
-/// The same with the send's levels counted in its statement (`vcode_issue_guarded_levels`).
+     $9, $10, $11, $12, $13, $14, $15, $16)";
+/// The same, then the levels' shard token and six arguments (`levels::LevelArgs`): the send's
+/// levels counted in its statement (`vcode_issue_guarded_levels`).
 pub(super) const ISSUE_GUARDED_LEVELS: &str = "SELECT * FROM vcode_issue_guarded_levels($1, $2, \
      $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, \
-     $23, $24, $25, $26, $27, $28, $29, $30)";
+     $23)";
 const UNDO: &str = "SELECT vcode_undo_issue($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
 const UNDO_TYPES: [Type; 11] = [
     Type::TEXT,
@@ -245,6 +248,11 @@ impl PostgresStore {
 
 #[async_trait]
 impl CodeStore for PostgresStore {
+    /// One statement, by id or by destination (the default's two calls are the same).
+    async fn verify(&self, step: VerifyStep<'_>) -> Result<VerifyOutcome, StoreError> {
+        self.call_verify(step).await
+    }
+
     async fn issue_code(
         &self,
         destination: &Destination,

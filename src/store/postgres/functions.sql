@@ -48,20 +48,27 @@ RETURNS void LANGUAGE sql AS $$
     SET at_ms = excluded.at_ms, expires_at_ms = excluded.expires_at_ms
 $$;
 
--- issue.lua's contract, as version 1's vcode_issue, plus the send's verification.
-CREATE OR REPLACE FUNCTION vcode_issue(
+-- issue.lua's contract, as version 1's vcode_issue, plus the send's verification and, when
+-- p_prefix is not null, the fraud guard's step of the send: a read of the prefix's block (no
+-- lock: a block committed before this statement refuses it, on every instance). It is taken
+-- once the send is sure to go (a cooldown or a quota refusal is answered as such, blocked or
+-- not, as every store answers it) and before anything is written, so a refused send (o_kind
+-- -4, with o_block) leaves nothing; else o_block is the prefix's block record, if any.
+CREATE OR REPLACE FUNCTION vcode_issue_guarded(
   p_destination text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
   p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
   p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
+  p_prefix text, p_now bigint, p_enforce boolean,
   OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
   OUT o_sent_at_ms bigint, OUT o_deliveries integer, OUT o_previous_digest bytea,
   OUT o_previous_sealed bytea, OUT o_previous_sent_at_ms bigint,
-  OUT o_previous_expires_at_ms bigint)
+  OUT o_previous_expires_at_ms bigint, OUT o_block text)
 LANGUAGE plpgsql AS $$
 DECLARE
   now_ms bigint;
   pending vcode_codes%ROWTYPE;
   has_pending boolean;
+  blocked_until bigint;
 BEGIN
   PERFORM vcode_lock('phone:' || p_destination);
   now_ms := vcode_now_ms();
@@ -83,6 +90,14 @@ BEGIN
   IF o_wait_ms > 0 THEN
     o_kind := -1;
     RETURN;
+  END IF;
+  IF p_prefix IS NOT NULL THEN
+    SELECT row_to_json(b)::text, b.until_ms INTO o_block, blocked_until
+      FROM vcode_fraud_blocks b WHERE b.prefix = p_prefix;
+    IF p_enforce AND blocked_until > p_now THEN
+      o_kind := -4;
+      RETURN;
+    END IF;
   END IF;
   PERFORM vcode_quota_record('sends:' || p_destination, now_ms, p_windows, p_token);
   o_sent_at_ms := now_ms;
@@ -123,6 +138,24 @@ BEGIN
     VALUES (p_verification, p_destination, p_purpose, o_digest, now_ms, now_ms + p_ttl_ms,
             now_ms + p_ttl_ms + p_retention_ms);
 END $$;
+
+-- The issue without the guard (vcode_issue_guarded's, with no prefix): one body for both.
+CREATE OR REPLACE FUNCTION vcode_issue(
+  p_destination text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
+  p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
+  p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
+  OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
+  OUT o_sent_at_ms bigint, OUT o_deliveries integer, OUT o_previous_digest bytea,
+  OUT o_previous_sealed bytea, OUT o_previous_sent_at_ms bigint,
+  OUT o_previous_expires_at_ms bigint)
+LANGUAGE sql AS $$
+  SELECT g.o_kind, g.o_wait_ms, g.o_digest, g.o_sealed, g.o_sent_at_ms, g.o_deliveries,
+    g.o_previous_digest, g.o_previous_sealed, g.o_previous_sent_at_ms,
+    g.o_previous_expires_at_ms
+  FROM vcode_issue_guarded(p_destination, p_purpose, p_digest, p_sealed, p_ttl_ms,
+    p_cooldown_ms, p_rotate, p_token, p_not_after_ms, p_limits, p_windows, p_verification,
+    p_retention_ms, NULL::text, 0::bigint, false) g
+$$;
 
 -- undo_issue.lua's contract, as version 1's, plus: the send's verification goes (its id was
 -- never handed out).
@@ -404,136 +437,6 @@ BEGIN
   RETURN NEXT;
 END $$;
 
--- Adds sends, conversions and refusals (negative to take them back) to one scope's minute, in
--- one shard (0010: concurrent sends of a prefix write different rows).
-CREATE OR REPLACE FUNCTION vcode_fraud_add(p_scope text, p_minute bigint, p_shard smallint,
-  p_sends bigint, p_conversions bigint, p_refused bigint, p_expires bigint)
-RETURNS void LANGUAGE sql AS $$
-  INSERT INTO vcode_fraud_counts AS f
-      (scope, minute, shard, sends, conversions, refused, expires_at_ms)
-    VALUES (p_scope, p_minute, p_shard, p_sends, p_conversions, p_refused, p_expires)
-    ON CONFLICT (scope, minute, shard) DO UPDATE
-      SET sends = f.sends + excluded.sends,
-          conversions = f.conversions + excluded.conversions,
-          refused = f.refused + excluded.refused,
-          expires_at_ms = greatest(f.expires_at_ms, excluded.expires_at_ms)
-$$;
-
--- fraud_admit.lua's contract: refused (and the block), or counted (and the prefix's and the
--- service's judged and unjudged sends and conversions, the block if any, the attribution's
--- previous mark).
-CREATE OR REPLACE FUNCTION vcode_fraud_admit(
-  p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
-  p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
-  p_retention_ms bigint, p_token bigint,
-  OUT o_refused boolean, OUT o_block text,
-  OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint,
-  OUT o_previous_token bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-  b vcode_fraud_blocks%ROWTYPE;
-  has_block boolean;
-  expires bigint := p_now + p_retention_ms;
-  v_shard smallint := vcode_fraud_shard(p_token);
-BEGIN
-  SELECT * INTO b FROM vcode_fraud_blocks WHERE prefix = p_prefix;
-  has_block := FOUND;
-  o_block := CASE WHEN has_block THEN row_to_json(b)::text END;
-  IF has_block AND p_enforce AND b.until_ms > p_now THEN
-    PERFORM vcode_fraud_add('*', p_minute, v_shard, 0, 0, 1, expires);
-    o_refused := true;
-    RETURN;
-  END IF;
-  o_refused := false;
-  -- One order everywhere (prefix, country, service): no two steps wait on each other.
-  PERFORM vcode_fraud_add('p:' || p_prefix, p_minute, v_shard, 1, 0, 0, expires);
-  PERFORM vcode_fraud_add('c:' || p_country, p_minute, v_shard, 1, 0, 0, expires);
-  PERFORM vcode_fraud_add('*', p_minute, v_shard, 1, 0, 0, expires);
-  -- The prefix's registry row is renewed once a minute, not by every send (it would be one
-  -- hot row again).
-  IF NOT EXISTS (SELECT 1 FROM vcode_fraud_prefixes
-      WHERE prefix = p_prefix AND country = p_country AND expires_at_ms > expires - 60000) THEN
-    INSERT INTO vcode_fraud_prefixes AS f (prefix, country, expires_at_ms)
-      VALUES (p_prefix, p_country, expires)
-      ON CONFLICT (prefix) DO UPDATE
-        SET country = excluded.country,
-            expires_at_ms = greatest(f.expires_at_ms, excluded.expires_at_ms);
-  END IF;
-  SELECT minute, token INTO o_previous, o_previous_token FROM vcode_fraud_attributions
-    WHERE attribution = p_attribution AND expires_at_ms > p_now;
-  INSERT INTO vcode_fraud_attributions AS a (attribution, minute, token, expires_at_ms)
-    VALUES (p_attribution, p_minute, p_token, p_now + p_attribution_ttl_ms)
-    ON CONFLICT (attribution) DO UPDATE
-      SET minute = excluded.minute, token = excluded.token,
-          expires_at_ms = excluded.expires_at_ms;
-  SELECT ARRAY[
-      coalesce(sum(sends) FILTER (WHERE minute < p_judged_before), 0)::bigint,
-      coalesce(sum(conversions) FILTER (WHERE minute < p_judged_before), 0)::bigint,
-      coalesce(sum(sends) FILTER (WHERE minute >= p_judged_before), 0)::bigint,
-      coalesce(sum(conversions) FILTER (WHERE minute >= p_judged_before), 0)::bigint]
-    INTO o_prefix FROM vcode_fraud_counts
-    WHERE scope = 'p:' || p_prefix AND minute BETWEEN p_from AND p_minute;
-  SELECT ARRAY[
-      coalesce(sum(sends) FILTER (WHERE minute < p_judged_before), 0)::bigint,
-      coalesce(sum(conversions) FILTER (WHERE minute < p_judged_before), 0)::bigint,
-      coalesce(sum(sends) FILTER (WHERE minute >= p_judged_before), 0)::bigint,
-      coalesce(sum(conversions) FILTER (WHERE minute >= p_judged_before), 0)::bigint]
-    INTO o_service FROM vcode_fraud_counts
-    WHERE scope = '*' AND minute BETWEEN p_from AND p_minute;
-END $$;
-
--- The send's own shard loses it again (so no shard's count goes below zero).
-CREATE OR REPLACE FUNCTION vcode_fraud_release(
-  p_prefix text, p_country text, p_attribution text, p_minute bigint, p_token bigint,
-  p_previous bigint, p_previous_token bigint, p_refused boolean, p_now bigint,
-  p_retention_ms bigint)
-RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-  v_shard smallint := vcode_fraud_shard(p_token);
-BEGIN
-  UPDATE vcode_fraud_counts f SET sends = greatest(f.sends - 1, 0)
-    WHERE f.scope = 'p:' || p_prefix AND f.minute = p_minute AND f.shard = v_shard;
-  UPDATE vcode_fraud_counts f SET sends = greatest(f.sends - 1, 0)
-    WHERE f.scope = 'c:' || p_country AND f.minute = p_minute AND f.shard = v_shard;
-  UPDATE vcode_fraud_counts f SET sends = greatest(f.sends - 1, 0)
-    WHERE f.scope = '*' AND f.minute = p_minute AND f.shard = v_shard;
-  IF p_refused THEN
-    PERFORM vcode_fraud_add('*', p_minute, v_shard, 0, 0, 1, p_now + p_retention_ms);
-  END IF;
-  -- Only while it holds this send's mark: a concurrent send of the same code may own it now.
-  IF p_previous IS NULL THEN
-    DELETE FROM vcode_fraud_attributions
-      WHERE attribution = p_attribution AND minute = p_minute AND token = p_token;
-  ELSE
-    UPDATE vcode_fraud_attributions SET minute = p_previous, token = p_previous_token
-      WHERE attribution = p_attribution AND minute = p_minute AND token = p_token;
-  END IF;
-END $$;
-
--- The conversion counts in the shard of the send it converts (the attribution's token).
-CREATE OR REPLACE FUNCTION vcode_fraud_convert(
-  p_attribution text, p_prefix text, p_country text, p_since bigint, p_now bigint,
-  p_retention_ms bigint)
-RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE
-  sent bigint;
-  sent_token bigint;
-  v_shard smallint;
-  expires bigint := p_now + p_retention_ms;
-BEGIN
-  DELETE FROM vcode_fraud_attributions
-    WHERE attribution = p_attribution AND expires_at_ms > p_now
-    RETURNING minute, token INTO sent, sent_token;
-  IF sent IS NULL OR sent < p_since THEN
-    RETURN -1;
-  END IF;
-  v_shard := vcode_fraud_shard(sent_token);
-  PERFORM vcode_fraud_add('p:' || p_prefix, sent, v_shard, 0, 1, 0, expires);
-  PERFORM vcode_fraud_add('c:' || p_country, sent, v_shard, 0, 1, 0, expires);
-  PERFORM vcode_fraud_add('*', sent, v_shard, 0, 1, 0, expires);
-  RETURN sent;
-END $$;
-
 -- fraud_block.lua's contract: recorded unless an active block stands.
 CREATE OR REPLACE FUNCTION vcode_fraud_block(
   p_prefix text, p_country text, p_reason text, p_since bigint, p_until bigint,
@@ -720,75 +623,9 @@ BEGIN
   END IF;
 END $$;
 
--- vcode_issue's contract, then, for a send that delivers, vcode_fraud_admit's: o_kind -4 with
--- o_block when the prefix's block refuses the send (the issue is undone in this same
--- transaction: nothing stays of it but the refusal's count), else the issue's outcome and,
--- when it delivers, the guard's counts (o_prefix, o_service), the block if any and the
--- attribution's previous mark. The phone's lock is taken first, then the prefix's (as every
--- other step takes at most one of them, no two steps wait on each other in opposite orders).
-CREATE OR REPLACE FUNCTION vcode_issue_guarded(
-  p_destination text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
-  p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
-  p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
-  p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
-  p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
-  p_counters_ms bigint, p_send_token bigint,
-  OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
-  OUT o_sent_at_ms bigint, OUT o_deliveries integer, OUT o_previous_digest bytea,
-  OUT o_previous_sealed bytea, OUT o_previous_sent_at_ms bigint,
-  OUT o_previous_expires_at_ms bigint,
-  OUT o_block text, OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint,
-  OUT o_previous_token bigint)
-LANGUAGE plpgsql AS $$
-DECLARE
-  admitted record;
-BEGIN
-  SELECT * INTO o_kind, o_wait_ms, o_digest, o_sealed, o_sent_at_ms, o_deliveries,
-      o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms
-    FROM vcode_issue(p_destination, p_purpose, p_digest, p_sealed, p_ttl_ms, p_cooldown_ms,
-      p_rotate, p_token, p_not_after_ms, p_limits, p_windows, p_verification, p_retention_ms);
-  -- Only a send that issues is the guard's (a cooldown or a quota refusal counts nothing).
-  IF o_kind < 1 THEN
-    RETURN;
-  END IF;
-  SELECT * INTO admitted
-    FROM vcode_fraud_admit(p_prefix, p_country, p_attribution, p_now, p_minute, p_from,
-      p_judged_before, p_enforce, p_attribution_ttl_ms, p_counters_ms, p_send_token);
-  o_block := admitted.o_block;
-  IF admitted.o_refused THEN
-    PERFORM vcode_undo_issue(p_destination, p_purpose, o_digest, o_sent_at_ms, o_deliveries, p_token,
-      o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms,
-      p_verification);
-    o_kind := -4;
-    RETURN;
-  END IF;
-  o_prefix := admitted.o_prefix;
-  o_service := admitted.o_service;
-  o_previous := admitted.o_previous;
-  o_previous_token := admitted.o_previous_token;
-END $$;
-
--- The shard of a send: the low bits of its token (random, from the CSPRNG).
+-- The shard of a level record: the low bits of a random token the caller claims (shards.rs).
 CREATE OR REPLACE FUNCTION vcode_fraud_shard(p_token bigint) RETURNS smallint LANGUAGE sql IMMUTABLE AS
 $$ SELECT (p_token & 15)::smallint $$;
-
--- Each scope's row of the send (prefix, country, service) that still counts it; a row past
--- retention is gone, and nothing is moved there.
-CREATE OR REPLACE FUNCTION vcode_fraud_undelivered(
-  p_prefix text, p_country text, p_minute bigint, p_token bigint)
-RETURNS void LANGUAGE plpgsql AS $$
-DECLARE
-  v_shard smallint := vcode_fraud_shard(p_token);
-BEGIN
-  UPDATE vcode_fraud_counts f SET sends = f.sends - 1, undelivered = f.undelivered + 1
-    WHERE f.scope = 'p:' || p_prefix AND f.minute = p_minute AND f.shard = v_shard
-      AND f.sends > 0;
-  UPDATE vcode_fraud_counts f SET sends = f.sends - 1, undelivered = f.undelivered + 1
-    WHERE f.scope = 'c:' || p_country AND f.minute = p_minute AND f.shard = v_shard
-      AND f.sends > 0;
-  UPDATE vcode_fraud_counts f SET sends = f.sends - 1, undelivered = f.undelivered + 1
-    WHERE f.scope = '*' AND f.minute = p_minute AND f.shard = v_shard AND f.sends > 0;
-END $$;
 
 -- The fraud guard's levels (migration 15): decays each of p_scopes' rows in the token's shard
 -- to p_now, adds the event (p_ds sends, p_dc conversions, p_du undelivered), and answers each
@@ -869,37 +706,30 @@ END $$;
 
 -- The issue, the guard's step and the send's levels in one statement (issue 39): what
 -- vcode_issue_guarded does, then, for a send the guard admitted, vcode_levels_count of p_scopes
--- (a send) in the send's own shard. o_levels: each scope's counts after the send, six a scope
--- (recent sends, conversions, undelivered, then the history's), in the order of p_scopes; none
--- when nothing was counted. One transaction where there were two, each with its own commit.
--- vcode_issue_guarded stays for the builds that call it (two versions share a database
--- during a rolling upgrade).
+-- (a send) in the shard p_send_token names. o_levels: each scope's counts after the send, six a
+-- scope (recent sends, conversions, undelivered, then the history's), in the order of p_scopes;
+-- none when nothing was counted. One transaction where there were two, each with its own commit.
 CREATE OR REPLACE FUNCTION vcode_issue_guarded_levels(
   p_destination text, p_purpose text, p_digest bytea, p_sealed bytea, p_ttl_ms bigint,
   p_cooldown_ms bigint, p_rotate boolean, p_token bigint, p_not_after_ms bigint,
   p_limits integer[], p_windows bigint[], p_verification text, p_retention_ms bigint,
-  p_prefix text, p_country text, p_attribution text, p_now bigint, p_minute bigint,
-  p_from bigint, p_judged_before bigint, p_enforce boolean, p_attribution_ttl_ms bigint,
-  p_counters_ms bigint, p_send_token bigint,
+  p_prefix text, p_now bigint, p_enforce boolean, p_send_token bigint,
   p_scopes text[], p_recent_half double precision, p_history_half double precision,
   p_level_ttl bigint, p_young_ttl bigint, p_young_sends double precision,
   OUT o_kind integer, OUT o_wait_ms bigint, OUT o_digest bytea, OUT o_sealed bytea,
   OUT o_sent_at_ms bigint, OUT o_deliveries integer, OUT o_previous_digest bytea,
   OUT o_previous_sealed bytea, OUT o_previous_sent_at_ms bigint,
-  OUT o_previous_expires_at_ms bigint,
-  OUT o_block text, OUT o_prefix bigint[], OUT o_service bigint[], OUT o_previous bigint,
-  OUT o_previous_token bigint, OUT o_levels double precision[])
+  OUT o_previous_expires_at_ms bigint, OUT o_block text, OUT o_levels double precision[])
 LANGUAGE plpgsql AS $$
 DECLARE
   counted record;
 BEGIN
   SELECT * INTO o_kind, o_wait_ms, o_digest, o_sealed, o_sent_at_ms, o_deliveries,
       o_previous_digest, o_previous_sealed, o_previous_sent_at_ms, o_previous_expires_at_ms,
-      o_block, o_prefix, o_service, o_previous, o_previous_token
+      o_block
     FROM vcode_issue_guarded(p_destination, p_purpose, p_digest, p_sealed, p_ttl_ms,
       p_cooldown_ms, p_rotate, p_token, p_not_after_ms, p_limits, p_windows, p_verification,
-      p_retention_ms, p_prefix, p_country, p_attribution, p_now, p_minute, p_from,
-      p_judged_before, p_enforce, p_attribution_ttl_ms, p_counters_ms, p_send_token);
+      p_retention_ms, p_prefix, p_now, p_enforce);
   -- Only a send the guard admitted counts in its levels (as the guard's own call would).
   IF o_kind < 1 THEN
     RETURN;

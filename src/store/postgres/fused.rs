@@ -1,25 +1,30 @@
-//! The PostgreSQL store's fused steps: the issue, the guard's step and the send's levels in one
-//! statement (`vcode_issue_guarded_levels`); the verify, then its conversion.
+//! The PostgreSQL store's fused steps: the issue, the guard's read of the prefix's block and,
+//! when the guard asks, the send's levels, in one statement (`vcode_issue_guarded`,
+//! `vcode_issue_guarded_levels`). A verify is the codes role's own (`CodeStore::verify`).
 
 use async_trait::async_trait;
 use tokio_postgres::types::ToSql;
 
 use super::codes::{ISSUE_GUARDED, ISSUE_GUARDED_LEVELS, IssueArgs, issue_outcome};
-use super::fraud::{self, AdmitArgs};
-use super::levels::{LEVELS_COLUMN, LevelArgs, counts_of};
+use super::fraud::{self, BlockArgs};
+use super::levels::{LevelArgs, counts_of};
+use super::shards::SendToken;
 use super::{PostgresStore, column, rule_arrays};
 use crate::domain::{Destination, Purpose};
 use crate::store::{
-    Admission, Budgets, CodeCandidate, Conversion, FusedSteps, GuardStep, GuardedIssue,
-    IssueOutcome, IssueParams, QuotaToken, StoreError, VerifyOutcome, VerifyStep,
-    verify_then_convert,
+    Admission, Budgets, CodeCandidate, FusedSteps, GuardStep, GuardedIssue, IssueOutcome,
+    IssueParams, QuotaToken, StoreError,
 };
+
+/// The issue's columns come first (ten), then the guard's block, then the levels.
+const BLOCK_COLUMN: usize = 10;
+/// Where `vcode_issue_guarded_levels` answers the send's levels (`o_levels`).
+const LEVELS_COLUMN: usize = 11;
 
 #[async_trait]
 impl FusedSteps for PostgresStore {
     /// The issue, the guard's step and, when the guard asks, the send's levels in one
-    /// statement (`vcode_issue_guarded_levels`, else `vcode_issue_guarded`): one transaction,
-    /// one commit.
+    /// statement: one transaction, one commit. A refused send writes nothing.
     async fn issue_guarded(
         &self,
         destination: &Destination,
@@ -38,31 +43,37 @@ impl FusedSteps for PostgresStore {
             (params, quota_token, self.give_up_at_ms()),
             (&limits, &windows),
         );
-        let admit = AdmitArgs::of(&guard);
+        let block = BlockArgs::of(&guard);
         let levels = guard.levels.as_ref().map(LevelArgs::of);
-        let mut all: [&(dyn ToSql + Sync); 30] = [&0; 30];
+        let mut all: [&(dyn ToSql + Sync); 23] = [&0; 23];
         all[..13].copy_from_slice(&args.params());
-        all[13..24].copy_from_slice(&admit.params());
+        all[13..16].copy_from_slice(&block.params());
         let row = match &levels {
             Some(levels) => {
-                all[24..].copy_from_slice(&levels.params());
-                self.query_one_sharded(ISSUE_GUARDED_LEVELS, &all, &admit.token)
+                // The levels' rows are sharded (migration 0015): the statement counts in a
+                // shard no other statement of this instance is writing (shards.rs).
+                let token = SendToken::new(rand::random());
+                all[16] = &token;
+                all[17..].copy_from_slice(&levels.params());
+                self.query_one_sharded(ISSUE_GUARDED_LEVELS, &all, &token)
                     .await?
             }
-            None => {
-                self.query_one_sharded(ISSUE_GUARDED, &all[..24], &admit.token)
-                    .await?
-            }
+            None => self.query_one(ISSUE_GUARDED, &all[..16]).await?,
         };
         match column::<i32>(&row, 0)? {
             -2 => return Err(self.ran_too_late()),
-            -4 => return Ok(GuardedIssue::Refused(fraud::refusal_at(&row, 10)?)),
+            -4 => {
+                return Ok(GuardedIssue::Refused(fraud::refusal_at(
+                    &row,
+                    BLOCK_COLUMN,
+                )?));
+            }
             _ => {}
         }
         let outcome = issue_outcome(&row, candidate, quota_token)?;
         let admission = match outcome {
             IssueOutcome::Send(_) => {
-                let mut admission = fraud::admitted_at(&row, 10, admit.mark())?;
+                let mut admission = fraud::admitted_at(&row, BLOCK_COLUMN)?;
                 // The levels' counts after the send, when its statement counted them.
                 if levels.is_some()
                     && let Admission::Admitted { levels, .. } = &mut admission
@@ -74,15 +85,5 @@ impl FusedSteps for PostgresStore {
             _ => None,
         };
         Ok(GuardedIssue::Issued { outcome, admission })
-    }
-
-    /// The verify's statement, then the conversion's (each its own transaction: the guard's
-    /// counts are sharded apart from the phone's lock).
-    async fn verify_converting(
-        &self,
-        step: VerifyStep<'_>,
-        conversion: Option<Conversion<'_>>,
-    ) -> Result<VerifyOutcome, StoreError> {
-        verify_then_convert(self, self, step, conversion).await
     }
 }

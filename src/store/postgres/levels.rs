@@ -12,9 +12,6 @@ fn bigint(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// Where `vcode_issue_guarded_levels` answers the send's levels (`o_levels`).
-pub(super) const LEVELS_COLUMN: usize = 15;
-
 /// A send's levels as `vcode_issue_guarded_levels` takes them after the issue's and the
 /// guard's arguments.
 pub(super) struct LevelArgs<'a> {

@@ -32,6 +32,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (15, include_str!("migrations/0015_fraud_levels.sql")),
     (16, include_str!("migrations/0016_safe_list.sql")),
     (17, include_str!("migrations/0017_totp.sql")),
+    (18, include_str!("migrations/0018_traffic_flush.sql")),
 ];
 
 /// Every function at its current definition, applied after the migrations at each start-up.

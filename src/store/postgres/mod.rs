@@ -42,7 +42,7 @@ use super::{QuotaRule, StoreError};
 pub struct PostgresStore {
     pool: Pool,
     statement_timeout: Duration,
-    /// The fraud counts' shards this instance's sends are writing now.
+    /// The level records' shards this instance's statements are writing now.
     shards: Arc<Shards>,
 }
 
@@ -129,7 +129,7 @@ impl PostgresStore {
         self.run(sql, params, None, None).await
     }
 
-    /// [`Self::query_one`] for a statement that counts a send in the fraud counts' shard its
+    /// [`Self::query_one`] for a statement that counts a send's levels in the shard its
     /// `token` (one of `params`) names: once the connection is held, the token names a shard no
     /// other statement of this instance is writing, until the reply (`shards.rs`).
     async fn query_one_sharded(

@@ -1,13 +1,13 @@
-//! Which count shard a guarded send of this instance writes (`vcode_fraud_counts.shard`,
-//! migration 0010): a lock-free set of the 16 shards, one claimed by each guarded statement
-//! while the store holds its connection, so that no two in-flight sends of one instance write
-//! the same shard's rows (the second would wait for the first's commit). The send's token
-//! carries the shard in its low bits (`vcode_fraud_shard`), so the statement is unchanged and
-//! every later step (release, conversion through the attribution, receipt) finds the shard in
-//! the token the admission hands back. Each instance starts at its own random shard, so that
-//! two instances under light load do not both write shard 0. With every shard claimed (more
-//! statements in flight than shards: a pool larger than 16) a send keeps its token's own bits,
-//! as before.
+//! Which shard of the fraud guard's level records (`vcode_fraud_levels.shard`, migration 0015)
+//! a statement of this instance writes: a lock-free set of the 16 shards, one claimed by each
+//! such statement while the store holds its connection, so that no two in-flight statements of
+//! one instance write the same shard's rows (the second would wait for the first's commit). The
+//! statement's token carries the shard in its low bits (`vcode_fraud_shard`), so the statement
+//! names it unchanged. Each instance starts at its own random shard, so that two instances
+//! under light load do not both write shard 0. With every shard claimed (more statements in
+//! flight than shards: a pool larger than 16) a token keeps its own bits. (The traffic
+//! report's counts were sharded the same way until each instance flushed them once a second:
+//! migration 0018.)
 
 use std::error::Error;
 use std::sync::atomic::{AtomicI64, AtomicU16, Ordering};
@@ -82,7 +82,7 @@ impl Drop for Claim<'_> {
     }
 }
 
-/// A send's token as a statement's parameter (a `bigint`): its low bits become the shard the
+/// A statement's token as its parameter (a `bigint`): its low bits become the shard the
 /// statement claims (`SendToken::claim`) before it is sent.
 #[derive(Debug)]
 pub(super) struct SendToken(AtomicI64);
@@ -92,8 +92,9 @@ impl SendToken {
         Self(AtomicI64::new(token as i64))
     }
 
-    /// The token as the statement counted it (once it has run).
-    pub(super) fn get(&self) -> u64 {
+    /// The token as the statement sent it (the tests read which shard it names).
+    #[cfg(test)]
+    fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed) as u64
     }
 

@@ -21,7 +21,6 @@ const TABLES: &[&str] = &[
     "vcode_dev_inbox",
     "vcode_fraud_counts",
     "vcode_fraud_prefixes",
-    "vcode_fraud_attributions",
     "vcode_fraud_levels",
     "vcode_fraud_returning",
     "vcode_twilio_sends",

@@ -1,11 +1,11 @@
 //! The code role of the Redis store: issue, undo, verify, inspect, each one atomic step (on one
-//! node with the fraud guard's step of the send or the verify in it).
+//! node the issue with the fraud guard's step of the send in it: its prefix's block read).
 
 use async_trait::async_trait;
 
 use super::*;
 use crate::store::{
-    Admission, Candidates, CodeStore, Conversion, GuardStep, GuardedIssue, IssueKind, VerifyStep,
+    Admission, Candidates, CodeStore, GuardStep, GuardedIssue, IssueKind, VerifyStep,
 };
 
 impl RedisStore {
@@ -62,7 +62,7 @@ impl RedisStore {
         let in_script = if one_node { budgets.budgets } else { &[] };
         add_budgets(&mut invocation, in_script);
         if let Some(guard) = &guard {
-            fraud::add_admission(&mut invocation, guard);
+            fraud::add_guard(&mut invocation, guard);
             if let Some(levels) = &guard.levels {
                 levels::add_levels(&mut invocation, levels);
             }
@@ -119,15 +119,15 @@ impl RedisStore {
                 admission: None,
             });
         };
-        // The guard's counts follow a delivery's fields.
+        // The prefix's block record follows a delivery's fields.
         let admission = match &outcome {
             IssueOutcome::Send(delivery) => {
                 let at = match delivery.kind {
                     IssueKind::Created => CREATED_FIELDS,
                     _ => RESENT_FIELDS,
                 };
-                let mut admission = fraud::admitted_at(&reply, at, guard.mark())?;
-                // The levels' records follow the guard's counts.
+                let mut admission = fraud::admitted_at(&reply, at)?;
+                // The levels' records follow the block record.
                 if guard.levels.is_some()
                     && let Admission::Admitted { levels, .. } = &mut admission
                 {
@@ -141,14 +141,12 @@ impl RedisStore {
     }
 
     /// `verify_id.lua` (by id) or `verify.lua` (by destination: the code's latest send's
-    /// verification and its events found in the script), counting the guard's conversion of
-    /// a match in the same step when there is one. Both take the same arguments (the limits,
-    /// a quota token, the candidate digests after a `|`, verify.lua's verification prefix
-    /// first) and give the same reply.
+    /// verification and its events found in the script). Both take the same arguments (the
+    /// limits, a quota token, the candidate digests after a `|`, verify.lua's verification
+    /// prefix first) and give the same reply.
     pub(super) async fn run_verify(
         &self,
         step: VerifyStep<'_>,
-        conversion: Option<Conversion<'_>>,
     ) -> Result<VerifyOutcome, StoreError> {
         let VerifyStep {
             destination,
@@ -193,9 +191,6 @@ impl RedisStore {
         }
         for candidate in candidates.digests() {
             invocation.arg(candidate.as_bytes());
-        }
-        if let Some(conversion) = &conversion {
-            fraud::add_conversion(&mut invocation, conversion);
         }
         // The outbox's keys and arguments end the invocation (events.lua).
         self.add_outbox(&mut invocation, &events);
@@ -264,6 +259,11 @@ impl CodeStore for RedisStore {
         Ok(undone == 1)
     }
 
+    /// Straight to the script: no second step to build from the first.
+    async fn verify(&self, step: VerifyStep<'_>) -> Result<VerifyOutcome, StoreError> {
+        self.run_verify(step).await
+    }
+
     async fn verify_code(
         &self,
         destination: &Destination,
@@ -280,7 +280,7 @@ impl CodeStore for RedisStore {
             client,
             params,
         };
-        self.run_verify(step, None).await
+        self.run_verify(step).await
     }
 
     async fn pending_code(
@@ -344,7 +344,7 @@ impl CodeStore for RedisStore {
             client,
             params,
         };
-        self.run_verify(step, None).await
+        self.run_verify(step).await
     }
 
     async fn verification(

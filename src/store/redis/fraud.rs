@@ -1,32 +1,25 @@
 //! The fraud-guard role of the Redis store: every key under the one hash tag `{guard}`
-//! (keys.rs), so each step is one script on one node. Counters are hashes per scope and hour,
-//! fields per minute, expiring after the retention; blocks are one hash of JSON records.
-//! The guard's keys share no slot with a phone's: on one node (and Sentinel's primary) the code
-//! scripts take the send's and the verify's steps in their own (`add_admission`,
-//! `add_conversion`), as they reserve the client and global budgets; on a Cluster they are
-//! steps apart.
+//! (keys.rs), so that each step is one script on one node, a Cluster's included. It owns the
+//! prefixes' blocks (one hash of JSON records, which a send's step reads: `issue.lua` on one
+//! node, a plain `HGET` here on a Cluster, whose code scripts cannot reach the guard's slot)
+//! and the traffic report's minutes (hashes per scope and hour, fields per minute, expiring
+//! after the retention), which each instance adds to once a flush (`fraud_traffic.lua`).
 
 use std::collections::HashMap;
-use std::ops::RangeInclusive;
 use std::sync::LazyLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 
-use super::keys::{
-    FraudScope, fraud_attribution, fraud_blocks, fraud_minutes, fraud_tally,
-    push_fraud_attribution, push_fraud_minutes, push_fraud_tally,
-};
+use super::keys::{FraudScope, fraud_blocks, fraud_countries, fraud_minutes, fraud_prefixes};
 use super::*;
-use crate::domain::traffic::{BUCKET_MS, Counts, RETENTION_MINUTES, Tally, Window};
+use crate::domain::traffic::{BUCKET_MS, RETENTION_MINUTES};
 use crate::store::events::{PREFIX_SUBJECT, block_detail};
 use crate::store::{
-    Admission, Conversion, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark,
-    TrafficCounts,
+    Admission, FraudSend, FraudStore, GuardStep, MinuteCounts, PrefixBlock, SendMark,
+    TrafficChange, TrafficCounts,
 };
 
-/// A mark as the attribution key (and a message's index, receipts.rs) holds it:
-/// `<minute>:<token>`.
+/// A mark as a message's index holds it (receipts.rs): `<minute>:<token>`.
 pub(super) fn encode_mark(mark: SendMark) -> String {
     format!("{}:{}", mark.minute, mark.token)
 }
@@ -40,272 +33,47 @@ pub(super) fn decode_mark(raw: &str) -> Option<SendMark> {
     })
 }
 
-/// The running tallies the admit, release and convert scripts keep (`fraud_tally.lua`).
-pub(super) const TALLY_PRELUDE: &str = include_str!("fraud_tally.lua");
-
 struct FraudScripts {
-    admit: Script,
-    release: Script,
-    convert: Script,
-    undelivered: Script,
     block: Script,
     lift: Script,
+    traffic: Script,
 }
 
 static FRAUD_SCRIPTS: LazyLock<FraudScripts> = LazyLock::new(|| FraudScripts {
-    admit: Script::new(&[TALLY_PRELUDE, include_str!("fraud_admit.lua")].concat()),
-    release: Script::new(&[TALLY_PRELUDE, include_str!("fraud_release.lua")].concat()),
-    convert: Script::new(&[TALLY_PRELUDE, include_str!("fraud_convert.lua")].concat()),
-    undelivered: Script::new(&[TALLY_PRELUDE, include_str!("fraud_undelivered.lua")].concat()),
     block: Script::new(&[EVENTS_PRELUDE, include_str!("fraud_block.lua")].concat()),
     lift: Script::new(&[EVENTS_PRELUDE, include_str!("fraud_lift.lua")].concat()),
+    traffic: Script::new(include_str!("fraud_traffic.lua")),
 });
 
 /// How long the hourly counters live: the retention and the hour they cover.
 const COUNTERS_TTL_MS: u64 = (RETENTION_MINUTES + 60) * BUCKET_MS;
 
-/// `KEYS` of `fraud_admit.lua`.
-#[cfg(test)]
-pub(super) fn admit_keys(
-    prefix: &str,
-    country: &str,
-    attribution: &str,
-    minute: u64,
-) -> Vec<String> {
-    let mut keys = Vec::with_capacity(11);
-    each_admit_key(prefix, country, attribution, minute, |key| {
-        keys.push(key.to_owned())
-    });
-    keys
+/// The blocks' key, built once: every guarded send names it.
+static BLOCKS: LazyLock<String> = LazyLock::new(fraud_blocks);
+
+/// Adds the guard's step of one send to `issue.lua`'s call, after the script's own keys and
+/// arguments: its one key (the blocks) and its one argument (`guard_arg`).
+pub(super) fn add_guard(invocation: &mut redis::ScriptInvocation<'_>, step: &GuardStep<'_>) {
+    invocation.key(BLOCKS.as_str()).arg(guard_arg(step));
 }
 
-/// `KEYS` of `fraud_admit.lua`, each handed to `add` in `KEYS` order: those that name no
-/// prefix, hour or code built once, the others in turn in one buffer (the caller copies each).
-fn each_admit_key(
-    prefix: &str,
-    country: &str,
-    attribution: &str,
-    minute: u64,
-    mut add: impl FnMut(&str),
-) {
-    let [blocks, prefixes, countries, service_tally] = &*CONSTANT_KEYS;
-    let hour = minute / 60;
-    let before = hour.saturating_sub(1);
-    add(blocks);
-    add(prefixes);
-    add(countries);
-    let mut key = String::with_capacity(96);
-    let mut built = |push: &dyn Fn(&mut String)| {
-        key.clear();
-        push(&mut key);
-        add(&key);
-    };
-    built(&|key| push_fraud_attribution(key, attribution));
-    built(&|key| push_fraud_minutes(key, FraudScope::Prefix(prefix), hour));
-    built(&|key| push_fraud_minutes(key, FraudScope::Prefix(prefix), before));
-    built(&|key| push_fraud_minutes(key, FraudScope::Country(country), hour));
-    built(&|key| push_fraud_minutes(key, FraudScope::Service, hour));
-    built(&|key| push_fraud_minutes(key, FraudScope::Service, before));
-    built(&|key| push_fraud_tally(key, FraudScope::Prefix(prefix)));
-    add(service_tally);
+/// The guard's argument of `issue.lua`: `<enforce 0|1><prefix>`, read with one `string.byte`
+/// and one `string.sub` (a number or fields to split would cost Redis a `strtod` or a
+/// `string.match` a send); the script compares the block with its own clock (`TIME`).
+fn guard_arg(step: &GuardStep<'_>) -> String {
+    let prefix = step.send.prefix;
+    let mut arg = String::with_capacity(1 + prefix.len());
+    arg.push(if step.enforce { '1' } else { '0' });
+    arg.push_str(prefix);
+    arg
 }
 
-/// `KEYS` of `fraud_release.lua`.
-pub(super) fn release_keys(
-    prefix: &str,
-    country: &str,
-    attribution: &str,
-    minute: u64,
-) -> Vec<String> {
-    let hour = minute / 60;
-    vec![
-        fraud_attribution(attribution),
-        fraud_minutes(FraudScope::Prefix(prefix), hour),
-        fraud_minutes(FraudScope::Country(country), hour),
-        fraud_minutes(FraudScope::Service, hour),
-        fraud_tally(FraudScope::Prefix(prefix)),
-        fraud_tally(FraudScope::Service),
-    ]
-}
-
-/// `KEYS` of `fraud_undelivered.lua`: the send's hour of the prefix, the country and the
-/// service, then the prefix's and the service's tallies.
-pub(super) fn undelivered_keys(prefix: &str, country: &str, minute: u64) -> Vec<String> {
-    let hour = minute / 60;
-    vec![
-        fraud_minutes(FraudScope::Prefix(prefix), hour),
-        fraud_minutes(FraudScope::Country(country), hour),
-        fraud_minutes(FraudScope::Service, hour),
-        fraud_tally(FraudScope::Prefix(prefix)),
-        fraud_tally(FraudScope::Service),
-    ]
-}
-
-/// `KEYS` of `fraud_convert.lua`: the attribution, the prefix's and the service's tallies,
-/// then three per hour of `minutes`.
-pub(super) fn convert_keys(
-    prefix: &str,
-    country: &str,
-    attribution: &str,
-    minutes: RangeInclusive<u64>,
-) -> Vec<String> {
-    let hours = minutes.start() / 60..=minutes.end() / 60;
-    [
-        fraud_attribution(attribution),
-        fraud_tally(FraudScope::Prefix(prefix)),
-        fraud_tally(FraudScope::Service),
-    ]
-    .into_iter()
-    .chain(hours.flat_map(|hour| {
-        [
-            fraud_minutes(FraudScope::Prefix(prefix), hour),
-            fraud_minutes(FraudScope::Country(country), hour),
-            fraud_minutes(FraudScope::Service, hour),
-        ]
-    }))
-    .collect()
-}
-
-/// The guard's keys that name no prefix, hour or code, built once.
-static CONSTANT_KEYS: LazyLock<[String; 4]> = LazyLock::new(|| {
-    [
-        fraud_blocks(),
-        super::keys::fraud_prefixes(),
-        super::keys::fraud_countries(),
-        fraud_tally(FraudScope::Service),
-    ]
-});
-
-/// Adds the guard's step of one send to a script, as `fraud_admit.lua` reads it (`issue.lua`
-/// after its own keys and arguments): its eleven keys (`each_admit_key`), then its one argument,
-/// the step's ten fields separated by spaces (`fraud_step` in fraud_tally.lua): a send names
-/// about twenty values for the guard, and each value of a script call costs the caller an
-/// allocation and two copies, more than writing its digits into one string.
-pub(super) fn add_admission(invocation: &mut redis::ScriptInvocation<'_>, step: &GuardStep<'_>) {
-    let send = &step.send;
-    each_admit_key(
-        send.prefix,
-        send.country,
-        send.attribution,
-        step.window.minute,
-        |key| {
-            invocation.key(key);
-        },
-    );
-    invocation.arg(step_fields(step));
-}
-
-/// `fraud_step`'s argument: prefix, country, now, minute, the window's first minute and first
-/// minute within grace, enforce (1/0), the attribution's and the counters' ttl (ms), and the
-/// send's mark, space-separated.
-fn step_fields(step: &GuardStep<'_>) -> String {
-    let (send, window) = (&step.send, step.window);
-    let mut fields = String::with_capacity(send.prefix.len() + send.country.len() + 120);
-    let mut number = itoa::Buffer::new();
-    for part in [send.prefix, " ", send.country, " "] {
-        fields.push_str(part);
-    }
-    for value in [
-        send.now_ms,
-        window.minute,
-        window.from,
-        window.judged_before,
-        u64::from(step.enforce),
-        duration_ms(step.attribution_ttl).max(1),
-        COUNTERS_TTL_MS,
-        window.minute,
-    ] {
-        fields.push_str(number.format(value));
-        fields.push(' ');
-    }
-    // The mark, `<minute>:<token>`: the last number is its minute.
-    fields.pop();
-    fields.push(':');
-    fields.push_str(number.format(send.token));
-    fields
-}
-
-/// A counted send's admission from a reply whose `at` holds `fraud_count`'s string: the two
-/// tallies' eight counts comma-separated, `|`, the previous mark (`<minute>:<token>`) or
-/// nothing, `|`, the block or nothing. The send is counted under its step's `mark`.
-pub(super) fn admitted_at(
-    reply: &[Value],
-    at: usize,
-    mark: SendMark,
-) -> Result<Admission, StoreError> {
-    let parsed = bytes_at(reply, at).and_then(|raw| {
-        let mut fields = Fields(raw);
-        // The service's last count ends at the first `|`.
-        let mut tally = |last: u8| {
-            Some(Tally {
-                judged: Counts {
-                    sends: fields.number(b',')?,
-                    conversions: fields.number(b',')?,
-                    undelivered: 0,
-                },
-                unjudged: Counts {
-                    sends: fields.number(b',')?,
-                    conversions: fields.number(last)?,
-                    undelivered: 0,
-                },
-            })
-        };
-        let prefix = tally(b',')?;
-        let service = tally(b'|')?;
-        let previous = match fields.take(b'|')? {
-            [] => None,
-            mark => {
-                let mut mark = Fields(mark);
-                Some(SendMark {
-                    minute: mark.number(b':')?,
-                    token: decimal(mark.0)?,
-                })
-            }
-        };
-        Some((prefix, service, previous, fields.0))
-    });
-    let Some((prefix, service, previous, block)) = parsed else {
-        return Err(protocol("fraud admit", reply));
-    };
+/// A delivered send's admission from `issue.lua`'s reply, whose `at` holds the prefix's block
+/// record (JSON) or `''`; the levels' records, if asked, are the caller's to add.
+pub(super) fn admitted_at(reply: &[Value], at: usize) -> Result<Admission, StoreError> {
     Ok(Admission::Admitted {
-        prefix,
-        service,
-        block: match block {
-            [] => None,
-            raw => Some(parse_block(raw)?),
-        },
-        previous,
-        mark,
+        block: block_at(reply, at)?,
         levels: None,
-    })
-}
-
-/// What is left of a reply string, read field by field.
-struct Fields<'a>(&'a [u8]);
-
-impl<'a> Fields<'a> {
-    /// The bytes before the next `end` (consumed with it); `None` if there is no `end`.
-    fn take(&mut self, end: u8) -> Option<&'a [u8]> {
-        let at = self.0.iter().position(|&b| b == end)?;
-        let field = &self.0[..at];
-        self.0 = &self.0[at + 1..];
-        Some(field)
-    }
-
-    /// The decimal number before the next `end` (consumed with it).
-    fn number(&mut self, end: u8) -> Option<u64> {
-        decimal(self.take(end)?)
-    }
-}
-
-/// An unsigned decimal of ASCII digits (the Lua side writes integers only).
-fn decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &digit| {
-        let digit = digit.checked_sub(b'0').filter(|d| *d < 10)?;
-        n.checked_mul(10)?.checked_add(u64::from(digit))
     })
 }
 
@@ -314,32 +82,50 @@ pub(super) fn refusal_at(reply: &[Value], at: usize) -> Result<PrefixBlock, Stor
     block_at(reply, at)?.ok_or_else(|| protocol("fraud refusal", reply))
 }
 
-/// Adds a verified code's conversion to a script, as `fraud_convert.lua` reads it (the verify
-/// scripts after their own keys and arguments): the attribution, the tallies and the hours
-/// from the oldest its send can be in, then the arguments.
-pub(super) fn add_conversion(
-    invocation: &mut redis::ScriptInvocation<'_>,
-    conversion: &Conversion<'_>,
-) {
-    let now_minute = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
-        / BUCKET_MS;
-    // No attribution outlives the counters: never more hours than they keep.
-    let first = conversion
-        .since_minute
-        .max(now_minute.saturating_sub(RETENTION_MINUTES))
-        .min(now_minute);
-    invocation
-        .key(convert_keys(
-            conversion.prefix,
-            conversion.country,
-            conversion.attribution,
-            first..=now_minute,
-        ))
-        .arg(first / 60)
-        .arg(conversion.since_minute)
-        .arg(COUNTERS_TTL_MS);
+/// What the guard's step makes of a prefix's block record (`FraudStore::admit_send`).
+fn admission_of(block: Option<PrefixBlock>, enforce: bool, now_ms: u64) -> Admission {
+    match block {
+        Some(block) if enforce && block.is_active(now_ms) => Admission::Refused(block),
+        block => Admission::Admitted {
+            block,
+            levels: None,
+        },
+    }
+}
+
+/// Whether a change adds nothing anywhere (not sent: it would only touch keys).
+fn adds_nothing(change: &TrafficChange) -> bool {
+    change.sends == 0 && change.conversions == 0 && change.refused == 0 && change.undelivered == 0
+}
+
+/// `KEYS` of `fraud_traffic.lua`: the registries, then per change the prefix's, the country's
+/// and the service's minutes of its hour.
+pub(super) fn traffic_keys<'a>(
+    changes: impl IntoIterator<Item = &'a TrafficChange>,
+) -> Vec<String> {
+    let mut keys = vec![fraud_prefixes(), fraud_countries()];
+    for change in changes {
+        let hour = change.minute / 60;
+        keys.push(fraud_minutes(FraudScope::Prefix(&change.prefix), hour));
+        keys.push(fraud_minutes(FraudScope::Country(&change.country), hour));
+        keys.push(fraud_minutes(FraudScope::Service, hour));
+    }
+    keys
+}
+
+/// `ARGV` of `fraud_traffic.lua` after the counters' ttl: per change, prefix, country, minute
+/// and the deltas of its fields `s` (sends that were not undelivered: the hashes keep those in
+/// `x`, as `minutes_of` reads them), `c`, `x` and `r`.
+fn traffic_args(change: &TrafficChange) -> [String; 7] {
+    [
+        change.prefix.clone(),
+        change.country.clone(),
+        change.minute.to_string(),
+        change.sends.saturating_sub(change.undelivered).to_string(),
+        change.conversions.to_string(),
+        change.undelivered.to_string(),
+        change.refused.to_string(),
+    ]
 }
 
 fn parse_block(raw: &[u8]) -> Result<PrefixBlock, StoreError> {
@@ -359,18 +145,20 @@ fn block_at(reply: &[Value], at: usize) -> Result<Option<PrefixBlock>, StoreErro
     }
 }
 
-/// One scope's hourly hash, read into per-minute counts.
-fn minutes_of(fields: HashMap<String, u64>, into: &mut HashMap<u64, MinuteCounts>) {
+/// One scope's hourly hash, read into per-minute counts; a count that changes took below 0
+/// (a send given back after its minute was flushed elsewhere) reads as 0.
+fn minutes_of(fields: &HashMap<String, i64>, into: &mut HashMap<u64, MinuteCounts>) {
     for (field, value) in fields {
         let (kind, minute) = field.split_at(1);
         let Ok(minute) = minute.parse::<u64>() else {
             continue;
         };
+        let value = u64::try_from(*value).unwrap_or(0);
         let counts = into.entry(minute).or_insert(MinuteCounts {
             minute,
             ..MinuteCounts::default()
         });
-        // An undelivered send has left 's' (the judgement's sends) for 'x'.
+        // An undelivered send is kept in 'x', not in 's': sends are both.
         match kind {
             "s" => counts.sends += value,
             "c" => counts.conversions = value,
@@ -395,104 +183,48 @@ fn within(minutes: HashMap<u64, MinuteCounts>, from: u64, to: u64) -> Vec<Minute
 
 #[async_trait]
 impl FraudStore for RedisStore {
+    /// A plain read of the prefix's block: on one node `issue.lua` takes this step itself.
     async fn admit_send(
         &self,
         send: &FraudSend<'_>,
-        window: &Window,
         enforce: bool,
-        attribution_ttl: Duration,
     ) -> Result<Admission, StoreError> {
-        let mut invocation = FRAUD_SCRIPTS.admit.prepare_invoke();
-        let step = GuardStep {
-            levels: None,
-            send: *send,
-            window,
-            enforce,
-            attribution_ttl,
-        };
-        add_admission(&mut invocation, &step);
+        let command = redis::cmd("HGET")
+            .arg(BLOCKS.as_str())
+            .arg(send.prefix)
+            .to_owned();
         let mut connection = self.connections.get();
-        let reply: Vec<Value> = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        if int_at(&reply, 0) == Some(1) {
-            let block = block_at(&reply, 1)?.ok_or_else(|| protocol("fraud admit", &reply))?;
-            return Ok(Admission::Refused(block));
+        let raw: Option<Vec<u8>> = self.bounded(command.query_async(&mut connection)).await?;
+        let block = raw.as_deref().map(parse_block).transpose()?;
+        Ok(admission_of(block, enforce, send.now_ms))
+    }
+
+    /// One `fraud_traffic.lua` for the whole flush: every key is under `{guard}`.
+    async fn add_traffic(&self, changes: &[TrafficChange]) -> Result<(), StoreError> {
+        let changes: Vec<&TrafficChange> = changes
+            .iter()
+            .filter(|change| !adds_nothing(change))
+            .collect();
+        if changes.is_empty() {
+            return Ok(());
         }
-        admitted_at(&reply, 1, step.mark())
-    }
-
-    async fn release_send(
-        &self,
-        send: &FraudSend<'_>,
-        ours: SendMark,
-        previous: Option<SendMark>,
-        refused: bool,
-    ) -> Result<(), StoreError> {
-        let minute = ours.minute;
-        let mut invocation = FRAUD_SCRIPTS.release.prepare_invoke();
+        let mut invocation = FRAUD_SCRIPTS.traffic.prepare_invoke();
         invocation
-            .key(release_keys(
-                send.prefix,
-                send.country,
-                send.attribution,
-                minute,
-            ))
-            .arg(minute)
-            .arg(previous.map(encode_mark).unwrap_or_default())
-            .arg(u8::from(refused))
-            .arg(COUNTERS_TTL_MS)
-            .arg(encode_mark(ours));
+            .key(traffic_keys(changes.iter().copied()))
+            .arg(COUNTERS_TTL_MS);
+        for change in &changes {
+            invocation.arg(&traffic_args(change)[..]);
+        }
         let mut connection = self.connections.get();
         self.bounded(invocation.invoke_async::<i64>(&mut connection))
             .await
             .map(drop)
-    }
-
-    async fn count_undelivered(
-        &self,
-        prefix: &str,
-        country: &str,
-        mark: SendMark,
-    ) -> Result<(), StoreError> {
-        let mut invocation = FRAUD_SCRIPTS.undelivered.prepare_invoke();
-        invocation
-            .key(undelivered_keys(prefix, country, mark.minute))
-            .arg(mark.minute);
-        let mut connection = self.connections.get();
-        self.bounded(invocation.invoke_async::<i64>(&mut connection))
-            .await
-            .map(drop)
-    }
-
-    async fn count_conversion(
-        &self,
-        attribution: &str,
-        prefix: &str,
-        country: &str,
-        since_minute: u64,
-    ) -> Result<Option<u64>, StoreError> {
-        let mut invocation = FRAUD_SCRIPTS.convert.prepare_invoke();
-        add_conversion(
-            &mut invocation,
-            &Conversion {
-                attribution,
-                prefix,
-                country,
-                since_minute,
-            },
-        );
-        let mut connection = self.connections.get();
-        let minute: i64 = self
-            .bounded(invocation.invoke_async(&mut connection))
-            .await?;
-        Ok(u64::try_from(minute).ok())
     }
 
     async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
         let mut invocation = FRAUD_SCRIPTS.block.prepare_invoke();
         invocation
-            .key(fraud_blocks())
+            .key(BLOCKS.as_str())
             .arg(&block.prefix)
             .arg(encode_block(block)?)
             .arg(now_ms);
@@ -508,7 +240,7 @@ impl FraudStore for RedisStore {
 
     async fn prefix_blocks(&self) -> Result<Vec<PrefixBlock>, StoreError> {
         let mut connection = self.connections.get();
-        let command = redis::cmd("HGETALL").arg(fraud_blocks()).to_owned();
+        let command = redis::cmd("HGETALL").arg(BLOCKS.as_str()).to_owned();
         let raw: HashMap<String, Vec<u8>> =
             self.bounded(command.query_async(&mut connection)).await?;
         raw.values().map(|raw| parse_block(raw)).collect()
@@ -516,7 +248,7 @@ impl FraudStore for RedisStore {
 
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError> {
         let mut invocation = FRAUD_SCRIPTS.lift.prepare_invoke();
-        invocation.key(fraud_blocks()).arg(prefix).arg(now_ms);
+        invocation.key(BLOCKS.as_str()).arg(prefix).arg(now_ms);
         let subject = [PREFIX_SUBJECT, prefix].concat();
         self.add_outbox(&mut invocation, &EventSubject::prefix(&subject, ""));
         let mut connection = self.connections.get();
@@ -530,9 +262,9 @@ impl FraudStore for RedisStore {
         let mut connection = self.connections.get();
         let names = redis::pipe()
             .cmd("HGETALL")
-            .arg(super::keys::fraud_prefixes())
+            .arg(fraud_prefixes())
             .cmd("HGETALL")
-            .arg(super::keys::fraud_countries())
+            .arg(fraud_countries())
             .to_owned();
         let (prefixes, countries): (HashMap<String, String>, HashMap<String, String>) =
             self.bounded(names.query_async(&mut connection)).await?;
@@ -549,12 +281,12 @@ impl FraudStore for RedisStore {
                 pipeline.cmd("HGETALL").arg(fraud_minutes(*scope, *hour));
             }
         }
-        let replies: Vec<HashMap<String, u64>> =
+        let replies: Vec<HashMap<String, i64>> =
             self.bounded(pipeline.query_async(&mut connection)).await?;
         let mut per_scope = replies.chunks(hours.len().max(1)).map(|chunk| {
             let mut minutes = HashMap::new();
             for fields in chunk {
-                minutes_of(fields.clone(), &mut minutes);
+                minutes_of(fields, &mut minutes);
             }
             within(minutes, from, to)
         });
@@ -580,127 +312,219 @@ mod tests {
     use super::*;
     use crate::fraud::Reason;
 
-    const MARK: SendMark = SendMark {
-        minute: 482_000,
-        token: 7,
-    };
-
-    fn counted(raw: &[u8]) -> Result<Admission, StoreError> {
-        admitted_at(&[Value::Int(1), Value::BulkString(raw.to_vec())], 1, MARK)
-    }
-
-    fn tally(counts: [u64; 4]) -> Tally {
-        Tally {
-            judged: Counts {
-                sends: counts[0],
-                conversions: counts[1],
-                undelivered: 0,
-            },
-            unjudged: Counts {
-                sends: counts[2],
-                conversions: counts[3],
-                undelivered: 0,
-            },
-        }
-    }
-
-    #[test]
-    fn a_step_travels_as_ten_space_separated_fields() {
-        let window = Window {
-            now_ms: 28_920_001_234,
-            minute: 482_000,
-            from: 481_941,
-            judged_before: 481_998,
-        };
-        let step = GuardStep {
-            levels: None,
-            send: FraudSend {
-                prefix: "44770",
-                country: "GB",
-                attribution: "+447700900123:login",
-                token: u64::MAX,
-                now_ms: window.now_ms,
-            },
-            window: &window,
-            enforce: true,
-            attribution_ttl: Duration::from_secs(300),
-        };
-        assert_eq!(
-            step_fields(&step),
-            format!(
-                "44770 GB 28920001234 482000 481941 481998 1 300000 {COUNTERS_TTL_MS} 482000:{}",
-                u64::MAX
-            )
-        );
-    }
-
-    #[test]
-    fn an_admission_is_read_from_one_string() {
-        let Admission::Admitted {
-            prefix,
-            service,
-            block,
-            previous,
-            mark,
-            levels,
-        } = counted(b"1,2,3,4,50,60,70,80|481999:18446744073709551615|").unwrap()
-        else {
-            panic!("admitted");
-        };
-        assert_eq!(mark, MARK, "counted under the step's own mark");
-        assert_eq!(levels, None, "the levels' records are the issue's to add");
-        assert_eq!(prefix, tally([1, 2, 3, 4]));
-        assert_eq!(service, tally([50, 60, 70, 80]));
-        assert_eq!(block, None);
-        assert_eq!(
-            previous,
-            Some(SendMark {
-                minute: 481_999,
-                token: u64::MAX
-            })
-        );
-
-        // A block's JSON is the rest of the string, `|` and all.
-        let recorded = PrefixBlock {
+    fn block(until_ms: u64) -> PrefixBlock {
+        PrefixBlock {
             prefix: "44770".to_owned(),
             country: "GB|".to_owned(),
             reason: Reason::Surge,
             since_ms: 1,
-            until_ms: 2,
+            until_ms,
             strikes: 3,
             struck_ms: 4,
             sends: 5,
             conversions: 6,
             lifted_ms: 0,
             evidence: "range7 | and all".to_owned(),
-        };
-        let raw = format!("0,0,1,0,9,9,9,9||{}", encode_block(&recorded).unwrap());
-        let Admission::Admitted {
-            block, previous, ..
-        } = counted(raw.as_bytes()).unwrap()
-        else {
-            panic!("admitted");
-        };
-        assert_eq!(block, Some(recorded));
-        assert_eq!(previous, None);
+        }
+    }
+
+    fn step(prefix: &str, enforce: bool) -> GuardStep<'_> {
+        GuardStep {
+            send: FraudSend {
+                prefix,
+                country: "GB",
+                now_ms: 28_920_001_234,
+            },
+            enforce,
+            levels: None,
+        }
     }
 
     #[test]
-    fn a_malformed_admission_is_a_protocol_error() {
-        for raw in [
-            &b""[..],
-            b"1,2,3,4,5,6,7|x:1|",
-            b"1,2,3,4,5,6,7,8",
-            b"1,2,3,4,5,6,7,8|",
-            b"1,2,3,-4,5,6,7,8||",
-            b"1,2,3,4,5,6,7,99999999999999999999||",
-            b"1,2,3,4,5,6,7,8|12|",
-        ] {
-            assert!(
-                matches!(counted(raw), Err(StoreError::Protocol(_))),
-                "{}",
-                String::from_utf8_lossy(raw)
-            );
+    fn the_guard_s_argument_is_enforce_then_the_prefix() {
+        assert_eq!(guard_arg(&step("44770", true)), "144770");
+        assert_eq!(guard_arg(&step("44770", false)), "044770");
+        // A mail domain's prefix keeps its '@' and everything after the first byte.
+        assert_eq!(guard_arg(&step("@example.com", true)), "1@example.com");
+    }
+
+    #[test]
+    fn a_delivered_send_reads_its_block_record_or_none() {
+        let reply = |raw: &[u8]| [Value::Int(1), Value::BulkString(raw.to_vec())];
+        let Admission::Admitted {
+            block: none,
+            levels,
+        } = admitted_at(&reply(b""), 1).unwrap()
+        else {
+            panic!("admitted");
+        };
+        assert_eq!((none, levels), (None, None));
+
+        // The JSON is the whole value, `|` and all.
+        let recorded = block(2);
+        let raw = encode_block(&recorded).unwrap();
+        assert_eq!(
+            admitted_at(&reply(raw.as_bytes()), 1).unwrap(),
+            Admission::Admitted {
+                block: Some(recorded.clone()),
+                levels: None
+            }
+        );
+        assert_eq!(refusal_at(&reply(raw.as_bytes()), 1).unwrap(), recorded);
+    }
+
+    #[test]
+    fn a_missing_or_malformed_block_is_a_protocol_error() {
+        let short = [Value::Int(1)];
+        assert!(matches!(
+            admitted_at(&short, 1),
+            Err(StoreError::Protocol(_))
+        ));
+        let broken = [Value::Int(1), Value::BulkString(b"{\"prefix\":".to_vec())];
+        assert!(matches!(
+            admitted_at(&broken, 1),
+            Err(StoreError::Protocol(_))
+        ));
+        // A refusal without its block is no refusal.
+        let empty = [Value::Int(-4), Value::BulkString(Vec::new())];
+        assert!(matches!(
+            refusal_at(&empty, 1),
+            Err(StoreError::Protocol(_))
+        ));
+    }
+
+    #[test]
+    fn only_an_active_block_refuses_and_only_when_enforced() {
+        let now = 1_000;
+        assert_eq!(
+            admission_of(Some(block(now + 1)), true, now),
+            Admission::Refused(block(now + 1))
+        );
+        // Not enforced: admitted, the active record answered.
+        assert_eq!(
+            admission_of(Some(block(now + 1)), false, now),
+            Admission::Admitted {
+                block: Some(block(now + 1)),
+                levels: None
+            }
+        );
+        // Over at `until_ms` itself.
+        assert_eq!(
+            admission_of(Some(block(now)), true, now),
+            Admission::Admitted {
+                block: Some(block(now)),
+                levels: None
+            }
+        );
+        assert_eq!(
+            admission_of(None, true, now),
+            Admission::Admitted {
+                block: None,
+                levels: None
+            }
+        );
+    }
+
+    fn change(sends: i64, conversions: i64, refused: i64, undelivered: i64) -> TrafficChange {
+        TrafficChange {
+            prefix: "44770".to_owned(),
+            country: "GB".to_owned(),
+            minute: 482_000,
+            sends,
+            conversions,
+            refused,
+            undelivered,
         }
+    }
+
+    #[test]
+    fn a_change_travels_as_seven_arguments_with_the_undelivered_apart() {
+        assert_eq!(
+            traffic_args(&change(5, 2, 1, 3)),
+            ["44770", "GB", "482000", "2", "2", "3", "1"]
+        );
+        // Given back: negative, as the script adds it.
+        assert_eq!(
+            traffic_args(&change(-1, 0, 0, 0)),
+            ["44770", "GB", "482000", "-1", "0", "0", "0"]
+        );
+        // As many as the script reads per change.
+        assert!(include_str!("fraud_traffic.lua").contains("1 + 7 * i"));
+        assert!(adds_nothing(&change(0, 0, 0, 0)));
+        assert!(!adds_nothing(&change(0, 0, 1, 0)));
+        assert!(!adds_nothing(&change(0, 0, 0, -1)));
+    }
+
+    #[test]
+    fn a_change_names_the_hour_of_its_minute_in_each_scope() {
+        let mut late = change(1, 0, 0, 0);
+        late.minute = 482_039;
+        late.country = "FR".to_owned();
+        let keys = traffic_keys([&change(1, 0, 0, 0), &late]);
+        assert_eq!(
+            keys,
+            [
+                fraud_prefixes(),
+                fraud_countries(),
+                fraud_minutes(FraudScope::Prefix("44770"), 8033),
+                fraud_minutes(FraudScope::Country("GB"), 8033),
+                fraud_minutes(FraudScope::Service, 8033),
+                fraud_minutes(FraudScope::Prefix("44770"), 8033),
+                fraud_minutes(FraudScope::Country("FR"), 8033),
+                fraud_minutes(FraudScope::Service, 8033),
+            ]
+        );
+        assert_eq!(
+            traffic_keys([&change(1, 0, 0, 0)])[2],
+            "verify_code:fraud:{guard}:p:44770:8033"
+        );
+    }
+
+    #[test]
+    fn a_minute_counts_undelivered_sends_as_sends_and_negatives_as_zero() {
+        let fields: HashMap<String, i64> = [
+            ("s482000", 4),
+            ("x482000", 2),
+            ("c482000", 1),
+            ("r482000", 7),
+            ("s482001", -3),
+            ("c482001", -1),
+            ("x482001", 1),
+            ("junk", 9),
+        ]
+        .into_iter()
+        .map(|(field, value)| (field.to_owned(), value))
+        .collect();
+        let mut minutes = HashMap::new();
+        minutes_of(&fields, &mut minutes);
+        assert_eq!(
+            within(minutes, 482_000, 482_001),
+            [
+                MinuteCounts {
+                    minute: 482_000,
+                    sends: 6,
+                    conversions: 1,
+                    refused: 7,
+                    undelivered: 2,
+                },
+                MinuteCounts {
+                    minute: 482_001,
+                    sends: 1,
+                    conversions: 0,
+                    refused: 0,
+                    undelivered: 1,
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_mark_reads_back_as_written() {
+        let mark = SendMark {
+            minute: 482_000,
+            token: u64::MAX,
+        };
+        assert_eq!(decode_mark(&encode_mark(mark)), Some(mark));
+        assert_eq!(decode_mark("482000"), None);
     }
 }

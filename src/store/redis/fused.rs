@@ -1,13 +1,11 @@
-//! The Redis store's fused steps: on one node, the guard's step and the conversion inside the
-//! issue's and the verify's scripts; on a Cluster (other slots), one after the other.
+//! The Redis store's fused steps: on one node, the guard's step (its prefix's block read) inside
+//! the issue's script; on a Cluster, whose guard keys are on another slot than the phone's, the
+//! issue and then the guard's step (`issue_then_admit`).
 
 use async_trait::async_trait;
 
 use super::*;
-use crate::store::{
-    CodeStore, Conversion, FraudStore, FusedSteps, GuardStep, GuardedIssue, VerifyStep,
-    issue_then_admit, verify_then_convert,
-};
+use crate::store::{CodeStore, FraudStore, FusedSteps, GuardStep, GuardedIssue, issue_then_admit};
 
 #[async_trait]
 impl FusedSteps for RedisStore {
@@ -44,17 +42,5 @@ impl FusedSteps for RedisStore {
             Some(guard),
         )
         .await
-    }
-
-    /// The conversion in the verify's script on one node; after it on a Cluster.
-    async fn verify_converting(
-        &self,
-        step: VerifyStep<'_>,
-        conversion: Option<Conversion<'_>>,
-    ) -> Result<VerifyOutcome, StoreError> {
-        if !self.connections.one_node() {
-            return verify_then_convert(self, self, step, conversion).await;
-        }
-        self.run_verify(step, conversion).await
     }
 }

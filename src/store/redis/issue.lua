@@ -19,10 +19,12 @@
 -- KEYS[5..] (one node only) the send's other budgets' logs (the client's, the global one):
 --         reserved in this same step, so a send is one round trip and a refusal by any limit
 --         records nothing anywhere
--- then (one node only, ARGV[10] = '1') the fraud guard's 11 keys of fraud_admit.lua: its
---         step is taken here too, refusing a send that would issue before anything is
---         written and counting only a send that issues (a double submit answered by the
---         cooldown is no send)
+-- then (one node only, ARGV[10] = '1' or '2') the fraud guard's one key, its blocks hash
+--         (fraud.rs): its step is taken here too, refusing a send that would issue if its
+--         prefix's block is active and enforced, before anything is written (no refusal is
+--         counted here: the traffic report is the instance's to flush); then with ARGV[10] =
+--         '2' the levels' keys, whose records count only a send that issues (a double submit
+--         answered by the cooldown is no send)
 -- ARGV[1] candidate record, ARGV[2] TTL ms, ARGV[3] cooldown ms, ARGV[4] 'reuse' | 'rotate',
 -- ARGV[5] quota token, ARGV[6] not after (unix ms: the caller has given up by then),
 -- ARGV[7] how long the verification outlives the code's TTL (ms), ARGV[8] its target or '',
@@ -31,22 +33,24 @@
 -- ARGV[11] this send's verification id for the code's `v`, or '' (verifies by id only),
 -- ARGV[12..11+n] the phone's quota rules,
 -- ARGV[12+n] the budgets' token, then for each budget the number of its rules followed by
---         those rules, then with the guard fraud_admit.lua's one argument (its step's fields)
+--         those rules, then with the guard its one argument, '<enforce 0|1><prefix>' (one byte
+--         and one sub to read: the block is compared with this script's own clock), then with
+--         the levels theirs
 -- With a companion record (a Twilio-compatible first start's send log), its key follows the
 -- script's own KEYS and its value, its TTL (ms) and 'companion' the own ARGV: it is created
 -- with the code only if the issue delivers, and if it is there already nothing is written.
 -- With events on, the outbox's KEYS and ARGV follow those (events.lua).
 -- Returns {-2} when run too late (nothing written: a send its caller already answered with a
 --         timeout must leave no code, cooldown or quota event behind),
---         {-4, block} when the guard refuses the send (nothing written but the refusal),
+--         {-4, block} when the guard refuses the send (nothing written),
 --         {0, retry_after_ms} while cooling down, {-1, retry_after_ms} over quota,
 --         {-3, i, retry_after_ms} when the i-th budget is the first without room,
 --         {-5} when the companion record is there already, or
 --         {1, sent_at_ms} when created (the record is the caller's ARGV[1]), or
 --         {kind, record, sent_at_ms, deliveries, previous_record, previous_sent_at_ms,
 --          previous_expires_at_ms} with kind 2 redelivered, 3 rotated; followed with the
---         guard by fraud_admit.lua's counts (fraud_count's one string), and with its levels by
---         their records after the send (packed, levels_prelude.lua).
+--         guard by the prefix's block record (JSON, active only if not enforced) or '', and
+--         with its levels by their records after the send (packed, levels_prelude.lua).
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
 local time = redis.call('TIME')
@@ -67,12 +71,12 @@ if ARGV[OWN_ARGV] == 'companion' then
     return {-5}
   end
 end
--- The guard's keys and arguments end the script's own (before the outbox's); with its levels
+-- The guard's key and argument end the script's own (before the outbox's); with its levels
 -- (ARGV[10] = '2'), the levels' keys and their one argument (`n now recent_half history_half
 -- ttl young_ttl young_sends`, packed) come last.
 local guarded = ARGV[10] ~= '0'
-local guard_keys, guard_args = OWN_KEYS, OWN_ARGV
-local guard_step
+local guard_keys = OWN_KEYS
+local guard_enforce, guard_prefix
 local levels
 if ARGV[10] == '2' then
   -- Seven little-endian doubles: one `struct.unpack` where seven numbers written as text cost
@@ -85,23 +89,27 @@ if ARGV[10] == '2' then
   levels = {n = n, now = at, recent_half = recent_half, history_half = history_half,
     life = {ttl, young_ttl, young_sends}, first = OWN_KEYS - n + 1}
   OWN_KEYS, OWN_ARGV = OWN_KEYS - levels.n, OWN_ARGV - 1
-  guard_keys, guard_args = OWN_KEYS, OWN_ARGV
+  guard_keys = OWN_KEYS
 end
 if guarded then
-  guard_keys, guard_args = OWN_KEYS - 11, OWN_ARGV - 1
-  guard_step = fraud_step(guard_args)
-  if guard_step.err then
-    return guard_step
+  -- KEYS[guard_keys + 1], the blocks; ARGV[OWN_ARGV], '<enforce 0|1><prefix>'.
+  guard_keys = OWN_KEYS - 1
+  local step = ARGV[OWN_ARGV] or ''
+  if #step < 2 then
+    return redis.error_reply('fraud guard: a malformed step')
   end
+  guard_enforce = string.byte(step, 1) == 49
+  guard_prefix = string.sub(step, 2)
 end
 local budgets = quota_budgets(with_target and 5 or 4, phone_last + 2, guard_keys)
 
 -- The prefix's block record, if any, once the guard has looked (below).
 local guard_block
--- The reply of a send that delivers, with the guard's counts when it takes its step.
+-- The reply of a send that delivers, with the prefix's block record (or '') when the guard
+-- takes its step.
 local function delivered(reply)
   if guarded then
-    reply[#reply + 1] = fraud_count(guard_keys, guard_step, guard_block)
+    reply[#reply + 1] = guard_block or ''
     if levels then
       -- The send counted in its levels: their records after it, packed.
       reply[#reply + 1] = levels_count(levels.first, levels.n, levels.now,
@@ -156,11 +164,11 @@ local refused, budget_wait = quota_budgets_wait(budgets, now)
 if refused > 0 then
   return {-3, refused, budget_wait}
 end
--- The guard refuses only a send that would issue, as where its step follows the issue.
+-- The guard refuses only a send that would issue, as where its step follows the issue; the
+-- record is decoded only when it could refuse (a blocked prefix is rare).
 if guarded then
-  local blocked
-  blocked, guard_block = fraud_refusal(guard_keys, guard_step)
-  if blocked then
+  guard_block = redis.call('HGET', KEYS[guard_keys + 1], guard_prefix)
+  if guard_block and guard_enforce and cjson.decode(guard_block).until_ms > now then
     return {-4, guard_block}
   end
 end

@@ -212,22 +212,22 @@ pub fn verify_id(
 }
 
 /// Where the fraud guard's keys start: one hash tag for all of them, so that one script sees
-/// a prefix's counts and the service's baseline. On a Cluster they share a node, which every
-/// send visits for the service's counts anyway.
+/// a send's levels (a prefix's and the service's) and one flush adds every scope's minutes. On
+/// a Cluster they share a node.
 const FRAUD: &str = "verify_code:fraud:{guard}:";
 /// The hash tag of the fraud guard's keys.
 pub const FRAUD_TAG: &str = "guard";
 
-/// `FRAUD` and `parts` in one allocation, without `format!`: a send names about a dozen of
-/// the guard's keys, and formatting them cost about as much as the rest of the script call.
+/// `FRAUD` and `parts` in one allocation, without `format!`: a send names several of the
+/// guard's keys (its levels'), and formatting them cost about as much as the rest of the script
+/// call.
 fn fraud_key(parts: &[&str]) -> String {
     let mut key = String::with_capacity(FRAUD.len() + parts.iter().map(|p| p.len()).sum::<usize>());
     push_fraud_key(&mut key, parts);
     key
 }
 
-/// `fraud_key`'s key, written at the end of `key` (a send's step builds its keys in one
-/// buffer: `fraud::each_admit_key`).
+/// `fraud_key`'s key, written at the end of `key`.
 fn push_fraud_key(key: &mut String, parts: &[&str]) {
     key.push_str(FRAUD);
     for part in parts {
@@ -266,17 +266,6 @@ pub fn fraud_countries() -> String {
     fraud_key(&["countries"])
 }
 
-/// `verify_code:fraud:{guard}:sent:+447700900123:login`: the minute of the last send of a
-/// pending code, which its verify converts.
-pub fn fraud_attribution(attribution: &str) -> String {
-    fraud_key(&["sent:", attribution])
-}
-
-/// `fraud_attribution`'s key, written at the end of `key`.
-pub fn push_fraud_attribution(key: &mut String, attribution: &str) {
-    push_fraud_key(key, &["sent:", attribution]);
-}
-
 /// `verify_code:fraud:{guard}:l:86138`: one scope of the guard's levels, eight packed doubles
 /// `t rs rc ru hs hc hu e` (the last change in unix ms, the decayed recent and history counts,
 /// when its expiry was last set).
@@ -300,39 +289,18 @@ pub enum FraudScope<'a> {
 
 /// `verify_code:fraud:{guard}:p:44770:482000` (prefix), `…:c:GB:482000` (country) or
 /// `…:all:482000` (service): the scope's counters of one hour (unix hour), fields `s<minute>`
-/// (sends), `c<minute>` (conversions) and `r<minute>` (refusals, service only).
+/// (sends not undelivered), `x<minute>` (undelivered), `c<minute>` (conversions) and
+/// `r<minute>` (refusals, service only): the traffic report's (`fraud_traffic.lua`).
 pub fn fraud_minutes(scope: FraudScope<'_>, hour: u64) -> String {
     let mut key = String::with_capacity(FRAUD.len() + 32);
-    push_fraud_minutes(&mut key, scope, hour);
-    key
-}
-
-/// `fraud_minutes`'s key, written at the end of `key`.
-pub fn push_fraud_minutes(key: &mut String, scope: FraudScope<'_>, hour: u64) {
     let mut buffer = [0; 20];
     let hour = decimal(hour, &mut buffer);
     match scope {
-        FraudScope::Prefix(prefix) => push_fraud_key(key, &["p:", prefix, ":", hour]),
-        FraudScope::Country(country) => push_fraud_key(key, &["c:", country, ":", hour]),
-        FraudScope::Service => push_fraud_key(key, &["all:", hour]),
+        FraudScope::Prefix(prefix) => push_fraud_key(&mut key, &["p:", prefix, ":", hour]),
+        FraudScope::Country(country) => push_fraud_key(&mut key, &["c:", country, ":", hour]),
+        FraudScope::Service => push_fraud_key(&mut key, &["all:", hour]),
     }
-}
-
-/// `verify_code:fraud:{guard}:t:p:44770` (prefix) or `…:t:all` (service): the scope's running
-/// tally over the current window (`fraud_tally.lua`). Countries are not judged: none.
-pub fn fraud_tally(scope: FraudScope<'_>) -> String {
-    let mut key = String::with_capacity(FRAUD.len() + 24);
-    push_fraud_tally(&mut key, scope);
     key
-}
-
-/// `fraud_tally`'s key, written at the end of `key`.
-pub fn push_fraud_tally(key: &mut String, scope: FraudScope<'_>) {
-    match scope {
-        FraudScope::Prefix(prefix) => push_fraud_key(key, &["t:p:", prefix]),
-        FraudScope::Country(country) => push_fraud_key(key, &["t:c:", country]),
-        FraudScope::Service => push_fraud_key(key, &["t:all"]),
-    }
 }
 
 /// `verify_code:{+8613800138000}:fails:203.0.113.7`: failed verifies of one (phone, client).
@@ -364,6 +332,7 @@ pub fn captcha(id: &CaptchaId) -> String {
 mod tests {
     use super::*;
     use crate::domain::{Phone, Region};
+    use crate::store::TrafficChange;
 
     #[test]
     fn keys_follow_the_documented_layout() {
@@ -501,29 +470,24 @@ mod tests {
                 vec![idempotency(&idem)],
             ),
             (
-                "fraud_admit",
-                include_str!("fraud_admit.lua"),
-                super::super::fraud::admit_keys("44770", "GB", "+447700900123:login", 482_000),
-            ),
-            (
-                "fraud_release",
-                include_str!("fraud_release.lua"),
-                super::super::fraud::release_keys("44770", "GB", "+447700900123:login", 482_000),
-            ),
-            (
-                "fraud_convert",
-                include_str!("fraud_convert.lua"),
-                super::super::fraud::convert_keys(
-                    "44770",
-                    "GB",
-                    "+447700900123:login",
-                    481_999..=482_000,
-                ),
-            ),
-            (
-                "fraud_undelivered",
-                include_str!("fraud_undelivered.lua"),
-                super::super::fraud::undelivered_keys("44770", "GB", 482_000),
+                "fraud_traffic",
+                include_str!("fraud_traffic.lua"),
+                super::super::fraud::traffic_keys(&[
+                    TrafficChange {
+                        prefix: "44770".to_owned(),
+                        country: "GB".to_owned(),
+                        minute: 482_000,
+                        sends: 1,
+                        ..TrafficChange::default()
+                    },
+                    TrafficChange {
+                        prefix: "33612".to_owned(),
+                        country: "FR".to_owned(),
+                        minute: 482_059,
+                        conversions: -1,
+                        ..TrafficChange::default()
+                    },
+                ]),
             ),
             (
                 "fraud_block",
@@ -547,18 +511,13 @@ mod tests {
     }
 
     /// The highest `KEYS[n]` a script reads, or `None` if it reads as many as it is given
-    /// (`for i = 1, #KEYS`, or through the preludes' `quota_budgets` or `fraud_convert`).
+    /// (`for i = 1, #KEYS`, or through the quota prelude's `quota_budgets`).
     fn keys_used(source: &str) -> Option<usize> {
-        // `fraud_convert` reads the hours it is given, as far as `#KEYS`.
-        if ["#KEYS", "quota_budgets(", "fraud_convert("]
+        if ["#KEYS", "quota_budgets("]
             .iter()
             .any(|reads_all| source.contains(reads_all))
         {
             return None;
-        }
-        // Through the guard's prelude at offset 0: as many as its admission reads.
-        if source.contains("fraud_refusal(0, ") {
-            return Some(guard_keys_read());
         }
         source
             .split("KEYS[")
@@ -566,16 +525,6 @@ mod tests {
             .map(|rest| rest.split(']').next().unwrap().parse::<usize>().unwrap())
             .max()
             .or(Some(0))
-    }
-
-    /// The highest `KEYS[k + n]` the guard's admission reads in the prelude.
-    fn guard_keys_read() -> usize {
-        include_str!("fraud_tally.lua")
-            .split("KEYS[k + ")
-            .skip(1)
-            .filter_map(|rest| rest.split(']').next().unwrap().parse::<usize>().ok())
-            .max()
-            .unwrap()
     }
 
     #[test]
@@ -674,7 +623,6 @@ mod tests {
             ),
             (fraud_prefixes(), "guard".to_owned()),
             (fraud_countries(), "guard".to_owned()),
-            (fraud_attribution("+447700900123:login"), "guard".to_owned()),
             (
                 fraud_minutes(FraudScope::Prefix("44770"), 482_000),
                 "guard".to_owned(),
@@ -699,14 +647,6 @@ mod tests {
         assert_eq!(
             fraud_minutes(FraudScope::Service, u64::MAX),
             format!("verify_code:fraud:{{guard}}:all:{}", u64::MAX)
-        );
-        assert_eq!(
-            fraud_tally(FraudScope::Service),
-            "verify_code:fraud:{guard}:t:all"
-        );
-        assert_eq!(
-            fraud_attribution("+447700900123:login"),
-            "verify_code:fraud:{guard}:sent:+447700900123:login"
         );
         for (key, entity) in tagged {
             assert_eq!(key.matches('{').count(), 1, "{key}");
@@ -745,11 +685,13 @@ mod tests {
             .strip_prefix("KEYS[")
             .and_then(|rest| rest.strip_suffix(']'))
             .is_some_and(|n| {
-                // A number, `i`, or an offset plus one (the guard's prelude: `k + 1`, `base + i`).
-                let offset = |n: &str| n.parse::<usize>().is_ok() || n == "i";
+                // A number, `i`, or an offset plus one (`k + 1`, `k + scope` in
+                // fraud_traffic.lua, issue.lua's `guard_keys + 1`).
+                let offset = |n: &str| n.parse::<usize>().is_ok() || ["i", "scope"].contains(&n);
                 offset(n)
-                    || n.split_once(" + ")
-                        .is_some_and(|(base, plus)| ["k", "base"].contains(&base) && offset(plus))
+                    || n.split_once(" + ").is_some_and(|(base, plus)| {
+                        ["k", "guard_keys"].contains(&base) && offset(plus)
+                    })
             })
     }
 
@@ -769,7 +711,7 @@ mod tests {
                     (arguments[0] != "'TIME'").then(|| arguments.get(1).copied().unwrap_or(""))
                 })
             });
-        let helpers = ["quota_wait(", "quota_record(", "tally_adjust("]
+        let helpers = ["quota_wait(", "quota_record(", "add("]
             .into_iter()
             .flat_map(|helper| {
                 source
@@ -802,7 +744,6 @@ mod tests {
             .map(|(name, source, _)| (name, source))
             .chain([
                 ("quota prelude", include_str!("quota.lua")),
-                ("tally prelude", include_str!("fraud_tally.lua")),
                 ("events prelude", include_str!("events.lua")),
             ]);
         for (name, source) in sources {

@@ -90,29 +90,14 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
         &[
             EVENTS_PRELUDE,
             QUOTA_PRELUDE,
-            fraud::TALLY_PRELUDE,
             levels::LEVELS_PRELUDE,
             include_str!("issue.lua"),
         ]
         .concat(),
     ),
-    verify: Script::new(
-        &[
-            EVENTS_PRELUDE,
-            QUOTA_PRELUDE,
-            fraud::TALLY_PRELUDE,
-            include_str!("verify.lua"),
-        ]
-        .concat(),
-    ),
+    verify: Script::new(&[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
     verify_id: Script::new(
-        &[
-            EVENTS_PRELUDE,
-            QUOTA_PRELUDE,
-            fraud::TALLY_PRELUDE,
-            include_str!("verify_id.lua"),
-        ]
-        .concat(),
+        &[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("verify_id.lua")].concat(),
     ),
     verification: Script::new(&[EVENTS_PRELUDE, include_str!("verification.lua")].concat()),
     reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),
@@ -305,8 +290,8 @@ fn record_at(reply: &[Value], index: usize) -> Option<(CodeDigest, Option<Sealed
 }
 
 /// How many values of `issue.lua`'s reply a created code's delivery takes (`{1, sent_at_ms}`:
-/// its record is the candidate's) and a redelivered or rotated one's; the guard's counts
-/// follow a delivery's.
+/// its record is the candidate's) and a redelivered or rotated one's; the guard's block
+/// record follows a delivery's.
 const CREATED_FIELDS: usize = 2;
 const RESENT_FIELDS: usize = 7;
 

@@ -10,11 +10,9 @@
 -- '|' separator the prefix of the phone's verification keys (`…{<E.164>}:verification:`, the
 -- code's tag: the verification is read under it) and the candidate digests (one per key in
 -- use).
--- On one node, the fraud guard's conversion keys of fraud_convert.lua follow KEYS[3] and its
--- three arguments end ARGV: a match converts the code's send in this same step.
 -- With events on, the outbox's KEYS and ARGV follow those (events.lua; its subject is left
 -- empty by the caller and is the verification's id found here).
--- Returns {1, minute converted or -1} verified, {0, remaining_attempts} wrong, {-1} missing,
+-- Returns {1} verified, {0, remaining_attempts} wrong, {-1} missing,
 --         {-2} destroyed, {-3, retry_after_ms} a failure quota is used up (nothing compared).
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
@@ -24,8 +22,6 @@ local phone_rules, client_rules, separator = verify_arguments()
 if not separator then
   return redis.error_reply('verify.lua: no | before the candidate digests')
 end
-local converting = OWN_KEYS > 3
-local last_candidate = converting and OWN_ARGV - 3 or OWN_ARGV
 
 local wait = math.max(quota_wait(KEYS[2], now, phone_rules), quota_wait(KEYS[3], now, client_rules))
 if wait > 0 then
@@ -53,7 +49,7 @@ local function latest_verification()
   return latest_key, tonumber(verification[3] or 0)
 end
 
-for i = separator + 2, last_candidate do
+for i = separator + 2, OWN_ARGV do
   if stored == ARGV[i] then
     redis.call('DEL', KEYS[1])
     local latest_key = latest_verification()
@@ -61,7 +57,7 @@ for i = separator + 2, last_candidate do
       redis.call('HSET', latest_key, 's', 'a')
       outbox_append('ended=approved', now, now, '')
     end
-    return {1, converting and fraud_convert(3, last_candidate, OWN_KEYS) or -1}
+    return {1}
   end
 end
 quota_record(KEYS[2], now, phone_rules, ARGV[2])

@@ -5,9 +5,8 @@
 -- still verify it. One step, so of concurrent verifies at most one succeeds.
 -- KEYS[1] code hash (its record starts with the code's digest), KEYS[2] the phone's failure
 -- log, KEYS[3] the (phone, client)'s (quota.lua), KEYS[4] the id's verification (issue.lua)
--- ARGV as verify.lua's; on one node the guard's conversion keys follow KEYS[4], as verify.lua's
--- follow its KEYS[3]. With events on, the outbox's KEYS and ARGV follow (events.lua).
--- Returns {1, minute converted or -1} verified, {0, remaining_attempts} wrong, {-1} the id's
+-- ARGV as verify.lua's. With events on, the outbox's KEYS and ARGV follow (events.lua).
+-- Returns {1} verified, {0, remaining_attempts} wrong, {-1} the id's
 --         code is no longer pending (or the id expired, or it was approved), {-2} the id is
 --         spent, {-3, retry_after_ms} a failure quota is used up (nothing compared),
 --         {-4} canceled.
@@ -19,8 +18,6 @@ local phone_rules, client_rules, separator = verify_arguments()
 if not separator then
   return redis.error_reply('verify_id.lua: no | before the candidate digests')
 end
-local converting = OWN_KEYS > 4
-local last_candidate = converting and OWN_ARGV - 3 or OWN_ARGV
 
 local verification = redis.call('HMGET', KEYS[4], 'g', 'e', 's')
 if not verification[1] then
@@ -41,12 +38,12 @@ local record = redis.call('HGET', KEYS[1], 'h')
 if not record or string.sub(record, 1, DIGEST_BYTES) ~= verification[1] then
   return {-1}
 end
-for i = separator + 1, last_candidate do
+for i = separator + 1, OWN_ARGV do
   if verification[1] == ARGV[i] then
     redis.call('DEL', KEYS[1])
     redis.call('HSET', KEYS[4], 's', 'a')
     outbox_append('ended=approved', now, now, '')
-    return {1, converting and fraud_convert(4, last_candidate, OWN_KEYS) or -1}
+    return {1}
   end
 end
 quota_record(KEYS[2], now, phone_rules, ARGV[2])
