@@ -29,7 +29,7 @@ const EVENT_FAMILIES: [(&str, &str); 12] = [
     ),
     (
         "vcode_fraud_refused",
-        "sends the fraud guard refused, by why their prefix is blocked (conversion, surge) or level (a range, country or the service judged on its history)",
+        "sends the fraud guard refused, by why: level (a range, country or the service judged on its history), spend (a cap), or conversion and surge (blocks recorded before 2026-12-06)",
     ),
     (
         "vcode_fraud_returning",
@@ -233,12 +233,12 @@ static METRICS: LazyLock<Metrics> = LazyLock::new(|| {
     let fraud_suspensions = by_country(
         &mut registry,
         "vcode_fraud_suspensions",
-        "destination prefixes the fraud guard suspended for poor conversion, by country",
+        "number ranges and prefixes the fraud guard suspended (unconverted or undelivered beyond their history), by country",
     );
     let fraud_holds = by_country(
         &mut registry,
         "vcode_fraud_holds",
-        "destination prefixes the fraud guard held back for a surge, by country",
+        "countries and services the fraud guard held back for spread pumping (ranges without converting history refused), by country",
     );
     let event_deliveries = Family::<OneLabel, Counter>::default();
     registry.register(

@@ -20,9 +20,10 @@ pub enum FraudLevel {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FraudReason {
-    /// Its sends past the grace period convert far below the service's baseline: suspended.
+    /// Before 2026-12-06 only (the guard's retired first round; a block recorded then is still
+    /// read): its sends past the grace period converted far below the service's baseline.
     Conversion,
-    /// Its unverified sends within the grace period surged: held back.
+    /// Before 2026-12-06 only, as `Conversion`: its unverified sends within grace surged.
     Surge,
     /// A level (a number range, a mail domain): its recent unconverted sends exceed what its
     /// conversion and its own history explain: suspended.
@@ -52,7 +53,7 @@ pub struct FraudSuspension {
     pub until_ms: u64,
     /// Suspensions of this prefix in the last 24 hours, this one included.
     pub strikes: u32,
-    /// The judged sends and their conversions that decided it.
+    /// The recent sends and conversions that decided it (a level's decayed counts, rounded).
     pub sends: u64,
     pub conversions: u64,
     /// A level's verdict (`unconverted`, `undelivered`, `spread`): the level and the figures
