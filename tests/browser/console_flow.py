@@ -407,6 +407,11 @@ class Flow:
         assert cells[2] == str(suspended["sends"]), cells
         # Blocked for the first strike's cool-off (15 minutes).
         assert cells[3] == "0 %" and cells[4] in ("in 14 min", "in 15 min"), cells
+        # The evidence wraps in its cell: the table fits its panel, the Lift button in view.
+        widths = d.execute_script(
+            "const t = document.getElementById('suspensions');"
+            "return [t.scrollWidth, t.parentElement.clientWidth];")
+        assert widths[0] <= widths[1], f"the suspensions table overflows its panel: {widths}"
         label = row.find_element(By.CSS_SELECTOR, ".state")
         assert "state-suspended" in label.get_attribute("class").split(), label.get_attribute("class")
         assert label.get_attribute("title") == evidence, label.get_attribute("title")
