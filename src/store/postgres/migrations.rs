@@ -33,6 +33,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (16, include_str!("migrations/0016_safe_list.sql")),
     (17, include_str!("migrations/0017_totp.sql")),
     (18, include_str!("migrations/0018_traffic_flush.sql")),
+    (19, include_str!("migrations/0019_level_rows_in_place.sql")),
 ];
 
 /// Every function at its current definition, applied after the migrations at each start-up.
