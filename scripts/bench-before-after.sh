@@ -49,7 +49,15 @@ fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PIDS=()
 WORK=$(mktemp -d)
-cleanup() { for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  # The postmaster is no child of this shell: wait for it to have stopped writing its WAL.
+  for pid in "${PIDS[@]}"; do
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+  done
+  rm -rf "$WORK" || true
+}
 trap cleanup EXIT
 
 REDIS_PORT=$(free_port)
@@ -109,6 +117,13 @@ for build in before after; do
 done
 
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+# The kernel's share and its cause, per request: system ticks, system calls, context
+# switches and page faults (perf's software counters, every thread of the server, only while wrk runs; no
+# hardware counter is needed). Callgrind counts user-space instructions only; where CPU and
+# instructions disagree, these say whether the difference is the kernel's (more, smaller reads
+# and writes when the store answers later and fewer requests share a wake-up).
+sys_ticks() { awk '{print $15}' "/proc/$1/stat"; }
+KERNEL_COUNTS=$(command -v perf >/dev/null && perf stat -e raw_syscalls:sys_enter true >/dev/null 2>&1 && echo 1 || true)
 # The PostgreSQL server's CPU: the postmaster's and its children's (the backends, which the
 # builds' pools keep open across the rows; one that ends within a timed run is not counted).
 server_ticks() { # store
@@ -120,7 +135,7 @@ server_ticks() { # store
   esac
 }
 TICK=$(getconf CLK_TCK)
-declare -A CPU RPS SERVER_CPU
+declare -A CPU RPS SERVER_CPU SYS SYSCALLS SWITCHES FAULTS
 # run ROW BUILD: one warm-up and one timed wrk run; adds CPU µs per request and req/s, and on
 # the Redis and PostgreSQL rows the server's own CPU µs per request (the scripts' and the
 # statements' cost on the one shared server).
@@ -128,12 +143,27 @@ run() {
   local row=$1 build=$2 store=${1#* } script=${1%% *}.lua
   local name="$build $store" before after out server_before server_after
   wrk -t2 -c"$CONNECTIONS" -d2s -s "scripts/wrk/$script" "${URL[$name]}" >/dev/null
+  local sys_before sys_after perf_pid=""
   before=$(cpu_ticks "${PID[$name]}"); server_before=$(server_ticks "$store")
+  sys_before=$(sys_ticks "${PID[$name]}")
+  if [ -n "$KERNEL_COUNTS" ]; then
+    perf stat -x, -e raw_syscalls:sys_enter,context-switches,page-faults -p "${PID[$name]}" -o "$WORK/perf" &
+    perf_pid=$!
+  fi
   out=$(wrk -t2 -c"$CONNECTIONS" -d"$DURATION" -s "scripts/wrk/$script" "${URL[$name]}")
   after=$(cpu_ticks "${PID[$name]}"); server_after=$(server_ticks "$store")
+  sys_after=$(sys_ticks "${PID[$name]}")
+  [ -n "$perf_pid" ] && { kill -INT "$perf_pid"; wait "$perf_pid" || true; }
   local requests; requests=$(awk '/requests in/ {print $1}' <<<"$out")
   per_request() { awk -v t="$1" -v hz="$TICK" -v n="$requests" 'BEGIN { printf "%.2f", t / hz * 1e6 / n }'; }
   CPU[$row/$build]+=" $(per_request $((after - before)))"
+  SYS[$row/$build]+=" $(per_request $((sys_after - sys_before)))"
+  if [ -n "$perf_pid" ]; then
+    count() { awk -F, -v e="$1" -v n="$requests" '$3 == e {printf "%.2f", $1 / n}' "$WORK/perf"; }
+    SYSCALLS[$row/$build]+=" $(count raw_syscalls:sys_enter)"
+    SWITCHES[$row/$build]+=" $(count context-switches)"
+    FAULTS[$row/$build]+=" $(count page-faults)"
+  fi
   [ "$store" != embedded ] && SERVER_CPU[$row/$build]+=" $(per_request $((server_after - server_before)))"
   RPS[$row/$build]+=" $(awk '/Requests\/sec/ {printf "%.0f", $2}' <<<"$out")"
 }
@@ -160,6 +190,13 @@ for row in "${ROWS[@]}"; do
   b=$(median "${SERVER_CPU[$row/before]}"); a=$(median "${SERVER_CPU[$row/after]}")
   printf '%-16s %22s %22s %7.2fx   (%s CPU µs/req)\n' "$row" "$b (${SERVER_CPU[$row/before]# })" \
     "$a (${SERVER_CPU[$row/after]# })" "$(awk -v a="$a" -v b="$b" 'BEGIN { print a / b }')" "$server"
+done
+# vcode's kernel side per request (medians): system CPU µs, system calls, context switches,
+# page faults.
+printf '\n%-16s %34s %34s\n' "vcode's kernel" "sys µs / calls / switches / faults before" "after"
+for row in "${ROWS[@]}"; do
+  side() { echo "$(median "${SYS[$row/$1]}") / $(median "${SYSCALLS[$row/$1]:-}") / $(median "${SWITCHES[$row/$1]:-}") / $(median "${FAULTS[$row/$1]:-}")"; }
+  printf '%-16s %34s %34s\n' "$row" "$(side before)" "$(side after)"
 done
 printf 'before: %s; after: %s; %s, %s cores, wrk -t2 -c%s%s\n' "$BEFORE" "$(git rev-parse --short HEAD)" \
   "$(date -u +%Y-%m-%d)" "$(nproc)" "$CONNECTIONS" "${DEFAULTS:+, every default limit on}"

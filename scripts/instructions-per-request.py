@@ -40,6 +40,11 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
               within its processCommand count (the commands, not the socket reads and writes
               nor its timers, whose work grows with the keys that have a TTL and with the
               time valgrind takes), and the server is flushed before each row.
+    POSTGRES_SERVER=1 likewise runs the PostgreSQL server under callgrind (autovacuum off,
+              so that no worker comes and goes within a row) and adds below each PostgreSQL
+              row the instructions all its processes executed per request ("<row>,
+              PostgreSQL, postgres": the backends, the WAL writer, the checkpointer), each
+              instrumented only over the row's requests.
 Needs valgrind and redis-server (redis-cli for Cluster; Debian's postgresql for PostgreSQL:
 initdb, postgres).
 """
@@ -53,6 +58,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -87,9 +93,9 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_for_port(port):
+def wait_for_port(port, timeout=60):
     """Until something listens on `port` (a minute at most: valgrind starts slowly)."""
-    for _ in range(600):
+    for _ in range(timeout * 10):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
             return
@@ -213,8 +219,9 @@ def drive(port, kind, count, sent, service=None, first=0, thin=None):
 
 
 def dumped_instructions(out_file, dump=1):
-    """The instruction total of the `dump`-th explicit dump (`<out>.<dump>`)."""
-    with open(f"{out_file}.{dump}") as f:
+    """The instruction total of the `dump`-th explicit dump (`<out>.<dump>`), or with `dump`
+    None of the profile written at exit (`<out>`)."""
+    with open(out_file if dump is None else f"{out_file}.{dump}") as f:
         for line in f:
             if line.startswith(("summary:", "totals:")):
                 return int(line.split()[1])
@@ -281,8 +288,50 @@ def as_postgres(command):
     return command
 
 
-def start_postgres():
-    """A PostgreSQL server of this script's own: (process, port, data directory)."""
+class PostgresCount:
+    """With POSTGRES_SERVER=1, what the PostgreSQL server executes per request: a server of its
+    own under callgrind (every process instrumented from its start; autovacuum off, so that no
+    worker comes and goes with the time valgrind takes) serves the row's build, run natively,
+    for the warm-up and then `n` requests, and is stopped; its processes' profiles, written as
+    each ends, are summed. Run once with no request after the warm-up and once with REQUESTS,
+    the difference divided by REQUESTS is the requests' own cost (start-up, migrations and
+    warm-up cancel). Valgrind's gdbserver cannot be reached in a forked, idle backend, so the
+    count is taken at exit rather than by callgrind_control."""
+
+    def __init__(self):
+        self.counted = os.environ.get("POSTGRES_SERVER") == "1"
+
+    def total(self, drive_build):
+        """Starts a counted server, lets `drive_build(database_url)` drive it, stops it and
+        returns the instructions all its processes executed."""
+        work = tempfile.mkdtemp(prefix="vcode-ipr-pg-count-")
+        if os.geteuid() == 0:
+            subprocess.run(["chown", "postgres:postgres", work], check=True)
+        server, port, data = start_postgres(
+            wrap=["valgrind", "--tool=callgrind",
+                  f"--callgrind-out-file={work}/callgrind.out.postgres.%p"],
+            settings=["-c", "autovacuum=off"])
+        try:
+            drive_build(fresh_database(port))
+        finally:
+            server.send_signal(signal.SIGINT)  # a fast shutdown: every process ends and dumps
+            server.wait()
+            shutil.rmtree(data, ignore_errors=True)
+        total = sum(dumped_instructions(path, None)
+                    for path in glob.glob(f"{work}/callgrind.out.postgres.*"))
+        if os.environ.get("KEEP"):
+            print(f"  postgres's profiles: {work}", file=sys.stderr)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+        return total
+
+
+POSTGRES_COUNT = PostgresCount()
+
+
+def start_postgres(wrap=(), settings=()):
+    """A PostgreSQL server of this script's own: (process, port, data directory); `wrap`
+    prefixes its command (valgrind), `settings` are added to it."""
     data = tempfile.mkdtemp(prefix="vcode-ipr-pg-")
     if os.geteuid() == 0:
         subprocess.run(["chown", "postgres:postgres", data], check=True)
@@ -291,10 +340,11 @@ def start_postgres():
                    check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     port = free_port()
     server = subprocess.Popen(
-        as_postgres([postgres_bin("postgres"), "-D", data, "-p", str(port), "-h", "127.0.0.1",
-                     "-k", "", "-c", "fsync=off", "-c", "synchronous_commit=off"]),
+        as_postgres([*wrap, postgres_bin("postgres"), "-D", data, "-p", str(port), "-h",
+                     "127.0.0.1", "-k", "", "-c", "fsync=off", "-c", "synchronous_commit=off",
+                     *settings]),
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(100):
+    for _ in range(1200 if wrap else 100):
         if subprocess.run([postgres_bin("pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(port)]
                           ).returncode == 0:
             break
@@ -379,7 +429,7 @@ def tenant_quotas_off(binary):
 
 
 def measure(build, store_env, kind, redis, stores):
-    """(vcode's instructions per request, redis-server's or None)."""
+    """(vcode's instructions per request, its store server's or None)."""
     binary, _, settings = build.partition("@")
     thin = thin_path(store_env) if is_thin(binary) else None
     if is_thin(binary) and (kind not in ("verify", "phone")
@@ -434,12 +484,42 @@ def measure(build, store_env, kind, redis, stores):
         # A dump holds what was counted since instrumentation began: exactly these requests.
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        redis_count = redis.end() if store_env == "Redis" else None
+        server_count = redis.end() if store_env == "Redis" else None
     finally:
         server.kill()
         server.wait()
+    if store_env == "PostgreSQL" and POSTGRES_COUNT.counted:
+        server_count = postgres_per_request(binary, env, kind, thin)
     return (dumped_instructions(out) / REQUESTS,
-            None if redis_count is None else redis_count / REQUESTS)
+            None if server_count is None else server_count / REQUESTS)
+
+
+def postgres_per_request(binary, env, kind, thin):
+    """PostgreSQL's instructions over REQUESTS of `kind` (POSTGRES_SERVER=1), with the build
+    run natively against a counted server: the difference of a run with them and one without."""
+    def run(count):
+        def drive_build(database_url):
+            port = free_port()
+            server_env = dict(env, VCODE_BIND=f"127.0.0.1:{port}", VCODE_DATABASE_URL=database_url,
+                              # A server under valgrind answers tens of times slower.
+                              VCODE_DATABASE_STATEMENT_TIMEOUT_MS="30000",
+                              VCODE_DATABASE_CONNECT_TIMEOUT_MS="30000")
+            server = subprocess.Popen([binary], env=server_env, stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            try:
+                wait_for_port(port, timeout=300)
+                # The codes to verify are sent in both runs alike: only the verifies differ.
+                sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
+                drive(port, kind, WARMUP, sent, thin=thin)
+                drive(port, kind, count, sent, first=WARMUP, thin=thin)
+            finally:
+                server.terminate()  # its connections close: the backends end and dump
+                server.wait()
+        return POSTGRES_COUNT.total(drive_build)
+    return run(REQUESTS) - run(0)
+
+
+SERVER_NAMES = {"Redis": "redis-server", "PostgreSQL": "postgres"}
 
 
 def main():
@@ -466,7 +546,8 @@ def main():
             measured = [measure(b, store, kind, redis, stores) for b in binaries]
             name = LABELS.get(kind, kind)
             for label, counts in [(f"{name}, {store}", [m[0] for m in measured]),
-                                  (f"{name}, {store}, redis-server", [m[1] for m in measured])]:
+                                  (f"{name}, {store}, {SERVER_NAMES.get(store, 'server')}",
+                                   [m[1] for m in measured])]:
                 if all(c is None for c in counts):
                     continue
                 ratios = "".join("      -" if c is None or counts[0] is None
