@@ -18,8 +18,8 @@ const TOKEN: &str = "fraud-admin-token-0123";
 
 /// A fresh number of `+86 <range> xxxx` (the range: 3 to 7 digits after the calling code),
 /// never one an earlier call in this process drew: a 7-digit range has 10,000 numbers, and a
-/// test that draws about 37 of them at random meets one twice once in 15 runs a store (the second send
-/// answered by its cooldown, 429). The free digits count up from a random start.
+/// test that draws about 37 of them at random meets one twice once in 15 runs a store (the
+/// second send answered by its cooldown, 429). The free digits count up from a random start.
 fn number(range: &str) -> String {
     use std::sync::LazyLock;
     use std::sync::atomic::{AtomicU64, Ordering};
