@@ -43,8 +43,9 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     POSTGRES_SERVER=1 likewise runs the PostgreSQL server under callgrind (autovacuum off,
               so that no worker comes and goes within a row) and adds below each PostgreSQL
               row the instructions all its processes executed per request ("<row>,
-              PostgreSQL, postgres": the backends, the WAL writer, the checkpointer), each
-              instrumented only over the row's requests.
+              PostgreSQL, postgres": the backends, the WAL writer, the checkpointer): the
+              difference between a run with the row's requests and one idle for as long
+              (the build runs natively against a server of its own, counted from its start).
 Needs valgrind and redis-server (redis-cli for Cluster; Debian's postgresql for PostgreSQL:
 initdb, postgres).
 """
@@ -293,9 +294,9 @@ class PostgresCount:
     own under callgrind (every process instrumented from its start; autovacuum off, so that no
     worker comes and goes with the time valgrind takes) serves the row's build, run natively,
     for the warm-up and then `n` requests, and is stopped; its processes' profiles, written as
-    each ends, are summed. Run once with no request after the warm-up and once with REQUESTS,
-    the difference divided by REQUESTS is the requests' own cost (start-up, migrations and
-    warm-up cancel). Valgrind's gdbserver cannot be reached in a forked, idle backend, so the
+    each ends, are summed. Run once with REQUESTS and once idle for as long after the warm-up,
+    the difference divided by REQUESTS is the requests' own cost (start-up, migrations,
+    warm-up and the timers' work cancel). Valgrind's gdbserver cannot be reached in a forked, idle backend, so the
     count is taken at exit rather than by callgrind_control."""
 
     def __init__(self):
@@ -496,8 +497,12 @@ def measure(build, store_env, kind, redis, stores):
 
 def postgres_per_request(binary, env, kind, thin):
     """PostgreSQL's instructions over REQUESTS of `kind` (POSTGRES_SERVER=1), with the build
-    run natively against a counted server: the difference of a run with them and one without."""
-    def run(count):
+    run natively against a counted server: the difference of a run with them and one that
+    waits as long instead (the build's and the server's timers, a flush a second and the WAL
+    writer's wake-ups, run for as long in both, and cancel)."""
+    took = {}
+
+    def run(count, idle=0.0):
         def drive_build(database_url):
             port = free_port()
             server_env = dict(env, VCODE_BIND=f"127.0.0.1:{port}", VCODE_DATABASE_URL=database_url,
@@ -511,12 +516,16 @@ def postgres_per_request(binary, env, kind, thin):
                 # The codes to verify are sent in both runs alike: only the verifies differ.
                 sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
                 drive(port, kind, WARMUP, sent, thin=thin)
+                started = time.monotonic()
                 drive(port, kind, count, sent, first=WARMUP, thin=thin)
+                time.sleep(idle)
+                took[count] = time.monotonic() - started
             finally:
                 server.terminate()  # its connections close: the backends end and dump
                 server.wait()
         return POSTGRES_COUNT.total(drive_build)
-    return run(REQUESTS) - run(0)
+    counted = run(REQUESTS)
+    return counted - run(0, idle=took[REQUESTS])
 
 
 SERVER_NAMES = {"Redis": "redis-server", "PostgreSQL": "postgres"}
