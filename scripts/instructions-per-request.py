@@ -296,8 +296,8 @@ class PostgresCount:
     for the warm-up and then `n` requests, and is stopped; its processes' profiles, written as
     each ends, are summed. Run once with REQUESTS and once idle for as long after the warm-up,
     the difference divided by REQUESTS is the requests' own cost (start-up, migrations,
-    warm-up and the timers' work cancel). Valgrind's gdbserver cannot be reached in a forked, idle backend, so the
-    count is taken at exit rather than by callgrind_control."""
+    warm-up and the timers' work cancel). Valgrind's gdbserver cannot be reached in a forked,
+    idle backend, so the count is taken at exit rather than by callgrind_control."""
 
     def __init__(self):
         self.counted = os.environ.get("POSTGRES_SERVER") == "1"
@@ -515,9 +515,10 @@ def postgres_per_request(binary, env, kind, thin):
                 wait_for_port(port, timeout=300)
                 # The codes to verify are sent in both runs alike: only the verifies differ.
                 sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
-                drive(port, kind, WARMUP, sent, thin=thin)
+                service = twilio_service(port) if kind.startswith("t") else None
+                drive(port, kind, WARMUP, sent, service, thin=thin)
                 started = time.monotonic()
-                drive(port, kind, count, sent, first=WARMUP, thin=thin)
+                drive(port, kind, count, sent, service, first=WARMUP, thin=thin)
                 time.sleep(idle)
                 took[count] = time.monotonic() - started
             finally:
