@@ -28,7 +28,7 @@ mod totp;
 mod twilio;
 
 use actix_web::error::{JsonPayloadError, PathError, PayloadError, QueryPayloadError};
-use actix_web::http::header::{ALLOW, AUTHORIZATION, HeaderValue};
+use actix_web::http::header::{ALLOW, AUTHORIZATION, HeaderValue, X_FORWARDED_FOR};
 use actix_web::{HttpRequest, HttpResponse, Resource, ResponseError, guard, web};
 use vcode_wire::paths;
 
@@ -172,15 +172,20 @@ fn client_ip(request: &HttpRequest, state: &AppState) -> Result<IpAddr, ApiError
     let peer = request
         .peer_addr()
         .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |address| address.ip());
-    let forwarded_for: Vec<&[u8]> = request
-        .headers()
-        .get_all("x-forwarded-for")
-        .map(HeaderValue::as_bytes)
-        .collect();
-    let client = state
-        .trusted_proxies
-        .client_ip(peer, forwarded_for.into_iter())
-        .map_err(|_| ApiError::Malformed("X-Forwarded-For names no client address".to_owned()))?;
+    let proxies = &state.trusted_proxies;
+    // The headers are read only from a trusted proxy: a direct peer's say nothing (and most
+    // requests then skip the lookup).
+    let client = if proxies.trusts(peer) {
+        let forwarded_for: Vec<&[u8]> = request
+            .headers()
+            .get_all(X_FORWARDED_FOR)
+            .map(HeaderValue::as_bytes)
+            .collect();
+        proxies.client_ip(peer, forwarded_for.into_iter())
+    } else {
+        proxies.client_ip(peer, std::iter::empty())
+    }
+    .map_err(|_| ApiError::Malformed("X-Forwarded-For names no client address".to_owned()))?;
     Ok(crate::client_ip::client_group(
         client,
         state.client_ipv6_prefix,
