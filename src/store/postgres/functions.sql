@@ -645,9 +645,9 @@ $$ SELECT (p_token & 15)::smallint $$;
 -- index and no dead one to skip, where every update added one to both (postgres's
 -- instructions a send, 1,000 sends to new numbers of one prefix: 2.56 million before, 2.46
 -- million after; the five scopes' new rows are inserted either way; callgrind, 2026-12-06).
--- Each scope's rows are read by its key (a LATERAL aggregate) in one generic plan: the join it
--- was let a plan made while the table was small hash the whole table on every later call, and
--- custom plans cost a planning a call (the array's length is not known to a generic plan).
+-- Each scope's rows are read by its key (a LATERAL aggregate) in one generic plan: as a join,
+-- a generic plan made while the table was small hashed the whole table on every later call,
+-- and custom plans cost a planning a call (a generic plan does not know the array's length).
 -- postgres's instructions, same run: 2.40 -> 1.59 million a send, 4.60 -> 1.48 million a
 -- verified code (1,000 of each; callgrind, 2026-12-06).
 DROP FUNCTION IF EXISTS vcode_levels_count(text[], bigint, bigint, double precision,

@@ -11,7 +11,12 @@ pub const PREFIX: &str = "verify_code:";
 /// `parts` in one allocation of their length, without `format!`: the keys a send and a verify
 /// name (formatting one cost more than the rest of building its call).
 fn concat(parts: &[&str]) -> String {
-    let mut key = String::with_capacity(parts.iter().map(|part| part.len()).sum());
+    concat_with_room(parts, 0)
+}
+
+/// `concat`, with room for `room` more bytes after them.
+fn concat_with_room(parts: &[&str], room: usize) -> String {
+    let mut key = String::with_capacity(parts.iter().map(|part| part.len()).sum::<usize>() + room);
     for part in parts {
         key.push_str(part);
     }
@@ -317,10 +322,7 @@ pub fn fraud_minutes(scope: FraudScope<'_>, hour: u64) -> String {
 pub fn client_failures(destination: &Destination, client: Client) -> String {
     use std::fmt::Write as _;
     // Room for the longest client (an IPv6 address, 39 characters): one allocation.
-    let mut key = String::with_capacity(PREFIX.len() + destination.key().len() + 9 + 39);
-    for part in [PREFIX, "{", destination.key(), "}:fails:"] {
-        key.push_str(part);
-    }
+    let mut key = concat_with_room(&[PREFIX, "{", destination.key(), "}:fails:"], 39);
     write!(key, "{client}").expect("a String takes any write");
     key
 }
