@@ -429,6 +429,14 @@ def tenant_quotas_off(binary):
     return {"VCODE_QUOTA_TENANT_HOUR": "0", "VCODE_QUOTA_TENANT_DAY": "0"}
 
 
+def build_env(binary, port, thin=False, **settings):
+    """What every measured build runs with: its port, warn logs, the bench's key, the quotas
+    (and, but for the thin reference, the tenants' budgets) off; then `settings`."""
+    return dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
+                RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF,
+                **({} if thin else tenant_quotas_off(binary)), **settings)
+
+
 def measure(build, store_env, kind, redis, stores):
     """(vcode's instructions per request, its store server's or None)."""
     binary, _, settings = build.partition("@")
@@ -443,11 +451,9 @@ def measure(build, store_env, kind, redis, stores):
     # The settings too: two columns of one binary keep a profile each.
     label = f"{os.path.basename(binary)}-{abs(hash(build)) % 10**6}-{kind}-{store_env}"
     out = os.path.join(work, f"callgrind.out.{label}")
-    env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
-               RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF,
-               **({} if thin else tenant_quotas_off(binary)),
-               VCODE_TWILIO_COMPAT_ACCOUNTS=TWILIO_ACCOUNT + ":"
-               + hashlib.sha256(TWILIO_TOKEN.encode()).hexdigest())
+    env = build_env(binary, port, thin=bool(thin),
+                    VCODE_TWILIO_COMPAT_ACCOUNTS=TWILIO_ACCOUNT + ":"
+                    + hashlib.sha256(TWILIO_TOKEN.encode()).hexdigest())
     pairs = [pair for pair in settings.split(",") if pair]
     if "EVENTS" in pairs:
         pairs.remove("EVENTS")

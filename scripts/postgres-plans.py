@@ -66,9 +66,7 @@ def main():
             capture_output=True, text=True, check=True).stdout
 
     port = ipr.free_port()
-    env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
-               RUST_LOG="warn", VCODE_SECRET_KEY=ipr.KEY, **ipr.QUOTAS_OFF,
-               **ipr.tenant_quotas_off(binary), VCODE_DATABASE_URL=url, VCODE_DEV_MODE="1")
+    env = ipr.build_env(binary, port, VCODE_DATABASE_URL=url, VCODE_DEV_MODE="1")
     variables = os.environ.get("VARS", "VCODE_FRAUD_EVIDENCE=1000000")
     env.update(pair.split("=", 1) for pair in variables.split(",") if pair)
     vcode = subprocess.Popen([binary], env=env, stdout=subprocess.DEVNULL,

@@ -97,11 +97,9 @@ def measure(binary, store_env, kind, stores):
     port = ipr.free_port()
     work = os.environ.get("KEEP") or tempfile.mkdtemp()
     out = os.path.join(work, f"callgrind.out.totp-{kind}-{store_env}-{port}")
-    env = dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
-               RUST_LOG="warn", VCODE_SECRET_KEY=ipr.KEY, VCODE_DEV_MODE="1", **ipr.QUOTAS_OFF,
-               VCODE_REQUIRE_API_KEY="send,verify", VCODE_FRAUD_GUARD="monitor",
-               VCODE_API_KEYS="bench:" + hashlib.sha256(API_KEY.encode()).hexdigest())
-    env.update(ipr.tenant_quotas_off(binary))
+    env = ipr.build_env(binary, port, VCODE_DEV_MODE="1", VCODE_REQUIRE_API_KEY="send,verify",
+                        VCODE_FRAUD_GUARD="monitor",
+                        VCODE_API_KEYS="bench:" + hashlib.sha256(API_KEY.encode()).hexdigest())
     if store_env == "Redis":
         subprocess.run(["redis-cli", "-p", str(stores["redis_port"]), "FLUSHALL"], check=True,
                        stdout=subprocess.DEVNULL)

@@ -368,12 +368,7 @@ async fn a_flush_adds_to_the_counts_earlier_versions_left_in_their_shards() {
     use vcode::domain::traffic::BUCKET_MS;
     use vcode::store::{FraudStore, MinuteCounts, TrafficChange};
 
-    let url = PostgresServer::shared().fresh_database().await;
-    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
-    store.migrate().await.unwrap();
-    let client = PostgresServer::shared()
-        .client(url.rsplit('/').next().unwrap())
-        .await;
+    let (store, client) = migrated_database().await;
     let minute = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
@@ -753,10 +748,7 @@ async fn a_busy_level_row_is_updated_in_place() {
     use vcode::domain::traffic::{HalfLives, LevelChange, RecordLife};
     use vcode::store::{LevelStore, LevelUpdate};
 
-    let server = PostgresServer::shared();
-    let url = server.fresh_database().await;
-    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
-    store.migrate().await.unwrap();
+    let (store, client) = migrated_database().await;
     let scopes = ["t:busy"];
     let start = 1_800_000_000_000u64;
     for i in 0..200 {
@@ -780,7 +772,6 @@ async fn a_busy_level_row_is_updated_in_place() {
             .await
             .unwrap();
     }
-    let client = server.client(url.rsplit('/').next().unwrap()).await;
     // Each backend reports its counts once idle, within about ten seconds.
     let deadline = Instant::now() + Duration::from_secs(30);
     let seen = loop {
@@ -815,11 +806,7 @@ async fn a_busy_level_row_is_updated_in_place() {
 /// (past the first calls' custom plans), then 3,000 ranges, then ten more.
 #[tokio::test]
 async fn a_level_is_read_by_its_key_not_by_a_scan() {
-    let server = PostgresServer::shared();
-    let url = server.fresh_database().await;
-    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
-    store.migrate().await.unwrap();
-    let client = server.client(url.rsplit('/').next().unwrap()).await;
+    let (_store, client) = migrated_database().await;
     let now: i64 = 1_800_000_000_000;
     let count = async |call: i64| {
         let rows = client
@@ -865,4 +852,15 @@ async fn a_level_is_read_by_its_key_not_by_a_scan() {
         scanned, 0,
         "ten counts of three scopes among 3,000 scanned the table"
     );
+}
+
+/// A new database at today's version: its store, and a plain connection for assertions
+/// straight on its tables.
+async fn migrated_database() -> (PostgresStore, tokio_postgres::Client) {
+    let server = PostgresServer::shared();
+    let url = server.fresh_database().await;
+    let store = PostgresStore::connect(&PostgresSettings::new(url.clone())).unwrap();
+    store.migrate().await.unwrap();
+    let client = server.client(url.rsplit('/').next().unwrap()).await;
+    (store, client)
 }
