@@ -33,6 +33,9 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
               started with redis-cli --cluster create.
     BIN@EVENTS turns events on for that column (VCODE_EVENTS_WEBHOOK_URL to a sink in this
               script that answers 204): the dispatcher's deliveries count too, in all threads.
+    BIN@DEFAULTS runs that column as bench-http.sh's "defaults" rows: every default limit on
+              (the quotas are not turned off), loopback a trusted proxy and each request from
+              a random client address (X-Forwarded-For), the guard's thresholds out of reach.
     REDIS_SERVER=1 also runs the Redis store's redis-server under callgrind and adds, below
               each Redis row, the instructions redis-server executed per request over the same
               requests ("<row>, Redis, redis-server"): the scripts' cost on the one
@@ -152,8 +155,11 @@ def request_body(kind, i, sent):
     return "POST", "/api/v1/otp/send", {"phone": send_phone(i)}
 
 
-def call(connection, method, path, body=None):
+def call(connection, method, path, body=None, spread=False):
     headers = {"Content-Type": "application/json"} if body is not None else {}
+    if spread:
+        # A client of its own per request, as bench-http.sh's defaults rows (clients=1000000).
+        headers["X-Forwarded-For"] = f"10.{random.randrange(16)}.{random.randrange(256)}.{random.randrange(256)}"
     connection.request(method, path, json.dumps(body) if body is not None else None, headers)
     answer = connection.getresponse()
     data = answer.read()
@@ -195,7 +201,7 @@ def thin_path(store_env):
     return "/verify-map" if store_env == "embedded" else "/verify"
 
 
-def drive(port, kind, count, sent, service=None, first=0, thin=None):
+def drive(port, kind, count, sent, service=None, first=0, thin=None, spread=False):
     # Phones by index: the instrumented requests go on from the warm-up's (`first`), so that
     # no phone is sent to twice (a second send within the cooldown answers 429).
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -213,7 +219,7 @@ def drive(port, kind, count, sent, service=None, first=0, thin=None):
         method, path, body = request_body(kind, i, sent)
         if thin:
             path = thin
-        status, data = call(connection, method, path, body)
+        status, data = call(connection, method, path, body, spread)
         if not thin and kind in EXPECTED and status != EXPECTED[kind]:
             sys.exit(f"{kind}: HTTP {status} {data!r}")
     connection.close()
@@ -459,6 +465,14 @@ def measure(build, store_env, kind, redis, stores):
         pairs.remove("EVENTS")
         env["VCODE_EVENTS_WEBHOOK_URL"] = stores["sink"]
         env["VCODE_EVENTS_WEBHOOK_SECRET"] = EVENT_SECRET
+    spread = "DEFAULTS" in pairs
+    if spread:
+        pairs.remove("DEFAULTS")
+        for name in QUOTAS_OFF:
+            env.pop(name, None)
+        for name in [name for name in env if name.startswith("VCODE_QUOTA_TENANT_")]:
+            env.pop(name)
+        env.update(VCODE_TRUSTED_PROXIES="127.0.0.1", VCODE_FRAUD_EVIDENCE="1000000")
     env.update(pair.split("=", 1) for pair in pairs)
     if store_env == "Redis":
         redis.flush()
@@ -482,12 +496,12 @@ def measure(build, store_env, kind, redis, stores):
         wait_for_port(port)
         sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
         service = twilio_service(port) if kind.startswith("t") else None
-        drive(port, kind, WARMUP, sent, service, thin=thin)
+        drive(port, kind, WARMUP, sent, service, thin=thin, spread=spread)
         subprocess.run(["callgrind_control", "-i", "on", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if store_env == "Redis":
             redis.begin()
-        drive(port, kind, REQUESTS, sent, service, first=WARMUP, thin=thin)
+        drive(port, kind, REQUESTS, sent, service, first=WARMUP, thin=thin, spread=spread)
         # A dump holds what was counted since instrumentation began: exactly these requests.
         subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True,
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
