@@ -510,12 +510,12 @@ def measure(build, store_env, kind, redis, stores):
         server.kill()
         server.wait()
     if store_env == "PostgreSQL" and POSTGRES_COUNT.counted:
-        server_count = postgres_per_request(binary, env, kind, thin)
+        server_count = postgres_per_request(binary, env, kind, thin, spread)
     return (dumped_instructions(out) / REQUESTS,
             None if server_count is None else server_count / REQUESTS)
 
 
-def postgres_per_request(binary, env, kind, thin):
+def postgres_per_request(binary, env, kind, thin, spread=False):
     """PostgreSQL's instructions over REQUESTS of `kind` (POSTGRES_SERVER=1), with the build
     run natively against a counted server: the difference of a run with them and one that
     waits as long instead (the build's and the server's timers, a flush a second and the WAL
@@ -536,9 +536,9 @@ def postgres_per_request(binary, env, kind, thin):
                 # The codes to verify are sent in both runs alike: only the verifies differ.
                 sent = sent_codes(port, WARMUP + REQUESTS) if kind == "verified" else []
                 service = twilio_service(port) if kind.startswith("t") else None
-                drive(port, kind, WARMUP, sent, service, thin=thin)
+                drive(port, kind, WARMUP, sent, service, thin=thin, spread=spread)
                 started = time.monotonic()
-                drive(port, kind, count, sent, service, first=WARMUP, thin=thin)
+                drive(port, kind, count, sent, service, first=WARMUP, thin=thin, spread=spread)
                 time.sleep(idle)
                 took[count] = time.monotonic() - started
             finally:
