@@ -287,6 +287,10 @@ for count in $FEW $MANY; do
       total=$(( total + $(redis-cli -p "$REDIS_PORT" memory usage "$key") )); sample=$((sample + 1))
     done
     REDIS_BYTES=$(( total / sample ))
+    # A pending verification whole (issue 42: every key it needs, by MEMORY USAGE): every key
+    # of the database over the codes (the quotas are off: nothing else grows with them).
+    REDIS_VERIFICATION_BYTES=$(( $(redis-cli -p "$REDIS_PORT" --scan | sed 's/^/MEMORY USAGE "/; s/$/"/' |
+      redis-cli -p "$REDIS_PORT" | awk '{ total += $1 } END { print total }') / count ))
     REDIS_USED_BYTES=$(( (used_after - used_before) / count ))
   fi
 done
@@ -338,6 +342,8 @@ printf 'defaults vs limits off, CPU per request: send embedded %s, send Redis %s
   "$(cpu_ratio "verify, embedded, defaults" "verify, embedded")" "$(cpu_ratio "verify, Redis, defaults" "verify, Redis")"
 printf 'memory per pending code: Redis %s bytes (MEMORY USAGE, mean of 200 keys; %s keys), %s bytes (used_memory growth / %s codes), embedded %s bytes (RSS growth / %s codes)\n' \
   "${REDIS_BYTES:--}" "${REDIS_KEYS:--}" "${REDIS_USED_BYTES:--}" "$MANY" "${EMBEDDED_BYTES:--}" "$MANY"
+printf 'a pending verification on Redis, every key it needs: %s bytes (MEMORY USAGE of all keys / %s sends; issue 42: at most 300)\n' \
+  "${REDIS_VERIFICATION_BYTES:--}" "$MANY"
 postgres_summary
 printf 'beside each code with the default limits: SMS log %s bytes, client budget %s bytes (MEMORY USAGE)\n' \
   "${SMS_LOG_BYTES:--}" "${IP_BUDGET_BYTES:--}"

@@ -14,6 +14,8 @@
 
 use std::fmt;
 
+use aes::Aes128;
+use aes::cipher::{BlockDecrypt, BlockEncrypt, KeyInit};
 use chacha20::ChaCha20;
 use chacha20::cipher::{KeyIvInit, StreamCipher};
 use hmac::{Hmac, Mac};
@@ -21,7 +23,7 @@ use rand::RngExt;
 use secrecy::{ExposeSecret, SecretBox};
 use sha2::Sha256;
 
-use crate::domain::{Code, CodeDigest, SealedCode};
+use crate::domain::{Code, CodeDigest, SealedCode, VerificationId};
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -108,6 +110,8 @@ struct Keys {
     /// A TOTP factor's secret: the synthetic IV's MAC, and the keystream's key.
     secret_mac: HmacSha256,
     secret_seal: SecretBox<[u8; 32]>,
+    /// A phone's verification ids (`LocatedId`).
+    verification_id: Aes128,
 }
 
 impl Keys {
@@ -121,6 +125,7 @@ impl Keys {
             end_user: mac_with(&secret.derive("end-user/v1")),
             secret_mac: mac_with(&secret.derive("totp-secret-mac/v1")),
             secret_seal: SecretBox::new(Box::new(secret.derive("totp-secret-seal/v1"))),
+            verification_id: Aes128::new((&secret.derive("verification-id/v1")[..16]).into()),
         }
     }
 
@@ -184,6 +189,65 @@ impl Keys {
     }
 }
 
+/// Where a phone's verification id leads, read from the id itself: the number, and a 24-bit
+/// digest of the purpose ([`purpose_tag`]) that the caller matches against the purposes it
+/// owns (which a verify by id knows), so no store keeps an index from ids to targets.
+///
+/// The id is one AES-128 block under a key of its own: `0xA0 | digits`, the number (7 bytes,
+/// big-endian), the purpose's tag (3 bytes), 40 random bits. An E.164 fits: 15 digits at most,
+/// under 2^50. Without the key an id can be neither read nor made, and a changed one decrypts
+/// to noise, which passes the checks here about once in 18,000 (the first byte, then a number of
+/// as many digits) and then names a verification no store has. The random bits keep two ids of one phone and purpose apart
+/// (1 in 2^40 for a pair).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocatedId {
+    pub phone_e164: String,
+    pub purpose_tag: [u8; 3],
+}
+
+const LOCATED: u8 = 0xA0;
+
+/// The purpose's digest inside a phone's verification id (SHA-256, first 3 bytes: inside the
+/// encrypted block it needs no key).
+pub fn purpose_tag(purpose: &str) -> [u8; 3] {
+    use sha2::Digest as _;
+    let full = Sha256::digest(purpose.as_bytes());
+    [full[0], full[1], full[2]]
+}
+
+/// The plain block of a phone's id; `None` unless `phone_e164` is `+` and 1-15 digits.
+fn pack_located(phone_e164: &str, purpose: &str, random: [u8; 5]) -> Option<[u8; 16]> {
+    let digits = phone_e164.strip_prefix('+')?;
+    let valid = (1..=15).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && !digits.starts_with('0');
+    let number: u64 = digits.parse().ok().filter(|_| valid)?;
+    let mut block = [0u8; 16];
+    block[0] = LOCATED | digits.len() as u8;
+    block[1..8].copy_from_slice(&number.to_be_bytes()[1..]);
+    block[8..11].copy_from_slice(&purpose_tag(purpose));
+    block[11..].copy_from_slice(&random);
+    Some(block)
+}
+
+/// What a plain block says, if it is a phone's id's.
+fn unpack_located(block: &[u8; 16]) -> Option<LocatedId> {
+    let digits = u32::from(block[0] & 0x0F);
+    if block[0] & 0xF0 != LOCATED || !(1..=15).contains(&digits) {
+        return None;
+    }
+    let mut number = [0u8; 8];
+    number[1..].copy_from_slice(&block[1..8]);
+    let number = u64::from_be_bytes(number);
+    if !(10u64.pow(digits - 1)..10u64.pow(digits)).contains(&number) {
+        return None;
+    }
+    Some(LocatedId {
+        phone_e164: format!("+{number}"),
+        purpose_tag: [block[8], block[9], block[10]],
+    })
+}
+
 /// The current keys, and the previous ones while a rotation settles.
 pub struct Keyring {
     current: Keys,
@@ -208,6 +272,27 @@ impl Keyring {
 
     fn all(&self) -> impl Iterator<Item = &Keys> {
         std::iter::once(&self.current).chain(self.previous.as_ref())
+    }
+
+    /// A new verification id for a send to `phone_e164` for `purpose` that says where it leads
+    /// (current key); `None` for anything that is not an E.164 number.
+    pub fn phone_verification_id(&self, phone_e164: &str, purpose: &str) -> Option<VerificationId> {
+        let random: [u8; 5] = rand::rng().random();
+        let mut block = pack_located(phone_e164, purpose, random)?.into();
+        self.current.verification_id.encrypt_block(&mut block);
+        Some(VerificationId::from_bytes(block.into()))
+    }
+
+    /// Where `id` leads, if one of the keys made it as a phone's (a random id, an email's or
+    /// one made before such ids, is `None` but for about 1 in 18,000, whose purpose's tag the
+    /// caller then finds none of its own).
+    pub fn locate_id(&self, id: &VerificationId) -> Option<LocatedId> {
+        let sealed = id.to_bytes();
+        self.all().find_map(|keys| {
+            let mut block = sealed.into();
+            keys.verification_id.decrypt_block(&mut block);
+            unpack_located(&block.into())
+        })
     }
 
     /// The digest a new code is stored under (current key).
@@ -532,6 +617,61 @@ mod tests {
         assert_ne!(
             answer,
             Keyring::new(&key(2), None).captcha_answer("id", 7, alphabet, 5)
+        );
+    }
+
+    #[test]
+    fn a_phones_id_says_where_it_leads_under_the_key_that_made_it_or_the_next() {
+        let old = Keyring::new(&key(1), None);
+        let id = old
+            .phone_verification_id("+8613800138000", "login")
+            .unwrap();
+        let located = LocatedId {
+            phone_e164: "+8613800138000".to_owned(),
+            purpose_tag: purpose_tag("login"),
+        };
+        assert_eq!(old.locate_id(&id), Some(located.clone()));
+        // Through a rotation: the previous key still reads it; a keyring without it does not.
+        assert_eq!(
+            Keyring::new(&key(2), Some(&key(1))).locate_id(&id),
+            Some(located)
+        );
+        assert_eq!(Keyring::new(&key(2), None).locate_id(&id), None);
+        // Every length of number, and no two ids alike.
+        for phone in ["+1", "+12", "+44207946000", "+999999999999999"] {
+            let a = old.phone_verification_id(phone, "va0123").unwrap();
+            let b = old.phone_verification_id(phone, "va0123").unwrap();
+            assert_ne!(a, b);
+            assert_eq!(old.locate_id(&a).unwrap().phone_e164, phone);
+        }
+        for not_e164 in [
+            "8613800138000",
+            "+",
+            "+0123",
+            "+1234567890123456",
+            "+1 2",
+            "a@b.c",
+        ] {
+            assert_eq!(
+                old.phone_verification_id(not_e164, "login"),
+                None,
+                "{not_e164}"
+            );
+        }
+    }
+
+    #[test]
+    fn ids_that_no_key_made_as_a_phones_rarely_read_as_one() {
+        // A random id (an email's, or one from before these ids) reads as a phone's for about
+        // 1 in 18,000 (1/256 for the first byte, 1.4 % for the number): its purpose's tag must
+        // then match one the caller owns (1 in 2^24 each).
+        let keyring = Keyring::new(&key(1), None);
+        let located = (0..50_000)
+            .filter(|_| keyring.locate_id(&VerificationId::generate()).is_some())
+            .count();
+        assert!(
+            located < 15,
+            "{located} of 50,000 random ids read as a phone's"
         );
     }
 }

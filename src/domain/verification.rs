@@ -1,5 +1,7 @@
 //! Verification ids: what `otp/send` answers, so that only its requester can spend the code it
-//! sent. 128 bits from the CSPRNG, written as 22 characters of URL-safe base64 (no padding).
+//! sent. 128 bits, written as 22 characters of URL-safe base64 (no padding): from the CSPRNG,
+//! or for a phone one AES block under the keyring that also says where it leads
+//! (`Keyring::phone_verification_id`).
 
 use std::fmt;
 
@@ -38,6 +40,15 @@ impl VerificationId {
     /// verification names its id this way.
     pub fn from_bytes(bytes: [u8; ID_BYTES]) -> Self {
         Self(URL_SAFE_NO_PAD.encode(bytes))
+    }
+
+    /// Its 16 bytes (what `from_bytes` takes).
+    pub fn to_bytes(&self) -> [u8; ID_BYTES] {
+        let mut bytes = [0u8; ID_BYTES];
+        URL_SAFE_NO_PAD
+            .decode_slice(&self.0, &mut bytes)
+            .expect("an id is 22 characters of base64 of 16 bytes");
+        bytes
     }
 
     pub fn as_str(&self) -> &str {

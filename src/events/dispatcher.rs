@@ -17,7 +17,7 @@ use crate::domain::VerificationId;
 use crate::sms::http::{PreparedRequest, ProviderClient};
 use crate::store::{
     ClaimedEntry, CodeStore, EventStore, Settlement, StoreError, VerificationRecord,
-    VerificationStatus,
+    VerificationStatus, VerificationTarget,
 };
 
 /// Events claimed at once: each is one subject's, so they are posted concurrently.
@@ -200,7 +200,12 @@ impl Dispatcher {
         let Some(id) = VerificationId::parse(&event.subject) else {
             return Ok(ToSend::Nothing);
         };
-        let record = self.codes.verification(&id).await?;
+        // The event names where its verification leads: no index of ids is read.
+        let target = (!event.phone_e164.is_empty()).then(|| VerificationTarget {
+            phone_e164: event.phone_e164.clone(),
+            purpose: event.purpose.clone(),
+        });
+        let record = self.codes.verification(&id, target.as_ref()).await?;
         Ok(timer_outcome(record.as_ref(), unix_now_ms()))
     }
 

@@ -153,8 +153,11 @@ pub struct OtpService {
     /// Judges each send's levels and refuses a blocked range; counts conversions in them.
     fraud: Arc<FraudGuard>,
     idempotency: Idempotency,
-    /// Codes are kept as keyed digests (and sealed for a resend), never in clear.
+    /// Codes are kept as keyed digests (and sealed for a resend), never in clear; a phone's
+    /// verification ids say where they lead under it.
     keyring: Arc<Keyring>,
+    /// The configured purposes by their tag in a phone's verification id.
+    purpose_tags: Vec<([u8; 3], Purpose)>,
     /// Signs the token a successful verify answers.
     tokens: Arc<TokenIssuer>,
     stats: Arc<Stats>,
@@ -288,6 +291,16 @@ impl OtpService {
                 .collect(),
             fraud,
             keyring,
+            purpose_tags: settings
+                .purposes
+                .iter()
+                .map(|purpose| {
+                    (
+                        crate::keyring::purpose_tag(purpose.as_str()),
+                        purpose.clone(),
+                    )
+                })
+                .collect(),
             tokens,
             idempotency: Idempotency::new(
                 stores.idempotency.clone(),
@@ -443,6 +456,11 @@ impl OtpService {
             VerifyOutcome::CodeExpired => {
                 self.stats.record(Event::VerifyExpired);
                 tracing::debug!(%destination, %purpose, by, "verify: no pending code");
+                if let Some(id) = &id
+                    && self.forgotten(id, &destination, &purpose).await?
+                {
+                    return Err(OtpError::VerificationNotFound);
+                }
                 Err(OtpError::CodeExpired)
             }
             VerifyOutcome::Canceled => {

@@ -357,13 +357,15 @@ impl OtpService {
         let verification = command
             .verification
             .clone()
-            .unwrap_or_else(VerificationId::generate);
+            .unwrap_or_else(|| self.new_verification_id(destination, purpose));
+        let says_where = self.says_where(&verification, destination, purpose);
         let candidate = || CodeCandidate {
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, &code)),
             digest,
             verification: verification.clone(),
+            says_where,
             send_log: send_log_of(profile),
         };
         let budgets = self.budgets(caller, destination, profile);
@@ -512,11 +514,12 @@ impl OtpService {
         let verification = command
             .verification
             .clone()
-            .unwrap_or_else(VerificationId::generate);
+            .unwrap_or_else(|| self.new_verification_id(destination, purpose));
         let candidate = CodeCandidate {
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, code)),
             digest,
+            says_where: self.says_where(&verification, destination, purpose),
             verification: verification.clone(),
             send_log: send_log_of(command.profile.as_deref()),
         };

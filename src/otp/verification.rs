@@ -4,7 +4,8 @@
 
 use super::{Caller, OtpError, OtpService, ServiceProfile};
 use crate::domain::{Destination, Purpose, VerificationId};
-use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus};
+use crate::keyring::purpose_tag;
+use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus, VerificationTarget};
 
 /// Whose verifications a route reaches: `/api/v1`'s (of the configured purposes), or one
 /// Twilio Service's (of its own purpose). Another owner's id is unknown to it, as an id that
@@ -64,11 +65,11 @@ impl OtpService {
         command: &VerifyCommand<'_>,
     ) -> Result<(Destination, Purpose, VerificationId), OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
-        let (phone, purpose) = self.locate(&id).await?;
         let owner = match &command.profile {
             Some(profile) => Owner::Service(&profile.purpose),
             None => Owner::Purposes,
         };
+        let (phone, purpose) = self.locate(&id, owner).await?;
         if !self.owns(owner, &purpose) {
             return Err(OtpError::VerificationNotFound);
         }
@@ -88,13 +89,102 @@ impl OtpService {
         Ok((phone, purpose, id))
     }
 
-    async fn locate(&self, id: &VerificationId) -> Result<(Destination, Purpose), OtpError> {
+    /// Where `id` leads, if to one of `owner`'s purposes: read from the id itself where it is
+    /// a phone's (`Keyring::locate_id`), else from the store's index of ids.
+    async fn locate(
+        &self,
+        id: &VerificationId,
+        owner: Owner<'_>,
+    ) -> Result<(Destination, Purpose), OtpError> {
+        if let Some(target) = self.located(id, owner) {
+            return target_of(self, &target.phone_e164, &target.purpose);
+        }
         let target = self
             .codes
             .locate_verification(id)
             .await?
             .ok_or(OtpError::VerificationNotFound)?;
         target_of(self, &target.phone_e164, &target.purpose)
+    }
+
+    /// Where `id` leads as the id itself says, if it is a phone's for one of `owner`'s
+    /// purposes; `None` sends the caller to the store's index.
+    fn located(&self, id: &VerificationId, owner: Owner<'_>) -> Option<VerificationTarget> {
+        let located = self.keyring.locate_id(id)?;
+        let purpose = match owner {
+            Owner::Service(own) => {
+                (purpose_tag(own.as_str()) == located.purpose_tag).then_some(own)
+            }
+            Owner::Purposes => self.purpose_of_tag(located.purpose_tag),
+        }?;
+        Some(VerificationTarget {
+            phone_e164: located.phone_e164,
+            purpose: purpose.as_str().to_owned(),
+        })
+    }
+
+    /// The configured purpose whose tag `tag` is, if exactly one's is.
+    fn purpose_of_tag(&self, tag: [u8; 3]) -> Option<&Purpose> {
+        let mut matching = self.purpose_tags.iter().filter(|(own, _)| *own == tag);
+        let (_, purpose) = matching.next()?;
+        matching.next().is_none().then_some(purpose)
+    }
+
+    /// The id of a new send to `destination` for `purpose`: a phone's says where it leads (no
+    /// store need index it) unless another configured purpose shares its purpose's tag; any
+    /// other is random.
+    pub(crate) fn new_verification_id(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+    ) -> VerificationId {
+        let shared_tag = || {
+            let tag = purpose_tag(purpose.as_str());
+            self.purpose_tags
+                .iter()
+                .any(|(own, other)| *own == tag && other != purpose)
+        };
+        match destination {
+            Destination::Phone(_) if !shared_tag() => self
+                .keyring
+                .phone_verification_id(destination.key(), purpose.as_str())
+                .unwrap_or_else(VerificationId::generate),
+            _ => VerificationId::generate(),
+        }
+    }
+
+    /// Whether the store keeps nothing of the verification `id`, which says where it leads:
+    /// past its retention it is as unknown as an id the store indexed and forgot (`40401`),
+    /// not an expired code. Read only on a verify's `CodeExpired`.
+    pub(super) async fn forgotten(
+        &self,
+        id: &VerificationId,
+        destination: &Destination,
+        purpose: &Purpose,
+    ) -> Result<bool, OtpError> {
+        if !self.says_where(id, destination, purpose) {
+            return Ok(false);
+        }
+        let target = VerificationTarget {
+            phone_e164: destination.key().to_owned(),
+            purpose: purpose.as_str().to_owned(),
+        };
+        Ok(self.codes.verification(id, Some(&target)).await?.is_none())
+    }
+
+    /// Whether `id` says by itself that it leads to `destination` and `purpose` (so a store
+    /// need not index it).
+    pub(super) fn says_where(
+        &self,
+        id: &VerificationId,
+        destination: &Destination,
+        purpose: &Purpose,
+    ) -> bool {
+        matches!(destination, Destination::Phone(_))
+            && self.keyring.locate_id(id).is_some_and(|located| {
+                located.phone_e164 == destination.key()
+                    && located.purpose_tag == purpose_tag(purpose.as_str())
+            })
     }
 
     /// Whether `owner` reaches a verification of `purpose`.
@@ -112,9 +202,10 @@ impl OtpService {
         owner: Owner<'_>,
     ) -> Result<VerificationView, OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
+        let located = self.located(&id, owner);
         let record = self
             .codes
-            .verification(&id)
+            .verification(&id, located.as_ref())
             .await?
             .ok_or(OtpError::VerificationNotFound)?;
         let view = self.view(id, record)?;
@@ -130,13 +221,17 @@ impl OtpService {
     pub async fn cancel(&self, raw: &str, owner: Owner<'_>) -> Result<VerificationView, OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
         // Whose it is, before anything changes (the id's target never changes).
-        let (_, purpose) = self.locate(&id).await?;
+        let (destination, purpose) = self.locate(&id, owner).await?;
         if !self.owns(owner, &purpose) {
             return Err(OtpError::VerificationNotFound);
         }
+        let target = VerificationTarget {
+            phone_e164: destination.key().to_owned(),
+            purpose: purpose.as_str().to_owned(),
+        };
         let record = self
             .codes
-            .cancel_verification(&id)
+            .cancel_verification(&id, Some(&target))
             .await?
             .ok_or(OtpError::VerificationNotFound)?;
         let view = self.view(id, record)?;
@@ -148,9 +243,14 @@ impl OtpService {
     /// caller decided): the same atomic verify by id, given the pending code's own digest, so
     /// the code is consumed and this id approved exactly as by its right code. An id whose code
     /// is no longer pending is left as it is, and shown.
-    pub async fn approve(&self, raw: &str, caller: &Caller) -> Result<VerificationView, OtpError> {
+    pub async fn approve(
+        &self,
+        raw: &str,
+        caller: &Caller,
+        owner: Owner<'_>,
+    ) -> Result<VerificationView, OtpError> {
         let id = VerificationId::parse(raw).ok_or(OtpError::VerificationNotFound)?;
-        let (phone, purpose) = self.locate(&id).await?;
+        let (phone, purpose) = self.locate(&id, owner).await?;
         if let Some(pending) = self.codes.pending_code(&phone, &purpose).await? {
             let (client, params) = self.verify_limits(caller);
             let outcome = self

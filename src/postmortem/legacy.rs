@@ -282,6 +282,7 @@ impl CodeStore for LegacyRedisStore {
     async fn verification(
         &self,
         _id: &VerificationId,
+        _located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
         Ok(None)
     }
@@ -289,6 +290,7 @@ impl CodeStore for LegacyRedisStore {
     async fn cancel_verification(
         &self,
         _id: &VerificationId,
+        _located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
         Ok(None)
     }

@@ -85,6 +85,9 @@ pub struct CodeCandidate {
     /// The id this send answers. The store binds it to the code the send delivers (the
     /// candidate, or the pending code it re-sends), with its own attempt budget.
     pub verification: VerificationId,
+    /// The id says where it leads (`Keyring::locate_id`), so a store that indexes ids to
+    /// their targets (Redis) need not index this one.
+    pub says_where: bool,
     /// A Twilio-compatible start's send log, created by the issue in its own step if none is
     /// there, and only by a store that does (`CodeStore::writes_send_logs`). Boxed: a send
     /// without one should not carry its size.
@@ -316,16 +319,21 @@ pub trait CodeStore: Send + Sync + 'static {
     ) -> Result<VerifyOutcome, StoreError>;
 
     /// The verification, its status worked out against the pending code; `None` when unknown.
+    /// `located`: where the id leads, when the caller knows (a store that indexes ids to
+    /// their targets need not read its index; an id that says where it leads has no entry).
     async fn verification(
         &self,
         id: &VerificationId,
+        located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError>;
 
     /// Cancels a pending verification (an ended one stays as it is) and returns it. The code
     /// stays pending for its other ids: one requester never ends another's verification.
+    /// `located` as for `verification`.
     async fn cancel_verification(
         &self,
         id: &VerificationId,
+        located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError>;
 
     /// Records that the SMS of the send that answered `id` is unconfirmed (the issue wrote

@@ -309,7 +309,9 @@ impl TwilioCompat {
         let folds = self.otp.writes_send_logs();
         let mut log_exists = false;
         loop {
-            let chosen = VerificationId::generate();
+            let chosen = self
+                .otp
+                .new_verification_id(&destination, &service.purpose());
             let (log, send_log) = if folds && !log_exists {
                 let fresh = fresh_log(&chosen, &destination, &attempt);
                 let send_log = NewSendLog {
@@ -528,7 +530,11 @@ impl TwilioCompat {
                     .cancel(id, Owner::Service(&service.purpose()))
                     .await?
             }
-            "approved" => self.otp.approve(id, &caller_of(&service)).await?,
+            "approved" => {
+                self.otp
+                    .approve(id, &caller_of(&service), Owner::Service(&service.purpose()))
+                    .await?
+            }
             _ => return Err(TwilioError::InvalidParameter("Status")),
         };
         self.shown_view(&service, view).await

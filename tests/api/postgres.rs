@@ -167,6 +167,7 @@ async fn the_sweep_deletes_expired_rows_in_batches_and_keeps_live_ones() {
                     sealed: None,
                     verification: vcode::domain::VerificationId::generate(),
                     send_log: None,
+                    says_where: false,
                 };
                 let phone = crate::support::phone(&random_phone());
                 store

@@ -20,7 +20,7 @@ use vcode::domain::{CaptchaId, CodeLength, Purpose, VerificationId};
 use vcode::idempotency::IdempotencyKey;
 use vcode::keyring::{Keyring, SecretKey};
 use vcode::store::{PendingCode, StoredCaptcha};
-use vcode_wire::{CaptchaCreated, CaptchaVerifyRequest, SendRequest, paths};
+use vcode_wire::{CaptchaCreated, CaptchaVerifyRequest, SendRequest, VerifyRequest, paths};
 
 use crate::support::app::{TestApp, webhook};
 use crate::support::codes::{TEST_SECRET_KEY, keyring};
@@ -284,7 +284,7 @@ async fn the_embedded_store_holds_no_code_and_no_captcha_answer() {
     // The wrong guess went under an id: its attempts count, not the code's.
     assert_eq!((failed_attempts, deliveries), (0, 2));
     let guessed = VerificationId::parse(&secrets.verification).expect("an id");
-    let guessed = app.store.codes.verification(&guessed).await.unwrap();
+    let guessed = app.store.codes.verification(&guessed, None).await.unwrap();
     assert_eq!(guessed.expect("kept").failed_attempts, 1);
     let sealed = sealed.expect("resend=reuse keeps a sealed copy");
     for (place, bytes) in [("digest", &digest.0[..]), ("sealed copy", &sealed.0[..])] {
@@ -373,10 +373,23 @@ async fn an_instance_with_another_key_verifies_and_delivers_nothing() {
         s.sms = webhook(gateway.url());
         s.otp.code_length = CodeLength::new(CODE_DIGITS).unwrap();
         s.otp.resend_cooldown = Duration::ZERO;
+        s.otp.verify_by = vcode::otp::VerifyBy::Either;
         s.captcha.length = ANSWER_CHARS;
     })
     .await;
-    let wrong = stranger.verify(&number, &code).await;
+    // The owner's id says where it leads under the owner's key only: to the stranger it is
+    // unknown, and by phone its digest of the right code is wrong.
+    let unknown = stranger.verify(&number, &code).await;
+    assert_eq!(
+        (unknown.status, unknown.code()),
+        (404, 40401),
+        "{unknown:?}"
+    );
+    let by_phone = VerifyRequest {
+        verification_id: None,
+        ..VerifyRequest::new(&number, &code)
+    };
+    let wrong = stranger.post_json(paths::OTP_VERIFY, &by_phone).await;
     assert_eq!((wrong.status, wrong.code()), (400, 40010), "{wrong:?}");
     assert_eq!(solve(&stranger, &refused, &refused_answer).await, 400);
     // Its resend cannot open the sealed copy: nothing is sent.

@@ -551,10 +551,17 @@ async fn a_services_own_lifetime_and_texts_reach_the_sms(backend: Backend) {
         // The code lives the Service's 120 s, not the server's 300.
         let sid = started.body["sid"].as_str().unwrap();
         let id = vcode::twilio_compat::sid::verification_id(sid).unwrap();
+        // Where it leads, as its id tells the service (Redis keeps no index of a phone's id).
+        let target = vcode::store::VerificationTarget {
+            phone_e164: to.clone(),
+            purpose: vcode::twilio_compat::sid::purpose_of(&service)
+                .as_str()
+                .to_owned(),
+        };
         let record = app
             .store
             .codes
-            .verification(&id)
+            .verification(&id, Some(&target))
             .await
             .unwrap()
             .expect("recorded");

@@ -214,6 +214,7 @@ async fn the_resource_follows_a_verification(backend: Backend) {
 async fn a_verification_expires_with_its_code(backend: Backend) {
     let app = by_id(backend, |settings| {
         settings.otp.code_ttl = std::time::Duration::from_secs(1);
+        settings.otp.verification_retention = std::time::Duration::from_secs(1);
     })
     .await;
     let number = random_phone();
@@ -222,6 +223,11 @@ async fn a_verification_expires_with_its_code(backend: Backend) {
     tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
     assert_eq!(status(&app, &id).await.status, VerificationStatus::Expired);
     assert_eq!(app.verify_id(&id, &code).await.code(), 41000);
+    // Past its retention it is forgotten: unknown, whether the store indexed its id or the id
+    // says where it leads (a phone's).
+    tokio::time::sleep(std::time::Duration::from_millis(1300)).await;
+    assert_eq!(app.get(&paths::verification(&id)).await.status, 404);
+    assert_eq!(app.verify_id(&id, &code).await.code(), 40401);
 }
 
 async fn either_takes_an_id_or_a_phone_and_phone_ignores_ids(backend: Backend) {
@@ -304,6 +310,78 @@ async fn status_and_cancel_are_behind_their_api_keys(backend: Backend) {
         cancel.data::<VerificationData>().status,
         VerificationStatus::Canceled
     );
+}
+
+/// The keys of the test's Redis matching `pattern`, with their `MEMORY USAGE`.
+async fn redis_keys(app: &TestApp, pattern: &str) -> Vec<(String, u64)> {
+    let mut connection = app
+        .redis
+        .as_ref()
+        .expect("the test's Redis")
+        .connection()
+        .await;
+    let keys: Vec<String> = ::redis::cmd("KEYS")
+        .arg(pattern)
+        .query_async(&mut connection)
+        .await
+        .unwrap();
+    let mut usage = Vec::new();
+    for key in keys {
+        let bytes: u64 = ::redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg(&key)
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        usage.push((key, bytes));
+    }
+    usage
+}
+
+/// A phone's verification id says where it leads: on Redis no key indexes it, so a pending
+/// verification is its code and its record (issue 42's memory), and a verify by id, the
+/// status and the cancel still find it. `VCODE_REDIS_INDEX_EVERY_ID` writes the index as
+/// before (a rolling upgrade from a build that reads nothing else); an email's id is random
+/// and always indexed.
+#[tokio::test]
+async fn a_phones_id_needs_no_index_on_redis() {
+    for index_every_id in [false, true] {
+        let app = by_id(Backend::Redis, |settings| {
+            if let vcode::settings::StoreSettings::Redis(redis) = &mut settings.store {
+                redis.index_every_id = index_every_id;
+            }
+        })
+        .await;
+        let number = random_phone();
+        let id = app.send_id(&number).await;
+        let indexes = redis_keys(&app, "verify_code:verification:*").await;
+        assert_eq!(indexes.len(), usize::from(index_every_id), "{indexes:?}");
+        if !index_every_id {
+            let pending = redis_keys(&app, &format!("verify_code:{{{number}}}:*")).await;
+            assert_eq!(
+                pending.len(),
+                2,
+                "the code and its verification: {pending:?}"
+            );
+            let bytes: u64 = pending.iter().map(|(_, bytes)| bytes).sum();
+            assert!(bytes <= 320, "{bytes} bytes: {pending:?}");
+        }
+        assert_eq!(status(&app, &id).await.status, VerificationStatus::Pending);
+        let code = app.last_code(&number).await;
+        let verified = app.verify_id(&id, &code).await;
+        assert_eq!(verified.status, 200, "{verified:?}");
+        assert_eq!(status(&app, &id).await.status, VerificationStatus::Approved);
+
+        // A second one, canceled by its id alone.
+        let other = random_phone();
+        let id = app.send_id(&other).await;
+        let cancel = app.post_json(&paths::verification_cancel(&id), &()).await;
+        assert_eq!(
+            cancel.data::<VerificationData>().status,
+            VerificationStatus::Canceled,
+            "{cancel:?}"
+        );
+    }
 }
 
 on_every_store!(

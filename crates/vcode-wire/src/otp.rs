@@ -179,7 +179,7 @@ impl VerifyRequest {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SendData {
-    /// This send's own id (128 random bits, URL-safe base64): `otp/verify` takes it with the
+    /// This send's own id (128 unguessable bits, URL-safe base64): `otp/verify` takes it with the
     /// code, and only guesses under it count against it. Every send answers a new one, also
     /// when it re-sends the pending code. Empty only from a service that predates ids.
     #[serde(default)]

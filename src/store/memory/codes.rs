@@ -350,6 +350,7 @@ impl CodeStore for MemoryStore {
     async fn verification(
         &self,
         id: &VerificationId,
+        _located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
         Ok(self.read_verification(id, false))
     }
@@ -357,6 +358,7 @@ impl CodeStore for MemoryStore {
     async fn cancel_verification(
         &self,
         id: &VerificationId,
+        _located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
         Ok(self.read_verification(id, true))
     }

@@ -545,6 +545,7 @@ mod tests {
                 digest: CodeDigest([7; 16]),
                 sealed: None,
                 verification: VerificationId::generate(),
+                says_where: false,
                 send_log: None,
             };
             store

@@ -386,6 +386,7 @@ impl CodeStore for PostgresStore {
     async fn verification(
         &self,
         id: &VerificationId,
+        _located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
         self.read_verification(id, false).await
     }
@@ -393,6 +394,7 @@ impl CodeStore for PostgresStore {
     async fn cancel_verification(
         &self,
         id: &VerificationId,
+        _located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
         self.read_verification(id, true).await
     }

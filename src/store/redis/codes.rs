@@ -28,6 +28,9 @@ impl RedisStore {
         // The candidate goes into the outcome; a Cluster's refused send still needs its id.
         let id = &candidate.verification.clone();
         let target = encode_target(destination, purpose);
+        // An id that says where it leads needs no target key (`VCODE_REDIS_INDEX_EVERY_ID`:
+        // every id gets one, for instances of builds that read nothing else).
+        let indexed = !candidate.says_where || self.index_every_id;
         // The budgets' logs and the id's target share no hash tag with the phone's: in this
         // script on one node only.
         let one_node = self.connections.one_node();
@@ -42,7 +45,11 @@ impl RedisStore {
             .arg(quota_token.0)
             .arg(self.give_up_at_ms())
             .arg(duration_ms(params.retention))
-            .arg(if one_node { target.as_str() } else { "" })
+            .arg(if one_node && indexed {
+                target.as_str()
+            } else {
+                ""
+            })
             .arg(phone_rules.len())
             .arg(match &guard {
                 None => 0u8,
@@ -56,7 +63,7 @@ impl RedisStore {
             })
             .arg(phone_rules)
             .arg(budgets.token.0);
-        if one_node {
+        if one_node && indexed {
             invocation.key(keys::verification_target(id));
         }
         let in_script = if one_node { budgets.budgets } else { &[] };
@@ -77,7 +84,7 @@ impl RedisStore {
         self.hint_outbox_after(destination.key(), params.ttl);
         let mut connection = self.connections.get();
         let started = std::time::Instant::now();
-        if !one_node {
+        if !one_node && indexed {
             // On a Cluster the target lives on its id's slot: written first, so that a failure
             // leaves nothing issued, and within the same command timeout as the issue (its
             // "not after" is already in the invocation): a send never waits longer for the
@@ -103,7 +110,7 @@ impl RedisStore {
         }
         let outcome = parse_issue(&reply, candidate, quota_token, in_script, one_node)
             .ok_or_else(|| protocol("issue", &reply))?;
-        if !one_node && !matches!(outcome, IssueOutcome::Send(_)) {
+        if !one_node && indexed && !matches!(outcome, IssueOutcome::Send(_)) {
             // A refused send's id is never handed out: its target goes, off the send's path.
             let (store, key) = (self.clone(), keys::verification_target(id));
             tokio::spawn(async move {
@@ -350,15 +357,17 @@ impl CodeStore for RedisStore {
     async fn verification(
         &self,
         id: &VerificationId,
+        located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
-        self.run_verification(id, "read").await
+        self.run_verification(id, located, "read").await
     }
 
     async fn cancel_verification(
         &self,
         id: &VerificationId,
+        located: Option<&VerificationTarget>,
     ) -> Result<Option<VerificationRecord>, StoreError> {
-        self.run_verification(id, "cancel").await
+        self.run_verification(id, located, "cancel").await
     }
 
     async fn mark_unconfirmed(
@@ -385,14 +394,20 @@ impl CodeStore for RedisStore {
 }
 
 impl RedisStore {
-    /// `verification.lua` (`read` or `cancel`) on the verification `id` leads to.
+    /// `verification.lua` (`read` or `cancel`) on the verification `id` leads to (`located`,
+    /// or as its target key says).
     async fn run_verification(
         &self,
         id: &VerificationId,
+        located: Option<&VerificationTarget>,
         operation: &str,
     ) -> Result<Option<VerificationRecord>, StoreError> {
-        let Some(target) = self.locate_verification(id).await? else {
-            return Ok(None);
+        let target = match located {
+            Some(target) => target.clone(),
+            None => match self.locate_verification(id).await? {
+                Some(target) => target,
+                None => return Ok(None),
+            },
         };
         let mut invocation = SCRIPTS.verification.prepare_invoke();
         invocation

@@ -134,6 +134,9 @@ pub struct RedisStore {
     events_on: Arc<AtomicBool>,
     /// On a Cluster, the slots whose outboxes to claim from (`events.rs`).
     cluster_outboxes: Arc<std::sync::Mutex<events::ClusterOutboxes>>,
+    /// Write every verification id's target key, also where the id says where it leads
+    /// (`VCODE_REDIS_INDEX_EVERY_ID`: a rolling upgrade from a build that reads only the key).
+    index_every_id: bool,
 }
 
 impl RedisStore {
@@ -149,6 +152,7 @@ impl RedisStore {
             command_timeout: settings.command_timeout,
             events_on: Arc::default(),
             cluster_outboxes: Arc::default(),
+            index_every_id: settings.index_every_id,
         })
     }
 

@@ -12,7 +12,7 @@ use super::tls::read_ca_file;
 use crate::config::error::ConfigError;
 use crate::config::redact::redact_url;
 use crate::config::secret::{Secret, SecretVariable};
-use crate::config::text::{Millis, OptionalText};
+use crate::config::text::{Flag, Millis, OptionalText};
 
 #[derive(Clone, Debug)]
 pub struct RedisSettings {
@@ -22,6 +22,10 @@ pub struct RedisSettings {
     /// PEM certificates of the private CA that `rediss://` servers are verified against, in
     /// place of the public roots (`VCODE_REDIS_CA_FILE`).
     pub ca_file: Option<PathBuf>,
+    /// Write a target key for every verification id, also a phone's, whose id says where it
+    /// leads (`VCODE_REDIS_INDEX_EVERY_ID`): while instances of a build from before such ids
+    /// (2026-12-06) share the Redis, which find an id only by its key.
+    pub index_every_id: bool,
 }
 
 /// Where the data lives; the store code and the scripts are the same on all three. `Debug`
@@ -120,6 +124,8 @@ pub struct RedisVariables {
         with = "Millis::<10, 60_000>"
     )]
     pub command_timeout: Duration,
+    #[serde(rename = "VCODE_REDIS_INDEX_EVERY_ID", with = "Flag")]
+    pub index_every_id: bool,
 }
 
 impl Default for RedisVariables {
@@ -133,6 +139,7 @@ impl Default for RedisVariables {
             ca_file: None,
             connect_timeout: Duration::from_millis(1000),
             command_timeout: Duration::from_millis(500),
+            index_every_id: false,
         }
     }
 }
@@ -146,6 +153,7 @@ impl RedisVariables {
     ) -> Result<Option<RedisSettings>, ConfigError> {
         let ca_file = self.ca_file.clone();
         let (connect_timeout, command_timeout) = (self.connect_timeout, self.command_timeout);
+        let index_every_id = self.index_every_id;
         let Some(topology) = self.topology(master_password)? else {
             return Ok(None);
         };
@@ -154,6 +162,7 @@ impl RedisVariables {
             topology,
             connect_timeout,
             command_timeout,
+            index_every_id,
         }))
     }
 

@@ -93,7 +93,7 @@ async fn a_verification_leads_back_to_the_address(backend: Backend) {
         .unwrap();
     assert_eq!(target.phone_e164, lower.key());
     t.store.mark_unconfirmed(&written, &sent.id).await.unwrap();
-    let record = t.store.verification(&sent.id).await.unwrap().unwrap();
+    let record = t.store.verification(&sent.id, None).await.unwrap().unwrap();
     assert_eq!(record.delivery, DeliveryStatus::Unconfirmed);
     let outcome = t
         .store

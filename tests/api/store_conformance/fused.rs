@@ -150,7 +150,11 @@ async fn fused_steps_answer_alike_on_the_backend_and_step_by_step(backend: Backe
             None,
             "{way}"
         );
-        assert_eq!(t.store.verification(&id).await.unwrap(), None, "{way}");
+        assert_eq!(
+            t.store.verification(&id, None).await.unwrap(),
+            None,
+            "{way}"
+        );
         // Nothing issued, so nothing cools a plain issue down.
         let (outcome, sent) = issue(&*t.store, &other, &login(), &standard()).await;
         assert!(

@@ -43,7 +43,7 @@ async fn apply(store: &dyn Store, receipt: &Receipt<'_>) -> ReceiptOutcome {
 }
 
 async fn delivery(store: &dyn Store, id: &VerificationId) -> (DeliveryStatus, Option<String>) {
-    let record = store.verification(id).await.unwrap().expect("known");
+    let record = store.verification(id, None).await.unwrap().expect("known");
     (record.delivery, record.delivery_error)
 }
 

@@ -26,7 +26,7 @@ async fn verify_id(
 
 async fn status(store: &dyn Store, id: &VerificationId) -> Option<VerificationStatus> {
     store
-        .verification(id)
+        .verification(id, None)
         .await
         .expect("store answers")
         .map(|record| record.status)
@@ -53,7 +53,7 @@ async fn a_send_is_located_and_pending(backend: Backend) {
         .unwrap();
     assert_eq!(target.phone_e164, phone.key());
     assert_eq!(target.purpose, "login");
-    let record = t.store.verification(&sent.id).await.unwrap().unwrap();
+    let record = t.store.verification(&sent.id, None).await.unwrap().unwrap();
     assert_eq!(record.status, VerificationStatus::Pending);
     assert_eq!(record.delivery, DeliveryStatus::Sent);
     assert_eq!(record.failed_attempts, 0);
@@ -65,7 +65,7 @@ async fn a_send_is_located_and_pending(backend: Backend) {
     assert_eq!(t.store.locate_verification(&unknown).await.unwrap(), None);
     assert_eq!(status(&*t.store, &unknown).await, None);
     t.store.mark_unconfirmed(&phone, &sent.id).await.unwrap();
-    let record = t.store.verification(&sent.id).await.unwrap().unwrap();
+    let record = t.store.verification(&sent.id, None).await.unwrap().unwrap();
     assert_eq!(record.delivery, DeliveryStatus::Unconfirmed);
 }
 
@@ -104,7 +104,12 @@ async fn guesses_spend_only_their_own_id_and_never_the_code(backend: Backend) {
         .await
         .expect("the code stays");
     assert_eq!(pending.failed_attempts, 0);
-    let record = t.store.verification(&owner.id).await.unwrap().unwrap();
+    let record = t
+        .store
+        .verification(&owner.id, None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (record.status, record.failed_attempts),
         (VerificationStatus::Pending, 0)
@@ -181,7 +186,7 @@ async fn a_canceled_id_no_longer_verifies_and_the_others_still_do(backend: Backe
     let second = deliver(&*t.store, &phone, &no_cooldown()).await;
     let canceled = t
         .store
-        .cancel_verification(&first.id)
+        .cancel_verification(&first.id, None)
         .await
         .unwrap()
         .unwrap();
@@ -198,14 +203,14 @@ async fn a_canceled_id_no_longer_verifies_and_the_others_still_do(backend: Backe
     // An ended verification stays as it is.
     let again = t
         .store
-        .cancel_verification(&second.id)
+        .cancel_verification(&second.id, None)
         .await
         .unwrap()
         .unwrap();
     assert_eq!(again.status, VerificationStatus::Approved);
     assert_eq!(
         t.store
-            .cancel_verification(&VerificationId::generate())
+            .cancel_verification(&VerificationId::generate(), None)
             .await
             .unwrap(),
         None
@@ -344,7 +349,12 @@ async fn concurrent_wrong_guesses_under_one_id_never_exceed_its_budget(backend: 
             .iter()
             .all(|o| matches!(o, VerifyOutcome::Mismatch { .. } | VerifyOutcome::Destroyed))
     );
-    let record = t.store.verification(&other.id).await.unwrap().unwrap();
+    let record = t
+        .store
+        .verification(&other.id, None)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(record.failed_attempts, 5);
     assert_eq!(
         verify_id(&*t.store, &phone, &owner.id, &owner.code).await,
@@ -367,7 +377,7 @@ async fn an_unconfirmed_send_under_a_phone_quota_is_recorded(backend: Backend) {
     };
     let sent = deliver(&*t.store, &phone, &p).await;
     t.store.mark_unconfirmed(&phone, &sent.id).await.unwrap();
-    let record = t.store.verification(&sent.id).await.unwrap().unwrap();
+    let record = t.store.verification(&sent.id, None).await.unwrap().unwrap();
     assert_eq!(record.delivery, DeliveryStatus::Unconfirmed);
     assert_eq!(record.status, VerificationStatus::Pending);
     // The code is untouched: it still verifies under its id.

@@ -33,6 +33,7 @@ pub fn candidate(phone: &Destination, purpose: &Purpose, code: &Code) -> CodeCan
         digest,
         verification: vcode::domain::VerificationId::generate(),
         send_log: None,
+        says_where: false,
     }
 }
 
