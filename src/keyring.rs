@@ -216,7 +216,7 @@ pub fn purpose_tag(purpose: &str) -> [u8; 3] {
 }
 
 /// The plain block of a phone's id; `None` unless `phone_e164` is `+` and 1-15 digits.
-fn pack_located(phone_e164: &str, purpose: &str, random: [u8; 5]) -> Option<[u8; 16]> {
+fn pack_located(phone_e164: &str, purpose_tag: [u8; 3], random: [u8; 5]) -> Option<[u8; 16]> {
     let digits = phone_e164.strip_prefix('+')?;
     let valid = (1..=15).contains(&digits.len())
         && digits.bytes().all(|b| b.is_ascii_digit())
@@ -225,7 +225,7 @@ fn pack_located(phone_e164: &str, purpose: &str, random: [u8; 5]) -> Option<[u8;
     let mut block = [0u8; 16];
     block[0] = LOCATED | digits.len() as u8;
     block[1..8].copy_from_slice(&number.to_be_bytes()[1..]);
-    block[8..11].copy_from_slice(&purpose_tag(purpose));
+    block[8..11].copy_from_slice(&purpose_tag);
     block[11..].copy_from_slice(&random);
     Some(block)
 }
@@ -274,11 +274,16 @@ impl Keyring {
         std::iter::once(&self.current).chain(self.previous.as_ref())
     }
 
-    /// A new verification id for a send to `phone_e164` for `purpose` that says where it leads
-    /// (current key); `None` for anything that is not an E.164 number.
-    pub fn phone_verification_id(&self, phone_e164: &str, purpose: &str) -> Option<VerificationId> {
+    /// A new verification id for a send to `phone_e164` for the purpose whose
+    /// [`purpose_tag`] is `purpose_tag`, that says where it leads (current key); `None` for
+    /// anything that is not an E.164 number.
+    pub fn phone_verification_id(
+        &self,
+        phone_e164: &str,
+        purpose_tag: [u8; 3],
+    ) -> Option<VerificationId> {
         let random: [u8; 5] = rand::rng().random();
-        let mut block = pack_located(phone_e164, purpose, random)?.into();
+        let mut block = pack_located(phone_e164, purpose_tag, random)?.into();
         self.current.verification_id.encrypt_block(&mut block);
         Some(VerificationId::from_bytes(block.into()))
     }
@@ -624,7 +629,7 @@ mod tests {
     fn a_phones_id_says_where_it_leads_under_the_key_that_made_it_or_the_next() {
         let old = Keyring::new(&key(1), None);
         let id = old
-            .phone_verification_id("+8613800138000", "login")
+            .phone_verification_id("+8613800138000", purpose_tag("login"))
             .unwrap();
         let located = LocatedId {
             phone_e164: "+8613800138000".to_owned(),
@@ -639,8 +644,12 @@ mod tests {
         assert_eq!(Keyring::new(&key(2), None).locate_id(&id), None);
         // Every length of number, and no two ids alike.
         for phone in ["+1", "+12", "+44207946000", "+999999999999999"] {
-            let a = old.phone_verification_id(phone, "va0123").unwrap();
-            let b = old.phone_verification_id(phone, "va0123").unwrap();
+            let a = old
+                .phone_verification_id(phone, purpose_tag("va0123"))
+                .unwrap();
+            let b = old
+                .phone_verification_id(phone, purpose_tag("va0123"))
+                .unwrap();
             assert_ne!(a, b);
             assert_eq!(old.locate_id(&a).unwrap().phone_e164, phone);
         }
@@ -653,7 +662,7 @@ mod tests {
             "a@b.c",
         ] {
             assert_eq!(
-                old.phone_verification_id(not_e164, "login"),
+                old.phone_verification_id(not_e164, purpose_tag("login")),
                 None,
                 "{not_e164}"
             );

@@ -46,7 +46,9 @@ pub use self::receipts::{
     Applied, DeliveryRates, MAX_RATE_HOURS, ProviderCountryRate, ReceiptError, ReceiptSecrets,
     ReceiptService,
 };
-pub use self::send::{DeliveryStatus, MeteredBucket, SendCommand, SendReceipt, ServiceProfile};
+pub use self::send::{
+    DeliveryStatus, MeteredBucket, NewVerificationId, SendCommand, SendReceipt, ServiceProfile,
+};
 pub use self::settings::{AbuseSettings, OtpSettings, TestNumbers, VerifyBy};
 pub use self::verification::{Owner, VerificationView, VerifyCommand};
 pub use crate::store::VerificationStatus;

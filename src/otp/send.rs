@@ -52,8 +52,17 @@ pub struct SendCommand {
     /// a send without a profile should not pay for its size.
     pub profile: Option<Box<ServiceProfile>>,
     /// The new verification's id, chosen by a caller that records it before the send (a
-    /// Twilio Verify start writes its send log first); a new random one when `None`.
-    pub verification: Option<VerificationId>,
+    /// Twilio Verify start writes its send log first) with `OtpService::new_verification_id`;
+    /// a new one when `None`.
+    pub verification: Option<NewVerificationId>,
+}
+
+/// A new send's verification id, and whether it says where it leads (a phone's, made under
+/// the keyring: a store need not index it).
+#[derive(Clone, Debug)]
+pub struct NewVerificationId {
+    pub id: VerificationId,
+    pub says_where: bool,
 }
 
 /// What a Twilio Verify Service sets for the codes it sends: they are kept apart under a
@@ -337,6 +346,21 @@ impl OtpService {
         }
     }
 
+    /// The send's verification id, and whether it says where it leads: the one the command
+    /// chose (a Twilio-compatible start's), or a new one.
+    fn verification_id_of(
+        &self,
+        command: &SendCommand,
+        destination: &Destination,
+        purpose: &Purpose,
+    ) -> (VerificationId, bool) {
+        let NewVerificationId { id, says_where } = match &command.verification {
+            Some(chosen) => chosen.clone(),
+            None => self.new_verification_id(destination, purpose),
+        };
+        (id, says_where)
+    }
+
     /// Issues a code within the phone's quota and the client's and the global SMS budget, and
     /// the fraud guard's step, and sends it; undoes the issue (and releases the budgets and
     /// the guard's count) if anything after it fails, an unconfirmed SMS excepted.
@@ -354,11 +378,7 @@ impl OtpService {
         let code = Code::generate(length);
         let (e164, purpose_name) = (destination.key(), purpose.as_str());
         let digest = self.keyring.code_digest(e164, purpose_name, &code);
-        let verification = command
-            .verification
-            .clone()
-            .unwrap_or_else(|| self.new_verification_id(destination, purpose));
-        let says_where = self.says_where(&verification, destination, purpose);
+        let (verification, says_where) = self.verification_id_of(command, destination, purpose);
         let candidate = || CodeCandidate {
             // Only a resend of the same code needs it back.
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
@@ -511,15 +531,12 @@ impl OtpService {
         let digest = self
             .keyring
             .code_digest(destination.key(), purpose.as_str(), code);
-        let verification = command
-            .verification
-            .clone()
-            .unwrap_or_else(|| self.new_verification_id(destination, purpose));
+        let (verification, says_where) = self.verification_id_of(command, destination, purpose);
         let candidate = CodeCandidate {
             sealed: (self.issue_params.policy == ResendPolicy::Reuse)
                 .then(|| self.keyring.seal_code(&digest, code)),
             digest,
-            says_where: self.says_where(&verification, destination, purpose),
+            says_where,
             verification: verification.clone(),
             send_log: send_log_of(command.profile.as_deref()),
         };

@@ -2,7 +2,7 @@
 //! purpose, checked against what the request says), and the status read and the cancel of
 //! `GET /otp/verifications/{id}` and its `cancel`.
 
-use super::{Caller, OtpError, OtpService, ServiceProfile};
+use super::{Caller, NewVerificationId, OtpError, OtpService, ServiceProfile};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::keyring::purpose_tag;
 use crate::store::{DeliveryStatus, VerificationRecord, VerificationStatus, VerificationTarget};
@@ -130,29 +130,6 @@ impl OtpService {
         matching.next().is_none().then_some(purpose)
     }
 
-    /// The id of a new send to `destination` for `purpose`: a phone's says where it leads (no
-    /// store need index it) unless another configured purpose shares its purpose's tag; any
-    /// other is random.
-    pub(crate) fn new_verification_id(
-        &self,
-        destination: &Destination,
-        purpose: &Purpose,
-    ) -> VerificationId {
-        let shared_tag = || {
-            let tag = purpose_tag(purpose.as_str());
-            self.purpose_tags
-                .iter()
-                .any(|(own, other)| *own == tag && other != purpose)
-        };
-        match destination {
-            Destination::Phone(_) if !shared_tag() => self
-                .keyring
-                .phone_verification_id(destination.key(), purpose.as_str())
-                .unwrap_or_else(VerificationId::generate),
-            _ => VerificationId::generate(),
-        }
-    }
-
     /// Whether the store keeps nothing of the verification `id`, which says where it leads:
     /// past its retention it is as unknown as an id the store indexed and forgot (`40401`),
     /// not an expired code. Read only on a verify's `CodeExpired`.
@@ -172,9 +149,39 @@ impl OtpService {
         Ok(self.codes.verification(id, Some(&target)).await?.is_none())
     }
 
-    /// Whether `id` says by itself that it leads to `destination` and `purpose` (so a store
-    /// need not index it).
-    pub(super) fn says_where(
+    /// The id of a new send to `destination` for `purpose`, and whether it says where it
+    /// leads: a phone's does (no store need index it) unless another configured purpose
+    /// shares its purpose's tag; any other is random.
+    pub(crate) fn new_verification_id(
+        &self,
+        destination: &Destination,
+        purpose: &Purpose,
+    ) -> NewVerificationId {
+        let tag = self.tag_of(purpose);
+        let shared = self
+            .purpose_tags
+            .iter()
+            .any(|(own, other)| *own == tag && other != purpose);
+        let located = match destination {
+            Destination::Phone(_) if !shared => {
+                self.keyring.phone_verification_id(destination.key(), tag)
+            }
+            _ => None,
+        };
+        match located {
+            Some(id) => NewVerificationId {
+                id,
+                says_where: true,
+            },
+            None => NewVerificationId {
+                id: VerificationId::generate(),
+                says_where: false,
+            },
+        }
+    }
+
+    /// Whether `id` says by itself that it leads to `destination` and `purpose`.
+    fn says_where(
         &self,
         id: &VerificationId,
         destination: &Destination,
@@ -183,8 +190,16 @@ impl OtpService {
         matches!(destination, Destination::Phone(_))
             && self.keyring.locate_id(id).is_some_and(|located| {
                 located.phone_e164 == destination.key()
-                    && located.purpose_tag == purpose_tag(purpose.as_str())
+                    && located.purpose_tag == self.tag_of(purpose)
             })
+    }
+
+    /// `purpose`'s tag: a configured purpose's from the table (no hash on a send's path).
+    fn tag_of(&self, purpose: &Purpose) -> [u8; 3] {
+        self.purpose_tags
+            .iter()
+            .find(|(_, own)| own == purpose)
+            .map_or_else(|| purpose_tag(purpose.as_str()), |(tag, _)| *tag)
     }
 
     /// Whether `owner` reaches a verification of `purpose`.

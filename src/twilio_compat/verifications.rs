@@ -313,7 +313,7 @@ impl TwilioCompat {
                 .otp
                 .new_verification_id(&destination, &service.purpose());
             let (log, send_log) = if folds && !log_exists {
-                let fresh = fresh_log(&chosen, &destination, &attempt);
+                let fresh = fresh_log(&chosen.id, &destination, &attempt);
                 let send_log = NewSendLog {
                     service: service.sid.clone(),
                     body: fresh.encode(),
@@ -322,7 +322,7 @@ impl TwilioCompat {
                 (fresh, Some(send_log))
             } else {
                 let reserved = self
-                    .reserve(&service, &destination, &chosen, &attempt, log_exists)
+                    .reserve(&service, &destination, &chosen.id, &attempt, log_exists)
                     .await?;
                 (reserved, None)
             };
