@@ -142,10 +142,7 @@ impl OtpService {
         if !self.says_where(id, destination, purpose) {
             return Ok(false);
         }
-        let target = VerificationTarget {
-            phone_e164: destination.key().to_owned(),
-            purpose: purpose.as_str().to_owned(),
-        };
+        let target = VerificationTarget::of(destination, purpose);
         Ok(self.codes.verification(id, Some(&target)).await?.is_none())
     }
 
@@ -240,10 +237,7 @@ impl OtpService {
         if !self.owns(owner, &purpose) {
             return Err(OtpError::VerificationNotFound);
         }
-        let target = VerificationTarget {
-            phone_e164: destination.key().to_owned(),
-            purpose: purpose.as_str().to_owned(),
-        };
+        let target = VerificationTarget::of(&destination, &purpose);
         let record = self
             .codes
             .cancel_verification(&id, Some(&target))

@@ -197,6 +197,16 @@ pub struct VerificationTarget {
     pub purpose: String,
 }
 
+impl VerificationTarget {
+    /// The target of a verification sent to `destination` for `purpose`.
+    pub fn of(destination: &Destination, purpose: &Purpose) -> Self {
+        Self {
+            phone_e164: destination.key().to_owned(),
+            purpose: purpose.as_str().to_owned(),
+        }
+    }
+}
+
 /// A verification's life-cycle, as `GET /otp/verifications/{id}` answers it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum VerificationStatus {

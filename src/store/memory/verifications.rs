@@ -22,10 +22,7 @@ impl MemoryStore {
         let ttl = duration_ms(params.ttl);
         let created_at_unix_ms = unix_now_ms();
         let entry = VerificationEntry {
-            target: VerificationTarget {
-                phone_e164: destination.key().to_owned(),
-                purpose: purpose.as_str().to_owned(),
-            },
+            target: VerificationTarget::of(destination, purpose),
             digest,
             ended: None,
             delivery: DeliveryStatus::Sent,
