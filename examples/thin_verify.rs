@@ -124,7 +124,7 @@ async fn run_verify(
         .arg(1)
         .arg(0)
         .arg("|")
-        .arg(format!("verify_code:{{{}}}:verification:", body.phone))
+        .arg(format!("verify_code:{{{}}}:", body.phone))
         .arg(format!("{:0>16}", body.code));
     match invocation
         .invoke_async::<Vec<redis::Value>>(&mut connection)
@@ -156,6 +156,7 @@ async fn main() -> std::io::Result<()> {
         &[
             include_str!("../src/store/redis/events.lua"),
             include_str!("../src/store/redis/quota.lua"),
+            include_str!("../src/store/redis/verification_prelude.lua"),
             include_str!("../src/store/redis/verify.lua"),
         ]
         .concat(),

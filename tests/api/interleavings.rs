@@ -26,7 +26,7 @@ fn connect(server: &RedisServer) -> RedisStore {
         connect_timeout: Duration::from_millis(500),
         command_timeout: Duration::from_millis(1000),
         ca_file: None,
-        index_every_id: false,
+        older_instances: false,
     })
     .expect("valid settings")
 }

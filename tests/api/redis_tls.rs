@@ -24,7 +24,7 @@ fn settings(topology: RedisTopology, ca_file: Option<&Path>) -> RedisSettings {
         connect_timeout: Duration::from_millis(1000),
         command_timeout: Duration::from_millis(1000),
         ca_file: ca_file.map(Path::to_path_buf),
-        index_every_id: false,
+        older_instances: false,
     }
 }
 

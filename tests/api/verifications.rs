@@ -10,7 +10,7 @@ use vcode_wire::{
     Delivery, VerificationData, VerificationStatus, VerifyData, VerifyRequest, paths,
 };
 
-use crate::support::app::TestApp;
+use crate::support::app::{TestApp, spawn_second_instance};
 use crate::support::{Backend, random_phone, spawn_app_with};
 
 /// An app verifying by id (the service's default and the harness's), whatever the harness says.
@@ -338,33 +338,58 @@ async fn redis_keys(app: &TestApp, pattern: &str) -> Vec<(String, u64)> {
     usage
 }
 
+/// A verification's fields on the test's Redis.
+async fn redis_fields(app: &TestApp, key: &str) -> std::collections::HashMap<String, Vec<u8>> {
+    let mut connection = app
+        .redis
+        .as_ref()
+        .expect("the test's Redis")
+        .connection()
+        .await;
+    ::redis::cmd("HGETALL")
+        .arg(key)
+        .query_async(&mut connection)
+        .await
+        .unwrap()
+}
+
 /// A phone's verification id says where it leads: on Redis no key indexes it, so a pending
-/// verification is its code and its record (issue 42's memory), and a verify by id, the
-/// status and the cancel still find it. `VCODE_REDIS_INDEX_EVERY_ID` writes the index as
-/// before (a rolling upgrade from a build that reads nothing else); an email's id is random
-/// and always indexed.
+/// verification is its code and its record, at most 300 bytes (issue 42's memory), and a
+/// verify by id, the status and the cancel still find it. `VCODE_REDIS_OLDER_INSTANCES`
+/// writes it as builds before 2026-12-07 read it: under its name before, bound by the code's
+/// whole digest, and indexed (builds before 2026-12-06 find an id only by its index).
 #[tokio::test]
 async fn a_phones_id_needs_no_index_on_redis() {
-    for index_every_id in [false, true] {
+    for older_instances in [false, true] {
         let app = by_id(Backend::Redis, |settings| {
             if let vcode::settings::StoreSettings::Redis(redis) = &mut settings.store {
-                redis.index_every_id = index_every_id;
+                redis.older_instances = older_instances;
             }
         })
         .await;
         let number = random_phone();
         let id = app.send_id(&number).await;
         let indexes = redis_keys(&app, "verify_code:verification:*").await;
-        assert_eq!(indexes.len(), usize::from(index_every_id), "{indexes:?}");
-        if !index_every_id {
-            let pending = redis_keys(&app, &format!("verify_code:{{{number}}}:*")).await;
-            assert_eq!(
-                pending.len(),
-                2,
-                "the code and its verification: {pending:?}"
-            );
+        assert_eq!(indexes.len(), usize::from(older_instances), "{indexes:?}");
+        let pending = redis_keys(&app, &format!("verify_code:{{{number}}}:*")).await;
+        assert_eq!(
+            pending.len(),
+            2,
+            "the code and its verification: {pending:?}"
+        );
+        let (name, binding) = if older_instances {
+            (format!("verify_code:{{{number}}}:verification:{id}"), 16)
+        } else {
+            (format!("verify_code:{{{number}}}:v:{id}"), 8)
+        };
+        assert!(
+            pending.iter().any(|(key, _)| *key == name),
+            "{name}: {pending:?}"
+        );
+        assert_eq!(redis_fields(&app, &name).await["g"].len(), binding);
+        if !older_instances {
             let bytes: u64 = pending.iter().map(|(_, bytes)| bytes).sum();
-            assert!(bytes <= 320, "{bytes} bytes: {pending:?}");
+            assert!(bytes <= 300, "{bytes} bytes: {pending:?}");
         }
         assert_eq!(status(&app, &id).await.status, VerificationStatus::Pending);
         let code = app.last_code(&number).await;
@@ -381,6 +406,59 @@ async fn a_phones_id_needs_no_index_on_redis() {
             VerificationStatus::Canceled,
             "{cancel:?}"
         );
+    }
+}
+
+/// A rolling upgrade: an instance writing for older ones (`VCODE_REDIS_OLDER_INSTANCES`) and
+/// one writing today's layout share a Redis, and each ends the other's verifications, by id
+/// and by phone, with their failed attempts, the status and the cancel: a reader finds a
+/// verification under either of its names.
+#[tokio::test]
+async fn instances_read_the_verifications_of_older_ones() {
+    let either = |older_instances: bool| {
+        move |settings: &mut vcode::Settings| {
+            settings.otp.verify_by = VerifyBy::Either;
+            if let vcode::settings::StoreSettings::Redis(redis) = &mut settings.store {
+                redis.older_instances = older_instances;
+            }
+        }
+    };
+    let older = spawn_app_with(Backend::Redis, either(true)).await;
+    let today = spawn_second_instance(&older, either(false)).await;
+    for (writer, reader) in [(&older, &today), (&today, &older)] {
+        // By id: a wrong code counts on the writer's record, the right one approves it.
+        let number = random_phone();
+        let id = writer.send_id(&number).await;
+        let pending = status(reader, &id).await;
+        assert_eq!(pending.status, VerificationStatus::Pending);
+        let code = writer.last_code(&number).await;
+        assert_eq!(reader.verify_id(&id, &wrong(&code)).await.code(), 40010);
+        assert_eq!(
+            status(writer, &id).await.remaining_attempts,
+            pending.remaining_attempts - 1
+        );
+        let verified = reader.verify_id(&id, &code).await;
+        assert_eq!(verified.status, 200, "{verified:?}");
+        assert_eq!(status(writer, &id).await.status, VerificationStatus::Approved);
+
+        // By phone: the code's latest send's verification ends with it.
+        let number = random_phone();
+        let id = writer.send_id(&number).await;
+        let code = writer.last_code(&number).await;
+        let verified = reader.verify(&number, &code).await;
+        assert_eq!(verified.status, 200, "{verified:?}");
+        assert_eq!(status(writer, &id).await.status, VerificationStatus::Approved);
+        assert_eq!(status(reader, &id).await.status, VerificationStatus::Approved);
+
+        // The cancel.
+        let id = writer.send_id(&random_phone()).await;
+        let cancel = reader.post_json(&paths::verification_cancel(&id), &()).await;
+        assert_eq!(
+            cancel.data::<VerificationData>().status,
+            VerificationStatus::Canceled,
+            "{cancel:?}"
+        );
+        assert_eq!(status(writer, &id).await.status, VerificationStatus::Canceled);
     }
 }
 

@@ -8,6 +8,11 @@ use crate::store::{
     Admission, Candidates, CodeStore, GuardStep, GuardedIssue, IssueKind, VerifyStep,
 };
 
+/// How many bytes of its code's digest bind a verification (`g`, issue.lua): enough to tell
+/// one phone's codes apart (a pending verification within 300 bytes, issue 42); older
+/// instances compare all of them.
+const BINDING_BYTES: usize = 8;
+
 impl RedisStore {
     /// `issue.lua`, with the guard's step on one node when there is one.
     pub(super) async fn run_issue(
@@ -28,16 +33,17 @@ impl RedisStore {
         // The candidate goes into the outcome; a Cluster's refused send still needs its id.
         let id = &candidate.verification.clone();
         let target = encode_target(destination, purpose);
-        // An id that says where it leads needs no target key (`VCODE_REDIS_INDEX_EVERY_ID`:
+        // An id that says where it leads needs no target key (`VCODE_REDIS_OLDER_INSTANCES`:
         // every id gets one, for instances of builds that read nothing else).
-        let indexed = !candidate.says_where || self.index_every_id;
+        let older = self.older_instances;
+        let indexed = !candidate.says_where || older;
         // The budgets' logs and the id's target share no hash tag with the phone's: in this
         // script on one node only.
         let one_node = self.connections.one_node();
         let guard = guard.filter(|_| one_node);
         let mut invocation = SCRIPTS.issue.prepare_invoke();
         invocation
-            .key(&keys::issue(destination, purpose, id))
+            .key(&keys::issue(destination, purpose, id, older))
             .arg(code_record(&candidate.digest, candidate.sealed.as_ref()))
             .arg(duration_ms(params.ttl))
             .arg(duration_ms(params.cooldown))
@@ -60,6 +66,11 @@ impl RedisStore {
                 id.as_str()
             } else {
                 ""
+            })
+            .arg(if older {
+                CodeDigest::LEN
+            } else {
+                BINDING_BYTES
             })
             .arg(phone_rules)
             .arg(budgets.token.0);
@@ -242,7 +253,8 @@ impl CodeStore for RedisStore {
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
         let events = self.outbox_args(&EventSubject::of(&undo.verification, destination, purpose));
-        let mut keys = keys::issue(destination, purpose, &undo.verification).to_vec();
+        let older = self.older_instances;
+        let mut keys = keys::issue(destination, purpose, &undo.verification, older).to_vec();
         if let Some((outbox, _)) = &events {
             keys.extend_from_slice(outbox);
         }
@@ -384,6 +396,7 @@ impl CodeStore for RedisStore {
         invocation
             .key(&verification)
             .key(&verification)
+            .key(keys::verification_before(destination.key(), id))
             .arg("unconfirmed");
         let mut connection = self.connections.get();
         let _: Vec<Value> = self
@@ -413,6 +426,7 @@ impl RedisStore {
         invocation
             .key(keys::code_of(&target.phone_e164, &target.purpose))
             .key(keys::verification(&target.phone_e164, id))
+            .key(keys::verification_before(&target.phone_e164, id))
             .arg(operation);
         if operation == "cancel" {
             let events = EventSubject {

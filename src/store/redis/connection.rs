@@ -204,7 +204,7 @@ mod tests {
             connect_timeout: Duration::from_millis(100),
             command_timeout: Duration::from_millis(100),
             ca_file: None,
-            index_every_id: false,
+            older_instances: false,
         }
     }
 

@@ -9,10 +9,12 @@
 --         fields at their default are left out, which keeps a pending code within one small
 --         allocation
 -- KEYS[2] the phone's SMS log (quota.lua)
--- KEYS[3] this send's verification {g = digest of the code it delivers, c = created (ms),
---         e = its code's expiry (ms), p = the send the code named as its latest before (a
---         resend's), later a = failed attempts, s = how it ended, d = 'u' for an unconfirmed
---         SMS}: the id's own attempt budget, under the phone's hash tag
+-- KEYS[3] this send's verification {g = the first ARGV[12] bytes of the digest of the code
+--         it delivers (8: it binds, the code's own digest is what verifies compare; 16 where
+--         older instances read it), c = created (ms), e = its code's expiry (ms), p = the send
+--         the code named as its latest before (a resend's), later a = failed attempts, s = how
+--         it ended, d = 'u' for an unconfirmed SMS}: the id's own attempt budget, under the
+--         phone's hash tag (`…:v:<id>`, or with older instances `…:verification:<id>`)
 -- KEYS[4] on one node only (ARGV[8] not empty): the id's target, `<E.164> <purpose>`, the one
 --         record a verify by id reads before this phone's script (on a Cluster it has its own
 --         hash tag, so the caller writes it)
@@ -31,8 +33,9 @@
 -- ARGV[9] how many phone rule numbers follow (n), ARGV[10] '1' with the guard's step, '2' with
 -- its levels too (their keys and one argument after the guard's), else '0',
 -- ARGV[11] this send's verification id for the code's `v`, or '' (verifies by id only),
--- ARGV[12..11+n] the phone's quota rules,
--- ARGV[12+n] the budgets' token, then for each budget the number of its rules followed by
+-- ARGV[12] how many bytes of the code's digest bind the verification (`g`),
+-- ARGV[13..12+n] the phone's quota rules,
+-- ARGV[13+n] the budgets' token, then for each budget the number of its rules followed by
 --         those rules, then with the guard its one argument, '<enforce 0|1><prefix>' (one byte
 --         and one sub to read: the block is compared with this script's own clock), then with
 --         the levels theirs
@@ -58,10 +61,14 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if now > tonumber(ARGV[6]) then
   return {-2}
 end
-local phone_last = 11 + tonumber(ARGV[9])
-local rules = quota_rules(12, phone_last)
+local phone_last = 12 + tonumber(ARGV[9])
+local rules = quota_rules(13, phone_last)
 local budget_token = ARGV[phone_last + 1]
 local with_target = ARGV[8] ~= ''
+local binding_bytes = tonumber(ARGV[12])
+if binding_bytes < 8 or binding_bytes > DIGEST_BYTES then
+  return redis.error_reply('issue.lua: a binding of ' .. ARGV[12] .. ' bytes')
+end
 -- The companion record, if any, ends the script's own KEYS and ARGV.
 local companion
 if ARGV[OWN_ARGV] == 'companion' then
@@ -122,7 +129,7 @@ end
 -- The send's verification, bound to the code it delivers (whose record starts with its digest).
 local function bind_verification(record)
   local keep = tonumber(ARGV[2]) + tonumber(ARGV[7])
-  redis.call('HSET', KEYS[3], 'g', string.sub(record, 1, DIGEST_BYTES), 'c', int(now),
+  redis.call('HSET', KEYS[3], 'g', string.sub(record, 1, binding_bytes), 'c', int(now),
     'e', int(now + tonumber(ARGV[2])))
   redis.call('PEXPIRE', KEYS[3], keep)
   if with_target then

@@ -98,16 +98,25 @@ pub fn twilio_sends(service: &str, destination: &Destination) -> String {
     [PREFIX, "twilio:sends:{", destination.key(), "}:", service].concat()
 }
 
-/// `verify_code:{+8613800138000}:verification:<id>`: one send's verification (its code's
-/// digest, times, attempts, end), under the phone's tag so a verify updates it with the code.
+/// `verify_code:{+8613800138000}:v:<id>`: one send's verification (its code's digest, times,
+/// attempts, end), under the phone's tag so a verify updates it with the code. Short, so that
+/// a pending verification stays within 300 bytes (issue 42: the name's allocation is 64 bytes
+/// for every E.164, where `…:verification:<id>` took 80).
 pub fn verification(phone_e164: &str, id: &VerificationId) -> String {
+    concat(&[PREFIX, "{", phone_e164, "}:v:", id.as_str()])
+}
+
+/// `verify_code:{+8613800138000}:verification:<id>`: where builds before 2026-12-07 keep a
+/// verification, and this one with `VCODE_REDIS_OLDER_INSTANCES` (they read nothing else).
+/// Every script that reads a verification looks here when [`verification`] has none.
+pub fn verification_before(phone_e164: &str, id: &VerificationId) -> String {
     concat(&[PREFIX, "{", phone_e164, "}:verification:", id.as_str()])
 }
 
-/// `verify_code:{+8613800138000}:verification:`: what a verification's id follows in its key;
-/// verify.lua reads the one its code names, under the code's hash tag.
+/// `verify_code:{+8613800138000}:`: what both names of a phone's verification start with;
+/// verify.lua reads the one the code's `v` names, under the code's hash tag.
 pub fn verification_prefix(phone_e164: &str) -> String {
-    concat(&[PREFIX, "{", phone_e164, "}:verification:"])
+    concat(&[PREFIX, "{", phone_e164, "}:"])
 }
 
 /// `verify_code:verification:{<id>}`: where an id leads (`<E.164> <purpose>`), never changed
@@ -201,28 +210,39 @@ pub fn message(provider: &str, message_id: &str) -> String {
 }
 
 /// `KEYS` of `issue.lua` and `undo_issue.lua`: the code, the phone's SMS log and the send's
-/// verification (one hash tag).
-pub fn issue(destination: &Destination, purpose: &Purpose, id: &VerificationId) -> [String; 3] {
+/// verification (one hash tag), under the name older instances read when `older` is set.
+pub fn issue(
+    destination: &Destination,
+    purpose: &Purpose,
+    id: &VerificationId,
+    older: bool,
+) -> [String; 3] {
     [
         code(destination, purpose),
         phone_sends(destination),
-        verification(destination.key(), id),
+        if older {
+            verification_before(destination.key(), id)
+        } else {
+            verification(destination.key(), id)
+        },
     ]
 }
 
-/// `KEYS` of `verify_id.lua`: `verify`'s, and the id's verification (one hash tag).
+/// `KEYS` of `verify_id.lua`: `verify`'s, and the id's verification under both its names (one
+/// hash tag).
 pub fn verify_id(
     destination: &Destination,
     purpose: &Purpose,
     client: Client,
     id: &VerificationId,
-) -> [String; 4] {
+) -> [String; 5] {
     let [code, destination_failures, client_failures] = verify(destination, purpose, client);
     [
         code,
         destination_failures,
         client_failures,
         verification(destination.key(), id),
+        verification_before(destination.key(), id),
     ]
 }
 
@@ -427,14 +447,14 @@ mod tests {
             (
                 "issue",
                 include_str!("issue.lua"),
-                issue(&destination, &purpose, &id).to_vec(),
+                issue(&destination, &purpose, &id, false).to_vec(),
             ),
             // A Twilio-compatible first start's: its send log last (the issue's companion).
             (
                 "issue with a send log",
                 include_str!("issue.lua"),
                 [
-                    issue(&destination, &purpose, &id).to_vec(),
+                    issue(&destination, &purpose, &id, true).to_vec(),
                     vec![twilio_sends(
                         "VA0123456789abcdef0123456789abcdef",
                         &destination,
@@ -445,7 +465,7 @@ mod tests {
             (
                 "undo_issue",
                 include_str!("undo_issue.lua"),
-                issue(&destination, &purpose, &id).to_vec(),
+                issue(&destination, &purpose, &id, false).to_vec(),
             ),
             (
                 "verify_id",
@@ -458,6 +478,7 @@ mod tests {
                 vec![
                     code(&destination, &purpose),
                     verification(destination.key(), &id),
+                    verification_before(destination.key(), &id),
                 ],
             ),
             (
@@ -465,6 +486,7 @@ mod tests {
                 include_str!("receipt.lua"),
                 vec![
                     verification(destination.key(), &id),
+                    verification_before(destination.key(), &id),
                     delivery_counts(Some(slot_of_tag(destination.key())), 20_424),
                 ],
             ),
@@ -730,20 +752,29 @@ mod tests {
                     (arguments[0] != "'TIME'").then(|| arguments.get(1).copied().unwrap_or(""))
                 })
             });
-        let helpers = ["quota_wait(", "quota_record(", "add("]
-            .into_iter()
-            .flat_map(|helper| {
-                source
-                    .split(helper)
-                    .skip(1)
-                    .map(|rest| call_arguments(rest)[0])
-            });
+        // Each helper with how many of its first arguments are keys.
+        let helpers = [
+            ("quota_wait(", 1),
+            ("quota_record(", 1),
+            ("add(", 1),
+            ("find_verification(", 2),
+        ]
+        .into_iter()
+        .flat_map(|(helper, keys)| {
+            source
+                .split(helper)
+                .skip(1)
+                .flat_map(move |rest| call_arguments(rest).into_iter().take(keys))
+        });
         for key in commands.chain(helpers) {
-            // `key` and `budget.key` are the prelude's parameters and `quota_budgets`'s
-            // fields, `OUTBOX.*` the outbox's (`events.lua`), `companion.key` issue.lua's
-            // companion record's, each a `KEYS` element.
+            // `key`, `key_before` and `budget.key` are the preludes' parameters and
+            // `quota_budgets`'s fields, `OUTBOX.*` the outbox's (`events.lua`),
+            // `companion.key` issue.lua's companion record's, `verification_key` the one of
+            // its two arguments `find_verification` found, each a `KEYS` element.
             let prelude_field = [
                 "key",
+                "key_before",
+                "verification_key",
                 "budget.key",
                 "OUTBOX.entries",
                 "OUTBOX.pending",
@@ -764,6 +795,10 @@ mod tests {
             .chain([
                 ("quota prelude", include_str!("quota.lua")),
                 ("events prelude", include_str!("events.lua")),
+                (
+                    "verification prelude",
+                    include_str!("verification_prelude.lua"),
+                ),
             ]);
         for (name, source) in sources {
             let mut built = keys_built_in(source);
@@ -771,7 +806,9 @@ mod tests {
             // code's latest send, whose id only the step knows (the code hash's `v`); its key
             // is under the code's own hash tag, so the script stays in KEYS[1]'s slot.
             if name == "verify" {
-                built.retain(|key| key != "latest_key");
+                built.retain(|key| {
+                    key != "latest_key" && !key.starts_with("ARGV[separator + 1] .. ")
+                });
             }
             assert_eq!(built, Vec::<String>::new(), "{name}");
         }

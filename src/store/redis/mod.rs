@@ -85,6 +85,9 @@ fn whole_script(body: &str, keys: &[String]) -> redis::Cmd {
 /// The sliding-window functions the quota-enforcing scripts share.
 const QUOTA_PRELUDE: &str = include_str!("quota.lua");
 
+/// How the scripts that read a verification find it under either of its names.
+const VERIFICATION_PRELUDE: &str = include_str!("verification_prelude.lua");
+
 static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     issue: Script::new(
         &[
@@ -95,16 +98,44 @@ static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
         ]
         .concat(),
     ),
-    verify: Script::new(&[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("verify.lua")].concat()),
-    verify_id: Script::new(
-        &[EVENTS_PRELUDE, QUOTA_PRELUDE, include_str!("verify_id.lua")].concat(),
+    verify: Script::new(
+        &[
+            EVENTS_PRELUDE,
+            QUOTA_PRELUDE,
+            VERIFICATION_PRELUDE,
+            include_str!("verify.lua"),
+        ]
+        .concat(),
     ),
-    verification: Script::new(&[EVENTS_PRELUDE, include_str!("verification.lua")].concat()),
+    verify_id: Script::new(
+        &[
+            EVENTS_PRELUDE,
+            QUOTA_PRELUDE,
+            VERIFICATION_PRELUDE,
+            include_str!("verify_id.lua"),
+        ]
+        .concat(),
+    ),
+    verification: Script::new(
+        &[
+            EVENTS_PRELUDE,
+            VERIFICATION_PRELUDE,
+            include_str!("verification.lua"),
+        ]
+        .concat(),
+    ),
     reserve_quota: Script::new(&[QUOTA_PRELUDE, include_str!("reserve_quota.lua")].concat()),
     begin_idempotent: Script::new(include_str!("begin_idempotent.lua")),
     record_pow: Script::new(include_str!("record_pow.lua")),
     take_captcha: Script::new(include_str!("take_captcha.lua")),
-    receipt: Script::new(&[EVENTS_PRELUDE, include_str!("receipt.lua")].concat()),
+    receipt: Script::new(
+        &[
+            EVENTS_PRELUDE,
+            VERIFICATION_PRELUDE,
+            include_str!("receipt.lua"),
+        ]
+        .concat(),
+    ),
 });
 
 /// Quota rules as the scripts read them: limit, window in ms, ...
@@ -134,9 +165,9 @@ pub struct RedisStore {
     events_on: Arc<AtomicBool>,
     /// On a Cluster, the slots whose outboxes to claim from (`events.rs`).
     cluster_outboxes: Arc<std::sync::Mutex<events::ClusterOutboxes>>,
-    /// Write every verification id's target key, also where the id says where it leads
-    /// (`VCODE_REDIS_INDEX_EVERY_ID`: a rolling upgrade from a build that reads only the key).
-    index_every_id: bool,
+    /// Write verifications as builds before 2026-12-07 read them (`VCODE_REDIS_OLDER_INSTANCES`:
+    /// a rolling upgrade; [`RedisSettings::older_instances`]).
+    older_instances: bool,
 }
 
 impl RedisStore {
@@ -152,7 +183,7 @@ impl RedisStore {
             command_timeout: settings.command_timeout,
             events_on: Arc::default(),
             cluster_outboxes: Arc::default(),
-            index_every_id: settings.index_every_id,
+            older_instances: settings.older_instances,
         })
     }
 
@@ -457,7 +488,6 @@ mod tests {
         let line = format!("local DIGEST_BYTES = {}\n", CodeDigest::LEN);
         assert!(include_str!("verify.lua").contains(&line));
         assert!(include_str!("verify_id.lua").contains(&line));
-        assert!(include_str!("verification.lua").contains(&line));
         assert!(include_str!("issue.lua").contains(&line));
         assert!(include_str!("undo_issue.lua").contains(&line));
     }

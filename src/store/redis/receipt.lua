@@ -2,15 +2,15 @@
 -- forward (unconfirmed < sent < delivered | undelivered), so a repeat or a late `sent` changes
 -- nothing, and the first final word stays. One step: of two racing receipts one changes it.
 -- KEYS[1] the verification {d = '' sent, 'u' unconfirmed, 'd' delivered, 'x' undelivered,
---         r = the provider's error code}
--- KEYS[2] today's delivery counts (keys::delivery_counts: the phone's slot on a Cluster)
+--         r = the provider's error code}, KEYS[2] its name before (verification_prelude.lua)
+-- KEYS[3] today's delivery counts (keys::delivery_counts: the phone's slot on a Cluster)
 -- ARGV[1] the receipt's delivery ('' sent, 'd', 'x'), ARGV[2] its error code or '',
 -- ARGV[3] the counts' field without its last letter ('<hour> <provider> <country> '),
 -- ARGV[4] how long the counts are kept (ms)
 -- (then the outbox's, events.lua)
 -- Returns {} when the verification is gone, {0} when nothing changed, else
 --         {1, previous delivery, created (ms), now (ms)}.
-local verification = redis.call('HMGET', KEYS[1], 'c', 'd')
+local verification_key, verification = find_verification(KEYS[1], KEYS[2], 'c', 'd')
 if not verification[1] then
   return {}
 end
@@ -20,12 +20,12 @@ if rank[ARGV[1]] <= rank[previous] then
   return {0}
 end
 if ARGV[1] == '' then
-  redis.call('HDEL', KEYS[1], 'd')
+  redis.call('HDEL', verification_key, 'd')
 else
-  redis.call('HSET', KEYS[1], 'd', ARGV[1])
+  redis.call('HSET', verification_key, 'd', ARGV[1])
 end
 if ARGV[2] ~= '' then
-  redis.call('HSET', KEYS[1], 'r', ARGV[2])
+  redis.call('HSET', verification_key, 'r', ARGV[2])
 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -34,7 +34,7 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local fact = ({d = 'delivery=delivered', x = 'delivery=undelivered'})[ARGV[1]]
 if fact then
   outbox_append(fact, now, now)
-  redis.call('HINCRBY', KEYS[2], ARGV[3] .. ARGV[1], 1)
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  redis.call('HINCRBY', KEYS[3], ARGV[3] .. ARGV[1], 1)
+  redis.call('PEXPIRE', KEYS[3], ARGV[4])
 end
 return {1, previous, verification[1], now}

@@ -22,10 +22,11 @@ pub struct RedisSettings {
     /// PEM certificates of the private CA that `rediss://` servers are verified against, in
     /// place of the public roots (`VCODE_REDIS_CA_FILE`).
     pub ca_file: Option<PathBuf>,
-    /// Write a target key for every verification id, also a phone's, whose id says where it
-    /// leads (`VCODE_REDIS_INDEX_EVERY_ID`): while instances of a build from before such ids
-    /// (2026-12-06) share the Redis, which find an id only by its key.
-    pub index_every_id: bool,
+    /// Instances of a build from before 2026-12-07 share the Redis (a rolling upgrade:
+    /// `VCODE_REDIS_OLDER_INSTANCES`): write every verification as they read it, under its
+    /// name before (`…:verification:<id>`), bound by the code's whole digest, with a target key
+    /// for every id (builds before 2026-12-06 find an id only by it).
+    pub older_instances: bool,
 }
 
 /// Where the data lives; the store code and the scripts are the same on all three. `Debug`
@@ -124,8 +125,8 @@ pub struct RedisVariables {
         with = "Millis::<10, 60_000>"
     )]
     pub command_timeout: Duration,
-    #[serde(rename = "VCODE_REDIS_INDEX_EVERY_ID", with = "Flag")]
-    pub index_every_id: bool,
+    #[serde(rename = "VCODE_REDIS_OLDER_INSTANCES", with = "Flag")]
+    pub older_instances: bool,
 }
 
 impl Default for RedisVariables {
@@ -139,7 +140,7 @@ impl Default for RedisVariables {
             ca_file: None,
             connect_timeout: Duration::from_millis(1000),
             command_timeout: Duration::from_millis(500),
-            index_every_id: false,
+            older_instances: false,
         }
     }
 }
@@ -153,7 +154,7 @@ impl RedisVariables {
     ) -> Result<Option<RedisSettings>, ConfigError> {
         let ca_file = self.ca_file.clone();
         let (connect_timeout, command_timeout) = (self.connect_timeout, self.command_timeout);
-        let index_every_id = self.index_every_id;
+        let older_instances = self.older_instances;
         let Some(topology) = self.topology(master_password)? else {
             return Ok(None);
         };
@@ -162,7 +163,7 @@ impl RedisVariables {
             topology,
             connect_timeout,
             command_timeout,
-            index_every_id,
+            older_instances,
         }))
     }
 

@@ -7,9 +7,9 @@
 -- KEYS[1] code hash (its record starts with the code's digest), KEYS[2] the phone's failure log, KEYS[3] the (phone, client)'s (quota.lua)
 -- ARGV[1] max failed attempts, ARGV[2] quota token, ARGV[3] how many phone rule numbers
 -- follow (n), ARGV[4..3+n] the phone's rules, ARGV[4+n..] the client's rules, then after a
--- '|' separator the prefix of the phone's verification keys (`…{<E.164>}:verification:`, the
--- code's tag: the verification is read under it) and the candidate digests (one per key in
--- use).
+-- '|' separator what the names of the phone's verifications start with (`…{<E.164>}:`, the
+-- code's tag: the verification is read under it, `v:<id>` or `verification:<id>`,
+-- verification_prelude.lua) and the candidate digests (one per key in use).
 -- With events on, the outbox's KEYS and ARGV follow those (events.lua; its subject is left
 -- empty by the caller and is the verification's id found here).
 -- Returns {1} verified, {0, remaining_attempts} wrong, {-1} missing,
@@ -42,9 +42,11 @@ local function latest_verification()
   -- The one key a script here names itself (keys.rs's test allows exactly this): the id is
   -- only known inside the step, and the key is under the code's own hash tag, so the step
   -- stays in KEYS[1]'s slot on a Cluster.
-  local latest_key = ARGV[separator + 1] .. pending[2]
-  local verification = redis.call('HMGET', latest_key, 'g', 's', 'a')
-  if verification[1] ~= stored or verification[2] then return nil end
+  local latest_key, verification = find_verification(ARGV[separator + 1] .. 'v:' .. pending[2],
+    ARGV[separator + 1] .. 'verification:' .. pending[2], 'g', 's', 'a')
+  if not verification[1] or not binds(verification[1], stored) or verification[2] then
+    return nil
+  end
   if OUTBOX then OUTBOX.subject = pending[2] end
   return latest_key, tonumber(verification[3] or 0)
 end

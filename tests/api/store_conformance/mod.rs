@@ -48,7 +48,7 @@ pub fn open(backend: Backend) -> StoreUnderTest {
                 connect_timeout: Duration::from_millis(500),
                 command_timeout: Duration::from_millis(500),
                 ca_file: None,
-                index_every_id: false,
+                older_instances: false,
             })
             .expect("valid settings");
             StoreUnderTest {

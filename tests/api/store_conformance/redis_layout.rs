@@ -68,8 +68,9 @@ async fn redis_keys_follow_the_documented_layout() {
         .unwrap();
     keys.sort();
     let id = sent.id.as_str();
-    // The send's verification: its state under the phone's tag, its target under its own.
-    let state = format!("verify_code:{{+8613800138000}}:verification:{id}");
+    // The send's verification: its state under the phone's tag, its target under its own
+    // (the store is handed an id that does not say where it leads).
+    let state = format!("verify_code:{{+8613800138000}}:v:{id}");
     let target = format!("verify_code:verification:{{{id}}}");
     assert_eq!(
         keys,
@@ -86,6 +87,13 @@ async fn redis_keys_follow_the_documented_layout() {
         ["g", "c", "e"],
         "the code's digest, created, expires: no code"
     );
+    let binding: Vec<u8> = ::redis::cmd("HGET")
+        .arg(&state)
+        .arg("g")
+        .query_async(&mut redis)
+        .await
+        .unwrap();
+    assert_eq!(binding.len(), 8, "the first 8 bytes of the code's digest");
     let target: String = ::redis::cmd("GET")
         .arg(&target)
         .query_async(&mut redis)

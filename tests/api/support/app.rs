@@ -88,7 +88,7 @@ fn redis_settings(server: &RedisServer) -> StoreSettings {
         connect_timeout: Duration::from_millis(500),
         command_timeout: Duration::from_millis(500),
         ca_file: None,
-        index_every_id: false,
+        older_instances: false,
     })
 }
 

@@ -92,7 +92,7 @@ impl RedisCluster {
             connect_timeout: Duration::from_millis(500),
             command_timeout,
             ca_file: None,
-            index_every_id: false,
+            older_instances: false,
         }
     }
 
