@@ -439,7 +439,10 @@ async fn instances_read_the_verifications_of_older_ones() {
         );
         let verified = reader.verify_id(&id, &code).await;
         assert_eq!(verified.status, 200, "{verified:?}");
-        assert_eq!(status(writer, &id).await.status, VerificationStatus::Approved);
+        assert_eq!(
+            status(writer, &id).await.status,
+            VerificationStatus::Approved
+        );
 
         // By phone: the code's latest send's verification ends with it.
         let number = random_phone();
@@ -447,18 +450,29 @@ async fn instances_read_the_verifications_of_older_ones() {
         let code = writer.last_code(&number).await;
         let verified = reader.verify(&number, &code).await;
         assert_eq!(verified.status, 200, "{verified:?}");
-        assert_eq!(status(writer, &id).await.status, VerificationStatus::Approved);
-        assert_eq!(status(reader, &id).await.status, VerificationStatus::Approved);
+        assert_eq!(
+            status(writer, &id).await.status,
+            VerificationStatus::Approved
+        );
+        assert_eq!(
+            status(reader, &id).await.status,
+            VerificationStatus::Approved
+        );
 
         // The cancel.
         let id = writer.send_id(&random_phone()).await;
-        let cancel = reader.post_json(&paths::verification_cancel(&id), &()).await;
+        let cancel = reader
+            .post_json(&paths::verification_cancel(&id), &())
+            .await;
         assert_eq!(
             cancel.data::<VerificationData>().status,
             VerificationStatus::Canceled,
             "{cancel:?}"
         );
-        assert_eq!(status(writer, &id).await.status, VerificationStatus::Canceled);
+        assert_eq!(
+            status(writer, &id).await.status,
+            VerificationStatus::Canceled
+        );
     }
 }
 
