@@ -315,6 +315,11 @@ const RETIRED: &[(&str, &str)] = &[
         "the fraud guard's per-minute round is gone (2026-12-06); its levels judge a surge \
          against each range's own history",
     ),
+    (
+        "VCODE_REDIS_INDEX_EVERY_ID",
+        "renamed VCODE_REDIS_OLDER_INSTANCES (2026-12-07): during a rolling upgrade it also \
+         writes verifications under the key and binding older builds read",
+    ),
 ];
 
 /// Whether start-up refuses `name` as retired (documented as such, never accepted).

@@ -129,7 +129,16 @@ async fn a_repeat_waits_for_the_first_then_gives_up_with_409(backend: Backend) {
         let (app, body) = (app.clone(), body.clone());
         tokio::spawn(async move { send_with_key(&app, "slow", &body).await })
     };
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // The first holds the key once its SMS reaches the (stalled) gateway: a fixed sleep here
+    // lost that race on a loaded machine.
+    let arrived = std::time::Instant::now();
+    while gateway.hits() == 0 {
+        assert!(
+            arrived.elapsed() < Duration::from_secs(5),
+            "the first send never came"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let started = std::time::Instant::now();
     let waiting = send_with_key(&app, "slow", &body).await;
     assert_eq!(

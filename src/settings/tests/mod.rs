@@ -318,6 +318,13 @@ fn a_retired_variable_is_refused_with_why() {
         assert!(error.starts_with(&format!("{var} is retired: ")), "{error}");
         assert!(error.contains("levels"), "{error}");
     }
+    let error = settings(&[("VCODE_REDIS_INDEX_EVERY_ID", "true")])
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("renamed VCODE_REDIS_OLDER_INSTANCES"),
+        "{error}"
+    );
 }
 
 #[test]
