@@ -312,14 +312,18 @@ async fn status_and_cancel_are_behind_their_api_keys(backend: Backend) {
     );
 }
 
-/// The keys of the test's Redis matching `pattern`, with their `MEMORY USAGE`.
-async fn redis_keys(app: &TestApp, pattern: &str) -> Vec<(String, u64)> {
-    let mut connection = app
-        .redis
+/// A connection to the test's own Redis.
+async fn test_redis(app: &TestApp) -> ::redis::aio::MultiplexedConnection {
+    app.redis
         .as_ref()
         .expect("the test's Redis")
         .connection()
-        .await;
+        .await
+}
+
+/// The keys of the test's Redis matching `pattern`, with their `MEMORY USAGE`.
+async fn redis_keys(app: &TestApp, pattern: &str) -> Vec<(String, u64)> {
+    let mut connection = test_redis(app).await;
     let keys: Vec<String> = ::redis::cmd("KEYS")
         .arg(pattern)
         .query_async(&mut connection)
@@ -340,15 +344,9 @@ async fn redis_keys(app: &TestApp, pattern: &str) -> Vec<(String, u64)> {
 
 /// A verification's fields on the test's Redis.
 async fn redis_fields(app: &TestApp, key: &str) -> std::collections::HashMap<String, Vec<u8>> {
-    let mut connection = app
-        .redis
-        .as_ref()
-        .expect("the test's Redis")
-        .connection()
-        .await;
     ::redis::cmd("HGETALL")
         .arg(key)
-        .query_async(&mut connection)
+        .query_async(&mut test_redis(app).await)
         .await
         .unwrap()
 }
