@@ -392,12 +392,8 @@ impl CodeStore for RedisStore {
         // field stands in for it: the verification itself. (The send log stood in before, and
         // the script's `HGET` on that sorted set failed with WRONGTYPE whenever the
         // destination's quota was on: the unconfirmed delivery was never recorded.)
-        let verification = keys::verification(destination.key(), id);
-        invocation
-            .key(&verification)
-            .key(&verification)
-            .key(keys::verification_before(destination.key(), id))
-            .arg("unconfirmed");
+        let names = keys::verification_names(destination.key(), id);
+        invocation.key(&names[0]).key(&names).arg("unconfirmed");
         let mut connection = self.connections.get();
         let _: Vec<Value> = self
             .bounded(invocation.invoke_async(&mut connection))
@@ -425,8 +421,7 @@ impl RedisStore {
         let mut invocation = SCRIPTS.verification.prepare_invoke();
         invocation
             .key(keys::code_of(&target.phone_e164, &target.purpose))
-            .key(keys::verification(&target.phone_e164, id))
-            .key(keys::verification_before(&target.phone_e164, id))
+            .key(&keys::verification_names(&target.phone_e164, id))
             .arg(operation);
         if operation == "cancel" {
             let events = EventSubject {

@@ -113,6 +113,15 @@ pub fn verification_before(phone_e164: &str, id: &VerificationId) -> String {
     concat(&[PREFIX, "{", phone_e164, "}:verification:", id.as_str()])
 }
 
+/// A verification's names as a reader passes them: today's, then the one before
+/// (`verification_prelude.lua` looks under the second when the first has none).
+pub fn verification_names(phone_e164: &str, id: &VerificationId) -> [String; 2] {
+    [
+        verification(phone_e164, id),
+        verification_before(phone_e164, id),
+    ]
+}
+
 /// `verify_code:{+8613800138000}:`: what both names of a phone's verification start with;
 /// verify.lua reads the one the code's `v` names, under the code's hash tag.
 pub fn verification_prefix(phone_e164: &str) -> String {
@@ -237,12 +246,13 @@ pub fn verify_id(
     id: &VerificationId,
 ) -> [String; 5] {
     let [code, destination_failures, client_failures] = verify(destination, purpose, client);
+    let [verification, before] = verification_names(destination.key(), id);
     [
         code,
         destination_failures,
         client_failures,
-        verification(destination.key(), id),
-        verification_before(destination.key(), id),
+        verification,
+        before,
     ]
 }
 

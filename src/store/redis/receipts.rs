@@ -80,8 +80,7 @@ impl ReceiptStore for RedisStore {
         let slot = (!self.connections.one_node()).then(|| keys::slot_of_tag(&target.phone_e164));
         let mut invocation = SCRIPTS.receipt.prepare_invoke();
         invocation
-            .key(keys::verification(&target.phone_e164, &id))
-            .key(keys::verification_before(&target.phone_e164, &id))
+            .key(&keys::verification_names(&target.phone_e164, &id))
             .key(keys::delivery_counts(slot, hour / 24))
             .arg(delivery)
             .arg(receipt.error_code.unwrap_or(""))
