@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::redis_server::{answers_ping, free_port};
+use super::redis_server::{answers_as, answers_ping, free_port};
 
 /// `sh -c WATCHDOG sh <dir> redis-server <args>`: starts the server, prints its pid, then
 /// waits for its stdin to close (the test process closed it, or died) to kill the server.
@@ -82,7 +82,7 @@ impl RedisProcess {
         };
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline && !process.exited() {
-            if answers_ping(port) {
+            if answers_as(port, process.pid) {
                 return Some(process);
             }
             std::thread::sleep(Duration::from_millis(10));

@@ -1,7 +1,7 @@
 //! A redis-server process of the test's own, on a free loopback port. Tests may stop, pause
 //! and restart it; it is killed when dropped. A Redis the harness did not start is never used.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -27,6 +27,32 @@ pub(super) fn answers_ping(port: u16) -> bool {
     stream.write_all(b"PING\r\n").is_ok()
         && stream.read_exact(&mut reply).is_ok()
         && &reply == b"+PONG\r\n"
+}
+
+/// Whether the server answering on `port` is process `pid`: two tests can pick one free port
+/// at once, and then the loser's server fails to bind and exits while the winner's answers
+/// its PING; the loser would run against (and lose) another test's Redis.
+pub(super) fn answers_as(port: u16, pid: u32) -> bool {
+    let Ok(stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(500)));
+    let mut reader = BufReader::new(&stream);
+    let mut header = String::new();
+    // INFO's answer is one bulk string: `$<length>\r\n<text>\r\n`.
+    let Some(length) = (&stream)
+        .write_all(b"INFO server\r\n")
+        .ok()
+        .and_then(|()| reader.read_line(&mut header).ok())
+        .and_then(|_| header.trim_end().strip_prefix('$')?.parse::<usize>().ok())
+    else {
+        return false;
+    };
+    let mut text = vec![0; length];
+    reader.read_exact(&mut text).is_ok()
+        && String::from_utf8_lossy(&text)
+            .lines()
+            .any(|line| line == format!("process_id:{pid}"))
 }
 
 impl RedisServer {
@@ -56,10 +82,11 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server can be run");
+        let pid = child.id();
         self.child = Some(child);
         let deadline = Instant::now() + Duration::from_secs(5);
         while Instant::now() < deadline {
-            if answers_ping(self.port) {
+            if answers_as(self.port, pid) {
                 return true;
             }
             if let Some(Ok(Some(_))) = self.child.as_mut().map(Child::try_wait) {
@@ -138,4 +165,11 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+#[test]
+fn a_server_is_told_from_another_on_its_port_by_its_pid() {
+    let server = RedisServer::start();
+    assert!(answers_as(server.port, server.pid()));
+    assert!(!answers_as(server.port, server.pid() + 1));
 }
