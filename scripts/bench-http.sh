@@ -14,6 +14,10 @@
 #   DURATION=5s MANY=200000 scripts/bench-http.sh   # shorter rows, fewer pending codes
 #   ONLY='verify, (embedded|Redis)$' scripts/bench-http.sh   # only rows matching (and the
 #                                    # references); the memory section needs its rows
+#   BUILT=dir scripts/bench-http.sh  # binaries built beforehand, nothing built: dir/vcode and
+#                                    # dir/examples/{thin_verify,fill_codes} (another build's,
+#                                    # copied out; a target/ symlinked elsewhere would be rebuilt
+#                                    # from this tree)
 #
 # A row is one call: `row NAME INSTANCE [script=verify.lua] [path=/verify] [phones=N]
 # [clients=N] [ref=ROW]` (see `row` below); an instance is started with `start_vcode`.
@@ -37,8 +41,12 @@ command -v redis-server >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=no
 # The short mode proves the script runs, so it takes the dev build the tests share (a release
 # build was 9 of a clean CI run's 19 minutes on 2026-12-02); figures come from release builds.
 PROFILE=release; [ "$SHORT" = 1 ] && PROFILE=dev
-cargo build --profile "$PROFILE" --quiet --bin vcode --example thin_verify --example fill_codes
-BIN=target/$([ "$PROFILE" = dev ] && echo debug || echo release)
+if [ -n "${BUILT:-}" ]; then
+  BIN=$BUILT
+else
+  cargo build --profile "$PROFILE" --quiet --bin vcode --example thin_verify --example fill_codes
+  BIN=target/$([ "$PROFILE" = dev ] && echo debug || echo release)
+fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PIDS=()
