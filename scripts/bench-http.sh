@@ -14,10 +14,6 @@
 #   DURATION=5s MANY=200000 scripts/bench-http.sh   # shorter rows, fewer pending codes
 #   ONLY='verify, (embedded|Redis)$' scripts/bench-http.sh   # only rows matching (and the
 #                                    # references); the memory section needs its rows
-#   PIN=1 scripts/bench-http.sh      # the servers (vcode, the thin handlers, redis-server) on
-#                                    # CPU 0, wrk on CPU 1: each side owns a core, so a server's
-#                                    # CPU per request does not swing with how the scheduler
-#                                    # shares two cores between it and wrk (needs 2 cores)
 #   BUILT=dir scripts/bench-http.sh  # binaries built beforehand, nothing built: dir/vcode and
 #                                    # dir/examples/{thin_verify,fill_codes} (another build's,
 #                                    # copied out; a target/ symlinked elsewhere would be rebuilt
@@ -52,10 +48,6 @@ else
   BIN=target/$([ "$PROFILE" = dev ] && echo debug || echo release)
 fi
 
-# PIN=1: what runs the servers and what runs the load (see above).
-SERVER_ON=(); LOAD_ON=()
-if [ "${PIN:-0}" = 1 ]; then SERVER_ON=(taskset -c 0); LOAD_ON=(taskset -c 1); fi
-
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 PIDS=()
 WORK=$(mktemp -d)
@@ -68,14 +60,14 @@ wait_for() { # url
 }
 
 REDIS_PORT=$(free_port)
-${SERVER_ON[@]+"${SERVER_ON[@]}"} redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
+redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
   --logfile "$WORK/redis.log" & REDIS_PID=$!; PIDS+=($!)
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 REDIS_URL=redis://127.0.0.1:$REDIS_PORT
 
 declare -A URL PID
 THIN_PORT=$(free_port)
-${SERVER_ON[@]+"${SERVER_ON[@]}"} $BIN/examples/thin_verify "127.0.0.1:$THIN_PORT" "$REDIS_URL" >"$WORK/thin.log" 2>&1 & PID[thin]=$!; PIDS+=($!)
+$BIN/examples/thin_verify "127.0.0.1:$THIN_PORT" "$REDIS_URL" >"$WORK/thin.log" 2>&1 & PID[thin]=$!; PIDS+=($!)
 URL[thin]=http://127.0.0.1:$THIN_PORT
 wait_for "${URL[thin]}/constant"
 
@@ -91,7 +83,7 @@ start_vcode() { # name [VAR=value ...]: sets URL[name] and PID[name]; stops a pr
   local port; port=$(free_port)
   env VCODE_BIND="127.0.0.1:$port" VCODE_ADMIN_BIND=127.0.0.1:0 RUST_LOG=warn VCODE_DEV_MODE=0 \
     VCODE_SECRET_KEY="$BENCH_SECRET_KEY" "$@" \
-    ${SERVER_ON[@]+"${SERVER_ON[@]}"} $BIN/vcode >"$WORK/$name.log" 2>&1 &
+    $BIN/vcode >"$WORK/$name.log" 2>&1 &
   PID[$name]=$!; PIDS+=($!)
   URL[$name]=http://127.0.0.1:$port
   wait_for "${URL[$name]}/healthz"
@@ -112,11 +104,11 @@ measure() {
   local args=(-t"$THREADS" -c"$CONNECTIONS" --latency)
   if [ -n "$script" ]; then args+=(-s "scripts/wrk/$script"); else url+=$path; fi
   export PHONES=$phones CLIENTS=$clients VERIFY_PATH=$path
-  if [ -n "$WARMUP" ]; then ${LOAD_ON[@]+"${LOAD_ON[@]}"} wrk "${args[@]}" -d"$WARMUP" "$url" >/dev/null; fi
+  if [ -n "$WARMUP" ]; then wrk "${args[@]}" -d"$WARMUP" "$url" >/dev/null; fi
   local server0 redis0 server1 redis1 out
   server0=$(cpu_ticks "$pid"); redis0=$(cpu_ticks "$REDIS_PID")
   local TIMEFORMAT='%3U %3S'
-  { time ${LOAD_ON[@]+"${LOAD_ON[@]}"} wrk "${args[@]}" -d"$DURATION" "$url" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
+  { time wrk "${args[@]}" -d"$DURATION" "$url" >"$WORK/wrk.out"; } 2>"$WORK/wrk.time"
   server1=$(cpu_ticks "$pid"); redis1=$(cpu_ticks "$REDIS_PID")
   out=$(cat "$WORK/wrk.out")
   local requests; requests=$(awk '/requests in/ {print $1}' <<<"$out")
