@@ -1,12 +1,13 @@
 //! Validity of plain phone numbers (`+` and digits, or the digits of a number dialled inside
 //! a region) against libphonenumber's metadata, with each region's patterns compiled once into
-//! regexes of our own. The `phonenumber` crate matches every pattern through one locked,
+//! DFAs of our own. The `phonenumber` crate matches every pattern through one locked,
 //! 100-entry cache keyed by the pattern text (SipHash of patterns up to kilobytes long), 4–12
 //! µs a number; this answers in well under 0.2 µs.
 //!
-//! Each pattern is a fully built DFA, matched without a cache: a `regex::Regex` used from more
+//! Each pattern is a fully built DFA, matched without a cache (a `regex::Regex` used from more
 //! than one thread takes its search cache from a locked pool on every call but one thread's,
-//! which was most of a verify's 184 ns of phone validation.
+//! which was most of a verify's 184 ns of phone validation), and walked once at compile time
+//! for the first two digits a match can have.
 //!
 //! It follows the crate's `is_valid` exactly (same region choice, same per-type checks) and
 //! answers the number's type as the crate's `number_type` does (the first type in its order of
@@ -169,39 +170,6 @@ impl Dialling {
     }
 }
 
-/// The two-digit starts a match of `pattern` (anchored, as `anchored` builds it) can have: a
-/// lazy DFA walked over each pair, a start that leaves it dead ruled out. Every start when
-/// anything fails (the regex then decides alone).
-fn leading_digits(pattern: &str) -> u128 {
-    use regex_automata::hybrid::dfa::DFA;
-
-    let all = (1u128 << 100) - 1;
-    let Ok(dfa) = DFA::builder()
-        .syntax(syntax::Config::new().ignore_whitespace(true))
-        .build(&format!("^(?:{pattern}\n)"))
-    else {
-        return all;
-    };
-    let mut cache = dfa.create_cache();
-    let Ok(start) = dfa.start_state_forward(&mut cache, &Input::new("").anchored(Anchored::Yes))
-    else {
-        return all;
-    };
-    let mut leading = 0;
-    for a in 0..10u8 {
-        for b in 0..10u8 {
-            let alive = dfa
-                .next_state(&mut cache, start, b'0' + a)
-                .and_then(|state| dfa.next_state(&mut cache, state, b'0' + b))
-                .map_or(true, |state| !state.is_dead());
-            if alive {
-                leading |= 1u128 << (10 * a + b);
-            }
-        }
-    }
-    leading
-}
-
 impl RegionRules {
     fn new(meta: &Metadata) -> Option<Self> {
         let d = meta.descriptors();
@@ -222,17 +190,23 @@ impl RegionRules {
         .into_iter()
         .filter_map(|(number_type, descriptor)| descriptor.map(|d| (number_type, d)))
         .collect();
+        let general = anchored(d.general().national_number().as_str())?;
+        let types: Vec<(NumberType, Pattern)> = typed
+            .iter()
+            .map(|(number_type, d)| Some((*number_type, anchored(d.national_number().as_str())?)))
+            .collect::<Option<_>>()?;
         let mut by_length = [0u16; 32];
         let mut by_leading = [0u16; 100];
         let descriptors = std::iter::once(d.general()).chain(typed.iter().map(|(_, d)| *d));
-        for (bit, descriptor) in descriptors.enumerate() {
+        let patterns = std::iter::once(&general).chain(types.iter().map(|(_, pattern)| pattern));
+        for (bit, (descriptor, pattern)) in descriptors.zip(patterns).enumerate() {
             let lengths = descriptor.possible_length();
             for (length, patterns) in by_length.iter_mut().enumerate() {
                 if lengths.is_empty() || lengths.contains(&(length as u16)) {
                     *patterns |= 1 << bit;
                 }
             }
-            let leading = leading_digits(descriptor.national_number().as_str());
+            let leading = pattern.leading_digits();
             for (start, patterns) in by_leading.iter_mut().enumerate() {
                 if leading & (1 << start) != 0 {
                     *patterns |= 1 << bit;
@@ -251,14 +225,9 @@ impl RegionRules {
             known: region.is_some() || meta.id() == "001",
             leading_digits: anchored_if_any(meta.leading_digits().map(|r| r.as_str()))?,
             dialling: Dialling::new(meta)?,
-            general: anchored(d.general().national_number().as_str())?,
+            general,
             mobile: typed.iter().position(|(t, _)| *t == NumberType::Mobile),
-            types: typed
-                .iter()
-                .map(|(number_type, d)| {
-                    Some((*number_type, anchored(d.national_number().as_str())?))
-                })
-                .collect::<Option<_>>()?,
+            types,
             by_length,
             by_leading,
             fixed_line_is_mobile,
@@ -318,11 +287,33 @@ struct Pattern(dense::DFA<Vec<u32>>);
 /// 2.0 MB); a pattern over it fails to build, and the crate answers for its code.
 const DFA_SIZE_LIMIT: usize = 8 << 20;
 
+/// Every two-digit start, one bit each (`10 * a + b`).
+const ALL_STARTS: u128 = (1 << 100) - 1;
+
 impl Pattern {
     fn is_match(&self, digits: &str) -> bool {
         let input = Input::new(digits).anchored(Anchored::Yes).earliest(true);
         // The search only fails on a quit byte or a look-around the DFA lacks; none is built.
         matches!(self.0.try_search_fwd(&input), Ok(Some(_)))
+    }
+
+    /// The two-digit starts a match can have (`ALL_STARTS`' bits): the DFA walked over each
+    /// pair, a start that leaves it dead ruled out.
+    fn leading_digits(&self) -> u128 {
+        let dfa = &self.0;
+        let Ok(start) = dfa.start_state_forward(&Input::new("").anchored(Anchored::Yes)) else {
+            return ALL_STARTS;
+        };
+        let mut leading = 0;
+        for a in 0..10u8 {
+            let first = dfa.next_state(start, b'0' + a);
+            for b in 0..10u8 {
+                if !dfa.is_dead_state(dfa.next_state(first, b'0' + b)) {
+                    leading |= 1u128 << (10 * a + b);
+                }
+            }
+        }
+        leading
     }
 }
 
@@ -693,7 +684,7 @@ mod tests {
     #[test]
     fn leading_digits_are_what_a_match_can_start_with() {
         let starts = |pattern: &str| {
-            let leading = leading_digits(pattern);
+            let leading = anchored(pattern).map_or(ALL_STARTS, |pattern| pattern.leading_digits());
             (0..100).filter(|i| leading & (1u128 << i) != 0).count()
         };
         assert_eq!(starts(r"1[38]\d{9}"), 2);
@@ -704,7 +695,11 @@ mod tests {
             10,
             "a one-digit match leaves the second digit free"
         );
-        assert_eq!(starts("("), 100, "unparsable: every start");
+        assert_eq!(
+            starts("("),
+            100,
+            "unparsable (the crate then answers): every start"
+        );
     }
 
     #[test]

@@ -49,10 +49,11 @@ pub(super) fn answers_as(port: u16, pid: u32) -> bool {
         return false;
     };
     let mut text = vec![0; length];
+    let ours = format!("process_id:{pid}");
     reader.read_exact(&mut text).is_ok()
         && String::from_utf8_lossy(&text)
             .lines()
-            .any(|line| line == format!("process_id:{pid}"))
+            .any(|line| line == ours)
 }
 
 impl RedisServer {
