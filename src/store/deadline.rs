@@ -16,12 +16,18 @@ tokio::task_local! {
 }
 
 /// Runs a request whose store steps began at `started`.
-pub async fn from<F: Future>(started: Instant, request: F) -> F::Output {
-    FIRST_STEP.scope(started, request).await
+///
+/// A plain function, not an `async fn`: an `async fn` keeps its argument beside the future it
+/// awaits, so wrapping the send's state machine (kilobytes) in one doubled its size, and every
+/// move of the request's future copied both halves.
+pub fn from<F: Future>(started: Instant, request: F) -> impl Future<Output = F::Output> {
+    FIRST_STEP.scope(started, request)
 }
 
 /// Runs a store step within what is left of one timeout since the request's first step
-/// (the full timeout outside `from`).
+/// (the full timeout outside `from`). Asks when first polled, not when called: a step made
+/// before the request's `from` still counts from it. (Its steps are small, so this one can
+/// keep its argument twice.)
 pub async fn shared<F: Future>(step: F) -> F::Output {
     match FIRST_STEP.try_with(|started| *started) {
         Ok(started) => SHARED_SINCE.scope(started, step).await,
