@@ -38,7 +38,7 @@ impl QuotaToken {
 /// Quota logs that are not per phone (per-phone logs share the phone's hash tag and are
 /// checked inside the code scripts). All of them live together (one Redis hash tag, one lock
 /// in memory), so one send's budgets are reserved in one atomic step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum QuotaScope {
     /// SMS sends of one client (address or IPv6 network).
     ClientIp(std::net::IpAddr),

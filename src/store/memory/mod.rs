@@ -230,12 +230,7 @@ impl<V: Expiring> Shards<V> {
     fn sweep(&self, now_ms: u64) -> usize {
         self.shards
             .iter()
-            .map(|shard| {
-                let mut map = lock(shard);
-                let before = map.len();
-                map.retain(|_, entry| entry.expires_at_ms() > now_ms);
-                before - map.len()
-            })
+            .map(|shard| sweep_map(&mut lock(shard), now_ms))
             .sum()
     }
 
@@ -254,8 +249,9 @@ pub struct MemoryStore {
     captchas: Shards<CaptchaEntry>,
     quotas: Shards<QuotaLog>,
     /// Client and global budgets, under one lock: a send reserves in all of them at once, and
-    /// every send goes through the global one anyway.
-    budgets: Shards<QuotaLog>,
+    /// every send goes through the global one anyway. Keyed by the scope itself: its log name
+    /// would be formatted twice a budget on every send.
+    budgets: Mutex<HashMap<QuotaScope, QuotaLog>>,
     idempotency: Shards<IdempotencyEntry>,
     /// Daily counters by date; a handful of small maps.
     stats: Mutex<BTreeMap<String, HashMap<String, u64>>>,
@@ -294,7 +290,7 @@ impl Default for MemoryStore {
             delivery_counts: Mutex::default(),
             captchas: Shards::new(SHARDS),
             quotas: Shards::new(SHARDS),
-            budgets: Shards::new(1),
+            budgets: Mutex::default(),
             idempotency: Shards::new(SHARDS),
             stats: Mutex::default(),
             dev_inboxes: Shards::new(4),
@@ -422,8 +418,11 @@ impl FailureLimits {
     }
 }
 
-fn scope_key(scope: QuotaScope) -> String {
-    scope.to_string()
+/// Drops `map`'s expired entries; how many went.
+fn sweep_map<K, V: Expiring>(map: &mut HashMap<K, V>, now_ms: u64) -> usize {
+    let before = map.len();
+    map.retain(|_, entry| entry.expires_at_ms() > now_ms);
+    before - map.len()
 }
 
 /// The wall clock in unix ms: only for times a client is shown, never for an expiry check.
@@ -470,7 +469,7 @@ impl MemoryStore {
             + self.messages.sweep(now)
             + self.captchas.sweep(now)
             + self.quotas.sweep(now)
-            + self.budgets.sweep(now)
+            + sweep_map(&mut lock(&self.budgets), now)
             + self.idempotency.sweep(now)
             + self.dev_inboxes.sweep(now)
             + self.pow_replays.sweep(now)

@@ -15,12 +15,11 @@ impl QuotaStore for MemoryStore {
     ) -> Result<QuotaDecision, StoreError> {
         let now = self.now_ms();
         // One shard: every budget log is behind this one lock.
-        let mut logs = self.budgets.lock("");
+        let mut logs = lock(&self.budgets);
         let (mut refused, mut wait_ms) = (None, 0);
         for budget in budgets {
-            let key = scope_key(budget.scope);
             let wait = logs
-                .get_mut(key.as_str())
+                .get_mut(&budget.scope)
                 .map_or(0, |log| log.wait(now, budget.rules));
             if wait > 0 {
                 refused.get_or_insert(budget.scope);
@@ -34,8 +33,7 @@ impl QuotaStore for MemoryStore {
             });
         }
         for budget in budgets {
-            let key = scope_key(budget.scope);
-            logs.entry(key.into_boxed_str())
+            logs.entry(budget.scope)
                 .or_default()
                 .record(now, budget.rules, token);
         }
@@ -47,9 +45,9 @@ impl QuotaStore for MemoryStore {
         scopes: &[QuotaScope],
         token: QuotaToken,
     ) -> Result<(), StoreError> {
-        let mut logs = self.budgets.lock("");
+        let mut logs = lock(&self.budgets);
         for scope in scopes {
-            if let Some(log) = logs.get_mut(scope_key(*scope).as_str()) {
+            if let Some(log) = logs.get_mut(scope) {
                 log.remove(token);
             }
         }
