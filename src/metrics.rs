@@ -365,9 +365,22 @@ pub fn count_monitored_sms(region: &str) {
         .inc();
 }
 
-/// Counts one SMS sent to `country`.
+/// Counts one SMS sent to `country` (once a send: the thread keeps its countries' counters).
 pub fn count_sms_by_country(country: &str) {
-    count_country(&METRICS.sms_by_country, country);
+    SMS_COUNTRY_HANDLES.with_borrow_mut(|handles| {
+        if let Some((_, counter)) = handles.iter().find(|(known, _)| **known == *country) {
+            counter.inc();
+        } else {
+            let counter = METRICS
+                .sms_by_country
+                .get_or_create(&CountryLabel {
+                    country: country.to_owned(),
+                })
+                .clone();
+            counter.inc();
+            handles.push((country.into(), counter));
+        }
+    });
 }
 
 /// Counts one code verified for a phone of `country`.
@@ -448,16 +461,30 @@ pub fn observe_store_call(store: &'static str, seconds: f64, error_kind: Option<
     }
 }
 
-/// Counts one SMS delivery attempt of `provider` with its `result` and times it.
+/// Counts one SMS delivery attempt of `provider` with its `result` and times it (once a
+/// send: the thread keeps the series it used, as `observe_http_request` does).
 pub fn observe_sms_attempt(provider: &'static str, result: &'static str, seconds: f64) {
-    METRICS
-        .sms_attempts
-        .get_or_create(&[("provider", provider), ("result", result)])
-        .inc();
-    METRICS
-        .sms_duration
-        .get_or_create(&[("provider", provider)])
-        .observe(seconds);
+    SMS_HANDLES.with_borrow_mut(|handles| {
+        let key = (provider, result);
+        let index = match handles.iter().position(|(known, ..)| *known == key) {
+            Some(index) => index,
+            None => {
+                let attempts = METRICS
+                    .sms_attempts
+                    .get_or_create(&[("provider", provider), ("result", result)])
+                    .clone();
+                let duration = METRICS
+                    .sms_duration
+                    .get_or_create(&[("provider", provider)])
+                    .clone();
+                handles.push((key, attempts, duration));
+                handles.len() - 1
+            }
+        };
+        let (_, attempts, duration) = &handles[index];
+        attempts.inc();
+        duration.observe(seconds);
+    });
 }
 
 /// Counts one request of `operation` accepted with the key named `name`, or refused (None).
@@ -547,8 +574,14 @@ type EventKey = (&'static str, &'static str, &'static str);
 
 // Each worker thread's handles on the hot series (the request's, its outcome's, its store
 // calls'), found without hashing labels or taking a family's lock.
+/// An SMS provider's attempts of one result, and its latency histogram.
+type SmsHandle = ((&'static str, &'static str), Counter, Histogram);
+
 thread_local! {
     static HTTP_HANDLES: RefCell<Vec<HttpHandle>> = const { RefCell::new(Vec::new()) };
     static EVENT_HANDLES: RefCell<Vec<(EventKey, Counter)>> = const { RefCell::new(Vec::new()) };
     static STORE_HANDLES: RefCell<Vec<(&'static str, Histogram)>> = const { RefCell::new(Vec::new()) };
+    static SMS_HANDLES: RefCell<Vec<SmsHandle>> = const { RefCell::new(Vec::new()) };
+    /// At most one a country code (a few hundred).
+    static SMS_COUNTRY_HANDLES: RefCell<Vec<(Box<str>, Counter)>> = const { RefCell::new(Vec::new()) };
 }
