@@ -339,6 +339,28 @@ pub fn count_event(name: &'static str, label: &'static str, value: &'static str)
     });
 }
 
+/// Counts one of `crate::stats`'s events, `index` its place among them: the thread keeps each
+/// event's counter at its index, one lookup where `count_event` compares labels.
+pub fn count_stats_event(
+    index: usize,
+    name: &'static str,
+    label: &'static str,
+    value: &'static str,
+) {
+    STATS_EVENT_HANDLES.with_borrow_mut(|handles| {
+        if handles.len() <= index {
+            handles.resize(index + 1, None);
+        }
+        if let Some(counter) = &handles[index] {
+            counter.inc();
+        } else if let Some(family) = METRICS.events.get(name) {
+            let counter = family.get_or_create(&[(label, value)]).clone();
+            counter.inc();
+            handles[index] = Some(counter);
+        }
+    });
+}
+
 /// Counts one try of an event webhook by its outcome.
 pub fn count_event_delivery(outcome: &'static str) {
     METRICS
@@ -581,6 +603,7 @@ thread_local! {
     static HTTP_HANDLES: RefCell<Vec<HttpHandle>> = const { RefCell::new(Vec::new()) };
     static EVENT_HANDLES: RefCell<Vec<(EventKey, Counter)>> = const { RefCell::new(Vec::new()) };
     static STORE_HANDLES: RefCell<Vec<(&'static str, Histogram)>> = const { RefCell::new(Vec::new()) };
+    static STATS_EVENT_HANDLES: RefCell<Vec<Option<Counter>>> = const { RefCell::new(Vec::new()) };
     static SMS_HANDLES: RefCell<Vec<SmsHandle>> = const { RefCell::new(Vec::new()) };
     /// At most one a country code (a few hundred).
     static SMS_COUNTRY_HANDLES: RefCell<Vec<(Box<str>, Counter)>> = const { RefCell::new(Vec::new()) };

@@ -284,7 +284,7 @@ impl Stats {
     pub fn record(&self, event: Event) {
         self.pending[event as usize].fetch_add(1, Ordering::Relaxed);
         if let Some((name, label, value)) = event.metric() {
-            crate::metrics::count_event(name, label, value);
+            crate::metrics::count_stats_event(event as usize, name, label, value);
         }
     }
 
