@@ -594,11 +594,11 @@ impl HttpHandle {
 
 type EventKey = (&'static str, &'static str, &'static str);
 
-// Each worker thread's handles on the hot series (the request's, its outcome's, its store
-// calls'), found without hashing labels or taking a family's lock.
 /// An SMS provider's attempts of one result, and its latency histogram.
 type SmsHandle = ((&'static str, &'static str), Counter, Histogram);
 
+// Each worker thread's handles on the hot series (the request's, its outcome's, its store
+// calls', a send's SMS and country), found without hashing labels or taking a family's lock.
 thread_local! {
     static HTTP_HANDLES: RefCell<Vec<HttpHandle>> = const { RefCell::new(Vec::new()) };
     static EVENT_HANDLES: RefCell<Vec<(EventKey, Counter)>> = const { RefCell::new(Vec::new()) };

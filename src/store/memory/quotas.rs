@@ -14,7 +14,7 @@ impl QuotaStore for MemoryStore {
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError> {
         let now = self.now_ms();
-        // One shard: every budget log is behind this one lock.
+        // Every budget log is behind this one lock.
         let mut logs = lock(&self.budgets);
         let (mut refused, mut wait_ms) = (None, 0);
         for budget in budgets {
