@@ -171,8 +171,8 @@ impl MemoryStore {
         let mut verifications = latest
             .as_ref()
             .map(|id| self.verifications.lock(id.as_str()));
-        let (mut logs, limits) = FailureLimits::lock(&self.quotas, destination, client, &params);
-        let wait = limits.wait(&mut logs, now);
+        let mut limits = FailureLimits::lock(&self.quotas, destination, client, &params);
+        let wait = limits.wait(now);
         if wait > 0 {
             return VerifyOutcome::QuotaExceeded {
                 retry_after: Duration::from_millis(wait),
@@ -198,7 +198,7 @@ impl MemoryStore {
             }
             return VerifyOutcome::Verified;
         }
-        limits.record(&mut logs, now);
+        limits.record(now);
         entry.failed_attempts += 1;
         let destroyed = entry.failed_attempts >= params.max_attempts;
         if let (Some(id), Some(verification)) = (&latest, verification) {

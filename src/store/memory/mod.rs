@@ -371,18 +371,27 @@ fn client_failures_key(destination: &Destination, client: crate::domain::Client)
 /// The failure limits a verify is under, the phone's and the (phone, client) one, checked and
 /// counted in one place for the verify by code and the verify by id. Both logs are the phone's:
 /// one shard of `quotas`, chosen by the phone's key. A log's key is built only when its limit is
-/// on.
-struct FailureLimits([Option<(StoreKey, QuotaRule)>; 2]);
+/// on, and with both off nothing is locked: a verify then pays nothing for them.
+struct FailureLimits<'a>(Option<LockedLogs<'a>>);
 
-impl FailureLimits {
+/// The phone's shard of failure logs, locked, and the logs whose limit is on.
+struct LockedLogs<'a> {
+    logs: MutexGuard<'a, HashMap<Box<str>, QuotaLog>>,
+    limits: [Option<(StoreKey, QuotaRule)>; 2],
+}
+
+impl<'a> FailureLimits<'a> {
     /// Locks the phone's failure logs (the caller holds the code's shard already: lock order)
     /// and names the logs whose limit is on.
-    fn lock<'a>(
+    fn lock(
         quotas: &'a Shards<QuotaLog>,
         destination: &Destination,
         client: crate::domain::Client,
         params: &VerifyParams,
-    ) -> (MutexGuard<'a, HashMap<Box<str>, QuotaLog>>, Self) {
+    ) -> Self {
+        if params.destination_failures.is_none() && params.client_failures.is_none() {
+            return Self(None);
+        }
         let phone_key = phone_failures_key(destination);
         let logs = quotas.lock(&phone_key);
         let limits = [
@@ -391,13 +400,16 @@ impl FailureLimits {
                 .client_failures
                 .map(|rule| (client_failures_key(destination, client), rule)),
         ];
-        (logs, Self(limits))
+        Self(Some(LockedLogs { logs, limits }))
     }
 
     /// 0 if every limit on has room for one more failure at `now`, else the ms until all do.
-    fn wait(&self, logs: &mut HashMap<Box<str>, QuotaLog>, now: u64) -> u64 {
+    fn wait(&mut self, now: u64) -> u64 {
+        let Some(LockedLogs { logs, limits }) = &mut self.0 else {
+            return 0;
+        };
         let mut wait = 0;
-        for (log_key, rule) in self.0.iter().flatten() {
+        for (log_key, rule) in limits.iter().flatten() {
             if let Some(log) = logs.get_mut(log_key.as_str()) {
                 wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
             }
@@ -406,9 +418,12 @@ impl FailureLimits {
     }
 
     /// Counts one failed verify in every log whose limit is on.
-    fn record(self, logs: &mut HashMap<Box<str>, QuotaLog>, now: u64) {
+    fn record(self, now: u64) {
+        let Some(LockedLogs { mut logs, limits }) = self.0 else {
+            return;
+        };
         let token = QuotaToken::generate();
-        for (log_key, rule) in self.0.into_iter().flatten() {
+        for (log_key, rule) in limits.into_iter().flatten() {
             logs.entry(log_key.into_boxed_str()).or_default().record(
                 now,
                 std::slice::from_ref(&rule),

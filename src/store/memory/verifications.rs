@@ -117,8 +117,8 @@ impl MemoryStore {
             None if verification.verifies_until_ms <= now => return VerifyOutcome::CodeExpired,
             None => {}
         }
-        let (mut logs, limits) = FailureLimits::lock(&self.quotas, destination, client, &params);
-        let wait = limits.wait(&mut logs, now);
+        let mut limits = FailureLimits::lock(&self.quotas, destination, client, &params);
+        let wait = limits.wait(now);
         if wait > 0 {
             return VerifyOutcome::QuotaExceeded {
                 retry_after: Duration::from_millis(wait),
@@ -139,7 +139,7 @@ impl MemoryStore {
             self.verification_event(Fact::Ended(Ending::Approved), id, verification, String::new);
             return VerifyOutcome::Verified;
         }
-        limits.record(&mut logs, now);
+        limits.record(now);
         verification.failed_attempts += 1;
         let failed = verification.failed_attempts;
         let attempts = || format!("attempts={failed}");
