@@ -47,11 +47,10 @@ pub fn default_headers() -> DefaultHeaders {
 const NOSNIFF: HeaderValue = HeaderValue::from_static("nosniff");
 const NO_STORE: HeaderValue = HeaderValue::from_static("no-store");
 
-/// What [`default_headers`] adds, added to `headers` where they are not set.
+/// What [`default_headers`] adds, added to `headers` where they are not set (`nosniff` is the
+/// header's one value: it is set without asking first).
 pub fn add_default_headers(headers: &mut HeaderMap) {
-    if !headers.contains_key(X_CONTENT_TYPE_OPTIONS) {
-        headers.insert(X_CONTENT_TYPE_OPTIONS, NOSNIFF);
-    }
+    headers.insert(X_CONTENT_TYPE_OPTIONS, NOSNIFF);
     if !headers.contains_key(CACHE_CONTROL) {
         headers.insert(CACHE_CONTROL, NO_STORE);
     }

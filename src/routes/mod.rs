@@ -232,8 +232,13 @@ fn post_resource(path: &str) -> Resource {
     resource(path, "POST")
 }
 
+/// Named by its path: the request's span and metrics read the route's pattern as its name, which
+/// the router finds by the matched resource's index (the pattern itself it would rebuild into a
+/// new `String` on every request).
 fn resource(path: &str, allow: &'static str) -> Resource {
-    web::resource(path).default_service(web::to(move || async move { method_not_allowed(allow) }))
+    web::resource(path)
+        .name(path)
+        .default_service(web::to(move || async move { method_not_allowed(allow) }))
 }
 
 fn json_config(limit: usize) -> web::JsonConfig {

@@ -80,10 +80,14 @@ fn request_span(request: &ServiceRequest) -> Span {
 }
 
 /// The route pattern of `request`: the Twilio-compatible paths' by hand (the router knows
-/// only their scope), the others' from the router.
-fn route_pattern(request: &HttpRequest) -> Option<Cow<'static, str>> {
-    match super::twilio::route_pattern(request.match_info().as_str()) {
-        Some(pattern) => Some(Cow::Borrowed(pattern)),
+/// only their scope), the others' from the router: a resource's name where it has one (the
+/// routes' resources are named by their path), else its pattern.
+fn route_pattern(request: &HttpRequest) -> Option<Cow<'_, str>> {
+    if let Some(pattern) = super::twilio::route_pattern(request.match_info().as_str()) {
+        return Some(Cow::Borrowed(pattern));
+    }
+    match request.match_name() {
+        Some(name) => Some(Cow::Borrowed(name)),
         None => request.match_pattern().map(Cow::Owned),
     }
 }
