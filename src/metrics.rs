@@ -329,12 +329,16 @@ pub fn render() -> String {
 pub fn count_event(name: &'static str, label: &'static str, value: &'static str) {
     EVENT_HANDLES.with_borrow_mut(|handles| {
         let key = (name, label, value);
-        if let Some((_, counter)) = handles.iter().find(|(known, _)| *known == key) {
+        let counter = kept(
+            handles,
+            |known| *known == key,
+            || {
+                let family = METRICS.events.get(name)?;
+                Some((key, family.get_or_create(&[(label, value)]).clone()))
+            },
+        );
+        if let Some(counter) = counter {
             counter.inc();
-        } else if let Some(family) = METRICS.events.get(name) {
-            let counter = family.get_or_create(&[(label, value)]).clone();
-            counter.inc();
-            handles.push((key, counter));
         }
     });
 }
@@ -390,17 +394,21 @@ pub fn count_monitored_sms(region: &str) {
 /// Counts one SMS sent to `country` (once a send: the thread keeps its countries' counters).
 pub fn count_sms_by_country(country: &str) {
     SMS_COUNTRY_HANDLES.with_borrow_mut(|handles| {
-        if let Some((_, counter)) = handles.iter().find(|(known, _)| **known == *country) {
-            counter.inc();
-        } else {
-            let counter = METRICS
-                .sms_by_country
-                .get_or_create(&CountryLabel {
+        let counter = kept(
+            handles,
+            |known| **known == *country,
+            || {
+                let labels = CountryLabel {
                     country: country.to_owned(),
-                })
-                .clone();
+                };
+                Some((
+                    country.into(),
+                    METRICS.sms_by_country.get_or_create(&labels).clone(),
+                ))
+            },
+        );
+        if let Some(counter) = counter {
             counter.inc();
-            handles.push((country.into(), counter));
         }
     });
 }
@@ -464,15 +472,16 @@ pub fn set_sms_spend(scope: &str, window: &'static str, spent: f64, cap: f64) {
 /// Times one call to `store` and counts it as an error of `error_kind`, if any.
 pub fn observe_store_call(store: &'static str, seconds: f64, error_kind: Option<&'static str>) {
     STORE_HANDLES.with_borrow_mut(|handles| {
-        if let Some((_, histogram)) = handles.iter().find(|(known, _)| *known == store) {
+        let histogram = kept(
+            handles,
+            |known| *known == store,
+            || {
+                let family = &METRICS.store_duration;
+                Some((store, family.get_or_create(&[("store", store)]).clone()))
+            },
+        );
+        if let Some(histogram) = histogram {
             histogram.observe(seconds);
-        } else {
-            let histogram = METRICS
-                .store_duration
-                .get_or_create(&[("store", store)])
-                .clone();
-            histogram.observe(seconds);
-            handles.push((store, histogram));
         }
     });
     if let Some(kind) = error_kind {
@@ -488,9 +497,10 @@ pub fn observe_store_call(store: &'static str, seconds: f64, error_kind: Option<
 pub fn observe_sms_attempt(provider: &'static str, result: &'static str, seconds: f64) {
     SMS_HANDLES.with_borrow_mut(|handles| {
         let key = (provider, result);
-        let index = match handles.iter().position(|(known, ..)| *known == key) {
-            Some(index) => index,
-            None => {
+        let series = kept(
+            handles,
+            |known| *known == key,
+            || {
                 let attempts = METRICS
                     .sms_attempts
                     .get_or_create(&[("provider", provider), ("result", result)])
@@ -499,13 +509,13 @@ pub fn observe_sms_attempt(provider: &'static str, result: &'static str, seconds
                     .sms_duration
                     .get_or_create(&[("provider", provider)])
                     .clone();
-                handles.push((key, attempts, duration));
-                handles.len() - 1
-            }
-        };
-        let (_, attempts, duration) = &handles[index];
-        attempts.inc();
-        duration.observe(seconds);
+                Some((key, (attempts, duration)))
+            },
+        );
+        if let Some((attempts, duration)) = series {
+            attempts.inc();
+            duration.observe(seconds);
+        }
     });
 }
 
@@ -595,7 +605,25 @@ impl HttpHandle {
 type EventKey = (&'static str, &'static str, &'static str);
 
 /// An SMS provider's attempts of one result, and its latency histogram.
-type SmsHandle = ((&'static str, &'static str), Counter, Histogram);
+type SmsHandle = ((&'static str, &'static str), (Counter, Histogram));
+
+/// The handle this thread keeps in `handles` under the key `is_key` finds, made by `make` on
+/// the thread's first use of it (`None` where there is no such series). A scan: a thread keeps
+/// a few dozen at most, and comparing a few `&'static str` costs less than hashing labels.
+fn kept<K, H>(
+    handles: &mut Vec<(K, H)>,
+    is_key: impl Fn(&K) -> bool,
+    make: impl FnOnce() -> Option<(K, H)>,
+) -> Option<&H> {
+    let index = match handles.iter().position(|(known, _)| is_key(known)) {
+        Some(index) => index,
+        None => {
+            handles.push(make()?);
+            handles.len() - 1
+        }
+    };
+    Some(&handles[index].1)
+}
 
 // Each worker thread's handles on the hot series (the request's, its outcome's, its store
 // calls', a send's SMS and country), found without hashing labels or taking a family's lock.
