@@ -13,6 +13,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::services::{WRITE_TRIES, is_friendly_name};
+
+/// Tries of a release's compare-and-set (see [`TwilioCompat::release`]).
+const RELEASE_TRIES: usize = 8 * WRITE_TRIES;
 use super::{Service, TwilioCompat, TwilioError, now_ms, sid};
 use crate::domain::{Destination, EmailAddress, NumberType, VerificationId};
 use crate::otp::{
@@ -432,8 +435,12 @@ impl TwilioCompat {
 
     /// Takes a reserved send whose SMS or mail did not go out back out of the log (a first
     /// send's log left with no send is an ended one); a log without it is left as it is.
+    /// It tries longer than a reservation: a reservation that gives up answers "retry", but a
+    /// release that gave up would list a send that never went out, and count it against the
+    /// log's five. Each failed compare-and-set is another start's write that landed, and the
+    /// starts of one log are few, so the tries run out only in a storm; that is logged.
     async fn release(&self, service: &Service, destination: &Destination, attempt: &SendAttempt) {
-        for _ in 0..WRITE_TRIES {
+        for _ in 0..RELEASE_TRIES {
             let Ok(Some(record)) = self.store.twilio_sends(&service.sid, destination).await else {
                 return;
             };
@@ -454,6 +461,11 @@ impl TwilioCompat {
                 return;
             }
         }
+        tracing::warn!(
+            service = %service.sid,
+            %destination,
+            "a send that did not go out is still listed in its verification's attempts: its log changed under every try"
+        );
     }
 
     /// Writes the log of (Service, destination) if it is still at `revision`.
