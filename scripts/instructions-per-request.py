@@ -26,7 +26,8 @@ off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
     A column whose binary is examples/thin_verify is the thin reference of bench-http.sh
               (started with its own arguments; its settings are ignored): the verify and
               phone rows POST the same body to /verify-map (embedded) or /verify (Redis, one
-              EVALSHA); it has no other rows ("-").
+              EVALSHA), the send row to /send-map (the least a send with hashed codes does,
+              in the process's own map, on both stores); it has no other rows ("-").
     STORES=embedded,Redis,PostgreSQL,Cluster picks the stores (default embedded,Redis):
               PostgreSQL is a server of the script's own on a free loopback port (fsync off,
               a fresh database per column and row); Cluster is three primaries on loopback,
@@ -196,8 +197,11 @@ def is_thin(binary):
     return os.path.basename(binary) == "thin_verify"
 
 
-def thin_path(store_env):
-    """The thin reference's handler for a verify on `store_env`."""
+def thin_path(store_env, kind):
+    """The thin reference's handler for a `kind` row on `store_env`: the sharded map's send, or
+    a verify (the map's, or one EVALSHA)."""
+    if kind == "send":
+        return "/send-map"
     return "/verify-map" if store_env == "embedded" else "/verify"
 
 
@@ -446,8 +450,8 @@ def build_env(binary, port, thin=False, **settings):
 def measure(build, store_env, kind, redis, stores):
     """(vcode's instructions per request, its store server's or None)."""
     binary, _, settings = build.partition("@")
-    thin = thin_path(store_env) if is_thin(binary) else None
-    if is_thin(binary) and (kind not in ("verify", "phone")
+    thin = thin_path(store_env, kind) if is_thin(binary) else None
+    if is_thin(binary) and (kind not in ("verify", "phone", "send")
                             or store_env not in ("embedded", "Redis")):
         return None, None
     port = free_port()
