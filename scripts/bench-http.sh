@@ -45,7 +45,7 @@ if [ -n "${BUILT:-}" ]; then
   BIN=$BUILT
 else
   cargo build --profile "$PROFILE" --quiet --bin vcode --example thin_verify --example fill_codes
-  BIN=target/$([ "$PROFILE" = dev ] && echo debug || echo release)
+  BIN=${CARGO_TARGET_DIR:-target}/$([ "$PROFILE" = dev ] && echo debug || echo release)
 fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }

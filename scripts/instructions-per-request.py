@@ -12,7 +12,8 @@ give the same count whatever else runs).
 For each binary and each row it starts the binary under `valgrind --tool=callgrind` without
 instrumentation, warms up, instruments exactly REQUESTS sequential requests on one keep-alive
 connection, dumps, and divides the instructions counted (all threads) by REQUESTS. Quotas are
-off and logs at warn, as in bench-http.sh. The rows, embedded and Redis:
+off and logs at warn, as in bench-http.sh; the fraud guard judges every send with its
+thresholds out of reach (`@VCODE_FRAUD_GUARD=off` turns it off). The rows, embedded and Redis:
     verify    a verify under a random verification_id: no such verification (404)
     phone     "verify by phone": VCODE_VERIFY_BY=phone, a random phone with no pending code
               (410): issue 42's row, one lookup as the thin handlers do
@@ -441,10 +442,12 @@ def tenant_quotas_off(binary):
 
 def build_env(binary, port, thin=False, **settings):
     """What every measured build runs with: its port, warn logs, the bench's key, the quotas
-    (and, but for the thin reference, the tenants' budgets) off; then `settings`."""
+    (and, but for the thin reference, the tenants' budgets) off, the fraud guard on with its
+    thresholds out of reach (at its own, a row of sends to new numbers in one range times
+    refusals after the first ten); then `settings`."""
     return dict(os.environ, VCODE_BIND=f"127.0.0.1:{port}", VCODE_ADMIN_BIND="127.0.0.1:0",
-                RUST_LOG="warn", VCODE_SECRET_KEY=KEY, **QUOTAS_OFF,
-                **({} if thin else tenant_quotas_off(binary)), **settings)
+                RUST_LOG="warn", VCODE_SECRET_KEY=KEY, VCODE_FRAUD_EVIDENCE="1000000",
+                **QUOTAS_OFF, **({} if thin else tenant_quotas_off(binary)), **settings)
 
 
 def measure(build, store_env, kind, redis, stores):

@@ -13,9 +13,6 @@
 use serde::{Deserialize, Serialize};
 
 use super::services::{WRITE_TRIES, is_friendly_name};
-
-/// Tries of a release's compare-and-set (see [`TwilioCompat::release`]).
-const RELEASE_TRIES: usize = 8 * WRITE_TRIES;
 use super::{Service, TwilioCompat, TwilioError, now_ms, sid};
 use crate::domain::{Destination, EmailAddress, NumberType, VerificationId};
 use crate::otp::{
@@ -26,6 +23,9 @@ use crate::store::{NewSendLog, Revised};
 
 /// Sends of one verification, the first included (Twilio's limit).
 pub const MAX_SENDS: usize = 5;
+
+/// Tries of a release's compare-and-set (see [`TwilioCompat::release`]).
+const RELEASE_TRIES: usize = 8 * WRITE_TRIES;
 
 /// What `POST /Verifications` asks for.
 #[derive(Clone, Debug)]
