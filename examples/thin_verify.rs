@@ -25,8 +25,7 @@ use hmac::{Hmac, Mac};
 use rand::RngExt;
 use redis::Script;
 use redis::aio::ConnectionManager;
-use serde::Deserialize;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 /// The same allocator as the `vcode` binary, so that the ratios measure handler work only.
