@@ -11,7 +11,9 @@
 //! id, the SMS's text, and in one shard of an in-process map under a mutex the phone's cooldown
 //! and hourly count checked and the pending code stored; a JSON answer with the id (429 in a
 //! cooldown). Nothing else: no phone parsing, no validation, no logging, no metrics, no budgets
-//! beside the phone's own, no fraud guard. `POST /sms` takes any body and answers 200: the
+//! beside the phone's own, no fraud guard. `POST /send-redis` does the same with the phone's
+//! cooldown, hourly count and pending code in one Redis hash, checked and written by one
+//! EVALSHA over the shared multiplexed connection (`SEND_SCRIPT`). `POST /sms` takes any body and answers 200: the
 //! webhook SMS gateway of the delivery-receipt rows (the sender's message id is vcode's own).
 //!
 //! `cargo run --release --example thin_verify -- 127.0.0.1:18090 redis://127.0.0.1:6390`
@@ -74,6 +76,28 @@ struct SendData<'a> {
     verification_id: &'a str,
 }
 
+/// `/send-redis`'s one step: the phone's hash holds its pending code's digest and id, when it
+/// was last sent and its sends in the hour that began at `w`; a send inside the cooldown or
+/// over the hourly count writes nothing.
+/// KEYS[1] the phone's hash; ARGV digest, id, TTL ms, cooldown ms, hourly limit.
+/// Returns 1 when sent, 0 in the cooldown, -1 over the hourly count.
+const SEND_SCRIPT: &str = r"
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local sent, count, window = unpack(redis.call('HMGET', KEYS[1], 't', 'n', 'w'))
+local n, w = 1, now
+if sent then
+  if now < tonumber(sent) + tonumber(ARGV[4]) then return 0 end
+  if now < tonumber(window) + 3600000 then
+    if tonumber(count) >= tonumber(ARGV[5]) then return -1 end
+    n, w = tonumber(count) + 1, tonumber(window)
+  end
+end
+redis.call('HSET', KEYS[1], 'h', ARGV[1], 'v', ARGV[2], 't', now, 'n', n, 'w', w)
+redis.call('PEXPIRE', KEYS[1], 3600000)
+return 1
+";
+
 const CODE_TTL: Duration = Duration::from_secs(300);
 const RESEND_COOLDOWN: Duration = Duration::from_secs(60);
 const SENDS_PER_HOUR: u32 = 5;
@@ -83,6 +107,7 @@ struct Shared {
     client: redis::Client,
     connection: ConnectionManager,
     script: Script,
+    send_script: Script,
     /// `/verify-map`'s pending codes, by (phone, purpose), in shards as the embedded store's.
     codes: Vec<std::sync::Mutex<std::collections::HashMap<String, String>>>,
     /// Picks a key's shard: one for every worker (a hasher per thread sent one key to
@@ -139,17 +164,15 @@ async fn verify_map(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -
     }
 }
 
-/// `POST /send-map`: a code, its keyed digest, an id, the SMS's text; the phone's cooldown and
-/// hourly count checked and the code kept in one shard, under its lock; the answer in JSON.
-async fn send_map(shared: web::Data<Shared>, body: web::Json<SendRequest>) -> HttpResponse {
-    use std::hash::BuildHasher;
-    let purpose = body.purpose.as_deref().unwrap_or("login");
+/// What every thin send does before its store: a code from a CSPRNG, its keyed digest (over the
+/// same fields as vcode's keyring), a random verification id, the SMS's text.
+fn new_code(shared: &Shared, phone: &str, purpose: &str) -> ([u8; 16], String) {
     let mut rng = rand::rng();
     let code: String = (0..6)
         .map(|_| char::from(b'0' + rng.random_range(0..10u8)))
         .collect();
     let mut mac = shared.code_key.clone();
-    for field in [body.phone.as_str(), purpose, code.as_str()] {
+    for field in [phone, purpose, code.as_str()] {
         mac.update(&(field.len() as u32).to_be_bytes());
         mac.update(field.as_bytes());
     }
@@ -160,38 +183,58 @@ async fn send_map(shared: web::Data<Shared>, body: web::Json<SendRequest>) -> Ht
     std::hint::black_box(format!(
         "Your verification code is {code}. It expires in 5 minutes."
     ));
-    let key = format!("{}:{purpose}", body.phone);
-    let shard = shared.hasher.hash_one(&key) as usize % SHARDS;
-    let now = Instant::now();
-    let mut sends = shared.sends[shard].lock().unwrap();
-    let (sends_in_window, window_start) = match sends.get(&key) {
-        Some(pending) if now < pending.resend_at => {
-            drop(sends);
-            return HttpResponse::TooManyRequests()
-                .content_type("application/json")
-                .body(r#"{"code":42900,"message":"resend cooldown","data":null}"#);
-        }
-        Some(pending) if now < pending.window_start + HOUR => {
-            if pending.sends_in_window >= SENDS_PER_HOUR {
-                drop(sends);
-                return HttpResponse::TooManyRequests()
-                    .content_type("application/json")
-                    .body(r#"{"code":42901,"message":"quota exceeded","data":null}"#);
-            }
-            (pending.sends_in_window + 1, pending.window_start)
-        }
-        _ => (1, now),
-    };
+    (digest, verification_id)
+}
+
+fn sent(verification_id: &str) -> HttpResponse {
     let answer = serde_json::to_vec(&SendAnswer {
         code: 200,
         message: "ok",
         data: SendData {
             expires_in: CODE_TTL.as_secs(),
             resend_after: RESEND_COOLDOWN.as_secs(),
-            verification_id: &verification_id,
+            verification_id,
         },
     })
     .expect("serialisable");
+    HttpResponse::Ok()
+        .content_type("application/json")
+        .body(answer)
+}
+
+fn cooling_down() -> HttpResponse {
+    HttpResponse::TooManyRequests()
+        .content_type("application/json")
+        .body(r#"{"code":42900,"message":"resend cooldown","data":null}"#)
+}
+
+fn over_quota() -> HttpResponse {
+    HttpResponse::TooManyRequests()
+        .content_type("application/json")
+        .body(r#"{"code":42901,"message":"quota exceeded","data":null}"#)
+}
+
+/// `POST /send-map`: a new code (`new_code`); the phone's cooldown and hourly count checked and
+/// the code kept in one shard, under its lock; the answer in JSON.
+async fn send_map(shared: web::Data<Shared>, body: web::Json<SendRequest>) -> HttpResponse {
+    use std::hash::BuildHasher;
+    let purpose = body.purpose.as_deref().unwrap_or("login");
+    let (digest, verification_id) = new_code(&shared, &body.phone, purpose);
+    let key = format!("{}:{purpose}", body.phone);
+    let shard = shared.hasher.hash_one(&key) as usize % SHARDS;
+    let now = Instant::now();
+    let mut sends = shared.sends[shard].lock().unwrap();
+    let (sends_in_window, window_start) = match sends.get(&key) {
+        Some(pending) if now < pending.resend_at => return cooling_down(),
+        Some(pending) if now < pending.window_start + HOUR => {
+            if pending.sends_in_window >= SENDS_PER_HOUR {
+                return over_quota();
+            }
+            (pending.sends_in_window + 1, pending.window_start)
+        }
+        _ => (1, now),
+    };
+    let answer = sent(&verification_id);
     sends.insert(
         key,
         PendingCode {
@@ -204,9 +247,34 @@ async fn send_map(shared: web::Data<Shared>, body: web::Json<SendRequest>) -> Ht
         },
     );
     drop(sends);
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(answer)
+    answer
+}
+
+/// `POST /send-redis`: a new code (`new_code`); the phone's cooldown and hourly count checked and
+/// the code kept by one EVALSHA of `SEND_SCRIPT` over the shared connection; the answer in JSON.
+async fn send_redis(shared: web::Data<Shared>, body: web::Json<SendRequest>) -> HttpResponse {
+    let purpose = body.purpose.as_deref().unwrap_or("login");
+    let (digest, verification_id) = new_code(&shared, &body.phone, purpose);
+    let mut connection = shared.connection.clone();
+    let outcome = shared
+        .send_script
+        .key(format!("verify_code:{{{}}}:{purpose}", body.phone))
+        .arg(&digest[..])
+        .arg(&verification_id)
+        .arg(CODE_TTL.as_millis() as u64)
+        .arg(RESEND_COOLDOWN.as_millis() as u64)
+        .arg(SENDS_PER_HOUR)
+        .invoke_async::<i64>(&mut connection)
+        .await;
+    match outcome {
+        Ok(1) => sent(&verification_id),
+        Ok(0) => cooling_down(),
+        Ok(_) => over_quota(),
+        Err(error) => {
+            eprintln!("thin_verify: {error}");
+            HttpResponse::ServiceUnavailable().finish()
+        }
+    }
 }
 
 async fn verify(shared: web::Data<Shared>, body: web::Json<VerifyRequest>) -> HttpResponse {
@@ -291,6 +359,7 @@ async fn main() -> std::io::Result<()> {
         client,
         connection,
         script,
+        send_script: Script::new(SEND_SCRIPT),
         codes: (0..SHARDS).map(|_| Default::default()).collect(),
         hasher: std::hash::RandomState::new(),
         sends: (0..SHARDS).map(|_| Default::default()).collect(),
@@ -310,6 +379,21 @@ async fn main() -> std::io::Result<()> {
             "the verify script failed: thin_verify is out of step with src/store/redis",
         ));
     }
+    let probe = shared
+        .send_script
+        .key("verify_code:{thin-send-probe}:login")
+        .arg(&[0u8; 16][..])
+        .arg("probe")
+        .arg(1000)
+        .arg(0)
+        .arg(u32::MAX)
+        .invoke_async::<i64>(&mut shared.connection.clone())
+        .await;
+    if !matches!(probe, Ok(1)) {
+        return Err(std::io::Error::other(format!(
+            "the thin send script failed: {probe:?}"
+        )));
+    }
     let shared = web::Data::new(shared);
     HttpServer::new(move || {
         App::new()
@@ -318,6 +402,7 @@ async fn main() -> std::io::Result<()> {
             .route("/verify", web::post().to(verify))
             .route("/verify-map", web::post().to(verify_map))
             .route("/send-map", web::post().to(send_map))
+            .route("/send-redis", web::post().to(send_redis))
             .route("/json", web::post().to(json_only))
             .route("/verify-per-worker", web::post().to(verify_per_worker))
             .route("/sms", web::post().to(HttpResponse::Ok))

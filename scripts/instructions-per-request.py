@@ -28,7 +28,8 @@ thresholds out of reach (`@VCODE_FRAUD_GUARD=off` turns it off). The rows, embed
               (started with its own arguments; its settings are ignored): the verify and
               phone rows POST the same body to /verify-map (embedded) or /verify (Redis, one
               EVALSHA), the send row to /send-map (the least a send with hashed codes does,
-              in the process's own map, on both stores); it has no other rows ("-").
+              in a sharded map: embedded) or /send-redis (the same in one EVALSHA: Redis);
+              it has no other rows ("-").
     STORES=embedded,Redis,PostgreSQL,Cluster picks the stores (default embedded,Redis):
               PostgreSQL is a server of the script's own on a free loopback port (fsync off,
               a fresh database per column and row); Cluster is three primaries on loopback,
@@ -199,11 +200,12 @@ def is_thin(binary):
 
 
 def thin_path(store_env, kind):
-    """The thin reference's handler for a `kind` row on `store_env`: the sharded map's send, or
-    a verify (the map's, or one EVALSHA)."""
+    """The thin reference's handler for a `kind` row on `store_env`: a send or a verify, the
+    sharded map's (embedded) or one EVALSHA (Redis)."""
+    embedded = store_env == "embedded"
     if kind == "send":
-        return "/send-map"
-    return "/verify-map" if store_env == "embedded" else "/verify"
+        return "/send-map" if embedded else "/send-redis"
+    return "/verify-map" if embedded else "/verify"
 
 
 def drive(port, kind, count, sent, service=None, first=0, thin=None, spread=False):
