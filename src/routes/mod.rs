@@ -24,6 +24,7 @@ mod pages;
 mod pow;
 mod receipts;
 mod state;
+mod to_the_end;
 mod totp;
 mod twilio;
 

@@ -3,7 +3,6 @@
 
 use actix_web::{HttpRequest, HttpResponse, web};
 use serde::Deserialize;
-use tracing::Instrument;
 use vcode_wire::{
     Delivery, SendData, SendRequest, VerificationData, VerificationStatus, VerifyData,
     VerifyRequest, headers, paths,
@@ -13,6 +12,7 @@ use super::api_key::{MayReadStatus, MaySend, MayVerify};
 use super::envelope;
 use super::json_body::{JsonBytes, Text};
 use super::openapi::Api;
+use super::to_the_end::ToTheEnd;
 use super::{ApiError, AppState};
 use crate::api_keys::{ApiKeyName, Operation};
 use crate::idempotency::IdempotencyKey;
@@ -267,10 +267,7 @@ async fn send(
     let otp = state.otp.clone();
     // Runs to the end even if the client goes away, so a code is never left stored without
     // its SMS or its roll-back, nor an idempotency record half-written.
-    // Boxed: the send's state machine is several kilobytes, which the task would otherwise
-    // copy on each move (into the task, and each stage change).
-    let task = Box::pin(async move { otp.send(command).await });
-    let receipt = tokio::spawn(task.instrument(tracing::Span::current()))
+    let receipt = ToTheEnd::new(async move { otp.send(command).await })
         .await
         .map_err(|e| ApiError::Internal(e.into()))??;
     Ok(envelope::ok(SendData {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::join_all;
 use serde_json::json;
+use tokio::io::AsyncWriteExt;
 use vcode::domain::Purpose;
 use vcode::settings::AbuseSettings;
 use vcode::store::ResendPolicy;
@@ -227,6 +228,76 @@ async fn an_unreachable_gateway_fails_cleanly(backend: Backend) {
     assert!(pending.is_none());
 }
 
+/// A client that hangs up while its send waits on the gateway leaves a whole send behind: the
+/// SMS goes out and its code stays, or the gateway's failure rolls the code back (the send runs
+/// to its end without its request; dropped with it, it left a code no SMS carried).
+async fn a_client_that_hangs_up_mid_send_leaves_a_whole_send(backend: Backend) {
+    let gateway = SmsGateway::start();
+    let app = spawn_app_with(backend, |s| s.sms = webhook(gateway.url())).await;
+    // The request written whole, then the connection reset (a phone that lost its network, a
+    // proxy that gave up): actix drops the request's handler mid-send. (A polite close only
+    // half-closes the connection, and actix lets the handler finish.)
+    let hang_up = async |number: &str| {
+        let body = serde_json::to_string(&vcode_wire::SendRequest::new(number)).unwrap();
+        let host = app.address.trim_start_matches("http://");
+        let mut connection = tokio::net::TcpStream::connect(host).await.expect("connect");
+        let request = format!(
+            "POST {} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            paths::OTP_SEND,
+            body.len()
+        );
+        connection
+            .write_all(request.as_bytes())
+            .await
+            .expect("write");
+        // Until the send waits on the gateway.
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        connection.set_zero_linger().expect("linger");
+        drop(connection);
+    };
+    let settled = async |done: &dyn Fn() -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !done() && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+
+    // The gateway answers 200 after the client has gone: the SMS is taken, its code kept.
+    gateway.stall_for(Duration::from_millis(300));
+    let delivered = random_phone();
+    hang_up(&delivered).await;
+    settled(&|| !gateway.received().is_empty()).await;
+    let received = gateway.received();
+    assert_eq!(received.len(), 1, "the SMS went out after the client left");
+    let pending = app.pending_code(&delivered).await.expect("its code stays");
+    let code = received[0]["code"].as_str().unwrap();
+    assert!(codes::holds(
+        &phone(&delivered),
+        &Purpose::default(),
+        &pending,
+        code
+    ));
+
+    // The gateway fails after the client has gone: the code and its cooldown are rolled back.
+    gateway.fail_with(500);
+    let failed = random_phone();
+    let hits = gateway.hits();
+    hang_up(&failed).await;
+    settled(&|| gateway.hits() > hits).await;
+    // The roll-back follows the gateway's answer.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        app.pending_code(&failed).await.is_none(),
+        "no code without its SMS"
+    );
+    gateway.succeed();
+    assert_eq!(
+        app.send(&failed).await.status,
+        200,
+        "no cooldown left behind"
+    );
+}
+
 /// The proxy variables a container may inherit, all pointing at `proxy`.
 const PROXY_VARIABLES: [&str; 6] = [
     "HTTP_PROXY",
@@ -287,4 +358,5 @@ on_every_store!(
     failed_redelivery_keeps_the_earlier_code,
     a_gateway_answering_after_the_timeout_costs_one_sms_per_cooldown_and_its_code_verifies,
     an_unreachable_gateway_fails_cleanly,
+    a_client_that_hangs_up_mid_send_leaves_a_whole_send,
 );

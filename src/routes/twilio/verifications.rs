@@ -3,10 +3,10 @@
 
 use actix_web::HttpResponse;
 use serde::Serialize;
-use tracing::Instrument;
 
 use super::reply::{Reply, json_answer};
 use super::{Call, date};
+use crate::routes::to_the_end::ToTheEnd;
 use crate::twilio_compat::{CheckTarget, StartCommand, TwilioError, Verification, push_json_str};
 
 /// The answer of a check, serialised from a struct (a `serde_json::Value` built first cost
@@ -124,10 +124,8 @@ pub(super) async fn start(call: &Call<'_>, sid: &str) -> Reply {
     let account = call.account.to_owned();
     let sid = sid.to_owned();
     // Runs to the end even if the client goes away: a code is never left without its SMS (or
-    // mail) or its roll-back, nor a send without its log entry. Boxed, as `/api/v1`'s send: the start's
-    // state machine (the send's within it) is kilobytes, copied on every move otherwise.
-    let task = Box::pin(async move { twilio.start(&account, &sid, command).await });
-    let verification = tokio::spawn(task.instrument(tracing::Span::current()))
+    // mail) or its roll-back, nor a send without its log entry.
+    let verification = ToTheEnd::new(async move { twilio.start(&account, &sid, command).await })
         .await
         .map_err(|error| TwilioError::Internal(error.into()))??;
     let body = verification_body(&verification, call);
