@@ -20,7 +20,7 @@ end
 -- Nothing without an outbox (callers that build a detail check OUTBOX first, to skip that work).
 local function outbox_append(fact, at, place, detail)
   if not OUTBOX then return nil end
-  local seq = redis.call('HINCRBY', OUTBOX.entries, 'seq', 1)
+  local seq = redis.call('HINCRBY', OUTBOX.entries, 'seq', '1')
   local field = string.format('%015d', seq)
   redis.call('ZADD', OUTBOX.pending, string.format('%d', place), field)
   redis.call('HSET', OUTBOX.entries, field, table.concat({string.format('%d', place), '0', '0',

@@ -7,8 +7,8 @@
 local now = clock_ms()
 local limit = tonumber(ARGV[1])
 local seen, claimed = {}, {}
-local placed = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now), 'LIMIT', 0,
-  tonumber(ARGV[2]))
+local placed = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', string.format('%d', now), 'LIMIT', '0',
+  ARGV[2])
 for _, field in ipairs(placed) do
   if #claimed >= 2 * limit then break end
   local entry = redis.call('HGET', KEYS[1], field)

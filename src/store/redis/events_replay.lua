@@ -4,7 +4,7 @@
 local now = string.format('%d', clock_ms())
 local chosen = ARGV
 if #chosen == 0 then
-  chosen = redis.call('ZRANGE', KEYS[3], 0, -1)
+  chosen = redis.call('ZRANGE', KEYS[3], '0', '-1')
 end
 local replayed = 0
 for _, field in ipairs(chosen) do

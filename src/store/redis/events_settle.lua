@@ -14,7 +14,7 @@ if fields[4] ~= ARGV[2] then
   return {0}
 end
 local function settled()
-  local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+  local first = redis.call('ZRANGE', KEYS[2], '0', '0', 'WITHSCORES')
   return {1, first[2] and math.floor(tonumber(first[2])) or -1}
 end
 if ARGV[3] == 'done' then

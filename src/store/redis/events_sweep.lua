@@ -34,7 +34,7 @@ for _, range in ipairs(redis.call('CLUSTER', 'SLOTS')) do
           if due > 0 then
             found[#found + 1] = slot
             pending = pending + due
-            local first = redis.call('ZRANGE', outbox .. 'pending', 0, 0, 'WITHSCORES')
+            local first = redis.call('ZRANGE', outbox .. 'pending', '0', '0', 'WITHSCORES')
             local place = tonumber(first[2])
             if oldest < 0 or place < oldest then
               oldest = place

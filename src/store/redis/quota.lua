@@ -3,9 +3,18 @@
 -- {limit1, window1_ms, limit2, window2_ms, ...}: at most `limit` events in any `window`.
 
 -- A number as Redis reads it, formatted as an integer: Lua would format it with '%.14g', whose
--- floating-point path was the largest single cost of these scripts in a profile of Redis.
+-- floating-point path was the largest single cost of these scripts in a profile of Redis. (So
+-- every number these scripts pass to redis.call is text, literals too: `'0'` where `0` cost
+-- Redis 250 ns an argument, measured in a loop of EVAL, 2026-12-07.)
 local function int(n)
   return string.format('%d', n)
+end
+
+-- A number from a string that holds one (an argument, a reply of Redis): `tonumber` converts
+-- it twice (Lua 5.1 checks that it is one, then converts it: 137 ns), arithmetic once (65 ns
+-- with this call; measured in a loop of EVAL, 2026-12-07).
+local function num(s)
+  return s + 0
 end
 
 -- The largest of every other number of `rules` from `first`: limits from 1, windows from 2.
@@ -41,17 +50,17 @@ local function quota_wait(key, now, rules)
       local count = redis.call('ZCOUNT', key, since, '+inf')
       if count >= limit then
         -- The window has room again once this event leaves it.
-        local freeing = redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', count - limit, 1)
-        wait = math.max(wait, tonumber(freeing[2]) + window - now)
+        local freeing = redis.call('ZRANGEBYSCORE', key, since, '+inf', 'WITHSCORES', 'LIMIT', int(count - limit), '1')
+        wait = math.max(wait, num(freeing[2]) + window - now)
       end
     end
     return wait
   end
   -- {token, time, ...}, oldest first.
-  local events = redis.call('ZRANGE', key, 0, -1, 'WITHSCORES')
+  local events = redis.call('ZRANGE', key, '0', '-1', 'WITHSCORES')
   local times, stale = {}, false
   for i = 2, #events, 2 do
-    local at = tonumber(events[i])
+    local at = num(events[i])
     if at > horizon then times[#times + 1] = at else stale = true end
   end
   if stale then
@@ -81,7 +90,7 @@ end
 -- Reads rules from ARGV[first..last] (last: the end of ARGV if nil): pairs of limit, window_ms.
 local function quota_rules(first, last)
   local rules = {}
-  for i = first, last or #ARGV do rules[#rules + 1] = tonumber(ARGV[i]) end
+  for i = first, last or #ARGV do rules[#rules + 1] = num(ARGV[i]) end
   return rules
 end
 
@@ -90,7 +99,7 @@ end
 local function quota_budgets(first_key, at, last_key)
   local budgets = {}
   for i = first_key, last_key or #KEYS do
-    local count = tonumber(ARGV[at])
+    local count = num(ARGV[at])
     budgets[#budgets + 1] = {key = KEYS[i], rules = quota_rules(at + 1, at + 2 * count)}
     at = at + 1 + 2 * count
   end
@@ -121,7 +130,7 @@ end
 -- (n), ARGV[4..3+n] the phone's failure rules, then the client's, then '|' and the candidate
 -- digests. Returns the two rule lists and the separator's index, or nothing without a '|'.
 local function verify_arguments()
-  local phone_last = 3 + tonumber(ARGV[3])
+  local phone_last = 3 + num(ARGV[3])
   local separator = phone_last + 1
   while ARGV[separator] ~= '|' do
     separator = separator + 1

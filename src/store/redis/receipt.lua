@@ -34,7 +34,7 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local fact = ({d = 'delivery=delivered', x = 'delivery=undelivered'})[ARGV[1]]
 if fact then
   outbox_append(fact, now, now)
-  redis.call('HINCRBY', KEYS[3], ARGV[3] .. ARGV[1], 1)
+  redis.call('HINCRBY', KEYS[3], ARGV[3] .. ARGV[1], '1')
   redis.call('PEXPIRE', KEYS[3], ARGV[4])
 end
 return {1, previous, verification[1], now}

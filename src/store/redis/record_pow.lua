@@ -7,7 +7,7 @@ local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 if now > tonumber(ARGV[2]) then
   return -1
 end
-if redis.call('SET', KEYS[1], 1, 'NX', 'PX', ARGV[1]) then
+if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then
   return 1
 end
 return 0

@@ -17,7 +17,7 @@
 -- A code's record starts with its digest of this many bytes (CodeDigest::LEN; tested).
 local DIGEST_BYTES = 16
 local time = redis.call('TIME')
-local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local now = num(time[1]) * 1000 + math.floor(num(time[2]) / 1000)
 local phone_rules, client_rules, separator = verify_arguments()
 if not separator then
   return redis.error_reply('verify.lua: no | before the candidate digests')
@@ -64,8 +64,8 @@ for i = separator + 2, OWN_ARGV do
 end
 quota_record(KEYS[2], now, phone_rules, ARGV[2])
 quota_record(KEYS[3], now, client_rules, ARGV[2])
-local failed = redis.call('HINCRBY', KEYS[1], 'a', 1)
-local limit = tonumber(ARGV[1])
+local failed = redis.call('HINCRBY', KEYS[1], 'a', '1')
+local limit = num(ARGV[1])
 local latest_key, counted = latest_verification()
 if latest_key then
   -- The code's count (a verify under the id may have counted more on the id).
