@@ -93,8 +93,10 @@ if sent then
     n, w = tonumber(count) + 1, tonumber(window)
   end
 end
-redis.call('HSET', KEYS[1], 'h', ARGV[1], 'v', ARGV[2], 't', now, 'n', n, 'w', w)
-redis.call('PEXPIRE', KEYS[1], 3600000)
+-- Numbers as text: a Lua number passed to redis.call costs Redis a '%.17g' format.
+local int = function(x) return string.format('%d', x) end
+redis.call('HSET', KEYS[1], 'h', ARGV[1], 'v', ARGV[2], 't', int(now), 'n', int(n), 'w', int(w))
+redis.call('PEXPIRE', KEYS[1], '3600000')
 return 1
 ";
 
