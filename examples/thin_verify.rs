@@ -14,8 +14,8 @@
 //! beside the phone's own, no fraud guard. `POST /send-redis` does the same with the phone's
 //! cooldown, hourly count and pending code in one Redis hash, checked and written by one
 //! EVALSHA over the shared multiplexed connection (`SEND_SCRIPT`). `POST /sms` takes any body
-//! and answers 200: the
-//! webhook SMS gateway of the delivery-receipt rows (the sender's message id is vcode's own).
+//! and answers 200: the webhook SMS gateway of the delivery-receipt rows (the sender's message
+//! id is vcode's own).
 //!
 //! `cargo run --release --example thin_verify -- 127.0.0.1:18090 redis://127.0.0.1:6390`
 
