@@ -99,36 +99,57 @@ pub(crate) struct Prism {
 }
 
 impl Prism {
+    /// Prism on a free port. A port found free may be taken before Prism binds it (by another
+    /// test's Prism: both then saw "listening" in one shared log and one test's SDK talked to
+    /// the other's vcode). So each start has a log of its own, and a Prism that exits before
+    /// it listens is started again on another port.
     pub(crate) async fn start(target: &str) -> Self {
-        let port = free_port();
-        let log = std::env::temp_dir().join(format!("vcode-prism-{port}.log"));
-        let file = std::fs::File::create(&log).unwrap();
-        let child = Command::new(twilio_dir().join("node_modules/.bin/prism"))
-            .current_dir(twilio_dir())
-            .args([
-                "proxy",
-                "spec/twilio_verify_v2.yaml",
-                target,
-                "--host",
-                "127.0.0.1",
-            ])
-            .args(["--port", &port.to_string(), "--errors=false"])
-            .stdout(file.try_clone().unwrap())
-            .stderr(file)
-            .kill_on_drop(true)
-            .spawn()
-            .expect("prism starts");
-        let prism = Self { child, port, log };
-        let deadline = std::time::Instant::now() + Duration::from_secs(90);
-        while !prism.output().contains("Prism is listening") {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "Prism did not start:\n{}",
-                prism.output()
-            );
-            tokio::time::sleep(Duration::from_millis(200)).await;
+        static STARTS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        for _ in 0..5 {
+            let port = free_port();
+            let start = STARTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let log = std::env::temp_dir().join(format!(
+                "vcode-prism-{}-{start}-{port}.log",
+                std::process::id()
+            ));
+            let file = std::fs::File::create(&log).unwrap();
+            let child = Command::new(twilio_dir().join("node_modules/.bin/prism"))
+                .current_dir(twilio_dir())
+                .args([
+                    "proxy",
+                    "spec/twilio_verify_v2.yaml",
+                    target,
+                    "--host",
+                    "127.0.0.1",
+                ])
+                .args(["--port", &port.to_string(), "--errors=false"])
+                .stdout(file.try_clone().unwrap())
+                .stderr(file)
+                .kill_on_drop(true)
+                .spawn()
+                .expect("prism starts");
+            let mut prism = Self { child, port, log };
+            let deadline = std::time::Instant::now() + Duration::from_secs(90);
+            loop {
+                if prism.output().contains("Prism is listening") {
+                    return prism;
+                }
+                if let Ok(Some(status)) = prism.child.try_wait() {
+                    eprintln!(
+                        "Prism exited ({status}) before it listened on {port}; trying another port:\n{}",
+                        prism.output()
+                    );
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "Prism did not start:\n{}",
+                    prism.output()
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
         }
-        prism
+        panic!("Prism exited before it listened, on five ports in a row");
     }
 
     fn output(&self) -> String {
