@@ -18,8 +18,9 @@
 #
 # Both builds run with the quotas off (the load uses few addresses; DEFAULTS=1: on) and warn
 # logs, as in bench-http.sh. AFTER_ENV (default: the fraud guard on, counting every send, its thresholds out
-# of reach of a load that never verifies) goes to the current build only: an older build
-# refuses variables it does not know. BEFORE_ENV (default none) goes to the older one: the same
+# of reach of a load that never verifies: a billion, see bench-http.sh) goes to the current
+# build only: an older build refuses variables it does not know (and one from before
+# 2026-12-07 any VCODE_FRAUD_EVIDENCE above 1000000). BEFORE_ENV (default none) goes to the older one: the same
 # as AFTER_ENV for a build that has the guard, or, with BEFORE_BIN=target/release/vcode,
 #   BEFORE_BIN=target/release/vcode BEFORE_ENV=VCODE_FRAUD_GUARD=off scripts/bench-before-after.sh 'guard off'
 # measures the guard itself.
@@ -103,7 +104,7 @@ start() { # name binary [VAR=value ...]
   for _ in $(seq 100); do curl -fs -o /dev/null "${URL[$name]}/healthz" && return 0; sleep 0.1; done
   echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; return 1
 }
-read -r -a AFTER_VARS <<<"${AFTER_ENV-VCODE_FRAUD_EVIDENCE=1000000}"
+read -r -a AFTER_VARS <<<"${AFTER_ENV-VCODE_FRAUD_EVIDENCE=1000000000}"
 read -r -a BEFORE_VARS <<<"${BEFORE_ENV-}"
 for build in before after; do
   bin=$BEFORE_BIN; extra=("${BEFORE_VARS[@]}")

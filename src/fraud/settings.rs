@@ -38,8 +38,12 @@ pub struct FraudSettings {
     /// The depths of the number ranges judged as levels (digits after the calling code).
     #[serde(rename = "VCODE_FRAUD_RANGE_DIGITS", with = "range_digits")]
     pub range_digits: Vec<u8>,
-    /// The handful of unexplained unconverted sends any level may have; 0 = the level's.
-    #[serde(rename = "VCODE_FRAUD_EVIDENCE", with = "Whole::<0, 1_000_000>")]
+    /// The handful of unexplained unconverted sends any level may have; 0 = the level's. Up to
+    /// a billion: a load that never verifies (a benchmark's millions of sends) must stay as far
+    /// from every verdict as converting traffic does, or it times refusals (at a million it
+    /// did from the millionth send) and, from a quarter of a verdict, a wide level counted in
+    /// the store on every send (`wide_levels`).
+    #[serde(rename = "VCODE_FRAUD_EVIDENCE", with = "Whole::<0, 1_000_000_000>")]
     pub evidence: u64,
     /// Spend caps (issue 39; 0: none), in `VCODE_SMS_PRICES`' currency: what SMS may cost the
     /// service per hour and per day, and each country per hour and per day.

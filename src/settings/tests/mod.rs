@@ -308,6 +308,17 @@ fn the_fraud_guard_reads_its_level_safe_list_and_thresholds() {
 }
 
 #[test]
+fn the_evidence_reaches_a_billion_and_no_further() {
+    // A benchmark's millions of never-verified sends stay under a quarter of it.
+    let read = settings(&[("VCODE_FRAUD_EVIDENCE", "1000000000")]).unwrap();
+    assert_eq!(read.fraud.level_thresholds().evidence_floor, 1e9);
+    let error = settings(&[("VCODE_FRAUD_EVIDENCE", "1000000001")])
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("VCODE_FRAUD_EVIDENCE"), "{error}");
+}
+
+#[test]
 fn a_retired_variable_is_refused_with_why() {
     for var in [
         "VCODE_FRAUD_MIN_SENDS",
