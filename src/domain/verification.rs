@@ -5,6 +5,7 @@
 
 use std::fmt;
 
+use arrayvec::ArrayString;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rand::RngExt;
@@ -13,13 +14,14 @@ const ID_BYTES: usize = 16;
 /// 16 bytes in unpadded base64.
 const ID_LEN: usize = 22;
 
+/// Kept inline (its 22 characters): a send makes one and copies it into its verification, its
+/// pending code and its answer, each a heap allocation while it was a `String`.
 #[derive(Clone, PartialEq, Eq, Hash)]
-pub struct VerificationId(String);
+pub struct VerificationId(ArrayString<ID_LEN>);
 
 impl VerificationId {
     pub fn generate() -> Self {
-        let bytes: [u8; ID_BYTES] = rand::rng().random();
-        Self(URL_SAFE_NO_PAD.encode(bytes))
+        Self::from_bytes(rand::rng().random())
     }
 
     /// Exactly what `generate` writes: 22 URL-safe base64 characters that decode to 16 bytes
@@ -33,26 +35,35 @@ impl VerificationId {
         }
         // 22 characters carry 132 bits: the last one's low 4 bits are past the 128th, zero.
         let padding = (1u8 << (ID_LEN * 6 - ID_BYTES * 8)) - 1;
-        (sextet(last)? & padding == 0).then(|| Self(input.to_owned()))
+        if sextet(last)? & padding != 0 {
+            return None;
+        }
+        ArrayString::from(input).ok().map(Self)
     }
 
     /// The id of these 16 bytes (what `generate` draws): the `VE…` SID of a Twilio Verify
     /// verification names its id this way.
     pub fn from_bytes(bytes: [u8; ID_BYTES]) -> Self {
-        Self(URL_SAFE_NO_PAD.encode(bytes))
+        let mut text = [0u8; ID_LEN];
+        let written = URL_SAFE_NO_PAD
+            .encode_slice(bytes, &mut text)
+            .expect("16 bytes are 22 characters of base64");
+        debug_assert_eq!(written, ID_LEN);
+        let text = std::str::from_utf8(&text).expect("base64 is ASCII");
+        Self(ArrayString::from(text).expect("22 characters"))
     }
 
     /// Its 16 bytes (what `from_bytes` takes).
     pub fn to_bytes(&self) -> [u8; ID_BYTES] {
         let mut bytes = [0u8; ID_BYTES];
         URL_SAFE_NO_PAD
-            .decode_slice(&self.0, &mut bytes)
+            .decode_slice(self.0.as_bytes(), &mut bytes)
             .expect("an id is 22 characters of base64 of 16 bytes");
         bytes
     }
 
     pub fn as_str(&self) -> &str {
-        &self.0
+        self.0.as_str()
     }
 }
 
@@ -71,7 +82,7 @@ fn sextet(c: u8) -> Option<u8> {
 // As its text: a send's answer kept for an `Idempotency-Key` carries it.
 impl serde::Serialize for VerificationId {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.0)
+        s.serialize_str(self.0.as_str())
     }
 }
 
@@ -84,13 +95,13 @@ impl<'de> serde::Deserialize<'de> for VerificationId {
 
 impl fmt::Debug for VerificationId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "VerificationId({})", self.0)
+        write!(f, "VerificationId({})", self.0.as_str())
     }
 }
 
 impl fmt::Display for VerificationId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(self.0.as_str())
     }
 }
 
