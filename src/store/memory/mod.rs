@@ -57,10 +57,46 @@ struct PendingEntry {
     verification: VerificationId,
 }
 
+/// What a verification was sent for, as one string: its code's key (`<destination>:<purpose>`),
+/// one allocation where a `VerificationTarget`'s two strings were two on every send.
+#[derive(Debug)]
+struct StoredTarget {
+    key: Box<str>,
+    /// Where the destination ends in `key`.
+    colon: usize,
+}
+
+impl StoredTarget {
+    fn of(destination: &Destination, purpose: &Purpose) -> Self {
+        let destination = destination.key();
+        Self {
+            key: [destination, ":", purpose.as_str()]
+                .concat()
+                .into_boxed_str(),
+            colon: destination.len(),
+        }
+    }
+
+    fn destination(&self) -> &str {
+        &self.key[..self.colon]
+    }
+
+    fn purpose(&self) -> &str {
+        &self.key[self.colon + 1..]
+    }
+
+    fn to_target(&self) -> VerificationTarget {
+        VerificationTarget {
+            phone_e164: self.destination().to_owned(),
+            purpose: self.purpose().to_owned(),
+        }
+    }
+}
+
 /// One send's verification: what it was sent for, the code it was sent with, its own attempts.
 #[derive(Debug)]
 struct VerificationEntry {
-    target: VerificationTarget,
+    target: StoredTarget,
     /// The digest of the code this send delivered: the id verifies only that code.
     digest: CodeDigest,
     /// Set once the id has ended: approved, canceled or spent.

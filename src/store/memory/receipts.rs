@@ -57,11 +57,11 @@ impl ReceiptStore for MemoryStore {
         entry.delivery_error = receipt.error_code.map(Into::into);
         if let Some((fact, detail)) = receipt.fact() {
             self.verification_event(fact, &id, entry, || detail);
-            self.count_delivery(receipt, &entry.target.phone_e164);
+            self.count_delivery(receipt, entry.target.destination());
         }
         Ok(ReceiptOutcome::Changed(DeliveryTransition {
             verification: id.clone(),
-            target: entry.target.clone(),
+            target: entry.target.to_target(),
             provider: receipt.provider.to_owned(),
             message_id: receipt.message_id.to_owned(),
             previous,

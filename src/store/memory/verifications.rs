@@ -22,7 +22,7 @@ impl MemoryStore {
         let ttl = duration_ms(params.ttl);
         let created_at_unix_ms = unix_now_ms();
         let entry = VerificationEntry {
-            target: VerificationTarget::of(destination, purpose),
+            target: StoredTarget::of(destination, purpose),
             digest,
             ended: None,
             delivery: DeliveryStatus::Sent,
@@ -74,8 +74,8 @@ impl MemoryStore {
             OutboxEntry::of_verification(
                 fact,
                 id.as_str(),
-                &entry.target.phone_e164,
-                &entry.target.purpose,
+                entry.target.destination(),
+                entry.target.purpose(),
                 unix_now_ms(),
             )
             .with_detail(detail),
@@ -88,7 +88,7 @@ impl MemoryStore {
             .lock(id.as_str())
             .get(id.as_str())
             .filter(|entry| entry.retained_until_ms > now)
-            .map(|entry| entry.target.clone())
+            .map(|entry| entry.target.to_target())
     }
 
     pub(super) fn verify_id(
