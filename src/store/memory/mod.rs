@@ -68,12 +68,9 @@ struct StoredTarget {
 
 impl StoredTarget {
     fn of(destination: &Destination, purpose: &Purpose) -> Self {
-        let destination = destination.key();
         Self {
-            key: [destination, ":", purpose.as_str()]
-                .concat()
-                .into_boxed_str(),
-            colon: destination.len(),
+            key: code_key(destination, purpose).into_boxed_str(),
+            colon: destination.key().len(),
         }
     }
 
