@@ -385,6 +385,55 @@ async fn budgets_are_reserved_all_or_nothing(backend: Backend) {
     );
 }
 
+/// Many clients reserving with the one global budget at once: the global budget grants exactly
+/// its limit, and a client refused for it records nothing in its own log, though the two logs
+/// may lie apart (the embedded store keeps them in different shards, each with its own lock).
+async fn budgets_apart_are_reserved_all_or_nothing_under_concurrency(backend: Backend) {
+    let app = store_of(backend).await;
+    let one = [rule(1, MINUTE)];
+    let global = [rule(20, MINUTE)];
+    let clients: Vec<QuotaScope> = (0..64u8)
+        .map(|n| QuotaScope::ClientIp(format!("198.51.100.{}", 100 + n).parse().unwrap()))
+        .collect();
+    let attempts = clients.iter().map(|&client| {
+        let (store, one, global) = (app.store.quotas.clone(), one, global);
+        tokio::spawn(async move {
+            let both: [(QuotaScope, &[QuotaRule]); 2] =
+                [(client, &one), (QuotaScope::Global, &global)];
+            reserve(store.as_ref(), &both, QuotaToken::generate()).await
+        })
+    });
+    let decisions: Vec<QuotaDecision> = join_all(attempts)
+        .await
+        .into_iter()
+        .map(Result::unwrap)
+        .collect();
+    let granted = decisions
+        .iter()
+        .filter(|d| **d == QuotaDecision::Granted)
+        .count();
+    assert_eq!(granted, 20, "{decisions:?}");
+    // A granted client's one place is taken; a refused one's is still free.
+    let store = app.store.quotas.as_ref();
+    for (client, decision) in clients.iter().zip(&decisions) {
+        let alone = reserve(store, &[(*client, &one)], QuotaToken::generate()).await;
+        match decision {
+            QuotaDecision::Granted => assert!(
+                matches!(alone, QuotaDecision::Exceeded { scope, .. } if scope == *client),
+                "{client:?} was granted, yet has room: {alone:?}"
+            ),
+            QuotaDecision::Exceeded { scope, .. } => {
+                assert_eq!(*scope, QuotaScope::Global);
+                assert_eq!(
+                    alone,
+                    QuotaDecision::Granted,
+                    "{client:?} was refused, yet its log was written"
+                );
+            }
+        }
+    }
+}
+
 /// Where one node holds every log (one Redis node, Sentinel's primary), a send's budgets are
 /// reserved in its issue's step, and a budget without room refuses it with nothing changed:
 /// no code, no event in the phone's log nor in the other budgets. Elsewhere (the embedded
@@ -516,4 +565,5 @@ on_every_store!(
     failed_verifies_are_limited_across_codes,
     reservations_hold_exactly_the_limit_under_concurrency,
     budgets_are_reserved_all_or_nothing,
+    budgets_apart_are_reserved_all_or_nothing_under_concurrency,
 );

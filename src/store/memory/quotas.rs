@@ -14,11 +14,14 @@ impl QuotaStore for MemoryStore {
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError> {
         let now = self.now_ms();
-        // Every budget log is behind this one lock.
-        let mut logs = lock(&self.budgets);
+        // Every budget's shard locked at once: the checks and the records are one step.
+        let mut logs = self
+            .budgets
+            .lock_all(budgets.iter().map(|budget| &budget.scope));
         let (mut refused, mut wait_ms) = (None, 0);
         for budget in budgets {
             let wait = logs
+                .map(&budget.scope)
                 .get_mut(&budget.scope)
                 .map_or(0, |log| log.wait(now, budget.rules));
             if wait > 0 {
@@ -33,7 +36,8 @@ impl QuotaStore for MemoryStore {
             });
         }
         for budget in budgets {
-            logs.entry(budget.scope)
+            logs.map(&budget.scope)
+                .entry(budget.scope)
                 .or_default()
                 .record(now, budget.rules, token);
         }
@@ -45,9 +49,9 @@ impl QuotaStore for MemoryStore {
         scopes: &[QuotaScope],
         token: QuotaToken,
     ) -> Result<(), StoreError> {
-        let mut logs = lock(&self.budgets);
+        let mut logs = self.budgets.lock_all(scopes);
         for scope in scopes {
-            if let Some(log) = logs.get_mut(scope) {
+            if let Some(log) = logs.map(scope).get_mut(scope) {
                 log.remove(token);
             }
         }
