@@ -83,12 +83,21 @@ impl MemoryStore {
     }
 
     pub(super) fn locate(&self, id: &VerificationId) -> Option<VerificationTarget> {
+        self.read_target(id, StoredTarget::to_target)
+    }
+
+    /// `read` of what `id` was sent for, while its record is kept.
+    fn read_target<T>(
+        &self,
+        id: &VerificationId,
+        read: impl FnOnce(&StoredTarget) -> T,
+    ) -> Option<T> {
         let now = self.now_ms();
         self.verifications
             .lock(id.as_str())
             .get(id.as_str())
             .filter(|entry| entry.retained_until_ms > now)
-            .map(|entry| entry.target.to_target())
+            .map(|entry| read(&entry.target))
     }
 
     pub(super) fn verify_id(
@@ -217,8 +226,9 @@ impl MemoryStore {
         id: &VerificationId,
         cancel: bool,
     ) -> Option<VerificationRecord> {
-        let target = self.locate(id)?;
-        let key = [target.phone_e164.as_str(), ":", target.purpose.as_str()].concat();
+        // The code's key as the verification keeps it, not written out again from its parts.
+        let (target, key) =
+            self.read_target(id, |target| (target.to_target(), target.key.clone()))?;
         let now = self.now_ms();
         let codes = self.codes.lock(&key);
         let mut verifications = self.verifications.lock(id.as_str());
@@ -227,7 +237,7 @@ impl MemoryStore {
             .filter(|entry| entry.retained_until_ms > now)?;
         let live = entry.ended.is_none()
             && entry.verifies_until_ms > now
-            && codes.get(key.as_str()).is_some_and(|code| {
+            && codes.get(&*key).is_some_and(|code| {
                 code.expires_at_ms > now
                     && code.digest.is_any_of(std::slice::from_ref(&entry.digest))
             });
