@@ -12,7 +12,7 @@ use vcode::otp::VerifyBy;
 use vcode::settings::StoreSettings;
 
 use crate::support::event_receiver::{Receiver, events_to, new_secret};
-use crate::support::redis_server::free_port;
+use crate::support::free_port;
 use crate::support::{
     ClusterLease, PostgresServer, RedisServer, TestApp, app::postgres_settings, eventually,
     random_phone,

@@ -17,7 +17,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, Command};
 use vcode::twilio_compat::{TwilioAccounts, accounts, sid};
 
-use crate::support::{Backend, TestApp, spawn_app_with};
+use crate::support::{Backend, TestApp, free_port, spawn_app_with};
 
 /// Codes live this long here, so that the flows' expired verification takes seconds.
 const CODE_TTL_SECS: u64 = 4;
@@ -82,13 +82,6 @@ pub(crate) fn missing_tools() -> Option<String> {
         }
     }
     None
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free loopback port")
 }
 
 /// Prism as a validating proxy in front of `target`, its output in `log`.

@@ -27,6 +27,16 @@ pub use sms_gateway::SmsGateway;
 
 use vcode::domain::{Destination, Phone, Region};
 
+/// A loopback port free when asked. A server started on it may still lose it to another test's,
+/// so a harness that starts one checks that what answers there is its own (redis-server by its
+/// process id, Prism by its own log).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .map(|address| address.port())
+        .expect("a free loopback port")
+}
+
 /// A random valid Chinese mobile number (E.164), so tests sharing a store never collide.
 pub fn random_phone() -> String {
     use rand::RngExt;

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
-use super::redis_server::free_port;
+use super::free_port;
 
 pub struct PostgresServer {
     port: u16,

@@ -8,7 +8,8 @@ use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::redis_server::{answers_as, answers_ping, free_port};
+use super::free_port;
+use super::redis_server::{answers_as, answers_ping};
 
 /// `sh -c WATCHDOG sh <dir> redis-server <args>`: starts the server, prints its pid, then
 /// waits for its stdin to close (the test process closed it, or died) to kill the server.

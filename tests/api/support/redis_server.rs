@@ -2,20 +2,15 @@
 //! and restart it; it is killed when dropped. A Redis the harness did not start is never used.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
+
+use super::free_port;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub struct RedisServer {
     port: u16,
     child: Option<Child>,
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .map(|address| address.port())
-        .expect("a free loopback port")
 }
 
 pub(super) fn answers_ping(port: u16) -> bool {

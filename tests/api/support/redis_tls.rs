@@ -14,8 +14,8 @@ use rcgen::{
 };
 use redis::{Cmd, FromRedisValue, TlsCertificates, cmd};
 
+use super::free_port;
 use super::redis_cluster::wait_until;
-use super::redis_server::free_port;
 
 /// The password of each server's `default` user (the harness's own login).
 pub const ADMIN_PASSWORD: &str = "adm1n-s3cret";
