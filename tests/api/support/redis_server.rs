@@ -3,10 +3,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-
-use super::free_port;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::free_port;
 
 pub struct RedisServer {
     port: u16,
