@@ -33,7 +33,8 @@ impl CaptchaStore for RedisStore {
 
     async fn take_captcha(&self, id: &CaptchaId) -> Result<Option<StoredCaptcha>, StoreError> {
         // GETDEL is atomic: of concurrent verifies exactly one receives the value.
-        let mut invocation = SCRIPTS.take_captcha.key(keys::captcha(id));
+        let mut invocation = Invocation::of(&SCRIPTS.take_captcha);
+        invocation.key(keys::captcha(id));
         invocation.arg(self.give_up_at_ms());
         let mut connection = self.connections.get();
         let reply: Value = self

@@ -41,7 +41,7 @@ impl RedisStore {
         // script on one node only.
         let one_node = self.connections.one_node();
         let guard = guard.filter(|_| one_node);
-        let mut invocation = SCRIPTS.issue.prepare_invoke();
+        let mut invocation = Invocation::of(&SCRIPTS.issue);
         invocation
             .key(&keys::issue(destination, purpose, id, older))
             .arg(code_record(&candidate.digest, candidate.sealed.as_ref()))
@@ -178,13 +178,13 @@ impl RedisStore {
         let (mut invocation, events, name);
         match id {
             Some(id) => {
-                invocation = SCRIPTS.verify_id.prepare_invoke();
+                invocation = Invocation::of(&SCRIPTS.verify_id);
                 invocation.key(&keys::verify_id(destination, purpose, client, id));
                 events = EventSubject::of(id, destination, purpose);
                 name = "verify_id";
             }
             None => {
-                invocation = SCRIPTS.verify.prepare_invoke();
+                invocation = Invocation::of(&SCRIPTS.verify);
                 invocation.key(&keys::verify(destination, purpose, client));
                 // The script finds the subject (the code's latest send).
                 events = EventSubject {
@@ -387,7 +387,7 @@ impl CodeStore for RedisStore {
         destination: &Destination,
         id: &VerificationId,
     ) -> Result<(), StoreError> {
-        let mut invocation = SCRIPTS.verification.prepare_invoke();
+        let mut invocation = Invocation::of(&SCRIPTS.verification);
         // The code key only matters to a cancel; a hash of the destination's tag without an `h`
         // field stands in for it: the verification itself. (The send log stood in before, and
         // the script's `HGET` on that sorted set failed with WRONGTYPE whenever the
@@ -418,7 +418,7 @@ impl RedisStore {
                 None => return Ok(None),
             },
         };
-        let mut invocation = SCRIPTS.verification.prepare_invoke();
+        let mut invocation = Invocation::of(&SCRIPTS.verification);
         invocation
             .key(keys::code_of(&target.phone_e164, &target.purpose))
             .key(&keys::verification_names(&target.phone_e164, id))

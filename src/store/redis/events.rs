@@ -28,7 +28,7 @@ use async_trait::async_trait;
 use redis::{Script, Value};
 
 use super::connection::RedisConnection;
-use super::{RedisStore, duration_ms, keys};
+use super::{Invocation, RedisStore, duration_ms, keys};
 use crate::domain::{Destination, Purpose, VerificationId};
 use crate::store::events::CLAIM_WINDOW;
 use crate::store::{
@@ -211,11 +211,7 @@ impl RedisStore {
     /// `outbox_args` written straight into `invocation`: no string is built for it on one
     /// node (every step with events on passes these, a verify by phone even when it finds no
     /// code).
-    pub(super) fn add_outbox(
-        &self,
-        invocation: &mut redis::ScriptInvocation<'_>,
-        subject: &EventSubject<'_>,
-    ) {
+    pub(super) fn add_outbox(&self, invocation: &mut Invocation<'_>, subject: &EventSubject<'_>) {
         if !self.writes_events() {
             return;
         }
@@ -346,7 +342,7 @@ impl RedisStore {
         token: u64,
     ) -> Result<Vec<ClaimedEntry>, StoreError> {
         let [entries, pending, ..] = &outbox.keys;
-        let mut invocation = EVENT_SCRIPTS.claim.prepare_invoke();
+        let mut invocation = Invocation::of(&EVENT_SCRIPTS.claim);
         invocation
             .key(entries)
             .key(pending)
@@ -599,7 +595,7 @@ impl RedisStore {
 
     /// `events_replay.lua` on `outbox`: `fields`, or (none) every failed one.
     async fn replay_in(&self, outbox: &Outbox, fields: &[String]) -> Result<u64, StoreError> {
-        let mut invocation = EVENT_SCRIPTS.replay.prepare_invoke();
+        let mut invocation = Invocation::of(&EVENT_SCRIPTS.replay);
         invocation.key(&outbox.keys[..]);
         for field in fields {
             invocation.arg(field);
@@ -688,7 +684,7 @@ impl EventStore for RedisStore {
             } => ("failed", 0, *delivered_to, error.as_str()),
         };
         let (outbox, field) = Outbox::of(claim.event.seq, self.is_cluster());
-        let mut invocation = EVENT_SCRIPTS.settle.prepare_invoke();
+        let mut invocation = Invocation::of(&EVENT_SCRIPTS.settle);
         invocation
             .key(&outbox.keys[..])
             .arg(field)

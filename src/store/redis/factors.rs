@@ -24,7 +24,7 @@ impl RedisStore {
     /// `event`'s fact, time and outbox on `invocation` (nothing without one).
     fn totp_event(
         &self,
-        invocation: &mut redis::ScriptInvocation<'_>,
+        invocation: &mut Invocation<'_>,
         scope: &str,
         event: Option<&OutboxEntry>,
     ) {
@@ -79,7 +79,8 @@ impl FactorStore for RedisStore {
         scope: &str,
         identity: &str,
     ) -> Result<Vec<(String, Revised)>, StoreError> {
-        let mut invocation = READ.key(keys::totp_entities(scope));
+        let mut invocation = Invocation::of(&READ);
+        invocation.key(keys::totp_entities(scope));
         invocation
             .key(keys::totp_records(scope, identity))
             .arg(identity);
@@ -133,7 +134,8 @@ impl FactorStore for RedisStore {
         } else {
             (keys::totp_records(scope, identity), sid)
         };
-        let mut invocation = PUT.key(key);
+        let mut invocation = Invocation::of(&PUT);
+        invocation.key(key);
         invocation.arg(field).arg(expected.unwrap_or(0)).arg(body);
         self.totp_event(&mut invocation, scope, event);
         let mut connection = self.connections.get();
@@ -153,7 +155,8 @@ impl FactorStore for RedisStore {
         if sid == ENTITY {
             return Ok(false);
         }
-        let mut invocation = DELETE_ONE.key(keys::totp_records(scope, identity));
+        let mut invocation = Invocation::of(&DELETE_ONE);
+        invocation.key(keys::totp_records(scope, identity));
         invocation.arg(sid);
         self.totp_event(&mut invocation, scope, event);
         let mut connection = self.connections.get();
@@ -164,7 +167,8 @@ impl FactorStore for RedisStore {
     }
 
     async fn delete_totp_identity(&self, scope: &str, identity: &str) -> Result<bool, StoreError> {
-        let mut invocation = DELETE.key(keys::totp_entities(scope));
+        let mut invocation = Invocation::of(&DELETE);
+        invocation.key(keys::totp_entities(scope));
         invocation
             .key(keys::totp_records(scope, identity))
             .arg(identity);

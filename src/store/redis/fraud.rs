@@ -53,7 +53,7 @@ static BLOCKS: LazyLock<String> = LazyLock::new(fraud_blocks);
 
 /// Adds the guard's step of one send to `issue.lua`'s call, after the script's own keys and
 /// arguments: its one key (the blocks) and its one argument (`guard_arg`).
-pub(super) fn add_guard(invocation: &mut redis::ScriptInvocation<'_>, step: &GuardStep<'_>) {
+pub(super) fn add_guard(invocation: &mut Invocation<'_>, step: &GuardStep<'_>) {
     invocation.key(BLOCKS.as_str()).arg(guard_arg(step));
 }
 
@@ -208,7 +208,7 @@ impl FraudStore for RedisStore {
         if changes.is_empty() {
             return Ok(());
         }
-        let mut invocation = FRAUD_SCRIPTS.traffic.prepare_invoke();
+        let mut invocation = Invocation::of(&FRAUD_SCRIPTS.traffic);
         invocation
             .key(traffic_keys(changes.iter().copied()))
             .arg(COUNTERS_TTL_MS);
@@ -222,7 +222,7 @@ impl FraudStore for RedisStore {
     }
 
     async fn block_prefix(&self, block: &PrefixBlock, now_ms: u64) -> Result<bool, StoreError> {
-        let mut invocation = FRAUD_SCRIPTS.block.prepare_invoke();
+        let mut invocation = Invocation::of(&FRAUD_SCRIPTS.block);
         invocation
             .key(BLOCKS.as_str())
             .arg(&block.prefix)
@@ -247,7 +247,7 @@ impl FraudStore for RedisStore {
     }
 
     async fn lift_block(&self, prefix: &str, now_ms: u64) -> Result<bool, StoreError> {
-        let mut invocation = FRAUD_SCRIPTS.lift.prepare_invoke();
+        let mut invocation = Invocation::of(&FRAUD_SCRIPTS.lift);
         invocation.key(BLOCKS.as_str()).arg(prefix).arg(now_ms);
         let subject = [PREFIX_SUBJECT, prefix].concat();
         self.add_outbox(&mut invocation, &EventSubject::prefix(&subject, ""));

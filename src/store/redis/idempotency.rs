@@ -14,7 +14,8 @@ impl IdempotencyStore for RedisStore {
         lease: Duration,
     ) -> Result<Option<Vec<u8>>, StoreError> {
         // SET NX GET: claims the key, or returns what holds it, in one command.
-        let mut invocation = SCRIPTS.begin_idempotent.key(keys::idempotency(key));
+        let mut invocation = Invocation::of(&SCRIPTS.begin_idempotent);
+        invocation.key(keys::idempotency(key));
         invocation
             .arg(running)
             .arg(duration_ms(lease))

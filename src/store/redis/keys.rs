@@ -48,7 +48,28 @@ pub fn destination_failures(destination: &Destination) -> String {
 /// hash tag for all, so a send reserves its client and global budgets in one script. On a
 /// Cluster they share a node, which every send visits for the global budget anyway.
 pub fn quota(scope: QuotaScope) -> String {
-    format!("{PREFIX}quota:{{budgets}}:{scope}")
+    quota_key(scope).to_string()
+}
+
+/// A budget's key ([`quota`]) as a command's argument, written straight into the command (no
+/// `String` of its own: a send names two budgets).
+pub fn quota_key(scope: QuotaScope) -> QuotaKey {
+    QuotaKey(scope)
+}
+
+#[derive(Clone, Copy)]
+pub struct QuotaKey(QuotaScope);
+
+impl std::fmt::Display for QuotaKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{PREFIX}quota:{{budgets}}:{}", self.0)
+    }
+}
+
+impl redis::ToRedisArgs for QuotaKey {
+    fn write_redis_args<W: ?Sized + redis::RedisWrite>(&self, out: &mut W) {
+        out.write_arg_fmt(self);
+    }
 }
 
 /// `verify_code:idem:{<digest of the Idempotency-Key>}`.
@@ -406,6 +427,14 @@ mod tests {
         );
         let ip = QuotaScope::ClientIp("203.0.113.7".parse().unwrap());
         assert_eq!(quota(ip), "verify_code:quota:{budgets}:ip:203.0.113.7");
+        let mut written = redis::cmd("X");
+        written.arg(quota_key(ip));
+        assert_eq!(
+            written.args_iter().nth(1),
+            Some(redis::Arg::Simple(
+                &b"verify_code:quota:{budgets}:ip:203.0.113.7"[..]
+            ))
+        );
         assert_eq!(
             quota(QuotaScope::Global),
             "verify_code:quota:{budgets}:global"

@@ -54,7 +54,7 @@ pub(super) fn parse_records(raw: &[u8]) -> Result<Vec<LevelCounts>, StoreError> 
 /// A send's levels, counted in `issue.lua` on one node: their keys and one argument, `n now
 /// recent_half history_half ttl young_ttl young_sends` as seven little-endian doubles (Redis
 /// reads text numbers with a `strtod` each), after the guard's own.
-pub(super) fn add_levels(invocation: &mut redis::ScriptInvocation<'_>, levels: &LevelStep<'_>) {
+pub(super) fn add_levels(invocation: &mut Invocation<'_>, levels: &LevelStep<'_>) {
     for scope in levels.scopes {
         invocation.key(fraud_level(scope));
     }
@@ -91,7 +91,7 @@ pub(super) fn records_at(reply: &[Value], at: usize) -> Result<Vec<LevelCounts>,
 #[async_trait]
 impl LevelStore for RedisStore {
     async fn count_levels(&self, update: &LevelUpdate<'_>) -> Result<Vec<LevelCounts>, StoreError> {
-        let mut invocation = LEVELS.prepare_invoke();
+        let mut invocation = Invocation::of(&LEVELS);
         for scope in update.scopes {
             invocation.key(fraud_level(scope));
         }

@@ -22,6 +22,7 @@ mod twilio;
 
 mod cluster;
 mod connection;
+mod invocation;
 mod keys;
 mod sentinel;
 mod settings;
@@ -37,6 +38,7 @@ use redis::{RedisError, Script, Value};
 
 use self::connection::Connections;
 use self::events::{EVENTS_PRELUDE, EventSubject};
+use self::invocation::Invocation;
 
 pub use self::settings::{
     RedisCredentials, RedisSettings, RedisTopology, RedisVariables, SENTINEL_MASTER_PASSWORD,
@@ -148,12 +150,14 @@ fn rule_args(rules: &[QuotaRule]) -> Vec<u64> {
 
 /// Adds each budget's log as a key and its rules as arguments (the number of rules, then the
 /// rules), as `quota.lua`'s `quota_budgets` reads them.
-fn add_budgets(invocation: &mut redis::ScriptInvocation<'_>, budgets: &[Budget<'_>]) {
+fn add_budgets(invocation: &mut Invocation<'_>, budgets: &[Budget<'_>]) {
     for budget in budgets {
         invocation
-            .key(keys::quota(budget.scope))
-            .arg(budget.rules.len())
-            .arg(rule_args(budget.rules));
+            .key(keys::quota_key(budget.scope))
+            .arg(budget.rules.len());
+        for rule in budget.rules {
+            invocation.arg(rule.limit).arg(duration_ms(rule.window));
+        }
     }
 }
 

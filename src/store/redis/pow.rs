@@ -11,7 +11,8 @@ use crate::store::PowReplayStore;
 #[async_trait]
 impl PowReplayStore for RedisStore {
     async fn record_solved_pow(&self, digest: &str, ttl: Duration) -> Result<bool, StoreError> {
-        let mut invocation = SCRIPTS.record_pow.key(keys::pow(digest));
+        let mut invocation = Invocation::of(&SCRIPTS.record_pow);
+        invocation.key(keys::pow(digest));
         // PX is at least 1: a zero TTL is an error in Redis, and such a challenge is expired.
         invocation
             .arg(duration_ms(ttl).max(1))

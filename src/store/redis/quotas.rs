@@ -13,7 +13,7 @@ impl QuotaStore for RedisStore {
         budgets: &[Budget<'_>],
         token: QuotaToken,
     ) -> Result<QuotaDecision, StoreError> {
-        let mut invocation = SCRIPTS.reserve_quota.prepare_invoke();
+        let mut invocation = Invocation::of(&SCRIPTS.reserve_quota);
         invocation.arg(self.give_up_at_ms()).arg(token.0);
         add_budgets(&mut invocation, budgets);
         let mut connection = self.connections.get();

@@ -78,7 +78,7 @@ impl ReceiptStore for RedisStore {
         let country = Phone::parse(&target.phone_e164, Region::default())
             .map_or_else(String::new, |phone| phone.country());
         let slot = (!self.connections.one_node()).then(|| keys::slot_of_tag(&target.phone_e164));
-        let mut invocation = SCRIPTS.receipt.prepare_invoke();
+        let mut invocation = Invocation::of(&SCRIPTS.receipt);
         invocation
             .key(&keys::verification_names(&target.phone_e164, &id))
             .key(keys::delivery_counts(slot, hour / 24))

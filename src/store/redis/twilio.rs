@@ -30,7 +30,7 @@ pub(super) fn decode(value: &str) -> Result<Revised, StoreError> {
 /// A first start's send log as `issue.lua`'s companion record: its key after the script's own
 /// (the phone's hash tag), then its value at revision 1, its TTL and the mark.
 pub(super) fn add_send_log(
-    invocation: &mut redis::ScriptInvocation<'_>,
+    invocation: &mut Invocation<'_>,
     destination: &Destination,
     log: &NewSendLog,
 ) {
@@ -53,7 +53,8 @@ impl RedisStore {
         body: &str,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        let mut invocation = PUT.key(key);
+        let mut invocation = Invocation::of(&PUT);
+        invocation.key(key);
         invocation
             .arg(field)
             .arg(expected.unwrap_or(0))
