@@ -13,6 +13,31 @@ use crate::store::{
 /// instances compare all of them.
 const BINDING_BYTES: usize = 8;
 
+/// A delivery's reply, packed by `issue.lua` (`delivered`) in one string, as its values: each
+/// a tag and its bytes, `i` and a little-endian 8-byte integer or `s` and a little-endian
+/// 4-byte length and the string.
+fn unpack_delivery(mut packed: &[u8]) -> Option<Vec<Value>> {
+    let mut values = Vec::with_capacity(4);
+    while let Some((&tag, rest)) = packed.split_first() {
+        let value;
+        (value, packed) = match tag {
+            b'i' => {
+                let (number, rest) = rest.split_first_chunk::<8>()?;
+                (Value::Int(i64::from_le_bytes(*number)), rest)
+            }
+            b's' => {
+                let (length, rest) = rest.split_first_chunk::<4>()?;
+                let length = usize::try_from(u32::from_le_bytes(*length)).ok()?;
+                let (bytes, rest) = rest.split_at_checked(length)?;
+                (Value::BulkString(bytes.to_vec()), rest)
+            }
+            _ => return None,
+        };
+        values.push(value);
+    }
+    Some(values)
+}
+
 impl RedisStore {
     /// `issue.lua`, with the guard's step on one node when there is one.
     pub(super) async fn run_issue(
@@ -111,9 +136,15 @@ impl RedisStore {
         }
         let left =
             super::super::deadline::bound(self.command_timeout).saturating_sub(started.elapsed());
-        let reply: Vec<Value> = self
+        let reply: Value = self
             .bounded_for(left, invocation.invoke_async(&mut connection))
             .await?;
+        let reply = match reply {
+            Value::Array(values) => values,
+            Value::BulkString(packed) => unpack_delivery(&packed)
+                .ok_or_else(|| protocol("issue", &[Value::BulkString(packed)]))?,
+            other => return Err(protocol("issue", &[other])),
+        };
         match int_at(&reply, 0) {
             Some(-2) => return Err(self.ran_too_late()),
             Some(-4) => return Ok(GuardedIssue::Refused(fraud::refusal_at(&reply, 1)?)),
@@ -438,5 +469,31 @@ impl RedisStore {
             .bounded(invocation.invoke_async(&mut connection))
             .await?;
         parse_verification(&reply, target).ok_or_else(|| protocol("verification", &reply))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packed_delivery_unpacks_to_its_values_and_a_cut_one_to_none() {
+        let mut packed = b"i".to_vec();
+        packed.extend_from_slice(&1_765_000_000_123i64.to_le_bytes());
+        packed.push(b's');
+        packed.extend_from_slice(&0u32.to_le_bytes());
+        packed.push(b's');
+        packed.extend_from_slice(&3u32.to_le_bytes());
+        packed.extend_from_slice(b"a\0b");
+        assert_eq!(
+            unpack_delivery(&packed),
+            Some(vec![
+                Value::Int(1_765_000_000_123),
+                Value::BulkString(Vec::new()),
+                Value::BulkString(b"a\0b".to_vec()),
+            ])
+        );
+        assert_eq!(unpack_delivery(&packed[..packed.len() - 1]), None);
+        assert_eq!(unpack_delivery(b"x"), None);
     }
 }
