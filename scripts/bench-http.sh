@@ -61,7 +61,7 @@ wait_for() { # url
 
 REDIS_PORT=$(free_port)
 redis-server --port "$REDIS_PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no \
-  --logfile "$WORK/redis.log" & REDIS_PID=$!; PIDS+=($!)
+  --logfile "$WORK/redis-server.log" & REDIS_PID=$!; PIDS+=($!)
 for _ in $(seq 50); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
 REDIS_URL=redis://127.0.0.1:$REDIS_PORT
 
