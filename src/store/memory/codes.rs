@@ -27,15 +27,13 @@ impl MemoryStore {
         params: &IssueParams,
         guard: Option<&GuardStep<'_>>,
     ) -> Result<GuardedIssue, StoreError> {
-        let key = code_key(destination, purpose);
-        let sends_key = destination_sends_key(destination);
+        let key = self.keys.code(destination, purpose);
+        let sends_key = self.keys.sends(destination);
         let now = self.now_ms();
         let expires_at_ms = now.saturating_add(duration_ms(params.ttl));
         // Lock order everywhere: the code's shard, then the quota log's shard.
-        let mut shard = self.codes.lock(&key);
-        let pending = shard
-            .get_mut(key.as_str())
-            .filter(|e| e.expires_at_ms > now);
+        let mut shard = self.codes.lock(key);
+        let pending = shard.get_mut(&key).filter(|e| e.expires_at_ms > now);
         if let Some(entry) = &pending {
             let ready_at = entry
                 .sent_at_ms
@@ -50,8 +48,8 @@ impl MemoryStore {
         let quota_token = QuotaToken::generate();
         let admission;
         if !params.destination_quota.is_empty() {
-            let mut logs = self.quotas.lock(&sends_key);
-            let log = logs.entry(sends_key.as_str().into()).or_default();
+            let mut logs = self.quotas.lock(sends_key);
+            let log = logs.entry(sends_key).or_default();
             let wait = log.wait(now, &params.destination_quota);
             if wait > 0 {
                 let exceeded = IssueOutcome::QuotaExceeded {
@@ -123,7 +121,7 @@ impl MemoryStore {
             params,
         );
         shard.insert(
-            key.into_boxed_str(),
+            key,
             PendingEntry {
                 digest: candidate.digest,
                 sealed: candidate.sealed,
@@ -160,40 +158,42 @@ impl MemoryStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> VerifyOutcome {
-        let key = code_key(destination, purpose);
+        let key = self.keys.code(destination, purpose);
         let now = self.now_ms();
-        let mut shard = self.codes.lock(&key);
+        let mut shard = self.codes.lock(key);
         // The code's latest send's verification takes the outcome (verifications.rs); its
         // shard is locked before the logs', as everywhere.
-        let latest = shard
-            .get(key.as_str())
-            .map(|entry| entry.verification.clone());
+        let latest = shard.get(&key).map(|entry| {
+            let id = entry.verification.clone();
+            let key = self.keys.verification(&id);
+            (id, key)
+        });
         let mut verifications = latest
             .as_ref()
-            .map(|id| self.verifications.lock(id.as_str()));
-        let mut limits = FailureLimits::lock(&self.quotas, destination, client, &params);
+            .map(|(_, key)| self.verifications.lock(*key));
+        let mut limits = FailureLimits::lock(self, destination, client, &params);
         let wait = limits.wait(now);
         if wait > 0 {
             return VerifyOutcome::QuotaExceeded {
                 retry_after: Duration::from_millis(wait),
             };
         }
-        let Some(entry) = shard.get_mut(key.as_str()) else {
+        let Some(entry) = shard.get_mut(&key) else {
             return VerifyOutcome::CodeExpired;
         };
         if entry.expires_at_ms <= now {
-            shard.remove(key.as_str());
+            shard.remove(&key);
             return VerifyOutcome::CodeExpired;
         }
         let verification = match (&latest, verifications.as_deref_mut()) {
-            (Some(id), Some(verifications)) => {
-                self.bound_verification(verifications, id, entry.digest, now)
+            (Some((_, id_key)), Some(verifications)) => {
+                self.bound_verification(verifications, *id_key, entry.digest, now)
             }
             _ => None,
         };
         if entry.digest.is_any_of(candidates.digests()) {
-            shard.remove(key.as_str());
-            if let (Some(id), Some(verification)) = (&latest, verification) {
+            shard.remove(&key);
+            if let (Some((id, _)), Some(verification)) = (&latest, verification) {
                 self.approve_by_destination(id, verification);
             }
             return VerifyOutcome::Verified;
@@ -201,11 +201,11 @@ impl MemoryStore {
         limits.record(now);
         entry.failed_attempts += 1;
         let destroyed = entry.failed_attempts >= params.max_attempts;
-        if let (Some(id), Some(verification)) = (&latest, verification) {
+        if let (Some((id, _)), Some(verification)) = (&latest, verification) {
             self.fail_by_destination(id, verification, entry.failed_attempts, destroyed);
         }
         if destroyed {
-            shard.remove(key.as_str());
+            shard.remove(&key);
             return VerifyOutcome::Destroyed;
         }
         VerifyOutcome::Mismatch {
@@ -238,17 +238,17 @@ impl CodeStore for MemoryStore {
         purpose: &Purpose,
         undo: &IssueUndo,
     ) -> Result<bool, StoreError> {
-        let key = code_key(destination, purpose);
-        let sends_key = destination_sends_key(destination);
+        let key = self.keys.code(destination, purpose);
+        let sends_key = self.keys.sends(destination);
         let now = self.now_ms();
-        let mut shard = self.codes.lock(&key);
-        let id = undo.verification.as_str();
-        self.verifications.lock(id).remove(id);
-        self.events.forget_subject(id);
-        if let Some(log) = self.quotas.lock(&sends_key).get_mut(sends_key.as_str()) {
+        let mut shard = self.codes.lock(key);
+        let id_key = self.keys.verification(&undo.verification);
+        self.verifications.lock(id_key).remove(&id_key);
+        self.events.forget_subject(undo.verification.as_str());
+        if let Some(log) = self.quotas.lock(sends_key).get_mut(&sends_key) {
             log.remove(undo.quota_token);
         }
-        let Some(entry) = shard.get_mut(key.as_str()) else {
+        let Some(entry) = shard.get_mut(&key) else {
             return Ok(false);
         };
         let unchanged = entry.digest.is_any_of(std::slice::from_ref(&undo.digest))
@@ -269,7 +269,7 @@ impl CodeStore for MemoryStore {
                 }
             }
             _ => {
-                shard.remove(key.as_str());
+                shard.remove(&key);
             }
         }
         Ok(true)
@@ -313,12 +313,12 @@ impl CodeStore for MemoryStore {
         destination: &Destination,
         purpose: &Purpose,
     ) -> Result<Option<PendingCode>, StoreError> {
-        let key = code_key(destination, purpose);
+        let key = self.keys.code(destination, purpose);
         let now = self.now_ms();
         Ok(self
             .codes
-            .lock(&key)
-            .get(key.as_str())
+            .lock(key)
+            .get(&key)
             .filter(|entry| entry.expires_at_ms > now)
             .map(|entry| PendingCode {
                 digest: entry.digest,

@@ -4,10 +4,11 @@
 //! first (in one pass, then not again until the map has grown by a tenth).
 
 use std::collections::HashMap;
+use std::hash::BuildHasher;
 
 use async_trait::async_trait;
 
-use super::MemoryStore;
+use super::{HashedKey, KeyHasher, KeyKind, MemoryStore, PassHash};
 use crate::domain::traffic::LevelCounts;
 use crate::store::{LevelStore, LevelUpdate, StoreError};
 
@@ -19,15 +20,16 @@ pub(super) const MAX_RETURNING: usize = 1_000_000;
 #[derive(Default)]
 pub(super) struct LevelState {
     /// Scope → its counts, when they last changed and until when they are kept (wall-clock
-    /// ms, as every instance's).
-    scopes: HashMap<String, (LevelCounts, u64, u64)>,
+    /// ms, as every instance's). By the scope's hashed name: no name is read back, and the
+    /// names' own allocations were a cache miss each of a send's five lookups in 200k records.
+    scopes: HashMap<HashedKey, (LevelCounts, u64, u64), PassHash>,
     /// Digest → until when (wall-clock ms).
     returning: HashMap<u64, u64>,
 }
 
 /// Keeps the newest `keep` of `map` by `age` (larger is newer).
-fn trim<K: Clone + Eq + std::hash::Hash, V>(
-    map: &mut HashMap<K, V>,
+fn trim<K: Clone + Eq + std::hash::Hash, V, S: BuildHasher>(
+    map: &mut HashMap<K, V, S>,
     keep: usize,
     newness: impl Fn(&V) -> u64,
 ) {
@@ -42,7 +44,7 @@ fn trim<K: Clone + Eq + std::hash::Hash, V>(
 }
 
 impl LevelState {
-    fn count(&mut self, update: &LevelUpdate<'_>) -> Vec<LevelCounts> {
+    fn count(&mut self, keys: &KeyHasher, update: &LevelUpdate<'_>) -> Vec<LevelCounts> {
         if self.scopes.len() >= MAX_SCOPES + MAX_SCOPES / 10 {
             let now = update.now_ms;
             self.scopes.retain(|_, (_, _, until)| *until > now);
@@ -53,16 +55,11 @@ impl LevelState {
             .scopes
             .iter()
             .map(|scope| {
-                // The scope's name is copied only for a new record (a send's levels are mostly
-                // known ones).
-                let (counts, then, until) = match self.scopes.get_mut(*scope) {
-                    Some(record) => record,
-                    None => self.scopes.entry((*scope).to_owned()).or_insert((
-                        LevelCounts::default(),
-                        now,
-                        0,
-                    )),
-                };
+                let key = keys.hash(KeyKind::Level, &[scope]);
+                let (counts, then, until) =
+                    self.scopes
+                        .entry(key)
+                        .or_insert((LevelCounts::default(), now, 0));
                 // A record past its time starts afresh, as the shared stores' expired key.
                 if *until <= now {
                     *counts = LevelCounts::default();
@@ -91,7 +88,11 @@ impl LevelState {
 #[async_trait]
 impl LevelStore for MemoryStore {
     async fn count_levels(&self, update: &LevelUpdate<'_>) -> Result<Vec<LevelCounts>, StoreError> {
-        Ok(self.levels.lock().expect("levels lock").count(update))
+        Ok(self
+            .levels
+            .lock()
+            .expect("levels lock")
+            .count(&self.keys, update))
     }
 
     async fn is_returning(&self, digests: &[u64], now_ms: u64) -> Result<bool, StoreError> {

@@ -20,12 +20,11 @@ mod twilio;
 mod verifications;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::fmt::Write as _;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash, Hasher, RandomState};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use arrayvec::ArrayString;
+use siphasher::sip128::{Hasher128, SipHasher13};
 use smallvec::SmallVec;
 
 use super::{
@@ -75,7 +74,7 @@ struct StoredTarget {
 impl StoredTarget {
     fn of(destination: &Destination, purpose: &Purpose) -> Self {
         Self {
-            key: code_key(destination, purpose).into_boxed_str(),
+            key: [destination.key(), ":", purpose.as_str()].concat().into(),
             colon: destination.key().len(),
         }
     }
@@ -248,18 +247,21 @@ impl Expiring for DevInbox {
 }
 
 /// One shard: keys boxed rather than `String`, 8 bytes less in every bucket.
-type Shard<V, K = Box<str>> = Mutex<HashMap<K, V>>;
+type Shard<V, K = Box<str>, S = RandomState> = Mutex<HashMap<K, V, S>>;
 
 /// A map split into independently locked shards.
-struct Shards<V, K = Box<str>> {
-    shards: Box<[Shard<V, K>]>,
+struct Shards<V, K = Box<str>, S = RandomState> {
+    shards: Box<[Shard<V, K, S>]>,
     /// Picks a key's shard. Not SipHash, as the maps in the shards are: keys aimed at one shard
     /// would only make it one map under one lock, which flooding cannot make slower than a map
     /// unsharded; the second SipHash of every key cost 200 instructions a lock.
     picker: foldhash::fast::RandomState,
 }
 
-impl<V: Expiring, K> Shards<V, K> {
+/// The hot maps (codes, verifications, quota logs): keyed by [`HashedKey`]s.
+type Hashed<V> = Shards<V, HashedKey, PassHash>;
+
+impl<V: Expiring, K, S: Default> Shards<V, K, S> {
     fn new(count: usize) -> Self {
         Self {
             shards: (0..count).map(|_| Mutex::default()).collect(),
@@ -276,7 +278,7 @@ impl<V: Expiring, K> Shards<V, K> {
     fn lock_all<'a, Q: std::hash::Hash + 'a>(
         &self,
         keys: impl IntoIterator<Item = &'a Q>,
-    ) -> LockedShards<'_, V, K> {
+    ) -> LockedShards<'_, V, K, S> {
         let mut indices: SmallVec<[usize; 4]> = keys.into_iter().map(|k| self.index(k)).collect();
         indices.sort_unstable();
         indices.dedup();
@@ -311,18 +313,24 @@ impl<V: Expiring> Shards<V> {
     }
 }
 
-/// A shard's index and its map, locked.
-type LockedShard<'a, V, K> = (usize, MutexGuard<'a, HashMap<K, V>>);
-
-/// Some shards of one [`Shards`], held together.
-struct LockedShards<'a, V, K> {
-    guards: SmallVec<[LockedShard<'a, V, K>; 4]>,
-    shards: &'a Shards<V, K>,
+impl<V: Expiring> Hashed<V> {
+    fn lock(&self, key: HashedKey) -> MutexGuard<'_, HashMap<HashedKey, V, PassHash>> {
+        lock(&self.shards[self.index(&key)])
+    }
 }
 
-impl<V: Expiring, K> LockedShards<'_, V, K> {
+/// A shard's index and its map, locked.
+type LockedShard<'a, V, K, S> = (usize, MutexGuard<'a, HashMap<K, V, S>>);
+
+/// Some shards of one [`Shards`], held together.
+struct LockedShards<'a, V, K, S = RandomState> {
+    guards: SmallVec<[LockedShard<'a, V, K, S>; 4]>,
+    shards: &'a Shards<V, K, S>,
+}
+
+impl<V: Expiring, K, S: Default> LockedShards<'_, V, K, S> {
     /// The map holding `key`, which must be one of the keys the shards were locked for.
-    fn map<Q: std::hash::Hash + ?Sized>(&mut self, key: &Q) -> &mut HashMap<K, V> {
+    fn map<Q: std::hash::Hash + ?Sized>(&mut self, key: &Q) -> &mut HashMap<K, V, S> {
         let index = self.shards.index(key);
         let (_, guard) = self
             .guards
@@ -334,14 +342,17 @@ impl<V: Expiring, K> LockedShards<'_, V, K> {
 }
 
 pub struct MemoryStore {
-    codes: Shards<PendingEntry>,
+    /// The keys of `codes`, `verifications` and `quotas`, hashed under this store's own key.
+    keys: KeyHasher,
+    codes: Hashed<PendingEntry>,
     /// By verification id. Lock order everywhere: a code's shard, then a verification's shard,
     /// then a quota log's.
-    verifications: Shards<VerificationEntry>,
+    verifications: Hashed<VerificationEntry>,
     /// By `<provider> <message id>`, for the delivery receipts.
     messages: Shards<MessageEntry>,
     captchas: Shards<CaptchaEntry>,
-    quotas: Shards<QuotaLog>,
+    /// The phones' send logs and failure logs, and the (phone, client) failure logs.
+    quotas: Hashed<QuotaLog>,
     /// Client and global budgets, in shards of their own: a send reserves in all of its budgets
     /// at once, under their shards' locks together. Under one lock, a million clients' logs
     /// were swept every second and rehashed as they grew while every send waited (a p99 of
@@ -380,6 +391,7 @@ pub struct MemoryStore {
 impl Default for MemoryStore {
     fn default() -> Self {
         Self {
+            keys: KeyHasher::random(),
             codes: Shards::new(SHARDS),
             verifications: Shards::new(SHARDS),
             messages: Shards::new(SHARDS),
@@ -403,64 +415,143 @@ impl Default for MemoryStore {
     }
 }
 
-/// A key of the maps, built on the stack where it fits: a phone's keys always do (an E.164, a
-/// purpose of at most 32 characters, a client address), so a verify by phone allocates none;
-/// an email's long address goes to the heap.
-enum StoreKey {
-    Inline(ArrayString<96>),
-    Heap(String),
+/// A key of the hot maps (codes, verifications, quota logs): a keyed 128-bit SipHash of what it
+/// names, kept in the table's own bucket. Keyed by text, each entry's key was an allocation of
+/// its own, read again (a cache miss in a table of millions) whenever its table grew and rehashed
+/// it, and hashed twice a lookup (its shard, its bucket). A hashed key is 16 bytes in place,
+/// made once a request, and its low half is the table's hash. Under each store's own random key
+/// and 128 bits wide, no two of a store's keys meet (the birthday bound is 2^64 keys) and no one
+/// can aim keys at one bucket.
+/// Two halves, not a `u128`: aligned to 8 bytes, not 16, it pads no table's bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct HashedKey {
+    low: u64,
+    high: u64,
 }
 
-impl StoreKey {
-    /// `parts` joined: not `format!`ted, as on the verify path the formatting machinery cost
-    /// more than the map lookup it feeds.
-    fn join(parts: &[&str]) -> Self {
-        let mut inline = ArrayString::new();
+impl HashedKey {
+    fn of(hasher: SipHasher13) -> Self {
+        let hash = hasher.finish128();
+        Self {
+            low: hash.h1,
+            high: hash.h2,
+        }
+    }
+}
+
+/// The low half alone: a uniform hash already (the equality still compares both halves).
+impl Hash for HashedKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.low);
+    }
+}
+
+/// What a hashed key names, hashed first: the quota logs hold phones' send logs and both kinds
+/// of failure logs in one map, and a phone's two must not hash alike.
+#[derive(Clone, Copy)]
+enum KeyKind {
+    Code = 1,
+    Verification,
+    Sends,
+    PhoneFailures,
+    ClientFailures,
+    /// A fraud-guard level's scope (levels.rs).
+    Level,
+}
+
+/// Makes a store's [`HashedKey`]s under its random key.
+struct KeyHasher {
+    k0: u64,
+    k1: u64,
+}
+
+impl KeyHasher {
+    fn random() -> Self {
+        Self {
+            k0: rand::random(),
+            k1: rand::random(),
+        }
+    }
+
+    fn start(&self, kind: KeyKind) -> SipHasher13 {
+        let mut hasher = SipHasher13::new_with_keys(self.k0, self.k1);
+        hasher.write_u8(kind as u8);
+        hasher
+    }
+
+    fn hash(&self, kind: KeyKind, parts: &[&str]) -> HashedKey {
+        let mut hasher = self.start(kind);
         for part in parts {
-            if inline.try_push_str(part).is_err() {
-                return Self::Heap(parts.concat());
-            }
+            // Each part's length first: ("ab", "c") and ("a", "bc") are two keys.
+            hasher.write_usize(part.len());
+            hasher.write(part.as_bytes());
         }
-        Self::Inline(inline)
+        HashedKey::of(hasher)
     }
 
-    fn as_str(&self) -> &str {
-        match self {
-            Self::Inline(key) => key,
-            Self::Heap(key) => key,
+    fn code(&self, destination: &Destination, purpose: &Purpose) -> HashedKey {
+        self.hash(KeyKind::Code, &[destination.key(), purpose.as_str()])
+    }
+
+    /// The code a verification was sent with, from what the verification keeps.
+    fn code_of(&self, target: &StoredTarget) -> HashedKey {
+        self.hash(KeyKind::Code, &[target.destination(), target.purpose()])
+    }
+
+    fn verification(&self, id: &VerificationId) -> HashedKey {
+        self.hash(KeyKind::Verification, &[id.as_str()])
+    }
+
+    fn sends(&self, destination: &Destination) -> HashedKey {
+        self.hash(KeyKind::Sends, &[destination.key()])
+    }
+
+    fn phone_failures(&self, destination: &Destination) -> HashedKey {
+        self.hash(KeyKind::PhoneFailures, &[destination.key()])
+    }
+
+    fn client_failures(
+        &self,
+        destination: &Destination,
+        client: crate::domain::Client,
+    ) -> HashedKey {
+        let mut hasher = self.start(KeyKind::ClientFailures);
+        destination.key().hash(&mut hasher);
+        client.hash(&mut hasher);
+        HashedKey::of(hasher)
+    }
+}
+
+/// The tables' hasher of [`HashedKey`]s: the key is a keyed hash already, and its low 64 bits
+/// are the table's hash (no second SipHash).
+#[derive(Clone, Copy, Default)]
+struct PassHash;
+
+impl BuildHasher for PassHash {
+    type Hasher = PassHasher;
+
+    fn build_hasher(&self) -> PassHasher {
+        PassHasher(0)
+    }
+}
+
+struct PassHasher(u64);
+
+impl Hasher for PassHasher {
+    /// Only [`HashedKey`]s are hashed here, through `write_u64`; anything else is folded in
+    /// whole, so that a mistake costs speed, not correctness.
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(*byte)).wrapping_mul(0x100_0000_01b3);
         }
     }
 
-    fn into_boxed_str(self) -> Box<str> {
-        self.as_str().into()
+    fn write_u64(&mut self, value: u64) {
+        self.0 = value;
     }
-}
 
-impl std::ops::Deref for StoreKey {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        self.as_str()
-    }
-}
-
-fn code_key(destination: &Destination, purpose: &Purpose) -> StoreKey {
-    StoreKey::join(&[destination.key(), ":", purpose.as_str()])
-}
-
-fn destination_sends_key(destination: &Destination) -> StoreKey {
-    StoreKey::join(&["sends:", destination.key()])
-}
-
-fn phone_failures_key(destination: &Destination) -> StoreKey {
-    StoreKey::join(&["fails:", destination.key()])
-}
-
-fn client_failures_key(destination: &Destination, client: crate::domain::Client) -> StoreKey {
-    let mut inline = ArrayString::<96>::new();
-    match write!(inline, "fails:{}:{client}", destination.key()) {
-        Ok(()) => StoreKey::Inline(inline),
-        Err(_) => StoreKey::Heap(format!("fails:{}:{client}", destination.key())),
+    fn finish(&self) -> u64 {
+        self.0
     }
 }
 
@@ -472,15 +563,15 @@ struct FailureLimits<'a>(Option<LockedLogs<'a>>);
 
 /// The phone's shard of failure logs, locked, and the logs whose limit is on.
 struct LockedLogs<'a> {
-    logs: MutexGuard<'a, HashMap<Box<str>, QuotaLog>>,
-    limits: [Option<(StoreKey, QuotaRule)>; 2],
+    logs: MutexGuard<'a, HashMap<HashedKey, QuotaLog, PassHash>>,
+    limits: [Option<(HashedKey, QuotaRule)>; 2],
 }
 
 impl<'a> FailureLimits<'a> {
     /// Locks the phone's failure logs (the caller holds the code's shard already: lock order)
     /// and names the logs whose limit is on.
     fn lock(
-        quotas: &'a Shards<QuotaLog>,
+        store: &'a MemoryStore,
         destination: &Destination,
         client: crate::domain::Client,
         params: &VerifyParams,
@@ -488,13 +579,13 @@ impl<'a> FailureLimits<'a> {
         if params.destination_failures.is_none() && params.client_failures.is_none() {
             return Self(None);
         }
-        let phone_key = phone_failures_key(destination);
-        let logs = quotas.lock(&phone_key);
+        let phone_key = store.keys.phone_failures(destination);
+        let logs = store.quotas.lock(phone_key);
         let limits = [
             params.destination_failures.map(|rule| (phone_key, rule)),
             params
                 .client_failures
-                .map(|rule| (client_failures_key(destination, client), rule)),
+                .map(|rule| (store.keys.client_failures(destination, client), rule)),
         ];
         Self(Some(LockedLogs { logs, limits }))
     }
@@ -506,7 +597,7 @@ impl<'a> FailureLimits<'a> {
         };
         let mut wait = 0;
         for (log_key, rule) in limits.iter().flatten() {
-            if let Some(log) = logs.get_mut(log_key.as_str()) {
+            if let Some(log) = logs.get_mut(log_key) {
                 wait = wait.max(log.wait(now, std::slice::from_ref(rule)));
             }
         }
@@ -520,17 +611,15 @@ impl<'a> FailureLimits<'a> {
         };
         let token = QuotaToken::generate();
         for (log_key, rule) in limits.into_iter().flatten() {
-            logs.entry(log_key.into_boxed_str()).or_default().record(
-                now,
-                std::slice::from_ref(&rule),
-                token,
-            );
+            logs.entry(log_key)
+                .or_default()
+                .record(now, std::slice::from_ref(&rule), token);
         }
     }
 }
 
 /// Drops `map`'s expired entries; how many went.
-fn sweep_map<K, V: Expiring>(map: &mut HashMap<K, V>, now_ms: u64) -> usize {
+fn sweep_map<K, V: Expiring, S>(map: &mut HashMap<K, V, S>, now_ms: u64) -> usize {
     let before = map.len();
     map.retain(|_, entry| entry.expires_at_ms() > now_ms);
     before - map.len()
@@ -641,6 +730,39 @@ mod tests {
             .unwrap();
         assert_eq!(first, QuotaDecision::Granted);
         assert!(matches!(second, QuotaDecision::Exceeded { .. }));
+    }
+
+    #[test]
+    fn hashed_keys_name_one_thing_each() {
+        let keys = KeyHasher::random();
+        let phone = Destination::from(Phone::parse("13800138000", Region::default()).unwrap());
+        let login = Purpose::default();
+        assert_eq!(keys.code(&phone, &login), keys.code(&phone, &login));
+        // The parts are delimited: ("ab", "c") is not ("a", "bc").
+        assert_ne!(
+            keys.hash(KeyKind::Code, &["ab", "c"]),
+            keys.hash(KeyKind::Code, &["a", "bc"])
+        );
+        // One phone's logs in the one map of quota logs are three keys.
+        let client = crate::domain::Client::from(std::net::IpAddr::from([192, 0, 2, 1]));
+        let logs = [
+            keys.sends(&phone),
+            keys.phone_failures(&phone),
+            keys.client_failures(&phone, client),
+        ];
+        assert!(
+            logs.iter()
+                .enumerate()
+                .all(|(i, a)| logs[i + 1..].iter().all(|b| a != b))
+        );
+        // Another store, another key: no one can aim keys at one bucket of every store.
+        assert_ne!(
+            KeyHasher::random().code(&phone, &login),
+            keys.code(&phone, &login)
+        );
+        // The table's hash is the key's low half, as the shard picker reads it.
+        let key = keys.code(&phone, &login);
+        assert_eq!(PassHash.hash_one(key), key.low);
     }
 
     #[test]

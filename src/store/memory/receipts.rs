@@ -42,9 +42,10 @@ impl ReceiptStore for MemoryStore {
         else {
             return Ok(ReceiptOutcome::Unknown);
         };
-        let mut verifications = self.verifications.lock(id.as_str());
+        let id_key = self.keys.verification(&id);
+        let mut verifications = self.verifications.lock(id_key);
         let Some(entry) = verifications
-            .get_mut(id.as_str())
+            .get_mut(&id_key)
             .filter(|entry| entry.retained_until_ms > now)
         else {
             return Ok(ReceiptOutcome::Unknown);

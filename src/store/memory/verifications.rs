@@ -36,9 +36,8 @@ impl MemoryStore {
             expires_at_unix_ms: created_at_unix_ms.saturating_add(ttl),
         };
         let expires_at_ms = entry.expires_at_unix_ms;
-        self.verifications
-            .lock(id.as_str())
-            .insert(id.as_str().into(), entry);
+        let key = self.keys.verification(id);
+        self.verifications.lock(key).insert(key, entry);
         if self.events.is_on() {
             let created = |fact| {
                 OutboxEntry::of_verification(
@@ -93,9 +92,10 @@ impl MemoryStore {
         read: impl FnOnce(&StoredTarget) -> T,
     ) -> Option<T> {
         let now = self.now_ms();
+        let key = self.keys.verification(id);
         self.verifications
-            .lock(id.as_str())
-            .get(id.as_str())
+            .lock(key)
+            .get(&key)
             .filter(|entry| entry.retained_until_ms > now)
             .map(|entry| read(&entry.target))
     }
@@ -109,12 +109,13 @@ impl MemoryStore {
         client: crate::domain::Client,
         params: VerifyParams,
     ) -> VerifyOutcome {
-        let key = code_key(destination, purpose);
+        let key = self.keys.code(destination, purpose);
+        let id_key = self.keys.verification(id);
         let now = self.now_ms();
-        let mut codes = self.codes.lock(&key);
-        let mut verifications = self.verifications.lock(id.as_str());
+        let mut codes = self.codes.lock(key);
+        let mut verifications = self.verifications.lock(id_key);
         let Some(verification) = verifications
-            .get_mut(id.as_str())
+            .get_mut(&id_key)
             .filter(|entry| entry.retained_until_ms > now)
         else {
             return VerifyOutcome::CodeExpired;
@@ -126,14 +127,14 @@ impl MemoryStore {
             None if verification.verifies_until_ms <= now => return VerifyOutcome::CodeExpired,
             None => {}
         }
-        let mut limits = FailureLimits::lock(&self.quotas, destination, client, &params);
+        let mut limits = FailureLimits::lock(self, destination, client, &params);
         let wait = limits.wait(now);
         if wait > 0 {
             return VerifyOutcome::QuotaExceeded {
                 retry_after: Duration::from_millis(wait),
             };
         }
-        let bound = codes.get(key.as_str()).is_some_and(|code| {
+        let bound = codes.get(&key).is_some_and(|code| {
             code.expires_at_ms > now
                 && code
                     .digest
@@ -143,7 +144,7 @@ impl MemoryStore {
             return VerifyOutcome::CodeExpired;
         }
         if verification.digest.is_any_of(candidates) {
-            codes.remove(key.as_str());
+            codes.remove(&key);
             verification.ended = Some(VerificationStatus::Approved);
             self.verification_event(Fact::Ended(Ending::Approved), id, verification, String::new);
             return VerifyOutcome::Verified;
@@ -168,17 +169,17 @@ impl MemoryStore {
         }
     }
 
-    /// The verification `id` in its locked shard, while it is pending and bound to the code of
-    /// `digest` (a verify by phone's code): a canceled or spent one, or one rolled back, takes
-    /// nothing.
+    /// The verification of key `id_key` in its locked shard, while it is pending and bound to
+    /// the code of `digest` (a verify by phone's code): a canceled or spent one, or one rolled
+    /// back, takes nothing.
     pub(super) fn bound_verification<'a>(
         &self,
-        verifications: &'a mut HashMap<Box<str>, VerificationEntry>,
-        id: &VerificationId,
+        verifications: &'a mut HashMap<HashedKey, VerificationEntry, PassHash>,
+        id_key: HashedKey,
         digest: CodeDigest,
         now: u64,
     ) -> Option<&'a mut VerificationEntry> {
-        verifications.get_mut(id.as_str()).filter(|entry| {
+        verifications.get_mut(&id_key).filter(|entry| {
             entry.retained_until_ms > now
                 && entry.ended.is_none()
                 && entry.digest.is_any_of(std::slice::from_ref(&digest))
@@ -226,18 +227,18 @@ impl MemoryStore {
         id: &VerificationId,
         cancel: bool,
     ) -> Option<VerificationRecord> {
-        // The code's key as the verification keeps it, not written out again from its parts.
         let (target, key) =
-            self.read_target(id, |target| (target.to_target(), target.key.clone()))?;
+            self.read_target(id, |target| (target.to_target(), self.keys.code_of(target)))?;
         let now = self.now_ms();
-        let codes = self.codes.lock(&key);
-        let mut verifications = self.verifications.lock(id.as_str());
+        let codes = self.codes.lock(key);
+        let id_key = self.keys.verification(id);
+        let mut verifications = self.verifications.lock(id_key);
         let entry = verifications
-            .get_mut(id.as_str())
+            .get_mut(&id_key)
             .filter(|entry| entry.retained_until_ms > now)?;
         let live = entry.ended.is_none()
             && entry.verifies_until_ms > now
-            && codes.get(&*key).is_some_and(|code| {
+            && codes.get(&key).is_some_and(|code| {
                 code.expires_at_ms > now
                     && code.digest.is_any_of(std::slice::from_ref(&entry.digest))
             });
@@ -262,7 +263,8 @@ impl MemoryStore {
     }
 
     pub(super) fn set_unconfirmed(&self, id: &VerificationId) {
-        if let Some(entry) = self.verifications.lock(id.as_str()).get_mut(id.as_str()) {
+        let key = self.keys.verification(id);
+        if let Some(entry) = self.verifications.lock(key).get_mut(&key) {
             entry.delivery = DeliveryStatus::Unconfirmed;
         }
     }
