@@ -434,13 +434,16 @@ async fn budgets_apart_are_reserved_all_or_nothing_under_concurrency(backend: Ba
     }
 }
 
-/// Where one node holds every log (one Redis node, Sentinel's primary), a send's budgets are
-/// reserved in its issue's step, and a budget without room refuses it with nothing changed:
-/// no code, no event in the phone's log nor in the other budgets. Elsewhere (the embedded
-/// store, PostgreSQL, a Cluster) the issue leaves them to the caller and records nothing there.
+/// Where one node holds every log (the embedded store, one Redis node, Sentinel's primary), a
+/// send's budgets are reserved in its issue's step, and a budget without room refuses it with
+/// nothing changed: no code, no event in the phone's log nor in the other budgets. Elsewhere
+/// (PostgreSQL, a Cluster) the issue leaves them to the caller and records nothing there.
 async fn budgets_are_reserved_with_the_issue_on_one_node(backend: Backend) {
     let app = store_of(backend).await;
-    let in_one_step = matches!(backend, Backend::Redis | Backend::Sentinel);
+    let in_one_step = matches!(
+        backend,
+        Backend::Memory | Backend::Redis | Backend::Sentinel
+    );
     let client = QuotaScope::ClientIp(format!("192.0.2.{}", rand::random::<u8>()).parse().unwrap());
     let one = [rule(1, MINUTE)];
     let plenty = [rule(1000, MINUTE)];

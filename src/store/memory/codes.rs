@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 
+use super::quotas::{budgets_exceeded, record_budgets};
 use super::*;
 use crate::store::{Admission, Candidates, CodeStore, GuardStep, GuardedIssue, VerifyStep};
 
@@ -14,17 +15,19 @@ fn not_issued(outcome: IssueOutcome) -> GuardedIssue {
 }
 
 impl MemoryStore {
-    /// The issue, with the fraud guard's step of the send when there is one (`guard`), taken
-    /// under the code's lock once the send is sure to deliver (no cooldown, the phone's quota
-    /// has room) and before anything is written: a refused send leaves nothing but the
-    /// refusal's count, and a counted one is issued. Lock order: the code's shard, the quota
-    /// log's, the guard's counts.
+    /// The issue, with the send's budgets and the fraud guard's step of the send when there is
+    /// one (`guard`), taken under the code's lock once the send is sure to deliver (no
+    /// cooldown, the phone's quota and every budget have room) and before anything is written:
+    /// a refused send leaves nothing but the refusal's count, and a counted one is issued and
+    /// has its budgets reserved (`budgets_reserved`). Lock order: the code's shard, the phone's
+    /// quota log's, the budgets' shards, the guard's counts.
     pub(super) fn issue_now(
         &self,
         destination: &Destination,
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
+        budgets: Budgets<'_>,
         guard: Option<&GuardStep<'_>>,
     ) -> Result<GuardedIssue, StoreError> {
         let key = self.keys.code(destination, purpose);
@@ -46,10 +49,12 @@ impl MemoryStore {
             }
         }
         let quota_token = QuotaToken::generate();
-        let admission;
-        if !params.destination_quota.is_empty() {
-            let mut logs = self.quotas.lock(sends_key);
-            let log = logs.entry(sends_key).or_default();
+        let mut phone_logs =
+            (!params.destination_quota.is_empty()).then(|| self.quotas.lock(sends_key));
+        let mut phone_log = phone_logs
+            .as_mut()
+            .map(|logs| logs.entry(sends_key).or_default());
+        if let Some(log) = phone_log.as_deref_mut() {
             let wait = log.wait(now, &params.destination_quota);
             if wait > 0 {
                 let exceeded = IssueOutcome::QuotaExceeded {
@@ -57,17 +62,28 @@ impl MemoryStore {
                 };
                 return Ok(not_issued(exceeded));
             }
-            admission = match self.admit_locked(guard) {
-                Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
-                admission => admission,
-            };
-            log.record(now, &params.destination_quota, quota_token);
-        } else {
-            admission = match self.admit_locked(guard) {
-                Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
-                admission => admission,
-            };
         }
+        let mut budget_logs =
+            (!budgets.budgets.is_empty()).then(|| self.lock_budgets(budgets.budgets));
+        if let Some(logs) = budget_logs.as_mut()
+            && let Some((scope, retry_after)) = budgets_exceeded(logs, budgets.budgets, now)
+        {
+            return Ok(not_issued(IssueOutcome::BudgetExceeded {
+                scope,
+                retry_after,
+            }));
+        }
+        let admission = match self.admit_locked(guard) {
+            Some(Admission::Refused(block)) => return Ok(GuardedIssue::Refused(block)),
+            admission => admission,
+        };
+        if let Some(log) = phone_log {
+            log.record(now, &params.destination_quota, quota_token);
+        }
+        if let Some(logs) = budget_logs.as_mut() {
+            record_budgets(logs, budgets.budgets, now, budgets.token);
+        }
+        drop((phone_logs, budget_logs));
         let outcome = |outcome| GuardedIssue::Issued { outcome, admission };
 
         if let Some(entry) = pending {
@@ -101,7 +117,7 @@ impl MemoryStore {
             return Ok(outcome(IssueOutcome::Send(IssuedCode {
                 sealed,
                 kind,
-                budgets_reserved: false,
+                budgets_reserved: true,
                 undo: IssueUndo {
                     verification: candidate.verification,
                     quota_token,
@@ -135,7 +151,7 @@ impl MemoryStore {
         Ok(outcome(IssueOutcome::Send(IssuedCode {
             sealed: None,
             kind: IssueKind::Created,
-            budgets_reserved: false,
+            budgets_reserved: true,
             undo: IssueUndo {
                 verification: candidate.verification,
                 quota_token,
@@ -222,9 +238,9 @@ impl CodeStore for MemoryStore {
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
-        _budgets: Budgets<'_>,
+        budgets: Budgets<'_>,
     ) -> Result<IssueOutcome, StoreError> {
-        match self.issue_now(destination, purpose, candidate, params, None)? {
+        match self.issue_now(destination, purpose, candidate, params, budgets, None)? {
             GuardedIssue::Issued { outcome, .. } => Ok(outcome),
             GuardedIssue::Refused(_) => Err(StoreError::Protocol(
                 "issue: a guard's answer unasked".to_owned(),

@@ -15,9 +15,16 @@ impl FusedSteps for MemoryStore {
         purpose: &Purpose,
         candidate: CodeCandidate,
         params: &IssueParams,
-        _budgets: Budgets<'_>,
+        budgets: Budgets<'_>,
         guard: GuardStep<'_>,
     ) -> Result<GuardedIssue, StoreError> {
-        self.issue_now(destination, purpose, candidate, params, Some(&guard))
+        self.issue_now(
+            destination,
+            purpose,
+            candidate,
+            params,
+            budgets,
+            Some(&guard),
+        )
     }
 }
