@@ -220,12 +220,12 @@ impl OtpService {
             captcha_answer: command.captcha_answer.as_deref(),
             altcha: command.altcha.as_deref(),
         });
-        let once = self
-            .idempotency
-            .once(key, &fingerprint, || {
-                self.send_gated(&command, &destination, &purpose, locale.as_ref(), monitored)
-            })
-            .await?;
+        // Boxed: inline, this rarer path's state (the idempotency step around a whole send)
+        // made every send's future a kilobyte larger, copied whole when the route boxes it.
+        let once = Box::pin(self.idempotency.once(key, &fingerprint, || {
+            self.send_gated(&command, &destination, &purpose, locale.as_ref(), monitored)
+        }))
+        .await?;
         if once.replayed {
             self.stats.record(Event::DedupIdempotency);
             tracing::info!(%destination, %purpose, "send deduplicated: idempotency key repeat answered from the store");
