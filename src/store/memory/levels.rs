@@ -8,7 +8,9 @@ use std::hash::BuildHasher;
 
 use async_trait::async_trait;
 
-use super::{HashedKey, KeyHasher, KeyKind, MemoryStore, PassHash};
+use smallvec::SmallVec;
+
+use super::{HashedKey, KeyKind, MemoryStore, PassHash};
 use crate::domain::traffic::LevelCounts;
 use crate::store::{LevelStore, LevelUpdate, StoreError};
 
@@ -44,21 +46,20 @@ fn trim<K: Clone + Eq + std::hash::Hash, V, S: BuildHasher>(
 }
 
 impl LevelState {
-    fn count(&mut self, keys: &KeyHasher, update: &LevelUpdate<'_>) -> Vec<LevelCounts> {
+    /// Counts `update` in the records of `scopes`, its scopes' keys in order.
+    fn count(&mut self, scopes: &[HashedKey], update: &LevelUpdate<'_>) -> Vec<LevelCounts> {
         if self.scopes.len() >= MAX_SCOPES + MAX_SCOPES / 10 {
             let now = update.now_ms;
             self.scopes.retain(|_, (_, _, until)| *until > now);
             trim(&mut self.scopes, MAX_SCOPES, |(_, then, _)| *then);
         }
         let now = update.now_ms;
-        let answer = update
-            .scopes
+        let answer = scopes
             .iter()
-            .map(|scope| {
-                let key = keys.hash(KeyKind::Level, &[scope]);
+            .map(|key| {
                 let (counts, then, until) =
                     self.scopes
-                        .entry(key)
+                        .entry(*key)
                         .or_insert((LevelCounts::default(), now, 0));
                 // A record past its time starts afresh, as the shared stores' expired key.
                 if *until <= now {
@@ -88,11 +89,17 @@ impl LevelState {
 #[async_trait]
 impl LevelStore for MemoryStore {
     async fn count_levels(&self, update: &LevelUpdate<'_>) -> Result<Vec<LevelCounts>, StoreError> {
+        // Hashed before the lock that every send takes.
+        let scopes: SmallVec<[HashedKey; 8]> = update
+            .scopes
+            .iter()
+            .map(|scope| self.keys.hash(KeyKind::Level, &[scope]))
+            .collect();
         Ok(self
             .levels
             .lock()
             .expect("levels lock")
-            .count(&self.keys, update))
+            .count(&scopes, update))
     }
 
     async fn is_returning(&self, digests: &[u64], now_ms: u64) -> Result<bool, StoreError> {

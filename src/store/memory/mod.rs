@@ -422,6 +422,7 @@ impl Default for MemoryStore {
 /// made once a request, and its low half is the table's hash. Under each store's own random key
 /// and 128 bits wide, no two of a store's keys meet (the birthday bound is 2^64 keys) and no one
 /// can aim keys at one bucket.
+///
 /// Two halves, not a `u128`: aligned to 8 bytes, not 16, it pads no table's bucket.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct HashedKey {
