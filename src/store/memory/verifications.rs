@@ -82,17 +82,12 @@ impl MemoryStore {
     }
 
     pub(super) fn locate(&self, id: &VerificationId) -> Option<VerificationTarget> {
-        self.read_target(id, StoredTarget::to_target)
+        self.read_target(self.keys.verification(id), StoredTarget::to_target)
     }
 
-    /// `read` of what `id` was sent for, while its record is kept.
-    fn read_target<T>(
-        &self,
-        id: &VerificationId,
-        read: impl FnOnce(&StoredTarget) -> T,
-    ) -> Option<T> {
+    /// `read` of what the verification of key `key` was sent for, while its record is kept.
+    fn read_target<T>(&self, key: HashedKey, read: impl FnOnce(&StoredTarget) -> T) -> Option<T> {
         let now = self.now_ms();
-        let key = self.keys.verification(id);
         self.verifications
             .lock(key)
             .get(&key)
@@ -227,11 +222,12 @@ impl MemoryStore {
         id: &VerificationId,
         cancel: bool,
     ) -> Option<VerificationRecord> {
-        let (target, key) =
-            self.read_target(id, |target| (target.to_target(), self.keys.code_of(target)))?;
+        let id_key = self.keys.verification(id);
+        let (target, key) = self.read_target(id_key, |target| {
+            (target.to_target(), self.keys.code_of(target))
+        })?;
         let now = self.now_ms();
         let codes = self.codes.lock(key);
-        let id_key = self.keys.verification(id);
         let mut verifications = self.verifications.lock(id_key);
         let entry = verifications
             .get_mut(&id_key)
